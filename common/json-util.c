@@ -1,0 +1,341 @@
+/* json-util.c — see json-util.h. */
+#include "json-util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+static void line_col(const char *buf, size_t off, unsigned *ret_line, unsigned *ret_col)
+{
+	unsigned line = 1, col = 1;
+
+	for (size_t i = 0; i < off; i++) {
+		if (buf[i] == '\n') {
+			line++;
+			col = 1;
+		} else
+			col++;
+	}
+	*ret_line = line;
+	*ret_col = col;
+}
+
+int json_parse_strict(const char *what, const char *buf, size_t len, cJSON **ret, struct error *err)
+{
+	const char *end = NULL;
+	unsigned line, col;
+	cJSON *root;
+	size_t off;
+
+	if (len == 0)
+		return error_set(err, -EINVAL, "%s: empty, expected a JSON value", what);
+	if (memchr(buf, '\0', len))
+		return error_set(err, -EINVAL, "%s: contains a NUL byte", what);
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+
+		off = (at && at >= buf && at <= buf + len) ? (size_t)(at - buf) : 0;
+		line_col(buf, off, &line, &col);
+		return error_set(err, -EINVAL, "%s: invalid JSON at line %u, column %u", what, line, col);
+	}
+	off = (size_t)(end - buf);
+	while (off < len && (buf[off] == ' ' || buf[off] == '\t' || buf[off] == '\n' || buf[off] == '\r'))
+		off++;
+	if (off < len) {
+		cJSON_Delete(root);
+		line_col(buf, off, &line, &col);
+		return error_set(err, -EINVAL, "%s: unexpected data after the JSON value at line %u, column %u", what,
+				 line, col);
+	}
+	*ret = root;
+	return 0;
+}
+
+int json_parse_file(const char *path, size_t max_bytes, cJSON **ret, struct error *err)
+{
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(freep) char *buf = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return error_set(err, -EINVAL, "%s: not a regular file", path);
+	if ((uint64_t)st.st_size > max_bytes)
+		return error_set(err, -EFBIG, "%s: larger than %zu bytes", path, max_bytes);
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return error_set(err, -ENOMEM, "%s: out of memory", path);
+	while (len < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return error_set(err, -errno, "%s: %s", path, strerror(errno));
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	return json_parse_strict(path, buf, len, ret, err);
+}
+
+char *json_path_join(char *buf, size_t size, const char *path, const char *key)
+{
+	if (path && *path)
+		snprintf(buf, size, "%s.%s", path, key);
+	else
+		snprintf(buf, size, "%s", key);
+	return buf;
+}
+
+/* A short rendering of a value for error messages. */
+static const char *show(const cJSON *item, char *buf, size_t size)
+{
+	char *s = cJSON_PrintUnformatted(item);
+
+	snprintf(buf, size, "%s", s ? s : "?");
+	if (s && strlen(s) >= size && size > 4)
+		memcpy(buf + size - 4, "...", 4);
+	cJSON_free(s);
+	return buf;
+}
+
+static int wrong(const cJSON *item, const char *path, const char *key, const char *expect, struct error *err)
+{
+	char p[256], v[72];
+
+	return error_set(err, -EINVAL, "%s: expected %s, got %s", json_path_join(p, sizeof(p), path, key), expect,
+			 show(item, v, sizeof(v)));
+}
+
+static const cJSON *lookup(const cJSON *obj, const char *key)
+{
+	const cJSON *item;
+
+	if (!cJSON_IsObject(obj))
+		return NULL;
+	item = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsNull(item) ? NULL : item;
+}
+
+static bool is_integral(double v)
+{
+	return isfinite(v) && floor(v) == v;
+}
+
+int json_get_u64(const cJSON *obj, const char *path, const char *key, uint64_t min, uint64_t max, uint64_t *ret,
+		 struct error *err)
+{
+	const cJSON *item = lookup(obj, key);
+	char expect[96];
+	double v;
+
+	if (!item)
+		return 0;
+	snprintf(expect, sizeof(expect), "an integer in [%" PRIu64 ", %" PRIu64 "]", min, max);
+	if (!cJSON_IsNumber(item))
+		return wrong(item, path, key, expect, err);
+	v = item->valuedouble;
+	/* Above 2^53 a double no longer holds every integer: refuse rather than round. */
+	if (!is_integral(v) || v < (double)min || v > (double)max || v > 9007199254740992.0)
+		return wrong(item, path, key, expect, err);
+	*ret = (uint64_t)v;
+	return 1;
+}
+
+int json_get_u32(const cJSON *obj, const char *path, const char *key, uint32_t min, uint32_t max, uint32_t *ret,
+		 struct error *err)
+{
+	uint64_t v;
+	int r;
+
+	r = json_get_u64(obj, path, key, min, max, &v, err);
+	if (r > 0)
+		*ret = (uint32_t)v;
+	return r;
+}
+
+int json_get_double(const cJSON *obj, const char *path, const char *key, double min, double max, double *ret,
+		    struct error *err)
+{
+	const cJSON *item = lookup(obj, key);
+	char expect[96];
+
+	if (!item)
+		return 0;
+	snprintf(expect, sizeof(expect), "a number in [%g, %g]", min, max);
+	if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < min ||
+	    item->valuedouble > max)
+		return wrong(item, path, key, expect, err);
+	*ret = item->valuedouble;
+	return 1;
+}
+
+int json_get_bool(const cJSON *obj, const char *path, const char *key, bool *ret, struct error *err)
+{
+	const cJSON *item = lookup(obj, key);
+
+	if (!item)
+		return 0;
+	if (!cJSON_IsBool(item))
+		return wrong(item, path, key, "true or false", err);
+	*ret = cJSON_IsTrue(item);
+	return 1;
+}
+
+int json_get_string(const cJSON *obj, const char *path, const char *key, size_t max_len, const char **ret,
+		    struct error *err)
+{
+	const cJSON *item = lookup(obj, key);
+	char p[256];
+
+	if (!item)
+		return 0;
+	if (!cJSON_IsString(item) || !item->valuestring)
+		return wrong(item, path, key, "a string", err);
+	if (!item->valuestring[0])
+		return error_set(err, -EINVAL, "%s: must not be empty", json_path_join(p, sizeof(p), path, key));
+	if (max_len && strlen(item->valuestring) > max_len)
+		return error_set(err, -EINVAL, "%s: longer than %zu characters", json_path_join(p, sizeof(p), path, key),
+				 max_len);
+	*ret = item->valuestring;
+	return 1;
+}
+
+int json_get_array(const cJSON *obj, const char *path, const char *key, const cJSON **ret, struct error *err)
+{
+	const cJSON *item = lookup(obj, key);
+
+	if (!item)
+		return 0;
+	if (!cJSON_IsArray(item))
+		return wrong(item, path, key, "an array", err);
+	*ret = item;
+	return 1;
+}
+
+int json_get_object(const cJSON *obj, const char *path, const char *key, const cJSON **ret, struct error *err)
+{
+	const cJSON *item = lookup(obj, key);
+
+	if (!item)
+		return 0;
+	if (!cJSON_IsObject(item))
+		return wrong(item, path, key, "an object", err);
+	*ret = item;
+	return 1;
+}
+
+int json_get_enum(const cJSON *obj, const char *path, const char *key, const char *const *choices, int *ret,
+		  struct error *err)
+{
+	const cJSON *item = lookup(obj, key);
+	char expect[256] = "one of ";
+	size_t n = strlen(expect);
+
+	if (!item)
+		return 0;
+	if (cJSON_IsString(item) && item->valuestring)
+		for (int i = 0; choices[i]; i++)
+			if (strcmp(item->valuestring, choices[i]) == 0) {
+				*ret = i;
+				return 1;
+			}
+	for (int i = 0; choices[i] && n < sizeof(expect); i++)
+		n += (size_t)snprintf(expect + n, sizeof(expect) - n, "%s\"%s\"", i ? ", " : "", choices[i]);
+	return wrong(item, path, key, expect, err);
+}
+
+static int missing(const char *path, const char *key, struct error *err)
+{
+	char p[256];
+
+	return error_set(err, -EINVAL, "%s: missing", json_path_join(p, sizeof(p), path, key));
+}
+
+int json_require_u64(const cJSON *obj, const char *path, const char *key, uint64_t min, uint64_t max, uint64_t *ret,
+		     struct error *err)
+{
+	int r = json_get_u64(obj, path, key, min, max, ret, err);
+
+	return r == 0 ? missing(path, key, err) : r;
+}
+
+int json_require_double(const cJSON *obj, const char *path, const char *key, double min, double max, double *ret,
+			struct error *err)
+{
+	int r = json_get_double(obj, path, key, min, max, ret, err);
+
+	return r == 0 ? missing(path, key, err) : r;
+}
+
+int json_require_string(const cJSON *obj, const char *path, const char *key, size_t max_len, const char **ret,
+			struct error *err)
+{
+	int r = json_get_string(obj, path, key, max_len, ret, err);
+
+	return r == 0 ? missing(path, key, err) : r;
+}
+
+int json_require_object(const cJSON *obj, const char *path, const char *key, const cJSON **ret, struct error *err)
+{
+	int r = json_get_object(obj, path, key, ret, err);
+
+	return r == 0 ? missing(path, key, err) : r;
+}
+
+int json_check_keys(const cJSON *obj, const char *path, const char *const *allowed, struct error *err)
+{
+	const cJSON *item, *other;
+	char p[256];
+
+	if (!cJSON_IsObject(obj))
+		return error_set(err, -EINVAL, "%s: expected an object", path && *path ? path : "(root)");
+	cJSON_ArrayForEach(item, obj)
+	{
+		bool known = false;
+
+		for (size_t i = 0; allowed[i] && !known; i++)
+			known = strcmp(item->string, allowed[i]) == 0;
+		if (!known)
+			return error_set(err, -EINVAL, "%s: unknown key", json_path_join(p, sizeof(p), path, item->string));
+		for (other = item->next; other; other = other->next)
+			if (strcmp(other->string, item->string) == 0)
+				return error_set(err, -EINVAL, "%s: duplicate key",
+						 json_path_join(p, sizeof(p), path, item->string));
+	}
+	return 0;
+}
+
+int json_add_number(cJSON *obj, const char *key, double v)
+{
+	cJSON *item = isfinite(v) ? cJSON_AddNumberToObject(obj, key, v) : cJSON_AddNullToObject(obj, key);
+
+	return item ? 0 : -ENOMEM;
+}
+
+int json_add_string(cJSON *obj, const char *key, const char *v)
+{
+	cJSON *item = v ? cJSON_AddStringToObject(obj, key, v) : cJSON_AddNullToObject(obj, key);
+
+	return item ? 0 : -ENOMEM;
+}
+
+int json_add_bool(cJSON *obj, const char *key, bool v)
+{
+	return cJSON_AddBoolToObject(obj, key, v) ? 0 : -ENOMEM;
+}

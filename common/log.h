@@ -1,0 +1,37 @@
+/* log.h — logging for goodput's programs.
+ *
+ * Levels are syslog's. Lines go to stderr as "program: message"; when stderr
+ * is connected to the journal (JOURNAL_STREAM names it) each line starts with
+ * a "<N>" priority prefix instead, so journald records the level. Only
+ * programs log at info level and above; libraries return errors (error.h) and
+ * log at debug level at most. */
+#pragma once
+
+#include <stdbool.h>
+#include <syslog.h>
+
+void log_set_program(const char *name);
+void log_set_max_level(int level);
+int log_get_max_level(void);
+/* Re-reads JOURNAL_STREAM (called once by log_set_program). */
+void log_detect_journal(void);
+bool log_to_journal(void);
+
+/* Writes one line when level <= max level. error is an errno (either sign, 0
+ * for none): when non-zero its text is appended (": No such file ...").
+ * Returns -|error| so that log_*_errno can be returned directly. */
+int log_internal(int level, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define log_full_errno(level, error, ...) log_internal((level), (error), __VA_ARGS__)
+#define log_full(level, ...) ((void)log_internal((level), 0, __VA_ARGS__))
+
+#define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
+#define log_notice(...) log_full(LOG_NOTICE, __VA_ARGS__)
+#define log_warning(...) log_full(LOG_WARNING, __VA_ARGS__)
+#define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
+
+#define log_debug_errno(r, ...) log_full_errno(LOG_DEBUG, (r), __VA_ARGS__)
+#define log_info_errno(r, ...) log_full_errno(LOG_INFO, (r), __VA_ARGS__)
+#define log_warning_errno(r, ...) log_full_errno(LOG_WARNING, (r), __VA_ARGS__)
+#define log_error_errno(r, ...) log_full_errno(LOG_ERR, (r), __VA_ARGS__)

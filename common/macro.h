@@ -1,0 +1,97 @@
+/* macro.h — the few macros every goodput program uses: scope-bound cleanup
+ * (_cleanup_ + TAKE_PTR/TAKE_FD), array sizes, and cleanup helpers for the
+ * handles of the libraries goodput links (curl, SQLite, cJSON, NLopt,
+ * sd-event). Each helper accepts NULL, so a cleanup variable may be left
+ * unset on any path. */
+#pragma once
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <nlopt.h>
+#include <sqlite3.h>
+#include <systemd/sd-event.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _noreturn_ __attribute__((noreturn))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _likely_(x) __builtin_expect(!!(x), 1)
+#define _unlikely_(x) __builtin_expect(!!(x), 0)
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
+
+/* Hand a pointer out of a _cleanup_ scope: returns the value, leaves NULL. */
+#define TAKE_PTR(p)                                                                                \
+	__extension__({                                                                            \
+		__typeof__(p) *_pp_ = &(p);                                                        \
+		__typeof__(p) _p_ = *_pp_;                                                         \
+		*_pp_ = NULL;                                                                      \
+		_p_;                                                                               \
+	})
+
+#define TAKE_FD(fd)                                                                                \
+	__extension__({                                                                            \
+		int *_pfd_ = &(fd);                                                                \
+		int _fd_ = *_pfd_;                                                                 \
+		*_pfd_ = -1;                                                                       \
+		_fd_;                                                                              \
+	})
+
+/* Defines static inline void <func>p(type *p) that calls func(*p) when set. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
+	static inline void func##p(type *p)                                                        \
+	{                                                                                          \
+		if (*p)                                                                            \
+			func(*p);                                                                  \
+	}
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+/* Closes a file descriptor, keeping errno; accepts negative values. */
+static inline int safe_close(int fd)
+{
+	if (fd >= 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+	}
+	return -1;
+}
+
+static inline void closep(int *fd)
+{
+	safe_close(*fd);
+}
+
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURLM *, curl_multi_cleanup)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
+DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3 *, sqlite3_close_v2)
+DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt *, sqlite3_finalize)
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
+DEFINE_TRIVIAL_CLEANUP_FUNC(nlopt_opt, nlopt_destroy)
+/* sd-event.h already provides sd_event_unrefp and sd_event_source_unrefp. */
+
+/* cJSON_free takes void *, so the typed wrapper keeps freep-style use simple. */
+static inline void cjson_freep(char **p)
+{
+	if (*p)
+		cJSON_free(*p);
+}

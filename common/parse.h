@@ -1,0 +1,18 @@
+/* parse.h — checked number parsing for flags, environment and text formats.
+ *
+ * Each parser accepts the whole string or nothing: empty input, leading or
+ * trailing garbage, overflow, values outside [min, max], and (for doubles)
+ * NaN and infinities are errors. `what` names the field in the message
+ * ("--request-rate: expected a number in [0, 1e+06], got \"fast\""). */
+#pragma once
+
+#include <stdint.h>
+
+#include "error.h"
+
+int parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *ret, struct error *err);
+int parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *ret, struct error *err);
+int parse_u32(const char *what, const char *s, uint32_t min, uint32_t max, uint32_t *ret, struct error *err);
+int parse_double(const char *what, const char *s, double min, double max, double *ret, struct error *err);
+/* "yes/no/true/false/1/0/on/off". */
+int parse_bool(const char *what, const char *s, int *ret, struct error *err);

@@ -1,0 +1,63 @@
+/* goodput.c — the `goodput` command line: global options, then dispatch to a
+ * subcommand (`goodput probe ...`, `goodput tune ...`). Each subcommand parses
+ * its own flags and prints its own --help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+
+struct command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+	{ "version", "print the version of goodput and of the libraries it uses", cmd_version },
+};
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"Usage: goodput [--help] [--version] [-v|--verbose] COMMAND [ARGS...]\n"
+		"\n"
+		"goodput finds the serving configuration of an LLM inference server with the\n"
+		"lowest cost per million tokens under a latency SLA.\n"
+		"\n"
+		"Commands:\n");
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'goodput COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+
+	log_set_program("goodput");
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			help(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			return cmd_version(1, argv + i);
+		} else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+			log_set_max_level(LOG_DEBUG);
+		} else {
+			log_error("unknown option '%s' (see 'goodput --help')", argv[i]);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		help(stderr);
+		return 2;
+	}
+	for (size_t c = 0; c < ELEMENTSOF(commands); c++)
+		if (strcmp(argv[i], commands[c].name) == 0)
+			return commands[c].run(argc - i, argv + i);
+	log_error("unknown command '%s' (see 'goodput --help')", argv[i]);
+	return 2;
+}

@@ -1,0 +1,144 @@
+/* metrics.h — per-request timings, the figures of one load point, and the
+ * SLA (curl-free).
+ *
+ * Definitions are vLLM's serving benchmark's (benchmarks/serve): TTFT is send
+ * → first chunk with content; TPOT = (E2E − TTFT)/(output tokens − 1), only
+ * for requests with more than one output token; ITL pools every gap between
+ * consecutive content chunks; E2E is send → last content chunk. Throughputs
+ * are over the load point's wall time (first send → last completion).
+ *
+ * A load point's result is the one result object goodput uses everywhere
+ * (`goodput probe --json`, `goodput-sim simulate --json`, the store, the
+ * report): vLLM's key names for the figures vLLM reports (mean_ttft_ms,
+ * median_tpot_ms, p99_itl_ms, output_throughput, request_throughput,
+ * total_token_throughput, completed, ...) and goodput's own beside them
+ * (attainment, good_output_throughput, sla_met, ...). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+#define PROBE_MAX_PERCENTILES 8
+#define PROBE_MAX_SLA_BOUNDS 8
+
+/* What one request measured. Times are CLOCK_MONOTONIC µs (or virtual µs in
+ * the sim); gaps and durations are µs. */
+struct probe_request_result {
+	uint32_t index;
+	bool success;        /* completed with HTTP 200 and at least one token */
+	int http_status;     /* 0 when no response arrived */
+	char *error;         /* owned; NULL on success */
+	uint64_t send_usec;  /* request sent */
+	uint64_t ttft_usec;  /* send → first content chunk */
+	uint64_t e2e_usec;   /* send → last content chunk */
+	uint32_t input_tokens;  /* usage.prompt_tokens, else the workload's length */
+	uint32_t output_tokens; /* usage.completion_tokens, else content chunks */
+	uint64_t *itl_usec;  /* owned; gaps between consecutive content chunks */
+	size_t n_itl;
+};
+
+void probe_request_result_done(struct probe_request_result *r);
+
+/* TPOT of one request in µs, or -1 when output_tokens <= 1 or it failed. */
+double probe_request_tpot_usec(const struct probe_request_result *r);
+
+enum probe_metric { PROBE_METRIC_TTFT, PROBE_METRIC_TPOT, PROBE_METRIC_ITL, PROBE_METRIC_E2EL, _PROBE_METRIC_MAX };
+
+/* "ttft", "tpot", "itl", "e2el" (vLLM's --percentile-metrics names). */
+const char *probe_metric_name(enum probe_metric m);
+
+/* An SLA is a set of bounds. A per-request bound (percentile == 0) must hold
+ * for a request to be good; the load point meets the SLA when at least
+ * `attainment` of its requests are good. A percentile bound (e.g. p99 TPOT <=
+ * 50 ms) must hold over the load point instead. A request that failed is
+ * never good. A metric with no bound is not checked. For a per-request ITL
+ * bound every gap of the request must meet it. */
+struct probe_sla_bound {
+	enum probe_metric metric;
+	double percentile; /* 0: per request; else (0, 100] */
+	double bound_ms;
+};
+
+struct probe_sla {
+	struct probe_sla_bound bounds[PROBE_MAX_SLA_BOUNDS];
+	size_t n_bounds;
+	double attainment; /* (0, 1], default 0.9 when per-request bounds exist */
+};
+
+/* Parses "ttft:500,tpot:50[,e2el:..,itl:..]" (per request) and/or
+ * "p90:ttft:500,p99:tpot:50" (percentile bounds), adding to *sla. Also takes
+ * vLLM's --goodput form, which is space-separated "ttft:500 tpot:50".
+ * Errors name the offending item. */
+int probe_sla_parse(const char *text, struct probe_sla *sla, struct error *err);
+/* "ttft<=500ms tpot<=50ms @90%" or "p99 tpot<=50ms" — for people. */
+void probe_sla_format(const struct probe_sla *sla, char *buf, size_t size);
+bool probe_sla_empty(const struct probe_sla *sla);
+/* Whether one request is good under the per-request bounds. */
+bool probe_request_is_good(const struct probe_request_result *r, const struct probe_sla *sla);
+
+struct probe_stat {
+	double mean_ms, median_ms, std_ms;
+	double pct_ms[PROBE_MAX_PERCENTILES]; /* at probe_result.percentiles[] */
+	size_t n;                             /* samples */
+};
+
+/* Server-side figures scraped from Prometheus /metrics during a load point. */
+struct probe_server_metrics {
+	bool present;
+	double kv_usage_mean, kv_usage_peak; /* 0..1 */
+	double running_mean, running_peak;
+	double waiting_mean, waiting_peak;
+	double preemptions; /* increase over the load point */
+	size_t samples;
+};
+
+struct probe_result {
+	/* the load */
+	double request_rate;      /* offered requests/s; INFINITY for "inf" */
+	double burstiness;
+	uint32_t max_concurrency; /* 0 = none */
+	/* counts and totals */
+	uint32_t num_prompts;     /* measured requests sent */
+	uint32_t completed;
+	uint32_t failed;
+	uint64_t total_input_tokens, total_output_tokens;
+	double duration_s;
+	/* throughputs over duration_s */
+	double request_throughput, output_throughput, total_token_throughput;
+	double max_concurrent_requests; /* peak in flight, from the send/finish times */
+	double mean_concurrency;        /* Σ E2E / duration: Little's law */
+	/* latencies */
+	size_t n_percentiles;
+	double percentiles[PROBE_MAX_PERCENTILES]; /* e.g. 50, 90, 99 */
+	struct probe_stat stat[_PROBE_METRIC_MAX];
+	/* SLA */
+	struct probe_sla sla;
+	double attainment;              /* good / num_prompts (failed count as not good) */
+	double request_goodput;         /* good requests / s (vLLM's "request_goodput") */
+	double good_output_throughput;  /* output tokens/s of good requests */
+	bool sla_met;                   /* attainment >= target and every percentile bound holds */
+	/* server side, when scraped */
+	struct probe_server_metrics server;
+};
+
+/* Computes a load point's figures from its requests. duration_s > 0 is the
+ * wall time; percentiles (n <= PROBE_MAX_PERCENTILES) default to 50, 90, 99
+ * when n_pcts is 0. sla may be NULL (no bounds: every completed request is
+ * good). Sample order does not matter. */
+int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s,
+			 const double *pcts, size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret,
+			 struct error *err);
+
+/* The result object (see top). Keys for percentiles follow vLLM: "p99_ttft_ms",
+ * "p99.9_ttft_ms" for fractional ones. The caller owns *ret. */
+int probe_result_to_json(const struct probe_result *r, cJSON **ret);
+/* Reads back what probe_result_to_json wrote (for the store and reports). */
+int probe_result_from_json(const cJSON *j, struct probe_result *ret, struct error *err);
+/* A table like vLLM's "Serving Benchmark Result" block. */
+void probe_result_print(FILE *f, const struct probe_result *r);

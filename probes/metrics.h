@@ -26,6 +26,7 @@
 
 #define PROBE_MAX_PERCENTILES 8
 #define PROBE_MAX_SLA_BOUNDS 8
+#define PROBE_SLA_DEFAULT_ATTAINMENT 0.9
 
 /* What one request measured. Times are CLOCK_MONOTONIC µs (or virtual µs in
  * the sim); gaps and durations are µs. */
@@ -52,13 +53,19 @@ enum probe_metric { PROBE_METRIC_TTFT, PROBE_METRIC_TPOT, PROBE_METRIC_ITL, PROB
 
 /* "ttft", "tpot", "itl", "e2el" (vLLM's --percentile-metrics names). */
 const char *probe_metric_name(enum probe_metric m);
+/* The enum value of such a name, or -EINVAL. */
+int probe_metric_from_name(const char *s);
 
 /* An SLA is a set of bounds. A per-request bound (percentile == 0) must hold
  * for a request to be good; the load point meets the SLA when at least
  * `attainment` of its requests are good. A percentile bound (e.g. p99 TPOT <=
  * 50 ms) must hold over the load point instead. A request that failed is
  * never good. A metric with no bound is not checked. For a per-request ITL
- * bound every gap of the request must meet it. */
+ * bound every gap of the request must meet it; a TPOT bound does not apply to
+ * a one-token reply (vLLM counts its TPOT as 0). A percentile bound pX holds
+ * when the X-th percentile over the completed requests is within the bound
+ * and at most (100 − X)% of the requests failed (a failed request counts as
+ * slower than any bound). */
 struct probe_sla_bound {
 	enum probe_metric metric;
 	double percentile; /* 0: per request; else (0, 100] */
@@ -79,6 +86,10 @@ int probe_sla_parse(const char *text, struct probe_sla *sla, struct error *err);
 /* "ttft<=500ms tpot<=50ms @90%" or "p99 tpot<=50ms" — for people. */
 void probe_sla_format(const struct probe_sla *sla, char *buf, size_t size);
 bool probe_sla_empty(const struct probe_sla *sla);
+bool probe_sla_has_request_bounds(const struct probe_sla *sla);
+/* The comma form probe_sla_parse() reads back ("ttft:500,p99:tpot:50"; the
+ * attainment target is not part of it). "" for an empty SLA. */
+void probe_sla_to_string(const struct probe_sla *sla, char *buf, size_t size);
 /* Whether one request is good under the per-request bounds. */
 bool probe_request_is_good(const struct probe_request_result *r, const struct probe_sla *sla);
 
@@ -125,15 +136,22 @@ struct probe_result {
 	bool sla_met;                   /* attainment >= target and every percentile bound holds */
 	/* server side, when scraped */
 	struct probe_server_metrics server;
+	/* table only (not in JSON): bit 1 << metric for each metric shown; 0 = all */
+	unsigned percentile_metrics;
 };
 
 /* Computes a load point's figures from its requests. duration_s > 0 is the
  * wall time; percentiles (n <= PROBE_MAX_PERCENTILES) default to 50, 90, 99
  * when n_pcts is 0. sla may be NULL (no bounds: every completed request is
- * good). Sample order does not matter. */
+ * good, and sla_met means no request failed). Sample order does not matter.
+ * The load's description (request_rate, burstiness, max_concurrency) and
+ * server metrics are left for the caller to fill in (rate 0, burstiness 1). */
 int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s,
 			 const double *pcts, size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret,
 			 struct error *err);
+
+/* numpy.percentile(x, p) (linear interpolation) of n sorted samples; 0 when n is 0. */
+double probe_percentile_sorted(const double *x, size_t n, double p);
 
 /* The result object (see top). Keys for percentiles follow vLLM: "p99_ttft_ms",
  * "p99.9_ttft_ms" for fractional ones. The caller owns *ret. */

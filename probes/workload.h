@@ -27,6 +27,10 @@
 #define PROBE_TOKEN_ID_MIN 1000u
 #define PROBE_TOKEN_ID_MAX 30000u
 #define PROBE_MAX_TOKENS_PER_REQUEST (1u << 20)
+#define PROBE_MAX_REQUESTS 10000000u
+#define PROBE_MAX_TOTAL_PROMPT_TOKENS (UINT64_C(1) << 28) /* 1 GiB of ids */
+#define PROBE_MAX_DATASET_BYTES (UINT64_C(2) << 30)
+#define PROBE_MAX_DATASET_LINE (16u << 20)
 
 enum probe_dataset {
 	PROBE_DATASET_RANDOM,   /* synthetic lengths from input/output distributions */
@@ -70,6 +74,9 @@ struct probe_workload_config {
 	uint32_t prefix_group_size; /* N requests per shared prefix */
 	bool ignore_eos;
 	uint64_t seed;
+	/* additions */
+	uint32_t dataset_output_len; /* sharegpt/custom: fixed output length; 0 = from the dataset */
+	bool lengths_only;           /* no prompt_ids (virtual-time simulation needs lengths only) */
 };
 
 struct probe_request_spec {
@@ -90,7 +97,28 @@ struct probe_workload {
 };
 
 /* Fills cfg with vLLM bench serve's defaults: random dataset, fixed 1024 in /
- * 128 out, 1000 prompts, Poisson at infinite rate (i.e. INF), seed 0. */
+ * 128 out, 1000 prompts, Poisson at infinite rate (i.e. INF), seed 0.
+ *
+ * Generation rules (vLLM's random dataset where it has one):
+ * - input_len = prefix_len + a draw from cfg->input (so the shared prefix
+ *   comes on top of the drawn length, as vLLM's --random-prefix-len);
+ *   prefix_group_size 0 with prefix_len > 0 means every request shares one
+ *   prefix (vLLM's behaviour). Prefix groups count over all requests,
+ *   warm-ups included.
+ * - lengths, prompt ids and arrival gaps come from three independent PRNG
+ *   streams derived from the seed, so changing the rate keeps the prompts.
+ * - arrival_usec: warm-up requests have 0 (the caller runs them before the
+ *   measured run and waits for them); measured requests start at 0 and follow
+ *   the arrival process from there.
+ * - sharegpt: the valid entries (a "human" turn followed by a "gpt" turn) are
+ *   shuffled with the seed (as vLLM) and taken in order, reused cyclically when
+ *   there are fewer than needed; output_len = words of the gpt reply unless
+ *   dataset_output_len is set. custom (JSONL): lines in file order, reused
+ *   cyclically; output_len from the line, else dataset_output_len, else a
+ *   draw from cfg->output.
+ * - caps: num_warmup + num_prompts <= PROBE_MAX_REQUESTS, total prompt ids
+ *   <= PROBE_MAX_TOTAL_PROMPT_TOKENS, dataset files <= PROBE_MAX_DATASET_BYTES,
+ *   a JSONL line <= PROBE_MAX_DATASET_LINE bytes. */
 void probe_workload_config_init(struct probe_workload_config *cfg);
 
 /* Generates the requests. Deterministic in (cfg, seed). Dataset errors name
@@ -104,3 +132,13 @@ char *probe_request_prompt_text(const struct probe_request_spec *r);
 
 /* Number of tokens in a text by the word rule. */
 uint32_t probe_count_words(const char *text);
+
+/* Names for flags and JSON: "random"/"sharegpt"/"custom", "fixed"/"uniform"/
+ * "normal"/"lognormal", "poisson"/"gamma"/"constant"/"inf"; the parsers return
+ * the enum value or -EINVAL. */
+const char *probe_dataset_name(enum probe_dataset d);
+const char *probe_dist_name(enum probe_dist d);
+const char *probe_arrival_name(enum probe_arrival a);
+int probe_dataset_from_name(const char *s);
+int probe_dist_from_name(const char *s);
+int probe_arrival_from_name(const char *s);

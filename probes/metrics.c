@@ -1,0 +1,289 @@
+/* metrics.c — from per-request timings to the figures of one load point,
+ * exactly as vLLM's serving benchmark computes them, plus goodput's SLA
+ * attainment and good-token throughput.
+ *
+ * vLLM (benchmarks/serve, calculate_metrics): only successful requests
+ * contribute latencies and token totals; TTFT and E2E per request; TPOT per
+ * request with more than one output token; ITL pools every gap of every
+ * successful request; mean = np.mean, std = np.std (population), median =
+ * np.median, percentiles = np.percentile with its default linear
+ * interpolation; an empty list gives 0 for every statistic (vLLM's `or 0`).
+ * Throughputs divide by the benchmark's duration. Goodput in vLLM counts good
+ * requests per second; goodput also reports good output tokens per second,
+ * which is what cost per token is computed from.
+ *
+ * The JSON writer and reader and the printed table are in metrics-io.c. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+void probe_request_result_done(struct probe_request_result *r)
+{
+	if (!r)
+		return;
+	free(r->error);
+	free(r->itl_usec);
+	r->error = NULL;
+	r->itl_usec = NULL;
+	r->n_itl = 0;
+}
+
+double probe_request_tpot_usec(const struct probe_request_result *r)
+{
+	if (!r->success || r->output_tokens <= 1)
+		return -1;
+	return ((double)r->e2e_usec - (double)r->ttft_usec) / (double)(r->output_tokens - 1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* numpy.percentile(x, p) with method="linear" on sorted x (n > 0); numpy's
+ * _lerp computes from the nearer end for t >= 0.5, which this mirrors so
+ * results agree to the last bit on typical inputs. */
+double probe_percentile_sorted(const double *x, size_t n, double p)
+{
+	double rank, t, a, b;
+	size_t lo;
+
+	if (n == 0)
+		return 0;
+	rank = p / 100.0 * (double)(n - 1);
+	if (rank <= 0)
+		return x[0];
+	if (rank >= (double)(n - 1))
+		return x[n - 1];
+	lo = (size_t)floor(rank);
+	t = rank - (double)lo;
+	a = x[lo];
+	b = x[lo + 1];
+	return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
+}
+
+/* Mean, median, std and percentiles (ms) of n samples (ms), sorted in place. */
+static void stat_compute(double *x, size_t n, const double *pcts, size_t n_pcts, struct probe_stat *ret)
+{
+	double sum = 0, var = 0, mean;
+
+	*ret = (struct probe_stat){ .n = n };
+	if (n == 0)
+		return;
+	qsort(x, n, sizeof(double), cmp_double);
+	for (size_t i = 0; i < n; i++)
+		sum += x[i];
+	mean = sum / (double)n;
+	for (size_t i = 0; i < n; i++)
+		var += (x[i] - mean) * (x[i] - mean);
+	ret->mean_ms = mean;
+	ret->std_ms = sqrt(var / (double)n);
+	ret->median_ms = n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2.0;
+	for (size_t k = 0; k < n_pcts; k++)
+		ret->pct_ms[k] = probe_percentile_sorted(x, n, pcts[k]);
+}
+
+/* Samples of one metric (ms) over the successful requests. The caller frees
+ * *ret; it may be NULL when there are none. */
+static int collect(const struct probe_request_result *reqs, size_t n_reqs, enum probe_metric m, double **ret,
+		   size_t *ret_n)
+{
+	size_t n = 0, cap = 0;
+	double *x;
+
+	for (size_t i = 0; i < n_reqs; i++)
+		if (reqs[i].success)
+			cap += m == PROBE_METRIC_ITL ? reqs[i].n_itl : 1;
+	x = malloc(MAX(cap, (size_t)1) * sizeof(double));
+	if (!x)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_reqs; i++) {
+		const struct probe_request_result *r = &reqs[i];
+		double tpot;
+
+		if (!r->success)
+			continue;
+		switch (m) {
+		case PROBE_METRIC_TTFT:
+			x[n++] = (double)r->ttft_usec / 1000.0;
+			break;
+		case PROBE_METRIC_TPOT:
+			tpot = probe_request_tpot_usec(r);
+			if (tpot >= 0)
+				x[n++] = tpot / 1000.0;
+			break;
+		case PROBE_METRIC_ITL:
+			for (size_t k = 0; k < r->n_itl; k++)
+				x[n++] = (double)r->itl_usec[k] / 1000.0;
+			break;
+		case PROBE_METRIC_E2EL:
+		default:
+			x[n++] = (double)r->e2e_usec / 1000.0;
+			break;
+		}
+	}
+	*ret = x;
+	*ret_n = n;
+	return 0;
+}
+
+struct conc_event {
+	uint64_t t;
+	int delta;
+};
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct conc_event *x = a, *y = b;
+
+	if (x->t != y->t)
+		return (x->t > y->t) - (x->t < y->t);
+	return x->delta - y->delta; /* ends (-1) before starts (+1) at the same instant */
+}
+
+/* Peak number of requests in flight, from send and finish times. */
+static int peak_concurrency(const struct probe_request_result *reqs, size_t n, double *ret)
+{
+	_cleanup_(freep) struct conc_event *ev = NULL;
+	int cur = 0, peak = 0;
+
+	if (n == 0) {
+		*ret = 0;
+		return 0;
+	}
+	ev = malloc(2 * n * sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		ev[2 * i] = (struct conc_event){ reqs[i].send_usec, +1 };
+		ev[2 * i + 1] = (struct conc_event){ reqs[i].send_usec + reqs[i].e2e_usec, -1 };
+	}
+	qsort(ev, 2 * n, sizeof(*ev), cmp_event);
+	for (size_t i = 0; i < 2 * n; i++) {
+		cur += ev[i].delta;
+		peak = MAX(peak, cur);
+	}
+	*ret = peak;
+	return 0;
+}
+
+/* Whether the percentile bounds hold (see metrics.h). */
+static int percentile_bounds_hold(const struct probe_request_result *reqs, size_t n_reqs, uint32_t failed,
+				  const struct probe_sla *sla, bool *ret)
+{
+	bool ok = true;
+
+	for (size_t i = 0; sla && i < sla->n_bounds && ok; i++) {
+		const struct probe_sla_bound *b = &sla->bounds[i];
+		_cleanup_(freep) double *x = NULL;
+		size_t n = 0;
+		int r;
+
+		if (b->percentile == 0)
+			continue;
+		if ((double)failed > (100.0 - b->percentile) / 100.0 * (double)n_reqs) {
+			ok = false;
+			break;
+		}
+		r = collect(reqs, n_reqs, b->metric, &x, &n);
+		if (r < 0)
+			return r;
+		qsort(x, n, sizeof(double), cmp_double);
+		if (n > 0 && probe_percentile_sorted(x, n, b->percentile) > b->bound_ms)
+			ok = false;
+	}
+	*ret = ok;
+	return 0;
+}
+
+int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s,
+			 const double *pcts, size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret,
+			 struct error *err)
+{
+	static const double default_pcts[] = { 50, 90, 99 };
+	struct probe_result res = { .burstiness = 1.0 };
+	uint64_t good_tokens = 0, sum_e2e = 0;
+	uint32_t good = 0;
+	bool pct_ok = true;
+	int r;
+
+	if (!(duration_s > 0) || !isfinite(duration_s))
+		return error_set(err, -EINVAL, "duration: expected a time > 0 s, got %g", duration_s);
+	if (n_pcts > PROBE_MAX_PERCENTILES)
+		return error_set(err, -E2BIG, "percentiles: at most %d, got %zu", PROBE_MAX_PERCENTILES, n_pcts);
+	if (n_pcts == 0) {
+		pcts = default_pcts;
+		n_pcts = ELEMENTSOF(default_pcts);
+	}
+	for (size_t k = 0; k < n_pcts; k++)
+		if (!(pcts[k] >= 0 && pcts[k] <= 100))
+			return error_set(err, -EINVAL, "percentiles: %g is not in [0, 100]", pcts[k]);
+	if (n_reqs > UINT32_MAX)
+		return error_set(err, -E2BIG, "requests: too many (%zu)", n_reqs);
+
+	res.n_percentiles = n_pcts;
+	memcpy(res.percentiles, pcts, n_pcts * sizeof(double));
+	if (sla)
+		res.sla = *sla;
+	res.num_prompts = (uint32_t)n_reqs;
+	res.duration_s = duration_s;
+
+	for (size_t i = 0; i < n_reqs; i++) {
+		const struct probe_request_result *q = &reqs[i];
+
+		sum_e2e += q->e2e_usec;
+		if (!q->success) {
+			res.failed++;
+			continue;
+		}
+		res.completed++;
+		res.total_input_tokens += q->input_tokens;
+		res.total_output_tokens += q->output_tokens;
+		if (probe_request_is_good(q, sla)) {
+			good++;
+			good_tokens += q->output_tokens;
+		}
+	}
+	res.request_throughput = res.completed / duration_s;
+	res.output_throughput = (double)res.total_output_tokens / duration_s;
+	res.total_token_throughput = (double)(res.total_input_tokens + res.total_output_tokens) / duration_s;
+	res.mean_concurrency = (double)sum_e2e / 1e6 / duration_s;
+	r = peak_concurrency(reqs, n_reqs, &res.max_concurrent_requests);
+	if (r < 0)
+		return error_set(err, r, "metrics: out of memory");
+
+	for (int m = 0; m < _PROBE_METRIC_MAX; m++) {
+		_cleanup_(freep) double *x = NULL;
+		size_t n = 0;
+
+		r = collect(reqs, n_reqs, m, &x, &n);
+		if (r < 0)
+			return error_set(err, r, "metrics: out of memory");
+		stat_compute(x, n, res.percentiles, res.n_percentiles, &res.stat[m]);
+	}
+
+	res.attainment = n_reqs ? (double)good / (double)n_reqs : 0;
+	res.request_goodput = good / duration_s;
+	res.good_output_throughput = (double)good_tokens / duration_s;
+	r = percentile_bounds_hold(reqs, n_reqs, res.failed, sla, &pct_ok);
+	if (r < 0)
+		return error_set(err, r, "metrics: out of memory");
+	if (probe_sla_has_request_bounds(sla)) {
+		double target = res.sla.attainment > 0 ? res.sla.attainment : PROBE_SLA_DEFAULT_ATTAINMENT;
+
+		/* a hair of slack so that 9/10 meets 0.9 despite rounding */
+		res.sla_met = res.attainment >= target - 1e-12 && pct_ok;
+	} else if (!probe_sla_empty(sla))
+		res.sla_met = pct_ok;
+	else
+		res.sla_met = res.failed == 0 && n_reqs > 0;
+	*ret = res;
+	return 0;
+}

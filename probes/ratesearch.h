@@ -1,0 +1,98 @@
+/* ratesearch.h — finding the largest request rate that meets the SLA, as a
+ * pure function of the load points measured so far (no I/O, no clock).
+ *
+ * The caller loops: ask probe_ratesearch_next(history) what to do; if it says
+ * MEASURE, run a load point at that rate with that many requests, append it to
+ * the history, ask again. Because the decision depends on the history alone,
+ * a restarted study continues the same search from its stored load points.
+ *
+ * The method:
+ * 1. Saturation: the first point is run at rate INFINITY (everything at once).
+ *    Its completed-requests/s, X_sat, bounds every later rate (a server cannot
+ *    sustain more). If it completed nothing, the answer is NEVER. If it meets
+ *    the SLA conclusively, the answer is ALWAYS: the SLA holds up to the
+ *    client's limit (rate = X_sat).
+ * 2. Bracketing in log(rate): the first finite point is at 0.75·X_sat. After
+ *    that the next rate interpolates (regula falsi) logit(attainment) −
+ *    logit(target) linearly in log(rate) between the nearest passing and the
+ *    nearest failing point — exact for a logistic attainment curve — kept
+ *    10% inside the bracket, and nudged to one tolerance step from an end
+ *    when it falls closer than that (so the next point either closes the
+ *    bracket or moves it by a full step). With only failing points it
+ *    extrapolates downward (at least halving); with only passing points it
+ *    moves towards X_sat.
+ * 3. Stopping: when the lowest failing rate ≤ (1 + tolerance) × the highest
+ *    passing rate (default 5%), the answer is DONE at the passing rate; when
+ *    a passing rate reaches X_sat/(1 + tolerance) with nothing failing above
+ *    it, ALWAYS; when min_rate fails (or max_points run out with nothing
+ *    passing), NEVER.
+ *
+ * Confidence: a point's attainment good/n gets a Wilson score interval
+ * (default z = 1.2816, one-sided 90%). It is *conclusive* when the interval
+ * lies wholly on one side of the target. During the search every point steers
+ * by its point estimate (its sla_met). Before DONE or ALWAYS is answered, the
+ * passing point that would be reported must be conclusive: if it is not, the
+ * same rate is measured once more with enough requests to bring the pool at
+ * that rate (counts of all points at one rate add up) to max_requests; a
+ * point still inconclusive then is treated as failing —
+ * conservative, so the reported rate is one the SLA holds at with confidence.
+ * Failing points are never re-measured (treating a doubtful point as failing
+ * is the conservative side already). Percentile-only SLAs (target 0) are
+ * judged by sla_met alone. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct probe_ratesearch_config {
+	double target;          /* attainment target, e.g. 0.9; 0 = judge by sla_met only */
+	double tolerance;       /* relative bracket width to stop at; default 0.05 */
+	double z;               /* Wilson z; default 1.2816 */
+	double min_rate_frac;   /* lowest useful rate as a fraction of X_sat; default 1/64 */
+	uint32_t num_requests;  /* requests per load point; default 200 */
+	uint32_t max_requests;  /* pooled requests per rate for the confidence check; default 4 × num_requests */
+	uint32_t max_points;    /* finite-rate points before giving up; default 12 */
+};
+
+/* One measured load point (a summary of its probe_result). */
+struct probe_rate_point {
+	double rate;        /* offered requests/s; INFINITY for the saturation run */
+	uint32_t n;         /* measured requests */
+	uint32_t good;      /* requests that met the per-request bounds */
+	bool sla_met;       /* the load point's verdict (attainment and percentile bounds) */
+	double throughput;  /* completed requests/s achieved */
+};
+
+enum probe_ratesearch_action {
+	PROBE_RATESEARCH_MEASURE, /* measure `rate` with `num_requests` requests */
+	PROBE_RATESEARCH_DONE,    /* `rate` is the largest rate found meeting the SLA */
+	PROBE_RATESEARCH_NEVER,   /* the SLA fails even at the lowest useful rate */
+	PROBE_RATESEARCH_ALWAYS,  /* the SLA holds up to the saturation/client limit, `rate` */
+};
+
+struct probe_ratesearch_step {
+	enum probe_ratesearch_action action;
+	double rate;
+	uint32_t num_requests; /* MEASURE only */
+	ssize_t best;          /* DONE/ALWAYS: index of a point at `rate`; else -1 */
+	double lo, hi;         /* current bracket (0 / INFINITY when open) */
+	double saturation;     /* X_sat, 0 before the saturation run */
+	const char *why;       /* a short static explanation for logs */
+};
+
+void probe_ratesearch_config_init(struct probe_ratesearch_config *cfg);
+
+/* The next step for this history (points in the order measured, the first
+ * being the saturation run). Errors (-EINVAL with err) for a bad config or a
+ * history that does not start with a saturation run. */
+int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struct probe_rate_point *pts, size_t n,
+			  struct probe_ratesearch_step *ret, struct error *err);
+
+/* Wilson score interval of good/n at z. n = 0 gives [0, 1]. */
+void probe_wilson_interval(uint32_t good, uint32_t n, double z, double *ret_lo, double *ret_hi);
+
+const char *probe_ratesearch_action_name(enum probe_ratesearch_action a);

@@ -1,0 +1,404 @@
+/* workload.c — generates the requests of a benchmark: their prompts, lengths
+ * and arrival times, from a seed (see workload.h for the rules).
+ *
+ * The probe sends these requests to a real server and goodput-sim's
+ * virtual-time mode feeds them to the engine model; both call
+ * probe_workload_generate() with the same config, so for a seed they see the
+ * same requests. Everything random comes from rng.h's xoshiro streams, one
+ * per purpose (lengths, prompt ids, prefixes, arrivals, dataset order), so a
+ * change to one knob (say the rate) leaves the other draws alone. Datasets
+ * (ShareGPT JSON, JSONL) are read in workload-dataset.c. */
+#include "workload.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "rng.h"
+#include "time-util.h"
+#include "workload-internal.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_workload *, probe_workload_free)
+
+enum {
+	STREAM_LENGTHS = 1,
+	STREAM_PROMPTS = 2,
+	STREAM_ARRIVALS = 3,
+	STREAM_DATASET = 4,
+	STREAM_PREFIX = 0x100, /* + group number */
+};
+
+static const char *const dataset_names[] = { "random", "sharegpt", "custom", NULL };
+static const char *const dist_names[] = { "fixed", "uniform", "normal", "lognormal", NULL };
+static const char *const arrival_names[] = { "poisson", "gamma", "constant", "inf", NULL };
+
+static int name_index(const char *const *names, const char *s)
+{
+	for (int i = 0; s && names[i]; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -EINVAL;
+}
+
+const char *probe_dataset_name(enum probe_dataset d)
+{
+	return (unsigned)d < ELEMENTSOF(dataset_names) - 1 ? dataset_names[d] : "?";
+}
+const char *probe_dist_name(enum probe_dist d)
+{
+	return (unsigned)d < ELEMENTSOF(dist_names) - 1 ? dist_names[d] : "?";
+}
+const char *probe_arrival_name(enum probe_arrival a)
+{
+	return (unsigned)a < ELEMENTSOF(arrival_names) - 1 ? arrival_names[a] : "?";
+}
+int probe_dataset_from_name(const char *s)
+{
+	return name_index(dataset_names, s);
+}
+int probe_dist_from_name(const char *s)
+{
+	return name_index(dist_names, s);
+}
+int probe_arrival_from_name(const char *s)
+{
+	return name_index(arrival_names, s);
+}
+
+void probe_workload_config_init(struct probe_workload_config *cfg)
+{
+	*cfg = (struct probe_workload_config){
+		.dataset = PROBE_DATASET_RANDOM,
+		.input = { .kind = PROBE_DIST_FIXED, .mean = 1024 },
+		.output = { .kind = PROBE_DIST_FIXED, .mean = 128 },
+		.num_prompts = 1000,
+		.arrival = PROBE_ARRIVAL_INF,
+		.request_rate = INFINITY,
+		.burstiness = 1.0,
+	};
+}
+
+static int check_dist(const char *what, const struct probe_length_dist *d, struct error *err)
+{
+	uint32_t lo = d->min ? d->min : 1, hi = d->max ? d->max : PROBE_MAX_TOKENS_PER_REQUEST;
+
+	if (!isfinite(d->mean) || d->mean < 1 || d->mean > PROBE_MAX_TOKENS_PER_REQUEST)
+		return error_set(err, -EINVAL, "%s length: expected a mean in [1, %u], got %g", what,
+				 PROBE_MAX_TOKENS_PER_REQUEST, d->mean);
+	if (lo > hi || hi > PROBE_MAX_TOKENS_PER_REQUEST)
+		return error_set(err, -EINVAL, "%s length: bad clamp range [%u, %u]", what, lo, hi);
+	switch (d->kind) {
+	case PROBE_DIST_FIXED:
+		break;
+	case PROBE_DIST_UNIFORM:
+		if (!(d->range_ratio >= 0 && d->range_ratio < 1))
+			return error_set(err, -EINVAL, "%s length: range ratio must be in [0, 1), got %g", what,
+					 d->range_ratio);
+		break;
+	case PROBE_DIST_NORMAL:
+	case PROBE_DIST_LOGNORMAL:
+		if (!(d->stddev >= 0) || !isfinite(d->stddev) || (d->kind == PROBE_DIST_LOGNORMAL && d->stddev > 10))
+			return error_set(err, -EINVAL, "%s length: bad standard deviation %g", what, d->stddev);
+		break;
+	default:
+		return error_set(err, -EINVAL, "%s length: unknown distribution %d", what, (int)d->kind);
+	}
+	return 0;
+}
+
+uint32_t probe_workload_draw_length(const struct probe_length_dist *d, struct probe_rng *rng)
+{
+	uint32_t lo = d->min ? d->min : 1, hi = d->max ? d->max : PROBE_MAX_TOKENS_PER_REQUEST;
+	double v;
+
+	switch (d->kind) {
+	case PROBE_DIST_UNIFORM: {
+		/* vLLM: np.random.randint(int(len·(1−r)), int(len·(1+r)) + 1) */
+		uint64_t a = (uint64_t)(d->mean * (1.0 - d->range_ratio));
+		uint64_t b = (uint64_t)(d->mean * (1.0 + d->range_ratio));
+
+		v = (double)(a + probe_rng_below(rng, b - a + 1));
+		break;
+	}
+	case PROBE_DIST_NORMAL:
+		v = round(d->mean + d->stddev * probe_rng_normal(rng));
+		break;
+	case PROBE_DIST_LOGNORMAL:
+		v = round(d->mean * exp(d->stddev * probe_rng_normal(rng)));
+		break;
+	case PROBE_DIST_FIXED:
+	default:
+		v = round(d->mean);
+		break;
+	}
+	if (!(v >= lo)) /* also NaN */
+		return lo;
+	if (v > hi)
+		return hi;
+	return (uint32_t)v;
+}
+
+static int check_config(const struct probe_workload_config *cfg, struct error *err)
+{
+	uint64_t n = (uint64_t)cfg->num_prompts + cfg->num_warmup;
+	int r;
+
+	if (cfg->num_prompts == 0)
+		return error_set(err, -EINVAL, "num_prompts: expected at least 1, got 0");
+	if (n > PROBE_MAX_REQUESTS)
+		return error_set(err, -E2BIG, "num_prompts + num_warmups: at most %u requests, got %" PRIu64,
+				 PROBE_MAX_REQUESTS, n);
+	if ((unsigned)cfg->dataset > PROBE_DATASET_CUSTOM)
+		return error_set(err, -EINVAL, "dataset: unknown kind %d", (int)cfg->dataset);
+	if (cfg->dataset != PROBE_DATASET_RANDOM && (!cfg->dataset_path || !*cfg->dataset_path))
+		return error_set(err, -EINVAL, "dataset %s: needs a dataset path", probe_dataset_name(cfg->dataset));
+	if (cfg->dataset == PROBE_DATASET_RANDOM) {
+		r = check_dist("input", &cfg->input, err);
+		if (r < 0)
+			return r;
+		if ((uint64_t)cfg->prefix_len + cfg->input.mean > PROBE_MAX_TOKENS_PER_REQUEST)
+			return error_set(err, -EINVAL, "prefix_len: %u + input length exceeds %u tokens", cfg->prefix_len,
+					 PROBE_MAX_TOKENS_PER_REQUEST);
+	}
+	if (cfg->dataset != PROBE_DATASET_SHAREGPT || cfg->dataset_output_len == 0) {
+		r = check_dist("output", &cfg->output, err);
+		if (r < 0)
+			return r;
+	}
+	if (cfg->dataset_output_len > PROBE_MAX_TOKENS_PER_REQUEST)
+		return error_set(err, -EINVAL, "dataset_output_len: at most %u, got %u", PROBE_MAX_TOKENS_PER_REQUEST,
+				 cfg->dataset_output_len);
+	switch (cfg->arrival) {
+	case PROBE_ARRIVAL_INF:
+		break;
+	case PROBE_ARRIVAL_GAMMA:
+		if (!(cfg->burstiness > 0) || !isfinite(cfg->burstiness))
+			return error_set(err, -EINVAL, "burstiness: expected a positive number, got %g", cfg->burstiness);
+		__attribute__((fallthrough));
+	case PROBE_ARRIVAL_POISSON:
+	case PROBE_ARRIVAL_CONSTANT:
+		if (!(cfg->request_rate > 0) || !isfinite(cfg->request_rate))
+			return error_set(err, -EINVAL, "request_rate: arrival %s needs a finite rate > 0, got %g",
+					 probe_arrival_name(cfg->arrival), cfg->request_rate);
+		break;
+	default:
+		return error_set(err, -EINVAL, "arrival: unknown kind %d", (int)cfg->arrival);
+	}
+	return 0;
+}
+
+/* Arrival offsets (µs) of the measured requests: first at 0, then the gaps. */
+static void fill_arrivals(const struct probe_workload_config *cfg, struct probe_workload *w)
+{
+	struct probe_rng rng;
+	double t = 0;
+
+	probe_rng_init(&rng, cfg->seed, STREAM_ARRIVALS);
+	for (size_t i = cfg->num_warmup; i < w->n_requests; i++) {
+		w->requests[i].arrival_usec = sec_to_usec(t);
+		switch (cfg->arrival) {
+		case PROBE_ARRIVAL_POISSON:
+			t += probe_rng_exp(&rng) / cfg->request_rate;
+			break;
+		case PROBE_ARRIVAL_GAMMA:
+			/* shape = burstiness, scale = 1/(rate·burstiness): mean gap 1/rate, CV 1/sqrt(burstiness) */
+			t += probe_rng_gamma(&rng, cfg->burstiness) / (cfg->request_rate * cfg->burstiness);
+			break;
+		case PROBE_ARRIVAL_CONSTANT:
+			t = (double)(i + 1 - cfg->num_warmup) / cfg->request_rate;
+			break;
+		case PROBE_ARRIVAL_INF:
+		default:
+			break;
+		}
+	}
+}
+
+static int fill_random(const struct probe_workload_config *cfg, struct probe_workload *w, struct error *err)
+{
+	struct probe_rng lengths, prompts, prefix_rng;
+	uint32_t group_size = cfg->prefix_group_size ? cfg->prefix_group_size : UINT32_MAX;
+	uint64_t total = 0;
+	uint32_t cur_group = UINT32_MAX;
+	_cleanup_(freep) uint32_t *prefix = NULL;
+
+	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
+	probe_rng_init(&prompts, cfg->seed, STREAM_PROMPTS);
+	if (cfg->prefix_len > 0 && !cfg->lengths_only) {
+		prefix = calloc(cfg->prefix_len, sizeof(uint32_t));
+		if (!prefix)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < w->n_requests; i++) {
+		struct probe_request_spec *r = &w->requests[i];
+		uint32_t body = probe_workload_draw_length(&cfg->input, &lengths);
+		uint32_t group = (uint32_t)(i / group_size);
+
+		r->output_len = probe_workload_draw_length(&cfg->output, &lengths);
+		r->input_len = cfg->prefix_len + body;
+		if (r->input_len > PROBE_MAX_TOKENS_PER_REQUEST)
+			r->input_len = PROBE_MAX_TOKENS_PER_REQUEST, body = r->input_len - cfg->prefix_len;
+		if (cfg->prefix_len > 0)
+			r->prefix_id = group + 1;
+		if (cfg->lengths_only)
+			continue;
+		total += r->input_len;
+		if (total > PROBE_MAX_TOTAL_PROMPT_TOKENS)
+			return error_set(err, -E2BIG,
+					 "workload: more than %" PRIu64 " prompt tokens in all; fewer or shorter prompts",
+					 (uint64_t)PROBE_MAX_TOTAL_PROMPT_TOKENS);
+		r->prompt_ids = malloc((size_t)r->input_len * sizeof(uint32_t));
+		if (!r->prompt_ids)
+			return -ENOMEM;
+		if (cfg->prefix_len > 0 && group != cur_group) {
+			probe_rng_init(&prefix_rng, cfg->seed, STREAM_PREFIX + group);
+			for (uint32_t k = 0; k < cfg->prefix_len; k++)
+				prefix[k] = PROBE_TOKEN_ID_MIN +
+					    (uint32_t)probe_rng_below(&prefix_rng, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
+			cur_group = group;
+		}
+		if (cfg->prefix_len > 0)
+			memcpy(r->prompt_ids, prefix, (size_t)cfg->prefix_len * sizeof(uint32_t));
+		for (uint32_t k = cfg->prefix_len; k < r->input_len; k++)
+			r->prompt_ids[k] =
+				PROBE_TOKEN_ID_MIN + (uint32_t)probe_rng_below(&prompts, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
+	}
+	return 0;
+}
+
+/* Datasets: entries (already validated) are assigned to requests. */
+static int fill_dataset(const struct probe_workload_config *cfg, struct probe_workload *w, struct error *err)
+{
+	_cleanup_(probe_dataset_freep) struct probe_dataset_entries *d = NULL;
+	struct probe_rng lengths, order;
+	_cleanup_(freep) size_t *perm = NULL;
+	int r;
+
+	if (cfg->dataset == PROBE_DATASET_SHAREGPT)
+		r = probe_dataset_load_sharegpt(cfg->dataset_path, &d, err);
+	else
+		r = probe_dataset_load_jsonl(cfg->dataset_path, &d, err);
+	if (r < 0)
+		return r;
+
+	perm = malloc(d->n * sizeof(size_t));
+	if (!perm)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++)
+		perm[i] = i;
+	if (cfg->dataset == PROBE_DATASET_SHAREGPT) {
+		probe_rng_init(&order, cfg->seed, STREAM_DATASET);
+		for (size_t i = d->n; i > 1; i--) { /* Fisher–Yates */
+			size_t j = (size_t)probe_rng_below(&order, i);
+			size_t t = perm[i - 1];
+
+			perm[i - 1] = perm[j];
+			perm[j] = t;
+		}
+	}
+	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
+	for (size_t i = 0; i < w->n_requests; i++) {
+		struct probe_request_spec *q = &w->requests[i];
+		const struct probe_dataset_entry *e = &d->entries[perm[i % d->n]];
+
+		q->input_len = e->input_len;
+		if (cfg->dataset_output_len > 0)
+			q->output_len = cfg->dataset_output_len;
+		else if (e->output_len > 0)
+			q->output_len = e->output_len;
+		else
+			q->output_len = probe_workload_draw_length(&cfg->output, &lengths);
+		if (cfg->lengths_only)
+			continue;
+		q->prompt_text = strdup(e->prompt);
+		if (!q->prompt_text)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int probe_workload_generate(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err)
+{
+	_cleanup_(probe_workload_freep) struct probe_workload *w = NULL;
+	int r;
+
+	r = check_config(cfg, err);
+	if (r < 0)
+		return r;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->config = *cfg;
+	w->n_requests = (size_t)cfg->num_warmup + cfg->num_prompts;
+	w->requests = calloc(w->n_requests, sizeof(*w->requests));
+	if (!w->requests)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_requests; i++) {
+		w->requests[i].index = (uint32_t)i;
+		w->requests[i].warmup = i < cfg->num_warmup;
+	}
+	if (cfg->dataset == PROBE_DATASET_RANDOM)
+		r = fill_random(cfg, w, err);
+	else
+		r = fill_dataset(cfg, w, err);
+	if (r < 0)
+		return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
+	fill_arrivals(cfg, w);
+	*ret = TAKE_PTR(w);
+	return 0;
+}
+
+struct probe_workload *probe_workload_free(struct probe_workload *w)
+{
+	if (!w)
+		return NULL;
+	for (size_t i = 0; i < w->n_requests && w->requests; i++) {
+		free(w->requests[i].prompt_ids);
+		free(w->requests[i].prompt_text);
+	}
+	free(w->requests);
+	free(w);
+	return NULL;
+}
+
+char *probe_request_prompt_text(const struct probe_request_spec *r)
+{
+	char *buf, *p;
+	size_t size;
+
+	if (r->prompt_text)
+		return strdup(r->prompt_text);
+	if (!r->prompt_ids)
+		return strdup("");
+	/* "w" + up to 10 digits + a space per id */
+	size = (size_t)r->input_len * 12 + 1;
+	buf = malloc(size);
+	if (!buf)
+		return NULL;
+	p = buf;
+	for (uint32_t k = 0; k < r->input_len; k++)
+		p += snprintf(p, size - (size_t)(p - buf), k ? " w%" PRIu32 : "w%" PRIu32, r->prompt_ids[k]);
+	*p = '\0';
+	return buf;
+}
+
+uint32_t probe_count_words(const char *text)
+{
+	uint32_t n = 0;
+	bool in_word = false;
+
+	for (const unsigned char *p = (const unsigned char *)text; p && *p; p++) {
+		/* the C locale's whitespace, whatever the process locale is */
+		bool space = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\v' || *p == '\f' || *p == '\r';
+
+		if (!space && !in_word && n < UINT32_MAX)
+			n++;
+		in_word = !space;
+	}
+	return n;
+}

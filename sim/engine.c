@@ -1,0 +1,896 @@
+/* engine.c — one vLLM V1 engine replica as a discrete-event model.
+ *
+ * State: a table of requests by id, a WAITING queue (FIFO; preempted requests
+ * go back to its front), a RUNNING array in admission (FCFS) order, and the
+ * KV cache as an array of 16-token blocks with reference counts. Blocks with
+ * no reference sit in one free queue in LRU order; those that still hold a
+ * full block of known content stay findable by hash (the prefix cache) until
+ * the allocator takes them from the head of the queue. vLLM's scheduler
+ * (v1/core/sched/scheduler.py) is followed closely: running requests first,
+ * preempting the newest running request when a block cannot be had (and
+ * admitting nobody new in a step that preempted), then waiting requests
+ * while the token budget and max_num_seqs allow, chunking prompts.
+ *
+ * Time is the caller's: a step is scheduled at a start time, its duration
+ * comes from the performance model (plus seeded log-normal jitter and the
+ * optional fault costs), and it completes when the caller advances past its
+ * end; the next step starts at that end. Per step the work is linear in the
+ * number of scheduled requests plus the blocks they allocate, so 1,000
+ * streams cost little.
+ *
+ * Block hashes: block i of a prompt hashes (hash of block i−1, its 16 ids);
+ * blocks that hold generated tokens (or prompts given without ids) hash the
+ * request's private serial number instead, so only the request itself can
+ * find them again (after a preemption). */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "macro.h"
+
+#define NIL UINT32_MAX
+
+struct block {
+	uint64_t hash;
+	uint32_t ref;
+	uint32_t prev, next; /* free queue (when ref == 0) */
+	uint32_t hnext;      /* hash bucket chain (when cached) */
+	bool cached;
+	bool in_free;
+};
+
+struct req {
+	uint64_t id;
+	uint64_t serial;
+	uint64_t arrival_usec;
+	uint32_t n_prompt, max_tokens, n_out, num_computed, n_cached;
+	bool running;
+	uint32_t running_idx;
+	uint64_t *prompt_hash; /* one per full prompt block; NULL when ids were not given */
+	uint32_t n_prompt_hash;
+	uint32_t *blocks;
+	uint32_t n_blocks, cap_blocks;
+	uint32_t n_hashed; /* leading blocks already registered in the cache */
+	struct req *wprev, *wnext;
+	struct req *id_next;
+};
+
+struct sched {
+	struct req *req;
+	uint32_t n_new;
+};
+
+struct sim_engine {
+	struct sim_engine_config cfg;
+	struct sim_engine_callbacks cb;
+	void *userdata;
+	struct sim_perf perf;
+	struct sim_engine_info info;
+
+	/* requests */
+	struct req **buckets;
+	size_t n_buckets, n_reqs;
+	uint64_t next_serial;
+	struct req *wait_head, *wait_tail;
+	uint32_t n_waiting;
+	struct req **running;
+	uint32_t n_running_slots, n_running; /* slots may hold NULL holes until compaction */
+
+	/* KV blocks */
+	struct block *blk;
+	uint32_t n_blk, n_free, n_used;
+	uint32_t free_head, free_tail;
+	uint32_t *cache_buckets;
+	uint32_t cache_mask;
+
+	/* the step in flight */
+	bool in_flight;
+	uint64_t step_start, step_end, last_end;
+	struct sched *sched;
+	uint32_t n_sched;
+
+	uint64_t rng[4];
+	struct sim_engine_stats st;
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(uint64_t s[4])
+{
+	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return r;
+}
+
+static double rng_uniform(uint64_t s[4])
+{
+	return ((rng_next(s) >> 11) + 0.5) * 0x1.0p-53; /* (0, 1) */
+}
+
+static double rng_normal(uint64_t s[4])
+{
+	return sqrt(-2.0 * log(rng_uniform(s))) * cos(2.0 * M_PI * rng_uniform(s));
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	uint64_t x = h ^ (v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2));
+
+	return splitmix64(&x);
+}
+
+static uint32_t div_up(uint64_t a, uint32_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+/* ---- request table ---- */
+
+static size_t id_bucket(const struct sim_engine *e, uint64_t id)
+{
+	uint64_t x = id;
+
+	return splitmix64(&x) & (e->n_buckets - 1);
+}
+
+static struct req *req_find(const struct sim_engine *e, uint64_t id)
+{
+	for (struct req *r = e->buckets[id_bucket(e, id)]; r; r = r->id_next)
+		if (r->id == id)
+			return r;
+	return NULL;
+}
+
+static int table_grow(struct sim_engine *e)
+{
+	size_t n = e->n_buckets * 2;
+	struct req **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n_buckets; i++)
+		for (struct req *r = e->buckets[i], *next; r; r = next) {
+			uint64_t x = r->id;
+			size_t k = splitmix64(&x) & (n - 1);
+
+			next = r->id_next;
+			r->id_next = b[k];
+			b[k] = r;
+		}
+	free(e->buckets);
+	e->buckets = b;
+	e->n_buckets = n;
+	return 0;
+}
+
+static void table_remove(struct sim_engine *e, struct req *r)
+{
+	for (struct req **p = &e->buckets[id_bucket(e, r->id)]; *p; p = &(*p)->id_next)
+		if (*p == r) {
+			*p = r->id_next;
+			e->n_reqs--;
+			return;
+		}
+}
+
+/* ---- waiting queue ---- */
+
+static void wait_push_back(struct sim_engine *e, struct req *r)
+{
+	r->wnext = NULL;
+	r->wprev = e->wait_tail;
+	if (e->wait_tail)
+		e->wait_tail->wnext = r;
+	else
+		e->wait_head = r;
+	e->wait_tail = r;
+	e->n_waiting++;
+}
+
+static void wait_push_front(struct sim_engine *e, struct req *r)
+{
+	r->wprev = NULL;
+	r->wnext = e->wait_head;
+	if (e->wait_head)
+		e->wait_head->wprev = r;
+	else
+		e->wait_tail = r;
+	e->wait_head = r;
+	e->n_waiting++;
+}
+
+static void wait_remove(struct sim_engine *e, struct req *r)
+{
+	if (r->wprev)
+		r->wprev->wnext = r->wnext;
+	else
+		e->wait_head = r->wnext;
+	if (r->wnext)
+		r->wnext->wprev = r->wprev;
+	else
+		e->wait_tail = r->wprev;
+	r->wprev = r->wnext = NULL;
+	e->n_waiting--;
+}
+
+/* ---- running array ---- */
+
+static void running_compact(struct sim_engine *e)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < e->n_running_slots; i++)
+		if (e->running[i]) {
+			e->running[k] = e->running[i];
+			e->running[k]->running_idx = k;
+			k++;
+		}
+	e->n_running_slots = k;
+}
+
+static void running_append(struct sim_engine *e, struct req *r)
+{
+	/* Slots never exceed max_num_seqs: compaction runs before every admission round. */
+	r->running = true;
+	r->running_idx = e->n_running_slots;
+	e->running[e->n_running_slots++] = r;
+	e->n_running++;
+}
+
+static void running_remove(struct sim_engine *e, struct req *r)
+{
+	e->running[r->running_idx] = NULL;
+	r->running = false;
+	e->n_running--;
+}
+
+/* ---- KV blocks ---- */
+
+static void free_unlink(struct sim_engine *e, uint32_t b)
+{
+	struct block *k = &e->blk[b];
+
+	if (k->prev != NIL)
+		e->blk[k->prev].next = k->next;
+	else
+		e->free_head = k->next;
+	if (k->next != NIL)
+		e->blk[k->next].prev = k->prev;
+	else
+		e->free_tail = k->prev;
+	k->prev = k->next = NIL;
+	k->in_free = false;
+	e->n_free--;
+}
+
+static void free_append(struct sim_engine *e, uint32_t b)
+{
+	struct block *k = &e->blk[b];
+
+	k->next = NIL;
+	k->prev = e->free_tail;
+	if (e->free_tail != NIL)
+		e->blk[e->free_tail].next = b;
+	else
+		e->free_head = b;
+	e->free_tail = b;
+	k->in_free = true;
+	e->n_free++;
+}
+
+static uint32_t cache_lookup(const struct sim_engine *e, uint64_t h)
+{
+	for (uint32_t b = e->cache_buckets[h & e->cache_mask]; b != NIL; b = e->blk[b].hnext)
+		if (e->blk[b].hash == h)
+			return b;
+	return NIL;
+}
+
+static void cache_remove(struct sim_engine *e, uint32_t b)
+{
+	uint32_t *p = &e->cache_buckets[e->blk[b].hash & e->cache_mask];
+
+	for (; *p != NIL; p = &e->blk[*p].hnext)
+		if (*p == b) {
+			*p = e->blk[b].hnext;
+			break;
+		}
+	e->blk[b].cached = false;
+	e->blk[b].hnext = NIL;
+}
+
+static void cache_insert(struct sim_engine *e, uint32_t b, uint64_t h)
+{
+	uint32_t *head = &e->cache_buckets[h & e->cache_mask];
+
+	e->blk[b].hash = h;
+	e->blk[b].cached = true;
+	e->blk[b].hnext = *head;
+	*head = b;
+}
+
+/* Takes a block (ref 1) from the head of the free queue, evicting its cached content. */
+static uint32_t block_take(struct sim_engine *e)
+{
+	uint32_t b = e->free_head;
+
+	free_unlink(e, b);
+	if (e->blk[b].cached)
+		cache_remove(e, b);
+	e->blk[b].ref = 1;
+	e->n_used++;
+	return b;
+}
+
+static void block_ref(struct sim_engine *e, uint32_t b)
+{
+	if (e->blk[b].ref++ == 0) {
+		free_unlink(e, b);
+		e->n_used++;
+	}
+}
+
+static void block_unref(struct sim_engine *e, uint32_t b)
+{
+	if (--e->blk[b].ref == 0) {
+		free_append(e, b);
+		e->n_used--;
+	}
+}
+
+/* Hash of block i of r (valid for full blocks). */
+static uint64_t req_block_hash(const struct req *r, uint32_t i)
+{
+	if (i < r->n_prompt_hash)
+		return r->prompt_hash[i];
+	return mix(mix(UINT64_C(0x5eed0f5e55100000), r->serial), i);
+}
+
+/* Frees every block of r, the last ones first so that a prefix shared with
+ * others outlives its private tail in the LRU order. */
+static void req_free_blocks(struct sim_engine *e, struct req *r)
+{
+	for (uint32_t i = r->n_blocks; i > 0; i--)
+		block_unref(e, r->blocks[i - 1]);
+	r->n_blocks = 0;
+	r->n_hashed = 0;
+}
+
+static int req_reserve_blocks(struct req *r, uint32_t n)
+{
+	uint32_t *b;
+	uint32_t cap;
+
+	if (n <= r->cap_blocks)
+		return 0;
+	cap = MAX(n, r->cap_blocks * 2);
+	cap = MAX(cap, 4u);
+	b = realloc(r->blocks, cap * sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	r->blocks = b;
+	r->cap_blocks = cap;
+	return 0;
+}
+
+/* Ensures r holds blocks for num_computed + n_new tokens. False when the free
+ * queue cannot supply them (nothing changes then). */
+static bool req_allocate(struct sim_engine *e, struct req *r, uint32_t n_new)
+{
+	uint32_t need = div_up((uint64_t)r->num_computed + n_new, SIM_BLOCK_SIZE);
+
+	if (need <= r->n_blocks)
+		return true;
+	if (need - r->n_blocks > e->n_free)
+		return false;
+	if (req_reserve_blocks(r, need) < 0)
+		return false;
+	while (r->n_blocks < need)
+		r->blocks[r->n_blocks++] = block_take(e);
+	return true;
+}
+
+/* Registers r's newly completed full blocks in the prefix cache. */
+static void req_cache_blocks(struct sim_engine *e, struct req *r)
+{
+	uint32_t full = MIN(r->num_computed / SIM_BLOCK_SIZE, r->n_blocks);
+
+	for (; r->n_hashed < full; r->n_hashed++) {
+		uint32_t b = r->blocks[r->n_hashed];
+		uint64_t h = req_block_hash(r, r->n_hashed);
+
+		if (e->blk[b].cached)
+			continue; /* found in the cache at admission */
+		if (cache_lookup(e, h) == NIL)
+			cache_insert(e, b, h);
+	}
+}
+
+/* Prefix-cache lookup at admission: touches the cached leading blocks of r
+ * (at most all but the last token, which must be computed to sample) and sets
+ * num_computed. Returns false, changing nothing, when the hits plus the blocks
+ * for n_new further tokens cannot be had. */
+static bool req_admit_blocks(struct sim_engine *e, struct req *r, uint32_t budget, uint32_t *ret_n_new)
+{
+	uint32_t num_tokens = r->n_prompt + r->n_out, hits = 0, hit_free = 0, n_new, need;
+	uint32_t max_hits = (num_tokens - 1) / SIM_BLOCK_SIZE;
+
+	if (e->cfg.enable_prefix_caching) {
+		/* Look up in slices of 64 so the scratch array stays on the stack. */
+		while (hits < max_hits) {
+			uint32_t b = cache_lookup(e, req_block_hash(r, hits));
+
+			if (b == NIL)
+				break;
+			if (hits >= r->cap_blocks && req_reserve_blocks(r, MIN(max_hits, hits + 64)) < 0)
+				break;
+			r->blocks[hits] = b;
+			if (e->blk[b].ref == 0)
+				hit_free++;
+			hits++;
+		}
+	}
+
+	n_new = num_tokens - hits * SIM_BLOCK_SIZE;
+	if (e->cfg.long_prefill_token_threshold > 0)
+		n_new = MIN(n_new, e->cfg.long_prefill_token_threshold);
+	n_new = MIN(n_new, budget);
+	need = div_up((uint64_t)hits * SIM_BLOCK_SIZE + n_new, SIM_BLOCK_SIZE);
+	if (need - hits + hit_free > e->n_free)
+		return false;
+	if (req_reserve_blocks(r, need) < 0)
+		return false;
+	for (uint32_t i = 0; i < hits; i++)
+		block_ref(e, r->blocks[i]);
+	r->n_blocks = hits;
+	r->n_hashed = hits;
+	r->num_computed = hits * SIM_BLOCK_SIZE;
+	if (!req_allocate(e, r, n_new)) {
+		/* Cannot happen after the count above; undo to stay consistent. */
+		req_free_blocks(e, r);
+		r->num_computed = 0;
+		return false;
+	}
+	r->n_cached = hits * SIM_BLOCK_SIZE;
+	if (r->n_out == 0 && e->cfg.enable_prefix_caching) {
+		e->st.prefix_cache_queries += r->n_prompt;
+		e->st.prefix_cache_hits += MIN(r->n_cached, r->n_prompt);
+	}
+	*ret_n_new = n_new;
+	return true;
+}
+
+static void req_destroy(struct req *r)
+{
+	if (!r)
+		return;
+	free(r->prompt_hash);
+	free(r->blocks);
+	free(r);
+}
+
+/* ---- construction ---- */
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct sim_engine *, sim_engine_free)
+
+int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_callbacks *cb, void *userdata,
+		   struct sim_engine **ret, struct error *err)
+{
+	_cleanup_(sim_engine_freep) struct sim_engine *e = NULL;
+	uint32_t cache_buckets = 1;
+	uint64_t seed;
+	int r;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->cfg = *c;
+	r = sim_engine_config_resolve(&e->cfg, err);
+	if (r < 0)
+		return r;
+	if (cb)
+		e->cb = *cb;
+	e->userdata = userdata;
+
+	r = sim_perf_init(&e->perf, &e->cfg.model, &e->cfg.gpu, e->cfg.quant, e->cfg.kv_dtype, e->cfg.tp,
+			  &e->cfg.profile, err);
+	if (r < 0)
+		return r;
+	sim_perf_memory(&e->perf, e->cfg.gpu_memory_utilization, e->cfg.max_num_batched_tokens, e->cfg.max_num_seqs,
+			SIM_BLOCK_SIZE, &e->info.memory);
+	r = sim_perf_check_startup(&e->perf, e->cfg.gpus, e->cfg.max_model_len, e->cfg.max_num_seqs,
+				   e->cfg.max_num_batched_tokens, &e->info.memory, err);
+	if (r < 0)
+		return r;
+	if (e->info.memory.num_blocks >= NIL / 2)
+		return error_set(err, -E2BIG, "KV cache of %" PRIu64 " blocks is too large to emulate",
+				 e->info.memory.num_blocks);
+	e->info.max_model_len = e->cfg.max_model_len;
+	e->info.max_num_seqs = e->cfg.max_num_seqs;
+	e->info.max_num_batched_tokens = e->cfg.max_num_batched_tokens;
+	e->info.startup_usec = (uint64_t)(sim_perf_startup_sec(&e->perf) * e->cfg.startup_scale * 1e6);
+	e->info.usd_per_hour = e->cfg.gpu.usd_per_hour * e->cfg.tp;
+	e->info.weights_gib = e->info.memory.weights / SIM_GIB;
+
+	e->n_blk = (uint32_t)e->info.memory.num_blocks;
+	e->blk = calloc(e->n_blk, sizeof(*e->blk));
+	while (cache_buckets < e->n_blk)
+		cache_buckets <<= 1;
+	e->cache_buckets = malloc(cache_buckets * sizeof(*e->cache_buckets));
+	e->n_buckets = 64;
+	e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
+	e->running = calloc(e->cfg.max_num_seqs, sizeof(*e->running));
+	e->sched = calloc(e->cfg.max_num_seqs, sizeof(*e->sched));
+	if (!e->blk || !e->cache_buckets || !e->buckets || !e->running || !e->sched)
+		return -ENOMEM;
+	e->cache_mask = cache_buckets - 1;
+	memset(e->cache_buckets, 0xff, cache_buckets * sizeof(*e->cache_buckets));
+	e->free_head = e->free_tail = NIL;
+	for (uint32_t b = 0; b < e->n_blk; b++) {
+		e->blk[b].hnext = NIL;
+		free_append(e, b);
+	}
+	seed = e->cfg.seed ^ UINT64_C(0x51a0e7a1);
+	for (int i = 0; i < 4; i++)
+		e->rng[i] = splitmix64(&seed);
+	e->st.num_blocks = e->n_blk;
+	*ret = TAKE_PTR(e);
+	return 0;
+}
+
+struct sim_engine *sim_engine_free(struct sim_engine *e)
+{
+	if (!e)
+		return NULL;
+	if (e->buckets)
+		for (size_t i = 0; i < e->n_buckets; i++)
+			for (struct req *r = e->buckets[i], *next; r; r = next) {
+				next = r->id_next;
+				req_destroy(r);
+			}
+	free(e->buckets);
+	free(e->running);
+	free(e->sched);
+	free(e->blk);
+	free(e->cache_buckets);
+	free(e);
+	return NULL;
+}
+
+const struct sim_engine_info *sim_engine_get_info(const struct sim_engine *e)
+{
+	return &e->info;
+}
+
+const struct sim_engine_config *sim_engine_get_config(const struct sim_engine *e)
+{
+	return &e->cfg;
+}
+
+const struct sim_perf *sim_engine_get_perf(const struct sim_engine *e)
+{
+	return &e->perf;
+}
+
+/* ---- requests ---- */
+
+int sim_engine_submit(struct sim_engine *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
+		      uint32_t max_tokens, uint64_t now_usec, struct error *err)
+{
+	struct req *r;
+	uint64_t h = UINT64_C(0x70726566697863);
+	size_t k;
+	int q;
+
+	if (n_prompt == 0)
+		return error_set(err, -EINVAL, "prompt: must hold at least one token");
+	if (max_tokens == 0)
+		return error_set(err, -EINVAL, "max_tokens: must be at least 1, got 0");
+	if ((uint64_t)n_prompt + max_tokens > e->cfg.max_model_len)
+		return error_set(err, -E2BIG,
+				 "This model's maximum context length is %u tokens. However, you requested %" PRIu64
+				 " tokens (%u in the messages, %u in the completion). Please reduce the length of the "
+				 "messages or completion.",
+				 e->cfg.max_model_len, (uint64_t)n_prompt + max_tokens, n_prompt, max_tokens);
+	if (req_find(e, req_id))
+		return error_set(err, -EEXIST, "request %" PRIu64 " is already in the engine", req_id);
+	if (e->n_reqs >= e->n_buckets) {
+		q = table_grow(e);
+		if (q < 0)
+			return q;
+	}
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->id = req_id;
+	r->serial = e->next_serial++;
+	r->arrival_usec = now_usec;
+	r->n_prompt = n_prompt;
+	r->max_tokens = max_tokens;
+	if (prompt_ids && e->cfg.enable_prefix_caching && n_prompt >= SIM_BLOCK_SIZE) {
+		r->n_prompt_hash = n_prompt / SIM_BLOCK_SIZE;
+		r->prompt_hash = malloc(r->n_prompt_hash * sizeof(*r->prompt_hash));
+		if (!r->prompt_hash) {
+			free(r);
+			return -ENOMEM;
+		}
+		for (uint32_t i = 0; i < r->n_prompt_hash; i++) {
+			for (uint32_t j = 0; j < SIM_BLOCK_SIZE; j++)
+				h = mix(h, prompt_ids[i * SIM_BLOCK_SIZE + j]);
+			r->prompt_hash[i] = h;
+		}
+	}
+	k = id_bucket(e, req_id);
+	r->id_next = e->buckets[k];
+	e->buckets[k] = r;
+	e->n_reqs++;
+	wait_push_back(e, r);
+	return 0;
+}
+
+static void sched_forget(struct sim_engine *e, struct req *r)
+{
+	for (uint32_t i = 0; i < e->n_sched; i++)
+		if (e->sched[i].req == r)
+			e->sched[i].req = NULL;
+}
+
+/* Removes r from everything and frees it. */
+static void req_drop(struct sim_engine *e, struct req *r, bool in_sched)
+{
+	table_remove(e, r);
+	if (r->running)
+		running_remove(e, r);
+	else
+		wait_remove(e, r);
+	if (in_sched)
+		sched_forget(e, r);
+	req_free_blocks(e, r);
+	req_destroy(r);
+}
+
+int sim_engine_abort(struct sim_engine *e, uint64_t req_id)
+{
+	struct req *r = req_find(e, req_id);
+
+	if (!r)
+		return -ENOENT;
+	req_drop(e, r, r->running);
+	e->st.requests_aborted++;
+	return 0;
+}
+
+/* ---- scheduling ---- */
+
+static void preempt(struct sim_engine *e, struct req *r, uint64_t t)
+{
+	running_remove(e, r);
+	req_free_blocks(e, r);
+	r->num_computed = 0;
+	wait_push_front(e, r);
+	e->st.preemptions++;
+	if (e->cb.preempted)
+		e->cb.preempted(e->userdata, r->id, t);
+}
+
+static struct req *running_last(struct sim_engine *e)
+{
+	for (uint32_t i = e->n_running_slots; i > 0; i--)
+		if (e->running[i - 1])
+			return e->running[i - 1];
+	return NULL;
+}
+
+/* Schedules the step starting at t; returns whether anything runs. */
+static bool step_start(struct sim_engine *e, uint64_t t)
+{
+	uint32_t budget = e->cfg.max_num_batched_tokens;
+	struct sim_batch batch = { 0 };
+	bool preempted = false;
+	double dt;
+
+	running_compact(e);
+	e->n_sched = 0;
+
+	/* 1. RUNNING, FCFS. */
+	for (uint32_t i = 0; i < e->n_running_slots && budget > 0; i++) {
+		struct req *r = e->running[i];
+		uint32_t n_new;
+		bool ok = false;
+
+		if (!r)
+			continue; /* preempted earlier in this loop */
+		n_new = r->n_prompt + r->n_out - r->num_computed;
+		if (e->cfg.long_prefill_token_threshold > 0)
+			n_new = MIN(n_new, e->cfg.long_prefill_token_threshold);
+		n_new = MIN(n_new, budget);
+		if (n_new == 0)
+			continue;
+		for (;;) {
+			struct req *victim;
+
+			if (req_allocate(e, r, n_new)) {
+				ok = true;
+				break;
+			}
+			victim = running_last(e);
+			preempt(e, victim, t);
+			preempted = true;
+			if (victim == r)
+				break;
+		}
+		if (!ok)
+			break;
+		e->sched[e->n_sched++] = (struct sched){ r, n_new };
+		budget -= n_new;
+	}
+
+	/* 2. WAITING, unless this step preempted (as vLLM). */
+	if (!preempted) {
+		running_compact(e);
+		while (e->wait_head && budget > 0 && e->n_running < e->cfg.max_num_seqs) {
+			struct req *r = e->wait_head;
+			uint32_t n_new;
+
+			if (r->arrival_usec > t)
+				break;
+			if (!req_admit_blocks(e, r, budget, &n_new))
+				break;
+			wait_remove(e, r);
+			running_append(e, r);
+			e->sched[e->n_sched++] = (struct sched){ r, n_new };
+			budget -= n_new;
+		}
+	}
+
+	if (e->n_sched == 0)
+		return false;
+
+	for (uint32_t i = 0; i < e->n_sched; i++) {
+		const struct req *r = e->sched[i].req;
+
+		if (r->n_out > 0 && e->sched[i].n_new == 1 && r->num_computed + 1 == r->n_prompt + r->n_out)
+			sim_batch_add_decode(&batch, (uint64_t)r->num_computed + 1);
+		else
+			sim_batch_add_chunk(&batch, e->sched[i].n_new, r->num_computed);
+	}
+	dt = sim_perf_step_time(&e->perf, &batch, NULL);
+	if (e->cfg.jitter_sigma > 0) {
+		double s = e->cfg.jitter_sigma;
+		dt *= exp(s * rng_normal(e->rng) - s * s / 2);
+	}
+	if (e->cfg.extra_jitter_sigma > 0) {
+		double s = e->cfg.extra_jitter_sigma;
+		dt *= exp(s * rng_normal(e->rng) - s * s / 2);
+	}
+	dt += (e->cfg.fault_step_usec + e->cfg.fault_step_per_seq_usec * (double)e->n_sched * e->n_sched / 64.0) *
+	      1e-6;
+
+	e->in_flight = true;
+	e->step_start = t;
+	e->step_end = t + MAX((uint64_t)llround(dt * 1e6), UINT64_C(1));
+	e->st.last_step_tokens = (uint32_t)sim_batch_tokens(&batch);
+	e->st.last_step_seqs = e->n_sched;
+	e->st.last_step_usec = e->step_end - t;
+	if (e->cb.step)
+		e->cb.step(e->userdata, t, e->step_end, &batch);
+	return true;
+}
+
+/* r finished in the step being completed, at sched slot i. */
+static void finish(struct sim_engine *e, uint32_t i, struct req *r, uint64_t t)
+{
+	uint64_t id = r->id;
+	uint32_t n_prompt = r->n_prompt, n_out = r->n_out, n_cached = r->n_cached;
+
+	e->sched[i].req = NULL;
+	req_drop(e, r, false);
+	e->st.requests_finished++;
+	if (e->cb.finished)
+		e->cb.finished(e->userdata, id, t, n_prompt, n_out, n_cached);
+}
+
+static void step_complete(struct sim_engine *e)
+{
+	uint64_t t = e->step_end;
+
+	e->in_flight = false;
+	e->st.steps++;
+	e->st.busy_usec += t - e->step_start;
+	e->last_end = t;
+	for (uint32_t i = 0; i < e->n_sched; i++) {
+		struct req *r = e->sched[i].req;
+		uint32_t idx;
+		bool last;
+
+		if (!r)
+			continue; /* aborted meanwhile */
+		r->num_computed += e->sched[i].n_new;
+		if (e->cfg.enable_prefix_caching)
+			req_cache_blocks(e, r);
+		if (r->num_computed < r->n_prompt + r->n_out)
+			continue; /* a chunk that is not the last */
+		idx = r->n_out++;
+		e->st.generation_tokens++;
+		if (idx == 0)
+			e->st.prompt_tokens += r->n_prompt;
+		last = r->n_out >= r->max_tokens || r->n_prompt + r->n_out >= e->cfg.max_model_len;
+		if (e->cb.token)
+			e->cb.token(e->userdata, r->id, idx, t, last);
+		/* The callback may have aborted r: its slot is NULL then. */
+		if (last && e->sched[i].req)
+			finish(e, i, r, t);
+	}
+	e->n_sched = 0;
+}
+
+uint64_t sim_engine_next_event_usec(const struct sim_engine *e)
+{
+	if (e->in_flight)
+		return e->step_end;
+	if (e->wait_head)
+		return MAX(e->last_end, e->wait_head->arrival_usec);
+	return UINT64_MAX;
+}
+
+int sim_engine_advance(struct sim_engine *e, uint64_t now_usec)
+{
+	int n = 0;
+
+	for (;;) {
+		if (e->in_flight) {
+			if (e->step_end > now_usec)
+				break;
+			step_complete(e);
+			n++;
+			if (!step_start(e, e->last_end))
+				continue; /* idle: maybe a later arrival can start */
+		} else {
+			uint64_t t;
+
+			if (!e->wait_head)
+				break;
+			t = MAX(e->last_end, e->wait_head->arrival_usec);
+			if (t > now_usec || !step_start(e, t))
+				break;
+		}
+	}
+	return n;
+}
+
+void sim_engine_get_stats(const struct sim_engine *e, struct sim_engine_stats *ret)
+{
+	struct sim_engine_stats s = e->st;
+
+	s.running = e->n_running;
+	s.waiting = e->n_waiting;
+	s.num_blocks = e->n_blk;
+	s.used_blocks = e->n_used;
+	s.kv_usage = e->n_blk ? (double)e->n_used / e->n_blk : 0.0;
+	*ret = s;
+}

@@ -1,0 +1,170 @@
+/* engine.h — a discrete-event model of one vLLM V1 engine replica (no I/O,
+ * no clock of its own).
+ *
+ * The caller owns time: it submits requests at "now", asks when the step in
+ * flight ends (sim_engine_next_event_usec) and calls sim_engine_advance(now)
+ * when that time has come. The engine completes every step that ended at or
+ * before now, calling back for each token with the step's scheduled end time,
+ * and starts the next step at the previous step's END (not at now), so a late
+ * real-time caller catches up on absolute deadlines and a virtual-time caller
+ * gets exact results. The same code serves goodput-sim's real-time server and
+ * the virtual-time `simulate` mode.
+ *
+ * Scheduler (PERFMODEL §4.1, vLLM V1): each step fills a token budget
+ * (max_num_batched_tokens) with RUNNING requests first in FCFS order (decode =
+ * 1 token; partially prefilled = min(remaining, budget)), then WAITING ones
+ * while budget remains and fewer than max_num_seqs run, chunking prompts. The
+ * first token is sampled at the end of the step that holds the last prompt
+ * chunk. KV cache in 16-token blocks; when a block cannot be had the NEWEST
+ * running request is preempted by recompute. Prefix caching (on by default)
+ * hashes full blocks of prompt token ids; freed blocks stay cached in LRU
+ * order until reused. Per-step log-normal jitter (seeded). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "perfmodel.h"
+
+#define SIM_BLOCK_SIZE 16
+
+struct sim_engine;
+
+/* What goodput-sim is asked to emulate. Fill with sim_engine_config_init(),
+ * set fields (or apply command-line flags), then sim_engine_config_resolve(). */
+struct sim_engine_config {
+	/* inputs (names; resolved into model/gpu/profile below) */
+	char model_name[SIM_NAME_MAX];   /* preset or HF id; also the served model name */
+	char model_config_path[1024];    /* HF config.json; "" = use the preset */
+	char gpu_name[16];
+	char profile_name[16];           /* "vllm" | "trtllm" */
+	char profile_path[1024];         /* JSON overrides; "" = none */
+	uint32_t gpus;                   /* GPUs on the emulated host (0 = TP) */
+	uint32_t tp;                     /* --tensor-parallel-size (default 1) */
+	uint32_t max_num_seqs;           /* 0 = vLLM's default for the GPU */
+	uint32_t max_num_batched_tokens; /* 0 = vLLM's default for the GPU */
+	uint32_t max_model_len;          /* 0 = the model's max_position_embeddings */
+	enum sim_quant quant;
+	enum sim_kv_dtype kv_dtype;
+	double gpu_memory_utilization;   /* 0.9 */
+	bool enable_prefix_caching;      /* true */
+	uint32_t long_prefill_token_threshold; /* 0 = off */
+	uint64_t seed;
+	double jitter_sigma;             /* log-normal sigma per step (0.03) */
+	/* faults (off by default) */
+	double extra_jitter_sigma;       /* extra log-normal sigma per step */
+	double fault_step_usec;          /* extra cost of every step, µs */
+	double fault_step_per_seq_usec;  /* extra µs per scheduled sequence, growing with the batch:
+	                                  * n_seq² / 64 × this (a cost shape the model does not have) */
+	double startup_scale;            /* multiplies the §4.5 start-up time (1 = realistic) */
+
+	/* resolved (sim_engine_config_resolve fills these from the names; a caller such
+	 * as the digital twin may then edit profile before sim_engine_new) */
+	bool resolved;
+	struct sim_model model;
+	struct sim_gpu gpu;
+	struct sim_profile profile;
+};
+
+/* Defaults: llama-3.1-8b on 1×H100, TP 1, bf16, auto KV, gmu 0.9, profile vllm,
+ * prefix caching on, jitter 3 %, seed 0, startup_scale 1. */
+void sim_engine_config_init(struct sim_engine_config *c);
+
+/* Applies one engine flag, given as "--name" or "name" with its value:
+ * --model, --model-config, --gpu, --gpus, --max-num-seqs,
+ * --max-num-batched-tokens, --quantization, --kv-cache-dtype,
+ * --tensor-parallel-size (-tp), --gpu-memory-utilization, --max-model-len,
+ * --profile, --profile-file, --seed, --jitter, --enable-prefix-caching,
+ * --no-enable-prefix-caching (value ignored), --long-prefill-token-threshold.
+ * Returns 1 when applied, 0 when the flag is not an engine flag, negative errno
+ * with err naming flag and value when the value is bad. Clears `resolved`. */
+int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value,
+				 struct error *err);
+/* Whether flag (as above) takes a value (all but --no-enable-prefix-caching and
+ * --enable-prefix-caching). */
+bool sim_engine_flag_takes_value(const char *flag);
+/* One help line per engine flag, indented two spaces. */
+void sim_engine_flags_help(FILE *out);
+
+/* Loads the model (preset or config file), the GPU and the profile (+file),
+ * and fills defaults that depend on them (max_num_seqs, max_num_batched_tokens,
+ * max_model_len, gpus). Idempotent on a resolved config. */
+int sim_engine_config_resolve(struct sim_engine_config *c, struct error *err);
+
+/* What the engine derived at start-up (for logs, /metrics, /v1/models). */
+struct sim_engine_info {
+	struct sim_memory memory;
+	uint32_t max_model_len, max_num_seqs, max_num_batched_tokens;
+	uint64_t startup_usec;   /* §4.5 time × startup_scale */
+	double usd_per_hour;     /* GPU price × TP */
+	double weights_gib;      /* per GPU */
+};
+
+/* Callbacks, all optional. Times are the engine's (virtual or CLOCK_MONOTONIC) µs. */
+struct sim_engine_callbacks {
+	/* Output token `index` (0 = first) of req_id, sampled by the step that ended at
+	 * time_usec. last: the request finished with this token. */
+	void (*token)(void *userdata, uint64_t req_id, uint32_t index, uint64_t time_usec, bool last);
+	/* After the last token: the request is gone from the engine (its id may be reused).
+	 * n_cached: prompt tokens served from the prefix cache at its (last) admission. */
+	void (*finished)(void *userdata, uint64_t req_id, uint64_t time_usec, uint32_t n_prompt, uint32_t n_output,
+			 uint32_t n_cached);
+	/* req_id was preempted (recompute) by the step starting at time_usec. */
+	void (*preempted)(void *userdata, uint64_t req_id, uint64_t time_usec);
+	/* A step was scheduled: it runs from start_usec to end_usec with batch b. */
+	void (*step)(void *userdata, uint64_t start_usec, uint64_t end_usec, const struct sim_batch *b);
+};
+
+/* Creates an engine: resolves the config when needed and runs vLLM's start-up
+ * checks (weights fit, KV holds one max_model_len sequence, TP vs heads and
+ * GPUs), failing with vLLM's wording in err. The config is copied. */
+int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_callbacks *cb, void *userdata,
+		   struct sim_engine **ret, struct error *err);
+struct sim_engine *sim_engine_free(struct sim_engine *e);
+
+const struct sim_engine_info *sim_engine_get_info(const struct sim_engine *e);
+const struct sim_engine_config *sim_engine_get_config(const struct sim_engine *e);
+const struct sim_perf *sim_engine_get_perf(const struct sim_engine *e);
+
+/* Queues a request that arrived at now_usec. prompt_ids (n_prompt ids, may be
+ * NULL: a prompt that shares nothing) is only read during the call. Errors:
+ * -EEXIST for a req_id in the engine, -EINVAL for n_prompt or max_tokens 0,
+ * -E2BIG when n_prompt + max_tokens > max_model_len (err has vLLM's wording).
+ * The first step may start only at a later sim_engine_advance(). */
+int sim_engine_submit(struct sim_engine *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
+		      uint32_t max_tokens, uint64_t now_usec, struct error *err);
+
+/* The client went away: drops the request wherever it is and frees its blocks
+ * (no callbacks). -ENOENT when the engine does not hold req_id. */
+int sim_engine_abort(struct sim_engine *e, uint64_t req_id);
+
+/* End of the step in flight; or, when idle with queued work, the time the next
+ * step may start; UINT64_MAX when there is nothing to do. */
+uint64_t sim_engine_next_event_usec(const struct sim_engine *e);
+
+/* Completes every step ending at or before now_usec (emitting callbacks),
+ * starting each next step at the previous one's end; when idle, starts a step
+ * at max(now_usec of arrival, previous end) if work is queued. Returns the
+ * number of steps completed. Callbacks may call sim_engine_abort and
+ * sim_engine_submit. */
+int sim_engine_advance(struct sim_engine *e, uint64_t now_usec);
+
+struct sim_engine_stats {
+	uint32_t running, waiting;
+	uint64_t num_blocks, used_blocks; /* used: held by requests (cached free blocks are not used) */
+	double kv_usage;                  /* used_blocks / num_blocks, 0..1 */
+	uint64_t preemptions;             /* total */
+	uint64_t prompt_tokens;           /* total prompt tokens of requests that got their first token */
+	uint64_t generation_tokens;       /* total output tokens */
+	uint64_t prefix_cache_queries;    /* prompt tokens looked up */
+	uint64_t prefix_cache_hits;       /* of those, served from the cache */
+	uint64_t steps;
+	uint64_t busy_usec;               /* Σ step durations */
+	uint64_t requests_finished, requests_aborted;
+	uint32_t last_step_tokens, last_step_seqs;
+	uint64_t last_step_usec;
+};
+void sim_engine_get_stats(const struct sim_engine *e, struct sim_engine_stats *ret);

@@ -1,0 +1,255 @@
+/* perfmodel.h — the roofline performance model of goodput-sim (no I/O
+ * besides reading a config file on request, no clock).
+ *
+ * Everything here follows shared/calibration/PERFMODEL.md: GPU presets (§1),
+ * model architectures (§2, or any dense Hugging Face config.json), the step
+ * time of one engine forward as the SUM of GEMM, attention, TP all-reduce and
+ * overhead terms (§6), the KV-cache capacity from the memory budget (§4.3),
+ * vLLM's start-up failures with vLLM's wording (§4.3) and the start-up time
+ * (§4.5). The fitted efficiency constants live in one struct of doubles
+ * (struct sim_profile) so that the digital twin can fit them; a profile can
+ * be overridden from a JSON file, key by key.
+ *
+ * Units: seconds and bytes as doubles inside the model; the engine converts
+ * to µs. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+#define SIM_GIB (1024.0 * 1024.0 * 1024.0)
+#define SIM_NAME_MAX 128
+
+/* ---- GPUs (§1) ---- */
+
+struct sim_gpu {
+	char name[16];       /* "H100", "H200", "A100", "L40S", "MI300X" */
+	double bf16_flops;   /* dense BF16/FP16 peak, FLOP/s */
+	double fp8_flops;    /* dense FP8 peak; 0 = no FP8 compute (A100: FP8 becomes weight-only) */
+	double int8_flops;   /* dense INT8 peak, OP/s */
+	double mem_bytes;    /* device memory (decimal GB as the vendor states it) */
+	double hbm_bw;       /* memory bandwidth, B/s */
+	double link_bw;      /* GPU↔GPU link, unidirectional per GPU, B/s */
+	double ar_alpha;     /* all-reduce latency term, s */
+	double usd_per_hour; /* default on-demand $/GPU-hour (PERFMODEL's suggestion) */
+	double sw_derate;    /* software-maturity derate on MFU and MBU (MI300X 0.85, else 1) */
+	bool a100_mfu;       /* use the profile's mfu_bf16_a100 for BF16 GEMMs */
+};
+
+/* Looks a GPU preset up by name, case-insensitively ("h100", "H100-SXM",
+ * "nvidia-h100-80gb" and "A100-80GB" are understood). NULL when unknown. */
+const struct sim_gpu *sim_gpu_find(const char *name);
+/* The presets, for --help and listings: i-th preset or NULL past the end. */
+const struct sim_gpu *sim_gpu_get(size_t i);
+
+/* ---- models (§2) ---- */
+
+struct sim_model {
+	char name[SIM_NAME_MAX]; /* canonical preset name, or the config's path/model id */
+	uint32_t layers;         /* num_hidden_layers */
+	uint32_t hidden;         /* hidden_size (d) */
+	uint32_t heads;          /* num_attention_heads */
+	uint32_t kv_heads;       /* num_key_value_heads */
+	uint32_t head_dim;
+	uint32_t ffn;            /* intermediate_size */
+	uint32_t vocab;          /* vocab_size */
+	uint32_t max_position;   /* max_position_embeddings: the default max_model_len */
+	bool tied;               /* tie_word_embeddings */
+	double params;           /* total parameters (published figure, or computed) */
+};
+
+/* Fills ret from a preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-7b,
+ * llama-2-70b. Names are case-insensitive and Hugging Face ids map too
+ * ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct",
+ * "meta-llama/Meta-Llama-3-8B" -> llama-3.1-8b). -ENOENT with err listing the
+ * presets when unknown. */
+int sim_model_preset(const char *name, struct sim_model *ret, struct error *err);
+/* The canonical preset names, NULL past the end. */
+const char *sim_model_preset_name(size_t i);
+
+/* A dense model from a Hugging Face config.json: hidden_size,
+ * num_hidden_layers, num_attention_heads, num_key_value_heads (default
+ * heads), head_dim (default hidden/heads), intermediate_size, vocab_size,
+ * max_position_embeddings, tie_word_embeddings (default false). Parameters
+ * are computed from the architecture (embeddings, attention, gated MLP,
+ * norms). MoE configs (num_local_experts, num_experts) are refused. Errors
+ * name the file and the field. */
+int sim_model_from_hf_config(const char *path, struct sim_model *ret, struct error *err);
+int sim_model_from_hf_json(const cJSON *j, const char *what, struct sim_model *ret, struct error *err);
+
+/* Parameters computed from the architecture (what from_hf_config stores). */
+double sim_model_params_from_arch(const struct sim_model *m);
+
+/* ---- quantization and KV dtype (DESIGN.md canonical values) ---- */
+
+enum sim_quant {
+	SIM_QUANT_NONE, /* the checkpoint's native bf16 */
+	SIM_QUANT_FP8,  /* W8A8 FP8; weight-only W8A16 on GPUs without FP8 compute (A100) */
+	SIM_QUANT_INT8, /* W8A8 INT8 */
+	SIM_QUANT_AWQ,  /* W4A16: 0.53 B/param, bf16 math, q_eff when compute-bound */
+	_SIM_QUANT_MAX,
+};
+const char *sim_quant_to_string(enum sim_quant q);
+/* "none" (also "bf16", "fp16", "auto"), "fp8", "int8", "awq" (also "w4a16",
+ * "gptq", "marlin"); -EINVAL for others. */
+int sim_quant_from_string(const char *s, enum sim_quant *ret);
+
+enum sim_kv_dtype {
+	SIM_KV_AUTO, /* the model dtype: 2 bytes */
+	SIM_KV_FP8,  /* 1 byte ("fp8", "fp8_e4m3", "fp8_e5m2") */
+	_SIM_KV_MAX,
+};
+const char *sim_kv_dtype_to_string(enum sim_kv_dtype k);
+int sim_kv_dtype_from_string(const char *s, enum sim_kv_dtype *ret);
+
+/* ---- efficiency profiles (§4.4, §4.5, §6) ---- */
+
+/* Every fitted constant, by name; the JSON keys are the field names. */
+struct sim_profile {
+	double mfu_bf16;       /* GEMM fraction of the BF16 peak */
+	double mfu_bf16_a100;  /* ... on A100 (0.65) */
+	double mfu_fp8;        /* fraction of the FP8 peak */
+	double mfu_int8;       /* fraction of the INT8 peak */
+	double mbu_w;          /* weight streaming fraction of HBM bandwidth */
+	double mbu_kv;         /* paged-attention KV read fraction */
+	double f_attn;         /* attention FLOP efficiency vs the BF16 peak */
+	double awq_q_eff;      /* W4A16 compute efficiency when compute-bound */
+	double awq_q_eff_tokens; /* ... applies when a step holds more tokens than this (64) */
+	double busbw_frac;     /* all-reduce bus bandwidth as a fraction of the link */
+	double t_fixed_ms;     /* per-step fixed overhead */
+	double c_seq_us;       /* per scheduled sequence */
+	double c_tok_us;       /* per scheduled token */
+	double t_tp_ms;        /* per extra TP rank */
+	double engine_efficiency; /* the whole step time is divided by this (1 = as modelled) */
+	/* memory (§4.3) */
+	double act_graphs_gib; /* CUDA graphs */
+	double act_base_gib;   /* non-torch memory */
+	double act_nccl_gib;   /* NCCL buffers when TP > 1 */
+	/* start-up (§4.5) */
+	double start_proc_s;   /* imports, tokenizer, workers */
+	double start_tp_s;     /* extra worker/NCCL spawn when TP > 1 */
+	double load_gbps;      /* weight load bandwidth, GB/s (page-cached NVMe) */
+	double start_compile_s;
+	double start_profile_s;
+	double start_graphs_s;
+};
+
+/* The built-in profiles: "vllm" (the default) and "trtllm". -ENOENT when unknown. */
+int sim_profile_preset(const char *name, struct sim_profile *ret, struct error *err);
+/* Overrides fields from a JSON object {"mfu_bf16": 0.55, ...}; every value must be a
+ * finite number >= 0 (efficiencies > 0); unknown keys are errors naming the key.
+ * Optionally "base": "vllm"|"trtllm" resets to that preset first. what names the
+ * source in messages. */
+int sim_profile_apply_json(struct sim_profile *p, const cJSON *j, const char *what, struct error *err);
+int sim_profile_load_file(struct sim_profile *p, const char *path, struct error *err);
+/* The profile as a JSON object (every key), for the twin and --help. */
+int sim_profile_to_json(const struct sim_profile *p, cJSON **ret);
+/* Field table, for iteration: name of field i (NULL past the end) and its value slot. */
+const char *sim_profile_field_name(size_t i);
+double *sim_profile_field(struct sim_profile *p, size_t i);
+
+/* ---- the model of one deployment ---- */
+
+/* Everything the step time needs, resolved once (sim_perf_init) so that the
+ * per-step cost is a handful of multiplications. */
+struct sim_perf {
+	struct sim_model model;
+	struct sim_gpu gpu;
+	struct sim_profile profile;
+	enum sim_quant quant;
+	enum sim_kv_dtype kv_dtype;
+	uint32_t tp;
+	/* derived */
+	double p_lin;          /* linear parameters (excl. embedding and lm_head) */
+	double w_stream;       /* bytes streamed per step over all ranks (linear + lm_head) */
+	double w_resident;     /* bytes resident over all ranks (+ untied embedding) */
+	double kv_bytes_token; /* KV bytes per token, all ranks (2·L·Hkv·hd·kvb) */
+	double kv_bytes_token_gpu; /* per GPU (÷TP, or ÷Hkv when TP > Hkv: replicated) */
+	double gemm_peak_small, gemm_peak_large; /* effective GEMM FLOP/s at T <= / > awq_q_eff_tokens */
+	double bw_w, bw_kv;    /* effective bandwidths */
+	double attn_flops_rate;
+};
+
+/* Resolves a deployment. Fails (-EINVAL, err) on an impossible TP (0, or not
+ * dividing the attention heads). A100 + fp8 becomes weight-only (bf16 math). */
+int sim_perf_init(struct sim_perf *p, const struct sim_model *m, const struct sim_gpu *g, enum sim_quant q,
+		  enum sim_kv_dtype kv, uint32_t tp, const struct sim_profile *prof, struct error *err);
+
+/* A batch as the step time sees it: sums, so the hot path never walks a list. */
+struct sim_batch {
+	uint32_t n_decode;        /* sequences decoding one token */
+	uint64_t decode_ctx_sum;  /* Σ context of the decoding sequences */
+	uint32_t n_chunks;        /* prefill chunks */
+	uint64_t chunk_tokens;    /* Σ c_j */
+	uint64_t chunk_offset_sum; /* Σ o_j (KV already cached for the chunk's sequence) */
+	double chunk_attn;        /* Σ c_j·(o_j + c_j/2) */
+};
+
+static inline void sim_batch_add_decode(struct sim_batch *b, uint64_t ctx)
+{
+	b->n_decode++;
+	b->decode_ctx_sum += ctx;
+}
+static inline void sim_batch_add_chunk(struct sim_batch *b, uint64_t len, uint64_t offset)
+{
+	b->n_chunks++;
+	b->chunk_tokens += len;
+	b->chunk_offset_sum += offset;
+	b->chunk_attn += (double)len * ((double)offset + (double)len / 2.0);
+}
+static inline uint64_t sim_batch_tokens(const struct sim_batch *b)
+{
+	return b->n_decode + b->chunk_tokens;
+}
+
+struct sim_step_parts {
+	double gemm, attn, comm, ovh; /* seconds, before engine_efficiency */
+	double total;                 /* (gemm + attn + comm + ovh) / engine_efficiency */
+	bool gemm_compute_bound, attn_compute_bound;
+};
+
+/* Step time in seconds of one forward (PERFMODEL §6); parts optional. An
+ * empty batch costs 0. */
+double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, struct sim_step_parts *ret_parts);
+
+/* ---- memory, KV capacity and start-up checks (§4.3) ---- */
+
+struct sim_memory {
+	double budget;        /* mem × gpu_memory_utilization, per GPU */
+	double weights;       /* resident weights per GPU */
+	double act_peak;      /* activation + graphs + non-torch (+ NCCL) per GPU */
+	double kv_avail;      /* budget − weights − act_peak (may be negative) */
+	double kv_bytes_token_gpu;
+	uint64_t num_blocks;  /* KV blocks of block_size tokens */
+	uint64_t kv_tokens;   /* num_blocks · block_size */
+	uint32_t block_size;
+};
+
+void sim_perf_memory(const struct sim_perf *p, double gpu_memory_utilization, uint32_t max_num_batched_tokens,
+		     uint32_t max_num_seqs, uint32_t block_size, struct sim_memory *ret);
+
+/* vLLM's start-up refusals, with vLLM's wording in err:
+ *  - TP > gpus, TP not dividing the attention heads (-EINVAL);
+ *  - weights + activation peak over the budget: "ValueError: No available memory for the
+ *    cache blocks. ..." (-ENOMEM);
+ *  - the KV cache cannot hold one max_model_len sequence: "ValueError: To serve at least one
+ *    request with the models's max seq len (X), (Y GiB) KV cache is needed, ..." (-ENOSPC);
+ *  - max_model_len above the model's max_position_embeddings (-EINVAL);
+ *  - max_num_batched_tokens < max_num_seqs (-EINVAL, vLLM's check).
+ * mem may be NULL. */
+int sim_perf_check_startup(const struct sim_perf *p, uint32_t gpus, uint32_t max_model_len, uint32_t max_num_seqs,
+			   uint32_t max_num_batched_tokens, const struct sim_memory *mem, struct error *err);
+
+/* Start-up time in seconds (§4.5, warm caches): process + weights/load_bw + compile + profile +
+ * graphs. */
+double sim_perf_startup_sec(const struct sim_perf *p);
+
+/* The defaults vLLM's OpenAI server picks (PERFMODEL §4.1): 8192/1024 on >= 70 GiB GPUs other
+ * than A100, else 2048/256. */
+void sim_perf_default_batch(const struct sim_gpu *g, uint32_t *ret_max_num_batched_tokens,
+			    uint32_t *ret_max_num_seqs);

@@ -1,0 +1,48 @@
+/* cost.h — the cost model: dollars per million tokens of a configuration.
+ *
+ *   $/Mtok = $/GPU-hour × GPUs per replica ÷ (tokens/s × 3600) × 10⁶
+ *
+ * GPUs per replica is the configuration's tensor_parallel (1 without that
+ * knob). Tokens/s is the max goodput under the SLA for an `online` study and
+ * the saturated throughput for an `offline` one; a study counts either the
+ * output tokens (the default) or input + output tokens. */
+#pragma once
+
+#include "error.h"
+#include "space.h"
+
+enum opt_scenario {
+	OPT_SCENARIO_ONLINE,  /* cost from max goodput under the SLA */
+	OPT_SCENARIO_OFFLINE, /* cost from saturated throughput, no latency bounds */
+};
+
+enum opt_cost_tokens {
+	OPT_COST_TOKENS_OUTPUT, /* "output" */
+	OPT_COST_TOKENS_TOTAL,  /* "input+output" */
+};
+
+/* Token rates measured for one configuration (tokens/s; 0 when unknown). */
+struct opt_throughput {
+	double good_output_tps;   /* output tokens/s of SLA-meeting requests at the max SLA rate */
+	double good_input_tps;    /* their prompt tokens/s */
+	double saturated_output_tps; /* output tokens/s at saturation */
+	double saturated_input_tps;
+};
+
+/* "online"/"offline" and "output"/"input+output" (names used in study specs). */
+int opt_scenario_from_string(const char *s, enum opt_scenario *ret);
+const char *opt_scenario_to_string(enum opt_scenario s);
+int opt_cost_tokens_from_string(const char *s, enum opt_cost_tokens *ret);
+const char *opt_cost_tokens_to_string(enum opt_cost_tokens t);
+
+/* The token rate the study's cost counts. */
+double opt_cost_tokens_per_sec(enum opt_scenario scenario, enum opt_cost_tokens tokens,
+			       const struct opt_throughput *t);
+
+/* $/Mtok for the given price, GPUs per replica and token rate. -EDOM when
+ * tokens_per_sec is not > 0 (an SLA never met has no cost: record the trial
+ * as such), -EINVAL for a negative or non-finite price or 0 GPUs. */
+int opt_cost_per_mtok(double usd_per_gpu_hour, unsigned gpus_per_replica, double tokens_per_sec, double *ret);
+
+/* GPUs one replica of the configuration uses: its tensor_parallel, else 1. */
+unsigned opt_cost_gpus_per_replica(const struct opt_space *space, const struct opt_config *config);

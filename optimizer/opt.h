@@ -1,0 +1,154 @@
+/* opt.h — the search: ask/tell over the stored history, no I/O.
+ *
+ * The study runner loops:
+ *
+ *   for (;;) {
+ *           opt_next(space, &settings, &history, &cand, &err);   // ask
+ *           if (cand.ask == OPT_ASK_DONE) break;                 // cand.best is the answer
+ *           deploy + probe cand.config;                          // minutes, on the event loop
+ *           store the trial (config key, outcome, cost as %.17g, cand.ask == OPT_ASK_CONFIRM);
+ *           opt_history_add(&history, &trial);                   // tell
+ *   }
+ *
+ * opt_next() replays the whole search from the history on every call (NLopt
+ * has no ask/tell interface; DESIGN.md, PLATFORM.md): points already in the
+ * history are answered from it, and the first point the search wants that is
+ * not there is the candidate. The result depends only on (space, settings,
+ * history), so a restarted daemon continues the same search from the database
+ * alone. Costs must be stored bit-exactly (%.17g or %a).
+ *
+ * Strategy. Knobs split into categorical ones (quantization, tensor_parallel,
+ * string lists) and ordinal ones (the batch knobs and other numeric grids).
+ * 1. Screen: each combination of categorical values is measured once at an
+ *    informative point (half-way up every ordinal grid: a mid-size batch
+ *    and chunk); the combinations where that did not run (out of memory,
+ *    SLA never met) are tried again at a quarter, then at the smallest
+ *    point — in passes, so the first deployments cover every combination.
+ * 2. Search: the combination with the lowest cost so far gets a run of NLopt
+ *    SBPLX over its ordinal knobs in normalised grid coordinates (log space
+ *    for log2 ranges), each point snapped to the grid; the run restarts from
+ *    the combination's best until a run asks for nothing new, then the next
+ *    combination within `promising` of the best gets its turn. All runs share
+ *    one history, so repeated snapped points cost nothing.
+ * 3. Confirm: once the search stops (converged, budget, space exhausted) the
+ *    best and the runner-up are re-probed `confirm_probes` times each
+ *    (asked as OPT_ASK_CONFIRM); the answer is the configuration with the
+ *    lowest mean cost, with the spread of its measurements.
+ * Failures: an out-of-memory result at some batch/chunk sizes makes every
+ * configuration with larger-or-equal batch knobs (same other knobs)
+ * infeasible without trying it. Infeasible, SLA-never-met and given-up
+ * configurations get a finite, deterministic penalty (worse than any cost)
+ * that steers NLopt towards smaller batches. A FAILED trial (crash, time-out)
+ * is retried until `max_attempts` deployments have failed, then treated as
+ * infeasible. Wall-time budgets are the caller's: stop asking and call
+ * opt_best(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "space.h"
+
+enum opt_outcome {
+	OPT_OUTCOME_MEASURED,      /* cost holds $/Mtok (lower is better) */
+	OPT_OUTCOME_INFEASIBLE,    /* did not start: out of memory, weights do not fit */
+	OPT_OUTCOME_SLA_NEVER_MET, /* ran, but no load met the SLA */
+	OPT_OUTCOME_FAILED,        /* crashed, hung, timed out: retried up to max_attempts */
+	_OPT_OUTCOME_MAX,
+};
+
+/* One stored trial. */
+struct opt_trial {
+	struct opt_config config;
+	enum opt_outcome outcome;
+	double cost;  /* $/Mtok when MEASURED, else ignored */
+	bool confirm; /* a re-probe asked with OPT_ASK_CONFIRM */
+};
+
+/* The trials of one study in the order they were told. */
+struct opt_history {
+	struct opt_trial *trials;
+	size_t n, allocated;
+};
+
+void opt_history_init(struct opt_history *h);
+void opt_history_done(struct opt_history *h);
+/* Appends a copy; -ENOMEM, or -EINVAL for a MEASURED trial without a finite cost > 0. */
+int opt_history_add(struct opt_history *h, const struct opt_trial *t);
+
+struct opt_settings {
+	uint64_t seed;           /* passed to nlopt_srand before each NLopt run */
+	unsigned max_trials;     /* distinct configurations the search may deploy; 0 = no limit */
+	unsigned confirm_probes; /* re-probes each of the best and runner-up get (0 = none) */
+	unsigned max_attempts;   /* deployments of a FAILED configuration before giving up on it (>= 1) */
+	double promising;        /* search a combination whose best is <= (1 + promising) × the overall best */
+	double screen_level;     /* where on each normalised ordinal grid a combination is screened first */
+};
+
+/* Defaults: seed 0, max_trials 0, confirm_probes 1, max_attempts 2,
+ * promising 1.0, screen_level 0.5. Keep settings fixed for a study: a
+ * change sends the replay down another path. */
+void opt_settings_init(struct opt_settings *s);
+
+enum opt_ask {
+	OPT_ASK_TRIAL,   /* deploy and measure config; tell with confirm = false */
+	OPT_ASK_CONFIRM, /* measure config again; tell with confirm = true */
+	OPT_ASK_DONE,    /* nothing more: see reason and best */
+};
+
+enum opt_phase {
+	OPT_PHASE_SCREEN,
+	OPT_PHASE_SEARCH,
+	OPT_PHASE_CONFIRM,
+	OPT_PHASE_DONE,
+};
+
+enum opt_done_reason {
+	OPT_DONE_NONE,      /* still searching */
+	OPT_DONE_CONVERGED, /* no promising combination asks for a new point */
+	OPT_DONE_BUDGET,    /* max_trials distinct configurations deployed */
+	OPT_DONE_EXHAUSTED, /* every allowed configuration is measured or ruled out */
+};
+
+/* A configuration's measurements: mean cost over its MEASURED trials
+ * (confirmations included), their count and relative spread (max − min) / mean. */
+struct opt_result {
+	bool valid;
+	struct opt_config config;
+	double cost;
+	unsigned n;
+	double spread;
+};
+
+struct opt_candidate {
+	enum opt_ask ask;
+	enum opt_phase phase;
+	enum opt_done_reason reason; /* set once the search has stopped (confirm and done) */
+	struct opt_config config;    /* what to measure (ask != DONE) */
+	unsigned attempt;            /* 1, or 2.. when retrying a FAILED configuration */
+	unsigned evaluated;          /* distinct configurations the search has deployed */
+	unsigned inferred;           /* configurations ruled out without deploying (out-of-memory dominance) */
+	struct opt_result best, runner_up;
+};
+
+/* Ask: the next thing to measure, or done. Deterministic in (space, settings,
+ * history). Trials whose configuration is not on the grid are -EINVAL (with
+ * err naming the trial); NLopt failures are -EIO. */
+int opt_next(const struct opt_space *space, const struct opt_settings *settings, const struct opt_history *history,
+	     struct opt_candidate *ret, struct error *err);
+
+/* The answer so far: the configuration with the lowest mean measured cost
+ * and the runner-up (either may be !valid). */
+void opt_best(const struct opt_space *space, const struct opt_history *history, struct opt_result *ret_best,
+	      struct opt_result *ret_runner_up);
+
+/* Names used in the store and in --json output: "measured", "infeasible",
+ * "sla_never_met", "failed"; "trial", "confirm", "done"; "screen", "search",
+ * "confirm", "done"; "", "converged", "budget", "exhausted". */
+const char *opt_outcome_to_string(enum opt_outcome o);
+int opt_outcome_from_string(const char *s, enum opt_outcome *ret);
+const char *opt_ask_to_string(enum opt_ask a);
+const char *opt_phase_to_string(enum opt_phase p);
+const char *opt_done_reason_to_string(enum opt_done_reason r);

@@ -1,0 +1,444 @@
+/* The search as the study runner uses it: ask -> measure -> tell on
+ * synthetic cost landscapes. Checks that the replay is deterministic (an
+ * interrupted study resumed from its history continues exactly as if never
+ * interrupted), that out-of-memory results rule out larger configurations,
+ * that failures are retried then given up, that budgets and exhaustion stop
+ * the search, that the best and runner-up are confirmed, and that the
+ * search finds the optimum with far fewer deployments than the grid. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "json-util.h"
+#include "macro.h"
+#include "opt.h"
+#include "tests.h"
+
+typedef void (*landscape_fn)(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+			     struct opt_trial *ret);
+
+static struct opt_space *space_new(const char *search_space, unsigned gpus)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct opt_space_options o = { .gpus = gpus };
+	struct opt_space *s = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(json_parse_strict("test", search_space, strlen(search_space), &j, &err) == 0, "%s", err.msg);
+	CHECK_MSG(opt_space_from_json(j, "search_space", NULL, NULL, &o, &s, &err) == 0, "%s", err.msg);
+	return s;
+}
+
+static double num(const struct opt_space *s, const struct opt_config *c, const char *knob)
+{
+	double v = 0;
+
+	CHECK_INT_EQ(opt_config_number(s, c, knob, &v), 0);
+	return v;
+}
+
+static const char *text(const struct opt_space *s, const struct opt_config *c, const char *knob)
+{
+	char buf[64];
+	int k = opt_space_knob_index(s, knob);
+
+	CHECK(k >= 0);
+	return opt_config_text(s, c, (size_t)k, buf, sizeof(buf)); /* string knobs: points into s */
+}
+
+/* Deterministic measurement noise: ±3 % from the trial's position. */
+static double noise(size_t i)
+{
+	uint64_t x = (i + 1) * UINT64_C(0x9E3779B97F4A7C15);
+
+	x ^= x >> 31;
+	return 1 + 0.03 * ((double)(x % 2001) / 1000.0 - 1);
+}
+
+/* A smooth valley in log2 space with its minimum at (64, 2048). */
+static void valley(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+		   struct opt_trial *t)
+{
+	double a = log2(num(s, c, "max_num_seqs")) - 6, b = log2(num(s, c, "max_num_batched_tokens")) - 11;
+
+	*t = (struct opt_trial){ .config = *c, .outcome = OPT_OUTCOME_MEASURED };
+	t->cost = 2.0 * exp(0.08 * a * a + 0.05 * b * b + 0.03 * a * b);
+	(void)h;
+}
+
+/* The valley quantised into plateaus (as a coarse rate search sees it). */
+static void plateaus(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+		     struct opt_trial *t)
+{
+	valley(s, c, h, t);
+	t->cost = ceil(t->cost * 4) / 4;
+}
+
+/* Shaped like a 70B model on 80 GB GPUs: throughput rises with the batch
+ * until the TPOT bound cuts it, chunks too small hurt TTFT and too large
+ * stall decode; bf16 does not fit on one GPU and large batch × chunk runs out
+ * of memory at bf16 on two; each quantization has its own best TP. */
+static void realistic(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+		      struct opt_trial *t)
+{
+	const char *q = text(s, c, "quantization");
+	double tp = num(s, c, "tensor_parallel"), b = num(s, c, "max_num_seqs");
+	double mbt = num(s, c, "max_num_batched_tokens");
+	double wfac = strcmp(q, "none") == 0 ? 1 : strcmp(q, "fp8") == 0 ? 0.5 : 0.28;
+	double weights = 140 * wfac / tp, need = weights + (b * mbt / 1048576.0 * 3 + b * 0.02) / tp;
+	double step_ms, bmax, tput;
+
+	*t = (struct opt_trial){ .config = *c };
+	if (weights > 74 || need > 78) {
+		t->outcome = OPT_OUTCOME_INFEASIBLE;
+		return;
+	}
+	/* Decode step: weight read + per-sequence KV read + a TP sync cost. */
+	step_ms = weights / (2.0 * 0.8) + 0.06 * b / tp + 1.5 * (tp - 1);
+	if (strcmp(q, "awq") == 0)
+		step_ms *= 1.25; /* dequantisation */
+	bmax = (50 - (weights / 1.6 + 1.5 * (tp - 1)) * (strcmp(q, "awq") == 0 ? 1.25 : 1)) / 0.06 * tp;
+	if (bmax < 1) {
+		t->outcome = OPT_OUTCOME_SLA_NEVER_MET;
+		return;
+	}
+	b = MIN(b, bmax);
+	step_ms = (weights / 1.6 + 0.06 * b / tp + 1.5 * (tp - 1)) * (strcmp(q, "awq") == 0 ? 1.25 : 1);
+	tput = b / step_ms * 1000;
+	tput /= 1 + 600 / mbt;    /* small chunks: slow prefill, TTFT cuts the rate */
+	tput /= 1 + mbt / 40000;  /* large chunks: decode stalls, TPOT cuts the rate */
+	t->outcome = OPT_OUTCOME_MEASURED;
+	t->cost = 2.5 * tp / (tput * 3600) * 1e6;
+	if (h->n > 0) /* noise-free for true_min() */
+		t->cost *= noise(h->n);
+}
+
+/* The true optimum of a landscape over the whole grid (noise-free). */
+static double true_min(const struct opt_space *s, landscape_fn f)
+{
+	_cleanup_(freep) struct opt_config *all = NULL;
+	struct opt_history empty = { 0 };
+	double best = INFINITY;
+	size_t n = 0;
+
+	CHECK_INT_EQ(opt_space_enumerate(s, &all, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		struct opt_trial t;
+
+		f(s, &all[i], &empty, &t);
+		if (t.outcome == OPT_OUTCOME_MEASURED)
+			best = MIN(best, t.cost);
+	}
+	return best;
+}
+
+/* Runs ask/measure/tell until done (or max_steps); returns the last candidate. */
+static struct opt_candidate study(const struct opt_space *s, const struct opt_settings *set, landscape_fn f,
+				  struct opt_history *h, size_t max_steps)
+{
+	struct opt_candidate cand = { 0 };
+	struct error err = { 0 };
+
+	for (size_t step = 0; step < max_steps; step++) {
+		struct opt_trial t;
+
+		CHECK_MSG(opt_next(s, set, h, &cand, &err) == 0, "%s", err.msg);
+		if (cand.ask == OPT_ASK_DONE)
+			break;
+		f(s, &cand.config, h, &t);
+		t.confirm = cand.ask == OPT_ASK_CONFIRM;
+		CHECK_INT_EQ(opt_history_add(h, &t), 0);
+	}
+	return cand;
+}
+
+static const char *realistic_space = "{\"max_num_seqs\": {\"min\": 8, \"max\": 1024, \"scale\": \"log2\"},"
+				     "\"max_num_batched_tokens\": {\"min\": 512, \"max\": 32768, \"scale\": \"log2\"},"
+				     "\"quantization\": [\"none\", \"fp8\", \"awq\"], \"tensor_parallel\": [1, 2, 4]}";
+
+static void test_deterministic_resume(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(realistic_space, 4);
+	struct opt_history full, part;
+	struct opt_candidate a, b, c;
+	struct opt_settings set;
+	struct error err = { 0 };
+
+	opt_settings_init(&set);
+	set.seed = 42;
+	opt_history_init(&full);
+	c = study(s, &set, realistic, &full, 1000);
+	CHECK_INT_EQ(c.ask, OPT_ASK_DONE);
+	CHECK(full.n > 10);
+
+	/* The same history gives the same next candidate. */
+	CHECK_INT_EQ(opt_next(s, &set, &full, &a, &err), 0);
+	CHECK_INT_EQ(opt_next(s, &set, &full, &b, &err), 0);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+
+	/* Interrupted after k tells and resumed from the stored history: the
+	 * same sequence as the uninterrupted run. */
+	for (size_t k = 0; k < full.n; k += 3) {
+		opt_history_init(&part);
+		for (size_t i = 0; i < k; i++)
+			CHECK_INT_EQ(opt_history_add(&part, &full.trials[i]), 0);
+		study(s, &set, realistic, &part, 1000);
+		CHECK_INT_EQ(part.n, full.n);
+		CHECK_MSG(memcmp(part.trials, full.trials, full.n * sizeof(full.trials[0])) == 0,
+			  "resume after %zu trials diverged", k);
+		opt_history_done(&part);
+	}
+	opt_history_done(&full);
+}
+
+/* Cheaper with every doubling of the batch, out of memory from 64 up. */
+static void oom_above_32(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+			 struct opt_trial *t)
+{
+	double b = num(s, c, "max_num_seqs");
+
+	*t = (struct opt_trial){ .config = *c, .outcome = b >= 64 ? OPT_OUTCOME_INFEASIBLE : OPT_OUTCOME_MEASURED };
+	t->cost = 10 / b;
+	(void)h;
+}
+
+static void test_oom_inferred(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(
+		"{\"max_num_seqs\": {\"min\": 8, \"max\": 1024, \"scale\": \"log2\"},"
+		"\"max_num_batched_tokens\": [4096]}",
+		0);
+	struct opt_history h;
+	struct opt_candidate c;
+	struct opt_settings set;
+	size_t ooms = 0;
+
+	opt_settings_init(&set);
+	set.confirm_probes = 0;
+	opt_history_init(&h);
+	c = study(s, &set, oom_above_32, &h, 1000);
+	for (size_t i = 0; i < h.n; i++)
+		ooms += h.trials[i].outcome == OPT_OUTCOME_INFEASIBLE;
+	/* Screening hits 128 (OOM) then 32; of 64 and up at most one more
+	 * OOM is deployed, the rest are ruled out. */
+	CHECK(ooms >= 1 && ooms <= 2);
+	CHECK(num(s, &c.best.config, "max_num_seqs") == 32);
+	CHECK_INT_EQ(c.reason, OPT_DONE_EXHAUSTED);
+	fprintf(stderr, "oom: %u deployed, %u inferred\n", c.evaluated, c.inferred);
+	CHECK(c.evaluated <= 5); /* 256, 64, then 8 16 32 */
+	opt_history_done(&h);
+}
+
+/* No deployed configuration is dominated by an earlier out-of-memory one. */
+static void test_oom_dominance(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(realistic_space, 4);
+	struct opt_history h;
+	struct opt_candidate c;
+	struct opt_settings set;
+	size_t ooms = 0;
+
+	opt_settings_init(&set);
+	opt_history_init(&h);
+	c = study(s, &set, realistic, &h, 1000);
+	for (size_t i = 0; i < h.n; i++) {
+		ooms += h.trials[i].outcome == OPT_OUTCOME_INFEASIBLE;
+		for (size_t j = 0; j < i; j++) {
+			const struct opt_config *x = &h.trials[i].config, *o = &h.trials[j].config;
+
+			if (h.trials[j].outcome != OPT_OUTCOME_INFEASIBLE)
+				continue;
+			CHECK_MSG(!(x->idx[2] == o->idx[2] && x->idx[3] == o->idx[3] && x->idx[0] >= o->idx[0] &&
+				    x->idx[1] >= o->idx[1]),
+				  "trial %zu is dominated by out-of-memory trial %zu", i, j);
+		}
+	}
+	CHECK(ooms > 0);
+	CHECK(c.best.valid);
+
+	/* Directly: after an OOM at the first screen point nothing it
+	 * dominates is asked next. */
+	{
+		struct opt_history one;
+		struct opt_candidate first, next;
+		struct opt_trial t;
+		struct error err = { 0 };
+
+		opt_history_init(&one);
+		CHECK_INT_EQ(opt_next(s, &set, &one, &first, &err), 0);
+		t = (struct opt_trial){ .config = first.config, .outcome = OPT_OUTCOME_INFEASIBLE };
+		CHECK_INT_EQ(opt_history_add(&one, &t), 0);
+		CHECK_INT_EQ(opt_next(s, &set, &one, &next, &err), 0);
+		/* Screening moves on to the next combination first. */
+		CHECK(!(next.config.idx[2] == first.config.idx[2] && next.config.idx[3] == first.config.idx[3] &&
+			next.config.idx[0] >= first.config.idx[0] && next.config.idx[1] >= first.config.idx[1]));
+		opt_history_done(&one);
+	}
+	opt_history_done(&h);
+}
+
+static void check_finds(const char *what, const char *space_json, unsigned gpus, landscape_fn f, double tol,
+			double max_fraction)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(space_json, gpus);
+	double best = true_min(s, f);
+	uint64_t grid = opt_space_count(s);
+	struct opt_history h;
+	struct opt_candidate c;
+	struct opt_settings set;
+	char key[OPT_KEY_MAX];
+
+	opt_settings_init(&set);
+	opt_history_init(&h);
+	c = study(s, &set, f, &h, 1000);
+	CHECK_INT_EQ(c.ask, OPT_ASK_DONE);
+	CHECK(c.best.valid);
+	CHECK_INT_EQ(opt_config_key(s, &c.best.config, key, sizeof(key)), 0);
+	fprintf(stderr, "%s: %u of %" PRIu64 " configurations deployed (%s), best %s at %.4g, optimum %.4g\n", what,
+		c.evaluated, grid, opt_done_reason_to_string(c.reason), key, c.best.cost, best);
+	CHECK_MSG(c.best.cost <= best * (1 + tol), "%s: best %g, optimum %g", what, c.best.cost, best);
+	CHECK_MSG(c.evaluated <= max_fraction * (double)grid, "%s: %u of %" PRIu64, what, c.evaluated, grid);
+	opt_history_done(&h);
+}
+
+static void test_finds_optimum(void)
+{
+	const char *two_d = "{\"max_num_seqs\": {\"min\": 1, \"max\": 1024, \"scale\": \"log2\"},"
+			    "\"max_num_batched_tokens\": {\"min\": 64, \"max\": 65536, \"scale\": \"log2\"}}";
+	const char *linear = "{\"max_num_seqs\": {\"min\": 8, \"max\": 256, \"step\": 8},"
+			     "\"max_num_batched_tokens\": {\"min\": 512, \"max\": 8192, \"step\": 512}}";
+
+	check_finds("valley", two_d, 0, valley, 1e-12, 0.35);
+	check_finds("plateaus", two_d, 0, plateaus, 1e-12, 0.35);
+	check_finds("valley on a linear grid", linear, 0, valley, 1e-12, 0.25);
+	/* Noise of ±3 % on the measurements: within 4 % of the optimum. */
+	check_finds("categorical × infeasible region", realistic_space, 4, realistic, 0.04, 0.25);
+}
+
+/* A crash is retried once (attempt 2); two crashes give the configuration up. */
+static void flaky(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+		  struct opt_trial *t)
+{
+	valley(s, c, h, t);
+	if (num(s, c, "max_num_seqs") >= 128)
+		t->outcome = OPT_OUTCOME_FAILED;
+}
+
+static void test_failures(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(
+		"{\"max_num_seqs\": {\"min\": 16, \"max\": 1024, \"scale\": \"log2\"},"
+		"\"max_num_batched_tokens\": {\"min\": 1024, \"max\": 8192, \"scale\": \"log2\"}}",
+		0);
+	struct opt_history h;
+	struct opt_candidate c;
+	struct opt_settings set;
+	struct error err = { 0 };
+	size_t failed = 0, retried = 0;
+
+	opt_settings_init(&set);
+	opt_history_init(&h);
+	/* Screening asks for 128 (half-way up the grid): it crashes, is retried. */
+	CHECK_INT_EQ(opt_next(s, &set, &h, &c, &err), 0);
+	CHECK(num(s, &c.config, "max_num_seqs") == 128);
+	CHECK_INT_EQ(c.attempt, 1);
+	CHECK_INT_EQ(opt_history_add(&h, &(struct opt_trial){ .config = c.config, .outcome = OPT_OUTCOME_FAILED }), 0);
+	CHECK_INT_EQ(opt_next(s, &set, &h, &c, &err), 0);
+	CHECK(num(s, &c.config, "max_num_seqs") == 128);
+	CHECK_INT_EQ(c.attempt, 2);
+
+	c = study(s, &set, flaky, &h, 1000);
+	CHECK_INT_EQ(c.ask, OPT_ASK_DONE);
+	for (size_t i = 0; i < h.n; i++) {
+		size_t same = 0;
+
+		if (h.trials[i].outcome != OPT_OUTCOME_FAILED)
+			continue;
+		failed++;
+		for (size_t j = 0; j < h.n; j++)
+			same += memcmp(&h.trials[j].config, &h.trials[i].config, sizeof(h.trials[i].config)) == 0;
+		CHECK_INT_EQ(same, 2);
+		retried++;
+	}
+	CHECK(failed >= 2 && failed % 2 == 0);
+	CHECK(num(s, &c.best.config, "max_num_seqs") == 64);
+	opt_history_done(&h);
+}
+
+static void test_budget_exhaustion_confirm(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(realistic_space, 4);
+	_cleanup_(opt_space_freep) struct opt_space *tiny = space_new(
+		"{\"max_num_seqs\": [32, 64, 128], \"max_num_batched_tokens\": [4096]}", 0);
+	struct opt_history h;
+	struct opt_candidate c;
+	struct opt_settings set;
+	size_t confirms = 0;
+
+	opt_settings_init(&set);
+	set.max_trials = 9;
+	opt_history_init(&h);
+	c = study(s, &set, realistic, &h, 1000);
+	CHECK_INT_EQ(c.reason, OPT_DONE_BUDGET);
+	CHECK_INT_EQ(c.evaluated, 9);
+	/* 9 search trials, then one confirmation each of the best and runner-up. */
+	for (size_t i = 0; i < h.n; i++)
+		confirms += h.trials[i].confirm;
+	CHECK_INT_EQ(confirms, 2);
+	CHECK_INT_EQ(h.n, 11);
+	CHECK(c.best.valid && c.runner_up.valid);
+	CHECK_INT_EQ(c.best.n, 2);
+	CHECK(c.best.spread > 0 && c.best.spread < 0.07);
+	CHECK(c.best.cost <= c.runner_up.cost);
+	opt_history_done(&h);
+
+	/* Every configuration tried: exhausted. Without confirmations the
+	 * history holds each configuration once. */
+	opt_settings_init(&set);
+	set.confirm_probes = 0;
+	opt_history_init(&h);
+	c = study(tiny, &set, valley, &h, 1000);
+	CHECK_INT_EQ(c.reason, OPT_DONE_EXHAUSTED);
+	CHECK_INT_EQ(h.n, 3);
+	CHECK_INT_EQ(c.evaluated, 3);
+	CHECK_STR_EQ(opt_done_reason_to_string(c.reason), "exhausted");
+	opt_history_done(&h);
+}
+
+static void test_names_and_validation(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new("{\"max_num_seqs\": [32, 64]}", 0);
+	struct opt_history h;
+	struct opt_candidate c;
+	struct opt_settings set;
+	struct error err = { 0 };
+	enum opt_outcome o;
+
+	for (int i = 0; i < _OPT_OUTCOME_MAX; i++) {
+		CHECK_INT_EQ(opt_outcome_from_string(opt_outcome_to_string((enum opt_outcome)i), &o), 0);
+		CHECK_INT_EQ(o, i);
+	}
+	CHECK_INT_EQ(opt_outcome_from_string("oom", &o), -EINVAL);
+	opt_history_init(&h);
+	CHECK_INT_EQ(opt_history_add(&h, &(struct opt_trial){ .outcome = OPT_OUTCOME_MEASURED, .cost = NAN }), -EINVAL);
+	CHECK_INT_EQ(opt_history_add(&h, &(struct opt_trial){ .outcome = OPT_OUTCOME_MEASURED, .cost = 0 }), -EINVAL);
+	/* A configuration off the grid is refused. */
+	CHECK_INT_EQ(opt_history_add(&h, &(struct opt_trial){ .config = { .idx = { 5 } }, .outcome = OPT_OUTCOME_FAILED }),
+		     0);
+	opt_settings_init(&set);
+	CHECK_INT_EQ(opt_next(s, &set, &h, &c, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "trial 0");
+	opt_history_done(&h);
+}
+
+int main(void)
+{
+	test_names_and_validation();
+	test_deterministic_resume();
+	test_oom_dominance();
+	test_oom_inferred();
+	test_finds_optimum();
+	test_failures();
+	test_budget_exhaustion_confirm();
+	return 0;
+}

@@ -1,0 +1,530 @@
+/* store.c — the connection to goodput's SQLite database: opening it in WAL
+ * mode, the schema and its migrations, the statement cache, transactions and
+ * the translation of SQLite's result codes into -errno plus a message.
+ *
+ * The schema is an ordered list of migrations; migration N brings a file from
+ * user_version N−1 to N inside one transaction, so a file is always at a whole
+ * version, and a daemon and a tuner that open the same old file race safely
+ * (the second finds the work done once it holds the write lock). Statements
+ * are constants prepared once per connection (SQLITE_PREPARE_PERSISTENT) and
+ * every value is bound; no SQL is ever built from a string.
+ *
+ * Durability: journal_mode=WAL with synchronous=FULL, so a commit has reached
+ * the disk when the call returns and a kill -9 right after loses nothing. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "macro.h"
+#include "store-internal.h"
+
+/* ---- schema ---- */
+
+struct migration {
+	const char *const *sql; /* NULL-terminated; the last one sets user_version */
+};
+
+static const char *const migration_1[] = {
+	"CREATE TABLE studies ("
+	" id INTEGER PRIMARY KEY,"
+	" name TEXT NOT NULL UNIQUE,"
+	" spec TEXT NOT NULL,"
+	" state TEXT NOT NULL,"
+	" message TEXT,"
+	" created_usec INTEGER NOT NULL,"
+	" started_usec INTEGER,"
+	" finished_usec INTEGER,"
+	" best_trial_id INTEGER REFERENCES trials(id) ON DELETE SET NULL,"
+	" seed INTEGER NOT NULL,"
+	" algorithm TEXT NOT NULL,"
+	" nlopt_version TEXT NOT NULL)",
+	"CREATE TABLE trials ("
+	" id INTEGER PRIMARY KEY,"
+	" study_id INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,"
+	" seq INTEGER NOT NULL,"
+	" kind TEXT NOT NULL,"
+	" knobs TEXT NOT NULL,"
+	" canonical_key TEXT NOT NULL,"
+	" state TEXT NOT NULL,"
+	" failure_class TEXT,"
+	" failure_message TEXT,"
+	" deploy_seconds REAL,"
+	" max_rate REAL,"
+	" max_goodput REAL,"
+	" concurrency REAL,"
+	" cost_per_mtok REAL,"
+	" started_usec INTEGER,"
+	" finished_usec INTEGER,"
+	" log_path TEXT,"
+	" UNIQUE (study_id, seq),"
+	" UNIQUE (study_id, canonical_key, kind))",
+	"CREATE TABLE load_points ("
+	" id INTEGER PRIMARY KEY,"
+	" trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,"
+	" seq INTEGER NOT NULL,"
+	" phase TEXT NOT NULL,"
+	" request_rate REAL,"
+	" max_concurrency INTEGER,"
+	" attainment REAL,"
+	" sla_met INTEGER NOT NULL,"
+	" completed INTEGER,"
+	" failed INTEGER,"
+	" mean_ttft_ms REAL, p50_ttft_ms REAL, p90_ttft_ms REAL, p99_ttft_ms REAL,"
+	" mean_tpot_ms REAL, p50_tpot_ms REAL, p90_tpot_ms REAL, p99_tpot_ms REAL,"
+	" p99_itl_ms REAL, p99_e2el_ms REAL,"
+	" request_throughput REAL, output_throughput REAL, total_token_throughput REAL,"
+	" good_output_throughput REAL, request_goodput REAL, mean_concurrency REAL,"
+	" kv_usage_peak REAL, running_peak REAL, waiting_peak REAL, preemptions REAL,"
+	" result TEXT NOT NULL,"
+	" created_usec INTEGER NOT NULL,"
+	" UNIQUE (trial_id, seq))",
+	"PRAGMA user_version = 1",
+	NULL,
+};
+
+/* 2: what the daemon needs to find studies and orphaned servers. */
+static const char *const migration_2[] = {
+	"ALTER TABLE studies ADD COLUMN engine TEXT",
+	"ALTER TABLE studies ADD COLUMN model TEXT",
+	"ALTER TABLE studies ADD COLUMN label TEXT",
+	"CREATE INDEX studies_model_engine ON studies (model, engine)",
+	"ALTER TABLE trials ADD COLUMN server_pgid INTEGER",
+	"ALTER TABLE trials ADD COLUMN server_unit TEXT",
+	"ALTER TABLE trials ADD COLUMN host_json TEXT",
+	"PRAGMA user_version = 2",
+	NULL,
+};
+
+static const struct migration migrations[] = {
+	{ migration_1 },
+	{ migration_2 },
+};
+
+_Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
+
+/* ---- statements ---- */
+
+#define STUDY_COLS                                                                                       \
+	"id, name, spec, engine, model, label, state, message, created_usec, started_usec, finished_usec," \
+	" best_trial_id, seed, algorithm, nlopt_version"
+#define TRIAL_COLS                                                                                       \
+	"id, study_id, seq, kind, knobs, canonical_key, state, failure_class, failure_message,"             \
+	" deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok, started_usec, finished_usec,"  \
+	" log_path, server_pgid, server_unit, host_json"
+#define LP_COLS                                                                                          \
+	"id, trial_id, seq, phase, request_rate, max_concurrency, attainment, sla_met, completed, failed,"  \
+	" mean_ttft_ms, p50_ttft_ms, p90_ttft_ms, p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms,"     \
+	" p99_tpot_ms, p99_itl_ms, p99_e2el_ms, request_throughput, output_throughput,"                    \
+	" total_token_throughput, good_output_throughput, request_goodput, mean_concurrency,"               \
+	" kv_usage_peak, running_peak, waiting_peak, preemptions, result, created_usec"
+
+static const char *const stmt_sql[_STMT_MAX] = {
+	[STMT_STUDY_INSERT] = "INSERT INTO studies (name, spec, engine, model, label, state, created_usec, seed,"
+			      " algorithm, nlopt_version) VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9)",
+	[STMT_STUDY_GET] = "SELECT " STUDY_COLS " FROM studies WHERE id = ?1",
+	[STMT_STUDY_GET_BY_NAME] = "SELECT " STUDY_COLS " FROM studies WHERE name = ?1",
+	[STMT_STUDY_LIST] = "SELECT " STUDY_COLS " FROM studies ORDER BY id",
+	[STMT_STUDY_SET_STATE] = "UPDATE studies SET state = ?2, message = ?3,"
+				 " started_usec = CASE WHEN ?2 = 'running' AND started_usec IS NULL THEN ?4"
+				 " ELSE started_usec END,"
+				 " finished_usec = CASE WHEN ?2 IN ('done', 'failed', 'cancelled') THEN ?4"
+				 " ELSE NULL END WHERE id = ?1",
+	[STMT_STUDY_SET_BEST] = "UPDATE studies SET best_trial_id = ?2 WHERE id = ?1"
+				" AND EXISTS (SELECT 1 FROM trials WHERE id = ?2 AND study_id = ?1)",
+	[STMT_TRIAL_NEXT_SEQ] = "SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE study_id = ?1",
+	[STMT_TRIAL_INSERT] = "INSERT INTO trials (study_id, seq, kind, knobs, canonical_key, state)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, 'pending')"
+			      " ON CONFLICT (study_id, canonical_key, kind) DO NOTHING",
+	[STMT_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = ?1",
+	[STMT_TRIAL_FIND] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 AND kind = ?2"
+			    " AND canonical_key = ?3",
+	[STMT_TRIAL_SET_STATE] = "UPDATE trials SET state = ?2 WHERE id = ?1",
+	[STMT_TRIAL_SET_STARTED] = "UPDATE trials SET started_usec = ?2, finished_usec = NULL WHERE id = ?1",
+	[STMT_TRIAL_CLEAR_OUTCOME] = "UPDATE trials SET failure_class = NULL, failure_message = NULL,"
+				     " deploy_seconds = NULL, max_rate = NULL, max_goodput = NULL, concurrency = NULL,"
+				     " cost_per_mtok = NULL WHERE id = ?1",
+	[STMT_TRIAL_SET_SERVER] = "UPDATE trials SET server_pgid = ?2, server_unit = ?3,"
+				  " log_path = COALESCE(?4, log_path) WHERE id = ?1",
+	[STMT_TRIAL_SET_HOST] = "UPDATE trials SET host_json = ?2 WHERE id = ?1",
+	[STMT_TRIAL_FINISH] = "UPDATE trials SET state = ?2, failure_class = ?3, failure_message = ?4,"
+			      " deploy_seconds = ?5, max_rate = ?6, max_goodput = ?7, concurrency = ?8,"
+			      " cost_per_mtok = ?9, finished_usec = ?10, server_pgid = NULL WHERE id = ?1",
+	[STMT_TRIAL_HISTORY] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 ORDER BY seq",
+	[STMT_TRIAL_INTERRUPT] = "UPDATE trials SET state = 'interrupted'"
+				 " WHERE study_id = ?1 AND state IN ('deploying', 'probing')",
+	[STMT_TRIAL_BEST_CHOSEN] = "SELECT " TRIAL_COLS " FROM trials WHERE id ="
+				   " (SELECT best_trial_id FROM studies WHERE id = ?1)",
+	[STMT_TRIAL_BEST_COST] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 AND state = 'done'"
+				 " AND cost_per_mtok IS NOT NULL ORDER BY cost_per_mtok, seq LIMIT 1",
+	[STMT_TRIAL_BEST_FOR] = "SELECT " TRIAL_COLS " FROM trials WHERE id = (SELECT t.id FROM trials t"
+				" JOIN studies s ON t.study_id = s.id WHERE s.state = 'done' AND s.model = ?1"
+				" AND s.engine = ?2 AND (?3 IS NULL OR s.label = ?3) AND t.state = 'done'"
+				" AND t.cost_per_mtok IS NOT NULL AND (s.best_trial_id IS NULL OR t.id = s.best_trial_id)"
+				" ORDER BY t.cost_per_mtok, s.id, t.seq LIMIT 1)",
+	[STMT_TRIAL_STUDY] = "SELECT study_id FROM trials WHERE id = ?1",
+	[STMT_LP_DELETE_TRIAL] = "DELETE FROM load_points WHERE trial_id = ?1",
+	[STMT_LP_INSERT] = "INSERT INTO load_points (trial_id, seq, phase, request_rate, max_concurrency,"
+			   " attainment, sla_met, completed, failed, mean_ttft_ms, p50_ttft_ms, p90_ttft_ms,"
+			   " p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms, p99_tpot_ms, p99_itl_ms,"
+			   " p99_e2el_ms, request_throughput, output_throughput, total_token_throughput,"
+			   " good_output_throughput, request_goodput, mean_concurrency, kv_usage_peak,"
+			   " running_peak, waiting_peak, preemptions, result, created_usec) VALUES (?1, ?2, ?3,"
+			   " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
+			   " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+	[STMT_LP_LIST] = "SELECT " LP_COLS " FROM load_points WHERE trial_id = ?1 ORDER BY seq",
+};
+
+/* ---- errors ---- */
+
+static int errno_from_sqlite(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_TOOBIG:
+		return -E2BIG;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EBADMSG;
+	case SQLITE_MISUSE:
+	case SQLITE_RANGE:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+static int sqlite_errno_or_eio(int rc)
+{
+	int r = errno_from_sqlite(rc);
+
+	return r < 0 ? r : -EIO;
+}
+
+int store_sql_error(struct store *s, int rc, const char *what, struct error *err)
+{
+	int r = errno_from_sqlite(rc);
+	const char *msg = s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+
+	if (r == 0)
+		r = -EIO;
+	/* sqlite3_errmsg may describe a later call; the code's own text is the fallback. */
+	if (!msg || !*msg || strcmp(msg, "not an error") == 0)
+		msg = sqlite3_errstr(rc);
+	if ((rc & 0xff) == SQLITE_FULL)
+		return error_set(err, r, "%s: %s: %s (the disk or the database's size limit is full; nothing "
+					 "committed earlier was lost)",
+				 s ? s->path : "store", what, msg);
+	return error_set(err, r, "%s: %s: %s", s ? s->path : "store", what, msg);
+}
+
+/* ---- statement cache ---- */
+
+int store_stmt(struct store *s, enum store_stmt id, const char *what, sqlite3_stmt **ret, struct error *err)
+{
+	int rc;
+
+	if (!s->stmts[id]) {
+		rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[id], NULL);
+		if (rc != SQLITE_OK)
+			return store_sql_error(s, rc, what, err);
+	}
+	sqlite3_reset(s->stmts[id]);
+	sqlite3_clear_bindings(s->stmts[id]);
+	*ret = s->stmts[id];
+	return 0;
+}
+
+int store_step_done(struct store *s, sqlite3_stmt *st, const char *what, struct error *err)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		int r = store_sql_error(s, rc, what, err);
+
+		sqlite3_reset(st);
+		return r;
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+int store_bind_text(sqlite3_stmt *st, int idx, const char *v)
+{
+	int rc = v ? sqlite3_bind_text(st, idx, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, idx);
+
+	return rc == SQLITE_OK ? 0 : sqlite_errno_or_eio(rc);
+}
+
+int store_bind_double(sqlite3_stmt *st, int idx, double v)
+{
+	/* SQLite turns NaN into NULL anyway; be explicit so every NAN reads back as "no value". */
+	int rc = isnan(v) ? sqlite3_bind_null(st, idx) : sqlite3_bind_double(st, idx, v);
+
+	return rc == SQLITE_OK ? 0 : sqlite_errno_or_eio(rc);
+}
+
+int store_bind_int64(sqlite3_stmt *st, int idx, int64_t v)
+{
+	int rc = sqlite3_bind_int64(st, idx, v);
+
+	return rc == SQLITE_OK ? 0 : sqlite_errno_or_eio(rc);
+}
+
+int store_col_text(sqlite3_stmt *st, int col, char **ret)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	if (!t) {
+		*ret = NULL;
+		return 0;
+	}
+	*ret = strdup((const char *)t);
+	return *ret ? 0 : -ENOMEM;
+}
+
+double store_col_double(sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return NAN;
+	return sqlite3_column_double(st, col);
+}
+
+/* ---- transactions ---- */
+
+static int exec_const(struct store *s, const char *sql, const char *what, struct error *err)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : store_sql_error(s, rc, what, err);
+}
+
+int store_tx_begin(struct store *s, const char *what, struct error *err)
+{
+	int r;
+
+	if (sqlite3_get_autocommit(s->db)) {
+		r = exec_const(s, "BEGIN IMMEDIATE", what, err);
+		return r < 0 ? r : 1;
+	}
+	r = exec_const(s, "SAVEPOINT store_op", what, err);
+	return r < 0 ? r : 0;
+}
+
+int store_tx_end(struct store *s, int began, int r, struct error *err)
+{
+	if (r >= 0) {
+		int q = exec_const(s, began ? "COMMIT" : "RELEASE store_op", "committing", err);
+
+		if (q >= 0)
+			return r;
+		r = q;
+	}
+	/* SQLite may already have rolled back (SQLITE_FULL does in some cases). */
+	if (began) {
+		if (!sqlite3_get_autocommit(s->db))
+			(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	} else if (!sqlite3_get_autocommit(s->db)) {
+		(void)sqlite3_exec(s->db, "ROLLBACK TO store_op", NULL, NULL, NULL);
+		(void)sqlite3_exec(s->db, "RELEASE store_op", NULL, NULL, NULL);
+	}
+	return r;
+}
+
+int store_begin(struct store *s, struct error *err)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		return error_set(err, -EBUSY, "%s: a transaction is already open", s->path);
+	return exec_const(s, "BEGIN IMMEDIATE", "beginning a transaction", err);
+}
+
+int store_commit(struct store *s, struct error *err)
+{
+	int r = exec_const(s, "COMMIT", "committing", err);
+
+	if (r < 0)
+		store_rollback(s);
+	return r;
+}
+
+int store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return 0;
+}
+
+int store_debug_set_max_page_count(struct store *s, uint32_t pages)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc;
+
+	/* PRAGMA takes no bound parameters; the value is a number we format ourselves. */
+	char sql[64];
+	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %u", pages);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sqlite_errno_or_eio(rc);
+	rc = sqlite3_step(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sqlite_errno_or_eio(rc);
+}
+
+/* ---- open, migrate, close ---- */
+
+static int read_version(struct store *s, int *ret, struct error *err)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_error(s, rc, "reading the schema version", err);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return store_sql_error(s, rc, "reading the schema version", err);
+	*ret = sqlite3_column_int(st, 0);
+	return 0;
+}
+
+int store_schema_version(struct store *s, int *ret, struct error *err)
+{
+	return read_version(s, ret, err);
+}
+
+static int migrate(struct store *s, int target, struct error *err)
+{
+	int version, r;
+
+	for (int v = 1; v <= target; v++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "migrating the schema to version %d", v);
+		r = exec_const(s, "BEGIN IMMEDIATE", what, err);
+		if (r < 0)
+			return r;
+		/* Under the write lock: another process may have migrated meanwhile. */
+		r = read_version(s, &version, err);
+		if (r >= 0 && version < v)
+			for (const char *const *sql = migrations[v - 1].sql; *sql && r >= 0; sql++)
+				r = exec_const(s, *sql, what, err);
+		if (r >= 0)
+			r = exec_const(s, "COMMIT", what, err);
+		if (r < 0) {
+			store_rollback(s);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int pragma_text(struct store *s, const char *sql, char *buf, size_t size, struct error *err)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_error(s, rc, sql, err);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_sql_error(s, rc, sql, err);
+	snprintf(buf, size, "%s", rc == SQLITE_ROW && sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
+	return 0;
+}
+
+int store_open(const char *path, const struct store_open_options *opts, struct store **ret, struct error *err)
+{
+	struct store_open_options o = opts ? *opts : (struct store_open_options){ 0 };
+	_cleanup_(store_closep) struct store *s = NULL;
+	int rc, r, version, flags;
+	char mode[16];
+
+	if (!path || !*path)
+		return error_set(err, -EINVAL, "store: no database path given");
+	if (o.target_version <= 0)
+		o.target_version = STORE_SCHEMA_VERSION;
+	if (o.target_version > STORE_SCHEMA_VERSION)
+		return error_set(err, -EINVAL, "store: schema version %d is unknown", o.target_version);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->path = strdup(path);
+	if (!s->path)
+		return -ENOMEM;
+	s->read_only = o.flags & STORE_OPEN_READ_ONLY;
+	flags = (s->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+		SQLITE_OPEN_NOMUTEX;
+	rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		r = store_sql_error(s, rc, s->read_only ? "opening the database read-only" : "opening the database", err);
+		return r;
+	}
+	sqlite3_extended_result_codes(s->db, 0);
+	sqlite3_busy_timeout(s->db, (int)(o.busy_timeout_ms ? o.busy_timeout_ms : 5000));
+	r = exec_const(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err);
+	if (r < 0)
+		return r;
+	r = read_version(s, &version, err);
+	if (r < 0)
+		return r;
+	if (version > STORE_SCHEMA_VERSION)
+		return error_set(err, -EPROTONOSUPPORT,
+				 "%s: schema version %d is newer than this goodput knows (%d): upgrade goodput", path,
+				 version, STORE_SCHEMA_VERSION);
+	if (s->read_only) {
+		if (version < o.target_version)
+			return error_set(err, version == 0 ? -ENOENT : -EPROTO,
+					 version == 0 ? "%s: not a goodput database (schema version %d)"
+						      : "%s: schema version %d is older than %d: open it read-write once "
+							"to migrate it",
+					 path, version, o.target_version);
+		*ret = TAKE_PTR(s);
+		return 0;
+	}
+	r = pragma_text(s, "PRAGMA journal_mode = WAL", mode, sizeof(mode), err);
+	if (r < 0)
+		return r;
+	if (strcasecmp(mode, "wal") != 0)
+		return error_set(err, -EIO, "%s: could not switch to WAL mode (journal mode is \"%s\")", path, mode);
+	r = exec_const(s, "PRAGMA synchronous = FULL", "setting synchronous mode", err);
+	if (r < 0)
+		return r;
+	r = migrate(s, o.target_version, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+struct store *store_close(struct store *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < _STMT_MAX; i++)
+		sqlite3_finalize(s->stmts[i]);
+	sqlite3_close_v2(s->db);
+	free(s->path);
+	free(s);
+	return NULL;
+}

@@ -1,0 +1,256 @@
+/* store.h — goodput's SQLite store: studies, trials and load points.
+ *
+ * The store is the only module that speaks SQL. One database file holds every
+ * study a tuner or the daemon ran: the study spec and the settings needed to
+ * replay its search (seed, algorithm, NLopt version), one row per trial (the
+ * knob values, its state, why it failed, what it measured, $/Mtok) and one row
+ * per load point (key figures as columns, the full result object as JSON).
+ *
+ * Every function commits before it returns (unless the caller holds a
+ * transaction from store_begin()), so a state change written here survives a
+ * kill -9 of the process that wrote it: callers commit first, then act.
+ * WAL mode lets other programs open the file read-only while one writer works.
+ *
+ * Conventions: functions return >= 0 on success and -errno on failure, with a
+ * message in err naming what was being done and SQLite's own message
+ * ("goodput.db: inserting a trial: database or disk is full"). A full disk is
+ * -ENOSPC; nothing committed earlier is lost. Ids are SQLite rowids (> 0).
+ * Doubles are stored as 8-byte REALs, bit-exact; NAN in a struct means "no
+ * value" (NULL in the table). Times are CLOCK_REALTIME µs (0 = not set). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "metrics.h"
+
+/* The schema version this code writes; older files are migrated on open. */
+#define STORE_SCHEMA_VERSION 2
+
+struct store;
+
+enum store_open_flags {
+	STORE_OPEN_READ_ONLY = 1 << 0, /* never writes; the file must exist at the current version */
+};
+
+struct store_open_options {
+	unsigned flags;          /* enum store_open_flags */
+	unsigned busy_timeout_ms; /* 0: 5000 */
+	int target_version;      /* 0: STORE_SCHEMA_VERSION; tests create older files with it */
+};
+
+/* Opens (creating when needed) and migrates the database at path. opts may be
+ * NULL. A file from a newer goodput is refused (-EPROTONOSUPPORT). */
+int store_open(const char *path, const struct store_open_options *opts, struct store **ret, struct error *err);
+/* Closes the database (finalizing cached statements). Accepts NULL; returns NULL. */
+struct store *store_close(struct store *s);
+static inline void store_closep(struct store **s)
+{
+	if (*s)
+		store_close(*s);
+}
+
+/* PRAGMA user_version of the open file. */
+int store_schema_version(struct store *s, int *ret, struct error *err);
+
+/* An explicit transaction (BEGIN IMMEDIATE) around several calls; the calls
+ * inside commit nothing until store_commit(). Not nestable. */
+int store_begin(struct store *s, struct error *err);
+int store_commit(struct store *s, struct error *err);
+int store_rollback(struct store *s);
+
+/* For tests: PRAGMA max_page_count on this connection (simulates a full disk). */
+int store_debug_set_max_page_count(struct store *s, uint32_t pages);
+
+/* ---- studies ---- */
+
+enum store_study_state {
+	STORE_STUDY_QUEUED,
+	STORE_STUDY_RUNNING,
+	STORE_STUDY_PAUSED,
+	STORE_STUDY_DONE,
+	STORE_STUDY_FAILED,
+	STORE_STUDY_CANCELLED,
+	_STORE_STUDY_STATE_MAX,
+};
+
+const char *store_study_state_to_string(enum store_study_state s);
+/* -EINVAL for an unknown name. */
+int store_study_state_from_string(const char *s);
+
+struct store_study {
+	int64_t id;
+	char *name;        /* unique */
+	char *spec_json;   /* the study spec as submitted (canonical JSON) */
+	char *engine;      /* engine profile name (for "best for this model + engine") */
+	char *model;
+	char *label;       /* workload/SLA label; may be NULL */
+	enum store_study_state state;
+	char *message;     /* why it failed or was cancelled; may be NULL */
+	uint64_t created_usec, started_usec, finished_usec;
+	int64_t best_trial_id; /* 0: none chosen yet */
+	/* what replaying the search needs */
+	uint64_t seed;
+	char *algorithm;
+	char *nlopt_version;
+};
+
+/* Frees the strings of an embedded study (and zeroes it). */
+void store_study_done(struct store_study *st);
+void store_study_array_free(struct store_study *a, size_t n);
+
+/* Inserts a study in state `queued` (st->id, state, times and best are
+ * ignored; created is now). -EEXIST when the name is taken. */
+int store_study_insert(struct store *s, const struct store_study *st, int64_t *ret_id, struct error *err);
+/* -ENOENT when there is no such study. The caller owns *ret (store_study_done). */
+int store_study_get(struct store *s, int64_t id, struct store_study *ret, struct error *err);
+int store_study_get_by_name(struct store *s, const char *name, struct store_study *ret, struct error *err);
+/* All studies in submission order. The caller frees with store_study_array_free. */
+int store_study_list(struct store *s, struct store_study **ret, size_t *ret_n, struct error *err);
+/* Moves a study to state; `running` sets started (first time only), done/
+ * failed/cancelled set finished. message may be NULL (clears it). */
+int store_study_set_state(struct store *s, int64_t id, enum store_study_state state, const char *message,
+			  struct error *err);
+/* Records the trial the runner chose as the study's answer (it must belong
+ * to the study: -EINVAL otherwise). */
+int store_study_set_best(struct store *s, int64_t study_id, int64_t trial_id, struct error *err);
+
+/* ---- trials ---- */
+
+enum store_trial_state {
+	STORE_TRIAL_PENDING,     /* recorded, not yet deployed */
+	STORE_TRIAL_DEPLOYING,
+	STORE_TRIAL_PROBING,
+	STORE_TRIAL_DONE,        /* measured: max rate/goodput/cost set (cost NAN when the SLA was never met) */
+	STORE_TRIAL_INFEASIBLE,  /* the configuration cannot run (oom, sla_never_met, ...) */
+	STORE_TRIAL_FAILED,      /* something else went wrong (crash, time-out) */
+	STORE_TRIAL_INTERRUPTED, /* the runner stopped mid-trial: to be redone */
+	_STORE_TRIAL_STATE_MAX,
+};
+
+const char *store_trial_state_to_string(enum store_trial_state s);
+int store_trial_state_from_string(const char *s);
+/* done, infeasible and failed are final; the others are not. */
+bool store_trial_state_is_final(enum store_trial_state s);
+
+/* Failure classes; stored as these strings. */
+enum store_failure {
+	STORE_FAILURE_NONE,
+	STORE_FAILURE_OOM,                  /* out of memory at start-up or under load */
+	STORE_FAILURE_STARTUP_TIMEOUT,      /* health never answered */
+	STORE_FAILURE_CRASHED,              /* exited on its own */
+	STORE_FAILURE_SLA_NEVER_MET,        /* not even the lowest load met the SLA */
+	STORE_FAILURE_QUALITY_CHECK_FAILED, /* the operator's quality check refused it */
+	STORE_FAILURE_CONSTRAINT,           /* excluded by a constraint or learned infeasibility */
+	STORE_FAILURE_DEPLOY_ERROR,         /* could not start at all (bad argv, spawn failed) */
+	STORE_FAILURE_PROBE_ERROR,          /* the probe failed (server errors, unreachable) */
+	_STORE_FAILURE_MAX,
+};
+
+const char *store_failure_to_string(enum store_failure f);
+int store_failure_from_string(const char *s);
+
+struct store_trial {
+	int64_t id, study_id;
+	uint32_t seq;        /* 1, 2, ... within the study, in insertion order */
+	char *kind;          /* "search", "confirm", ...: one trial per (study, key, kind) */
+	char *knobs_json;    /* {"max_num_seqs": 64, ...} */
+	char *canonical_key; /* the optimizer's key for the knob values */
+	enum store_trial_state state;
+	enum store_failure failure;
+	char *failure_message;
+	double deploy_seconds;
+	double max_rate;          /* requests/s at the largest load meeting the SLA */
+	double max_goodput;       /* tokens/s counted for cost at that load */
+	double concurrency;       /* mean requests in flight at that load */
+	double cost_per_mtok;     /* $ per million tokens */
+	uint64_t started_usec, finished_usec;
+	char *log_path;
+	/* the server under test, so a restarted runner can kill an orphan */
+	int64_t server_pgid;      /* 0: none */
+	char *server_unit;        /* systemd unit name, or NULL */
+	/* the host it ran on: engine version, GPU model, driver, count (JSON); may be NULL */
+	char *host_json;
+};
+
+void store_trial_done(struct store_trial *t);
+void store_trial_array_free(struct store_trial *a, size_t n);
+
+/* Inserts a trial in state `pending` with the next seq of its study. When
+ * (study, canonical_key, kind) exists already nothing is inserted and its id
+ * is returned: a resumed runner never duplicates a trial. Returns 1 when
+ * inserted, 0 when it existed. */
+int store_trial_insert(struct store *s, int64_t study_id, const char *kind, const char *knobs_json,
+		       const char *canonical_key, int64_t *ret_id, struct error *err);
+int store_trial_get(struct store *s, int64_t id, struct store_trial *ret, struct error *err);
+/* -ENOENT when the study has no such trial. */
+int store_trial_find(struct store *s, int64_t study_id, const char *kind, const char *canonical_key,
+		     struct store_trial *ret, struct error *err);
+/* Moves a trial to a non-final state. `deploying` sets started (and clears
+ * the outcome and load points of an earlier, interrupted attempt). */
+int store_trial_set_state(struct store *s, int64_t id, enum store_trial_state state, struct error *err);
+/* Records the server of a deploying trial (pgid 0 / unit NULL clear them). */
+int store_trial_set_server(struct store *s, int64_t id, int64_t pgid, const char *unit, const char *log_path,
+			   struct error *err);
+int store_trial_set_host(struct store *s, int64_t id, const char *host_json, struct error *err);
+
+struct store_trial_outcome {
+	enum store_trial_state state; /* done, infeasible or failed */
+	enum store_failure failure;
+	const char *failure_message;  /* may be NULL */
+	double deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok; /* NAN: unknown */
+};
+
+/* Finishes a trial with its outcome (sets finished, clears the server pgid). */
+int store_trial_finish(struct store *s, int64_t id, const struct store_trial_outcome *o, struct error *err);
+
+/* Every trial of a study in seq order: the optimizer's history. */
+int store_trial_history(struct store *s, int64_t study_id, struct store_trial **ret, size_t *ret_n,
+			struct error *err);
+/* After a restart: trials of the study left in deploying/probing become
+ * interrupted (to be redone). Returns how many. */
+int store_study_resume(struct store *s, int64_t study_id, struct error *err);
+/* The study's answer: its chosen best trial when set, else the done trial
+ * with the lowest $/Mtok (earliest on ties). -ENOENT when none has a cost. */
+int store_study_best_trial(struct store *s, int64_t study_id, struct store_trial *ret, struct error *err);
+
+/* The cheapest answer over finished (`done`) studies of a model on an
+ * engine (and label, when not NULL): each study's chosen best trial, or its
+ * cheapest measured one. The trial's study_id names the study. -ENOENT when
+ * there is none. */
+int store_best_trial_for(struct store *s, const char *model, const char *engine, const char *label,
+			 struct store_trial *ret, struct error *err);
+
+/* ---- load points ---- */
+
+struct store_load_point {
+	int64_t id, trial_id;
+	uint32_t seq;           /* order within the trial */
+	char *phase;            /* "warmup", "saturation", "search", "confirm" ... */
+	double request_rate;    /* INFINITY for "inf" */
+	uint32_t max_concurrency;
+	double attainment;
+	bool sla_met;
+	uint32_t completed, failed;
+	double mean_ttft_ms, p50_ttft_ms, p90_ttft_ms, p99_ttft_ms;
+	double mean_tpot_ms, p50_tpot_ms, p90_tpot_ms, p99_tpot_ms;
+	double p99_itl_ms, p99_e2el_ms;
+	double request_throughput, output_throughput, total_token_throughput;
+	double good_output_throughput, request_goodput;
+	double mean_concurrency;
+	double kv_usage_peak, running_peak, waiting_peak, preemptions; /* NAN when not scraped */
+	char *result_json;      /* the full result object */
+	uint64_t created_usec;
+};
+
+void store_load_point_done(struct store_load_point *lp);
+void store_load_point_array_free(struct store_load_point *a, size_t n);
+
+/* Records one load point of a trial; -EEXIST when (trial, seq) exists. */
+int store_load_point_insert(struct store *s, int64_t trial_id, uint32_t seq, const char *phase,
+			    const struct probe_result *r, int64_t *ret_id, struct error *err);
+/* The load points of a trial in seq order. */
+int store_load_point_list(struct store *s, int64_t trial_id, struct store_load_point **ret, size_t *ret_n,
+			  struct error *err);

@@ -1,0 +1,471 @@
+/* The store as its users see it: a fresh file is created at the current
+ * schema version and an older one is migrated with its rows intact; studies,
+ * trials and load points read back exactly what was written (doubles
+ * bit-exact); a trial is never duplicated; a restart turns in-flight trials
+ * into interrupted ones; a full disk is a clear error that loses nothing
+ * committed; and a reader sees committed data while a writer holds a
+ * transaction open. */
+#include <errno.h>
+#include <ftw.h>
+#include <time.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "store.h"
+#include "tests.h"
+
+static char dir[] = "/tmp/goodput-test-store-XXXXXX";
+
+static char *db_path(const char *name)
+{
+	static char buf[4][256];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
+	return buf[i];
+}
+
+static struct store *open_rw(const char *path)
+{
+	struct error err = { 0 };
+	struct store *s = NULL;
+
+	CHECK_MSG(store_open(path, NULL, &s, &err) == 0, "%s", err.msg);
+	return s;
+}
+
+static int64_t add_study(struct store *s, const char *name)
+{
+	struct store_study st = {
+		.name = (char *)name,
+		.spec_json = (char *)"{\"name\":\"x\"}",
+		.engine = (char *)"sim",
+		.model = (char *)"llama-3.1-8b",
+		.seed = UINT64_C(0xfedcba9876543210),
+		.algorithm = (char *)"LN_SBPLX",
+		.nlopt_version = (char *)"2.7.1",
+	};
+	struct error err = { 0 };
+	int64_t id = 0;
+
+	CHECK_MSG(store_study_insert(s, &st, &id, &err) == 0, "%s", err.msg);
+	CHECK(id > 0);
+	return id;
+}
+
+static void fake_result(struct probe_result *r, double rate, bool met)
+{
+	*r = (struct probe_result){ 0 };
+	r->request_rate = rate;
+	r->burstiness = 1;
+	r->num_prompts = 100;
+	r->completed = 99;
+	r->failed = 1;
+	r->duration_s = 10;
+	r->output_throughput = 1234.5678;
+	r->good_output_throughput = 1000.0 / 3.0;
+	r->request_throughput = rate * 0.99;
+	r->attainment = met ? 0.95 : 0.5;
+	r->sla_met = met;
+	r->n_percentiles = 3;
+	r->percentiles[0] = 50;
+	r->percentiles[1] = 90;
+	r->percentiles[2] = 99;
+	for (int m = 0; m < _PROBE_METRIC_MAX; m++) {
+		r->stat[m].n = 99;
+		r->stat[m].mean_ms = 10 + m;
+		r->stat[m].median_ms = 9 + m;
+		r->stat[m].pct_ms[0] = 9 + m;
+		r->stat[m].pct_ms[1] = 20 + m;
+		r->stat[m].pct_ms[2] = 30.125 + m;
+	}
+}
+
+static void test_fresh_file(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("fresh.db"));
+	struct error err = { 0 };
+	int v = 0;
+
+	CHECK(store_schema_version(s, &v, &err) == 0);
+	CHECK_INT_EQ(v, STORE_SCHEMA_VERSION);
+	/* Opening again is a no-op migration. */
+	store_close(TAKE_PTR(s));
+	s = open_rw(db_path("fresh.db"));
+	CHECK(store_schema_version(s, &v, &err) == 0);
+	CHECK_INT_EQ(v, STORE_SCHEMA_VERSION);
+}
+
+static void test_migrate_from_previous(void)
+{
+	struct store_open_options o = { .target_version = STORE_SCHEMA_VERSION - 1 };
+	_cleanup_(sqlite3_close_v2p) sqlite3 *db = NULL;
+	_cleanup_(store_closep) struct store *s = NULL;
+	struct store_study st = { 0 };
+	struct store_trial *h = NULL;
+	struct error err = { 0 };
+	size_t n = 0;
+	int v = 0;
+
+	CHECK_MSG(store_open(db_path("old.db"), &o, &s, &err) == 0, "%s", err.msg);
+	CHECK(store_schema_version(s, &v, &err) == 0);
+	CHECK_INT_EQ(v, STORE_SCHEMA_VERSION - 1);
+	store_close(TAKE_PTR(s));
+
+	/* Rows as version 1 of goodput wrote them. */
+	CHECK(sqlite3_open(db_path("old.db"), &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db,
+			   "INSERT INTO studies (id, name, spec, state, created_usec, seed, algorithm, nlopt_version)"
+			   " VALUES (7, 'old', '{}', 'running', 1, 42, 'LN_SBPLX', '2.7.1');"
+			   "INSERT INTO trials (id, study_id, seq, kind, knobs, canonical_key, state)"
+			   " VALUES (3, 7, 1, 'search', '{\"max_num_seqs\":8}', 'mns=8', 'probing');",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close_v2(TAKE_PTR(db));
+
+	/* A read-only opener cannot migrate: clear error. */
+	o = (struct store_open_options){ .flags = STORE_OPEN_READ_ONLY };
+	CHECK_INT_EQ(store_open(db_path("old.db"), &o, &s, &err), -EPROTO);
+	CHECK_STR_CONTAINS(err.msg, "read-write");
+
+	s = open_rw(db_path("old.db"));
+	CHECK(store_schema_version(s, &v, &err) == 0);
+	CHECK_INT_EQ(v, STORE_SCHEMA_VERSION);
+	CHECK_MSG(store_study_get(s, 7, &st, &err) == 0, "%s", err.msg);
+	CHECK_STR_EQ(st.name, "old");
+	CHECK(st.state == STORE_STUDY_RUNNING);
+	CHECK(st.engine == NULL);
+	CHECK_INT_EQ(st.seed, 42);
+	store_study_done(&st);
+	CHECK(store_trial_history(s, 7, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, 1);
+	CHECK_STR_EQ(h[0].canonical_key, "mns=8");
+	CHECK(h[0].server_pgid == 0);
+	store_trial_array_free(h, n);
+	/* The new columns work on migrated rows. */
+	CHECK_MSG(store_trial_set_server(s, 3, 4242, NULL, "/tmp/x.log", &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(store_study_resume(s, 7, &err), 1);
+}
+
+static void test_newer_file_refused(void)
+{
+	_cleanup_(sqlite3_close_v2p) sqlite3 *db = NULL;
+	struct store *s = NULL;
+	struct error err = { 0 };
+
+	CHECK(sqlite3_open(db_path("newer.db"), &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK_INT_EQ(store_open(db_path("newer.db"), NULL, &s, &err), -EPROTONOSUPPORT);
+	CHECK_STR_CONTAINS(err.msg, "999");
+	/* And a file that is not a database at all. */
+	FILE *f = fopen(db_path("junk.db"), "w");
+	CHECK(f);
+	fputs("this is not an SQLite database, not even close; it is a text file of some length.\n", f);
+	fclose(f);
+	CHECK(store_open(db_path("junk.db"), NULL, &s, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "junk.db");
+	/* Read-only open of a missing file. */
+	struct store_open_options o = { .flags = STORE_OPEN_READ_ONLY };
+	CHECK_INT_EQ(store_open(db_path("missing.db"), &o, &s, &err), -ENOENT);
+}
+
+static void test_round_trip(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("rt.db"));
+	struct store_study st = { 0 }, *list = NULL;
+	struct store_trial t = { 0 }, *h = NULL;
+	struct store_load_point *lps = NULL;
+	struct probe_result pr;
+	struct error err = { 0 };
+	int64_t study, trial, other;
+	size_t n;
+
+	study = add_study(s, "rt");
+	CHECK(store_study_get_by_name(s, "rt", &st, &err) == 0);
+	CHECK_INT_EQ(st.id, study);
+	CHECK(st.state == STORE_STUDY_QUEUED);
+	CHECK(st.seed == UINT64_C(0xfedcba9876543210));
+	CHECK_STR_EQ(st.algorithm, "LN_SBPLX");
+	CHECK_STR_EQ(st.model, "llama-3.1-8b");
+	CHECK(st.created_usec > 0 && st.started_usec == 0);
+	store_study_done(&st);
+	CHECK_INT_EQ(store_study_get(s, 999, &st, &err), -ENOENT);
+
+	CHECK(store_study_set_state(s, study, STORE_STUDY_RUNNING, NULL, &err) == 0);
+	CHECK(store_trial_insert(s, study, "search", "{\"max_num_seqs\":64}", "mns=64", &trial, &err) == 1);
+	CHECK(store_trial_insert(s, study, "search", "{\"max_num_seqs\":128}", "mns=128", &other, &err) == 1);
+	CHECK(store_trial_set_state(s, trial, STORE_TRIAL_DEPLOYING, &err) == 0);
+	CHECK(store_trial_set_server(s, trial, 12345, NULL, "/var/log/t1.log", &err) == 0);
+	CHECK(store_trial_set_state(s, trial, STORE_TRIAL_PROBING, &err) == 0);
+	fake_result(&pr, 2.5, true);
+	CHECK_MSG(store_load_point_insert(s, trial, 1, "search", &pr, NULL, &err) == 0, "%s", err.msg);
+	fake_result(&pr, INFINITY, false);
+	pr.server.present = true;
+	pr.server.kv_usage_peak = 0.875;
+	CHECK_MSG(store_load_point_insert(s, trial, 2, "saturation", &pr, NULL, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(store_load_point_insert(s, trial, 2, "saturation", &pr, NULL, &err), -EEXIST);
+
+	double cost = 0.1 + 0.2; /* not representable in few digits: must come back bit-exact */
+	struct store_trial_outcome o = {
+		.state = STORE_TRIAL_DONE,
+		.deploy_seconds = 12.25,
+		.max_rate = 2.5,
+		.max_goodput = 1000.0 / 3.0,
+		.concurrency = 17.5,
+		.cost_per_mtok = cost,
+	};
+	CHECK(store_trial_finish(s, trial, &o, &err) == 0);
+	o = (struct store_trial_outcome){ .state = STORE_TRIAL_INFEASIBLE,
+					  .failure = STORE_FAILURE_OOM,
+					  .failure_message = "CUDA out of memory",
+					  .deploy_seconds = NAN,
+					  .max_rate = NAN,
+					  .max_goodput = NAN,
+					  .concurrency = NAN,
+					  .cost_per_mtok = NAN };
+	CHECK(store_trial_finish(s, other, &o, &err) == 0);
+	o.state = STORE_TRIAL_PROBING;
+	CHECK_INT_EQ(store_trial_finish(s, other, &o, &err), -EINVAL);
+
+	CHECK(store_trial_get(s, trial, &t, &err) == 0);
+	CHECK(t.state == STORE_TRIAL_DONE && t.failure == STORE_FAILURE_NONE);
+	CHECK_INT_EQ(t.seq, 1);
+	CHECK(memcmp(&t.cost_per_mtok, &cost, sizeof(cost)) == 0);
+	CHECK(t.max_goodput == 1000.0 / 3.0);
+	CHECK_STR_EQ(t.log_path, "/var/log/t1.log");
+	CHECK(t.server_pgid == 0); /* finished: no server to kill any more */
+	CHECK(t.started_usec > 0 && t.finished_usec >= t.started_usec);
+	store_trial_done(&t);
+
+	CHECK(store_trial_history(s, study, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, 2);
+	CHECK_INT_EQ(h[0].id, trial);
+	CHECK_INT_EQ(h[1].seq, 2);
+	CHECK(h[1].state == STORE_TRIAL_INFEASIBLE && h[1].failure == STORE_FAILURE_OOM);
+	CHECK_STR_EQ(h[1].failure_message, "CUDA out of memory");
+	CHECK(isnan(h[1].cost_per_mtok) && isnan(h[1].deploy_seconds));
+	store_trial_array_free(h, n);
+
+	CHECK(store_load_point_list(s, trial, &lps, &n, &err) == 0);
+	CHECK_INT_EQ(n, 2);
+	CHECK(lps[0].request_rate == 2.5 && lps[0].sla_met);
+	CHECK(lps[0].p90_ttft_ms == 20 && lps[0].p99_tpot_ms == 31.125 && lps[0].p50_ttft_ms == 9);
+	CHECK(isnan(lps[0].kv_usage_peak));
+	CHECK(isinf(lps[1].request_rate) && !lps[1].sla_met);
+	CHECK(lps[1].kv_usage_peak == 0.875);
+	CHECK_STR_EQ(lps[1].phase, "saturation");
+	CHECK(lps[0].result_json && lps[0].result_json[0] == '{');
+	store_load_point_array_free(lps, n);
+
+	/* Best: the cheapest done trial, until the runner records its choice. */
+	CHECK(store_study_best_trial(s, study, &t, &err) == 0);
+	CHECK_INT_EQ(t.id, trial);
+	store_trial_done(&t);
+	CHECK_INT_EQ(store_study_set_best(s, study, 999, &err), -EINVAL);
+	CHECK(store_study_set_best(s, study, other, &err) == 0);
+	CHECK(store_study_best_trial(s, study, &t, &err) == 0);
+	CHECK_INT_EQ(t.id, other);
+	store_trial_done(&t);
+
+	CHECK(store_study_set_state(s, study, STORE_STUDY_DONE, NULL, &err) == 0);
+	CHECK(store_study_list(s, &list, &n, &err) == 0);
+	CHECK_INT_EQ(n, 1);
+	CHECK(list[0].state == STORE_STUDY_DONE && list[0].best_trial_id == other);
+	CHECK(list[0].started_usec > 0 && list[0].finished_usec >= list[0].started_usec);
+	store_study_array_free(list, n);
+
+	/* Across studies: the best answer for this model + engine. */
+	CHECK(store_best_trial_for(s, "llama-3.1-8b", "sim", NULL, &t, &err) == -ENOENT); /* chosen best has no cost */
+	CHECK(store_study_set_best(s, study, trial, &err) == 0);
+	CHECK_MSG(store_best_trial_for(s, "llama-3.1-8b", "sim", NULL, &t, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(t.id, trial);
+	store_trial_done(&t);
+	CHECK_INT_EQ(store_best_trial_for(s, "llama-3.1-8b", "sim", "other label", &t, &err), -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, "other label");
+	CHECK_INT_EQ(store_best_trial_for(s, "llama-3.1-70b", "sim", NULL, &t, &err), -ENOENT);
+
+	/* No measured trial: a clear "none yet". */
+	int64_t empty = add_study(s, "empty");
+	CHECK_INT_EQ(store_study_best_trial(s, empty, &t, &err), -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, "no measured trial");
+}
+
+static void test_uniqueness(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("uniq.db"));
+	struct store_study st = { .name = (char *)"u", .spec_json = (char *)"{}", .algorithm = (char *)"a",
+				  .nlopt_version = (char *)"2.7.1" };
+	struct error err = { 0 };
+	int64_t study, a, b, c;
+
+	study = add_study(s, "u1");
+	st.name = (char *)"u1";
+	CHECK_INT_EQ(store_study_insert(s, &st, NULL, &err), -EEXIST);
+	CHECK_STR_CONTAINS(err.msg, "u1");
+	CHECK(store_trial_insert(s, study, "search", "{}", "k=1", &a, &err) == 1);
+	CHECK(store_trial_insert(s, study, "search", "{}", "k=1", &b, &err) == 0);
+	CHECK_INT_EQ(a, b);
+	/* The same point confirmed is a different trial. */
+	CHECK(store_trial_insert(s, study, "confirm", "{}", "k=1", &c, &err) == 1);
+	CHECK(c != a);
+	/* Trials of a missing study are refused. */
+	CHECK(store_trial_insert(s, 4242, "search", "{}", "k=1", &c, &err) < 0);
+	struct store_trial *h = NULL;
+	size_t n;
+	CHECK(store_trial_history(s, study, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, 2);
+	CHECK_INT_EQ(h[1].seq, 2);
+	store_trial_array_free(h, n);
+}
+
+static void test_resume(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("resume.db"));
+	struct store_trial t = { 0 };
+	struct probe_result pr;
+	struct error err = { 0 };
+	int64_t study, t1, t2, t3, again;
+
+	study = add_study(s, "r");
+	CHECK(store_trial_insert(s, study, "search", "{}", "a", &t1, &err) == 1);
+	CHECK(store_trial_insert(s, study, "search", "{}", "b", &t2, &err) == 1);
+	CHECK(store_trial_insert(s, study, "search", "{}", "c", &t3, &err) == 1);
+	CHECK(store_trial_set_state(s, t1, STORE_TRIAL_DEPLOYING, &err) == 0);
+	struct store_trial_outcome o = { .state = STORE_TRIAL_DONE, .cost_per_mtok = 1, .max_rate = 1,
+					 .max_goodput = 1, .deploy_seconds = 1, .concurrency = 1 };
+	CHECK(store_trial_finish(s, t1, &o, &err) == 0);
+	CHECK(store_trial_set_state(s, t2, STORE_TRIAL_DEPLOYING, &err) == 0);
+	CHECK(store_trial_set_state(s, t2, STORE_TRIAL_PROBING, &err) == 0);
+	fake_result(&pr, 1, true);
+	CHECK(store_load_point_insert(s, t2, 1, "search", &pr, NULL, &err) == 0);
+	store_close(TAKE_PTR(s));
+
+	/* "Restart": the probing trial is interrupted, the others untouched. */
+	s = open_rw(db_path("resume.db"));
+	CHECK_INT_EQ(store_study_resume(s, study, &err), 1);
+	CHECK_INT_EQ(store_study_resume(s, study, &err), 0);
+	CHECK(store_trial_get(s, t2, &t, &err) == 0);
+	CHECK(t.state == STORE_TRIAL_INTERRUPTED);
+	store_trial_done(&t);
+	CHECK(store_trial_get(s, t1, &t, &err) == 0);
+	CHECK(t.state == STORE_TRIAL_DONE);
+	store_trial_done(&t);
+	CHECK(store_trial_get(s, t3, &t, &err) == 0);
+	CHECK(t.state == STORE_TRIAL_PENDING);
+	store_trial_done(&t);
+	/* The runner asks for the same point again: same trial, no duplicate. */
+	CHECK(store_trial_insert(s, study, "search", "{}", "b", &again, &err) == 0);
+	CHECK_INT_EQ(again, t2);
+	/* Redoing it starts clean: the partial attempt's load points are gone. */
+	CHECK(store_trial_set_state(s, t2, STORE_TRIAL_DEPLOYING, &err) == 0);
+	struct store_load_point *lps = NULL;
+	size_t n = 99;
+	CHECK(store_load_point_list(s, t2, &lps, &n, &err) == 0);
+	CHECK_INT_EQ(n, 0);
+	store_load_point_array_free(lps, n);
+}
+
+static void test_disk_full(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("full.db"));
+	struct store_trial *h = NULL;
+	struct error err = { 0 };
+	int64_t study, id;
+	size_t n = 0;
+	int r = 0, i;
+	char key[32];
+	static char big[4096];
+
+	study = add_study(s, "full");
+	CHECK(store_trial_insert(s, study, "search", "{}", "first", &id, &err) == 1);
+	/* Let the file grow by only a few pages more. */
+	CHECK(store_debug_set_max_page_count(s, 12) == 0);
+	memset(big, 'x', sizeof(big) - 1);
+	for (i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		r = store_trial_insert(s, study, "search", big, key, &id, &err);
+		if (r < 0)
+			break;
+	}
+	CHECK_MSG(r == -ENOSPC, "expected -ENOSPC, got %d after %d trials (%s)", r, i, err.msg);
+	fprintf(stderr, "disk full after %d trials: %s\n", i, err.msg);
+	CHECK_STR_CONTAINS(err.msg, "full.db");
+	CHECK_STR_CONTAINS(err.msg, "full");
+	/* Whatever was committed is still there, and the failed insert left no half row. */
+	CHECK(store_trial_history(s, study, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, (size_t)i + 1);
+	CHECK_STR_EQ(h[0].canonical_key, "first");
+	for (size_t k = 1; k < n; k++)
+		CHECK_INT_EQ(h[k].seq, k + 1);
+	store_trial_array_free(h, n);
+	/* Small updates in place still work; after "freeing space" inserts do again. */
+	CHECK(store_study_set_state(s, study, STORE_STUDY_RUNNING, NULL, &err) == 0);
+	CHECK(store_debug_set_max_page_count(s, 1u << 30) == 0);
+	CHECK(store_trial_insert(s, study, "search", big, "after", &id, &err) == 1);
+	store_close(TAKE_PTR(s));
+	s = open_rw(db_path("full.db"));
+	CHECK(store_trial_history(s, study, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, (size_t)i + 2);
+	store_trial_array_free(h, n);
+}
+
+static void test_concurrent_reader(void)
+{
+	_cleanup_(store_closep) struct store *w = open_rw(db_path("wal.db"));
+	_cleanup_(store_closep) struct store *rd = NULL;
+	struct store_open_options ro = { .flags = STORE_OPEN_READ_ONLY, .busy_timeout_ms = 100 };
+	struct store_trial *h = NULL;
+	struct error err = { 0 };
+	int64_t study, id;
+	size_t n;
+
+	study = add_study(w, "wal");
+	CHECK(store_trial_insert(w, study, "search", "{}", "a", &id, &err) == 1);
+	CHECK_MSG(store_open(db_path("wal.db"), &ro, &rd, &err) == 0, "%s", err.msg);
+
+	/* The writer holds an open transaction with an uncommitted trial. */
+	CHECK(store_begin(w, &err) == 0);
+	CHECK(store_trial_insert(w, study, "search", "{}", "b", &id, &err) == 1);
+	uint64_t t0 = (uint64_t)time(NULL);
+	CHECK_MSG(store_trial_history(rd, study, &h, &n, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(n, 1); /* sees the committed state, without waiting */
+	store_trial_array_free(h, n);
+	CHECK((uint64_t)time(NULL) - t0 < 2);
+	/* The reader cannot write. */
+	CHECK_INT_EQ(store_study_set_state(rd, study, STORE_STUDY_DONE, NULL, &err), -EROFS);
+	CHECK(store_commit(w, &err) == 0);
+	CHECK(store_trial_history(rd, study, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, 2);
+	store_trial_array_free(h, n);
+
+	/* A rolled-back transaction leaves nothing behind. */
+	CHECK(store_begin(w, &err) == 0);
+	CHECK(store_trial_insert(w, study, "search", "{}", "c", &id, &err) == 1);
+	CHECK(store_rollback(w) == 0);
+	CHECK(store_trial_history(rd, study, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, 2);
+	store_trial_array_free(h, n);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int main(void)
+{
+	CHECK(mkdtemp(dir));
+	test_fresh_file();
+	test_migrate_from_previous();
+	test_newer_file_refused();
+	test_round_trip();
+	test_uniqueness();
+	test_resume();
+	test_disk_full();
+	test_concurrent_reader();
+	CHECK(nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) == 0);
+	return 0;
+}

@@ -1,0 +1,123 @@
+/* server-internal.h — the state shared by server.c (HTTP, pacing) and
+ * server-metrics.c (histograms, /metrics, /v1/models). Not a public API. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <microhttpd.h>
+#include <systemd/sd-event.h>
+
+#include "engine.h"
+#include "openai.h"
+#include "server.h"
+
+/* A Prometheus histogram with fixed upper bounds (seconds). */
+struct sim_histogram {
+	const double *bounds;
+	size_t n_bounds;
+	uint64_t counts[32]; /* per bucket (non-cumulative); [n_bounds] = +Inf */
+	uint64_t count;
+	double sum;
+};
+
+void sim_histogram_init(struct sim_histogram *h, const double *bounds, size_t n_bounds);
+void sim_histogram_observe(struct sim_histogram *h, double v);
+
+enum sim_route {
+	SIM_ROUTE_UNKNOWN,
+	SIM_ROUTE_HEALTH,
+	SIM_ROUTE_MODELS,
+	SIM_ROUTE_METRICS,
+	SIM_ROUTE_VERSION,
+	SIM_ROUTE_COMPLETIONS,
+	SIM_ROUTE_CHAT,
+};
+
+struct sim_token {
+	uint32_t id;
+	uint64_t sched_usec; /* engine's step end (the deadline) */
+	uint64_t sent_usec;  /* when the chunk was handed to MHD; 0 = not yet */
+};
+
+struct sim_req {
+	struct sim_server *server;
+	struct MHD_Connection *conn;
+	enum sim_route route;
+	bool method_ok;
+
+	/* body */
+	char *body;
+	size_t body_len, body_cap;
+	bool too_large;
+
+	/* the completion */
+	bool handled;        /* the final access-handler call ran */
+	bool in_engine;      /* submitted and not finished/aborted */
+	bool finished;       /* the last token is known */
+	bool aborted;        /* client went away or fault: stop sending */
+	bool suspended;
+	bool done_sent;      /* [DONE] (or the full JSON) handed out */
+	bool bad_sse;        /* fault: send one malformed chunk mid-stream and end */
+	uint64_t id;
+	uint64_t arrival_usec;
+	uint32_t n_prompt, max_tokens, n_cached;
+	struct sim_api_request api;
+	struct sim_api_stream fmt;
+	struct sim_token *tokens;
+	uint32_t n_tokens, n_sent, cap_tokens;
+	const char *finish_reason;
+
+	/* pacing */
+	size_t heap_idx;     /* index in server->heap, SIZE_MAX when not queued */
+	uint64_t deadline;   /* heap key */
+	sd_event_source *rdhup;
+	struct sim_req *hash_next;
+	struct sim_req *all_prev, *all_next; /* every live request, for shutdown */
+};
+
+struct sim_server {
+	sd_event *event;
+	struct sim_server_config cfg;
+	struct sim_engine_config ecfg;
+	struct sim_engine *engine;     /* NULL when the start-up checks failed */
+	struct error startup_err;
+	int startup_r;
+	const struct sim_engine_info *info;
+	char *served_name;
+	char *served_name_json;        /* JSON-escaped */
+	uint32_t max_model_len;
+
+	struct MHD_Daemon *mhd;
+	uint16_t port;
+	sd_event_source *mhd_io, *mhd_timer, *pacer, *load_timer;
+	bool ready, hung, stopping, need_run;
+	uint64_t start_usec, load_usec;
+	uint64_t pacer_last_usec;      /* when the pacer last ran */
+
+	/* in-flight completions by id */
+	struct sim_req **buckets;
+	struct sim_req *all;
+	size_t n_buckets;
+	/* streams waiting for a future deadline (fixed-ITL mode, non-streaming finish) */
+	struct sim_req **heap;
+	size_t heap_len, heap_cap;
+
+	uint64_t next_id;
+	uint64_t n_completion_requests; /* counted for the crash/hang faults */
+	FILE *trace;
+
+	/* metrics */
+	struct sim_histogram ttft, tpot, e2e, lateness, queue_time;
+	uint64_t http_responses[6];     /* by status class 1xx..5xx ([0] unused) */
+	uint64_t req_finished_length, req_aborted, faults_http500, faults_bad_sse;
+	uint64_t fixed_generation_tokens, fixed_prompt_tokens;
+};
+
+/* Renders /metrics (Prometheus text) and /v1/models into new strings. */
+char *sim_server_render_metrics(struct sim_server *s);
+char *sim_server_render_models(struct sim_server *s);
+/* Creates the histograms with their buckets. */
+void sim_server_metrics_init(struct sim_server *s);

@@ -1,0 +1,1084 @@
+/* server.c — goodput-sim's HTTP server and real-time token pacing.
+ *
+ * One sd-event loop drives everything; libmicrohttpd runs without a thread of
+ * its own (MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME): its epoll fd is an
+ * sd-event io source and MHD_get_timeout() feeds one timer (PLATFORM.md).
+ *
+ * Pacing. The engine model (engine.h) owns the emulated time line: it tells
+ * when the step in flight ends (sim_engine_next_event_usec) and, when
+ * advanced to "now", completes the steps that ended, calling back with each
+ * token and its step's scheduled end. Each later step starts at the previous
+ * one's end, not at "now", so a late wake-up catches up instead of drifting.
+ * A streaming connection whose next token is not due is SUSPENDED inside
+ * MHD's content reader (a reader that returns 0 bytes instead busy-loops);
+ * when a token arrives the connection is resumed. One timer serves all
+ * streams: it fires at min(engine's next step end, earliest future deadline
+ * in a min-heap of streams); it advances the engine, resumes every due
+ * stream, then runs MHD once for the whole batch (MHD walks all suspended
+ * connections after a resume, so one run per batch, not per stream).
+ *
+ * A suspended connection is not watched by MHD; a separate EPOLLRDHUP
+ * watch notices a client that went away, aborts its request in the engine
+ * (freeing its KV blocks) and resumes it so that MHD closes it.
+ *
+ * Requests: /v1/completions and /v1/chat/completions (openai.h), /health,
+ * /v1/models, /metrics (server-metrics.c), /version. Errors are OpenAI-style
+ * JSON. Each completion can be recorded in a JSONL trace with every token's
+ * scheduled and actual send time (CLOCK_MONOTONIC µs). */
+#include "server.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "server-internal.h"
+#include "time-util.h"
+#include "workload.h"
+
+#define READER_BLOCK_SIZE 2048
+#define CONNECTION_MEMORY_LIMIT (16u * 1024u)
+#ifndef PACER_MIN_GAP_USEC
+#define PACER_MIN_GAP_USEC 100
+#endif
+
+static void server_rearm(struct sim_server *s);
+static void server_run_mhd(struct sim_server *s);
+
+void sim_server_config_init(struct sim_server_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->host = "127.0.0.1";
+	c->max_connections = SIM_SERVER_DEFAULT_MAX_CONNECTIONS;
+	c->max_body_bytes = SIM_SERVER_DEFAULT_MAX_BODY;
+	sim_faults_init(&c->faults, 0);
+}
+
+/* ---- in-flight requests by id ---- */
+
+static struct sim_req **bucket_of(struct sim_server *s, uint64_t id)
+{
+	return &s->buckets[id & (s->n_buckets - 1)];
+}
+
+static void req_index(struct sim_server *s, struct sim_req *r)
+{
+	struct sim_req **b = bucket_of(s, r->id);
+
+	r->hash_next = *b;
+	*b = r;
+}
+
+static void req_unindex(struct sim_server *s, struct sim_req *r)
+{
+	for (struct sim_req **p = bucket_of(s, r->id); *p; p = &(*p)->hash_next)
+		if (*p == r) {
+			*p = r->hash_next;
+			r->hash_next = NULL;
+			return;
+		}
+}
+
+static struct sim_req *req_lookup(struct sim_server *s, uint64_t id)
+{
+	for (struct sim_req *r = *bucket_of(s, id); r; r = r->hash_next)
+		if (r->id == id)
+			return r;
+	return NULL;
+}
+
+/* ---- the deadline heap ---- */
+
+static void heap_swap(struct sim_server *s, size_t a, size_t b)
+{
+	struct sim_req *t = s->heap[a];
+
+	s->heap[a] = s->heap[b];
+	s->heap[b] = t;
+	s->heap[a]->heap_idx = a;
+	s->heap[b]->heap_idx = b;
+}
+
+static void heap_up(struct sim_server *s, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (s->heap[p]->deadline <= s->heap[i]->deadline)
+			break;
+		heap_swap(s, p, i);
+		i = p;
+	}
+}
+
+static void heap_down(struct sim_server *s, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < s->heap_len && s->heap[l]->deadline < s->heap[m]->deadline)
+			m = l;
+		if (r < s->heap_len && s->heap[r]->deadline < s->heap[m]->deadline)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(s, i, m);
+		i = m;
+	}
+}
+
+static int heap_push(struct sim_server *s, struct sim_req *r, uint64_t deadline)
+{
+	if (r->heap_idx != SIZE_MAX)
+		return 0;
+	if (s->heap_len == s->heap_cap) {
+		size_t cap = s->heap_cap ? s->heap_cap * 2 : 256;
+		struct sim_req **h = realloc(s->heap, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		s->heap = h;
+		s->heap_cap = cap;
+	}
+	r->deadline = deadline;
+	r->heap_idx = s->heap_len;
+	s->heap[s->heap_len++] = r;
+	heap_up(s, r->heap_idx);
+	return 0;
+}
+
+static void heap_remove(struct sim_server *s, struct sim_req *r)
+{
+	size_t i = r->heap_idx;
+
+	if (i == SIZE_MAX)
+		return;
+	r->heap_idx = SIZE_MAX;
+	s->heap_len--;
+	if (i == s->heap_len)
+		return;
+	s->heap[i] = s->heap[s->heap_len];
+	s->heap[i]->heap_idx = i;
+	heap_up(s, i);
+	heap_down(s, s->heap[i]->heap_idx);
+}
+
+/* ---- suspend / resume ---- */
+
+static void req_resume(struct sim_req *r)
+{
+	if (!r->suspended)
+		return;
+	heap_remove(r->server, r);
+	r->suspended = false;
+	MHD_resume_connection(r->conn);
+	r->server->need_run = true;
+}
+
+static int on_rdhup(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct sim_req *r = userdata;
+	struct sim_server *s = r->server;
+
+	(void)sd_event_source_set_enabled(src, SD_EVENT_OFF);
+	if (r->done_sent)
+		return 0;
+	log_debug("request %" PRIu64 ": client went away", r->id);
+	r->aborted = true;
+	if (r->in_engine && s->engine) {
+		(void)sim_engine_abort(s->engine, r->id);
+		r->in_engine = false;
+		s->req_aborted++;
+	}
+	req_unindex(s, r);
+	req_resume(r);
+	server_run_mhd(s);
+	return 0;
+}
+
+static void req_watch_rdhup(struct sim_req *r)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (r->rdhup)
+		return;
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	if (sd_event_add_io(r->server->event, &r->rdhup, ci->connect_fd, EPOLLRDHUP, on_rdhup, r) < 0) {
+		r->rdhup = NULL;
+		return;
+	}
+	(void)sd_event_source_set_description(r->rdhup, "client-rdhup");
+}
+
+static void req_suspend(struct sim_req *r)
+{
+	if (r->suspended || r->server->stopping)
+		return;
+	MHD_suspend_connection(r->conn);
+	r->suspended = true;
+	req_watch_rdhup(r);
+}
+
+/* The time the suspended request should next be woken, or UINT64_MAX when
+ * only the engine can make progress for it. */
+static uint64_t req_next_due(const struct sim_req *r)
+{
+	bool stream = r->api.stream;
+
+	if (r->aborted)
+		return 0;
+	if (stream) {
+		if (r->n_sent < r->n_tokens)
+			return r->tokens[r->n_sent].sched_usec;
+		return r->finished ? 0 : UINT64_MAX;
+	}
+	if (r->finished)
+		return r->n_tokens > 0 ? r->tokens[r->n_tokens - 1].sched_usec : 0;
+	return UINT64_MAX;
+}
+
+/* Wakes r now when it is due, or queues it on the heap for later. */
+static void req_schedule(struct sim_req *r, uint64_t now)
+{
+	uint64_t due;
+
+	if (!r->suspended)
+		return;
+	due = req_next_due(r);
+	if (due <= now)
+		req_resume(r);
+	else if (due != UINT64_MAX)
+		(void)heap_push(r->server, r, due);
+}
+
+/* ---- tokens ---- */
+
+static uint32_t token_id(const struct sim_server *s, uint64_t req_id, uint32_t index)
+{
+	uint64_t x = s->cfg.seed ^ (req_id * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)index << 32);
+
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	return PROBE_TOKEN_ID_MIN + (uint32_t)(x % (PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN));
+}
+
+static int req_push_token(struct sim_req *r, uint64_t sched_usec)
+{
+	if (r->n_tokens == r->cap_tokens) {
+		uint32_t cap = r->cap_tokens ? r->cap_tokens * 2 : 16;
+		struct sim_token *t;
+
+		cap = MIN(cap, MAX(r->max_tokens, 1u));
+		if (cap <= r->n_tokens)
+			return -E2BIG;
+		t = realloc(r->tokens, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		r->tokens = t;
+		r->cap_tokens = cap;
+	}
+	r->tokens[r->n_tokens++] = (struct sim_token){
+		.id = token_id(r->server, r->id, r->n_tokens),
+		.sched_usec = sched_usec,
+	};
+	return 0;
+}
+
+static void engine_token(void *userdata, uint64_t req_id, uint32_t index, uint64_t time_usec, bool last)
+{
+	struct sim_server *s = userdata;
+	struct sim_req *r = req_lookup(s, req_id);
+
+	if (!r)
+		return;
+	if (req_push_token(r, time_usec) < 0) {
+		log_warning("request %" PRIu64 ": cannot record token %" PRIu32, req_id, index);
+		return;
+	}
+	if (last) {
+		r->finished = true;
+		r->finish_reason = "length";
+	}
+	req_schedule(r, mono_usec());
+}
+
+static void engine_finished(void *userdata, uint64_t req_id, uint64_t time_usec, uint32_t n_prompt,
+			    uint32_t n_output, uint32_t n_cached)
+{
+	struct sim_server *s = userdata;
+	struct sim_req *r = req_lookup(s, req_id);
+
+	if (!r)
+		return;
+	r->in_engine = false;
+	r->n_cached = n_cached;
+	if (!r->finished) {
+		r->finished = true;
+		r->finish_reason = "length";
+		req_schedule(r, mono_usec());
+	}
+	req_unindex(s, r);
+}
+
+/* ---- responses ---- */
+
+static enum MHD_Result queue_buffer(struct sim_req *r, unsigned status, const char *content_type, char *body)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (!body)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+					      r->route == SIM_ROUTE_COMPLETIONS || r->route == SIM_ROUTE_CHAT ?
+						      "POST" :
+						      "GET");
+	ret = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	if (status / 100 >= 1 && status / 100 <= 5)
+		r->server->http_responses[status / 100]++;
+	return ret;
+}
+
+static enum MHD_Result queue_error(struct sim_req *r, unsigned status, const char *type, const char *param,
+				   const char *message)
+{
+	return queue_buffer(r, status, "application/json", sim_api_error_json(message, type, param, status));
+}
+
+static void record_trace(struct sim_server *s, struct sim_req *r)
+{
+	FILE *f = s->trace;
+
+	if (!f)
+		return;
+	fprintf(f,
+		"{\"id\":%" PRIu64 ",\"arrival_usec\":%" PRIu64 ",\"stream\":%s,\"prompt_tokens\":%" PRIu32
+		",\"max_tokens\":%" PRIu32 ",\"cached_tokens\":%" PRIu32 ",\"finish\":\"%s\",\"tokens\":[",
+		r->id, r->arrival_usec, r->api.stream ? "true" : "false", r->n_prompt, r->max_tokens, r->n_cached,
+		r->aborted ? "abort" : r->finish_reason ? r->finish_reason : "none");
+	for (uint32_t i = 0; i < r->n_tokens; i++)
+		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", r->tokens[i].sched_usec,
+			r->tokens[i].sent_usec);
+	fputs("]}\n", f);
+	fflush(f);
+}
+
+static void observe_token(struct sim_server *s, struct sim_req *r, uint32_t i, uint64_t now)
+{
+	struct sim_token *t = &r->tokens[i];
+
+	t->sent_usec = now;
+	sim_histogram_observe(&s->lateness, now > t->sched_usec ? usec_to_sec(now - t->sched_usec) : 0.0);
+	if (i == 0) {
+		double ttft = usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec));
+
+		sim_histogram_observe(&s->ttft, ttft);
+		sim_histogram_observe(&s->queue_time, ttft);
+	} else
+		sim_histogram_observe(&s->tpot, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->tokens[i - 1].sched_usec)));
+	if (r->finished && i + 1 == r->n_tokens) {
+		sim_histogram_observe(&s->e2e, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec)));
+		s->req_finished_length++;
+	}
+}
+
+/* MHD's content reader for SSE streams: hands out every chunk that is due,
+ * suspends the connection when none is. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sim_req *r = cls;
+	struct sim_server *s = r->server;
+	uint64_t now;
+	size_t n = 0;
+	int k;
+
+	if (r->aborted || s->stopping)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (r->done_sent)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	now = mono_usec();
+	while (r->n_sent < r->n_tokens && r->tokens[r->n_sent].sched_usec <= now) {
+		uint32_t i = r->n_sent;
+		bool last = r->finished && i + 1 == r->n_tokens;
+
+		if (r->bad_sse && i == r->max_tokens / 2) {
+			k = snprintf(buf + n, max - n, "data: {\"id\":\"cmpl-%" PRIu64 "\",\"choices\":[{\"text\n\n",
+				     r->id);
+			if (k < 0 || (size_t)k >= max - n)
+				break;
+			n += (size_t)k;
+			r->done_sent = true;
+			r->aborted = true;
+			if (r->in_engine && s->engine) {
+				(void)sim_engine_abort(s->engine, r->id);
+				r->in_engine = false;
+			}
+			req_unindex(s, r);
+			return (ssize_t)n;
+		}
+		k = sim_api_format_token_chunk(buf + n, max - n, &r->fmt, r->tokens[i].id, i == 0,
+					       last ? r->finish_reason : NULL);
+		if (k < 0)
+			break;
+		n += (size_t)k;
+		observe_token(s, r, i, now);
+		r->n_sent++;
+	}
+	if (r->finished && r->n_sent == r->n_tokens && !r->done_sent) {
+		char tail[512];
+		size_t t = 0;
+
+		if (r->api.include_usage) {
+			k = sim_api_format_usage_chunk(tail, sizeof(tail), &r->fmt, r->n_prompt, r->n_tokens);
+			if (k > 0)
+				t = (size_t)k;
+		}
+		memcpy(tail + t, "data: [DONE]\n\n", 15);
+		t += 14;
+		if (t <= max - n) {
+			memcpy(buf + n, tail, t);
+			n += t;
+			r->done_sent = true;
+		}
+	}
+	if (n > 0)
+		return (ssize_t)n;
+	req_suspend(r);
+	req_schedule(r, now);
+	/* req_schedule may have resumed it at once (a token became due meanwhile). */
+	return 0;
+}
+
+static enum MHD_Result respond_completion_done(struct sim_req *r)
+{
+	struct sim_server *s = r->server;
+	uint32_t *ids;
+	uint64_t now = mono_usec();
+	char *body;
+
+	if (r->aborted)
+		return MHD_NO;
+	ids = calloc(MAX(r->n_tokens, 1u), sizeof(*ids));
+	if (!ids)
+		return MHD_NO;
+	for (uint32_t i = 0; i < r->n_tokens; i++) {
+		ids[i] = r->tokens[i].id;
+		observe_token(s, r, i, now);
+	}
+	r->n_sent = r->n_tokens;
+	body = sim_api_format_response(&r->fmt, ids, r->n_tokens, r->finish_reason ? r->finish_reason : "length",
+				       r->n_prompt);
+	free(ids);
+	r->done_sent = true;
+	return queue_buffer(r, MHD_HTTP_OK, "application/json", body);
+}
+
+static enum MHD_Result handle_completion(struct sim_req *r)
+{
+	struct sim_server *s = r->server;
+	struct error err = { 0 };
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	uint64_t now;
+	int k;
+
+	if (r->too_large) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->cfg.max_body_bytes);
+		return queue_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "BadRequestError", NULL, msg);
+	}
+	if (!s->ready)
+		return queue_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailableError", NULL,
+				   "The model is still loading.");
+
+	s->n_completion_requests++;
+	if (s->cfg.faults.crash_after > 0 && s->n_completion_requests > s->cfg.faults.crash_after) {
+		fprintf(stderr, "goodput-sim: fault injection: crashing after %" PRIu64 " requests\n",
+			s->cfg.faults.crash_after);
+		fflush(stderr);
+		raise(SIGKILL);
+	}
+	if (s->cfg.faults.hang_after > 0 && s->n_completion_requests > s->cfg.faults.hang_after) {
+		log_warning("fault injection: hanging after %" PRIu64 " requests", s->cfg.faults.hang_after);
+		s->hung = true;
+		return MHD_YES; /* no response, ever */
+	}
+
+	k = sim_api_parse_request(r->route == SIM_ROUTE_CHAT ? SIM_API_CHAT : SIM_API_COMPLETIONS, r->body,
+				  r->body_len, &r->api, &err);
+	if (k == -ENOMEM)
+		return MHD_NO;
+	if (k < 0)
+		return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, error_str(&err, k));
+	if (r->api.model && strcmp(r->api.model, s->served_name) != 0) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "The model `%.300s` does not exist.", r->api.model);
+		return queue_error(r, MHD_HTTP_NOT_FOUND, "NotFoundError", "model", msg);
+	}
+	if (sim_faults_draw_http500(&s->cfg.faults)) {
+		s->faults_http500++;
+		return queue_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalServerError", NULL,
+				   "fault injection: internal server error");
+	}
+
+	r->n_prompt = (uint32_t)r->api.n_prompt;
+	if (r->api.has_max_tokens)
+		r->max_tokens = r->api.max_tokens;
+	else if (r->n_prompt < s->max_model_len)
+		r->max_tokens = s->max_model_len - r->n_prompt; /* vLLM's default */
+	if (r->n_prompt >= s->max_model_len) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg),
+			 "This model's maximum context length is %" PRIu32 " tokens. However, your request has %" PRIu32
+			 " input tokens. Please reduce the length of the input messages.",
+			 s->max_model_len, r->n_prompt);
+		return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, msg);
+	}
+	if ((uint64_t)r->n_prompt + r->max_tokens > s->max_model_len) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg),
+			 "This model's maximum context length is %" PRIu32 " tokens. However, you requested %" PRIu64
+			 " tokens (%" PRIu32 " in the messages, %" PRIu32
+			 " in the completion). Please reduce the length of the messages or completion.",
+			 s->max_model_len, (uint64_t)r->n_prompt + r->max_tokens, r->n_prompt, r->max_tokens);
+		return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, msg);
+	}
+
+	now = mono_usec();
+	r->id = ++s->next_id;
+	r->arrival_usec = now;
+	r->fmt = (struct sim_api_stream){
+		.kind = r->route == SIM_ROUTE_CHAT ? SIM_API_CHAT : SIM_API_COMPLETIONS,
+		.id = r->id,
+		.created = real_usec() / USEC_PER_SEC,
+		.model_json = s->served_name_json,
+	};
+	if (r->api.stream && sim_faults_draw_bad_sse(&s->cfg.faults)) {
+		r->bad_sse = true;
+		s->faults_bad_sse++;
+	}
+
+	if (s->cfg.fixed_itl_ms > 0) {
+		uint64_t itl = (uint64_t)(s->cfg.fixed_itl_ms * 1000.0);
+
+		for (uint32_t i = 0; i < r->max_tokens; i++)
+			if (req_push_token(r, now + (i + 1) * itl) < 0)
+				return MHD_NO;
+		r->finished = true;
+		r->finish_reason = "length";
+		s->fixed_prompt_tokens += r->n_prompt;
+		s->fixed_generation_tokens += r->max_tokens;
+	} else {
+		k = sim_engine_submit(s->engine, r->id, r->api.prompt_ids, r->n_prompt, r->max_tokens, now, &err);
+		if (k < 0)
+			return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, error_str(&err, k));
+		r->in_engine = true;
+		req_index(s, r);
+	}
+
+	if (!r->api.stream) {
+		/* Answered from the access handler once the last token is due. */
+		req_suspend(r);
+		req_schedule(r, now);
+		return MHD_YES;
+	}
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READER_BLOCK_SIZE, stream_reader, r, NULL);
+	if (!resp)
+		return MHD_NO;
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	ret = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	s->http_responses[2]++;
+	return ret;
+}
+
+static enum sim_route route_of(const char *url, const char *method, bool *ret_method_ok)
+{
+	static const struct {
+		const char *path, *method;
+		enum sim_route route;
+	} table[] = {
+		{ "/health", "GET", SIM_ROUTE_HEALTH },
+		{ "/v1/models", "GET", SIM_ROUTE_MODELS },
+		{ "/metrics", "GET", SIM_ROUTE_METRICS },
+		{ "/version", "GET", SIM_ROUTE_VERSION },
+		{ "/v1/completions", "POST", SIM_ROUTE_COMPLETIONS },
+		{ "/v1/chat/completions", "POST", SIM_ROUTE_CHAT },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		if (strcmp(url, table[i].path) == 0) {
+			*ret_method_ok = strcmp(method, table[i].method) == 0 ||
+					 (strcmp(table[i].method, "GET") == 0 && strcmp(method, "HEAD") == 0);
+			return table[i].route;
+		}
+	*ret_method_ok = false;
+	return SIM_ROUTE_UNKNOWN;
+}
+
+static enum MHD_Result handle_final(struct sim_req *r, const char *url, const char *method)
+{
+	struct sim_server *s = r->server;
+
+	if (r->route == SIM_ROUTE_UNKNOWN) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg), "Not Found: %.200s", url);
+		return queue_error(r, MHD_HTTP_NOT_FOUND, "NotFoundError", NULL, msg);
+	}
+	if (!r->method_ok) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg), "Method %.20s not allowed for %.200s", method, url);
+		return queue_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", NULL, msg);
+	}
+	switch (r->route) {
+	case SIM_ROUTE_HEALTH:
+		if (!s->ready)
+			return queue_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailableError", NULL,
+					   "The model is still loading.");
+		return queue_buffer(r, MHD_HTTP_OK, "application/json", strdup(""));
+	case SIM_ROUTE_MODELS:
+		return queue_buffer(r, MHD_HTTP_OK, "application/json", sim_server_render_models(s));
+	case SIM_ROUTE_METRICS:
+		return queue_buffer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+				    sim_server_render_metrics(s));
+	case SIM_ROUTE_VERSION:
+		return queue_buffer(r, MHD_HTTP_OK, "application/json",
+				    strdup("{\"version\":\"" GOODPUT_VERSION "\",\"server\":\"goodput-sim\"}"));
+	case SIM_ROUTE_COMPLETIONS:
+	case SIM_ROUTE_CHAT:
+		return handle_completion(r);
+	case SIM_ROUTE_UNKNOWN:
+		break;
+	}
+	return MHD_NO;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				 const char *version, const char *upload_data, size_t *upload_data_size,
+				 void **con_cls)
+{
+	struct sim_server *s = cls;
+	struct sim_req *r = *con_cls;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		r->server = s;
+		r->conn = conn;
+		r->heap_idx = SIZE_MAX;
+		r->route = route_of(url, method, &r->method_ok);
+		r->all_next = s->all;
+		if (s->all)
+			s->all->all_prev = r;
+		s->all = r;
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		size_t n = *upload_data_size;
+
+		*upload_data_size = 0;
+		if (r->too_large)
+			return MHD_YES;
+		if (r->body_len + n > s->cfg.max_body_bytes) {
+			r->too_large = true;
+			free(r->body);
+			r->body = NULL;
+			r->body_len = r->body_cap = 0;
+			return MHD_YES;
+		}
+		if (r->body_len + n + 1 > r->body_cap) {
+			size_t cap = MAX(r->body_cap * 2, r->body_len + n + 1);
+			char *b = realloc(r->body, cap);
+
+			if (!b)
+				return MHD_NO;
+			r->body = b;
+			r->body_cap = cap;
+		}
+		memcpy(r->body + r->body_len, upload_data, n);
+		r->body_len += n;
+		r->body[r->body_len] = '\0';
+		return MHD_YES;
+	}
+	if (r->handled) {
+		/* A resumed non-streaming completion (or a spurious wake-up). */
+		if (r->aborted || s->stopping || s->hung)
+			return MHD_NO;
+		if (r->finished && req_next_due(r) <= mono_usec())
+			return respond_completion_done(r);
+		req_suspend(r);
+		req_schedule(r, mono_usec());
+		return MHD_YES;
+	}
+	r->handled = true;
+	return handle_final(r, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct sim_server *s = cls;
+	struct sim_req *r = *con_cls;
+
+	if (!r)
+		return;
+	*con_cls = NULL;
+	if (r->in_engine && s->engine) {
+		(void)sim_engine_abort(s->engine, r->id);
+		s->req_aborted++;
+	}
+	if (r->id > 0 && !r->done_sent)
+		r->aborted = true;
+	req_unindex(s, r);
+	heap_remove(s, r);
+	if (r->all_prev)
+		r->all_prev->all_next = r->all_next;
+	else
+		s->all = r->all_next;
+	if (r->all_next)
+		r->all_next->all_prev = r->all_prev;
+	if (r->id > 0)
+		record_trace(s, r);
+	sd_event_source_disable_unref(r->rdhup);
+	sim_api_request_done(&r->api);
+	free(r->tokens);
+	free(r->body);
+	free(r);
+}
+
+/* ---- the loop ---- */
+
+static void server_run_mhd(struct sim_server *s)
+{
+	bool resumed = s->need_run;
+
+	if (s->hung || !s->mhd)
+		return;
+	s->need_run = false;
+	(void)MHD_run(s->mhd);
+	/* A resumed connection takes two runs: the first moves it back to the
+	 * active set, the second calls the content reader and sends. */
+	if (resumed)
+		(void)MHD_run(s->mhd);
+	server_rearm(s);
+}
+
+static void server_rearm(struct sim_server *s)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	uint64_t t = UINT64_MAX, now;
+
+	if (s->hung) {
+		(void)sd_event_source_set_enabled(s->pacer, SD_EVENT_OFF);
+		(void)sd_event_source_set_enabled(s->mhd_timer, SD_EVENT_OFF);
+		(void)sd_event_source_set_enabled(s->mhd_io, SD_EVENT_OFF);
+		return;
+	}
+	now = mono_usec();
+	if (MHD_get_timeout(s->mhd, &ms) == MHD_YES) {
+		(void)sd_event_source_set_time(s->mhd_timer, now + ms * USEC_PER_MSEC);
+		(void)sd_event_source_set_enabled(s->mhd_timer, SD_EVENT_ONESHOT);
+	} else
+		(void)sd_event_source_set_enabled(s->mhd_timer, SD_EVENT_OFF);
+
+	if (s->engine && s->ready)
+		t = sim_engine_next_event_usec(s->engine);
+	if (s->heap_len > 0)
+		t = MIN(t, s->heap[0]->deadline);
+	/* Batch wake-ups under load: each batch costs MHD a walk over every
+	 * suspended connection, so runs closer than PACER_MIN_GAP_USEC merge. */
+	if (t != UINT64_MAX && t < s->pacer_last_usec + PACER_MIN_GAP_USEC)
+		t = s->pacer_last_usec + PACER_MIN_GAP_USEC;
+	if (t == UINT64_MAX)
+		(void)sd_event_source_set_enabled(s->pacer, SD_EVENT_OFF);
+	else {
+		(void)sd_event_source_set_time(s->pacer, MAX(t, 1u));
+		(void)sd_event_source_set_enabled(s->pacer, SD_EVENT_ONESHOT);
+	}
+}
+
+static int on_pacer(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct sim_server *s = userdata;
+	uint64_t now = mono_usec();
+
+	if (s->hung)
+		return 0;
+	s->pacer_last_usec = now;
+	if (s->engine && s->ready)
+		(void)sim_engine_advance(s->engine, now);
+	while (s->heap_len > 0 && s->heap[0]->deadline <= now)
+		req_resume(s->heap[0]);
+	if (s->need_run)
+		server_run_mhd(s);
+	else
+		server_rearm(s);
+	return 0;
+}
+
+static int on_mhd_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	server_run_mhd(userdata);
+	return 0;
+}
+
+static int on_mhd_timer(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	server_run_mhd(userdata);
+	return 0;
+}
+
+static int on_loaded(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct sim_server *s = userdata;
+
+	if (s->cfg.faults.fail_startup) {
+		fprintf(stderr, "RuntimeError: Engine core initialization failed. See root cause above. "
+				"Failed core proc(s): {}\n"
+				"goodput-sim: (fault injection: --fault-fail-startup)\n");
+		return sd_event_exit(s->event, EXIT_FAILURE);
+	}
+	if (!s->engine) {
+		fprintf(stderr, "%s\n", error_str(&s->startup_err, s->startup_r));
+		return sd_event_exit(s->event, EXIT_FAILURE);
+	}
+	s->ready = true;
+	log_info("ready: serving %s (max_model_len %" PRIu32 ", %" PRIu64 " KV blocks)", s->served_name,
+		 s->max_model_len, s->info ? s->info->memory.num_blocks : 0);
+	(void)sd_notify(false, "READY=1\nSTATUS=serving");
+	server_rearm(s);
+	return 0;
+}
+
+static void raise_nofile(uint32_t want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur >= (rlim_t)want + 64)
+		return;
+	rl.rlim_cur = MIN(rl.rlim_max, (rlim_t)want + 64);
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static void mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	log_debug("libmicrohttpd: %s", buf);
+}
+
+static int server_listen(struct sim_server *s, const char *host, struct error *err)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai = NULL;
+	const union MHD_DaemonInfo *di;
+	struct rlimit rl;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	unsigned limit;
+	int r;
+
+	r = getaddrinfo(host, NULL, &hints, &ai);
+	if (r != 0)
+		return error_set(err, -EINVAL, "--host: cannot resolve \"%s\": %s", host, gai_strerror(r));
+	if (ai->ai_family == AF_INET)
+		((struct sockaddr_in *)ai->ai_addr)->sin_port = htons(s->cfg.port);
+	else if (ai->ai_family == AF_INET6) {
+		((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons(s->cfg.port);
+		flags |= MHD_USE_IPv6;
+	}
+
+	raise_nofile(s->cfg.max_connections);
+	limit = s->cfg.max_connections;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)limit + 64)
+		limit = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
+
+	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
+				  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+				  MHD_OPTION_CONNECTION_LIMIT, limit,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_LIMIT,
+				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+				  MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!s->mhd)
+		return error_set(err, -EADDRNOTAVAIL, "cannot listen on %s port %u (address in use?)", host,
+				 s->cfg.port);
+	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? di->port : s->cfg.port;
+	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!di)
+		return error_set(err, -EIO, "libmicrohttpd has no epoll fd");
+
+	r = sd_event_add_io(s->event, &s->mhd_io, di->epoll_fd, EPOLLIN, on_mhd_io, s);
+	if (r < 0)
+		return error_set(err, r, "cannot watch libmicrohttpd's epoll fd");
+	(void)sd_event_source_set_description(s->mhd_io, "mhd-io");
+	r = sd_event_add_time(s->event, &s->mhd_timer, CLOCK_MONOTONIC, 0, 1, on_mhd_timer, s);
+	if (r < 0)
+		return error_set(err, r, "cannot add a timer");
+	(void)sd_event_source_set_description(s->mhd_timer, "mhd-timeout");
+	(void)sd_event_source_set_enabled(s->mhd_timer, SD_EVENT_OFF);
+	r = sd_event_add_time(s->event, &s->pacer, CLOCK_MONOTONIC, 0, 1, on_pacer, s);
+	if (r < 0)
+		return error_set(err, r, "cannot add a timer");
+	(void)sd_event_source_set_description(s->pacer, "pacer");
+	(void)sd_event_source_set_enabled(s->pacer, SD_EVENT_OFF);
+	/* Run the pacer before MHD's own sources when both are due. */
+	(void)sd_event_source_set_priority(s->pacer, SD_EVENT_PRIORITY_IMPORTANT);
+	return 0;
+}
+
+int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const struct sim_engine_config *ecfg,
+		   struct sim_server **ret, struct error *err)
+{
+	static const struct sim_engine_callbacks cb = {
+		.token = engine_token,
+		.finished = engine_finished,
+	};
+	struct sim_server *s;
+	const char *name;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->event = sd_event_ref(event);
+	s->cfg = *cfg;
+	s->ecfg = *ecfg;
+	s->start_usec = mono_usec();
+	sim_server_metrics_init(s);
+	s->n_buckets = 4096;
+	s->buckets = calloc(s->n_buckets, sizeof(*s->buckets));
+	if (!s->buckets) {
+		sim_server_free(s);
+		return -ENOMEM;
+	}
+
+	r = sim_engine_new(&s->ecfg, &cb, s, &s->engine, &s->startup_err);
+	if (r < 0) {
+		s->engine = NULL;
+		s->startup_r = r;
+	} else {
+		s->info = sim_engine_get_info(s->engine);
+		s->max_model_len = s->info->max_model_len;
+	}
+	if (s->max_model_len == 0)
+		s->max_model_len = s->ecfg.max_model_len ? s->ecfg.max_model_len : 4096;
+	if (s->cfg.load_usec_set)
+		s->load_usec = s->cfg.load_usec;
+	else
+		s->load_usec = s->info ? s->info->startup_usec : 0;
+
+	name = s->cfg.served_model_name ? s->cfg.served_model_name : s->ecfg.model_name;
+	s->served_name = strdup(name);
+	s->served_name_json = sim_api_json_escape(name);
+	if (!s->served_name || !s->served_name_json) {
+		sim_server_free(s);
+		return -ENOMEM;
+	}
+	/* The caller's strings are not kept: the copies above replace them. */
+	s->cfg.served_model_name = s->served_name;
+	s->cfg.host = NULL;
+
+	if (cfg->trace_path) {
+		s->trace = fopen(cfg->trace_path, "we");
+		if (!s->trace) {
+			r = error_set(err, -errno, "--trace: cannot open %s: %s", cfg->trace_path, strerror(errno));
+			sim_server_free(s);
+			return r;
+		}
+	}
+	s->cfg.trace_path = NULL;
+
+	r = server_listen(s, cfg->host, err);
+	if (r < 0) {
+		sim_server_free(s);
+		return r;
+	}
+
+	r = sd_event_add_time(event, &s->load_timer, CLOCK_MONOTONIC, s->start_usec + s->load_usec, 1, on_loaded, s);
+	if (r < 0) {
+		sim_server_free(s);
+		return error_set(err, r, "cannot add the load timer");
+	}
+	(void)sd_event_source_set_description(s->load_timer, "load-delay");
+	server_rearm(s);
+	*ret = s;
+	return 0;
+}
+
+struct sim_server *sim_server_free(struct sim_server *s)
+{
+	if (!s)
+		return NULL;
+	s->stopping = true;
+	if (s->mhd) {
+		/* MHD_stop_daemon refuses suspended connections: wake them all first. */
+		for (struct sim_req *r = s->all; r; r = r->all_next)
+			req_resume(r);
+		s->hung = false;
+		(void)MHD_run(s->mhd);
+		MHD_stop_daemon(s->mhd);
+		s->mhd = NULL;
+	}
+	sd_event_source_disable_unref(s->mhd_io);
+	sd_event_source_disable_unref(s->mhd_timer);
+	sd_event_source_disable_unref(s->pacer);
+	sd_event_source_disable_unref(s->load_timer);
+	sim_engine_free(s->engine);
+	if (s->trace)
+		fclose(s->trace);
+	free(s->heap);
+	free(s->buckets);
+	free(s->served_name);
+	free(s->served_name_json);
+	sd_event_unref(s->event);
+	free(s);
+	return NULL;
+}
+
+uint16_t sim_server_get_port(const struct sim_server *s)
+{
+	return s->port;
+}
+
+uint64_t sim_server_get_load_usec(const struct sim_server *s)
+{
+	return s->load_usec;
+}

@@ -1,0 +1,56 @@
+/* server.h — goodput-sim's real-time OpenAI-compatible server.
+ *
+ * libmicrohttpd (MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, no MHD thread)
+ * driven from the caller's sd-event loop, pacing streamed tokens at the
+ * engine model's scheduled step-end times (sim/engine.h) against absolute
+ * CLOCK_MONOTONIC deadlines. See server.c for the pacing design and
+ * sim/README.md for the endpoints. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "engine.h"
+#include "error.h"
+#include "faults.h"
+
+#define SIM_SERVER_DEFAULT_MAX_BODY (4u << 20)
+#define SIM_SERVER_DEFAULT_MAX_CONNECTIONS 4096u
+
+struct sim_server_config {
+	const char *host;              /* numeric address or name to bind; "127.0.0.1" */
+	uint16_t port;                 /* 0 = any free port */
+	const char *served_model_name; /* NULL = the engine's model name */
+	bool load_usec_set;            /* load_usec overrides the engine's start-up estimate */
+	uint64_t load_usec;
+	const char *trace_path;        /* JSONL per request; NULL = none */
+	double fixed_itl_ms;           /* > 0: bypass the engine, one token per this (benchmarks) */
+	uint32_t max_connections;
+	size_t max_body_bytes;
+	uint64_t seed;
+	struct sim_faults faults;
+};
+
+struct sim_server;
+
+/* Sets the defaults above (host 127.0.0.1, port 0, limits, faults off). */
+void sim_server_config_init(struct sim_server_config *c);
+
+/* Creates the engine from ecfg and binds the listening socket, attaching
+ * everything to event. An engine whose start-up checks fail does NOT fail
+ * here: as vLLM, the server "loads" first and then reports the error on
+ * stderr and exits the loop with 1 when the load delay ends. Errors here are
+ * the server's own (bind, trace file, MHD). The configs are copied. */
+int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const struct sim_engine_config *ecfg,
+		   struct sim_server **ret, struct error *err);
+
+/* Resumes every suspended connection, stops MHD (completing each request),
+ * frees the engine. Accepts NULL. */
+struct sim_server *sim_server_free(struct sim_server *s);
+
+/* The bound port (the kernel's choice when the config said 0). */
+uint16_t sim_server_get_port(const struct sim_server *s);
+/* The load delay the server will wait before it is ready. */
+uint64_t sim_server_get_load_usec(const struct sim_server *s);

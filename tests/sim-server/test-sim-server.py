@@ -1,0 +1,423 @@
+#!/usr/bin/env python3
+"""Integration tests of goodput-sim's real-time server: real processes on
+port 0, driven with the standard library (simclient.py).
+
+Usage: test-sim-server.py GOODPUT_SIM CASE   (CASE: see CASES below)"""
+
+import concurrent.futures
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from simclient import Sim, SimError, completion_body, token_chunks  # noqa: E402
+
+EXE = None
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def run_expect_fail(args, timeout=30):
+    p = subprocess.run([EXE] + args + ["--port", "0"], capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def still_serves(sim):
+    status, _, _ = sim.request("GET", "/health")
+    check(status == 200, "health after an error: %d" % status)
+    r = sim.stream("/v1/completions", completion_body("still here", 3))
+    check(r["status"] == 200 and len(token_chunks(r["events"])) == 3 and r["done"],
+          "a completion after an error failed: %r" % r)
+
+
+def case_health():
+    """/health is 503 while loading, 200 once ready; completions are 503 while loading."""
+    with Sim(EXE, ["--load-time", "1.0"], ready=False) as sim:
+        status, _, body = sim.request("GET", "/health")
+        check(status == 503, "health while loading: %d" % status)
+        check(json.loads(body)["error"]["code"] == 503, "503 body is not an OpenAI error: %r" % body)
+        status, _, _ = sim.request("POST", "/v1/completions", completion_body("a b", 2, stream=False))
+        check(status == 503, "completion while loading: %d" % status)
+        t0 = time.monotonic()
+        sim.wait_ready(10)
+        check(time.monotonic() - t0 > 0.5, "ready too early")
+        status, models = sim.get_json("/v1/models")
+        check(status == 200 and models["data"][0]["id"] == "llama-3.1-8b", "models: %r" % models)
+        check(sim.stop() == 0, "SIGTERM exit status not 0")
+
+
+def case_stream():
+    """Streaming and non-streaming completions and chat, token counts, usage."""
+    with Sim(EXE, ["--load-time", "0.1", "--served-model-name", "sim-8b"]) as sim:
+        prompt = "the quick brown fox jumps over the lazy dog"  # 9 words = 9 tokens
+        r = sim.stream("/v1/completions", completion_body(prompt, 17, usage=True, model="sim-8b"))
+        check(r["status"] == 200, "status %r" % r["status"])
+        check(r["headers"].get("content-type", "").startswith("text/event-stream"), "content type")
+        chunks = token_chunks(r["events"])
+        check(len(chunks) == 17, "expected 17 token chunks, got %d" % len(chunks))
+        check(all(len(c["choices"][0]["text"].split()) == 1 for _, c in chunks), "one word per token")
+        check(chunks[-1][1]["choices"][0]["finish_reason"] == "length", "last finish_reason")
+        check(all(c["choices"][0]["finish_reason"] is None for _, c in chunks[:-1]), "early finish_reason")
+        usage = [json.loads(p) for _, p in r["events"] if not json.loads(p).get("choices")]
+        check(len(usage) == 1, "expected one usage chunk")
+        u = usage[0]["usage"]
+        check(u["prompt_tokens"] == 9 and u["completion_tokens"] == 17 and u["total_tokens"] == 26, "usage %r" % u)
+        check(r["done"], "no [DONE]")
+
+        # Token-id prompt and no include_usage: no usage chunk.
+        r = sim.stream("/v1/completions", completion_body(list(range(1000, 1040)), 5))
+        check(len(token_chunks(r["events"])) == 5 and len(r["events"]) == 5 and r["done"], "token-id prompt")
+
+        # Chat, streaming: first delta carries the role.
+        body = {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi there"}],
+                "max_tokens": 4, "stream": True, "stream_options": {"include_usage": True}}
+        r = sim.stream("/v1/chat/completions", body)
+        chunks = token_chunks(r["events"])
+        check(len(chunks) == 4, "chat chunks %d" % len(chunks))
+        check(chunks[0][1]["choices"][0]["delta"].get("role") == "assistant", "chat role")
+        check(chunks[0][1]["object"] == "chat.completion.chunk", "chat object")
+        u = json.loads(r["events"][-1][1])["usage"]
+        check(u["prompt_tokens"] == 4 and u["completion_tokens"] == 4, "chat usage %r" % u)
+
+        # Non-streaming.
+        status, _, data = sim.request("POST", "/v1/completions", completion_body(prompt, 6, stream=False))
+        d = json.loads(data)
+        check(status == 200 and len(d["choices"][0]["text"].split()) == 6, "non-stream text %r" % d)
+        check(d["usage"] == {"prompt_tokens": 9, "total_tokens": 15, "completion_tokens": 6}, "usage %r" % d)
+        status, _, data = sim.request("POST", "/v1/chat/completions",
+                                      {"messages": [{"role": "user", "content": "x y z"}], "max_tokens": 3})
+        d = json.loads(data)
+        check(status == 200 and d["choices"][0]["message"]["role"] == "assistant", "chat non-stream %r" % d)
+        check(d["usage"]["completion_tokens"] == 3, "chat non-stream usage")
+
+        # Without ignore_eos the sim still emits exactly max_tokens (no EOS model).
+        r = sim.stream("/v1/completions", {"prompt": "a", "max_tokens": 7, "stream": True})
+        check(len(token_chunks(r["events"])) == 7, "without ignore_eos")
+
+
+def case_metrics():
+    """vLLM's metric names and the sim's own are present and move."""
+    with Sim(EXE, ["--load-time", "0"]) as sim:
+        for _ in range(3):
+            sim.stream("/v1/completions", completion_body("one two three four", 5))
+        full, m = sim.metrics()
+        for name in ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:gpu_cache_usage_perc",
+                     "vllm:kv_cache_usage_perc", "vllm:num_preemptions_total", "vllm:prompt_tokens_total",
+                     "vllm:generation_tokens_total", "vllm:time_to_first_token_seconds_count",
+                     "vllm:time_per_output_token_seconds_count", "vllm:prefix_cache_queries_total",
+                     "vllm:prefix_cache_hits_total", "goodput_sim_pacing_lateness_seconds_count",
+                     "goodput_sim_steps_total"]:
+            check(name in m, "metric %s missing" % name)
+        check(m["vllm:generation_tokens_total"] == 15, "generation tokens %r" % m["vllm:generation_tokens_total"])
+        check(m["vllm:prompt_tokens_total"] == 12, "prompt tokens")
+        check(m["vllm:time_to_first_token_seconds_count"] == 3, "ttft count")
+        check(m["vllm:time_per_output_token_seconds_count"] == 12, "tpot count")
+        check(m["goodput_sim_pacing_lateness_seconds_count"] == 15, "lateness count")
+        # Same prompt three times: blocks are not full (4 tokens), so no hits; a long shared prompt hits.
+        long_prompt = " ".join("w%d" % (2000 + i) for i in range(64))
+        sim.stream("/v1/completions", completion_body(long_prompt, 2))
+        sim.stream("/v1/completions", completion_body(long_prompt, 2))
+        _, m = sim.metrics()
+        check(m["vllm:prefix_cache_hits_total"] >= 48, "prefix cache hits %r" % m["vllm:prefix_cache_hits_total"])
+
+
+def case_errors():
+    """Bad requests get OpenAI-style errors with the right status; the server keeps serving."""
+    with Sim(EXE, ["--load-time", "0", "--max-model-len", "64", "--max-request-bytes", "65536"]) as sim:
+        def expect(method, path, body, status, contains=None, raw=False):
+            s, h, data = sim.request(method, path, body=body if raw else
+                                     (json.dumps(body) if body is not None else None),
+                                     headers={"Content-Type": "application/json"})
+            check(s == status, "%s %s: status %d, expected %d (%r)" % (method, path, s, status, data[:200]))
+            err = json.loads(data)["error"]
+            check(err["code"] == status and err["type"] and err["message"], "error body %r" % err)
+            if contains:
+                check(contains in err["message"], "message %r lacks %r" % (err["message"], contains))
+            still_serves(sim)
+
+        expect("POST", "/v1/completions", "{\"prompt\": ", 400, "invalid JSON", raw=True)
+        expect("POST", "/v1/completions", "[1, 2]", 400, None, raw=True)
+        expect("POST", "/v1/completions", {"max_tokens": 3}, 400, "prompt")
+        expect("POST", "/v1/chat/completions", {"max_tokens": 3}, 400, "messages")
+        expect("POST", "/v1/completions", {"prompt": "a", "max_tokens": -1}, 400, "max_tokens")
+        expect("POST", "/v1/completions", {"prompt": "a", "max_tokens": "ten"}, 400, "max_tokens")
+        expect("POST", "/v1/completions", {"prompt": "a " * 80, "max_tokens": 1}, 400,
+               "maximum context length is 64 tokens")
+        expect("POST", "/v1/completions", {"prompt": "a " * 40, "max_tokens": 40}, 400,
+               "maximum context length is 64 tokens")
+        expect("POST", "/v1/completions", {"prompt": ["a", "b"], "max_tokens": 1}, 400, "one prompt")
+        expect("POST", "/v1/completions", {"prompt": "a", "max_tokens": 1, "model": "gpt-4"}, 404,
+               "does not exist")
+        expect("GET", "/v1/nothing", None, 404)
+        expect("GET", "/v1/completions", None, 405)
+        expect("POST", "/health", None, 405)
+        expect("POST", "/v1/completions", "x" * 100000, 413, raw=True)
+        # An omitted max_tokens defaults to max_model_len - prompt (vLLM).
+        status, _, data = sim.request("POST", "/v1/completions", {"prompt": "a " * 60, "stream": False})
+        check(status == 200 and json.loads(data)["usage"]["completion_tokens"] == 4, "default max_tokens")
+        _, m = sim.metrics()
+        check(m["goodput_sim_http_responses_total"] > 0, "response counter")
+
+
+def case_startup():
+    """vLLM's start-up refusals: exit non-zero with vLLM's wording, after the load delay."""
+    t0 = time.monotonic()
+    rc, out, err = run_expect_fail(["--model", "llama-3.1-70b", "--gpu", "L40S", "--load-time", "0.3"])
+    check(rc != 0, "70B on one L40S started")
+    check("No available memory for the cache blocks" in err, "OOM wording missing: %r" % err)
+    check(time.monotonic() - t0 >= 0.3, "failed before the load delay")
+    check("listening on" in out, "did not listen while loading")
+    rc, _, err = run_expect_fail(["--model", "llama-3.1-8b", "--gpu", "A100", "--max-model-len", "131072",
+                                  "--gpu-memory-utilization", "0.3", "--load-time", "0"])
+    check(rc != 0 and "max seq len" in err, "KV too small for max_model_len: rc %d %r" % (rc, err))
+    rc, _, err = run_expect_fail(["--tensor-parallel-size", "3", "--gpus", "4", "--load-time", "0"])
+    check(rc != 0 and "divisible" in err, "TP not dividing heads: rc %d %r" % (rc, err))
+    rc, _, err = run_expect_fail(["--tensor-parallel-size", "2", "--gpus", "1", "--load-time", "0"])
+    check(rc != 0 and err.strip(), "TP above --gpus: rc %d %r" % (rc, err))
+    rc, _, err = run_expect_fail(["--fault-fail-startup", "--load-time", "0"])
+    check(rc != 0 and "Engine core initialization failed" in err, "fail-startup: rc %d %r" % (rc, err))
+    rc, _, err = run_expect_fail(["--no-such-flag"])
+    check(rc == 2 and "--no-such-flag" in err, "unknown flag: rc %d %r" % (rc, err))
+    p = subprocess.run([EXE, "--help"], capture_output=True, text=True)
+    check(p.returncode == 0, "--help exit status")
+    for flag in ["--model", "--model-config", "--gpu", "--gpus", "--max-num-seqs", "--max-num-batched-tokens",
+                 "--quantization", "--kv-cache-dtype", "--tensor-parallel-size", "--gpu-memory-utilization",
+                 "--max-model-len", "--host", "--port", "--seed", "--profile", "--profile-file",
+                 "--served-model-name", "--load-time", "--trace", "--fault-crash-after", "--fault-hang-after",
+                 "--fault-fail-startup", "--fault-http500", "--fault-bad-sse", "--fault-jitter",
+                 "--fault-step-overhead-ms"]:
+        check(flag in p.stdout, "--help lacks %s" % flag)
+
+
+def concurrent_streams(sim, bodies, path="/v1/completions"):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(bodies)) as ex:
+        return list(ex.map(lambda b: sim.stream(path, b), bodies))
+
+
+def case_preemption():
+    """A KV cache too small for the batch preempts, and /metrics shows it; all requests still finish."""
+    args = ["--load-time", "0", "--gpu", "H100", "--gpu-memory-utilization", "0.235", "--max-model-len", "2048"]
+    with Sim(EXE, args) as sim:
+        full, m = sim.metrics()
+        blocks = m["goodput_sim_kv_cache_blocks"]
+        check(0 < blocks < 900, "config meant to have a small KV cache has %d blocks" % blocks)
+        # Prompts fill 80 % of the cache, outputs would need 40 % more: someone must be preempted.
+        n, cap = 6, blocks * 16
+        prompt_len = int(cap / n * 0.8)
+        out_len = max(200, int(cap / n * 0.4) + 50)
+        bodies = [completion_body([random.randrange(1000, 30000) for _ in range(prompt_len)], out_len)
+                  for _ in range(n)]
+        results = concurrent_streams(sim, bodies)
+        for r in results:
+            check(r["status"] == 200 and len(token_chunks(r["events"])) == out_len and r["done"],
+                  "stream %r" % {k: v for k, v in r.items() if k != "events"})
+        _, m = sim.metrics()
+        check(m["vllm:num_preemptions_total"] > 0, "no preemptions with %d blocks" % blocks)
+        check(m["goodput_sim_kv_cache_used_blocks"] == 0, "blocks not freed")
+
+
+def case_disconnect():
+    """A client that goes away mid-stream frees its slot and KV blocks within a second."""
+    with Sim(EXE, ["--load-time", "0"]) as sim:
+        s = socket.create_connection((sim.host, sim.port))
+        body = json.dumps(completion_body("w1 w2 w3 w4 w5", 5000))
+        s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+        got = b""
+        while got.count(b"data: ") < 3:
+            got += s.recv(4096)
+        _, m = sim.metrics()
+        check(m["vllm:num_requests_running"] == 1, "not running")
+        check(m["goodput_sim_kv_cache_used_blocks"] > 0, "no blocks held")
+        s.close()
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            _, m = sim.metrics()
+            if m["vllm:num_requests_running"] == 0:
+                break
+            time.sleep(0.02)
+        check(m["vllm:num_requests_running"] == 0, "request still running after disconnect")
+        check(m["goodput_sim_kv_cache_used_blocks"] == 0, "KV blocks not freed")
+        check(m["goodput_sim_requests_aborted_total"] == 1, "abort not counted")
+        still_serves(sim)
+
+
+def case_shutdown():
+    """SIGTERM with streaming and non-streaming requests in flight: a clean, prompt exit 0."""
+    with Sim(EXE, ["--load-time", "0"]) as sim:
+        ex = concurrent.futures.ThreadPoolExecutor(max_workers=3)
+        futs = [ex.submit(sim.stream, "/v1/completions", completion_body("a b", 5000)),
+                ex.submit(sim.request, "POST", "/v1/completions", completion_body("a b", 5000, stream=False)),
+                ex.submit(sim.stream, "/v1/chat/completions",
+                          {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5000, "stream": True})]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            _, m = sim.metrics()
+            if m["vllm:num_requests_running"] == 3:
+                break
+            time.sleep(0.02)
+        check(m["vllm:num_requests_running"] == 3, "requests not running")
+        t0 = time.monotonic()
+        rc = sim.stop()
+        check(rc == 0, "exit status %r after SIGTERM: %s" % (rc, sim.stderr_text()[-2000:]))
+        check(time.monotonic() - t0 < 3, "slow shutdown")
+        for f in futs:
+            try:
+                r = f.result(timeout=5)
+                check(not (isinstance(r, dict) and r.get("done")), "a stream completed despite shutdown")
+            except (OSError, http.client.HTTPException):
+                pass
+        ex.shutdown()
+
+
+def case_faults():
+    """Crash after N, hang after N, HTTP 500 fraction, malformed SSE, step overhead."""
+    with Sim(EXE, ["--load-time", "0", "--fault-crash-after", "2"]) as sim:
+        for _ in range(2):
+            r = sim.stream("/v1/completions", completion_body("a b", 2))
+            check(r["status"] == 200 and r["done"], "request before the crash failed")
+        r = sim.stream("/v1/completions", completion_body("a b", 2))
+        check(r["status"] is None or not r["done"], "third request served")
+        sim.proc.wait(5)
+        sim.check_exit = False
+        check(sim.proc.returncode == -signal.SIGKILL, "crash exit %r" % sim.proc.returncode)
+
+    with Sim(EXE, ["--load-time", "0", "--fault-hang-after", "1"]) as sim:
+        r = sim.stream("/v1/completions", completion_body("a b", 2))
+        check(r["status"] == 200 and r["done"], "request before the hang failed")
+        r = sim.stream("/v1/completions", completion_body("a b", 2), timeout=1.0)
+        check(r["status"] is None and "error" in r, "request after the hang answered: %r" % r)
+        try:
+            sim.request("GET", "/health", timeout=1.0)
+            check(False, "health answered while hung")
+        except (OSError, TimeoutError):
+            pass
+        check(sim.proc.poll() is None, "hung process exited")
+        check(sim.stop() == 0, "hung process did not stop cleanly on SIGTERM")
+
+    with Sim(EXE, ["--load-time", "0", "--fault-http500", "0.5", "--seed", "3"]) as sim:
+        codes = [sim.request("POST", "/v1/completions", completion_body("a", 1, stream=False))[0]
+                 for _ in range(40)]
+        n500 = codes.count(500)
+        check(set(codes) <= {200, 500} and 8 <= n500 <= 32, "http500 0.5 gave %d of 40" % n500)
+        s, _, data = 500, None, None
+        for _ in range(20):
+            s, _, data = sim.request("POST", "/v1/completions", completion_body("a", 1, stream=False))
+            if s == 500:
+                break
+        check(json.loads(data)["error"]["code"] == 500, "500 body")
+
+    with Sim(EXE, ["--load-time", "0", "--fault-bad-sse", "1"]) as sim:
+        r = sim.stream("/v1/completions", completion_body("a b", 10))
+        check(r["status"] == 200 and not r["done"], "bad-sse stream ended with [DONE]")
+        bad = 0
+        for _, p in r["events"]:
+            try:
+                json.loads(p)
+            except ValueError:
+                bad += 1
+        check(bad == 1, "expected one malformed chunk, got %d" % bad)
+        _, m = sim.metrics()
+        check(m["goodput_sim_kv_cache_used_blocks"] == 0, "bad-sse request kept its blocks")
+        still_serves_bad = sim.request("GET", "/health")[0]
+        check(still_serves_bad == 200, "health after bad sse")
+
+    def itl_trace(extra):
+        # ITLs as the server scheduled them (the trace), free of client-side noise.
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = os.path.join(tmp, "t.jsonl")
+            with Sim(EXE, ["--load-time", "0", "--trace", trace] + extra) as sim:
+                sim.stream("/v1/completions", completion_body("a b", 60))
+            with open(trace) as f:
+                sched = [s for s, _ in json.loads(f.readline())["tokens"]]
+            gaps = [(b - a) / 1e6 for a, b in zip(sched, sched[1:])]
+            return statistics.mean(gaps), statistics.pstdev(gaps)
+    base, base_sd = itl_trace([])
+    slow, _ = itl_trace(["--fault-step-overhead-ms", "10"])
+    check(slow - base > 0.009, "step overhead 10 ms changed ITL only from %.4f to %.4f" % (base, slow))
+    _, jit_sd = itl_trace(["--fault-jitter", "0.5"])
+    check(jit_sd > 3 * base_sd, "fault jitter 0.5: ITL stddev %.5f vs %.5f without" % (jit_sd, base_sd))
+
+
+def case_realtime():
+    """The same seeded workload through the server and through `simulate`: mean TTFT and TPOT within 10 %.
+
+    Workload: llama-3.1-8b on one L40S (~20 ms steps: a low token rate), 24 requests of 1024 prompt tokens
+    and 24 output tokens arriving at exactly 6 requests/s (constant arrivals, so this client reproduces
+    the workload generator's schedule exactly)."""
+    engine = ["--model", "llama-3.1-8b", "--gpu", "L40S", "--seed", "7"]
+    n, rate, ilen, olen = 24, 6.0, 1024, 24
+    p = subprocess.run([EXE, "simulate"] + engine +
+                       ["--dataset-name", "random", "--random-input-len", str(ilen), "--random-output-len",
+                        str(olen), "--num-prompts", str(n), "--request-rate", str(rate), "--arrival", "constant",
+                        "--ignore-eos", "--json"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "simulate failed: %s" % p.stderr)
+    virt = json.loads(p.stdout)
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "trace.jsonl")
+        with Sim(EXE, engine + ["--load-time", "0", "--trace", trace]) as sim:
+            rng = random.Random(7)
+            bodies = [completion_body([rng.randrange(1000, 30000) for _ in range(ilen)], olen) for _ in range(n)]
+            start = time.monotonic() + 0.1
+            results = [None] * n
+
+            def one(i):
+                delay = start + i / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                results[i] = sim.stream("/v1/completions", bodies[i])
+            with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
+                list(ex.map(one, range(n)))
+            ttft, tpot = [], []
+            for r in results:
+                t = [x for x, _ in token_chunks(r["events"])]
+                check(len(t) == olen and r["done"], "stream incomplete")
+                ttft.append(t[0] - r["sent"])
+                tpot.append((t[-1] - t[0]) / (olen - 1))
+            sim.stop()
+        # The client's receive times agree with the server's recorded send times.
+        sent_first = {}
+        with open(trace) as f:
+            for line in f:
+                d = json.loads(line)
+                sent_first[d["id"]] = d["tokens"][0][1] / 1e6
+                late = [s - c for c, s in d["tokens"]]
+                check(max(late) < 50000, "a token was sent %d µs late" % max(late))
+    mean_ttft, mean_tpot = statistics.mean(ttft) * 1000, statistics.mean(tpot) * 1000
+    print("real time: mean TTFT %.2f ms, mean TPOT %.2f ms; simulate: %.2f ms, %.2f ms" %
+          (mean_ttft, mean_tpot, virt["mean_ttft_ms"], virt["mean_tpot_ms"]))
+    check(abs(mean_tpot - virt["mean_tpot_ms"]) <= 0.10 * virt["mean_tpot_ms"], "TPOT differs by more than 10 %")
+    check(abs(mean_ttft - virt["mean_ttft_ms"]) <= 0.10 * virt["mean_ttft_ms"], "TTFT differs by more than 10 %")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global EXE
+    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
+        print("usage: test-sim-server.py GOODPUT_SIM {%s}" % ",".join(CASES), file=sys.stderr)
+        return 2
+    EXE = sys.argv[1]
+    try:
+        CASES[sys.argv[2]]()
+    except (AssertionError, SimError) as e:
+        print("FAIL: %s: %s" % (sys.argv[2], e), file=sys.stderr)
+        return 1
+    print("ok: %s" % sys.argv[2])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

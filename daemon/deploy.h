@@ -1,0 +1,113 @@
+/* deploy.h — deployers: start the server under test, tell when it is ready
+ * (or why it is not), and tear it down so that the next trial starts clean.
+ *
+ * One interface, several methods: `exec` (a child process in its own process
+ * group, deploy-exec.c) now; `systemd` (a transient unit) and `command`
+ * (operator hooks) come later behind the same calls. Everything runs on the
+ * caller's sd-event loop and never blocks it.
+ *
+ * Life of a deployment:
+ *
+ *   STARTING ──/health answers 200──► READY ──deploy_stop()──► STOPPING ──► STOPPED
+ *      │                                │
+ *      ├─ exited: oom / crashed ────────┴─ exited while serving: crashed ──► FAILED
+ *      └─ no answer in time: startup_timeout (the server is torn down) ─────► FAILED
+ *
+ * The callback reports READY, FAILED and STOPPED, each once, from a deferred
+ * event source (so the callee may free the deployment inside it). FAILED and
+ * STOPPED come only after the whole process group has exited and the port is
+ * free again (or a bounded wait for the port ran out, said in the message). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "engine-profile.h"
+#include "error.h"
+#include "study.h"
+
+enum deploy_state {
+	DEPLOY_STARTING,
+	DEPLOY_READY,
+	DEPLOY_STOPPING,
+	DEPLOY_STOPPED,
+	DEPLOY_FAILED,
+};
+
+enum deploy_failure {
+	DEPLOY_FAILURE_NONE,
+	DEPLOY_FAILURE_OOM,             /* exited, and the log matched an out-of-memory pattern */
+	DEPLOY_FAILURE_CRASHED,         /* exited (before or after READY) */
+	DEPLOY_FAILURE_STARTUP_TIMEOUT, /* health never answered 200 in time */
+};
+
+const char *deploy_state_to_string(enum deploy_state s);
+const char *deploy_failure_to_string(enum deploy_failure f);
+
+struct deploy_config {
+	const struct engine_command *command; /* argv + extra env; copied */
+	const char *log_path;                 /* server stdout+stderr (appended) */
+	const char *host;                     /* numeric address the server listens on; NULL = 127.0.0.1 */
+	uint16_t port;                        /* 0: learn it from the announce line */
+	const char *announce_prefix;          /* "goodput-sim: listening on http://" (port 0 only) */
+	const char *health_path;              /* "/health" */
+	uint64_t health_interval_usec;        /* 0: 1 s */
+	uint64_t startup_timeout_usec;        /* 0: 10 min */
+	uint64_t stop_timeout_usec;           /* SIGTERM → SIGKILL; 0: 30 s */
+	const char *const *oom_patterns;      /* NULL-terminated; may be NULL */
+};
+
+/* Fills a config from an engine profile and a rendered command; the study
+ * may override the start-up and stop timeouts (0 = the profile's). */
+void deploy_config_from_profile(struct deploy_config *cfg, const struct engine_profile *p,
+				const struct engine_command *cmd, const char *log_path, const char *host, uint16_t port,
+				uint64_t startup_timeout_usec, uint64_t stop_timeout_usec);
+
+struct deployment;
+
+typedef void (*deploy_event_fn)(struct deployment *d, enum deploy_state state, void *userdata);
+
+/* Starts a server. Fails at once (with err) when the method is not available,
+ * the log cannot be opened or the program cannot be executed; everything
+ * later is reported through cb. The caller's signal mask gets SIGCHLD
+ * blocked (sd-event needs it); children start with an empty mask. */
+int deploy_start(sd_event *e, enum study_deploy_method method, const struct deploy_config *cfg, deploy_event_fn cb,
+		 void *userdata, struct deployment **ret, struct error *err);
+
+/* Begins teardown (SIGTERM to the group, SIGKILL after the grace period);
+ * STOPPED follows. -EALREADY when it is stopping or finished already. */
+int deploy_stop(struct deployment *d);
+
+/* Frees the deployment. A server still running is killed (SIGKILL to its
+ * process group) and its leader reaped: call deploy_stop() and wait for
+ * STOPPED for a graceful end. Accepts NULL. */
+struct deployment *deploy_free(struct deployment *d);
+
+enum deploy_state deploy_get_state(const struct deployment *d);
+enum deploy_failure deploy_get_failure(const struct deployment *d);
+/* Why it failed, with the last lines of the log; "" otherwise. */
+const char *deploy_get_message(const struct deployment *d);
+/* "http://127.0.0.1:PORT" once known, else NULL. */
+const char *deploy_get_base_url(const struct deployment *d);
+uint16_t deploy_get_port(const struct deployment *d);
+/* The server's process group (record it: a restarted runner kills orphans with it). */
+int64_t deploy_get_pgid(const struct deployment *d);
+/* Seconds from start to READY (NAN before). */
+double deploy_get_startup_seconds(const struct deployment *d);
+
+/* A port on host that is free right now (bind to port 0), for profiles
+ * whose servers take a fixed --port. */
+int deploy_pick_free_port(const char *host, uint16_t *ret, struct error *err);
+/* Whether host:port can be bound right now. */
+bool deploy_port_is_free(const char *host, uint16_t port);
+
+/* SIGKILL to a process group left over from an earlier run (by its recorded
+ * pgid). Returns 1 when one was there, 0 when not. Never called on our own
+ * pgid or 1. */
+int deploy_kill_orphan(int64_t pgid);
+
+/* The last max_lines lines of a file from offset on (at most 64 KiB are
+ * read). The caller frees *ret. */
+int deploy_log_tail(const char *path, uint64_t offset, unsigned max_lines, char **ret);

@@ -1,0 +1,146 @@
+/* study.h — the study spec: what a tuning study searches, under which SLA,
+ * on which hardware, with which budget.
+ *
+ * A spec is one JSON object with snake_case keys (configs/studies/ has
+ * examples). Every key is declared once, in the schema table of study.c,
+ * with its type, range, default and a line of documentation; the parser, the
+ * unknown-key check and the reference text (study_schema_print, shown by
+ * `goodput tune --help-spec`) all read that table. Unknown keys and
+ * out-of-range values are errors that name the key path
+ * ("workload.input_len: expected an integer in [1, 1048576], got 0").
+ *
+ * Top-level keys: name, engine, model {name, checkpoints}, quantizations,
+ * quality_check, gpu {type, count, price_per_gpu_hour}, search_space,
+ * constraints, workload {...}, sla {...}, scenario, cost_tokens, budget
+ * {max_trials, max_wall_time}, probe {...}, deploy {...}, search {seed,
+ * algorithm, strategy}, window, label. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "cost.h"
+#include "error.h"
+#include "metrics.h"
+#include "space.h"
+#include "workload.h"
+
+/* Canonical quantizations (DESIGN.md). */
+enum study_quant {
+	STUDY_QUANT_NONE,
+	STUDY_QUANT_FP8,
+	STUDY_QUANT_INT8,
+	STUDY_QUANT_AWQ,
+	_STUDY_QUANT_MAX,
+};
+
+const char *study_quant_to_string(enum study_quant q);
+/* -EINVAL for an unknown name. */
+int study_quant_from_string(const char *s);
+
+enum study_deploy_method {
+	STUDY_DEPLOY_EXEC,    /* a child process of goodput (deploy-exec.c) */
+	STUDY_DEPLOY_SYSTEMD, /* reserved: a transient unit (later) */
+	STUDY_DEPLOY_COMMAND, /* reserved: operator hooks (later) */
+};
+
+#define STUDY_NAME_MAX 128
+#define STUDY_SPEC_MAX_BYTES (1024 * 1024)
+
+struct study {
+	cJSON *json; /* the spec as parsed (owned); every const char * below points into it */
+
+	const char *name;   /* [A-Za-z0-9_.-], at most STUDY_NAME_MAX */
+	const char *engine; /* engine profile name */
+	const char *label;  /* free text for "best for this workload"; may be NULL */
+
+	struct {
+		const char *name;                          /* served model name / checkpoint for "none" */
+		const char *checkpoints[_STUDY_QUANT_MAX]; /* NULL where none given */
+	} model;
+
+	unsigned quantizations;      /* allowed: bit 1 << enum study_quant */
+	const char **quality_check;  /* argv, NULL-terminated (array owned, strings in json); NULL = none */
+
+	struct {
+		const char *type;          /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
+		uint32_t count;            /* GPUs on the host */
+		double price_per_gpu_hour; /* $ */
+	} gpu;
+
+	const cJSON *search_space, *constraints; /* into json (constraints may be NULL) */
+	struct opt_space *space;                 /* parsed search space (owned) */
+
+	struct probe_workload_config workload; /* dataset_path points into json */
+	double percentiles[PROBE_MAX_PERCENTILES];
+	size_t n_percentiles;
+	struct probe_sla sla; /* empty for offline studies */
+
+	enum opt_scenario scenario;
+	enum opt_cost_tokens cost_tokens;
+
+	struct {
+		uint32_t max_trials;
+		uint64_t max_wall_time_usec; /* USEC_INFINITY: none */
+	} budget;
+
+	struct {
+		double tolerance;              /* relative resolution of the rate search */
+		double min_rate, max_rate;     /* requests/s bounds of the rate search (max 0: from saturation) */
+		uint32_t max_steps;            /* load points per trial at most */
+		uint64_t request_timeout_usec; /* per request */
+	} probe;
+
+	struct {
+		enum study_deploy_method method;
+		const char *host;            /* where the server listens (exec: 127.0.0.1) */
+		uint64_t startup_timeout_usec; /* 0: the engine profile's default */
+		uint64_t stop_timeout_usec;  /* SIGTERM → SIGKILL grace */
+	} deploy;
+
+	struct {
+		uint64_t seed;
+		const char *algorithm; /* NLopt algorithm name, e.g. "LN_SBPLX" */
+		const char *strategy;  /* outer strategy for categorical knobs; NULL = the optimizer's default */
+	} search;
+
+	struct {
+		bool set;
+		unsigned start_min, end_min; /* minutes after midnight, local time; end < start wraps */
+	} window;
+};
+
+struct study_options {
+	/* Knob names the engine profile adds (NULL-terminated; may be NULL). */
+	const char *const *extra_knobs;
+};
+
+/* Validates a spec and builds the study. j is copied (the caller keeps its
+ * own). Errors name the key path. The caller frees *ret with study_free. */
+int study_from_json(const cJSON *j, const struct study_options *opts, struct study **ret, struct error *err);
+/* Reads, parses and validates a spec file (at most STUDY_SPEC_MAX_BYTES). */
+int study_load_file(const char *path, const struct study_options *opts, struct study **ret, struct error *err);
+
+struct study *study_free(struct study *s);
+static inline void study_freep(struct study **s)
+{
+	if (*s)
+		*s = study_free(*s);
+}
+
+/* The spec as compact JSON (for the store). The caller frees with free(). */
+char *study_to_string(const struct study *s);
+
+/* The model name the server is started with for a quantization: the
+ * checkpoint when the spec names one, else model.name. */
+const char *study_checkpoint(const struct study *s, enum study_quant q);
+
+/* Whether realtime_usec (CLOCK_REALTIME) lies inside the study's window
+ * (always true without one), using local time. */
+bool study_in_window(const struct study *s, uint64_t realtime_usec);
+
+/* The reference of every key: path, type, range/default and description. */
+void study_schema_print(FILE *f);

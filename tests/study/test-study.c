@@ -1,0 +1,243 @@
+/* The study spec as an operator writes it: the shipped examples load with
+ * the values they state and the documented defaults; every kind of mistake
+ * (unknown key, out-of-range value, wrong type, missing key, inconsistent
+ * combination) is refused with the key path in the message. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "json-util.h"
+#include "macro.h"
+#include "study.h"
+#include "tests.h"
+#include "time-util.h"
+
+static const char *minimal =
+	"{\"name\": \"t1\", \"engine\": \"sim\", \"model\": {\"name\": \"llama-3.1-8b\"},"
+	" \"gpu\": {\"type\": \"H100\", \"count\": 2, \"price_per_gpu_hour\": 2.5},"
+	" \"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 64, \"scale\": \"log2\"}},"
+	" \"workload\": {\"input_len\": 256}, \"sla\": {\"ttft_ms\": 500, \"tpot_ms\": 50}}";
+
+static int parse_with(const char *text, const char *pointer_path, const char *json_value, struct study **ret,
+		      struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct error perr = { 0 };
+
+	CHECK_MSG(json_parse_strict("test", text, strlen(text), &j, &perr) == 0, "%s", perr.msg);
+	if (pointer_path) {
+		/* Set or replace one key, "a.b.c" = json_value (NULL: delete). */
+		char buf[128], *save = NULL, *tok, *next;
+		cJSON *o = j;
+
+		snprintf(buf, sizeof(buf), "%s", pointer_path);
+		tok = strtok_r(buf, ".", &save);
+		while ((next = strtok_r(NULL, ".", &save))) {
+			cJSON *child = cJSON_GetObjectItemCaseSensitive(o, tok);
+			if (!child) {
+				child = cJSON_CreateObject();
+				cJSON_AddItemToObject(o, tok, child);
+			}
+			o = child;
+			tok = next;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(o, tok);
+		if (json_value) {
+			cJSON *v = NULL;
+			CHECK(json_parse_strict("value", json_value, strlen(json_value), &v, &perr) == 0);
+			cJSON_AddItemToObject(o, tok, v);
+		}
+	}
+	return study_from_json(j, NULL, ret, err);
+}
+
+/* Expects the change to be refused with a message containing want. */
+static void refused(const char *path, const char *value, const char *want)
+{
+	struct study *s = NULL;
+	struct error err = { 0 };
+	int r = parse_with(minimal, path, value, &s, &err);
+
+	CHECK_MSG(r < 0, "%s = %s was accepted", path, value ? value : "(deleted)");
+	CHECK(s == NULL);
+	CHECK_MSG(strstr(err.msg, want), "%s = %s: message \"%s\" lacks \"%s\"", path, value ? value : "(deleted)",
+		  err.msg, want);
+}
+
+static void test_minimal_defaults(void)
+{
+	_cleanup_(study_freep) struct study *s = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(parse_with(minimal, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	CHECK_STR_EQ(s->name, "t1");
+	CHECK_STR_EQ(s->engine, "sim");
+	CHECK_INT_EQ(s->gpu.count, 2);
+	CHECK(s->gpu.price_per_gpu_hour == 2.5);
+	CHECK(s->scenario == OPT_SCENARIO_ONLINE);
+	CHECK(s->cost_tokens == OPT_COST_TOKENS_OUTPUT);
+	CHECK_INT_EQ(s->budget.max_trials, 40);
+	CHECK(s->budget.max_wall_time_usec == USEC_INFINITY);
+	CHECK(s->quantizations == 1u << STUDY_QUANT_NONE);
+	CHECK(s->quality_check == NULL);
+	CHECK(s->workload.input.mean == 256 && s->workload.output.mean == 128);
+	CHECK(s->workload.input.kind == PROBE_DIST_FIXED);
+	CHECK(s->workload.arrival == PROBE_ARRIVAL_POISSON);
+	CHECK_INT_EQ(s->sla.n_bounds, 2);
+	CHECK(s->sla.attainment == 0.9);
+	CHECK(s->deploy.method == STUDY_DEPLOY_EXEC);
+	CHECK_STR_EQ(s->deploy.host, "127.0.0.1");
+	CHECK(s->deploy.startup_timeout_usec == 0);
+	CHECK_STR_EQ(s->search.algorithm, "LN_SBPLX");
+	CHECK(s->space && s->space->n_knobs >= 1);
+	CHECK_INT_EQ(s->n_percentiles, 3);
+	CHECK(!s->window.set && study_in_window(s, real_usec()));
+	CHECK_STR_EQ(study_checkpoint(s, STUDY_QUANT_FP8), "llama-3.1-8b");
+	_cleanup_(freep) char *txt = study_to_string(s);
+	CHECK_STR_CONTAINS(txt, "\"name\":\"t1\"");
+}
+
+static void test_examples(void)
+{
+	_cleanup_(study_freep) struct study *sim = NULL, *vllm = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/sim-demo.json", NULL, &sim, &err) == 0, "%s",
+		  err.msg);
+	CHECK_STR_EQ(sim->engine, "sim");
+	CHECK(sim->quantizations == (1u << STUDY_QUANT_NONE | 1u << STUDY_QUANT_FP8 | 1u << STUDY_QUANT_AWQ));
+	/* "quantizations" became the quantization knob. */
+	CHECK(opt_space_knob_index(sim->space, "quantization") >= 0);
+	CHECK(opt_space_knob_index(sim->space, "tensor_parallel") >= 0);
+	CHECK(sim->budget.max_wall_time_usec == 270 * USEC_PER_SEC);
+	CHECK(sim->workload.input.kind == PROBE_DIST_UNIFORM && sim->workload.input.range_ratio == 0.25);
+	CHECK(sim->probe.tolerance == 0.1);
+
+	struct study_options o = { .extra_knobs = (const char *const[]){ "gpu_memory_utilization", NULL } };
+	CHECK_MSG(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", &o, &vllm, &err) ==
+			  0,
+		  "%s", err.msg);
+	CHECK_STR_EQ(study_checkpoint(vllm, STUDY_QUANT_FP8), "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8");
+	CHECK_STR_EQ(study_checkpoint(vllm, STUDY_QUANT_NONE), "meta-llama/Llama-3.1-70B-Instruct");
+	CHECK(vllm->quality_check && strcmp(vllm->quality_check[0], "/usr/local/bin/my-eval") == 0);
+	CHECK(vllm->quality_check[3] == NULL);
+	CHECK(vllm->deploy.startup_timeout_usec == 20 * 60 * USEC_PER_SEC);
+	CHECK(vllm->window.set && vllm->window.start_min == 22 * 60 && vllm->window.end_min == 6 * 60);
+	CHECK_INT_EQ(vllm->sla.n_bounds, 3); /* ttft, tpot and p99 ttft */
+	/* The vLLM example needs the profile's extra knob: without it, a clear error. */
+	study_free(TAKE_PTR(vllm));
+	CHECK(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", NULL, &vllm, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "gpu_memory_utilization");
+	CHECK_STR_CONTAINS(err.msg, "vllm-h100-llama70b.json");
+}
+
+static void test_errors(void)
+{
+	/* unknown keys, at every level */
+	refused("budgett", "3", "budgett: unknown key");
+	refused("workload.input_length", "3", "workload.input_length: unknown key");
+	refused("model.nam", "\"x\"", "model.nam: unknown key");
+	refused("sla.ttft", "3", "sla.ttft: unknown key");
+	refused("sla.p99_foo_ms", "3", "sla.p99_foo_ms: unknown metric");
+	refused("sla.p0_tpot_ms", "3", "sla.p0_tpot_ms");
+	/* out of range and wrong types */
+	refused("workload.input_len", "0", "workload.input_len: expected a number in [1, ");
+	refused("gpu.count", "0", "gpu.count: expected an integer in [1, 64]");
+	refused("gpu.price_per_gpu_hour", "-1", "gpu.price_per_gpu_hour");
+	refused("budget.max_trials", "2.5", "budget.max_trials");
+	refused("budget.max_wall_time", "\"8 hours\"", "budget.max_wall_time: expected seconds");
+	refused("budget.max_wall_time", "\"1h30\"", "budget.max_wall_time");
+	refused("workload.ignore_eos", "1", "workload.ignore_eos: expected true or false");
+	refused("workload.request_rate", "\"fast\"", "workload.request_rate");
+	refused("workload.dataset", "\"csv\"", "workload.dataset");
+	refused("sla.attainment", "1.5", "sla.attainment");
+	refused("scenario", "\"batch\"", "scenario");
+	refused("name", "\"my study\"", "name: \"my study\"");
+	refused("window", "\"22-06\"", "window: expected \"HH:MM-HH:MM\"");
+	refused("window", "\"25:00-06:00\"", "window");
+	/* missing */
+	refused("engine", NULL, "engine: missing");
+	refused("gpu.price_per_gpu_hour", NULL, "gpu.price_per_gpu_hour: missing");
+	refused("search_space", NULL, "search_space: missing");
+	refused("sla", NULL, "sla: an online study needs latency bounds");
+	/* combinations */
+	refused("scenario", "\"offline\"", "sla: an offline study has no latency bounds");
+	refused("workload.dataset", "\"sharegpt\"", "workload.dataset_path: missing");
+	refused("workload.input_len_dist", "\"normal\"", "workload.input_len_std");
+	refused("workload.arrival", "\"inf\"", "workload.arrival: inf");
+	refused("deploy.method", "\"systemd\"", "deploy.method: \"systemd\" is not available yet");
+	refused("quantizations", "[\"none\", \"fp4\"]", "quantizations[1]");
+	refused("quantizations", "[\"none\", \"none\"]", "listed twice");
+	refused("model.checkpoints", "{\"fp16\": \"x\"}", "model.checkpoints.fp16: unknown quantization");
+	refused("search_space.quantization", "[\"none\", \"fp8\"]", "search_space.quantization[1]: \"fp8\" is not among");
+	refused("quality_check", "[]", "quality_check");
+	refused("quality_check", "[\"eval\", 3]", "quality_check[1]");
+	/* the search space is checked by the optimizer, with the GPU count */
+	refused("search_space.tensor_parallel", "[1, 3]", "search_space.tensor_parallel");
+	refused("search_space.max_num_seqs", "{\"min\": 8, \"max\": 64, \"scale\": \"log\"}",
+		"search_space.max_num_seqs.scale");
+	refused("search_space.gpu_memory_utilization", "[0.9]", "gpu_memory_utilization");
+	refused("probe.max_rate", "0.01", "probe.max_rate");
+}
+
+static void test_variants(void)
+{
+	_cleanup_(study_freep) struct study *s = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(parse_with(minimal, "workload.request_rate", "4", &s, &err) == 0, "%s", err.msg);
+	CHECK(s->workload.arrival == PROBE_ARRIVAL_POISSON && s->workload.request_rate == 4);
+	study_free(TAKE_PTR(s));
+	CHECK_MSG(parse_with(minimal, "workload.burstiness", "2", &s, &err) == 0, "%s", err.msg);
+	CHECK(s->workload.arrival == PROBE_ARRIVAL_GAMMA && s->workload.burstiness == 2);
+	study_free(TAKE_PTR(s));
+	CHECK_MSG(parse_with(minimal, "sla", "{\"p99_tpot_ms\": 60, \"p90.5_ttft_ms\": 800}", &s, &err) == 0, "%s",
+		  err.msg);
+	CHECK_INT_EQ(s->sla.n_bounds, 2);
+	CHECK(s->sla.bounds[0].metric == PROBE_METRIC_TPOT && s->sla.bounds[0].percentile == 99);
+	CHECK(s->sla.bounds[1].percentile == 90.5 && s->sla.bounds[1].bound_ms == 800);
+	study_free(TAKE_PTR(s));
+	CHECK_MSG(parse_with(minimal, "budget.max_wall_time", "\"1h30m\"", &s, &err) == 0, "%s", err.msg);
+	CHECK(s->budget.max_wall_time_usec == 5400 * USEC_PER_SEC);
+	study_free(TAKE_PTR(s));
+	CHECK_MSG(parse_with(minimal, "window", "\"09:00-17:30\"", &s, &err) == 0, "%s", err.msg);
+	CHECK(s->window.set && s->window.start_min == 540 && s->window.end_min == 1050);
+	study_free(TAKE_PTR(s));
+	/* offline: no SLA */
+	const char *offline =
+		"{\"name\": \"off\", \"engine\": \"sim\", \"model\": {\"name\": \"m\"}, \"scenario\": \"offline\","
+		" \"cost_tokens\": \"input+output\","
+		" \"gpu\": {\"type\": \"H100\", \"price_per_gpu_hour\": 2},"
+		" \"search_space\": {\"max_num_seqs\": [8, 16]}, \"workload\": {}}";
+	CHECK_MSG(parse_with(offline, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	CHECK(s->scenario == OPT_SCENARIO_OFFLINE && s->cost_tokens == OPT_COST_TOKENS_TOTAL);
+	CHECK(probe_sla_empty(&s->sla));
+}
+
+static void test_schema_text(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(f);
+	study_schema_print(f);
+	fclose(f);
+	CHECK_STR_CONTAINS(buf, "gpu.price_per_gpu_hour *");
+	CHECK_STR_CONTAINS(buf, "budget.max_wall_time");
+	CHECK_STR_CONTAINS(buf, "workload.range_ratio");
+	CHECK_STR_CONTAINS(buf, "online|offline");
+	free(buf);
+}
+
+int main(void)
+{
+	test_minimal_defaults();
+	test_examples();
+	test_errors();
+	test_variants();
+	test_schema_text();
+	return 0;
+}

@@ -1,7 +1,7 @@
 /* opt.c — the ask/tell search, replayed from the history on every ask.
  *
- * A replay runs the whole search strategy (screen, restarted SBPLX runs,
- * opt.h explains it) against an "oracle" that answers each configuration the
+ * A replay runs the whole search strategy (screen, local checks on the grid,
+ * re-probes, restarted SBPLX runs; opt.h explains it) against an "oracle" that answers each configuration the
  * strategy wants from the history. The oracle reveals history entries one at
  * a time, in the order the strategy asks for them, and every decision of the
  * strategy (which combination next, where a run restarts, which points an
@@ -29,6 +29,10 @@
 #define RUN_MAXEVAL 400
 #define RUNS_MAX 10000
 #define SCREEN_LEVELS 3
+#define REPROBES_MAX 4
+/* The local check walks on while a cost stays within this of the best: two
+ * noisy measurements of equal configurations differ by a few percent. */
+#define LOCAL_TOLERANCE 0.05
 
 /* ---- a small open-addressing map: grid ordinal -> int ---- */
 
@@ -150,17 +154,27 @@ enum eval_kind {
 	EVAL_STOP,   /* the replay has stopped: unwind */
 };
 
-/* What the history says about one configuration (search trials only). */
+/* What the history says about one configuration: its search trials, and
+ * the first REPROBES_MAX re-probes (confirm trials) in the order told. */
 struct hist_entry {
 	bool decided;
 	enum opt_outcome outcome;
 	double cost;
 	unsigned failures;
+	unsigned n_reprobes;
+	bool reprobe_measured[REPROBES_MAX];
+	double reprobe_cost[REPROBES_MAX];
 };
 
+/* What the replay has learnt about one configuration. For a measured one,
+ * cost is the mean of its n revealed measurements. */
 struct revealed {
 	enum eval_kind kind;
 	double cost;
+	struct opt_config config;
+	unsigned n;        /* measurements (MEASURED) */
+	unsigned reprobes; /* re-probes consumed from the history */
+	double sum;
 };
 
 struct replay {
@@ -174,6 +188,7 @@ struct replay {
 	struct opt_config *oom; /* revealed out-of-memory configurations */
 	size_t n_oom, cap_oom;
 	unsigned evaluated, inferred;
+	unsigned reprobes; /* re-probes consumed from the history */
 
 	/* categorical combinations and ordinal dimensions */
 	size_t cat[OPT_KNOBS_MAX], n_cat;
@@ -183,6 +198,9 @@ struct replay {
 	double *combo_screen;             /* its cost at the screening point (INFINITY: none) */
 	struct opt_config *combo_best_cfg;
 	bool *combo_done;
+	bool *combo_converged;            /* NLopt runs from the best ask for nothing new */
+	bool *combo_checked;              /* the local check passed at combo_checked_cfg */
+	struct opt_config *combo_checked_cfg;
 	unsigned *combo_runs;
 	double best;                      /* lowest revealed cost overall */
 	struct opt_config best_cfg;
@@ -195,6 +213,7 @@ struct replay {
 	int error;
 	bool stopped, budget;
 	enum opt_phase phase;
+	bool reprobe; /* the candidate is a re-probe (asked as OPT_ASK_CONFIRM) */
 	struct opt_config candidate;
 	unsigned attempt;
 };
@@ -211,6 +230,9 @@ static void replay_done(struct replay *r)
 	free(r->combo_runs);
 	free(r->combo_best_cfg);
 	free(r->combo_done);
+	free(r->combo_converged);
+	free(r->combo_checked);
+	free(r->combo_checked_cfg);
 }
 
 static bool config_valid(const struct opt_space *space, const struct opt_config *c)
@@ -239,10 +261,17 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 
 		if (!config_valid(space, &t->config))
 			return error_set(err, -EINVAL, "trial %zu: configuration is not on the search space's grid", i);
-		if (t->confirm)
-			continue;
 		o = opt_config_ordinal(space, &t->config);
 		slot = imap_get(&r->hist_map, o);
+		if (t->confirm) {
+			/* A re-probe: only of a configuration already measured. */
+			e = slot ? &r->hist[*slot] : NULL;
+			if (e && e->decided && e->n_reprobes < REPROBES_MAX) {
+				e->reprobe_measured[e->n_reprobes] = t->outcome == OPT_OUTCOME_MEASURED;
+				e->reprobe_cost[e->n_reprobes++] = t->cost;
+			}
+			continue;
+		}
 		if (!slot) {
 			q = imap_put(&r->hist_map, o, (int)n_entries);
 			if (q < 0)
@@ -273,8 +302,13 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 	r->combo_screen = malloc(r->n_combos * sizeof(double));
 	r->combo_best_cfg = calloc(r->n_combos, sizeof(struct opt_config));
 	r->combo_done = calloc(r->n_combos, sizeof(bool));
+	r->combo_converged = calloc(r->n_combos, sizeof(bool));
+	r->combo_checked = calloc(r->n_combos, sizeof(bool));
+	r->combo_checked_cfg = calloc(r->n_combos, sizeof(struct opt_config));
 	r->combo_runs = calloc(r->n_combos, sizeof(unsigned));
-	if (!r->combo_best || !r->combo_screen || !r->combo_best_cfg || !r->combo_done || !r->combo_runs)
+	if (!r->combo_best || !r->combo_screen || !r->combo_best_cfg || !r->combo_done || !r->combo_converged ||
+	    !r->combo_checked || !r->combo_checked_cfg ||
+	    !r->combo_runs)
 		return -ENOMEM;
 	for (size_t c = 0; c < r->n_combos; c++)
 		r->combo_best[c] = r->combo_screen[c] = INFINITY;
@@ -321,7 +355,7 @@ static bool dominated(const struct replay *r, const struct opt_config *c)
 	return false;
 }
 
-static int remember(struct replay *r, uint64_t o, enum eval_kind kind, double cost)
+static int remember(struct replay *r, const struct opt_config *c, uint64_t o, enum eval_kind kind, double cost)
 {
 	int q;
 
@@ -337,7 +371,9 @@ static int remember(struct replay *r, uint64_t o, enum eval_kind kind, double co
 	q = imap_put(&r->seen_map, o, (int)r->n_seen);
 	if (q < 0)
 		return q;
-	r->seen[r->n_seen++] = (struct revealed){ kind, cost };
+	r->seen[r->n_seen++] = (struct revealed){
+		.kind = kind, .cost = cost, .config = *c, .n = kind == EVAL_MEASURED, .sum = cost
+	};
 	return 0;
 }
 
@@ -380,7 +416,7 @@ static enum eval_kind evaluate(struct replay *r, const struct opt_config *c, dou
 		return r->seen[*slot].kind;
 	}
 	if (dominated(r, c)) {
-		q = remember(r, o, EVAL_INFEASIBLE, 0);
+		q = remember(r, c, o, EVAL_INFEASIBLE, 0);
 		if (q < 0) {
 			stop_error(r, q);
 			return EVAL_STOP;
@@ -391,7 +427,7 @@ static enum eval_kind evaluate(struct replay *r, const struct opt_config *c, dou
 	slot = imap_get(&r->hist_map, o);
 	e = slot ? &r->hist[*slot] : NULL;
 	if (!e || (!e->decided && e->failures < r->set->max_attempts)) {
-		if (!e && r->set->max_trials > 0 && r->evaluated >= r->set->max_trials)
+		if (!e && r->set->max_trials > 0 && r->evaluated + r->reprobes >= r->set->max_trials)
 			r->budget = true;
 		else {
 			r->candidate = *c;
@@ -409,7 +445,7 @@ static enum eval_kind evaluate(struct replay *r, const struct opt_config *c, dou
 		kind = EVAL_SLA;
 	else
 		kind = EVAL_INFEASIBLE;
-	q = remember(r, o, kind, e->cost);
+	q = remember(r, c, o, kind, e->cost);
 	if (q >= 0 && kind == EVAL_INFEASIBLE)
 		q = add_oom(r, c);
 	if (q < 0) {
@@ -432,6 +468,76 @@ static enum eval_kind evaluate(struct replay *r, const struct opt_config *c, dou
 		*ret_cost = e->cost;
 	}
 	return kind;
+}
+
+/* The lowest mean cost per combination and overall, recomputed after a
+ * re-probe moved a mean (in reveal order, as evaluate() keeps them). */
+static void rescan_best(struct replay *r)
+{
+	for (size_t k = 0; k < r->n_combos; k++)
+		r->combo_best[k] = INFINITY;
+	r->best = INFINITY;
+	for (size_t i = 0; i < r->n_seen; i++) {
+		const struct revealed *v = &r->seen[i];
+		size_t k;
+
+		if (v->kind != EVAL_MEASURED)
+			continue;
+		k = combo_of(r, &v->config);
+		if (v->cost < r->combo_best[k]) {
+			r->combo_best[k] = v->cost;
+			r->combo_best_cfg[k] = v->config;
+		}
+		if (v->cost < r->best) {
+			r->best = v->cost;
+			r->best_cfg = v->config;
+		}
+	}
+}
+
+/* Measures a measured configuration once more (a single measurement of the
+ * incumbent is biased low: it was picked for being the lowest of many noisy
+ * ones). Answered from the configuration's re-probes in the history, in
+ * order; else the replay stops with c as a re-probe candidate. Counts
+ * against max_trials. Returns true when a new measurement was revealed. */
+static bool reprobe(struct replay *r, const struct opt_config *c)
+{
+	int *slot = imap_get(&r->seen_map, opt_config_ordinal(r->space, c));
+	const struct hist_entry *e;
+	struct revealed *v;
+	unsigned j;
+
+	if (r->stopped || !slot)
+		return false;
+	v = &r->seen[*slot];
+	slot = imap_get(&r->hist_map, opt_config_ordinal(r->space, c));
+	if (v->kind != EVAL_MEASURED || !slot)
+		return false;
+	e = &r->hist[*slot];
+	j = v->reprobes;
+	if (j >= REPROBES_MAX)
+		return false;
+	if (j >= e->n_reprobes) {
+		if (r->set->max_trials > 0 && r->evaluated + r->reprobes >= r->set->max_trials)
+			r->budget = true;
+		else {
+			r->candidate = *c;
+			r->attempt = 1;
+			r->reprobe = true;
+		}
+		r->stopped = true;
+		return false;
+	}
+	v->reprobes++;
+	r->reprobes++;
+	r->new_point = true;
+	if (!e->reprobe_measured[j])
+		return false;
+	v->n++;
+	v->sum += e->reprobe_cost[j];
+	v->cost = v->sum / v->n;
+	rescan_best(r);
+	return true;
 }
 
 /* Sum of the normalised coordinates of the memory-monotone knobs. */
@@ -609,34 +715,44 @@ static int screen_point(const struct replay *r, size_t k, double level, struct o
 	return 0;
 }
 
-/* Screening in passes: every combination at the screen level first, then
- * those that did not run at half of it, then at the smallest point; early
- * deployments so cover all combinations. */
+/* Screening in passes: every combination at the screen level first; those
+ * that did not run there at the smallest point (an out-of-memory result
+ * there rules the whole combination out in one deployment, as when the
+ * weights do not fit), then at half the screen level (the smallest point
+ * alone would make a combination look worse than it is). Early deployments
+ * so cover all combinations. */
 static void screen(struct replay *r)
 {
-	const double levels[SCREEN_LEVELS] = { r->set->screen_level, r->set->screen_level * 0.5, 0.0 };
+	const double levels[SCREEN_LEVELS] = { r->set->screen_level, 0.0, r->set->screen_level * 0.5 };
+	bool *first = calloc(r->n_combos, sizeof(bool)); /* screened at the first level */
 
+	if (!first) {
+		stop_error(r, -ENOMEM);
+		return;
+	}
 	r->phase = OPT_PHASE_SCREEN;
 	for (size_t l = 0; l < SCREEN_LEVELS && !r->stopped; l++)
 		for (size_t k = 0; k < r->n_combos && !r->stopped; k++) {
 			struct opt_config c;
 			double cost;
 
-			if (r->combo_done[k] || isfinite(r->combo_screen[k]))
+			if (r->combo_done[k] || (l < 2 ? isfinite(r->combo_screen[k]) : first[k]))
 				continue;
 			if (screen_point(r, k, levels[l], &c) < 0) {
 				r->combo_done[k] = true;
 				continue;
 			}
-			if (evaluate(r, &c, &cost) == EVAL_MEASURED)
-				r->combo_screen[k] = cost;
+			if (evaluate(r, &c, &cost) == EVAL_MEASURED) {
+				r->combo_screen[k] = MIN(r->combo_screen[k], cost);
+				first[k] = l == 0;
+			}
 		}
+	free(first);
 }
 
-/* Where combination k's next run starts: its first run starts from the
- * ordinal values of the best configuration so far (the batch knobs that
- * suit one quantization/TP tend to suit the others), unless that is ruled
- * out; later runs restart from the combination's own best. */
+/* Where combination k's search starts: the ordinal values of the best
+ * configuration so far (the batch knobs that suit one quantization/TP tend
+ * to suit the others), unless that is ruled out; else its own best. */
 static void run_start(const struct replay *r, size_t k, struct opt_config *ret)
 {
 	struct opt_config c = r->combo_best_cfg[k];
@@ -652,16 +768,86 @@ static void run_start(const struct replay *r, size_t k, struct opt_config *ret)
 	*ret = c;
 }
 
+/* The local check on the snapped grid, which NLopt's simplex cannot be
+ * trusted to do on a flat, noisy landscape: from combination k's best, each
+ * ordinal knob is walked down and up one grid step at a time, the other
+ * knobs held, for as long as the cost stays within LOCAL_TOLERANCE of the
+ * best (a plateau, or measurement noise) and the grid goes on; then the
+ * knob's smallest and largest values are tried (optima sit on grid edges).
+ * A point that beats the best becomes the centre and the check starts again
+ * from it. Returns when no point of the check beats the centre (or the
+ * replay stopped). */
+static void local_check(struct replay *r, size_t k)
+{
+	const struct opt_space *s = r->space;
+
+	while (!r->stopped) {
+		struct opt_config centre = r->combo_best_cfg[k];
+		double centre_cost = r->combo_best[k];
+		bool moved = false;
+
+		for (size_t i = 0; i < r->n_dim && !moved && !r->stopped; i++) {
+			size_t d = r->dim[i];
+			int top = (int)s->knobs[d].n_values - 1;
+
+			for (int dir = -1; dir <= 1 && !moved && !r->stopped; dir += 2)
+				for (int at = centre.idx[d] + dir; at >= 0 && at <= top; at += dir) {
+					struct opt_config c = centre;
+					double cost = INFINITY;
+
+					c.idx[d] = (uint16_t)at;
+					if (!opt_space_allowed(s, &c))
+						break;
+					if (evaluate(r, &c, &cost) != EVAL_MEASURED)
+						break;
+					if (cost < centre_cost) {
+						moved = true;
+						break;
+					}
+					if (cost > centre_cost * (1 + LOCAL_TOLERANCE))
+						break;
+				}
+			for (int e = 0; e < 2 && !moved && !r->stopped; e++) {
+				struct opt_config c = centre;
+				double cost = INFINITY;
+
+				c.idx[d] = (uint16_t)(e ? top : 0);
+				if (c.idx[d] == centre.idx[d] || !opt_space_allowed(s, &c))
+					continue;
+				moved = evaluate(r, &c, &cost) == EVAL_MEASURED && cost < centre_cost;
+			}
+		}
+		if (moved)
+			continue;
+		/* Converged on the centre: measure it again once before
+		 * believing it (its cost may be a lucky draw). */
+		{
+			int *slot = imap_get(&r->seen_map, opt_config_ordinal(s, &centre));
+
+			size_t v = slot ? (size_t)*slot : SIZE_MAX;
+
+			if (r->set->confirm_probes == 0 || v == SIZE_MAX || r->seen[v].reprobes > 0)
+				return;
+			(void)reprobe(r, &centre);
+			if (!r->stopped && r->seen[v].reprobes == 0)
+				return; /* cannot happen: a revealed centre can be re-probed */
+		}
+	}
+}
+
 static void search(struct replay *r)
 {
 	double screen_best = INFINITY;
 
+	if (r->stopped)
+		return;
 	r->phase = OPT_PHASE_SEARCH;
 	for (size_t k = 0; k < r->n_combos; k++)
 		screen_best = MIN(screen_best, r->combo_screen[k]);
 	for (unsigned runs = 0; runs < RUNS_MAX && !r->stopped; runs++) {
 		struct opt_config start;
 		size_t pick = SIZE_MAX;
+		bool need_local;
 
 		/* Promising: screened within `promising` of the best screen;
 		 * the one with the lowest cost so far goes first. */
@@ -676,15 +862,42 @@ static void search(struct replay *r)
 			r->combo_done[pick] = true;
 			continue;
 		}
-		run_start(r, pick, &start);
-		r->combo_runs[pick]++;
 		r->new_point = false;
-		if (run_sbplx(r, &start) < 0) {
-			stop_error(r, -EIO);
-			return;
+		need_local = !r->combo_checked[pick] ||
+			     memcmp(&r->combo_checked_cfg[pick], &r->combo_best_cfg[pick], sizeof(struct opt_config)) != 0;
+		if (need_local) {
+			struct opt_config before = r->combo_best_cfg[pick];
+
+			if (r->combo_runs[pick] == 0) {
+				double cost;
+
+				run_start(r, pick, &start);
+				r->combo_runs[pick]++;
+				(void)evaluate(r, &start, &cost);
+				if (r->stopped)
+					return;
+			}
+			local_check(r, pick);
+			if (r->stopped)
+				return;
+			r->combo_checked[pick] = true;
+			r->combo_checked_cfg[pick] = r->combo_best_cfg[pick];
+			if (memcmp(&before, &r->combo_best_cfg[pick], sizeof(before)) != 0)
+				r->combo_converged[pick] = false;
+			continue;
 		}
-		if (!r->new_point && !r->stopped)
-			r->combo_done[pick] = true;
+		if (!r->combo_converged[pick]) {
+			start = r->combo_best_cfg[pick];
+			r->combo_runs[pick]++;
+			if (run_sbplx(r, &start) < 0) {
+				stop_error(r, -EIO);
+				return;
+			}
+			if (!r->new_point && !r->stopped)
+				r->combo_converged[pick] = true;
+			continue;
+		}
+		r->combo_done[pick] = true;
 	}
 }
 
@@ -800,7 +1013,7 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 	cand.inferred = r.inferred;
 	opt_best(space, history, &cand.best, &cand.runner_up);
 	if (q >= 0 && r.stopped && !r.budget) {
-		cand.ask = OPT_ASK_TRIAL;
+		cand.ask = r.reprobe ? OPT_ASK_CONFIRM : OPT_ASK_TRIAL;
 		cand.phase = r.phase;
 		cand.config = r.candidate;
 		cand.attempt = r.attempt;
@@ -815,7 +1028,7 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 		 * re-probe may reorder them more than once. */
 		for (size_t i = 0; i < 2 && cand.ask == OPT_ASK_DONE; i++)
 			if (top[i]->valid && confirms_of(history, &top[i]->config, &total) < settings->confirm_probes &&
-			    total < settings->confirm_probes * 4) {
+			    total - MIN(total, r.reprobes) < settings->confirm_probes * 4) {
 				cand.ask = OPT_ASK_CONFIRM;
 				cand.phase = OPT_PHASE_CONFIRM;
 				cand.config = top[i]->config;

@@ -22,18 +22,29 @@
  * 1. Screen: each combination of categorical values is measured once at an
  *    informative point (half-way up every ordinal grid: a mid-size batch
  *    and chunk); the combinations where that did not run (out of memory,
- *    SLA never met) are tried again at a quarter, then at the smallest
- *    point — in passes, so the first deployments cover every combination.
- * 2. Search: the combination with the lowest cost so far gets a run of NLopt
- *    SBPLX over its ordinal knobs in normalised grid coordinates (log space
- *    for log2 ranges), each point snapped to the grid; the run restarts from
- *    the combination's best until a run asks for nothing new, then the next
- *    combination within `promising` of the best gets its turn. All runs share
- *    one history, so repeated snapped points cost nothing.
+ *    SLA never met) are tried again at the smallest point (an out-of-memory
+ *    result there rules the whole combination out), then at a quarter — in
+ *    passes, so the first deployments cover every combination.
+ * 2. Search: the combination with the lowest cost so far is searched; then
+ *    the next one within `promising` of the best screen, and so on. In a
+ *    combination: its best point (or, on its first turn, the best batch
+ *    knobs of the other combinations) gets a local check on the snapped
+ *    grid — each ordinal knob walked down and up one step at a time while
+ *    the cost stays within 5 % of the best, then tried at its smallest and
+ *    largest value; a better point re-centres the check — and, once the
+ *    check holds, the centre is re-probed once (asked as OPT_ASK_CONFIRM
+ *    with phase SEARCH; only when confirm_probes > 0), since the lowest of
+ *    many noisy measurements is biased low. Then NLopt SBPLX runs over the
+ *    ordinal knobs in normalised grid coordinates (log space for log2
+ *    ranges), each point snapped to the grid, restarted from the best until
+ *    a run asks for nothing new; a new best found there is checked again.
+ *    All runs share one history, so repeated snapped points cost nothing.
+ *    Costs are the mean of a configuration's measurements.
  * 3. Confirm: once the search stops (converged, budget, space exhausted) the
- *    best and the runner-up are re-probed `confirm_probes` times each
- *    (asked as OPT_ASK_CONFIRM); the answer is the configuration with the
- *    lowest mean cost, with the spread of its measurements.
+ *    best and the runner-up are re-probed until each has `confirm_probes`
+ *    re-probes (those of the search count) (asked as OPT_ASK_CONFIRM); the
+ *    answer is the configuration with the lowest mean cost, with the spread
+ *    of its measurements.
  * Failures: an out-of-memory result at some batch/chunk sizes makes every
  * configuration with larger-or-equal batch knobs (same other knobs)
  * infeasible without trying it. Infeasible, SLA-never-met and given-up
@@ -80,8 +91,8 @@ int opt_history_add(struct opt_history *h, const struct opt_trial *t);
 
 struct opt_settings {
 	uint64_t seed;           /* passed to nlopt_srand before each NLopt run */
-	unsigned max_trials;     /* distinct configurations the search may deploy; 0 = no limit */
-	unsigned confirm_probes; /* re-probes each of the best and runner-up get (0 = none) */
+	unsigned max_trials;     /* deployments the search may make (distinct configurations and its re-probes); 0 = no limit */
+	unsigned confirm_probes; /* re-probes each of the best and runner-up get (0 = none, and no re-probes in the search) */
 	unsigned max_attempts;   /* deployments of a FAILED configuration before giving up on it (>= 1) */
 	double promising;        /* search a combination whose best is <= (1 + promising) × the overall best */
 	double screen_level;     /* where on each normalised ordinal grid a combination is screened first */
@@ -94,7 +105,7 @@ void opt_settings_init(struct opt_settings *s);
 
 enum opt_ask {
 	OPT_ASK_TRIAL,   /* deploy and measure config; tell with confirm = false */
-	OPT_ASK_CONFIRM, /* measure config again; tell with confirm = true */
+	OPT_ASK_CONFIRM, /* measure config again; tell with confirm = true (phase SEARCH: a re-probe of the search) */
 	OPT_ASK_DONE,    /* nothing more: see reason and best */
 };
 
@@ -108,7 +119,7 @@ enum opt_phase {
 enum opt_done_reason {
 	OPT_DONE_NONE,      /* still searching */
 	OPT_DONE_CONVERGED, /* no promising combination asks for a new point */
-	OPT_DONE_BUDGET,    /* max_trials distinct configurations deployed */
+	OPT_DONE_BUDGET,    /* max_trials deployments made */
 	OPT_DONE_EXHAUSTED, /* every allowed configuration is measured or ruled out */
 };
 

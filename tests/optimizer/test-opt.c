@@ -3,8 +3,10 @@
  * interrupted study resumed from its history continues exactly as if never
  * interrupted), that out-of-memory results rule out larger configurations,
  * that failures are retried then given up, that budgets and exhaustion stop
- * the search, that the best and runner-up are confirmed, and that the
- * search finds the optimum with far fewer deployments than the grid. */
+ * the search, that the best and runner-up are confirmed, that the search
+ * re-probes the point it converged on, and that it finds the optimum with
+ * far fewer deployments than the grid — also on a grid edge behind a flat,
+ * noisy plateau, as goodput-sim's landscapes have it. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -315,6 +317,156 @@ static void test_finds_optimum(void)
 	check_finds("categorical × infeasible region", realistic_space, 4, realistic, 0.04, 0.25);
 }
 
+/* Shaped like goodput-sim's landscapes: the cost falls with the batch until
+ * the SLA caps it (flat from 128 up), and falls by 2 % with every halving
+ * of the chunk down to the smallest one, the optimum on the grid's edge;
+ * fp8 is 30 % cheaper than none, awq 15 %. Measurements carry ±3 % noise. */
+static void flat_edge(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+		      struct opt_trial *t)
+{
+	const char *q = text(s, c, "quantization");
+	double b = MIN(num(s, c, "max_num_seqs"), 128), mbt = num(s, c, "max_num_batched_tokens");
+
+	*t = (struct opt_trial){ .config = *c, .outcome = OPT_OUTCOME_MEASURED };
+	t->cost = (1 + 64 / b) * pow(1.02, log2(mbt / 256)) *
+		  (strcmp(q, "fp8") == 0 ? 0.7 : strcmp(q, "awq") == 0 ? 0.85 : 1.0);
+	if (h->n > 0) /* noise-free for true_min() */
+		t->cost *= noise(h->n);
+}
+
+static const char *flat_edge_space = "{\"max_num_seqs\": {\"min\": 4, \"max\": 512, \"scale\": \"log2\"},"
+				     "\"max_num_batched_tokens\": {\"min\": 256, \"max\": 16384, \"scale\": \"log2\"},"
+				     "\"quantization\": [\"none\", \"fp8\", \"awq\"], \"tensor_parallel\": [1]}";
+
+/* The optimum sits on the smallest chunk with the batch anywhere from 128
+ * up: the local check walks down to the edge. The incumbent (lowest mean
+ * measured so far) is within 3 % (the noise) of the optimum after at most
+ * 15 % of the grid's configurations have been deployed, and stays so. */
+static void test_edge_optimum(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(flat_edge_space, 1);
+	double best = true_min(s, flat_edge);
+	uint64_t grid = opt_space_count(s);
+	struct opt_history h, prefix;
+	struct opt_candidate c;
+	struct opt_settings set;
+	struct opt_history empty = { 0 };
+	char key[OPT_KEY_MAX];
+
+	for (uint64_t seed = 0; seed < 3; seed++) {
+		size_t reached = SIZE_MAX;
+
+		opt_settings_init(&set);
+		set.seed = seed;
+		opt_history_init(&h);
+		c = study(s, &set, flat_edge, &h, 1000);
+		CHECK_INT_EQ(c.ask, OPT_ASK_DONE);
+		CHECK(c.best.valid);
+		/* The incumbent after each deployment, by the true cost. */
+		for (size_t k = 1; k <= h.n; k++) {
+			struct opt_result inc;
+			struct opt_trial truth;
+
+			prefix = (struct opt_history){ .trials = h.trials, .n = k, .allocated = k };
+			opt_best(s, &prefix, &inc, NULL);
+			if (!inc.valid)
+				continue;
+			flat_edge(s, &inc.config, &empty, &truth);
+			if (truth.cost <= best * 1.03 && reached == SIZE_MAX)
+				reached = k;
+			else if (truth.cost > best * 1.03)
+				reached = SIZE_MAX;
+		}
+		CHECK_INT_EQ(opt_config_key(s, &c.best.config, key, sizeof(key)), 0);
+		fprintf(stderr, "flat edge (seed %" PRIu64 "): within 3 %% after %zu deployments, %u of %" PRIu64
+			" deployed, best %s\n", seed, reached, c.evaluated, grid, key);
+		CHECK_MSG(reached <= 0.15 * (double)grid, "within 3 %% after %zu deployments", reached);
+		CHECK_STR_EQ(text(s, &c.best.config, "quantization"), "fp8");
+		CHECK(num(s, &c.best.config, "max_num_batched_tokens") <= 512);
+		opt_history_done(&h);
+	}
+}
+
+/* Once the local check holds, the point it converged on is measured again
+ * (asked as a confirmation during the search), at most once; the re-probes
+ * count against max_trials; replay through them is exact; confirm_probes 0
+ * asks for none. */
+static void test_reprobe(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(flat_edge_space, 1);
+	struct opt_history h, part;
+	struct opt_candidate c;
+	struct opt_settings set;
+	size_t reprobes = 0, final_confirms = 0;
+
+	opt_settings_init(&set);
+	opt_history_init(&h);
+	for (;;) {
+		struct error err = { 0 };
+		struct opt_trial t;
+
+		CHECK_MSG(opt_next(s, &set, &h, &c, &err) == 0, "%s", err.msg);
+		if (c.ask == OPT_ASK_DONE)
+			break;
+		if (c.ask == OPT_ASK_CONFIRM && c.phase == OPT_PHASE_SEARCH) {
+			struct opt_result mean;
+
+			/* Only a measured configuration, the best of its
+			 * combination, and not one measured twice already. */
+			reprobes++;
+			opt_best(s, &h, &mean, NULL);
+			for (size_t i = 0, n = 0; i < h.n; i++)
+				if (memcmp(&h.trials[i].config, &c.config, sizeof(c.config)) == 0) {
+					CHECK_INT_EQ(h.trials[i].outcome, OPT_OUTCOME_MEASURED);
+					CHECK_MSG(++n == 1, "re-probed twice");
+				}
+		} else if (c.ask == OPT_ASK_CONFIRM)
+			final_confirms++;
+		flat_edge(s, &c.config, &h, &t);
+		t.confirm = c.ask == OPT_ASK_CONFIRM;
+		CHECK_INT_EQ(opt_history_add(&h, &t), 0);
+	}
+	fprintf(stderr, "re-probes: %zu in the search, %zu final confirmations, %zu trials\n", reprobes, final_confirms,
+		h.n);
+	CHECK(reprobes >= 2); /* one per searched combination at least */
+	CHECK(final_confirms <= 2);
+
+	/* Resumed from any prefix of the history: the same trials. */
+	for (size_t k = 0; k < h.n; k += 2) {
+		opt_history_init(&part);
+		for (size_t i = 0; i < k; i++)
+			CHECK_INT_EQ(opt_history_add(&part, &h.trials[i]), 0);
+		study(s, &set, flat_edge, &part, 1000);
+		CHECK_INT_EQ(part.n, h.n);
+		CHECK_MSG(memcmp(part.trials, h.trials, h.n * sizeof(h.trials[0])) == 0, "resume after %zu diverged", k);
+		opt_history_done(&part);
+	}
+
+	/* The budget counts re-probes: max_trials deployments, then the two
+	 * final confirmations. */
+	opt_history_done(&h);
+	opt_settings_init(&set);
+	set.max_trials = (unsigned)(reprobes > 0 ? 20 : 0);
+	opt_history_init(&h);
+	c = study(s, &set, flat_edge, &h, 1000);
+	CHECK_INT_EQ(c.reason, OPT_DONE_BUDGET);
+	CHECK_INT_EQ(h.n, 22);
+	opt_history_done(&h);
+
+	/* confirm_probes 0: no configuration is measured twice. */
+	opt_settings_init(&set);
+	set.confirm_probes = 0;
+	opt_history_init(&h);
+	c = study(s, &set, flat_edge, &h, 1000);
+	CHECK_INT_EQ(c.ask, OPT_ASK_DONE);
+	for (size_t i = 0; i < h.n; i++) {
+		CHECK(!h.trials[i].confirm);
+		for (size_t j = 0; j < i; j++)
+			CHECK(memcmp(&h.trials[i].config, &h.trials[j].config, sizeof(h.trials[i].config)) != 0);
+	}
+	opt_history_done(&h);
+}
+
 /* A crash is retried once (attempt 2); two crashes give the configuration up. */
 static void flaky(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
 		  struct opt_trial *t)
@@ -438,6 +590,8 @@ int main(void)
 	test_oom_dominance();
 	test_oom_inferred();
 	test_finds_optimum();
+	test_edge_optimum();
+	test_reprobe();
 	test_failures();
 	test_budget_exhaustion_confirm();
 	return 0;

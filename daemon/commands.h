@@ -5,3 +5,4 @@
 #pragma once
 
 int cmd_version(int argc, char **argv);
+int cmd_probe(int argc, char **argv);

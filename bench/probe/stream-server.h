@@ -1,0 +1,16 @@
+/* stream-server.h — the probe benchmark's minimal streaming server (runs in
+ * a forked child; see stream-server.c). */
+#pragma once
+
+#include <stdint.h>
+
+#define BENCH_GAP_BUCKETS 100000 /* µs; the last bucket holds everything longer */
+
+/* Lives in shared memory: the parent reads what the child recorded. */
+struct bench_server_stats {
+	uint64_t requests, tokens;
+	uint64_t gap_hist[BENCH_GAP_BUCKETS]; /* actual gaps between a stream's sends, µs */
+};
+
+/* Serves on listen_fd until stop_fd becomes readable; never returns. */
+void bench_server_run(int listen_fd, int stop_fd, struct bench_server_stats *stats) __attribute__((noreturn));

@@ -1,0 +1,838 @@
+/* client.c — libcurl's multi interface driven by an sd-event loop, sending
+ * streaming OpenAI requests and timing every token.
+ *
+ * curl tells us which sockets to watch (socket callback: one sd-event I/O
+ * source per socket, kept in curl's per-socket pointer) and when to call it
+ * back (timer callback: one sd-event time source, accuracy 1 µs). A timeout
+ * of 0 ms is scheduled like any other rather than acted on inside the
+ * callback, because curl forbids re-entering curl_multi_socket_action from
+ * its own callbacks. Finished transfers are collected after every action.
+ *
+ * Each request owns a pooled easy handle and its SSE parser; handles go back
+ * to an idle list so a load point of thousands of requests allocates a few
+ * hundred once. Connections are kept alive by the multi's connection cache.
+ * Timing happens in the write callback: one clock read per network read,
+ * shared by the events in it. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "client.h"
+#include "macro.h"
+#include "sse.h"
+#include "time-util.h"
+
+#define IDLE_MAX 1024
+#define ERROR_BODY_MAX 2048 /* how much of a non-200 body goes into the error */
+#define ITL_PREALLOC_MAX 4096
+
+enum req_kind { REQ_STREAM, REQ_GET };
+
+struct req {
+	struct probe_client *client;
+	struct req *prev, *next; /* active list, or next in the idle list */
+	CURL *easy;
+	enum req_kind kind;
+	bool configured; /* the handle holds the options of a stream request already */
+	bool active;
+	void *userdata;
+	probe_client_stream_fn stream_done;
+	probe_client_get_fn get_done;
+
+	char *body; /* request body (POST) */
+	size_t body_len, body_cap;
+	char *resp; /* GET body, or the start of a non-200 body */
+	size_t resp_len, resp_cap, resp_max;
+
+	struct probe_stream st; /* SSE reading and token timing; st.error is the request's error */
+	struct probe_request_result res;
+	uint32_t spec_input_len;
+	long status;
+	char curl_err[CURL_ERROR_SIZE];
+};
+
+/* One watched socket. curl_multi_cleanup does not always report the sockets
+ * it closes, so the client keeps its own list to free what is left. */
+struct sock {
+	sd_event_source *source;
+	struct sock *prev, *next;
+};
+
+struct probe_client {
+	sd_event *event;
+	struct sock *socks;
+	CURLM *multi;
+	sd_event_source *timer;
+	char *url, *base_url;
+	char *model;
+	bool chat;
+	struct probe_client_config cfg; /* strings point into this struct's copies or are NULL */
+	struct curl_slist *headers;     /* POST: JSON in, SSE out, auth, extra */
+	struct curl_slist *get_headers; /* GET: auth, extra */
+	struct req *active;
+	size_t n_active;
+	struct req *idle;
+	size_t n_idle;
+	bool processing;
+};
+
+void probe_client_config_init(struct probe_client_config *cfg)
+{
+	*cfg = (struct probe_client_config){
+		.endpoint = "/v1/completions",
+		.prompt_format = PROBE_PROMPT_AUTO,
+		.include_usage = true,
+		.request_timeout_usec = 600 * USEC_PER_SEC,
+		.connect_timeout_usec = 10 * USEC_PER_SEC,
+	};
+}
+
+bool probe_endpoint_is_chat(const char *endpoint)
+{
+	size_t n = endpoint ? strlen(endpoint) : 0;
+	const char *suffix = "chat/completions";
+
+	while (n > 0 && endpoint[n - 1] == '/')
+		n--;
+	return n >= strlen(suffix) && memcmp(endpoint + n - strlen(suffix), suffix, strlen(suffix)) == 0;
+}
+
+/* ---- small buffers ---- */
+
+static int buf_reserve(char **buf, size_t *cap, size_t need)
+{
+	size_t n;
+	char *b;
+
+	if (need <= *cap)
+		return 0;
+	n = MAX(need, *cap * 2);
+	n = MAX(n, (size_t)1024);
+	b = realloc(*buf, n);
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*cap = n;
+	return 0;
+}
+
+static int buf_add(struct req *q, const char *s, size_t n)
+{
+	if (buf_reserve(&q->body, &q->body_cap, q->body_len + n + 1) < 0)
+		return -ENOMEM;
+	memcpy(q->body + q->body_len, s, n);
+	q->body_len += n;
+	q->body[q->body_len] = '\0';
+	return 0;
+}
+
+static int buf_adds(struct req *q, const char *s)
+{
+	return buf_add(q, s, strlen(s));
+}
+
+static int buf_addf(struct req *q, const char *fmt, ...) _printf_(2, 3);
+static int buf_addf(struct req *q, const char *fmt, ...)
+{
+	char tmp[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -EINVAL;
+	return buf_add(q, tmp, (size_t)n);
+}
+
+/* Appends s as a JSON string literal. */
+static int buf_add_json_string(struct req *q, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
+
+	if (buf_add(q, "\"", 1) < 0)
+		return -ENOMEM;
+	for (const char *p = s; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		char esc[7];
+		size_t en = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		if (buf_add(q, run, (size_t)(p - run)) < 0)
+			return -ENOMEM;
+		esc[0] = '\\';
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			en = 6;
+		}
+		if (buf_add(q, esc, en) < 0)
+			return -ENOMEM;
+		run = p + 1;
+	}
+	if (buf_adds(q, run) < 0 || buf_add(q, "\"", 1) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+#define req_set_error(q, ...) probe_stream_set_error(&(q)->st, __VA_ARGS__)
+
+/* ---- the request body ---- */
+
+static int build_body(struct probe_client *c, struct req *q, const struct probe_request_spec *spec)
+{
+	bool ids = !c->chat && spec->prompt_ids && c->cfg.prompt_format != PROBE_PROMPT_TEXT;
+	int r = 0;
+
+	q->body_len = 0;
+	r |= buf_adds(q, "{");
+	if (c->model) {
+		r |= buf_adds(q, "\"model\":");
+		r |= buf_add_json_string(q, c->model);
+		r |= buf_adds(q, ",");
+	}
+	if (ids) {
+		r |= buf_adds(q, "\"prompt\":[");
+		for (uint32_t i = 0; i < spec->input_len; i++)
+			r |= buf_addf(q, i ? ",%" PRIu32 : "%" PRIu32, spec->prompt_ids[i]);
+		r |= buf_adds(q, "]");
+	} else {
+		_cleanup_(freep) char *text = probe_request_prompt_text(spec);
+
+		if (!text)
+			return -ENOMEM;
+		r |= buf_adds(q, c->chat ? "\"messages\":[{\"role\":\"user\",\"content\":" : "\"prompt\":");
+		r |= buf_add_json_string(q, text);
+		if (c->chat)
+			r |= buf_adds(q, "}]");
+	}
+	r |= buf_addf(q, ",\"max_tokens\":%" PRIu32 ",\"stream\":true", spec->output_len);
+	if (c->cfg.include_usage)
+		r |= buf_adds(q, ",\"stream_options\":{\"include_usage\":true}");
+	if (c->cfg.ignore_eos)
+		r |= buf_adds(q, ",\"ignore_eos\":true");
+	r |= buf_adds(q, "}");
+	return r < 0 ? -ENOMEM : 0;
+}
+
+/* ---- streaming: SSE events and the write callback ---- */
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct req *q = userdata;
+	size_t len = size * nmemb;
+	uint64_t now = mono_usec();
+
+	if (q->status == 0)
+		(void)curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
+	if (q->kind == REQ_GET || q->status != 200) {
+		size_t take = len;
+
+		if (q->kind == REQ_STREAM)
+			take = MIN(len, q->resp_max > q->resp_len ? q->resp_max - q->resp_len : 0);
+		else if (q->resp_len + len > q->resp_max) {
+			req_set_error(q, "response larger than %zu bytes", q->resp_max);
+			return 0;
+		}
+		if (take > 0) {
+			if (buf_reserve(&q->resp, &q->resp_cap, q->resp_len + take + 1) < 0) {
+				req_set_error(q, "out of memory");
+				return 0;
+			}
+			memcpy(q->resp + q->resp_len, ptr, take);
+			q->resp_len += take;
+			q->resp[q->resp_len] = '\0';
+		}
+		return len;
+	}
+	if (probe_stream_feed(&q->st, ptr, len, now) < 0)
+		return 0; /* makes curl stop with CURLE_WRITE_ERROR */
+	return len;
+}
+
+/* The request is about to be written to its connection (new or reused):
+ * that is its send time. Between probe_client_send() and here the request
+ * only waited in this process — for curl to get to it, or for a connection —
+ * and that wait is the client's, not the server's. */
+static int on_prereq(void *userdata, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+		     int conn_local_port)
+{
+	struct req *q = userdata;
+
+	if (q->kind == REQ_STREAM) {
+		q->res.send_usec = mono_usec();
+		q->st.send_usec = q->st.last_usec = q->res.send_usec;
+	}
+	return CURL_PREREQFUNC_OK;
+}
+
+/* ---- the pool ---- */
+
+static void req_free(struct req *q)
+{
+	if (!q)
+		return;
+	curl_easy_cleanup(q->easy);
+	probe_stream_done(&q->st);
+	probe_request_result_done(&q->res);
+	free(q->body);
+	free(q->resp);
+	free(q);
+}
+
+static struct req *req_get(struct probe_client *c)
+{
+	struct req *q = c->idle;
+
+	if (q) {
+		c->idle = q->next;
+		c->n_idle--;
+	} else {
+		q = calloc(1, sizeof(*q));
+		if (!q)
+			return NULL;
+		q->easy = curl_easy_init();
+		if (!q->easy) {
+			free(q);
+			return NULL;
+		}
+		q->client = c;
+		probe_stream_init(&q->st, c->cfg.max_event_bytes);
+	}
+	q->prev = q->next = NULL;
+	probe_request_result_done(&q->res);
+	q->res = (struct probe_request_result){ 0 };
+	probe_stream_begin(&q->st, &q->res, 0, 0);
+	q->body_len = q->resp_len = 0;
+	q->status = 0;
+	q->curl_err[0] = '\0';
+	return q;
+}
+
+static void req_unlink(struct probe_client *c, struct req *q)
+{
+	if (q->prev)
+		q->prev->next = q->next;
+	else
+		c->active = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	q->prev = q->next = NULL;
+	c->n_active--;
+	q->active = false;
+}
+
+/* Takes q off the multi and puts it back into the idle list (or frees it). */
+static void req_release(struct probe_client *c, struct req *q)
+{
+	if (q->active) {
+		(void)curl_multi_remove_handle(c->multi, q->easy);
+		req_unlink(c, q);
+	}
+	if (c->n_idle >= IDLE_MAX) {
+		req_free(q);
+		return;
+	}
+	probe_request_result_done(&q->res);
+	q->next = c->idle;
+	c->idle = q;
+	c->n_idle++;
+}
+
+static int req_common_opts(struct probe_client *c, struct req *q, const char *url, uint64_t timeout_usec)
+{
+	CURLcode cc = CURLE_OK;
+
+#define SET(opt, val)                                                                              \
+	do {                                                                                       \
+		if (cc == CURLE_OK)                                                                \
+			cc = curl_easy_setopt(q->easy, opt, val);                                  \
+	} while (0)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_PRIVATE, q);
+	SET(CURLOPT_WRITEFUNCTION, on_write);
+	SET(CURLOPT_WRITEDATA, q);
+	SET(CURLOPT_PREREQFUNCTION, on_prereq);
+	SET(CURLOPT_PREREQDATA, q);
+	SET(CURLOPT_ERRORBUFFER, q->curl_err);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_TCP_NODELAY, 1L);
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_TIMEOUT_MS, (long)(timeout_usec / USEC_PER_MSEC));
+	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)(c->cfg.connect_timeout_usec / USEC_PER_MSEC));
+	SET(CURLOPT_HTTPHEADER, q->kind == REQ_GET ? c->get_headers : c->headers);
+	if (c->cfg.insecure) {
+		SET(CURLOPT_SSL_VERIFYPEER, 0L);
+		SET(CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+#undef SET
+	return cc == CURLE_OK ? 0 : -EINVAL;
+}
+
+static int req_start(struct probe_client *c, struct req *q)
+{
+	CURLMcode mc;
+
+	mc = curl_multi_add_handle(c->multi, q->easy);
+	if (mc != CURLM_OK)
+		return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+	q->active = true;
+	q->next = c->active;
+	if (c->active)
+		c->active->prev = q;
+	c->active = q;
+	c->n_active++;
+	return 0;
+}
+
+int probe_client_send(struct probe_client *c, const struct probe_request_spec *spec, probe_client_stream_fn done,
+		      void *userdata)
+{
+	struct req *q;
+	int r;
+
+	q = req_get(c);
+	if (!q)
+		return -ENOMEM;
+	q->kind = REQ_STREAM;
+	q->stream_done = done;
+	q->userdata = userdata;
+	q->resp_max = ERROR_BODY_MAX;
+	q->res.index = spec->index;
+	q->spec_input_len = spec->input_len;
+	r = build_body(c, q, spec);
+	/* A handle that ran a stream before keeps its options: only the body
+	 * changes, which saves a good part of a request's set-up. */
+	if (r >= 0 && !q->configured) {
+		curl_easy_reset(q->easy);
+		r = req_common_opts(c, q, c->url, c->cfg.request_timeout_usec);
+		q->configured = r >= 0;
+	}
+	if (r >= 0 && (curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body) != CURLE_OK ||
+		       curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len) != CURLE_OK))
+		r = -EINVAL;
+	if (r >= 0) {
+		q->res.send_usec = mono_usec();
+		probe_stream_begin(&q->st, &q->res, q->res.send_usec,
+				   MIN((size_t)spec->output_len, (size_t)ITL_PREALLOC_MAX));
+		r = req_start(c, q);
+	}
+	if (r < 0) {
+		req_release(c, q);
+		return r;
+	}
+	return 0;
+}
+
+int probe_client_get(struct probe_client *c, const char *path, size_t max_bytes, uint64_t timeout_usec,
+		     probe_client_get_fn done, void *userdata)
+{
+	_cleanup_(freep) char *url = NULL;
+	struct req *q;
+	int r;
+
+	if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+		return -ENOMEM;
+	q = req_get(c);
+	if (!q)
+		return -ENOMEM;
+	q->kind = REQ_GET;
+	q->configured = false;
+	curl_easy_reset(q->easy);
+	q->get_done = done;
+	q->userdata = userdata;
+	q->resp_max = max_bytes;
+	r = req_common_opts(c, q, url, timeout_usec ? timeout_usec : c->cfg.request_timeout_usec);
+	if (r >= 0)
+		r = req_start(c, q);
+	if (r < 0) {
+		req_release(c, q);
+		return r;
+	}
+	return 0;
+}
+
+/* ---- completion ---- */
+
+static void finish_stream(struct probe_client *c, struct req *q, CURLcode code)
+{
+	struct probe_request_result *res = &q->res;
+
+	res->http_status = (int)q->status;
+	if (code == CURLE_OK && q->status == 200)
+		(void)probe_stream_end(&q->st);
+	if (code != CURLE_OK) {
+		if (code == CURLE_OPERATION_TIMEDOUT)
+			req_set_error(q, "request timed out after %.1f s (%s)",
+				      usec_to_sec(mono_usec() - res->send_usec), q->curl_err);
+		else if (q->st.chunks > 0 || q->status != 0)
+			req_set_error(q, "connection failed mid-response: %s",
+				      q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
+		else
+			req_set_error(q, "%s", q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
+	} else if (q->status != 200) {
+		/* Keep the error's text on one line. */
+		for (size_t i = 0; i < q->resp_len; i++)
+			if (q->resp[i] == '\n' || q->resp[i] == '\r')
+				q->resp[i] = ' ';
+		req_set_error(q, "HTTP %ld: %.*s", q->status, (int)MIN(q->resp_len, (size_t)400),
+			      q->resp ? q->resp : "");
+	} else if (q->st.chunks == 0)
+		req_set_error(q, "no content in the response (%" PRIu64 " SSE events%s)", q->st.sse.events,
+			      q->st.done_seen ? ", [DONE] seen" : "");
+
+	probe_stream_fill(&q->st, q->spec_input_len);
+	res->success = !q->st.error;
+	res->error = TAKE_PTR(q->st.error);
+	q->stream_done(c, res, q->userdata);
+	/* The callee owns the contents now. */
+	*res = (struct probe_request_result){ 0 };
+	q->st.itl_cap = 0;
+}
+
+static void finish_get(struct probe_client *c, struct req *q, CURLcode code)
+{
+	/* A response without a body (vLLM's /health) never reached on_write. */
+	if (code == CURLE_OK && q->status == 0)
+		(void)curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
+	if (code != CURLE_OK)
+		req_set_error(q, "%s", q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
+	q->get_done(c, q->st.error ? -EIO : 0, q->st.error ? 0 : q->status, q->resp ? q->resp : "",
+		    q->st.error ? 0 : q->resp_len, q->st.error, q->userdata);
+}
+
+static void process_done(struct probe_client *c)
+{
+	CURLMsg *msg;
+	int left;
+
+	while ((msg = curl_multi_info_read(c->multi, &left))) {
+		struct req *q = NULL;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q) != CURLE_OK || !q ||
+		    !q->active)
+			continue;
+		/* Off the multi first: the callback may start new requests. */
+		(void)curl_multi_remove_handle(c->multi, q->easy);
+		req_unlink(c, q);
+		if (q->kind == REQ_STREAM)
+			finish_stream(c, q, msg->data.result);
+		else
+			finish_get(c, q, msg->data.result);
+		req_release(c, q);
+	}
+}
+
+/* ---- curl ↔ sd-event ---- */
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct probe_client *c = userdata;
+	int action = 0, running;
+
+	if (revents & EPOLLIN)
+		action |= CURL_CSELECT_IN;
+	if (revents & EPOLLOUT)
+		action |= CURL_CSELECT_OUT;
+	if (revents & (EPOLLERR | EPOLLHUP))
+		action |= CURL_CSELECT_ERR;
+	(void)curl_multi_socket_action(c->multi, fd, action, &running);
+	process_done(c);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct probe_client *c = userdata;
+	int running;
+
+	(void)curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	process_done(c);
+	return 0;
+}
+
+static void sock_free(struct probe_client *c, struct sock *k)
+{
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		c->socks = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	sd_event_source_disable_unref(k->source);
+	free(k);
+}
+
+static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+	struct probe_client *c = userp;
+	struct sock *k = socketp;
+	uint32_t events = 0;
+	int r;
+
+	if (what == CURL_POLL_REMOVE) {
+		if (k) {
+			(void)curl_multi_assign(c->multi, fd, NULL);
+			sock_free(c, k);
+		}
+		return 0;
+	}
+	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+		events |= EPOLLIN;
+	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+		events |= EPOLLOUT;
+	if (k) {
+		r = sd_event_source_set_io_events(k->source, events);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(k->source, SD_EVENT_ON);
+		return r < 0 ? -1 : 0;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -1;
+	r = sd_event_add_io(c->event, &k->source, fd, events, on_io, c);
+	if (r < 0) {
+		free(k);
+		return -1;
+	}
+	(void)sd_event_source_set_description(k->source, "probe-curl-io");
+	k->next = c->socks;
+	if (c->socks)
+		c->socks->prev = k;
+	c->socks = k;
+	if (curl_multi_assign(c->multi, fd, k) != CURLM_OK) {
+		sock_free(c, k);
+		return -1;
+	}
+	return 0;
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct probe_client *c = userp;
+	uint64_t when;
+	int r;
+
+	if (timeout_ms < 0)
+		return c->timer && sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
+	when = mono_usec() + (uint64_t)timeout_ms * USEC_PER_MSEC;
+	if (!c->timer) {
+		r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, when, 1, on_timer, c);
+		if (r < 0)
+			return -1;
+		(void)sd_event_source_set_description(c->timer, "probe-curl-timer");
+		return 0;
+	}
+	/* curl repeats the same deadline after nearly every action, rounded to
+	 * milliseconds; moving the timer by that rounding would reprogram the
+	 * kernel timer once per token for nothing. */
+	{
+		uint64_t cur;
+		int enabled;
+
+		if (sd_event_source_get_enabled(c->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+		    sd_event_source_get_time(c->timer, &cur) >= 0 && timeout_ms > 0 &&
+		    (cur > when ? cur - when : when - cur) <= USEC_PER_MSEC)
+			return 0;
+	}
+	r = sd_event_source_set_time(c->timer, when);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
+	return r < 0 ? -1 : 0;
+}
+
+/* ---- lifetime ---- */
+
+static int check_url(const char *base, struct error *err)
+{
+	if (!base || (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0))
+		return error_set(err, -EINVAL, "--base-url: expected http://HOST[:PORT] or https://..., got \"%s\"",
+				 base ? base : "");
+	if (strpbrk(base, " \t\r\n"))
+		return error_set(err, -EINVAL, "--base-url: whitespace in \"%s\"", base);
+	return 0;
+}
+
+int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct probe_client **ret,
+		     struct error *err)
+{
+	struct probe_client *c;
+	const char *endpoint = cfg->endpoint ? cfg->endpoint : "/v1/completions";
+	size_t n;
+	int r;
+
+	r = check_url(cfg->base_url, err);
+	if (r < 0)
+		return r;
+	if (endpoint[0] != '/' || strpbrk(endpoint, " \t\r\n"))
+		return error_set(err, -EINVAL, "--endpoint: expected a path starting with '/', got \"%s\"", endpoint);
+	for (size_t i = 0; i < cfg->n_headers; i++)
+		if (!strchr(cfg->headers[i], ':') || strpbrk(cfg->headers[i], "\r\n"))
+			return error_set(err, -EINVAL, "--header: expected NAME=VALUE, got \"%s\"", cfg->headers[i]);
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	c->cfg.headers = NULL;
+	c->cfg.n_headers = 0;
+	c->cfg.api_key = NULL;
+	c->cfg.base_url = NULL;
+	c->cfg.model = NULL;
+	c->cfg.endpoint = NULL;
+	c->event = sd_event_ref(e);
+	c->chat = probe_endpoint_is_chat(endpoint);
+	c->base_url = strdup(cfg->base_url);
+	c->model = cfg->model ? strdup(cfg->model) : NULL;
+	if (!c->base_url || (cfg->model && !c->model)) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	n = strlen(c->base_url);
+	while (n > 0 && c->base_url[n - 1] == '/')
+		c->base_url[--n] = '\0';
+	if (asprintf(&c->url, "%s%s", c->base_url, endpoint) < 0) {
+		c->url = NULL;
+		r = -ENOMEM;
+		goto fail;
+	}
+
+	/* Headers: JSON in, no "Expect: 100-continue" round trip on large prompts. */
+	r = -ENOMEM;
+	{
+		struct curl_slist *l = NULL, *t;
+		const char *fixed[] = { "Content-Type: application/json", "Accept: text/event-stream", "Expect:" };
+
+		for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+			t = curl_slist_append(l, fixed[i]);
+			if (!t)
+				goto fail_list;
+			l = t;
+		}
+		if (cfg->api_key && cfg->api_key[0]) {
+			_cleanup_(freep) char *h = NULL;
+
+			if (asprintf(&h, "Authorization: Bearer %s", cfg->api_key) < 0)
+				goto fail_list;
+			t = curl_slist_append(l, h);
+			explicit_bzero(h, strlen(h));
+			if (!t)
+				goto fail_list;
+			l = t;
+		}
+		for (size_t i = 0; i < cfg->n_headers; i++) {
+			t = curl_slist_append(l, cfg->headers[i]);
+			if (!t)
+				goto fail_list;
+			l = t;
+		}
+		c->headers = l;
+		l = NULL;
+		if (cfg->api_key && cfg->api_key[0]) {
+			_cleanup_(freep) char *h = NULL;
+
+			if (asprintf(&h, "Authorization: Bearer %s", cfg->api_key) < 0)
+				goto fail_list;
+			t = curl_slist_append(l, h);
+			explicit_bzero(h, strlen(h));
+			if (!t)
+				goto fail_list;
+			l = t;
+		}
+		for (size_t i = 0; i < cfg->n_headers; i++) {
+			t = curl_slist_append(l, cfg->headers[i]);
+			if (!t)
+				goto fail_list;
+			l = t;
+		}
+		c->get_headers = l;
+		goto list_done;
+fail_list:
+		curl_slist_free_all(l);
+		goto fail;
+	}
+list_done:
+	c->multi = curl_multi_init();
+	if (!c->multi)
+		goto fail;
+	if (curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
+	    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) != CURLM_OK ||
+	    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_cb) != CURLM_OK ||
+	    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c) != CURLM_OK ||
+	    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L) != CURLM_OK ||
+	    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 4096L) != CURLM_OK) {
+		r = -EINVAL;
+		goto fail;
+	}
+	*ret = c;
+	return 0;
+fail:
+	probe_client_free(c);
+	return r;
+}
+
+void probe_client_cancel(struct probe_client *c, void *userdata)
+{
+	struct req *q, *next;
+
+	for (q = c->active; q; q = next) {
+		next = q->next;
+		if (q->userdata == userdata)
+			req_release(c, q);
+	}
+}
+
+struct probe_client *probe_client_free(struct probe_client *c)
+{
+	if (!c)
+		return NULL;
+	while (c->active)
+		req_release(c, c->active);
+	while (c->idle) {
+		struct req *q = c->idle;
+
+		c->idle = q->next;
+		req_free(q);
+	}
+	/* Closing the multi calls socket_cb(REMOVE) for the sockets still open. */
+	if (c->multi)
+		curl_multi_cleanup(c->multi);
+	while (c->socks)
+		sock_free(c, c->socks);
+	sd_event_source_disable_unref(c->timer);
+	curl_slist_free_all(c->headers);
+	curl_slist_free_all(c->get_headers);
+	free(c->url);
+	free(c->base_url);
+	free(c->model);
+	sd_event_unref(c->event);
+	free(c);
+	return NULL;
+}
+
+size_t probe_client_in_flight(const struct probe_client *c)
+{
+	return c->n_active;
+}
+
+const char *probe_client_url(const struct probe_client *c)
+{
+	return c->url;
+}

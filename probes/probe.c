@@ -1,0 +1,368 @@
+/* probe.c — the probe driver: a sequence of load points on one client.
+ *
+ * Each load point generates its workload from the same config and seed (so
+ * every point sends the same prompts) with the rate the search asks for,
+ * runs it with probe_run, and turns the results into a probe_result. The
+ * search decides the next rate from the points so far.
+ *
+ * The search itself is probes/ratesearch.h, a pure function of the points
+ * so far: the driver summarises each load point for it, asks what to do
+ * next (measure a rate with so many requests, or stop with an answer), and
+ * runs that. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "probe.h"
+#include "ratesearch.h"
+#include "time-util.h"
+
+#define PROGRESS_INTERVAL_USEC (500 * USEC_PER_MSEC)
+
+struct probe {
+	sd_event *event;
+	struct probe_config cfg;
+	struct probe_client *client;
+	probe_event_fn on_event;
+	probe_done_fn on_done;
+	void *userdata;
+
+	struct probe_workload *workload; /* of the current point */
+	struct probe_run *run;
+	sd_event_source *progress_timer, *done_defer;
+	double cur_rate;
+	bool cur_saturation;
+
+	struct probe_load_point *points;
+	size_t n_points;
+
+	struct probe_ratesearch_config search;
+	uint32_t next_num_prompts; /* what the search asked for */
+	struct probe_outcome outcome;
+	int result;
+	struct error err;
+};
+
+void probe_config_init(struct probe_config *cfg)
+{
+	*cfg = (struct probe_config){
+		.rate_tolerance = 0.05,
+		.max_load_points = 12,
+	};
+	probe_client_config_init(&cfg->client);
+	probe_workload_config_init(&cfg->workload);
+	probe_run_config_init(&cfg->run);
+}
+
+const char *probe_search_outcome_name(enum probe_search_outcome o)
+{
+	switch (o) {
+	case PROBE_SEARCH_NONE: return "none";
+	case PROBE_SEARCH_FOUND: return "found";
+	case PROBE_SEARCH_NEVER_MET: return "never_met";
+	case PROBE_SEARCH_CLIENT_LIMIT: return "client_limit";
+	}
+	return "unknown";
+}
+
+int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, struct error *err)
+{
+	_cleanup_(probe_client_freep) struct probe_client *c = NULL;
+	struct probe *p;
+	int r;
+
+	if (!(cfg->rate_tolerance > 0 && cfg->rate_tolerance < 1))
+		return error_set(err, -EINVAL, "--rate-tolerance: expected a fraction in (0, 1), got %g",
+				 cfg->rate_tolerance);
+	if (cfg->workload.num_prompts == 0)
+		return error_set(err, -EINVAL, "--num-prompts: expected at least 1, got 0");
+	if (!cfg->find_max_rate && cfg->workload.arrival != PROBE_ARRIVAL_INF && !(cfg->workload.request_rate > 0))
+		return error_set(err, -EINVAL, "--request-rate: expected a rate > 0, got %g", cfg->workload.request_rate);
+	r = probe_client_new(e, &cfg->client, &c, err);
+	if (r < 0)
+		return r;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->event = sd_event_ref(e);
+	p->cfg = *cfg;
+	p->cfg.client = (struct probe_client_config){ 0 }; /* strings belong to the caller; the client has copies */
+	p->client = TAKE_PTR(c);
+	p->outcome.best_point = SIZE_MAX;
+	probe_ratesearch_config_init(&p->search);
+	p->search.tolerance = cfg->rate_tolerance;
+	p->search.num_requests = cfg->workload.num_prompts;
+	p->search.max_requests = cfg->workload.num_prompts * 4;
+	p->search.max_points = cfg->max_load_points;
+	if (probe_sla_has_request_bounds(&cfg->sla))
+		p->search.target = cfg->sla.attainment > 0 ? cfg->sla.attainment : PROBE_SLA_DEFAULT_ATTAINMENT;
+	else
+		p->search.target = 0; /* percentile bounds only: judged by sla_met */
+	p->next_num_prompts = cfg->workload.num_prompts;
+	*ret = p;
+	return 0;
+}
+
+struct probe *probe_free(struct probe *p)
+{
+	if (!p)
+		return NULL;
+	probe_run_free(p->run);
+	probe_workload_free(p->workload);
+	sd_event_source_disable_unref(p->progress_timer);
+	sd_event_source_disable_unref(p->done_defer);
+	for (size_t i = 0; i < p->n_points; i++) {
+		for (size_t k = 0; k < p->points[i].n_requests; k++)
+			probe_request_result_done(&p->points[i].requests[k]);
+		free(p->points[i].requests);
+	}
+	free(p->points);
+	probe_client_free(p->client);
+	sd_event_unref(p->event);
+	free(p);
+	return NULL;
+}
+
+static int on_done_defer(sd_event_source *s, void *userdata)
+{
+	struct probe *p = userdata;
+
+	(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	p->on_done(p, p->result, p->userdata);
+	return 0;
+}
+
+static void finish(struct probe *p, int r)
+{
+	p->result = r;
+	(void)sd_event_source_set_enabled(p->progress_timer, SD_EVENT_OFF);
+	if (sd_event_add_defer(p->event, &p->done_defer, on_done_defer, p) < 0)
+		p->on_done(p, r, p->userdata);
+}
+
+static void emit_progress(struct probe *p)
+{
+	struct probe_event ev = {
+		.kind = PROBE_EVENT_PROGRESS,
+		.load_point = p->n_points,
+		.rate = p->cur_rate,
+		.saturation = p->cur_saturation,
+	};
+
+	if (!p->run || !p->on_event)
+		return;
+	probe_run_get_progress(p->run, &ev.progress);
+	p->on_event(p, &ev, p->userdata);
+}
+
+static int on_progress(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct probe *p = userdata;
+
+	emit_progress(p);
+	(void)sd_event_source_set_time(s, usec + PROGRESS_INTERVAL_USEC);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+static void on_run_done(struct probe_run *run, void *userdata);
+
+/* Starts a load point at rate (INFINITY: all at once / closed loop). */
+static int start_point(struct probe *p, double rate, bool saturation)
+{
+	struct probe_workload_config wc = p->cfg.workload;
+	int r;
+
+	if (isinf(rate))
+		wc.arrival = PROBE_ARRIVAL_INF;
+	else if (p->cfg.find_max_rate) {
+		if (wc.arrival == PROBE_ARRIVAL_INF)
+			wc.arrival = wc.burstiness > 0 && wc.burstiness != 1 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
+		wc.request_rate = rate;
+	}
+	if (p->cfg.find_max_rate && p->next_num_prompts > 0)
+		wc.num_prompts = p->next_num_prompts;
+	if (p->n_points > 0)
+		wc.num_warmup = 0; /* warm-up once, before the first point */
+	/* Fresh prompts at every point (same distributions): a server's prefix
+	 * cache must not make later points look faster than the first. */
+	wc.seed = p->cfg.workload.seed + p->n_points;
+	probe_workload_free(p->workload);
+	p->workload = NULL;
+	r = probe_workload_generate(&wc, &p->workload, &p->err);
+	if (r < 0)
+		return r;
+	p->cfg.run.max_concurrency = wc.max_concurrency;
+	p->cur_rate = wc.arrival == PROBE_ARRIVAL_INF ? INFINITY : wc.request_rate;
+	p->cur_saturation = saturation;
+	r = probe_run_start(p->event, p->client, p->workload, &p->cfg.run, on_run_done, p, &p->run);
+	if (r < 0)
+		return error_set(&p->err, r, "could not start the load point: %s", strerror(-r));
+	if (p->on_event) {
+		struct probe_event ev = {
+			.kind = PROBE_EVENT_LOAD_POINT_START,
+			.load_point = p->n_points,
+			.rate = p->cur_rate,
+			.saturation = saturation,
+		};
+
+		p->on_event(p, &ev, p->userdata);
+	}
+	return 0;
+}
+
+/* Asks the rate search what comes next: 1 and *ret_rate to measure, 0 when
+ * the search is over (outcome filled in). */
+static int search_next(struct probe *p, double *ret_rate)
+{
+	_cleanup_(freep) struct probe_rate_point *hist = NULL;
+	struct probe_ratesearch_step step;
+	int r;
+
+	hist = calloc(MAX(p->n_points, (size_t)1), sizeof(*hist));
+	if (!hist)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_points; i++) {
+		const struct probe_result *res = &p->points[i].result;
+
+		hist[i] = (struct probe_rate_point){
+			.rate = p->points[i].saturation ? INFINITY : res->request_rate,
+			.n = res->num_prompts,
+			.good = (uint32_t)lround(res->attainment * res->num_prompts),
+			.sla_met = res->sla_met,
+			.throughput = res->request_throughput,
+		};
+	}
+	r = probe_ratesearch_next(&p->search, hist, p->n_points, &step, &p->err);
+	if (r < 0)
+		return r;
+	p->outcome.saturation_rate = step.saturation;
+	switch (step.action) {
+	case PROBE_RATESEARCH_MEASURE:
+		p->next_num_prompts = step.num_requests;
+		*ret_rate = step.rate;
+		return 1;
+	case PROBE_RATESEARCH_DONE:
+		p->outcome.search = PROBE_SEARCH_FOUND;
+		break;
+	case PROBE_RATESEARCH_ALWAYS:
+		p->outcome.search = PROBE_SEARCH_CLIENT_LIMIT;
+		break;
+	case PROBE_RATESEARCH_NEVER:
+		p->outcome.search = PROBE_SEARCH_NEVER_MET;
+		break;
+	}
+	p->outcome.max_rate = step.action == PROBE_RATESEARCH_NEVER ? 0 : step.rate;
+	p->outcome.best_point = step.best >= 0 && (size_t)step.best < p->n_points ? (size_t)step.best : SIZE_MAX;
+	return 0;
+}
+
+static int add_point(struct probe *p, struct probe_run *run)
+{
+	struct probe_load_point pt = { .saturation = p->cur_saturation };
+	struct probe_load_point *a;
+	int r;
+
+	a = realloc(p->points, (p->n_points + 1) * sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	p->points = a;
+	pt.requests = probe_run_steal_results(run, &pt.n_requests);
+	r = probe_result_compute(pt.requests, pt.n_requests, probe_run_duration_s(run), p->cfg.percentiles,
+				 p->cfg.n_percentiles, &p->cfg.sla, &pt.result, &p->err);
+	if (r < 0) {
+		for (size_t k = 0; k < pt.n_requests; k++)
+			probe_request_result_done(&pt.requests[k]);
+		free(pt.requests);
+		return r;
+	}
+	pt.result.request_rate = p->cur_rate;
+	pt.result.burstiness = p->workload->config.burstiness > 0 ? p->workload->config.burstiness : 1.0;
+	pt.result.max_concurrency = p->workload->config.max_concurrency;
+	probe_run_server_metrics(run, &pt.result.server);
+	p->points[p->n_points++] = pt;
+	return 0;
+}
+
+static void on_run_done(struct probe_run *run, void *userdata)
+{
+	struct probe *p = userdata;
+	double rate = 0;
+	int r;
+
+	emit_progress(p);
+	r = add_point(p, run);
+	p->run = probe_run_free(p->run);
+	if (r < 0) {
+		finish(p, r);
+		return;
+	}
+	if (p->on_event) {
+		struct probe_event ev = {
+			.kind = PROBE_EVENT_LOAD_POINT_DONE,
+			.load_point = p->n_points - 1,
+			.rate = p->cur_rate,
+			.saturation = p->cur_saturation,
+			.point = &p->points[p->n_points - 1],
+		};
+
+		p->on_event(p, &ev, p->userdata);
+	}
+	if (!p->cfg.find_max_rate) {
+		p->outcome.search = PROBE_SEARCH_NONE;
+		p->outcome.best_point = p->points[0].result.sla_met ? 0 : SIZE_MAX;
+		p->outcome.max_rate = p->points[0].result.sla_met ? p->points[0].result.request_rate : 0;
+		finish(p, 0);
+		return;
+	}
+	r = search_next(p, &rate);
+	if (r > 0)
+		r = start_point(p, rate, isinf(rate));
+	else
+		r = -1; /* the search is over */
+	if (r < 0)
+		finish(p, r == -1 ? 0 : r);
+}
+
+int probe_start(struct probe *p, probe_event_fn on_event, probe_done_fn on_done, void *userdata)
+{
+	int r;
+
+	p->on_event = on_event;
+	p->on_done = on_done;
+	p->userdata = userdata;
+	r = sd_event_add_time(p->event, &p->progress_timer, CLOCK_MONOTONIC, mono_usec() + PROGRESS_INTERVAL_USEC,
+			      10 * USEC_PER_MSEC, on_progress, p);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_description(p->progress_timer, "probe-progress");
+	if (p->cfg.find_max_rate) {
+		double rate = INFINITY;
+
+		r = search_next(p, &rate);
+		if (r < 0)
+			return r;
+		return start_point(p, rate, isinf(rate));
+	}
+	return start_point(p, p->cfg.workload.arrival == PROBE_ARRIVAL_INF ? INFINITY : p->cfg.workload.request_rate,
+			   false);
+}
+
+const struct probe_load_point *probe_load_points(const struct probe *p, size_t *ret_n)
+{
+	*ret_n = p->n_points;
+	return p->points;
+}
+
+void probe_get_outcome(const struct probe *p, struct probe_outcome *ret)
+{
+	*ret = p->outcome;
+}
+
+const char *probe_error(const struct probe *p)
+{
+	return error_str(&p->err, p->result);
+}

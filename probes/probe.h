@@ -1,0 +1,98 @@
+/* probe.h — a whole probe: warm-up, then one load point or a search for the
+ * largest request rate that meets the SLA, on the caller's sd-event loop.
+ *
+ * Used by `goodput probe` and by the tuner. The probe owns its client and
+ * its load points; it reports progress and every finished load point
+ * through an event callback and ends with a done callback (deferred, so the
+ * callee may free the probe there).
+ *
+ * find-max-rate: a saturation run (every request at once, or closed loop at
+ * max_concurrency) measures the rate the server completes requests at; the
+ * search (probes/ratesearch.h) then looks below it for the largest rate whose
+ * load point meets the SLA with confidence, stopping when the bracket is
+ * within rate_tolerance (relative). Each point sends fresh prompts (seed +
+ * point number) so that a prefix cache does not flatter later points.
+ * Warm-up requests are sent before the first load point only. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "client.h"
+#include "macro.h"
+#include "metrics.h"
+#include "run.h"
+#include "workload.h"
+
+struct probe_config {
+	struct probe_client_config client;
+	struct probe_workload_config workload; /* rate/arrival/concurrency of a single load point */
+	struct probe_sla sla;
+	double percentiles[PROBE_MAX_PERCENTILES];
+	size_t n_percentiles; /* 0: 50, 90, 99 */
+	struct probe_run_config run; /* max_concurrency is taken from workload */
+	bool find_max_rate;
+	double rate_tolerance;     /* relative bracket width; default 0.05 */
+	uint32_t max_load_points;  /* finite-rate points before the search gives up; default 12 */
+};
+
+void probe_config_init(struct probe_config *cfg);
+
+struct probe_load_point {
+	bool saturation;    /* the saturation run of a search */
+	struct probe_result result;
+	struct probe_request_result *requests; /* measured requests, owned */
+	size_t n_requests;
+};
+
+enum probe_search_outcome {
+	PROBE_SEARCH_NONE,        /* a single load point was asked for */
+	PROBE_SEARCH_FOUND,       /* max_rate meets the SLA, a slightly higher rate does not */
+	PROBE_SEARCH_NEVER_MET,   /* even the lowest rate tried missed the SLA */
+	PROBE_SEARCH_CLIENT_LIMIT,/* the SLA held even at saturation: the server outran the load */
+};
+
+const char *probe_search_outcome_name(enum probe_search_outcome o);
+
+struct probe_outcome {
+	enum probe_search_outcome search;
+	double max_rate;         /* requests/s meeting the SLA (0 when none) */
+	double saturation_rate;  /* completed requests/s at saturation */
+	size_t best_point;       /* index of the load point at max_rate, or SIZE_MAX */
+};
+
+enum probe_event_kind {
+	PROBE_EVENT_LOAD_POINT_START, /* rate, load_point, saturation */
+	PROBE_EVENT_PROGRESS,         /* progress (about twice a second) */
+	PROBE_EVENT_LOAD_POINT_DONE,  /* point */
+};
+
+struct probe_event {
+	enum probe_event_kind kind;
+	size_t load_point;  /* 0-based */
+	double rate;        /* offered rate; INFINITY for all at once */
+	bool saturation;
+	struct probe_run_progress progress;
+	const struct probe_load_point *point;
+};
+
+struct probe;
+
+typedef void (*probe_event_fn)(struct probe *p, const struct probe_event *ev, void *userdata);
+/* r < 0: the probe could not run (err text from probe_error()). */
+typedef void (*probe_done_fn)(struct probe *p, int r, void *userdata);
+
+/* Checks cfg and creates the client; err names what is wrong. The client's
+ * strings are copied; cfg->workload.dataset_path must outlive the probe. */
+int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, struct error *err);
+/* Starts; callbacks come from the loop. */
+int probe_start(struct probe *p, probe_event_fn on_event, probe_done_fn on_done, void *userdata);
+struct probe *probe_free(struct probe *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe *, probe_free)
+
+const struct probe_load_point *probe_load_points(const struct probe *p, size_t *ret_n);
+void probe_get_outcome(const struct probe *p, struct probe_outcome *ret);
+const char *probe_error(const struct probe *p);

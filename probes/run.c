@@ -1,0 +1,352 @@
+/* run.c — the load point runner: turns a workload's arrival offsets into
+ * sends on the event loop and gathers one result per request.
+ *
+ * Arrivals are a sorted list, so the runner needs only counters: `arrived`
+ * requests are due, `sent` of them have left (the rest wait for a
+ * concurrency slot), `done` have finished. One one-shot timer is armed for
+ * the next arrival at its absolute time; when it fires, every request whose
+ * time has come is released at once, so a late timer catches up instead of
+ * shifting the schedule. A scrape of /metrics runs on its own timer, one at
+ * a time, on the same client. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "prom.h"
+#include "run.h"
+#include "time-util.h"
+
+#define METRICS_MAX_BYTES (8u * 1024u * 1024u)
+
+struct probe_run {
+	sd_event *event;
+	struct probe_client *client;
+	const struct probe_workload *w;
+	struct probe_run_config cfg;
+	probe_run_done_fn done_fn;
+	void *userdata;
+
+	sd_event_source *arrival_timer, *metrics_timer, *done_defer;
+	bool warmup;     /* phase */
+	size_t first, end; /* the phase's requests: w->requests[first, end) */
+	size_t arrived, sent, done, failed; /* counts within the phase */
+	uint32_t in_flight;
+	uint64_t t0_usec, end_usec, base_arrival_usec;
+	bool finished;
+
+	struct probe_request_result *results; /* measured requests */
+	size_t n_results;
+
+	/* server metrics */
+	int scrape_tag; /* its address is the userdata of our GETs */
+	bool scraping, scrape_in_flight;
+	struct probe_prom_acc acc;
+};
+
+void probe_run_config_init(struct probe_run_config *cfg)
+{
+	*cfg = (struct probe_run_config){
+		.metrics_path = "/metrics",
+		.metrics_interval_usec = USEC_PER_SEC,
+	};
+}
+
+static void on_stream_done(struct probe_client *c, struct probe_request_result *r, void *userdata);
+static int start_phase(struct probe_run *run, bool warmup);
+
+static int on_done_defer(sd_event_source *s, void *userdata)
+{
+	struct probe_run *run = userdata;
+
+	(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	run->done_fn(run, run->userdata);
+	return 0;
+}
+
+static void finish(struct probe_run *run)
+{
+	int r;
+
+	run->finished = true;
+	run->end_usec = mono_usec();
+	run->scraping = false;
+	(void)sd_event_source_set_enabled(run->metrics_timer, SD_EVENT_OFF);
+	probe_client_cancel(run->client, &run->scrape_tag);
+	r = sd_event_add_defer(run->event, &run->done_defer, on_done_defer, run);
+	if (r < 0) /* cannot defer: call now rather than never */
+		run->done_fn(run, run->userdata);
+	else
+		(void)sd_event_source_set_description(run->done_defer, "probe-run-done");
+}
+
+static void record(struct probe_run *run, struct probe_request_result *r, size_t pos)
+{
+	if (!r->success)
+		run->failed++;
+	if (run->warmup) {
+		probe_request_result_done(r);
+		return;
+	}
+	run->results[pos - run->first] = *r;
+	*r = (struct probe_request_result){ 0 };
+}
+
+/* Sends what is due and allowed by the concurrency limit. */
+static void dispatch(struct probe_run *run)
+{
+	while (run->sent < run->arrived && (run->cfg.max_concurrency == 0 || run->in_flight < run->cfg.max_concurrency)) {
+		const struct probe_request_spec *spec = &run->w->requests[run->first + run->sent];
+		int r;
+
+		run->sent++;
+		r = probe_client_send(run->client, spec, on_stream_done, run);
+		if (r < 0) {
+			struct probe_request_result res = {
+				.index = spec->index,
+				.send_usec = mono_usec(),
+				.input_tokens = spec->input_len,
+			};
+
+			if (asprintf(&res.error, "could not send: %s", strerror(-r)) < 0)
+				res.error = NULL;
+			record(run, &res, run->first + run->sent - 1);
+			run->done++;
+			continue;
+		}
+		run->in_flight++;
+	}
+}
+
+static void phase_complete(struct probe_run *run)
+{
+	if (run->warmup && start_phase(run, false) >= 0)
+		return;
+	finish(run);
+}
+
+static void on_stream_done(struct probe_client *c, struct probe_request_result *r, void *userdata)
+{
+	struct probe_run *run = userdata;
+	size_t pos = run->first;
+
+	/* Results come back by index; requests are laid out in index order. */
+	if (r->index >= run->w->requests[0].index)
+		pos = r->index - run->w->requests[0].index;
+	run->in_flight--;
+	run->done++;
+	record(run, r, pos);
+	probe_request_result_done(r);
+	dispatch(run);
+	if (run->done == run->end - run->first)
+		phase_complete(run);
+}
+
+static uint64_t due_usec(const struct probe_run *run, size_t i)
+{
+	return run->t0_usec + (run->w->requests[run->first + i].arrival_usec - run->base_arrival_usec);
+}
+
+static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct probe_run *run = userdata;
+	size_t n = run->end - run->first;
+	uint64_t now = mono_usec();
+
+	while (run->arrived < n && due_usec(run, run->arrived) <= now)
+		run->arrived++;
+	dispatch(run);
+	if (run->arrived < n) {
+		(void)sd_event_source_set_time(s, due_usec(run, run->arrived));
+		(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	}
+	if (run->done == n && !run->finished)
+		phase_complete(run);
+	return 0;
+}
+
+/* ---- /metrics ---- */
+
+static void on_metrics(struct probe_client *c, int r, long status, const char *body, size_t len, const char *error,
+		       void *userdata)
+{
+	struct probe_run *run = (struct probe_run *)((char *)userdata - offsetof(struct probe_run, scrape_tag));
+	struct probe_prom_sample sample;
+
+	run->scrape_in_flight = false;
+	if (r < 0 || status != 200) {
+		/* No /metrics here (404) or not reachable: stop asking; present stays false. */
+		run->scraping = false;
+		return;
+	}
+	if (probe_prom_parse(body, len, &sample, NULL) < 0) {
+		run->scraping = false;
+		return;
+	}
+	probe_prom_acc_add(&run->acc, &sample);
+}
+
+static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct probe_run *run = userdata;
+
+	if (!run->scraping)
+		return 0;
+	if (!run->scrape_in_flight &&
+	    probe_client_get(run->client, run->cfg.metrics_path, METRICS_MAX_BYTES, 5 * USEC_PER_SEC, on_metrics,
+			     &run->scrape_tag) >= 0)
+		run->scrape_in_flight = true;
+	(void)sd_event_source_set_time(s, usec + run->cfg.metrics_interval_usec);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+/* ---- phases ---- */
+
+static int start_phase(struct probe_run *run, bool warmup)
+{
+	size_t n_warm = 0;
+	int r;
+
+	while (n_warm < run->w->n_requests && run->w->requests[n_warm].warmup)
+		n_warm++;
+	run->warmup = warmup;
+	run->first = warmup ? 0 : n_warm;
+	run->end = warmup ? n_warm : run->w->n_requests;
+	run->arrived = run->sent = run->done = run->failed = 0;
+	run->t0_usec = mono_usec();
+	if (run->end == run->first)
+		return -ENOENT; /* an empty phase: the caller moves on */
+	run->base_arrival_usec = run->w->requests[run->first].arrival_usec;
+	if (warmup)
+		run->arrived = run->end - run->first; /* all at once */
+	else if (run->cfg.metrics_path && run->cfg.metrics_interval_usec > 0) {
+		run->scraping = true;
+		r = sd_event_add_time(run->event, &run->metrics_timer, CLOCK_MONOTONIC, run->t0_usec, 1000,
+				      on_metrics_timer, run);
+		if (r < 0)
+			return r;
+		(void)sd_event_source_set_description(run->metrics_timer, "probe-run-metrics");
+	}
+	if (!run->arrival_timer) {
+		r = sd_event_add_time(run->event, &run->arrival_timer, CLOCK_MONOTONIC, run->t0_usec, 1, on_arrival,
+				      run);
+		if (r < 0)
+			return r;
+		(void)sd_event_source_set_description(run->arrival_timer, "probe-run-arrivals");
+	} else {
+		r = sd_event_source_set_time(run->arrival_timer, run->t0_usec);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(run->arrival_timer, SD_EVENT_ONESHOT);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_workload *w,
+		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata,
+		    struct probe_run **ret)
+{
+	struct probe_run *run;
+	size_t n_warm = 0;
+	int r;
+
+	for (size_t i = 0; i < w->n_requests; i++)
+		if (w->requests[i].index != w->requests[0].index + i)
+			return -EINVAL; /* results are placed by index */
+	run = calloc(1, sizeof(*run));
+	if (!run)
+		return -ENOMEM;
+	run->event = sd_event_ref(e);
+	run->client = c;
+	run->w = w;
+	run->cfg = *cfg;
+	run->done_fn = done;
+	run->userdata = userdata;
+	probe_prom_acc_init(&run->acc);
+	while (n_warm < w->n_requests && w->requests[n_warm].warmup)
+		n_warm++;
+	run->n_results = w->n_requests - n_warm;
+	run->results = calloc(MAX(run->n_results, (size_t)1), sizeof(*run->results));
+	if (!run->results) {
+		probe_run_free(run);
+		return -ENOMEM;
+	}
+	r = start_phase(run, true);
+	if (r == -ENOENT)
+		r = start_phase(run, false);
+	if (r == -ENOENT) { /* nothing to send at all */
+		run->t0_usec = mono_usec();
+		finish(run);
+		r = 0;
+	}
+	if (r < 0) {
+		probe_run_free(run);
+		return r;
+	}
+	*ret = run;
+	return 0;
+}
+
+struct probe_run *probe_run_free(struct probe_run *run)
+{
+	if (!run)
+		return NULL;
+	if (run->client) {
+		probe_client_cancel(run->client, run);
+		probe_client_cancel(run->client, &run->scrape_tag);
+	}
+	sd_event_source_disable_unref(run->arrival_timer);
+	sd_event_source_disable_unref(run->metrics_timer);
+	sd_event_source_disable_unref(run->done_defer);
+	for (size_t i = 0; i < run->n_results && run->results; i++)
+		probe_request_result_done(&run->results[i]);
+	free(run->results);
+	sd_event_unref(run->event);
+	free(run);
+	return NULL;
+}
+
+bool probe_run_finished(const struct probe_run *run)
+{
+	return run->finished;
+}
+
+void probe_run_get_progress(const struct probe_run *run, struct probe_run_progress *ret)
+{
+	*ret = (struct probe_run_progress){
+		.warmup = run->warmup,
+		.total = (uint32_t)(run->end - run->first),
+		.sent = (uint32_t)run->sent,
+		.done = (uint32_t)run->done,
+		.failed = (uint32_t)run->failed,
+		.elapsed_usec = (run->finished ? run->end_usec : mono_usec()) - run->t0_usec,
+	};
+}
+
+const struct probe_request_result *probe_run_results(const struct probe_run *run, size_t *ret_n)
+{
+	*ret_n = run->results ? run->n_results : 0;
+	return run->results;
+}
+
+double probe_run_duration_s(const struct probe_run *run)
+{
+	uint64_t d = run->end_usec > run->t0_usec ? run->end_usec - run->t0_usec : 0;
+
+	return MAX(usec_to_sec(d), 1e-6);
+}
+
+void probe_run_server_metrics(const struct probe_run *run, struct probe_server_metrics *ret)
+{
+	probe_prom_acc_result(&run->acc, ret);
+}
+
+struct probe_request_result *probe_run_steal_results(struct probe_run *run, size_t *ret_n)
+{
+	*ret_n = run->results ? run->n_results : 0;
+	run->n_results = 0;
+	return TAKE_PTR(run->results);
+}

@@ -1,0 +1,66 @@
+/* run.h — one load point: a workload's requests sent on schedule through a
+ * probe_client, every result collected, the server's /metrics scraped.
+ *
+ * Warm-up requests (spec.warmup) go first, all at once within the
+ * concurrency limit, and are waited for; they are not part of the results.
+ * Then the measured requests are sent at absolute times t0 + arrival_usec
+ * (one sd-event timer, accuracy 1 µs, catching up when late), each waiting
+ * for a free slot when max_concurrency is set (vLLM's semaphore: closed loop
+ * when every arrival is 0). The send time of a request is when it leaves,
+ * not when it was due.
+ *
+ * Every measured request ends with a result, failed or not. The wall time
+ * runs from the measured phase's start to the last completion. The run
+ * never blocks the loop; its done callback comes from a deferred event
+ * source, so the callee may free the run (and the client) there. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "client.h"
+#include "macro.h"
+#include "metrics.h"
+#include "workload.h"
+
+struct probe_run_config {
+	uint32_t max_concurrency;      /* 0 = no limit */
+	const char *metrics_path;      /* "/metrics"; NULL = do not scrape */
+	uint64_t metrics_interval_usec; /* default 1 s */
+};
+
+void probe_run_config_init(struct probe_run_config *cfg);
+
+struct probe_run_progress {
+	bool warmup;           /* still in the warm-up phase */
+	uint32_t total;        /* requests of the current phase */
+	uint32_t sent, done, failed;
+	uint64_t elapsed_usec; /* since the current phase began */
+};
+
+struct probe_run;
+
+typedef void (*probe_run_done_fn)(struct probe_run *run, void *userdata);
+
+/* Starts sending w's requests through c on e. w must outlive the run. */
+int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_workload *w,
+		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata,
+		    struct probe_run **ret);
+/* Cancels what is in flight (no callback) and frees everything. */
+struct probe_run *probe_run_free(struct probe_run *run);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free)
+
+bool probe_run_finished(const struct probe_run *run);
+void probe_run_get_progress(const struct probe_run *run, struct probe_run_progress *ret);
+
+/* After the done callback: the measured requests' results (in workload
+ * order, still owned by the run), the wall time and the server figures. */
+const struct probe_request_result *probe_run_results(const struct probe_run *run, size_t *ret_n);
+double probe_run_duration_s(const struct probe_run *run);
+void probe_run_server_metrics(const struct probe_run *run, struct probe_server_metrics *ret);
+/* Hands the results array over to the caller (free each with
+ * probe_request_result_done, then the array). */
+struct probe_request_result *probe_run_steal_results(struct probe_run *run, size_t *ret_n);

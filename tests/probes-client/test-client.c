@@ -1,0 +1,494 @@
+/* test-client.c — the probe's client against a real streaming server on
+ * loopback (sse-server.py, which records when it sent every token):
+ * the measured TTFT and inter-token times agree with the server's send
+ * times, connections are kept alive, /metrics is scraped, only the fields
+ * asked for are sent, and every way a request can go wrong ends that
+ * request with a clear error — counted, never dropped. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "client.h"
+#include "macro.h"
+#include "run.h"
+#include "tests.h"
+#include "time-util.h"
+
+extern char **environ;
+
+static const char *server_script;
+
+/* Timing bounds hold on a loaded machine under ASan; valgrind runs the client
+ * some fifty times slower, so there they are ten times wider. */
+static int64_t slack(int64_t usec)
+{
+	const char *pre = getenv("LD_PRELOAD");
+
+	return pre && strstr(pre, "vgpreload") ? usec * 10 : usec;
+}
+
+struct server {
+	pid_t pid;
+	int stdin_fd;
+	int port;
+	char base_url[64];
+	char log_path[128];
+};
+
+static void server_start(struct server *s, const char *extra)
+{
+	int in[2], out[2];
+	posix_spawn_file_actions_t fa;
+	char buf[32] = "";
+	char *argv[6];
+	int argc = 0;
+	ssize_t n;
+
+	snprintf(s->log_path, sizeof(s->log_path), "/tmp/goodput-test-client-%d-%p.log", (int)getpid(), (void *)s);
+	unlink(s->log_path);
+	CHECK(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	argv[argc++] = (char *)"python3";
+	argv[argc++] = (char *)server_script;
+	argv[argc++] = s->log_path;
+	if (extra) {
+		argv[argc++] = (char *)"--api-key";
+		argv[argc++] = (char *)extra;
+	}
+	argv[argc] = NULL;
+	CHECK(posix_spawnp(&s->pid, "python3", &fa, NULL, argv, environ) == 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(out[1]);
+	s->stdin_fd = in[1];
+	for (size_t len = 0; len < sizeof(buf) - 1;) {
+		n = read(out[0], buf + len, 1);
+		CHECK_MSG(n == 1, "the test server did not start");
+		if (buf[len] == '\n')
+			break;
+		len++;
+	}
+	close(out[0]);
+	s->port = atoi(buf);
+	CHECK(s->port > 0);
+	snprintf(s->base_url, sizeof(s->base_url), "http://127.0.0.1:%d", s->port);
+}
+
+static void server_stop(struct server *s)
+{
+	int status;
+
+	close(s->stdin_fd);
+	CHECK(waitpid(s->pid, &status, 0) == s->pid);
+	unlink(s->log_path);
+}
+
+/* The send times the server recorded for the request with this key. */
+static size_t server_sends(const struct server *s, const char *key, uint64_t *sends, size_t max)
+{
+	_cleanup_(fclosep) FILE *f = fopen(s->log_path, "re");
+	char line[65536];
+
+	CHECK(f);
+	while (fgets(line, sizeof(line), f)) {
+		_cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(line);
+		const cJSON *k, *a;
+		char kbuf[64];
+		size_t n = 0;
+
+		CHECK(j);
+		k = cJSON_GetObjectItemCaseSensitive(j, "key");
+		if (cJSON_IsNumber(k))
+			snprintf(kbuf, sizeof(kbuf), "%d", k->valueint);
+		else
+			snprintf(kbuf, sizeof(kbuf), "%s", cJSON_GetStringValue(k));
+		if (strcmp(kbuf, key) != 0)
+			continue;
+		a = cJSON_GetObjectItemCaseSensitive(j, "sends");
+		for (const cJSON *e = a ? a->child : NULL; e && n < max; e = e->next)
+			sends[n++] = (uint64_t)e->valuedouble;
+		return n;
+	}
+	return 0;
+}
+
+/* ---- a hand-made workload: request i's prompt starts with id 1000 + i ---- */
+
+static struct probe_workload *make_workload(size_t n, uint32_t output_len, uint64_t gap_usec)
+{
+	struct probe_workload *w = calloc(1, sizeof(*w));
+
+	CHECK(w);
+	w->requests = calloc(n, sizeof(*w->requests));
+	CHECK(w->requests);
+	w->n_requests = n;
+	w->config.num_prompts = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		struct probe_request_spec *r = &w->requests[i];
+
+		r->index = (uint32_t)i;
+		r->arrival_usec = i * gap_usec;
+		r->input_len = 4;
+		r->output_len = output_len;
+		r->prompt_ids = calloc(4, sizeof(uint32_t));
+		CHECK(r->prompt_ids);
+		for (int k = 0; k < 4; k++)
+			r->prompt_ids[k] = 1000 + (uint32_t)i + (uint32_t)k;
+	}
+	return w;
+}
+
+static sd_event *event;
+
+static void run_until(bool *flag, uint64_t timeout_usec)
+{
+	uint64_t deadline = mono_usec() + timeout_usec;
+
+	while (!*flag) {
+		CHECK_MSG(mono_usec() < deadline, "timed out waiting for the client");
+		CHECK(sd_event_run(event, 100 * USEC_PER_MSEC) >= 0);
+	}
+}
+
+static void on_run_done(struct probe_run *run, void *userdata)
+{
+	*(bool *)userdata = true;
+}
+
+static struct probe_client *client_for(const char *base_url, const char *model, const char *endpoint)
+{
+	struct probe_client_config cfg;
+	struct probe_client *c = NULL;
+	struct error err = { 0 };
+
+	probe_client_config_init(&cfg);
+	cfg.base_url = base_url;
+	cfg.model = model;
+	if (endpoint)
+		cfg.endpoint = endpoint;
+	cfg.request_timeout_usec = 20 * USEC_PER_SEC;
+	CHECK_MSG(probe_client_new(event, &cfg, &c, &err) == 0, "%s", err.msg);
+	return c;
+}
+
+/* Timing against the server's own send times, keep-alive, /metrics. */
+static void test_timing(struct server *s)
+{
+	const size_t n = 20;
+	const uint32_t out = 8;
+	_cleanup_(probe_client_freep) struct probe_client *c = client_for(s->base_url, "ok:30:10", NULL);
+	struct probe_workload *w = make_workload(n, out, 20 * USEC_PER_MSEC);
+	struct probe_run_config rc;
+	struct probe_run *run = NULL;
+	const struct probe_request_result *res;
+	size_t nres;
+	bool done = false;
+	struct probe_server_metrics m;
+	double worst_first = 0, worst_last = 0;
+
+	probe_run_config_init(&rc);
+	rc.metrics_interval_usec = 50 * USEC_PER_MSEC;
+	CHECK(probe_run_start(event, c, w, &rc, on_run_done, &done, &run) == 0);
+	run_until(&done, 60 * USEC_PER_SEC);
+	res = probe_run_results(run, &nres);
+	CHECK_INT_EQ(nres, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct probe_request_result *r = &res[i];
+		uint64_t sends[64];
+		char key[16];
+		size_t ns;
+		int64_t d_first, d_last;
+
+		CHECK_MSG(r->success, "request %zu: %s", i, r->error);
+		CHECK_INT_EQ(r->index, i);
+		CHECK_INT_EQ(r->http_status, 200);
+		CHECK_INT_EQ(r->output_tokens, out);
+		CHECK_INT_EQ(r->input_tokens, 4);
+		CHECK(r->n_itl <= out - 1);
+		snprintf(key, sizeof(key), "%zu", 1000 + i);
+		ns = server_sends(s, key, sends, 64);
+		CHECK_INT_EQ(ns, out);
+		/* Received after it was sent, and not long after: the client's
+		 * clock reads agree with the server's within what a loaded ASan
+		 * machine can promise (the tight figure is a benchmark). */
+		d_first = (int64_t)(r->send_usec + r->ttft_usec) - (int64_t)sends[0];
+		d_last = (int64_t)(r->send_usec + r->e2e_usec) - (int64_t)sends[ns - 1];
+		CHECK_MSG(d_first >= 0 && d_first < slack(50000), "request %zu: first token seen %+" PRId64 " µs after sent", i,
+			  d_first);
+		CHECK_MSG(d_last >= 0 && d_last < slack(50000), "request %zu: last token seen %+" PRId64 " µs after sent", i,
+			  d_last);
+		worst_first = MAX(worst_first, (double)d_first);
+		worst_last = MAX(worst_last, (double)d_last);
+		/* TTFT is at least the server's 30 ms; TPOT matches the server's gaps. */
+		CHECK(r->ttft_usec >= 30000);
+		{
+			struct probe_request_result copy = *r;
+			double tpot = probe_request_tpot_usec(&copy);
+			double server_tpot = (double)(sends[ns - 1] - sends[0]) / (double)(ns - 1);
+
+			CHECK_MSG(fabs(tpot - server_tpot) < (double)slack(5000), "TPOT %.0f µs vs server %.0f µs", tpot, server_tpot);
+		}
+	}
+	fprintf(stderr, "timing: worst first-token lag %.0f µs, last-token lag %.0f µs\n", worst_first, worst_last);
+	probe_run_server_metrics(run, &m);
+	CHECK(m.present);
+	CHECK(m.samples >= 2);
+	CHECK(fabs(m.kv_usage_mean - 0.5) < 1e-9 && m.kv_usage_peak == 0.5);
+	CHECK(m.running_peak >= 1);
+	CHECK(m.preemptions >= 1);
+	run = probe_run_free(run);
+	probe_workload_free(w);
+}
+
+static void on_get(struct probe_client *c, int r, long status, const char *body, size_t len, const char *error,
+		   void *userdata)
+{
+	cJSON *j = cJSON_Parse(body);
+
+	CHECK(r == 0 && status == 200 && j);
+	*(int *)userdata = cJSON_GetObjectItemCaseSensitive(j, "connections")->valueint;
+	cJSON_Delete(j);
+}
+
+/* Closed loop at concurrency 1: every request on the same connection. */
+static void test_keepalive(struct server *s)
+{
+	_cleanup_(probe_client_freep) struct probe_client *c = client_for(s->base_url, "ok:0:0", NULL);
+	_cleanup_(probe_client_freep) struct probe_client *first = client_for(s->base_url, "ok", NULL);
+	struct probe_workload *w = make_workload(10, 4, 0);
+	struct probe_run_config rc;
+	struct probe_run *run = NULL;
+	int before = -1, after = -1;
+	bool done = false;
+
+	CHECK(probe_client_get(first, "/stats", 4096, 0, on_get, &before) == 0);
+	while (before < 0)
+		CHECK(sd_event_run(event, 100 * USEC_PER_MSEC) >= 0);
+	probe_run_config_init(&rc);
+	rc.metrics_path = NULL;
+	rc.max_concurrency = 1;
+	CHECK(probe_run_start(event, c, w, &rc, on_run_done, &done, &run) == 0);
+	run_until(&done, 30 * USEC_PER_SEC);
+	{
+		size_t nres;
+		const struct probe_request_result *res = probe_run_results(run, &nres);
+
+		for (size_t i = 0; i < nres; i++)
+			CHECK_MSG(res[i].success, "%s", res[i].error);
+	}
+	CHECK(probe_client_get(c, "/stats", 4096, 0, on_get, &after) == 0);
+	while (after < 0)
+		CHECK(sd_event_run(event, 100 * USEC_PER_MSEC) >= 0);
+	CHECK_MSG(after - before == 1, "%d connections for 10 sequential requests", after - before);
+	probe_run_free(run);
+	probe_workload_free(w);
+}
+
+/* ---- single requests that go wrong ---- */
+
+struct one {
+	bool done;
+	struct probe_request_result r;
+};
+
+static void on_one(struct probe_client *c, struct probe_request_result *r, void *userdata)
+{
+	struct one *o = userdata;
+
+	o->r = *r; /* takes the contents */
+	o->done = true;
+}
+
+static void send_one(const char *base_url, const char *model, const char *endpoint, struct probe_client_config *cfgp,
+		     struct one *o)
+{
+	struct probe_client_config cfg;
+	_cleanup_(probe_client_freep) struct probe_client *c = NULL;
+	struct probe_workload *w = make_workload(1, 5, 0);
+	struct error err = { 0 };
+
+	if (cfgp)
+		cfg = *cfgp;
+	else
+		probe_client_config_init(&cfg);
+	cfg.base_url = base_url;
+	cfg.model = model;
+	if (endpoint)
+		cfg.endpoint = endpoint;
+	if (!cfgp)
+		cfg.request_timeout_usec = 20 * USEC_PER_SEC;
+	CHECK_MSG(probe_client_new(event, &cfg, &c, &err) == 0, "%s", err.msg);
+	memset(o, 0, sizeof(*o));
+	CHECK(probe_client_send(c, &w->requests[0], on_one, o) == 0);
+	run_until(&o->done, 30 * USEC_PER_SEC);
+	probe_workload_free(w);
+}
+
+static void expect_failure(const char *base_url, const char *model, struct probe_client_config *cfg, int status,
+			   const char *text)
+{
+	struct one o;
+
+	send_one(base_url, model, NULL, cfg, &o);
+	CHECK_MSG(!o.r.success, "%s: succeeded", model);
+	CHECK_MSG(o.r.error && strstr(o.r.error, text), "%s: error \"%s\" lacks \"%s\"", model,
+		  o.r.error ? o.r.error : "(none)", text);
+	CHECK_MSG(o.r.http_status == status, "%s: status %d", model, o.r.http_status);
+	fprintf(stderr, "%-10s -> %s\n", model, o.r.error);
+	probe_request_result_done(&o.r);
+}
+
+static void test_failures(struct server *s)
+{
+	struct probe_client_config cfg;
+	struct one o;
+	char refused[64];
+
+	expect_failure(s->base_url, "die:0:5", NULL, 200, "mid-response");
+	expect_failure(s->base_url, "500", NULL, 500, "internal failure");
+	expect_failure(s->base_url, "garbage", NULL, 200, "not a JSON object");
+	expect_failure(s->base_url, "errevent", NULL, 200, "engine died");
+	expect_failure(s->base_url, "empty", NULL, 200, "no content");
+	probe_client_config_init(&cfg);
+	cfg.max_event_bytes = 64 * 1024;
+	expect_failure(s->base_url, "big", &cfg, 200, "larger than the 65536-byte limit");
+	probe_client_config_init(&cfg);
+	cfg.request_timeout_usec = 700 * USEC_PER_MSEC;
+	expect_failure(s->base_url, "hang", &cfg, 200, "timed out");
+	/* Nobody listens on the port of a server that is gone. */
+	{
+		struct server gone;
+
+		server_start(&gone, NULL);
+		snprintf(refused, sizeof(refused), "%s", gone.base_url);
+		server_stop(&gone);
+	}
+	expect_failure(refused, "ok", NULL, 0, "onnect");
+	/* A strict server refuses unknown fields: ignore_eos only when asked. */
+	send_one(s->base_url, "strict", NULL, NULL, &o);
+	CHECK_MSG(o.r.success, "%s", o.r.error);
+	probe_request_result_done(&o.r);
+	probe_client_config_init(&cfg);
+	cfg.ignore_eos = true;
+	expect_failure(s->base_url, "strict", &cfg, 400, "ignore_eos");
+	/* usage beside the last choices, no [DONE]; chat; text prompts */
+	send_one(s->base_url, "beside:0:2", NULL, NULL, &o);
+	CHECK_MSG(o.r.success, "%s", o.r.error);
+	CHECK_INT_EQ(o.r.output_tokens, 5);
+	probe_request_result_done(&o.r);
+	send_one(s->base_url, "ok:0:1", "/v1/chat/completions", NULL, &o);
+	CHECK_MSG(o.r.success, "%s", o.r.error);
+	CHECK_INT_EQ(o.r.output_tokens, 5);
+	CHECK_INT_EQ(o.r.n_itl, 4);
+	probe_request_result_done(&o.r);
+	probe_client_config_init(&cfg);
+	cfg.prompt_format = PROBE_PROMPT_TEXT;
+	send_one(s->base_url, "ok", NULL, &cfg, &o);
+	CHECK_MSG(o.r.success, "%s", o.r.error);
+	probe_request_result_done(&o.r);
+	{
+		uint64_t sends[8];
+
+		CHECK(server_sends(s, "w1000", sends, 8) == 5); /* the text form of id 1000 */
+	}
+}
+
+/* A load point where every request fails: all counted. */
+static void test_failed_run(struct server *s)
+{
+	_cleanup_(probe_client_freep) struct probe_client *c = client_for(s->base_url, "500", NULL);
+	struct probe_workload *w = make_workload(6, 4, USEC_PER_MSEC);
+	struct probe_run_config rc;
+	struct probe_run *run = NULL;
+	const struct probe_request_result *res;
+	struct probe_run_progress p;
+	size_t nres;
+	bool done = false;
+
+	probe_run_config_init(&rc);
+	rc.metrics_path = NULL;
+	CHECK(probe_run_start(event, c, w, &rc, on_run_done, &done, &run) == 0);
+	run_until(&done, 30 * USEC_PER_SEC);
+	res = probe_run_results(run, &nres);
+	CHECK_INT_EQ(nres, 6);
+	for (size_t i = 0; i < nres; i++)
+		CHECK(!res[i].success && res[i].http_status == 500 && res[i].error);
+	probe_run_get_progress(run, &p);
+	CHECK_INT_EQ(p.done, 6);
+	CHECK_INT_EQ(p.failed, 6);
+	probe_run_free(run);
+	probe_workload_free(w);
+}
+
+/* Tearing down in the middle of streams frees everything (ASan checks). */
+static void test_cancel(struct server *s)
+{
+	struct probe_client *c = client_for(s->base_url, "hang", NULL);
+	struct probe_workload *w = make_workload(8, 4, 0);
+	struct probe_run_config rc;
+	struct probe_run *run = NULL;
+	bool done = false;
+	uint64_t end = mono_usec() + 300 * USEC_PER_MSEC;
+
+	probe_run_config_init(&rc);
+	CHECK(probe_run_start(event, c, w, &rc, on_run_done, &done, &run) == 0);
+	while (mono_usec() < end)
+		CHECK(sd_event_run(event, 50 * USEC_PER_MSEC) >= 0);
+	CHECK(!done);
+	CHECK(probe_client_in_flight(c) > 0);
+	probe_run_free(run);
+	CHECK_INT_EQ(probe_client_in_flight(c), 0);
+	probe_client_free(c);
+	probe_workload_free(w);
+}
+
+static void test_api_key(void)
+{
+	struct server s;
+	struct probe_client_config cfg;
+	struct one o;
+
+	server_start(&s, "sekrit");
+	expect_failure(s.base_url, "ok", NULL, 401, "bad api key");
+	probe_client_config_init(&cfg);
+	cfg.api_key = "sekrit";
+	send_one(s.base_url, "ok", NULL, &cfg, &o);
+	CHECK_MSG(o.r.success, "%s", o.r.error);
+	probe_request_result_done(&o.r);
+	server_stop(&s);
+}
+
+int main(int argc, char **argv)
+{
+	struct server s;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: test-client SSE-SERVER.PY\n");
+		return 2;
+	}
+	server_script = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CHECK(sd_event_new(&event) >= 0);
+	server_start(&s, NULL);
+	test_timing(&s);
+	test_keepalive(&s);
+	test_failures(&s);
+	test_failed_run(&s);
+	test_cancel(&s);
+	server_stop(&s);
+	test_api_key();
+	sd_event_unref(event);
+	curl_global_cleanup();
+	return 0;
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""test-probe-sim.py — `goodput probe` against goodput-sim, checked against
+the sim's own trace of when it sent every token (--trace, CLOCK_MONOTONIC
+µs, the clock the probe uses):
+
+* closed loop (--max-concurrency 1): request k is trace line k; the probe
+  saw each first and last token after the sim sent it and within bounds a
+  loaded ASan machine meets; TPOT agrees with the sim's send gaps; token
+  counts agree;
+* open loop at a rate: every request is accounted for and the output token
+  totals agree; /metrics was scraped (the "server" figures are present).
+
+usage: test-probe-sim.py GOODPUT GOODPUT-SIM
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+goodput, sim = sys.argv[1], sys.argv[2]
+tmp = tempfile.mkdtemp(prefix="goodput-probe-sim-")
+failures = 0
+slow = "vgpreload" in os.environ.get("LD_PRELOAD", "")
+bound_usec = 50000 * (10 if slow else 1)
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def start_sim(trace):
+    # The sim's output goes to a file, so that a full pipe never stalls it.
+    log = open(trace + ".log", "w+")
+    server = subprocess.Popen([sim, "--port", "0", "--trace", trace], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(400):
+        log.seek(0)
+        text = log.read()
+        if "ready:" in text:  # listening, and the model has "loaded"
+            return server, text.split("listening on ")[1].split()[0]
+        time.sleep(0.05)
+    print("goodput-sim did not start", file=sys.stderr)
+    sys.exit(1)
+
+
+def stop_sim(server):
+    # The trace is complete once the sim has exited.
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def probe(url, *args):
+    p = subprocess.run([goodput, "probe", "--base-url", url, "--model", "llama-3.1-8b", "--no-progress", *args],
+                       capture_output=True, text=True, timeout=240)
+    if p.returncode != 0:
+        print(p.stderr, file=sys.stderr)
+    return p
+
+
+def read_trace(trace):
+    with open(trace) as f:
+        return [json.loads(l) for l in f]
+
+
+server = None
+try:
+    # Closed loop: one request at a time, in order.
+    reqs_path = os.path.join(tmp, "requests.jsonl")
+    trace = os.path.join(tmp, "trace1.jsonl")
+    server, url = start_sim(trace)
+    p = probe(url, "--num-prompts", "20", "--random-input-len", "64", "--random-output-len", "12", "--ignore-eos",
+              "--max-concurrency", "1", "--save-requests", reqs_path, "--json")
+    check(p.returncode == 0, "closed-loop run")
+    reqs = [json.loads(l) for l in open(reqs_path)]
+    stop_sim(server)
+    tr = read_trace(trace)
+    check(len(reqs) == 20 and len(tr) == 20, f"20 requests, 20 traced: {len(reqs)}, {len(tr)}")
+    worst = 0
+    for r, t in zip(sorted(reqs, key=lambda r: r["index"]), tr):
+        sent = [s for _, s in t["tokens"]]
+        check(r["success"], f"request {r['index']}: {r.get('error')}")
+        check(r["output_tokens"] == len(sent) == 12, f"tokens {r['output_tokens']} vs traced {len(sent)}")
+        check(r["input_tokens"] == t["prompt_tokens"] == 64, f"prompt tokens {r['input_tokens']}")
+        first = r["send_usec"] + r["ttft_ms"] * 1000 - sent[0]
+        last = r["send_usec"] + r["e2el_ms"] * 1000 - sent[-1]
+        check(-1 <= first < bound_usec and -1 <= last < bound_usec,
+              f"request {r['index']}: first token seen {first:.0f} µs, last {last:.0f} µs after the sim sent it")
+        worst = max(worst, first, last)
+        sim_tpot = (sent[-1] - sent[0]) / (len(sent) - 1) / 1000
+        check(abs(r["tpot_ms"] - sim_tpot) < bound_usec / 10000,
+              f"TPOT {r['tpot_ms']:.3f} ms vs the sim's {sim_tpot:.3f} ms")
+        check(r["send_usec"] <= t["arrival_usec"], "sent before the sim received it")
+    print(f"closed loop: worst lag behind the sim's send times {worst:.0f} µs", file=sys.stderr)
+
+    # Open loop at a rate: everything accounted for, /metrics scraped.
+    trace = os.path.join(tmp, "trace2.jsonl")
+    server, url = start_sim(trace)
+    p = probe(url, "--num-prompts", "40", "--random-input-len", "128", "--random-output-len", "16",
+              "--request-rate", "20", "--json")
+    check(p.returncode == 0, "open-loop run")
+    j = json.loads(p.stdout) if p.returncode == 0 else {}
+    stop_sim(server)
+    tr = read_trace(trace)
+    if j.get("failed"):
+        print(p.stdout, file=sys.stderr)
+    check(j.get("completed") == 40 and len(tr) == 40, f"40 completed and traced: {j.get('completed')}, {len(tr)}")
+    check(j.get("total_output_tokens") == sum(len(t["tokens"]) for t in tr), "output tokens agree with the trace")
+    check("server" in j and j["server"].get("num_requests_running_peak", 0) >= 1,
+          f"/metrics scraped: {j.get('server')}")
+finally:
+    if server and server.poll() is None:
+        stop_sim(server)
+
+sys.exit(1 if failures else 0)

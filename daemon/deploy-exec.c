@@ -261,55 +261,7 @@ static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 /* Looks for "<prefix>HOST:PORT" on a complete line of the log. */
 static void scan_announce(struct deployment *d)
 {
-	struct exec_state *x = X(d);
-	_cleanup_(closep) int fd = -1;
-	char buf[16384];
-	ssize_t n;
-
-	fd = open(d->log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return;
-	n = pread(fd, buf, sizeof(buf) - 1, (off_t)x->scan_offset);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	for (char *line = buf, *nl; (nl = memchr(line, '\n', (size_t)(buf + n - line))); line = nl + 1) {
-		char host[64], *p;
-		unsigned long port;
-
-		*nl = 0;
-		x->scan_offset += (uint64_t)(nl + 1 - line);
-		p = strstr(line, d->announce_prefix);
-		if (!p)
-			continue;
-		p += strlen(d->announce_prefix);
-		if (*p == '[') {
-			char *e = strchr(p, ']');
-			if (!e || e[1] != ':' || (size_t)(e - p - 1) >= sizeof(host))
-				continue;
-			snprintf(host, sizeof(host), "%.*s", (int)(e - p - 1), p + 1);
-			p = e + 2;
-		} else {
-			char *e = strrchr(p, ':');
-			if (!e || (size_t)(e - p) >= sizeof(host))
-				continue;
-			snprintf(host, sizeof(host), "%.*s", (int)(e - p), p);
-			p = e + 1;
-		}
-		port = strtoul(p, NULL, 10);
-		if (port == 0 || port > 65535)
-			continue;
-		if (strcmp(host, "0.0.0.0") == 0)
-			snprintf(host, sizeof(host), "127.0.0.1");
-		else if (strcmp(host, "::") == 0)
-			snprintf(host, sizeof(host), "::1");
-		free(d->host);
-		d->host = strdup(host);
-		if (!d->host)
-			return;
-		deploy_set_port(d, d->host, (uint16_t)port);
-		return;
-	}
+	(void)deploy_scan_announce(d, d->announce_prefix, &X(d)->scan_offset);
 }
 
 static void became_ready(struct deployment *d)

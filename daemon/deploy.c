@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -142,6 +143,16 @@ static void strv_free(char **v)
 	free(v);
 }
 
+void deploy_strv_free(char **v)
+{
+	strv_free(v);
+}
+
+char **deploy_strv_copy(char *const *v)
+{
+	return strv_copy(v);
+}
+
 static char *strdup_or_null(const char *s, bool *oom)
 {
 	char *c;
@@ -157,20 +168,37 @@ static char *strdup_or_null(const char *s, bool *oom)
 int deploy_start(sd_event *e, enum study_deploy_method method, const struct deploy_config *cfg, deploy_event_fn cb,
 		 void *userdata, struct deployment **ret, struct error *err)
 {
+	const struct deploy_ops *ops;
 	struct deployment *d;
 	bool oom = false;
 	int r;
 
-	if (method != STUDY_DEPLOY_EXEC)
-		return error_set(err, -EOPNOTSUPP, "deploy: method %d is not available yet", (int)method);
 	if (!cfg->command || !cfg->command->argv || !cfg->command->argv[0] || !cfg->log_path || !cfg->health_path)
 		return error_set(err, -EINVAL, "deploy: a command, a log file and a health path are needed");
-	if (cfg->port == 0 && !cfg->announce_prefix)
+	switch (method) {
+	case STUDY_DEPLOY_EXEC:
+		ops = &deploy_exec_ops;
+		break;
+	case STUDY_DEPLOY_SYSTEMD:
+		ops = &deploy_systemd_ops;
+		if (!cfg->unit_name)
+			return error_set(err, -EINVAL, "deploy: systemd needs a unit name");
+		break;
+	case STUDY_DEPLOY_COMMAND:
+		ops = &deploy_command_ops;
+		if (!cfg->deploy_command || !cfg->deploy_command[0] || !cfg->teardown_command || !cfg->teardown_command[0])
+			return error_set(err, -EINVAL, "deploy: the command method needs deploy and teardown commands");
+		break;
+	default:
+		return error_set(err, -EOPNOTSUPP, "deploy: unknown method %d", (int)method);
+	}
+	/* The command method learns its URL from the deploy command. */
+	if (method != STUDY_DEPLOY_COMMAND && cfg->port == 0 && !cfg->announce_prefix)
 		return error_set(err, -EINVAL, "deploy: no port and no announce line to learn it from");
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->ops = &deploy_exec_ops;
+	d->ops = ops;
 	d->event = sd_event_ref(e);
 	d->cb = cb;
 	d->userdata = userdata;
@@ -184,6 +212,17 @@ int deploy_start(sd_event *e, enum study_deploy_method method, const struct depl
 	d->health_interval_usec = cfg->health_interval_usec ? cfg->health_interval_usec : USEC_PER_SEC;
 	d->startup_timeout_usec = cfg->startup_timeout_usec ? cfg->startup_timeout_usec : 600 * USEC_PER_SEC;
 	d->stop_timeout_usec = cfg->stop_timeout_usec ? cfg->stop_timeout_usec : 30 * USEC_PER_SEC;
+	d->command_timeout_usec = cfg->command_timeout_usec ? cfg->command_timeout_usec : 120 * USEC_PER_SEC;
+	d->user_bus = cfg->user_bus;
+	d->unit_name = strdup_or_null(cfg->unit_name, &oom);
+	if (cfg->deploy_command && !(d->deploy_command = strv_copy((char *const *)cfg->deploy_command)))
+		oom = true;
+	if (cfg->teardown_command && !(d->teardown_command = strv_copy((char *const *)cfg->teardown_command)))
+		oom = true;
+	if (cfg->health_command && !(d->health_command = strv_copy((char *const *)cfg->health_command)))
+		oom = true;
+	if (!(d->hook_env = strv_copy((char *const *)cfg->hook_env)))
+		oom = true;
 	d->state = DEPLOY_STARTING;
 	d->start_usec = mono_usec();
 	if (oom || !d->argv || !d->env || !d->oom_patterns) {
@@ -228,6 +267,11 @@ struct deployment *deploy_free(struct deployment *d)
 	strv_free(d->argv);
 	strv_free(d->env);
 	strv_free(d->oom_patterns);
+	strv_free(d->deploy_command);
+	strv_free(d->teardown_command);
+	strv_free(d->health_command);
+	strv_free(d->hook_env);
+	free(d->unit_name);
 	free(d->log_path);
 	free(d->host);
 	free(d->announce_prefix);
@@ -254,7 +298,7 @@ const char *deploy_get_message(const struct deployment *d)
 
 const char *deploy_get_base_url(const struct deployment *d)
 {
-	return d->port ? d->base_url : NULL;
+	return d->base_url[0] ? d->base_url : NULL;
 }
 
 uint16_t deploy_get_port(const struct deployment *d)
@@ -265,6 +309,11 @@ uint16_t deploy_get_port(const struct deployment *d)
 int64_t deploy_get_pgid(const struct deployment *d)
 {
 	return d->pgid;
+}
+
+const char *deploy_get_unit(const struct deployment *d)
+{
+	return d->ops == &deploy_systemd_ops ? d->unit_name : NULL;
 }
 
 double deploy_get_startup_seconds(const struct deployment *d)
@@ -423,4 +472,174 @@ bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset)
 		if (strstr(buf, d->oom_patterns[i]))
 			return true;
 	return false;
+}
+
+/* ---- announce lines and reported URLs ---- */
+
+bool deploy_scan_announce(struct deployment *d, const char *prefix, uint64_t *offset)
+{
+	_cleanup_(closep) int fd = -1;
+	char buf[16384];
+	ssize_t n;
+
+	fd = open(d->log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	n = pread(fd, buf, sizeof(buf) - 1, (off_t)*offset);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	for (char *line = buf, *nl; (nl = memchr(line, '\n', (size_t)(buf + n - line))); line = nl + 1) {
+		char host[64], *p, *h;
+		unsigned long port;
+
+		*nl = 0;
+		*offset += (uint64_t)(nl + 1 - line);
+		p = strstr(line, prefix);
+		if (!p)
+			continue;
+		p += strlen(prefix);
+		if (*p == '[') {
+			char *e = strchr(p, ']');
+			if (!e || e[1] != ':' || (size_t)(e - p - 1) >= sizeof(host))
+				continue;
+			snprintf(host, sizeof(host), "%.*s", (int)(e - p - 1), p + 1);
+			p = e + 2;
+		} else {
+			char *e = strrchr(p, ':');
+			if (!e || (size_t)(e - p) >= sizeof(host))
+				continue;
+			snprintf(host, sizeof(host), "%.*s", (int)(e - p), p);
+			p = e + 1;
+		}
+		port = strtoul(p, NULL, 10);
+		if (port == 0 || port > 65535)
+			continue;
+		if (strcmp(host, "0.0.0.0") == 0)
+			snprintf(host, sizeof(host), "127.0.0.1");
+		else if (strcmp(host, "::") == 0)
+			snprintf(host, sizeof(host), "::1");
+		h = strdup(host);
+		if (!h)
+			return false;
+		free(d->host);
+		d->host = h;
+		deploy_set_port(d, d->host, (uint16_t)port);
+		return true;
+	}
+	return false;
+}
+
+int deploy_set_base_url(struct deployment *d, const char *url)
+{
+	const char *hostpart, *colon, *end;
+	size_t len = strlen(url);
+
+	while (len > 0 && (url[len - 1] == '/' || url[len - 1] == '\r' || url[len - 1] == ' '))
+		len--;
+	if ((strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) || len >= sizeof(d->base_url) ||
+	    len <= 8)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)url[i] <= ' ' || url[i] == '"' || url[i] == '\\')
+			return -EINVAL;
+	snprintf(d->base_url, sizeof(d->base_url), "%.*s", (int)len, url);
+	hostpart = strstr(d->base_url, "://") + 3;
+	end = strchr(hostpart, '/');
+	if (!end)
+		end = d->base_url + strlen(d->base_url);
+	colon = memrchr(hostpart, ':', (size_t)(end - hostpart));
+	if (colon && (!strchr(hostpart, ']') || colon > strchr(hostpart, ']')))
+		d->port = (uint16_t)strtoul(colon + 1, NULL, 10);
+	else
+		d->port = strncmp(url, "https", 5) == 0 ? 443 : 80;
+	return 0;
+}
+
+/* ---- the command method's environment, the systemd unit's name ---- */
+
+static int push_env(char ***v, size_t *n, const char *name, const char *value)
+{
+	char **nv, *kv = NULL;
+
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	nv = reallocarray(*v, *n + 2, sizeof(char *));
+	if (!nv) {
+		free(kv);
+		return -ENOMEM;
+	}
+	nv[(*n)++] = kv;
+	nv[*n] = NULL;
+	*v = nv;
+	return 0;
+}
+
+int deploy_hook_env(const cJSON *knobs, const char *study, int64_t trial_id, const char *model, const char *host,
+		    uint16_t port, char ***ret)
+{
+	char **v = calloc(1, sizeof(char *));
+	const cJSON *k;
+	size_t n = 0;
+	char num[32];
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	cJSON_ArrayForEach(k, knobs)
+	{
+		char name[96], val[128];
+		size_t i = 0;
+
+		i = (size_t)snprintf(name, sizeof(name), "GOODPUT_KNOB_");
+		for (const char *c = k->string; *c && i + 1 < sizeof(name); c++)
+			name[i++] = (*c >= 'a' && *c <= 'z') ? (char)(*c - 'a' + 'A') :
+				    ((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')) ? *c : '_';
+		name[i] = 0;
+		if (cJSON_IsString(k))
+			snprintf(val, sizeof(val), "%s", k->valuestring);
+		else if (cJSON_IsNumber(k) && k->valuedouble == (double)(int64_t)k->valuedouble)
+			snprintf(val, sizeof(val), "%" PRId64, (int64_t)k->valuedouble);
+		else if (cJSON_IsNumber(k))
+			snprintf(val, sizeof(val), "%.15g", k->valuedouble);
+		else
+			continue;
+		r = push_env(&v, &n, name, val);
+		if (r < 0)
+			break;
+	}
+	if (r >= 0 && port) {
+		snprintf(num, sizeof(num), "%u", port);
+		r = push_env(&v, &n, "GOODPUT_PORT", num);
+	}
+	if (r >= 0 && host)
+		r = push_env(&v, &n, "GOODPUT_HOST", host);
+	if (r >= 0 && trial_id > 0) {
+		snprintf(num, sizeof(num), "%" PRId64, trial_id);
+		r = push_env(&v, &n, "GOODPUT_TRIAL_ID", num);
+	}
+	if (r >= 0 && study)
+		r = push_env(&v, &n, "GOODPUT_STUDY", study);
+	if (r >= 0 && model)
+		r = push_env(&v, &n, "GOODPUT_MODEL", model);
+	if (r < 0) {
+		strv_free(v);
+		return r;
+	}
+	*ret = v;
+	return 0;
+}
+
+int deploy_unit_name(const char *study, int64_t trial_id, char *buf, size_t size)
+{
+	size_t i;
+	int n = snprintf(buf, size, "goodput-%s-%" PRId64 ".service", study ? study : "study", trial_id);
+
+	if (n < 0 || (size_t)n >= size || n > 255)
+		return -ENAMETOOLONG;
+	for (i = 8; buf[i]; i++)
+		if (!((buf[i] >= 'a' && buf[i] <= 'z') || (buf[i] >= 'A' && buf[i] <= 'Z') ||
+		      (buf[i] >= '0' && buf[i] <= '9') || buf[i] == '-' || buf[i] == '_' || buf[i] == '.' || buf[i] == ':'))
+			buf[i] = '_';
+	return 0;
 }

@@ -2,9 +2,11 @@
  * (or why it is not), and tear it down so that the next trial starts clean.
  *
  * One interface, several methods: `exec` (a child process in its own process
- * group, deploy-exec.c) now; `systemd` (a transient unit) and `command`
- * (operator hooks) come later behind the same calls. Everything runs on the
- * caller's sd-event loop and never blocks it.
+ * group, deploy-exec.c), `systemd` (a transient unit through sd-bus,
+ * deploy-systemd.c) and `command` (the operator's deploy/teardown/health
+ * commands, deploy-command.c). Everything runs on the caller's sd-event loop
+ * and never blocks it. Nothing is ever killed that the deployer did not
+ * start: a process group it spawned, or a unit it created.
  *
  * Life of a deployment:
  *
@@ -57,7 +59,31 @@ struct deploy_config {
 	uint64_t startup_timeout_usec;        /* 0: 10 min */
 	uint64_t stop_timeout_usec;           /* SIGTERM → SIGKILL; 0: 30 s */
 	const char *const *oom_patterns;      /* NULL-terminated; may be NULL */
+
+	/* command: the operator's hooks (argv arrays, NULL-terminated). The
+	 * deploy command gets the engine argv appended and must print
+	 * "GOODPUT_BASE_URL=URL" on a line of its output; health may be NULL
+	 * (then GET URL + health_path must answer 200). */
+	const char *const *deploy_command, *const *teardown_command, *const *health_command;
+	uint64_t command_timeout_usec;   /* teardown / one health command; 0: 120 s */
+	const char *const *hook_env;     /* "NAME=value" for the hooks (deploy_hook_env); may be NULL */
+
+	/* systemd: the unit to create ("goodput-STUDY-TRIAL.service", deploy_unit_name)
+	 * and which service manager (the user's or the system's). */
+	const char *unit_name;
+	bool user_bus;
 };
+
+/* The environment the command method's hooks receive: GOODPUT_KNOB_<NAME>=v
+ * for every knob (name upper-cased), GOODPUT_PORT, GOODPUT_HOST,
+ * GOODPUT_TRIAL_ID, GOODPUT_STUDY, GOODPUT_MODEL (each when known).
+ * NULL-terminated, owned by the caller (free each, then the array). */
+int deploy_hook_env(const cJSON *knobs, const char *study, int64_t trial_id, const char *model, const char *host,
+		    uint16_t port, char ***ret);
+void deploy_strv_free(char **v);
+/* "goodput-<study>-<trial>.service"; characters a unit name cannot hold
+ * become '_'. */
+int deploy_unit_name(const char *study, int64_t trial_id, char *buf, size_t size);
 
 /* Fills a config from an engine profile and a rendered command; the study
  * may override the start-up and stop timeouts (0 = the profile's). */
@@ -92,8 +118,11 @@ const char *deploy_get_message(const struct deployment *d);
 /* "http://127.0.0.1:PORT" once known, else NULL. */
 const char *deploy_get_base_url(const struct deployment *d);
 uint16_t deploy_get_port(const struct deployment *d);
-/* The server's process group (record it: a restarted runner kills orphans with it). */
+/* The server's process group (record it: a restarted runner kills orphans with
+ * it); exec and command (the deploy command's group). 0 for systemd. */
 int64_t deploy_get_pgid(const struct deployment *d);
+/* The systemd unit (record it as the trial's server_unit), else NULL. */
+const char *deploy_get_unit(const struct deployment *d);
 /* Seconds from start to READY (NAN before). */
 double deploy_get_startup_seconds(const struct deployment *d);
 
@@ -107,6 +136,11 @@ bool deploy_port_is_free(const char *host, uint16_t port);
  * pgid). Returns 1 when one was there, 0 when not. Never called on our own
  * pgid or 1. */
 int deploy_kill_orphan(int64_t pgid);
+/* Stops a unit left over from an earlier run (by its recorded name) on the
+ * system or user bus, waiting for nothing (blocking D-Bus call of at most a
+ * few seconds; for start-up only). Only names starting with "goodput-" are
+ * touched. Returns 1 when it was loaded, 0 when not. */
+int deploy_stop_orphan_unit(const char *unit, bool user_bus);
 
 /* The last max_lines lines of a file from offset on (at most 64 KiB are
  * read). The caller frees *ret. */

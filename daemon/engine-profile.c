@@ -271,7 +271,7 @@ static int parse_profile(struct engine_profile *p, struct error *err)
 	r = json_require_string(j, "", "name", 64, &p->name, err);
 	if (r < 0)
 		return r;
-	r = json_get_string(j, "", "description", 512, &p->description, err);
+	r = json_get_string(j, "", "description", 2048, &p->description, err);
 	if (r < 0)
 		return r;
 	r = json_require_object(j, "", "knobs", &knobs, err);

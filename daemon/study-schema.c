@@ -151,7 +151,20 @@ static const struct key schema[] = {
 	  "per request" },
 	{ "deploy", K_OBJECT, 0, 0, 0, NULL, false, NULL, "how servers are started" },
 	{ "deploy.method", K_ENUM, 0, 0, 0, study_method_names, false, "exec",
-	  "exec (a child process); systemd and command come later" },
+	  "exec (a child process), systemd (a transient unit goodput-STUDY-TRIAL.service) or command "
+	  "(the operator's deploy/teardown commands)" },
+	{ "deploy.user", K_BOOL, OFF(deploy.user_bus), 0, 0, NULL, false, "false",
+	  "systemd: start units on the user's service manager (systemctl --user) instead of the system's" },
+	{ "deploy.deploy_command", K_CUSTOM, 0, 0, 0, NULL, false, NULL,
+	  "command: argv run to deploy a trial's server, the rendered engine argv appended; knobs arrive as "
+	  "GOODPUT_KNOB_<NAME>, plus GOODPUT_PORT, GOODPUT_TRIAL_ID, GOODPUT_STUDY, GOODPUT_MODEL; it prints "
+	  "GOODPUT_BASE_URL=http://HOST:PORT on a line of stdout" },
+	{ "deploy.teardown_command", K_CUSTOM, 0, 0, 0, NULL, false, NULL,
+	  "command: argv run to remove the trial's server (same environment, plus GOODPUT_BASE_URL)" },
+	{ "deploy.health_command", K_CUSTOM, 0, 0, 0, NULL, false, "GET BASE_URL + the profile's health path",
+	  "command: argv whose exit status 0 means ready" },
+	{ "deploy.command_timeout", K_DURATION, OFF(deploy.command_timeout_usec), 0.1, 86400, NULL, false, "120",
+	  "command: time the teardown and each health command may take" },
 	{ "deploy.host", K_STRING, OFF(deploy.host), 1, 255, NULL, false, "127.0.0.1", "address the server listens on" },
 	{ "deploy.startup_timeout", K_DURATION, OFF(deploy.startup_timeout_usec), 1, 86400, NULL, false,
 	  "the engine profile's", "time for /health to answer" },

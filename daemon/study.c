@@ -67,6 +67,68 @@ static int parse_checkpoints(struct study *s, struct error *err)
 	return 0;
 }
 
+/* An argv array at deploy.KEY (NULL-terminated, array owned, strings in json). */
+static int parse_argv_key(struct study *s, const char *key, const char ***ret, struct error *err)
+{
+	const cJSON *deploy = study_object_at(s->json, "deploy"), *a = NULL, *item;
+	const char **v;
+	size_t n, i = 0;
+	int r;
+
+	if (!deploy)
+		return 0;
+	r = json_get_array(deploy, "deploy", key, &a, err);
+	if (r <= 0)
+		return r;
+	n = (size_t)cJSON_GetArraySize(a);
+	if (n == 0 || n > 256)
+		return error_set(err, -EINVAL, "deploy.%s: expected an argv array of 1 to 256 strings", key);
+	v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, a)
+	{
+		if (!cJSON_IsString(item) || (i == 0 && !item->valuestring[0])) {
+			free(v);
+			return error_set(err, -EINVAL, "deploy.%s[%zu]: expected a%s string", key, i,
+					 i == 0 ? " non-empty" : "");
+		}
+		v[i++] = item->valuestring;
+	}
+	*ret = v;
+	return 1;
+}
+
+/* The command method's hooks: deploy and teardown are required with it,
+ * and meaningless (refused) with the other methods. */
+static int parse_deploy_commands(struct study *s, struct error *err)
+{
+	const struct {
+		const char *key;
+		const char ***dst;
+	} keys[] = {
+		{ "deploy_command", &s->deploy.deploy_command },
+		{ "teardown_command", &s->deploy.teardown_command },
+		{ "health_command", &s->deploy.health_command },
+	};
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		r = parse_argv_key(s, keys[i].key, keys[i].dst, err);
+		if (r < 0)
+			return r;
+		if (r > 0 && s->deploy.method != STUDY_DEPLOY_COMMAND)
+			return error_set(err, -EINVAL, "deploy.%s: only for \"method\": \"command\" (method is %s)",
+					 keys[i].key, study_method_names[s->deploy.method]);
+	}
+	if (s->deploy.method == STUDY_DEPLOY_COMMAND && (!s->deploy.deploy_command || !s->deploy.teardown_command))
+		return error_set(err, -EINVAL, "deploy.%s: missing (\"method\": \"command\" needs deploy_command and "
+				 "teardown_command)", s->deploy.deploy_command ? "teardown_command" : "deploy_command");
+	if (s->deploy.user_bus && s->deploy.method != STUDY_DEPLOY_SYSTEMD)
+		return error_set(err, -EINVAL, "deploy.user: only for \"method\": \"systemd\"");
+	return 0;
+}
+
 static int parse_quality_check(struct study *s, struct error *err)
 {
 	const cJSON *a = NULL, *item;
@@ -383,6 +445,7 @@ static void study_defaults(struct study *s, struct study_raw *raw)
 	s->probe.request_timeout_usec = 300 * USEC_PER_SEC;
 	s->deploy.host = "127.0.0.1";
 	s->deploy.stop_timeout_usec = 30 * USEC_PER_SEC;
+	s->deploy.command_timeout_usec = 120 * USEC_PER_SEC;
 	s->search.seed = 1;
 	s->search.algorithm = "LN_SBPLX";
 	*raw = (struct study_raw){ .input_len = 1024, .output_len = 128, .arrival = -1 };
@@ -410,10 +473,9 @@ int study_from_json(const cJSON *j, const struct study_options *opts, struct stu
 	s->scenario = (enum opt_scenario)raw.scenario;
 	s->cost_tokens = (enum opt_cost_tokens)raw.cost_tokens;
 	s->deploy.method = (enum study_deploy_method)raw.method;
-	if (s->deploy.method != STUDY_DEPLOY_EXEC)
-		return error_set(err, -EOPNOTSUPP, "deploy.method: \"%s\" is not available yet (use \"exec\")",
-				 study_method_names[raw.method]);
-	r = parse_name(s, err);
+	r = parse_deploy_commands(s, err);
+	if (r == 0)
+		r = parse_name(s, err);
 	if (r == 0)
 		r = parse_checkpoints(s, err);
 	if (r == 0)
@@ -464,6 +526,9 @@ struct study *study_free(struct study *s)
 		return NULL;
 	opt_space_free(s->space);
 	free(s->quality_check);
+	free(s->deploy.deploy_command);
+	free(s->deploy.teardown_command);
+	free(s->deploy.health_command);
 	cJSON_Delete(s->json);
 	free(s);
 	return NULL;

@@ -43,8 +43,8 @@ int study_quant_from_string(const char *s);
 
 enum study_deploy_method {
 	STUDY_DEPLOY_EXEC,    /* a child process of goodput (deploy-exec.c) */
-	STUDY_DEPLOY_SYSTEMD, /* reserved: a transient unit (later) */
-	STUDY_DEPLOY_COMMAND, /* reserved: operator hooks (later) */
+	STUDY_DEPLOY_SYSTEMD, /* a transient systemd unit (deploy-systemd.c) */
+	STUDY_DEPLOY_COMMAND, /* operator hooks: deploy/teardown/health commands (deploy-command.c) */
 };
 
 #define STUDY_NAME_MAX 128
@@ -99,6 +99,10 @@ struct study {
 		const char *host;            /* where the server listens (exec: 127.0.0.1) */
 		uint64_t startup_timeout_usec; /* 0: the engine profile's default */
 		uint64_t stop_timeout_usec;  /* SIGTERM → SIGKILL grace */
+		bool user_bus;               /* systemd: the user's service manager instead of the system's */
+		/* command: argv arrays (NULL-terminated, arrays owned, strings in json); health may be NULL */
+		const char **deploy_command, **teardown_command, **health_command;
+		uint64_t command_timeout_usec; /* teardown and health commands */
 	} deploy;
 
 	struct {

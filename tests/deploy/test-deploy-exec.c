@@ -278,7 +278,11 @@ static void test_missing_program(sd_event *e)
 	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, on_event, NULL, &d, &err), -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, "/nonexistent/engine-server");
 	CHECK(d == NULL);
-	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, on_event, NULL, &d, &err), -EOPNOTSUPP);
+	/* The other methods need their own settings. */
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, on_event, NULL, &d, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "unit name");
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_COMMAND, &cfg, on_event, NULL, &d, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "deploy and teardown commands");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)

@@ -167,7 +167,8 @@ static void test_errors(void)
 	refused("workload.dataset", "\"sharegpt\"", "workload.dataset_path: missing");
 	refused("workload.input_len_dist", "\"normal\"", "workload.input_len_std");
 	refused("workload.arrival", "\"inf\"", "workload.arrival: inf");
-	refused("deploy.method", "\"systemd\"", "deploy.method: \"systemd\" is not available yet");
+	refused("deploy.method", "\"command\"", "deploy.deploy_command: missing");
+	refused("deploy.user", "true", "deploy.user: only for");
 	refused("quantizations", "[\"none\", \"fp4\"]", "quantizations[1]");
 	refused("quantizations", "[\"none\", \"none\"]", "listed twice");
 	refused("model.checkpoints", "{\"fp16\": \"x\"}", "model.checkpoints.fp16: unknown quantization");

@@ -1,0 +1,349 @@
+/* cmd-check-engine.c — `goodput check-engine PROFILE`: checks an engine
+ * profile against the engine installed here.
+ *
+ * A profile names the engine's flags from its documentation; engines rename
+ * flags between releases (vLLM's, SGLang's and TensorRT-LLM's have), and a
+ * study that starts a server with a flag the installed version lacks fails
+ * every trial. This command runs the engine's own help (the profile's
+ * help_command, or `argv[0] --help`) as an argv — no shell — with a timeout,
+ * and checks that every flag the profile can emit appears in it as a whole
+ * word. It exits 0 when all are there, 1 when some are missing (listed), 2 on
+ * a usage error and 77 ("skipped", the test convention) when the engine's
+ * program is not installed here: absence is a fact to report, not a failure
+ * of the profile. The engine's version (version_command) is printed too. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "engine-profile.h"
+#include "json-util.h"
+#include "log.h"
+#include "macro.h"
+#include "parse.h"
+#include "time-util.h"
+
+extern char **environ;
+
+#define HELP_MAX_BYTES (4 * 1024 * 1024)
+#define EXIT_SKIPPED 77
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"Usage: goodput check-engine [OPTIONS] PROFILE\n"
+		"\n"
+		"Checks that every flag engine profile PROFILE (a name in configs/engines or a\n"
+		"file) can put on a command line appears in the installed engine's --help.\n"
+		"\n"
+		"  --binary PATH        the engine's program (replaces the first word of the\n"
+		"                       profile's help and version commands)\n"
+		"  --engines-dir DIR    look for profiles here first\n"
+		"  --timeout SECONDS    for each command the check runs (default 60)\n"
+		"  --json               machine-readable result\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"Exit status: 0 all flags found, 1 flags missing or the help failed,\n"
+		"2 usage error, 77 the engine is not installed here (skipped).\n");
+}
+
+/* Where a program would be run from: itself when it has a '/', else the
+ * first executable in $PATH. */
+static bool find_program(const char *prog, char *buf, size_t size)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(prog, '/')) {
+		snprintf(buf, size, "%s", prog);
+		return access(prog, X_OK) == 0;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path; *p;) {
+		const char *e = strchr(p, ':');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		struct stat st;
+
+		snprintf(buf, size, "%.*s/%s", (int)n, n ? p : ".", prog);
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+			return true;
+		p += n;
+		if (*p == ':')
+			p++;
+	}
+	return false;
+}
+
+/* Runs argv (no shell) in its own process group with stdout and stderr into
+ * one buffer, killing the group after the timeout. This is a command-line
+ * program with no event loop, so it waits with poll(). */
+static int run_capture(char *const *argv, uint64_t timeout_usec, char **ret_out, int *ret_status)
+{
+	_cleanup_(freep) char *buf = NULL;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int fds[2], r, status = 0;
+	size_t len = 0, cap = 65536;
+	uint64_t deadline = mono_usec() + timeout_usec;
+	bool timed_out = false;
+	pid_t pid;
+
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	if (r == 0)
+		r = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	if (r == 0)
+		r = posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+	if (r == 0)
+		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+	if (r == 0)
+		r = posix_spawnattr_setpgroup(&attr, 0);
+	if (r == 0)
+		r = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(fds[1]);
+	if (r != 0) {
+		close(fds[0]);
+		return -r;
+	}
+	for (;;) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		uint64_t now = mono_usec();
+		ssize_t n;
+
+		if (now >= deadline) {
+			timed_out = true;
+			break;
+		}
+		r = poll(&pfd, 1, (int)MIN((deadline - now) / 1000 + 1, 1000));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			continue;
+		if (len + 4096 + 1 > cap && cap < HELP_MAX_BYTES) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fds[0], buf + len, MIN(cap - len - 1, (size_t)65536));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* EOF (or the cap): the output is complete */
+		len += (size_t)n;
+	}
+	close(fds[0]);
+	if (timed_out)
+		(void)kill(-pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (timed_out)
+		return -ETIMEDOUT;
+	buf[len] = 0;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	*ret_out = TAKE_PTR(buf);
+	*ret_status = status;
+	return 0;
+}
+
+static bool is_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* Whether flag appears in text as a whole word ("--port" not inside "--port-range"). */
+static bool has_flag(const char *text, const char *flag)
+{
+	size_t n = strlen(flag);
+
+	for (const char *p = strstr(text, flag); p; p = strstr(p + 1, flag)) {
+		bool left = p == text || !is_word_char(p[-1]);
+		bool right = !is_word_char(p[n]);
+
+		if (left && right)
+			return true;
+	}
+	return false;
+}
+
+/* argv with argv[0] replaced by binary (when set), NULL-terminated; the array is the caller's. */
+static char **with_binary(const char *const *argv, const char *binary)
+{
+	size_t n = 0;
+	char **v;
+
+	while (argv[n])
+		n++;
+	v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (char *)argv[i];
+	if (binary)
+		v[0] = (char *)binary;
+	return v;
+}
+
+int cmd_check_engine(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "binary", required_argument, NULL, 'b' }, { "engines-dir", required_argument, NULL, 'd' },
+		{ "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
+	};
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(freep) const char **flags = NULL;
+	_cleanup_(freep) char **help_argv = NULL, **version_argv = NULL;
+	_cleanup_(freep) char *out = NULL, *version = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	const char *binary = NULL, *engines_dir = NULL;
+	const char *default_help[3] = { NULL, "--help", NULL };
+	uint64_t timeout_usec = 60 * USEC_PER_SEC;
+	struct error err = { 0 };
+	bool json = false;
+	char path[4096];
+	size_t missing = 0, n_flags = 0;
+	int c, r, status = 0;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		switch (c) {
+		case 'b':
+			binary = optarg;
+			break;
+		case 'd':
+			engines_dir = optarg;
+			break;
+		case 't': {
+			double sec;
+			if (parse_double("--timeout", optarg, 0.001, 3600, &sec, &err) < 0) {
+				log_error("%s", err.msg);
+				return 2;
+			}
+			timeout_usec = sec_to_usec(sec);
+			break;
+		}
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			help(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		help(stderr);
+		return 2;
+	}
+	r = engine_profile_find(argv[optind], engines_dir, &p, &err);
+	if (r < 0) {
+		log_error("%s", err.msg);
+		return 1;
+	}
+	r = engine_profile_flags(p, &flags);
+	if (r < 0)
+		return log_error_errno(r, "out of memory"), 1;
+	default_help[0] = p->argv[0];
+	help_argv = with_binary(p->help_command ? p->help_command : default_help, binary);
+	if (!help_argv)
+		return 1;
+	if (!find_program(help_argv[0], path, sizeof(path))) {
+		fprintf(json ? stderr : stdout,
+			"check-engine: %s: %s is not installed here (not found%s%s); skipped. "
+			"Use --binary PATH to name it.\n",
+			p->name, help_argv[0], strchr(help_argv[0], '/') ? "" : " in $PATH", "");
+		return EXIT_SKIPPED;
+	}
+	if (p->version_command) {
+		_cleanup_(freep) char *vout = NULL;
+		int vstatus;
+
+		version_argv = with_binary(p->version_command, binary);
+		/* The version command may name another program (python3 -c ...): only
+		 * run it when that one is here too. */
+		if (version_argv && find_program(version_argv[0], path, sizeof(path)) &&
+		    run_capture(version_argv, timeout_usec, &vout, &vstatus) == 0 && WIFEXITED(vstatus) &&
+		    WEXITSTATUS(vstatus) == 0) {
+			char *nl;
+			/* the last non-empty line: banners come first */
+			while ((nl = strrchr(vout, '\n')) && nl[1] == 0)
+				*nl = 0;
+			nl = strrchr(vout, '\n');
+			version = strdup(nl ? nl + 1 : vout);
+		}
+	}
+	r = run_capture(help_argv, timeout_usec, &out, &status);
+	if (r == -ETIMEDOUT) {
+		log_error("check-engine: %s %s did not finish within %.0f s", help_argv[0], help_argv[1] ? help_argv[1] : "",
+			  usec_to_sec(timeout_usec));
+		return 1;
+	}
+	if (r < 0) {
+		log_error("check-engine: cannot run %s: %s", help_argv[0], strerror(-r));
+		return 1;
+	}
+	if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && strlen(out) < 40)) {
+		log_error("check-engine: %s's help failed (%s %d): %s", help_argv[0],
+			  WIFEXITED(status) ? "exit status" : "signal",
+			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out);
+		return 1;
+	}
+
+	j = cJSON_CreateObject();
+	cJSON *present = cJSON_AddArrayToObject(j, "present"), *absent = cJSON_AddArrayToObject(j, "missing");
+	if (!j || !present || !absent || json_add_string(j, "profile", p->name) < 0 ||
+	    json_add_string(j, "program", path) < 0 || (version && json_add_string(j, "version", version) < 0))
+		return log_error_errno(-ENOMEM, "out of memory"), 1;
+	if (!json)
+		printf("%s: %s%s%s\n", p->name, path, version ? ", version " : "", version ? version : "");
+	for (size_t i = 0; flags[i]; i++, n_flags++) {
+		bool ok = has_flag(out, flags[i]);
+		cJSON *s = cJSON_CreateString(flags[i]);
+
+		if (!s || !cJSON_AddItemToArray(ok ? present : absent, s)) {
+			cJSON_Delete(s);
+			return 1;
+		}
+		if (!ok)
+			missing++;
+		if (!json)
+			printf("  %-40s %s\n", flags[i], ok ? "ok" : "MISSING from --help");
+	}
+	if (json) {
+		_cleanup_(cjson_freep) char *s = NULL;
+
+		if (json_add_bool(j, "ok", missing == 0) < 0)
+			return 1;
+		s = cJSON_Print(j);
+		if (!s)
+			return 1;
+		printf("%s\n", s);
+	} else if (missing)
+		printf("%zu of %zu flags missing: the profile does not match this version of %s\n", missing, n_flags,
+		       p->name);
+	else
+		printf("all %zu flags found\n", n_flags);
+	return missing ? 1 : 0;
+}

@@ -8,3 +8,4 @@ int cmd_version(int argc, char **argv);
 /* cmd-check-engine.c: an engine profile against the installed engine's --help */
 int cmd_check_engine(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_tune(int argc, char **argv);

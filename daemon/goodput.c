@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{ "version", "print the version of goodput and of the libraries it uses", cmd_version },
 	{ "check-engine", "check an engine profile's flags against the installed engine's --help", cmd_check_engine },
 	{ "probe", "benchmark an OpenAI-compatible server (vllm bench serve's flags), find its max rate", cmd_probe },
+	{ "tune", "run a tuning study in the foreground: the configuration with the lowest $/Mtok", cmd_tune },
 };
 
 static void help(FILE *f)

@@ -1,0 +1,536 @@
+/* cmd-tune.c — `goodput tune STUDY.json`: one tuning study in the
+ * foreground, without the daemon. It records the study in the store (or
+ * finds it again with --resume), runs the study runner on its own sd-event
+ * loop, shows progress on stderr, and ends with the best configuration, its
+ * cost, its latencies at the chosen load and the command line that runs the
+ * engine with it. SIGINT/SIGTERM stop gracefully: the server under test is
+ * torn down and the running trial is left to be redone by --resume. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "engine-profile.h"
+#include "json-util.h"
+#include "log.h"
+#include "macro.h"
+#include "parse.h"
+#include "runner.h"
+#include "store.h"
+#include "study.h"
+#include "time-util.h"
+
+struct tune_ctx {
+	sd_event *event;
+	struct runner *runner;
+	bool json, quiet, tty;
+	unsigned signals;
+	enum runner_end end;
+	bool status_shown;
+};
+
+static void help(void)
+{
+	printf("Usage: goodput tune [OPTIONS] STUDY.json\n"
+	       "       goodput tune --resume NAME|STUDY.json [OPTIONS]\n"
+	       "\n"
+	       "Runs a tuning study in the foreground: deploys the engine with candidate\n"
+	       "configurations, probes the largest load meeting the SLA, stores every trial\n"
+	       "and load point, and prints the configuration with the lowest $/Mtok.\n"
+	       "\n"
+	       "Options:\n"
+	       "  --db FILE            the store (default ./goodput.db)\n"
+	       "  --resume [NAME]      continue the study of that name (or of STUDY.json) in the store;\n"
+	       "                       interrupted trials are redone, orphaned servers killed\n"
+	       "  --dry-run            evaluate candidates in virtual time with the sim's engine model\n"
+	       "                       instead of deploying (seconds); stored as study NAME.dry-run\n"
+	       "  --engines-dir DIR    engine profiles (default: /etc/goodput/engines, the data dir)\n"
+	       "  --log-dir DIR        per-trial server logs (default: goodput-logs next to the db)\n"
+	       "  --max-trials N       override the study's budget of distinct configurations\n"
+	       "  --max-wall-time SEC  override the study's wall-time budget\n"
+	       "  --confirm N          re-probes of the best and runner-up (default 1)\n"
+	       "  --json               print the summary as JSON on stdout\n"
+	       "  -q, --quiet          no progress on stderr\n"
+	       "  --help-spec          the reference of every study spec key\n"
+	       "  -h, --help           this text\n"
+	       "\n"
+	       "Exit status: 0 when the study finished, 1 on failure, 2 on usage errors,\n"
+	       "130 when stopped by a signal (resumable with --resume).\n");
+}
+
+/* ---- progress ---- */
+
+static void clear_line(struct tune_ctx *c)
+{
+	if (c->tty && c->status_shown) {
+		fputs("\r\033[K", stderr);
+		c->status_shown = false;
+	}
+}
+
+static void on_event(struct runner *r, const struct runner_event *ev, void *userdata)
+{
+	struct tune_ctx *c = userdata;
+	char line[512];
+
+	switch (ev->kind) {
+	case RUNNER_EVENT_PHASE:
+		if (c->quiet || ev->status->phase == RUNNER_FINISHED)
+			break;
+		runner_status_format(ev->status, line, sizeof(line));
+		if (c->tty) {
+			clear_line(c);
+			fprintf(stderr, "%s", line);
+			c->status_shown = true;
+		} else if (ev->status->phase == RUNNER_DEPLOYING || ev->status->phase == RUNNER_PROBING ||
+			   ev->status->phase == RUNNER_PAUSED || ev->status->phase == RUNNER_STOPPING)
+			fprintf(stderr, "%s\n", line);
+		break;
+	case RUNNER_EVENT_LOAD_POINT:
+		break;
+	case RUNNER_EVENT_TRIAL_FINISHED:
+		if (c->quiet)
+			break;
+		clear_line(c);
+		if (ev->trial_state == STORE_TRIAL_DONE)
+			fprintf(stderr, "%s %u %s: $%.4f/Mtok (%.0f tok/s)%s\n",
+				ev->status->confirming ? "confirm" : "trial", ev->status->trial, ev->status->knobs,
+				ev->cost_per_mtok, ev->max_goodput,
+				ev->status->best_trial_id == ev->trial_id ? " *best*" : "");
+		else
+			fprintf(stderr, "%s %u %s: %s (%s)%s%s\n", ev->status->confirming ? "confirm" : "trial",
+				ev->status->trial, ev->status->knobs, store_trial_state_to_string(ev->trial_state),
+				store_failure_to_string(ev->failure), ev->failure_message ? ": " : "",
+				ev->failure_message ? ev->failure_message : "");
+		break;
+	case RUNNER_EVENT_FINISHED:
+		clear_line(c);
+		c->end = ev->end;
+		if (ev->status->message && ev->end == RUNNER_END_FAILED)
+			log_error("study failed: %s", ev->status->message);
+		(void)sd_event_exit(c->event, 0);
+		break;
+	}
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct tune_ctx *c = userdata;
+
+	if (++c->signals > 1) {
+		/* a second signal: do not wait for the teardown (the server is killed on free) */
+		clear_line(c);
+		log_warning("stopping at once");
+		c->end = RUNNER_END_STOPPED;
+		return sd_event_exit(c->event, 0);
+	}
+	clear_line(c);
+	if (!c->quiet)
+		log_info("stopping: tearing down the server under test (again to stop at once)");
+	(void)runner_stop(c->runner);
+	return 0;
+}
+
+/* ---- summary ---- */
+
+static const struct store_load_point *point_at_max(const struct store_load_point *lp, size_t n, double max_rate)
+{
+	const struct store_load_point *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!lp[i].sla_met)
+			continue;
+		if (!best || fabs(lp[i].request_rate - max_rate) < fabs(best->request_rate - max_rate))
+			best = &lp[i];
+	}
+	return best ? best : (n > 0 ? &lp[n - 1] : NULL);
+}
+
+static int add_latency(cJSON *o, const char *key, double p50, double p90, double p99, double mean)
+{
+	cJSON *l = cJSON_AddObjectToObject(o, key);
+
+	if (!l || json_add_number(l, "mean", mean) < 0 || json_add_number(l, "p50", p50) < 0 ||
+	    json_add_number(l, "p90", p90) < 0 || json_add_number(l, "p99", p99) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int summary(struct tune_ctx *c, struct store *store, int64_t study_id, const char *db_path)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
+	struct store_study st = { 0 };
+	struct store_trial best = { 0 }, *trials = NULL;
+	struct store_load_point *lp = NULL;
+	const struct store_load_point *at = NULL;
+	struct runner_best rb;
+	struct error err = { 0 };
+	_cleanup_(freep) char *command = NULL;
+	size_t n_trials = 0, n_lp = 0;
+	unsigned counts[_STORE_TRIAL_STATE_MAX] = { 0 };
+	bool have_best;
+	int k;
+
+	k = store_study_get(store, study_id, &st, &err);
+	if (k >= 0)
+		k = store_trial_history(store, study_id, &trials, &n_trials, &err);
+	if (k < 0) {
+		store_study_done(&st);
+		return log_error_errno(k, "%s", error_str(&err, k));
+	}
+	for (size_t i = 0; i < n_trials; i++)
+		counts[trials[i].state]++;
+	runner_get_best(c->runner, &rb);
+	have_best = store_study_best_trial(store, study_id, &best, &err) >= 0;
+	if (have_best) {
+		if (store_load_point_list(store, best.id, &lp, &n_lp, &err) >= 0)
+			at = point_at_max(lp, n_lp, best.max_rate);
+		if (runner_format_command(c->runner, best.knobs_json, "127.0.0.1", 8000, &command, &err) < 0)
+			log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
+	}
+
+	if (c->json) {
+		cJSON *b, *conf;
+
+		root = cJSON_CreateObject();
+		if (!root || json_add_string(root, "study", st.name) < 0 ||
+		    json_add_string(root, "state", store_study_state_to_string(st.state)) < 0 ||
+		    json_add_string(root, "end", runner_end_to_string(c->end)) < 0 ||
+		    (st.message && json_add_string(root, "message", st.message) < 0) ||
+		    json_add_string(root, "db", db_path) < 0 || json_add_number(root, "trials", (double)n_trials) < 0 ||
+		    json_add_number(root, "done", counts[STORE_TRIAL_DONE]) < 0 ||
+		    json_add_number(root, "infeasible", counts[STORE_TRIAL_INFEASIBLE]) < 0 ||
+		    json_add_number(root, "failed", counts[STORE_TRIAL_FAILED]) < 0)
+			goto oom;
+		if (have_best) {
+			cJSON *knobs = cJSON_Parse(best.knobs_json);
+
+			b = cJSON_AddObjectToObject(root, "best");
+			if (!b || !knobs || !cJSON_AddItemToObject(b, "knobs", knobs)) {
+				cJSON_Delete(knobs);
+				goto oom;
+			}
+			if (json_add_number(b, "trial_id", (double)best.id) < 0 ||
+			    json_add_number(b, "cost_per_mtok", best.cost_per_mtok) < 0 ||
+			    json_add_number(b, "mean_cost_per_mtok", rb.valid ? rb.cost_per_mtok : best.cost_per_mtok) <
+				    0 ||
+			    json_add_number(b, "max_goodput", best.max_goodput) < 0 ||
+			    json_add_number(b, "max_rate", best.max_rate) < 0 ||
+			    json_add_number(b, "concurrency", best.concurrency) < 0 ||
+			    (command && json_add_string(b, "command", command) < 0))
+				goto oom;
+			conf = cJSON_AddObjectToObject(b, "confirm");
+			if (!conf || json_add_number(conf, "measurements", rb.n) < 0 ||
+			    json_add_number(conf, "spread", rb.spread) < 0)
+				goto oom;
+			if (rb.runner_up_valid &&
+			    (json_add_string(conf, "runner_up", rb.runner_up_knobs) < 0 ||
+			     json_add_number(conf, "runner_up_cost_per_mtok", rb.runner_up_cost_per_mtok) < 0 ||
+			     json_add_number(conf, "runner_up_spread", rb.runner_up_spread) < 0))
+				goto oom;
+			if (at && (add_latency(b, "ttft_ms", at->p50_ttft_ms, at->p90_ttft_ms, at->p99_ttft_ms,
+					       at->mean_ttft_ms) < 0 ||
+				   add_latency(b, "tpot_ms", at->p50_tpot_ms, at->p90_tpot_ms, at->p99_tpot_ms,
+					       at->mean_tpot_ms) < 0 ||
+				   json_add_number(b, "attainment", at->attainment) < 0))
+				goto oom;
+		}
+		{
+			_cleanup_(cjson_freep) char *s = cJSON_Print(root);
+
+			if (!s)
+				goto oom;
+			printf("%s\n", s);
+		}
+	} else {
+		printf("Study %s: %s%s%s%s\n", st.name, store_study_state_to_string(st.state), st.message ? " (" : "",
+		       st.message ? st.message : "", st.message ? ")" : "");
+		printf("Trials: %zu (%u measured, %u infeasible, %u failed)\n", n_trials, counts[STORE_TRIAL_DONE],
+		       counts[STORE_TRIAL_INFEASIBLE], counts[STORE_TRIAL_FAILED]);
+		if (!have_best)
+			printf(st.state == STORE_STUDY_DONE ? "No configuration met the SLA.\n"
+							    : "No configuration measured yet.\n");
+		else {
+			printf("\nBest configuration: %s\n", rb.valid ? rb.knobs : best.knobs_json);
+			printf("  knobs:           %s\n", best.knobs_json);
+			printf("  cost:            $%.4f per million tokens", rb.valid ? rb.cost_per_mtok : best.cost_per_mtok);
+			if (rb.valid && rb.n > 1)
+				printf(" (mean of %u measurements, spread %.1f%%)", rb.n, rb.spread * 100);
+			printf("\n  max goodput:     %.1f tokens/s at %.2f requests/s (concurrency %.1f)\n",
+			       best.max_goodput, best.max_rate, best.concurrency);
+			if (at) {
+				printf("  TTFT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n", at->mean_ttft_ms,
+				       at->p50_ttft_ms, at->p90_ttft_ms, at->p99_ttft_ms);
+				printf("  TPOT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n", at->mean_tpot_ms,
+				       at->p50_tpot_ms, at->p90_tpot_ms, at->p99_tpot_ms);
+				printf("  SLA attainment:  %.1f%%\n", at->attainment * 100);
+			}
+			if (rb.runner_up_valid)
+				printf("  runner-up:       %s at $%.4f/Mtok (%u measurement%s, spread %.1f%%)\n",
+				       rb.runner_up_knobs, rb.runner_up_cost_per_mtok, rb.runner_up_n,
+				       rb.runner_up_n == 1 ? "" : "s", rb.runner_up_spread * 100);
+			if (command)
+				printf("\nRun it:\n  %s\n", command);
+		}
+		if (st.state == STORE_STUDY_RUNNING)
+			printf("\nStopped; continue with: goodput tune --resume %s --db %s%s\n", st.name, db_path,
+			       strstr(st.name, ".dry-run") ? " --dry-run" : "");
+	}
+	k = 0;
+	goto out;
+oom:
+	k = log_error_errno(-ENOMEM, "out of memory building the summary");
+out:
+	store_load_point_array_free(lp, n_lp);
+	store_trial_done(&best);
+	store_trial_array_free(trials, n_trials);
+	store_study_done(&st);
+	return k;
+}
+
+/* ---- the study ---- */
+
+static int load_spec(const char *path, const char *engines_dir, struct study **ret, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	struct study_options so = { 0 };
+	const char *engine;
+	int k;
+
+	k = json_parse_file(path, STUDY_SPEC_MAX_BYTES, &j, err);
+	if (k < 0)
+		return k;
+	k = json_require_string(j, "", "engine", 256, &engine, err);
+	if (k < 0)
+		return error_prefix(err, k, "%s", path);
+	k = engine_profile_find(engine, engines_dir, &p, err);
+	if (k < 0)
+		return k;
+	so.extra_knobs = p->extra_knobs;
+	k = study_from_json(j, &so, ret, err);
+	if (k < 0)
+		return error_prefix(err, k, "%s", path);
+	return 0;
+}
+
+static bool looks_like_file(const char *s)
+{
+	struct stat sb;
+
+	return strchr(s, '/') || (strlen(s) > 5 && strcmp(s + strlen(s) - 5, ".json") == 0) ||
+	       (stat(s, &sb) == 0 && S_ISREG(sb.st_mode));
+}
+
+enum {
+	ARG_DB = 0x100,
+	ARG_RESUME,
+	ARG_DRY_RUN,
+	ARG_ENGINES_DIR,
+	ARG_LOG_DIR,
+	ARG_MAX_TRIALS,
+	ARG_MAX_WALL_TIME,
+	ARG_CONFIRM,
+	ARG_JSON,
+	ARG_HELP_SPEC,
+};
+
+int cmd_tune(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "db", required_argument, NULL, ARG_DB },
+		{ "resume", optional_argument, NULL, ARG_RESUME },
+		{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
+		{ "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
+		{ "log-dir", required_argument, NULL, ARG_LOG_DIR },
+		{ "max-trials", required_argument, NULL, ARG_MAX_TRIALS },
+		{ "max-wall-time", required_argument, NULL, ARG_MAX_WALL_TIME },
+		{ "confirm", required_argument, NULL, ARG_CONFIRM },
+		{ "json", no_argument, NULL, ARG_JSON },
+		{ "help-spec", no_argument, NULL, ARG_HELP_SPEC },
+		{ 0 }
+	};
+	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+	_cleanup_(store_closep) struct store *store = NULL;
+	_cleanup_(study_freep) struct study *study = NULL;
+	_cleanup_(freep) char *log_dir_buf = NULL, *name_buf = NULL;
+	struct store_study row = { 0 };
+	struct runner_options ro;
+	struct tune_ctx c = { .end = RUNNER_END_NONE };
+	struct error err = { 0 };
+	const char *db = "goodput.db", *resume_name = NULL, *spec_path = NULL, *name;
+	bool resume = false;
+	int64_t study_id = 0;
+	double d;
+	sigset_t mask;
+	int k, opt, ret = 1;
+
+	runner_options_init(&ro);
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
+		k = 0;
+		switch (opt) {
+		case 'h':
+			help();
+			return 0;
+		case 'q':
+			c.quiet = true;
+			break;
+		case ARG_DB:
+			db = optarg;
+			break;
+		case ARG_RESUME:
+			resume = true;
+			resume_name = optarg;
+			break;
+		case ARG_DRY_RUN:
+			ro.dry_run = true;
+			break;
+		case ARG_ENGINES_DIR:
+			ro.engines_dir = optarg;
+			break;
+		case ARG_LOG_DIR:
+			ro.log_dir = optarg;
+			break;
+		case ARG_MAX_TRIALS:
+			k = parse_u32("--max-trials", optarg, 1, 100000, &ro.max_trials, &err);
+			break;
+		case ARG_MAX_WALL_TIME:
+			k = parse_double("--max-wall-time", optarg, 1, 365 * 86400.0, &d, &err);
+			if (k >= 0)
+				ro.max_wall_time_usec = sec_to_usec(d);
+			break;
+		case ARG_CONFIRM: {
+			uint32_t v;
+
+			k = parse_u32("--confirm", optarg, 1, 20, &v, &err);
+			ro.confirm_probes = v;
+			break;
+		}
+		case ARG_JSON:
+			c.json = true;
+			break;
+		case ARG_HELP_SPEC:
+			study_schema_print(stdout);
+			return 0;
+		default:
+			log_error("see 'goodput tune --help'");
+			return 2;
+		}
+		if (k < 0) {
+			log_error("%s", error_str(&err, k));
+			return 2;
+		}
+	}
+	if (optind < argc)
+		spec_path = argv[optind++];
+	if (optind < argc) {
+		log_error("unexpected argument '%s' (see 'goodput tune --help')", argv[optind]);
+		return 2;
+	}
+	/* `--resume NAME` (a separate word) arrives as the positional argument */
+	if (resume && !resume_name && spec_path && !looks_like_file(spec_path)) {
+		resume_name = spec_path;
+		spec_path = NULL;
+	}
+	if (!spec_path && !resume_name) {
+		log_error("a study spec (STUDY.json) or --resume NAME is needed (see 'goodput tune --help')");
+		return 2;
+	}
+	if (spec_path) {
+		k = load_spec(spec_path, ro.engines_dir, &study, &err);
+		if (k < 0) {
+			log_error("%s", error_str(&err, k));
+			return k == -EINVAL ? 2 : 1;
+		}
+	}
+	name = resume_name ? resume_name : study->name;
+	if (ro.dry_run && !strstr(name, ".dry-run")) {
+		if (asprintf(&name_buf, "%s.dry-run", name) < 0)
+			return log_error_errno(-ENOMEM, "out of memory"), 1;
+		name = name_buf;
+	}
+	if (!ro.log_dir) {
+		const char *slash = strrchr(db, '/');
+
+		if (asprintf(&log_dir_buf, "%.*sgoodput-logs", slash ? (int)(slash - db + 1) : 0, db) < 0)
+			return log_error_errno(-ENOMEM, "out of memory"), 1;
+		ro.log_dir = log_dir_buf;
+	}
+
+	k = store_open(db, NULL, &store, &err);
+	if (k < 0) {
+		log_error("%s", error_str(&err, k));
+		return 1;
+	}
+	k = store_study_get_by_name(store, name, &row, &err);
+	if (k >= 0) {
+		study_id = row.id;
+		if (!resume) {
+			log_error("study %s exists in %s (state %s): continue it with --resume, or use another --db", name,
+				  db, store_study_state_to_string(row.state));
+			store_study_done(&row);
+			return 1;
+		}
+		store_study_done(&row);
+	} else if (k != -ENOENT) {
+		log_error("%s", error_str(&err, k));
+		return 1;
+	} else if (!study) {
+		log_error("no study named %s in %s", name, db);
+		return 1;
+	} else {
+		k = runner_study_insert(store, study, name, &study_id, &err);
+		if (k < 0) {
+			log_error("%s", error_str(&err, k));
+			return 1;
+		}
+	}
+
+	c.tty = isatty(STDERR_FILENO) && !c.quiet;
+	k = sd_event_new(&e);
+	if (k < 0)
+		return log_error_errno(k, "cannot create the event loop"), 1;
+	c.event = e;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (sd_event_add_signal(e, NULL, SIGINT, on_signal, &c) < 0 ||
+	    sd_event_add_signal(e, NULL, SIGTERM, on_signal, &c) < 0)
+		return log_error("cannot watch signals"), 1;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	k = runner_new(e, store, study_id, &ro, &c.runner, &err);
+	if (k < 0) {
+		log_error("%s", error_str(&err, k));
+		goto out;
+	}
+	k = runner_start(c.runner, on_event, &c);
+	if (k < 0) {
+		log_error_errno(k, "cannot start the study");
+		goto out;
+	}
+	k = sd_event_loop(e);
+	clear_line(&c);
+	if (k < 0) {
+		log_error_errno(k, "event loop failed");
+		goto out;
+	}
+	if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, db) < 0)
+		goto out;
+	ret = c.end == RUNNER_END_DONE ? 0 : c.end == RUNNER_END_STOPPED ? 130 : 1;
+out:
+	c.runner = runner_free(c.runner);
+	curl_global_cleanup();
+	return ret;
+}

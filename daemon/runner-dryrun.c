@@ -1,0 +1,142 @@
+/* runner-dryrun.c — a configuration evaluated in virtual time instead of
+ * deployed: the knobs become goodput-sim engine flags, the sim core runs the
+ * study's workload through its engine model (sim_find_max_rate for online
+ * studies, the saturated throughput for offline ones), and the cost model
+ * turns the token rate into $/Mtok exactly as for a real trial. A whole
+ * evaluation takes milliseconds, so a search over hundreds of configurations
+ * runs in seconds (Vidur-style), and tests use it as the ground truth. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cost.h"
+#include "engine.h"
+#include "runner-dryrun.h"
+#include "simulate.h"
+
+static const char *sim_flag_of(const char *knob, char *buf, size_t size)
+{
+	if (strcmp(knob, OPT_KNOB_MAX_NUM_SEQS) == 0)
+		return "--max-num-seqs";
+	if (strcmp(knob, OPT_KNOB_MAX_NUM_BATCHED_TOKENS) == 0)
+		return "--max-num-batched-tokens";
+	if (strcmp(knob, OPT_KNOB_QUANTIZATION) == 0)
+		return "--quantization";
+	if (strcmp(knob, OPT_KNOB_TENSOR_PARALLEL) == 0)
+		return "--tensor-parallel-size";
+	/* extra knobs: gpu_memory_utilization → --gpu-memory-utilization */
+	if (snprintf(buf, size, "--%s", knob) >= (int)size)
+		return NULL;
+	for (char *p = buf; *p; p++)
+		if (*p == '_')
+			*p = '-';
+	return buf;
+}
+
+static int build_engine_config(const struct study *study, const struct opt_config *config, unsigned variant,
+			       struct sim_engine_config *ret, struct error *err)
+{
+	struct sim_engine_config c;
+	char num[32];
+	int r;
+
+	sim_engine_config_init(&c);
+	snprintf(num, sizeof(num), "%u", study->gpu.count);
+	r = sim_engine_config_apply_flag(&c, "--model", study->model.name, err);
+	if (r >= 0)
+		r = sim_engine_config_apply_flag(&c, "--gpu", study->gpu.type, err);
+	if (r >= 0)
+		r = sim_engine_config_apply_flag(&c, "--gpus", num, err);
+	if (r < 0)
+		return error_prefix(err, r, "dry run");
+	for (size_t k = 0; k < study->space->n_knobs; k++) {
+		char flagbuf[OPT_KNOB_NAME_MAX + 3], valbuf[64];
+		const char *flag = sim_flag_of(study->space->knobs[k].name, flagbuf, sizeof(flagbuf));
+		const char *value = opt_config_text(study->space, config, k, valbuf, sizeof(valbuf));
+
+		if (!flag || !value)
+			continue;
+		r = sim_engine_config_apply_flag(&c, flag, value, err);
+		if (r < 0)
+			return error_prefix(err, r, "dry run: knob %s", study->space->knobs[k].name);
+		/* r == 0: not a sim flag (an engine-specific knob): no effect in virtual time */
+	}
+	c.seed = variant;
+	r = sim_engine_config_resolve(&c, err);
+	if (r < 0)
+		return error_prefix(err, r, "dry run");
+	*ret = c;
+	return 0;
+}
+
+int runner_dry_evaluate(const struct study *study, const struct opt_config *config, unsigned variant,
+			struct runner_dry_result *ret, struct error *err)
+{
+	struct runner_dry_result res = { .cost_per_mtok = NAN, .max_rate = 0 };
+	struct sim_engine_config cfg;
+	struct sim_engine *eng = NULL;
+	struct opt_throughput tp = { 0 };
+	struct error e = { 0 };
+	const struct probe_result *pt;
+	double tps, in_per_req;
+	int r;
+
+	r = build_engine_config(study, config, variant, &cfg, err);
+	if (r < 0)
+		return r;
+	/* vLLM's start-up checks first: a refusal is the configuration's outcome. */
+	r = sim_engine_new(&cfg, NULL, NULL, &eng, &e);
+	if (r < 0) {
+		res.infeasible = true;
+		snprintf(res.message, sizeof(res.message), "%s", error_str(&e, r));
+		*ret = res;
+		return 0;
+	}
+	sim_engine_free(eng);
+
+	if (study->scenario == OPT_SCENARIO_OFFLINE) {
+		r = sim_saturated_throughput(&cfg, &study->workload, &res.point, err);
+		if (r < 0)
+			return error_prefix(err, r, "dry run");
+		res.have_point = true;
+		pt = &res.point;
+		tp.saturated_output_tps = pt->output_throughput;
+		tp.saturated_input_tps = pt->duration_s > 0 ? (double)pt->total_input_tokens / pt->duration_s : 0;
+		res.max_rate = pt->request_throughput;
+	} else {
+		struct sim_rate_search s;
+
+		r = sim_find_max_rate(&cfg, &study->workload, &study->sla, study->probe.tolerance, 0, &s, err);
+		if (r < 0)
+			return error_prefix(err, r, "dry run");
+		res.saturated = s.saturated;
+		res.have_saturated = true;
+		if (!(s.max_rate > 0)) {
+			res.sla_never_met = true;
+			snprintf(res.message, sizeof(res.message), "no request rate met the SLA in virtual time");
+			*ret = res;
+			return 0;
+		}
+		res.point = s.at_max;
+		res.have_point = true;
+		res.max_rate = s.max_rate;
+		pt = &res.point;
+		in_per_req = pt->completed > 0 ? (double)pt->total_input_tokens / pt->completed : 0;
+		tp.good_output_tps = pt->good_output_throughput;
+		tp.good_input_tps = pt->request_goodput * in_per_req;
+	}
+	res.concurrency = pt->mean_concurrency;
+	tps = opt_cost_tokens_per_sec(study->scenario, study->cost_tokens, &tp);
+	res.tokens_per_sec = tps;
+	r = opt_cost_per_mtok(study->gpu.price_per_gpu_hour, opt_cost_gpus_per_replica(study->space, config), tps,
+			      &res.cost_per_mtok);
+	if (r == -EDOM) {
+		res.sla_never_met = true;
+		res.cost_per_mtok = NAN;
+		snprintf(res.message, sizeof(res.message), "no tokens counted at the best load");
+	} else if (r < 0)
+		return error_set(err, r, "dry run: cost model refused the price or GPU count");
+	*ret = res;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* runner-dryrun.h — one configuration of a study evaluated in virtual time
+ * with goodput-sim's engine model (the `--dry-run` of `goodput tune`, and
+ * the oracle the tune tests compare a real search with).
+ *
+ * The study's canonical knobs become the sim's engine flags (model preset =
+ * model.name, GPU preset = gpu.type); extra knobs that name a sim engine flag
+ * (gpu_memory_utilization, kv_cache_dtype, max_model_len) are applied too,
+ * others are ignored. Online studies get sim_find_max_rate under the study's
+ * SLA; offline ones the saturated throughput. The cost comes from the same
+ * cost model (optimizer/cost.h) as a real trial's. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "metrics.h"
+#include "space.h"
+#include "study.h"
+
+struct runner_dry_result {
+	bool infeasible;           /* the start-up checks refused it (weights or KV cache do not fit) */
+	bool sla_never_met;        /* online: no rate met the SLA */
+	char message[ERROR_MSG_MAX];
+	double max_rate;           /* req/s (online) or saturated completions/s (offline) */
+	double tokens_per_sec;     /* what the cost counts */
+	double concurrency;        /* mean requests in flight at that load */
+	double cost_per_mtok;      /* NAN when infeasible / never met */
+	bool have_point, have_saturated;
+	struct probe_result point;     /* the load at max_rate (online) or saturation (offline) */
+	struct probe_result saturated; /* online: the rate-inf run */
+};
+
+/* Evaluates config. variant > 0 changes the engine's jitter seed (a
+ * "re-probe" for confirmations). Infeasible or never-met configurations are
+ * a success (ret->infeasible / sla_never_met); errors are for bad specs (an
+ * unknown model or GPU preset), with err naming it. */
+int runner_dry_evaluate(const struct study *study, const struct opt_config *config, unsigned variant,
+			struct runner_dry_result *ret, struct error *err);

@@ -1,0 +1,98 @@
+/* runner-internal.h — the runner's state, shared by runner.c (life cycle,
+ * status, history) and runner-trial.c (one trial: deploy, quality check,
+ * probe, outcome, teardown; dry-run evaluation). Not for other modules. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "deploy.h"
+#include "engine-profile.h"
+#include "opt.h"
+#include "probe.h"
+#include "runner.h"
+#include "store.h"
+#include "study.h"
+
+enum runner_action {
+	RUNNER_ACTION_NONE,
+	RUNNER_ACTION_PLAN,     /* ask the optimizer, start the next trial */
+	RUNNER_ACTION_DRY_EVAL, /* evaluate the current trial in virtual time */
+	RUNNER_ACTION_FINISH,   /* end with pending_end */
+};
+
+enum runner_request {
+	RUNNER_REQUEST_NONE,
+	RUNNER_REQUEST_PAUSE,
+	RUNNER_REQUEST_STOP,
+	RUNNER_REQUEST_CANCEL,
+};
+
+struct runner {
+	sd_event *event;
+	struct store *store;
+	int64_t study_id;
+	struct runner_options opts;
+	char *engines_dir, *log_dir;
+	struct store_study row;
+	struct study *study;
+	struct engine_profile *profile;
+	struct opt_settings settings;
+	struct opt_history history;
+	int64_t *trial_ids;     /* store id of each history entry */
+	double *trial_goodput;  /* max goodput of each history entry */
+	size_t n_trial_ids;
+	struct opt_result best;
+
+	runner_event_fn cb;
+	void *userdata;
+	bool started;
+	enum runner_request request;
+	enum runner_end pending_end;
+	enum runner_action action;
+	sd_event_source *step_source;
+	sd_event_source *wall_timer;
+	uint64_t start_usec, wall_budget_usec;
+	bool wall_expired;
+	struct runner_status status;
+	char message[ERROR_MSG_MAX];
+
+	/* the current trial */
+	struct opt_candidate cand;
+	int64_t trial_id;
+	char kind[64];
+	cJSON *knobs;
+	char *log_path;
+	struct deployment *deploy;
+	struct probe *probe;
+	pid_t qc_pid;
+	sd_event_source *qc_child, *qc_timer, *settle_timer;
+	unsigned n_points;
+	bool points_failed; /* some load point had failed requests */
+	int probe_result;   /* the probe's result while waiting for the deployer's verdict */
+	bool trial_open;    /* started and not yet finished in the store */
+	double deploy_seconds;
+};
+
+void runner_emit(struct runner *r, const struct runner_event *ev);
+void runner_set_phase(struct runner *r, enum runner_phase p);
+void runner_schedule(struct runner *r, enum runner_action a);
+void runner_finish(struct runner *r, enum runner_end end);
+void runner_fail(struct runner *r, const char *msg);
+bool runner_settle_request(struct runner *r);
+void runner_update_best(struct runner *r);
+int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id, double goodput);
+int runner_best_trial_id(struct runner *r, const struct opt_config *c);
+bool runner_kind_is_confirm(const char *kind);
+void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, char *buf, size_t size);
+
+/* runner-trial.c */
+void runner_plan(struct runner *r);
+void runner_dry_step(struct runner *r);
+/* pause/stop/cancel asked: abort what runs (trial → interrupted), tear down. */
+void runner_halt(struct runner *r);
+/* Frees the trial's probe, deployment (killing it) and quality check. */
+void runner_trial_release(struct runner *r);

@@ -1,0 +1,680 @@
+/* runner.c — the study runner: one tuning study as a state machine on an
+ * sd-event loop (runner.h has the picture).
+ *
+ * Everything happens in callbacks: a one-shot defer source runs the next
+ * step (ask the optimizer, start a trial, finish the study), the deployer
+ * reports ready/failed/stopped, the probe reports load points and its end,
+ * a child source watches the quality check. No call here waits for anything,
+ * so goodputd answers its socket while a study runs.
+ *
+ * The optimizer is pure: its history is rebuilt from the store's trials when
+ * the runner is created and extended in memory as trials finish, in the same
+ * order and with the same (bit-exact) costs, so a restarted runner replays
+ * the search exactly. Every state change of a trial is committed before the
+ * runner acts on it; a trial caught mid-way by a crash is redone (the
+ * optimizer asks for the same configuration again; store_trial_insert hands
+ * back the existing row).
+ *
+ * Trial kinds (one row per study, configuration and kind): "search",
+ * "search-retry-N" (a failed configuration deployed again), "confirm-N" (the
+ * optimizer's re-probes), each prefixed "dry-run-" in a dry run. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "config.h"
+#include "cost.h"
+#include "deploy.h"
+#include "engine-profile.h"
+#include "json-util.h"
+#include "log.h"
+#include "opt.h"
+#include "probe.h"
+#include "runner-internal.h"
+#include "store.h"
+#include "time-util.h"
+
+const char *runner_phase_to_string(enum runner_phase p)
+{
+	static const char *const names[_RUNNER_PHASE_MAX] = {
+		[RUNNER_IDLE] = "idle",         [RUNNER_PLANNING] = "planning",
+		[RUNNER_DEPLOYING] = "deploying", [RUNNER_QUALITY_CHECK] = "quality-check",
+		[RUNNER_PROBING] = "probing",   [RUNNER_TEARDOWN] = "teardown",
+		[RUNNER_PAUSING] = "pausing",   [RUNNER_PAUSED] = "paused",
+		[RUNNER_STOPPING] = "stopping", [RUNNER_FINISHED] = "finished",
+	};
+	return (unsigned)p < _RUNNER_PHASE_MAX ? names[p] : "unknown";
+}
+
+const char *runner_end_to_string(enum runner_end e)
+{
+	switch (e) {
+	case RUNNER_END_NONE:
+		return "none";
+	case RUNNER_END_DONE:
+		return "done";
+	case RUNNER_END_STOPPED:
+		return "stopped";
+	case RUNNER_END_CANCELLED:
+		return "cancelled";
+	case RUNNER_END_FAILED:
+		return "failed";
+	}
+	return "unknown";
+}
+
+void runner_options_init(struct runner_options *o)
+{
+	*o = (struct runner_options){ 0 };
+}
+
+/* ---- status ---- */
+
+void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (size_t k = 0; k < space->n_knobs && len < size; k++) {
+		char v[64];
+		const char *name = space->knobs[k].name;
+		const char *val = opt_config_text(space, c, k, v, sizeof(v));
+		int n;
+
+		if (strcmp(name, OPT_KNOB_QUANTIZATION) == 0)
+			n = snprintf(buf + len, size - len, "%s%s", len ? " " : "", strcmp(val, "none") == 0 ? "bf16" : val);
+		else if (strcmp(name, OPT_KNOB_TENSOR_PARALLEL) == 0)
+			n = snprintf(buf + len, size - len, "%stp=%s", len ? " " : "", val);
+		else
+			n = snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", name, val);
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+}
+
+int runner_status_format(const struct runner_status *st, char *buf, size_t size)
+{
+	char best[64] = "";
+	int n;
+
+	if (st->have_best)
+		snprintf(best, sizeof(best), "; best $%.3f/Mtok", st->best_cost_per_mtok);
+	if (st->phase == RUNNER_FINISHED)
+		n = snprintf(buf, size, "%s: %s%s", st->study_name, runner_end_to_string(st->end), best);
+	else if (st->phase == RUNNER_PAUSED || st->phase == RUNNER_IDLE || st->trial == 0)
+		n = snprintf(buf, size, "%s: %s%s", st->study_name, runner_phase_to_string(st->phase), best);
+	else if (st->max_trials > 0 && !st->confirming)
+		n = snprintf(buf, size, "trial %u/%u %s %s%s", st->trial, st->max_trials,
+			     runner_phase_to_string(st->phase), st->knobs, best);
+	else
+		n = snprintf(buf, size, "%s %u %s %s%s", st->confirming ? "confirm" : "trial", st->trial,
+			     runner_phase_to_string(st->phase), st->knobs, best);
+	return n < 0 ? -EINVAL : 0;
+}
+
+void runner_get_status(const struct runner *r, struct runner_status *ret)
+{
+	*ret = r->status;
+	ret->message = r->message[0] ? r->message : NULL;
+}
+
+void runner_emit(struct runner *r, const struct runner_event *ev)
+{
+	struct runner_event e = *ev;
+	struct runner_status st;
+
+	if (!r->cb)
+		return;
+	runner_get_status(r, &st);
+	e.status = &st;
+	r->cb(r, &e, r->userdata);
+}
+
+void runner_set_phase(struct runner *r, enum runner_phase p)
+{
+	if (r->status.phase == p)
+		return;
+	r->status.phase = p;
+	runner_emit(r, &(struct runner_event){ .kind = RUNNER_EVENT_PHASE });
+}
+
+void runner_update_best(struct runner *r)
+{
+	struct opt_result best, second;
+
+	opt_best(r->study->space, &r->history, &best, &second);
+	r->status.have_best = best.valid;
+	if (!best.valid)
+		return;
+	r->best = best;
+	r->status.best_cost_per_mtok = best.cost;
+	runner_knobs_text(r->study->space, &best.config, r->status.best_knobs, sizeof(r->status.best_knobs));
+	r->status.best_trial_id = 0;
+	r->status.best_max_goodput = NAN;
+	for (size_t i = 0; i < r->n_trial_ids; i++)
+		if (memcmp(&r->history.trials[i].config, &best.config, sizeof(best.config)) == 0 &&
+		    r->history.trials[i].outcome == OPT_OUTCOME_MEASURED) {
+			r->status.best_trial_id = r->trial_ids[i];
+			r->status.best_max_goodput = r->trial_goodput[i];
+			break;
+		}
+}
+
+void runner_get_best(const struct runner *r, struct runner_best *ret)
+{
+	struct opt_result best, second;
+	struct runner_best b = { 0 };
+
+	opt_best(r->study->space, &r->history, &best, &second);
+	if (best.valid) {
+		b.valid = true;
+		b.cost_per_mtok = best.cost;
+		b.n = best.n;
+		b.spread = best.spread;
+		runner_knobs_text(r->study->space, &best.config, b.knobs, sizeof(b.knobs));
+		for (size_t i = 0; i < r->n_trial_ids; i++)
+			if (memcmp(&r->history.trials[i].config, &best.config, sizeof(best.config)) == 0 &&
+			    r->history.trials[i].outcome == OPT_OUTCOME_MEASURED) {
+				b.trial_id = r->trial_ids[i];
+				break;
+			}
+	}
+	if (second.valid) {
+		b.runner_up_valid = true;
+		b.runner_up_cost_per_mtok = second.cost;
+		b.runner_up_n = second.n;
+		b.runner_up_spread = second.spread;
+		runner_knobs_text(r->study->space, &second.config, b.runner_up_knobs, sizeof(b.runner_up_knobs));
+	}
+	*ret = b;
+}
+
+int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port,
+			  char **ret, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *knobs = NULL;
+	struct engine_command cmd = { 0 };
+	char *s;
+	int k;
+
+	knobs = cJSON_ParseWithLength(knobs_json, strlen(knobs_json));
+	if (!knobs)
+		return error_set(err, -EINVAL, "knobs: not JSON");
+	k = engine_profile_render_study(r->profile, r->study, knobs, host, port, &cmd, err);
+	if (k < 0)
+		return k;
+	s = engine_command_format(&cmd);
+	engine_command_done(&cmd);
+	if (!s)
+		return error_set(err, -ENOMEM, "out of memory");
+	*ret = s;
+	return 0;
+}
+
+/* ---- history ---- */
+
+bool runner_kind_is_confirm(const char *kind)
+{
+	return kind && strstr(kind, "confirm") != NULL;
+}
+
+/* The optimizer's view of a finished trial; false for trials still open. */
+static bool trial_to_opt(const struct store_trial *t, struct opt_trial *ret)
+{
+	switch (t->state) {
+	case STORE_TRIAL_DONE:
+		if (!isfinite(t->cost_per_mtok) || t->cost_per_mtok <= 0)
+			ret->outcome = OPT_OUTCOME_SLA_NEVER_MET;
+		else {
+			ret->outcome = OPT_OUTCOME_MEASURED;
+			ret->cost = t->cost_per_mtok;
+		}
+		break;
+	case STORE_TRIAL_INFEASIBLE:
+		ret->outcome = t->failure == STORE_FAILURE_SLA_NEVER_MET ? OPT_OUTCOME_SLA_NEVER_MET
+									 : OPT_OUTCOME_INFEASIBLE;
+		break;
+	case STORE_TRIAL_FAILED:
+		ret->outcome = OPT_OUTCOME_FAILED;
+		break;
+	default:
+		return false;
+	}
+	ret->confirm = runner_kind_is_confirm(t->kind);
+	return true;
+}
+
+int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id, double goodput)
+{
+	int64_t *ids;
+	double *gp;
+	int k;
+
+	k = opt_history_add(&r->history, t);
+	if (k < 0)
+		return k;
+	ids = realloc(r->trial_ids, (r->n_trial_ids + 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	r->trial_ids = ids;
+	gp = realloc(r->trial_goodput, (r->n_trial_ids + 1) * sizeof(*gp));
+	if (!gp)
+		return -ENOMEM;
+	r->trial_goodput = gp;
+	r->trial_ids[r->n_trial_ids] = trial_id;
+	r->trial_goodput[r->n_trial_ids] = goodput;
+	r->n_trial_ids++;
+	return 0;
+}
+
+static int load_history(struct runner *r, struct error *err)
+{
+	struct store_trial *t = NULL;
+	size_t n = 0;
+	int k;
+
+	k = store_trial_history(r->store, r->study_id, &t, &n, err);
+	if (k < 0)
+		return k;
+	for (size_t i = 0; i < n; i++) {
+		struct opt_trial ot = { 0 };
+
+		if (!trial_to_opt(&t[i], &ot))
+			continue;
+		k = opt_config_from_key(r->study->space, t[i].canonical_key, &ot.config, err);
+		if (k < 0) {
+			error_prefix(err, k, "trial %u", t[i].seq);
+			break;
+		}
+		k = runner_history_push(r, &ot, t[i].id, t[i].max_goodput);
+		if (k < 0) {
+			error_set(err, k, "trial %u: cannot add it to the history", t[i].seq);
+			break;
+		}
+		if (t[i].seq > r->status.trial)
+			r->status.trial = t[i].seq;
+	}
+	store_trial_array_free(t, n);
+	if (k < 0)
+		return k;
+	runner_update_best(r);
+	return 0;
+}
+
+/* ---- creation ---- */
+
+int runner_study_insert(struct store *store, const struct study *study, const char *name, int64_t *ret_id,
+			struct error *err)
+{
+	_cleanup_(freep) char *spec = study_to_string(study);
+	char version[32];
+	int major = 0, minor = 0, bugfix = 0;
+	struct store_study st = { 0 };
+
+	if (!spec)
+		return error_set(err, -ENOMEM, "out of memory");
+	nlopt_version(&major, &minor, &bugfix);
+	snprintf(version, sizeof(version), "%d.%d.%d", major, minor, bugfix);
+	st.name = (char *)(name ? name : study->name);
+	st.spec_json = spec;
+	st.engine = (char *)study->engine;
+	st.model = (char *)study->model.name;
+	st.label = (char *)study->label;
+	st.seed = study->search.seed;
+	st.algorithm = (char *)(study->search.algorithm ? study->search.algorithm : "LN_SBPLX");
+	st.nlopt_version = version;
+	return store_study_insert(store, &st, ret_id, err);
+}
+
+int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct runner_options *opts,
+	       struct runner **ret, struct error *err)
+{
+	_cleanup_(runner_freep) struct runner *r = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	struct study_options so = { 0 };
+	const cJSON *engine;
+	int k;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return error_set(err, -ENOMEM, "out of memory");
+	r->event = sd_event_ref(e);
+	r->store = store;
+	r->study_id = study_id;
+	opt_history_init(&r->history);
+	if (opts)
+		r->opts = *opts;
+	r->opts.engines_dir = NULL;
+	r->opts.log_dir = NULL;
+	if ((opts && opts->engines_dir && !(r->engines_dir = strdup(opts->engines_dir))) ||
+	    !(r->log_dir = strdup(opts && opts->log_dir ? opts->log_dir : ".")))
+		return error_set(err, -ENOMEM, "out of memory");
+
+	k = store_study_get(store, study_id, &r->row, err);
+	if (k < 0)
+		return k;
+	r->status.study_id = study_id;
+	r->status.study_name = r->row.name;
+	spec = cJSON_ParseWithLength(r->row.spec_json, strlen(r->row.spec_json));
+	if (!spec || !cJSON_IsObject(spec))
+		return error_set(err, -EINVAL, "study %s: the stored spec is not a JSON object", r->row.name);
+	engine = cJSON_GetObjectItemCaseSensitive(spec, "engine");
+	if (!cJSON_IsString(engine))
+		return error_set(err, -EINVAL, "study %s: engine: expected a string", r->row.name);
+	k = engine_profile_find(engine->valuestring, r->engines_dir, &r->profile, err);
+	if (k < 0)
+		return k;
+	so.extra_knobs = r->profile->extra_knobs;
+	k = study_from_json(spec, &so, &r->study, err);
+	if (k < 0)
+		return error_prefix(err, k, "study %s", r->row.name);
+	if (!r->opts.dry_run) {
+		k = engine_profile_check_study(r->profile, r->study, err);
+		if (k < 0)
+			return k;
+	}
+
+	opt_settings_init(&r->settings);
+	r->settings.seed = r->study->search.seed;
+	r->settings.max_trials = r->opts.max_trials ? r->opts.max_trials : r->study->budget.max_trials;
+	if (r->opts.confirm_probes)
+		r->settings.confirm_probes = r->opts.confirm_probes;
+	r->wall_budget_usec = r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec
+							  : r->study->budget.max_wall_time_usec;
+	r->status.max_trials = r->settings.max_trials;
+
+	k = load_history(r, err);
+	if (k < 0)
+		return error_prefix(err, k, "study %s: loading its history", r->row.name);
+	*ret = TAKE_PTR(r);
+	return 0;
+}
+
+struct runner *runner_free(struct runner *r)
+{
+	if (!r)
+		return NULL;
+	runner_trial_release(r);
+	r->step_source = sd_event_source_disable_unref(r->step_source);
+	r->wall_timer = sd_event_source_disable_unref(r->wall_timer);
+	engine_profile_free(r->profile);
+	study_free(r->study);
+	store_study_done(&r->row);
+	opt_history_done(&r->history);
+	free(r->trial_ids);
+	free(r->trial_goodput);
+	free(r->engines_dir);
+	free(r->log_dir);
+	sd_event_unref(r->event);
+	free(r);
+	return NULL;
+}
+
+/* ---- the step source ---- */
+
+static int on_step(sd_event_source *s, void *userdata)
+{
+	struct runner *r = userdata;
+	enum runner_action a = r->action;
+
+	r->action = RUNNER_ACTION_NONE;
+	switch (a) {
+	case RUNNER_ACTION_PLAN:
+		runner_plan(r);
+		break;
+	case RUNNER_ACTION_DRY_EVAL:
+		runner_dry_step(r);
+		break;
+	case RUNNER_ACTION_FINISH:
+		runner_finish(r, r->pending_end);
+		break;
+	case RUNNER_ACTION_NONE:
+		break;
+	}
+	return 0;
+}
+
+void runner_schedule(struct runner *r, enum runner_action a)
+{
+	int k;
+
+	r->action = a;
+	if (!r->step_source) {
+		k = sd_event_add_defer(r->event, &r->step_source, on_step, r);
+		if (k < 0) {
+			log_error_errno(k, "runner: cannot add an event source");
+			return;
+		}
+		(void)sd_event_source_set_description(r->step_source, "runner-step");
+	}
+	(void)sd_event_source_set_enabled(r->step_source, SD_EVENT_ONESHOT);
+}
+
+/* Called by the final step: the study's last state is committed, then the
+ * FINISHED event (the callee may free the runner in it). */
+void runner_finish(struct runner *r, enum runner_end end)
+{
+	struct error err = { 0 };
+	enum store_study_state state;
+	int k = 0;
+
+	r->wall_timer = sd_event_source_disable_unref(r->wall_timer);
+	runner_trial_release(r);
+	switch (end) {
+	case RUNNER_END_DONE:
+		state = STORE_STUDY_DONE;
+		break;
+	case RUNNER_END_CANCELLED:
+		state = STORE_STUDY_CANCELLED;
+		break;
+	case RUNNER_END_FAILED:
+		state = STORE_STUDY_FAILED;
+		break;
+	default:
+		state = STORE_STUDY_RUNNING; /* stopped: resumable */
+		break;
+	}
+	if (end == RUNNER_END_DONE && r->best.valid) {
+		k = runner_best_trial_id(r, &r->best.config);
+		if (k > 0)
+			k = store_study_set_best(r->store, r->study_id, r->status.best_trial_id, &err);
+	}
+	if (k >= 0 && (end != RUNNER_END_STOPPED || r->row.state != STORE_STUDY_RUNNING))
+		k = store_study_set_state(r->store, r->study_id, state, r->message[0] ? r->message : NULL, &err);
+	if (k < 0) {
+		snprintf(r->message, sizeof(r->message), "%s", error_str(&err, k));
+		end = RUNNER_END_FAILED;
+	}
+	r->status.end = end;
+	r->status.phase = RUNNER_FINISHED;
+	r->status.trial_id = 0;
+	runner_emit(r, &(struct runner_event){ .kind = RUNNER_EVENT_PHASE });
+	runner_emit(r, &(struct runner_event){ .kind = RUNNER_EVENT_FINISHED, .end = end });
+}
+
+/* A store error or another failure the study cannot go on after. */
+void runner_fail(struct runner *r, const char *msg)
+{
+	snprintf(r->message, sizeof(r->message), "%s", msg);
+	r->pending_end = RUNNER_END_FAILED;
+	/* the trial's server and probe are freed by runner_finish, from the
+	 * step source: this may run inside one of their callbacks */
+	runner_schedule(r, RUNNER_ACTION_FINISH);
+}
+
+/* The id of the best configuration's first measured trial. */
+int runner_best_trial_id(struct runner *r, const struct opt_config *c)
+{
+	for (size_t i = 0; i < r->n_trial_ids; i++)
+		if (memcmp(&r->history.trials[i].config, c, sizeof(*c)) == 0 &&
+		    r->history.trials[i].outcome == OPT_OUTCOME_MEASURED) {
+			r->status.best_trial_id = r->trial_ids[i];
+			return 1;
+		}
+	return 0;
+}
+
+static int on_wall_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct runner *r = userdata;
+
+	/* Checked between trials; a trial in flight runs to its end. */
+	r->wall_expired = true;
+	return 0;
+}
+
+/* ---- start, pause, resume, stop ---- */
+
+static int kill_orphans(struct runner *r, struct error *err)
+{
+	struct store_trial *t = NULL;
+	size_t n = 0;
+	int k;
+
+	k = store_trial_history(r->store, r->study_id, &t, &n, err);
+	if (k < 0)
+		return k;
+	for (size_t i = 0; i < n && k >= 0; i++) {
+		if (t[i].server_pgid <= 0)
+			continue;
+		if (deploy_kill_orphan(t[i].server_pgid) > 0)
+			log_info("killed the orphaned server of trial %u (process group %lld)", t[i].seq,
+				 (long long)t[i].server_pgid);
+		k = store_trial_set_server(r->store, t[i].id, 0, NULL, t[i].log_path, err);
+	}
+	store_trial_array_free(t, n);
+	return k < 0 ? k : 0;
+}
+
+int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
+{
+	struct error err = { 0 };
+	int k;
+
+	if (r->started)
+		return -EALREADY;
+	r->started = true;
+	r->cb = cb;
+	r->userdata = userdata;
+	r->start_usec = mono_usec();
+	if (r->row.state == STORE_STUDY_DONE) {
+		r->pending_end = RUNNER_END_DONE;
+		runner_schedule(r, RUNNER_ACTION_FINISH);
+		return 0;
+	}
+	k = kill_orphans(r, &err);
+	if (k >= 0)
+		k = store_study_resume(r->store, r->study_id, &err);
+	if (k > 0)
+		log_info("study %s: %d interrupted trial%s will be redone", r->row.name, k, k == 1 ? "" : "s");
+	if (k >= 0)
+		k = store_study_set_state(r->store, r->study_id, STORE_STUDY_RUNNING, NULL, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return 0;
+	}
+	r->row.state = STORE_STUDY_RUNNING;
+	if (r->wall_budget_usec > 0 && r->wall_budget_usec != UINT64_MAX) {
+		k = sd_event_add_time_relative(r->event, &r->wall_timer, CLOCK_MONOTONIC, r->wall_budget_usec, 1000,
+					       on_wall_timer, r);
+		if (k >= 0)
+			(void)sd_event_source_set_description(r->wall_timer, "runner-wall-budget");
+	}
+	runner_set_phase(r, RUNNER_PLANNING);
+	runner_schedule(r, RUNNER_ACTION_PLAN);
+	return 0;
+}
+
+static int request_halt(struct runner *r, enum runner_request req)
+{
+	if (!r->started || r->status.phase == RUNNER_FINISHED)
+		return -ESTALE;
+	if (r->request == RUNNER_REQUEST_STOP || r->request == RUNNER_REQUEST_CANCEL ||
+	    r->action == RUNNER_ACTION_FINISH)
+		return -EALREADY;
+	if (req == RUNNER_REQUEST_PAUSE && (r->request == RUNNER_REQUEST_PAUSE || r->status.phase == RUNNER_PAUSED))
+		return -EALREADY;
+	r->request = req;
+	runner_halt(r);
+	return 0;
+}
+
+int runner_pause(struct runner *r)
+{
+	return request_halt(r, RUNNER_REQUEST_PAUSE);
+}
+
+int runner_stop(struct runner *r)
+{
+	return request_halt(r, RUNNER_REQUEST_STOP);
+}
+
+int runner_cancel(struct runner *r)
+{
+	return request_halt(r, RUNNER_REQUEST_CANCEL);
+}
+
+int runner_resume(struct runner *r)
+{
+	struct error err = { 0 };
+	int k;
+
+	if (r->status.phase != RUNNER_PAUSED) {
+		if (r->request == RUNNER_REQUEST_PAUSE) {
+			/* still tearing down: continue once that is over */
+			r->request = RUNNER_REQUEST_NONE;
+			return 0;
+		}
+		return -ESTALE;
+	}
+	k = store_study_set_state(r->store, r->study_id, STORE_STUDY_RUNNING, NULL, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return k;
+	}
+	r->row.state = STORE_STUDY_RUNNING;
+	r->request = RUNNER_REQUEST_NONE;
+	runner_set_phase(r, RUNNER_PLANNING);
+	runner_schedule(r, RUNNER_ACTION_PLAN);
+	return 0;
+}
+
+/* Nothing of a trial is left running: act on a pending pause/stop/cancel.
+ * Returns true when it did (the caller must not continue). */
+bool runner_settle_request(struct runner *r)
+{
+	struct error err = { 0 };
+	int k;
+
+	switch (r->request) {
+	case RUNNER_REQUEST_NONE:
+		return false;
+	case RUNNER_REQUEST_PAUSE:
+		k = store_study_set_state(r->store, r->study_id, STORE_STUDY_PAUSED, NULL, &err);
+		if (k < 0) {
+			runner_fail(r, error_str(&err, k));
+			return true;
+		}
+		r->row.state = STORE_STUDY_PAUSED;
+		r->status.trial_id = 0;
+		runner_set_phase(r, RUNNER_PAUSED);
+		return true;
+	case RUNNER_REQUEST_STOP:
+		r->pending_end = RUNNER_END_STOPPED;
+		break;
+	case RUNNER_REQUEST_CANCEL:
+		r->pending_end = RUNNER_END_CANCELLED;
+		snprintf(r->message, sizeof(r->message), "cancelled");
+		break;
+	}
+	runner_schedule(r, RUNNER_ACTION_FINISH);
+	return true;
+}

@@ -1,0 +1,195 @@
+/* runner.h — the study runner: one tuning study as a state machine on the
+ * caller's sd-event loop. Used by `goodput tune` (foreground) and by goodputd
+ * (which answers its socket while a study runs), so it never blocks.
+ *
+ * One trial:
+ *
+ *   opt_next ──► PENDING (stored) ──► DEPLOYING (stored; deploy_start, pgid stored)
+ *      ──► ready ──► [QUALITY_CHECK: the study's quality_check argv, knobs in env]
+ *      ──► PROBING (stored; find-max-rate, every load point stored as it ends)
+ *      ──► outcome (done / infeasible / failed, cost, stored) ──► TEARDOWN
+ *      ──► next trial, or confirmations asked by the optimizer, or DONE.
+ *
+ * Every state change is committed to the store before it is acted on. On
+ * start the runner calls store_study_resume (trials left deploying/probing
+ * become interrupted and are redone) and kills orphaned servers by their
+ * recorded process group. With dry_run the deploy and probe steps are
+ * replaced by the sim core in virtual time (sim_find_max_rate), the trials
+ * being stored as usual with kinds "dry-run", "dry-run-retry-N" and
+ * "dry-run-confirm-N" (instead of "search", "search-retry-N", "confirm-N")
+ * and host_json {"dry_run":true}. A budget of wall time is checked between
+ * trials: a trial in flight runs to its end.
+ *
+ * Ownership: the runner borrows the loop and the store (both must outlive
+ * it) and reads the study spec from the store's studies row (spec_json). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "error.h"
+#include "macro.h"
+
+struct store;
+struct runner;
+struct probe_result;
+
+enum runner_phase {
+	RUNNER_IDLE,          /* created, not started */
+	RUNNER_PLANNING,      /* asking the optimizer (momentary) */
+	RUNNER_DEPLOYING,     /* starting the server, waiting for health */
+	RUNNER_QUALITY_CHECK, /* the operator's quality check runs */
+	RUNNER_PROBING,       /* load generator running */
+	RUNNER_TEARDOWN,      /* stopping the server of the finished trial */
+	RUNNER_PAUSING,       /* pause asked: tearing down, trial marked interrupted */
+	RUNNER_PAUSED,        /* nothing runs; runner_resume continues */
+	RUNNER_STOPPING,      /* stop/cancel asked: tearing down */
+	RUNNER_FINISHED,      /* final: see runner_status.final_state */
+	_RUNNER_PHASE_MAX,
+};
+
+/* "idle", "planning", "deploying", "quality-check", "probing", "teardown",
+ * "pausing", "paused", "stopping", "finished". */
+const char *runner_phase_to_string(enum runner_phase p);
+
+/* How a runner ended. */
+enum runner_end {
+	RUNNER_END_NONE,      /* still running */
+	RUNNER_END_DONE,      /* the search finished (study state done) */
+	RUNNER_END_STOPPED,   /* runner_stop: study left resumable (state running; trial interrupted) */
+	RUNNER_END_CANCELLED, /* runner_cancel: study state cancelled */
+	RUNNER_END_FAILED,    /* an error the runner cannot go on after (store error, ...); see message */
+};
+
+const char *runner_end_to_string(enum runner_end e);
+
+struct runner_options {
+	const char *engines_dir; /* NULL: engine_profile_find's default places */
+	const char *log_dir;     /* per-trial server logs; NULL: "." (created when missing) */
+	bool dry_run;            /* virtual time (sim core) instead of deploy + probe */
+	/* Overrides of the study's budget (0 = the study's). */
+	uint32_t max_trials;
+	uint64_t max_wall_time_usec;
+	unsigned confirm_probes; /* optimizer re-probes of best and runner-up; 0 = default (1) */
+};
+
+void runner_options_init(struct runner_options *o);
+
+struct runner_status {
+	enum runner_phase phase;
+	enum runner_end end;       /* RUNNER_END_NONE until FINISHED */
+	int64_t study_id;
+	const char *study_name;    /* valid while the runner lives */
+	unsigned trial;            /* k: trials started so far in this study (1-based; 0 before the first) */
+	unsigned max_trials;       /* n: the budget (0 = no limit) */
+	int64_t trial_id;          /* store id of the current trial (0 none) */
+	bool confirming;           /* current trial is a confirmation re-probe */
+	char knobs[256];           /* current trial "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1" */
+	unsigned load_points;      /* load points finished in the current trial */
+	double current_rate;       /* request rate being probed (0 none) */
+	bool have_best;
+	double best_cost_per_mtok; /* best so far ($/Mtok) */
+	double best_max_goodput;   /* its tokens/s */
+	int64_t best_trial_id;
+	char best_knobs[256];
+	const char *message;       /* why FAILED / last error, or NULL; valid until the next event */
+};
+
+/* "trial 7/40 probing max_num_seqs=128 ... tp=1; best $0.213/Mtok" — one line for
+ * sd_notify STATUS= and progress output. */
+int runner_status_format(const struct runner_status *st, char *buf, size_t size);
+
+enum runner_event_kind {
+	RUNNER_EVENT_PHASE,          /* the phase changed (status filled) */
+	RUNNER_EVENT_LOAD_POINT,     /* a load point of the current trial finished (load_point set) */
+	RUNNER_EVENT_TRIAL_FINISHED, /* trial_id finished (trial_state/failure/cost set) */
+	RUNNER_EVENT_FINISHED,       /* the runner reached FINISHED (end set); last event */
+};
+
+struct runner_event {
+	enum runner_event_kind kind;
+	const struct runner_status *status;
+	/* LOAD_POINT */
+	const struct probe_result *load_point;
+	/* TRIAL_FINISHED */
+	int64_t trial_id;
+	int trial_state;      /* enum store_trial_state */
+	int failure;          /* enum store_failure */
+	const char *failure_message; /* may be NULL */
+	double cost_per_mtok; /* NAN when none */
+	double max_goodput;
+	/* FINISHED */
+	enum runner_end end;
+};
+
+/* Events come from the loop. The runner may be freed inside the callback of
+ * RUNNER_EVENT_FINISHED (and only there, or when not started/finished). */
+typedef void (*runner_event_fn)(struct runner *r, const struct runner_event *ev, void *userdata);
+
+/* Loads the study (spec from the store), its engine profile and history.
+ * -ENOENT with err when the study or the engine profile is missing; errors
+ * in the stored spec name the key. Does not yet touch the study's state. */
+int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct runner_options *opts,
+	       struct runner **ret, struct error *err);
+
+/* Starts (or resumes) the study: marks it running, resumes interrupted
+ * trials, kills orphans, and enters the trial loop. A finished study (done)
+ * ends at once with RUNNER_END_DONE. */
+int runner_start(struct runner *r, runner_event_fn cb, void *userdata);
+
+/* Pause: tear down the server under test, mark the trial interrupted (redone
+ * on resume), study state paused; phase PAUSED. -EALREADY when paused. */
+int runner_pause(struct runner *r);
+/* Continue after runner_pause (study state running). */
+int runner_resume(struct runner *r);
+
+/* Graceful stop: tear down the server, mark the running trial interrupted,
+ * leave the study resumable (state running), then FINISHED with
+ * RUNNER_END_STOPPED. Safe to call in any phase; -EALREADY once stopping. */
+int runner_stop(struct runner *r);
+/* As runner_stop, but the study ends in state cancelled (RUNNER_END_CANCELLED). */
+int runner_cancel(struct runner *r);
+
+/* Records a study in the store (state queued) from a parsed spec: the spec
+ * as JSON, engine, model, label and the search's replay settings (seed,
+ * algorithm, NLopt version). name overrides study->name when not NULL (a
+ * dry run is stored as "NAME.dry-run"). -EEXIST (err says so) when the name
+ * is taken. */
+struct study;
+int runner_study_insert(struct store *store, const struct study *study, const char *name, int64_t *ret_id,
+			struct error *err);
+
+/* A snapshot of the status; strings point into the runner. */
+void runner_get_status(const struct runner *r, struct runner_status *ret);
+
+/* The answer so far: the configuration with the lowest mean measured cost
+ * (confirmations included), its first measured trial, how many measurements
+ * the mean is over and their relative spread (max − min) / mean. */
+struct runner_best {
+	bool valid;
+	int64_t trial_id;
+	double cost_per_mtok;
+	unsigned n;
+	double spread;
+	char knobs[256];
+	bool runner_up_valid;
+	double runner_up_cost_per_mtok;
+	unsigned runner_up_n;
+	double runner_up_spread;
+	char runner_up_knobs[256];
+};
+
+void runner_get_best(const struct runner *r, struct runner_best *ret);
+
+/* The command line that runs the study's engine with knobs (a JSON object
+ * such as a trial's knobs_json), on host:port, shell-quoted for people
+ * (engine_command_format). The caller frees *ret. */
+int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port,
+			  char **ret, struct error *err);
+
+/* Frees the runner; a server still running is killed (deploy_free). Accepts NULL. */
+struct runner *runner_free(struct runner *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct runner *, runner_free)

@@ -9,3 +9,12 @@ int cmd_version(int argc, char **argv);
 int cmd_check_engine(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+/* cmd-client.c: the daemon's client (goodputd's control socket) */
+int cmd_submit(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_best(int argc, char **argv);
+int cmd_trials(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);

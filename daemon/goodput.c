@@ -20,6 +20,14 @@ static const struct command commands[] = {
 	{ "check-engine", "check an engine profile's flags against the installed engine's --help", cmd_check_engine },
 	{ "probe", "benchmark an OpenAI-compatible server (vllm bench serve's flags), find its max rate", cmd_probe },
 	{ "tune", "run a tuning study in the foreground: the configuration with the lowest $/Mtok", cmd_tune },
+	{ "submit", "queue a study on goodputd (the service)", cmd_submit },
+	{ "status", "what goodputd is doing: study, trial, best so far, queue", cmd_status },
+	{ "list", "the studies goodputd knows, with state and best $/Mtok", cmd_list },
+	{ "best", "the best configuration of a study, or for a model + engine", cmd_best },
+	{ "trials", "the trials of a study on goodputd", cmd_trials },
+	{ "cancel", "cancel a study on goodputd", cmd_cancel },
+	{ "pause", "pause goodputd's study (the trial in flight is redone on resume)", cmd_pause },
+	{ "resume", "resume a paused study on goodputd", cmd_resume },
 };
 
 static void help(FILE *f)

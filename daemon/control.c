@@ -1,0 +1,629 @@
+/* control.c — the control socket of goodputd (see control.h for the
+ * contract; OpenSMTPD's control.c is the model).
+ *
+ * Each connection has an input buffer that grows only as bytes arrive and
+ * never beyond the request limit (a small one for unprivileged peers, who
+ * cannot submit the only large request), and an output queue. Lines are
+ * handled in order; while a client does not read its answers the server
+ * stops reading its requests (the queue stays below OUT_HIGH plus one
+ * answer), so a slow or hostile client costs bounded memory and no other
+ * client waits for it. Accept errors such as EMFILE pause accepting for a
+ * moment instead of spinning on a readable listening socket. */
+#include "control.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "macro.h"
+#include "time-util.h"
+
+/* Stop reading a client's requests while this much output waits for it. */
+#define OUT_HIGH ((size_t)256 * 1024)
+/* Peers that cannot submit have no use for long lines. */
+#define UNPRIVILEGED_REQUEST_MAX ((size_t)64 * 1024)
+#define READ_CHUNK ((size_t)64 * 1024)
+#define ACCEPT_BURST 64
+#define ACCEPT_RETRY_USEC (100 * USEC_PER_MSEC)
+
+struct ctl_conn {
+	struct ctl_server *server;
+	struct ctl_conn *prev, *next;
+	int fd;
+	sd_event_source *io, *idle;
+	struct ctl_peer peer;
+	gid_t *groups; /* the peer's supplementary groups at connect time */
+	int n_groups;
+	char *in;
+	size_t in_len, in_size, in_scanned;
+	char *out;
+	size_t out_len, out_off;
+	bool eof;     /* the peer closed its side: answer what is complete, then close */
+	bool closing; /* close once the output is flushed */
+};
+
+struct ctl_server {
+	sd_event *event;
+	int fd;
+	sd_event_source *listen_source, *retry_source;
+	struct ctl_limits limits;
+	ctl_handler_fn handler;
+	void *userdata;
+	bool has_group;
+	gid_t gid;
+	uid_t own_uid;
+	struct ctl_conn *conns;
+	unsigned n_conns;
+	char *unlink_path;
+};
+
+static bool peer_privileged(const struct ctl_server *s, const struct ctl_conn *c)
+{
+	if (c->peer.uid == 0 || c->peer.uid == s->own_uid)
+		return true;
+	if (!s->has_group)
+		return false;
+	if (c->peer.gid == s->gid)
+		return true;
+	for (int i = 0; i < c->n_groups; i++)
+		if (c->groups[i] == s->gid)
+			return true;
+	return false;
+}
+
+/* The peer's supplementary groups: SO_PEERGROUPS (the groups the connecting
+ * process had), else the user database (getgrouplist). */
+static void read_peer_groups(struct ctl_conn *c)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		gid_t *g = malloc(len ? len : sizeof(gid_t));
+
+		if (!g)
+			return;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
+			c->groups = g;
+			c->n_groups = (int)(len / sizeof(gid_t));
+			return;
+		}
+		free(g);
+		if (errno != ERANGE)
+			break;
+	}
+
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int n = 256;
+
+	if (getpwuid_r(c->peer.uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+		return;
+	c->groups = calloc((size_t)n, sizeof(gid_t));
+	if (!c->groups)
+		return;
+	if (getgrouplist(pw.pw_name, c->peer.gid, c->groups, &n) < 0)
+		n = 256; /* truncated: the first 256 are enough to decide for most hosts */
+	c->n_groups = n;
+}
+
+static void conn_free(struct ctl_conn *c)
+{
+	struct ctl_server *s;
+
+	if (!c)
+		return;
+	s = c->server;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->n_conns--;
+	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->idle);
+	safe_close(c->fd);
+	free(c->groups);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+static void idle_rearm(struct ctl_conn *c)
+{
+	uint64_t now = 0;
+
+	if (sd_event_now(c->server->event, CLOCK_MONOTONIC, &now) < 0)
+		now = mono_usec();
+	(void)sd_event_source_set_time(c->idle, now + c->server->limits.idle_timeout_usec);
+	(void)sd_event_source_set_enabled(c->idle, SD_EVENT_ONESHOT);
+}
+
+/* Sends what is queued without blocking. -errno when the peer is gone. */
+static int conn_flush(struct ctl_conn *c)
+{
+	bool progress = false;
+
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0)
+			return -errno;
+		c->out_off += (size_t)n;
+		progress = true;
+	}
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (progress)
+		idle_rearm(c);
+	return 0;
+}
+
+static void conn_queue(struct ctl_conn *c, cJSON *response)
+{
+	_cleanup_(freep) char *line = NULL;
+	size_t len;
+	char *p;
+
+	if (!response || ctl_format_line(response, &line, &len) < 0) {
+		static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}\n";
+
+		cJSON_Delete(response);
+		line = strdup(oom);
+		if (!line) {
+			c->closing = true;
+			return;
+		}
+		len = sizeof(oom) - 1;
+	} else
+		cJSON_Delete(response);
+
+	if (c->out_off > 0) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	p = realloc(c->out, c->out_len + len);
+	if (!p) {
+		c->closing = true;
+		return;
+	}
+	c->out = p;
+	memcpy(c->out + c->out_len, line, len);
+	c->out_len += len;
+}
+
+static size_t request_max(const struct ctl_conn *c)
+{
+	size_t max = c->server->limits.max_request_bytes;
+
+	return c->peer.privileged ? max : MIN(max, UNPRIVILEGED_REQUEST_MAX);
+}
+
+static void handle_line(struct ctl_conn *c, char *line, size_t len)
+{
+	struct ctl_server *s = c->server;
+	struct ctl_request req = { 0 };
+	struct error err = { 0 };
+	int r;
+
+	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+		len--;
+	if (len == 0)
+		return; /* blank lines are keep-alives */
+
+	r = ctl_request_parse(line, len, &req, &err);
+	if (r < 0) {
+		log_debug("control: pid %d uid %u: bad request: %s", (int)c->peer.pid, (unsigned)c->peer.uid,
+			  error_str(&err, r));
+		conn_queue(c, ctl_response_error(NULL, "%s", error_str(&err, r)));
+		return;
+	}
+	c->peer.privileged = peer_privileged(s, c);
+	if (ctl_command_changes_state(req.command) && !c->peer.privileged) {
+		log_notice("control: refused '%s' from uid %u (pid %d): not root, goodputd's user or in its group",
+			   ctl_command_to_string(req.command), (unsigned)c->peer.uid, (int)c->peer.pid);
+		conn_queue(c, ctl_response_error(req.id,
+						 "permission denied: '%s' changes state and needs root, goodputd's "
+						 "user or membership in its socket group (you are uid %u)",
+						 ctl_command_to_string(req.command), (unsigned)c->peer.uid));
+	} else
+		conn_queue(c, s->handler(&c->peer, &req, s->userdata));
+	ctl_request_done(&req);
+}
+
+/* Handles every complete line, unless the output backs up. */
+static void process_lines(struct ctl_conn *c)
+{
+	while (!c->closing && c->out_len - c->out_off < OUT_HIGH) {
+		char *nl = memchr(c->in + c->in_scanned, '\n', c->in_len - c->in_scanned);
+		size_t line_len, rest;
+
+		if (!nl) {
+			c->in_scanned = c->in_len;
+			if (c->in_len > request_max(c)) {
+				conn_queue(c, ctl_response_error(NULL, "request line longer than %zu bytes",
+								 request_max(c)));
+				c->closing = true;
+				c->in_len = c->in_scanned = 0;
+			} else if (c->eof && c->in_len > 0) {
+				log_debug("control: pid %d left in the middle of a line (%zu bytes dropped)",
+					  (int)c->peer.pid, c->in_len);
+				c->in_len = c->in_scanned = 0;
+			}
+			return;
+		}
+		line_len = (size_t)(nl - c->in);
+		if (line_len > request_max(c)) {
+			conn_queue(c, ctl_response_error(NULL, "request line longer than %zu bytes", request_max(c)));
+			c->closing = true;
+			c->in_len = c->in_scanned = 0;
+			return;
+		}
+		handle_line(c, c->in, line_len);
+		rest = c->in_len - line_len - 1;
+		memmove(c->in, nl + 1, rest);
+		c->in_len = rest;
+		c->in_scanned = 0;
+	}
+}
+
+/* Reads once. -errno when the connection is broken. */
+static int conn_read(struct ctl_conn *c)
+{
+	size_t cap = request_max(c) + 1;
+	ssize_t n;
+
+	if (c->in_size - c->in_len < READ_CHUNK && c->in_size < cap + READ_CHUNK) {
+		size_t nsize = MIN(MAX(c->in_size * 2, c->in_len + READ_CHUNK), cap + READ_CHUNK);
+		char *p = realloc(c->in, nsize);
+
+		if (!p)
+			return -ENOMEM;
+		c->in = p;
+		c->in_size = nsize;
+	}
+	if (c->in_size == c->in_len)
+		return 0; /* full: process_lines refuses the line */
+	n = recv(c->fd, c->in + c->in_len, c->in_size - c->in_len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n < 0)
+		return -errno;
+	if (n == 0) {
+		c->eof = true;
+		return 0;
+	}
+	c->in_len += (size_t)n;
+	idle_rearm(c);
+	return 0;
+}
+
+/* Frees the connection when it has nothing left to do, else sets the events
+ * to wait for. Returns false when freed. */
+static bool conn_update(struct ctl_conn *c)
+{
+	uint32_t events = 0;
+	bool pending = c->out_len > c->out_off;
+
+	if ((c->closing || c->eof) && !pending) {
+		conn_free(c);
+		return false;
+	}
+	if (!c->closing && !c->eof && c->out_len - c->out_off < OUT_HIGH)
+		events |= EPOLLIN | EPOLLRDHUP;
+	if (pending)
+		events |= EPOLLOUT;
+	(void)sd_event_source_set_io_events(c->io, events);
+	return true;
+}
+
+static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct ctl_conn *c = userdata;
+
+	if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+		if (!c->eof && !c->closing && conn_read(c) < 0) {
+			conn_free(c);
+			return 0;
+		}
+	}
+	process_lines(c);
+	if (conn_flush(c) < 0) {
+		conn_free(c);
+		return 0;
+	}
+	/* Draining may have made room for lines read earlier. */
+	if (c->in_len > 0 && !c->closing && c->out_len == 0) {
+		process_lines(c);
+		if (conn_flush(c) < 0) {
+			conn_free(c);
+			return 0;
+		}
+	}
+	conn_update(c);
+	return 0;
+}
+
+static int on_conn_idle(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct ctl_conn *c = userdata;
+
+	log_debug("control: pid %d idle for too long, closing", (int)c->peer.pid);
+	if (c->out_len > c->out_off) {
+		conn_free(c); /* it does not read what we sent: nothing more to say */
+		return 0;
+	}
+	/* Say why, if it fits in the socket buffer, and close. */
+	conn_queue(c, ctl_response_error(NULL, "idle timeout: closing the connection"));
+	(void)conn_flush(c);
+	conn_free(c);
+	return 0;
+}
+
+static void refuse_busy(int fd, unsigned max)
+{
+	char msg[128];
+	int n = snprintf(msg, sizeof(msg), "{\"ok\":false,\"error\":\"too many connections (%u)\"}\n", max);
+
+	(void)!send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
+static int conn_new(struct ctl_server *s, int fd)
+{
+	struct ctl_conn *c = calloc(1, sizeof(*c));
+	struct ucred cred = { 0 };
+	socklen_t len = sizeof(cred);
+	int r;
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->server = s;
+	c->fd = fd;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->n_conns++;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		r = -errno;
+		conn_free(c);
+		return r;
+	}
+	c->peer.pid = cred.pid;
+	c->peer.uid = cred.uid;
+	c->peer.gid = cred.gid;
+	read_peer_groups(c);
+	c->peer.privileged = peer_privileged(s, c);
+
+	r = sd_event_add_io(s->event, &c->io, fd, EPOLLIN | EPOLLRDHUP, on_conn_io, c);
+	if (r >= 0)
+		r = sd_event_add_time(s->event, &c->idle, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_SEC / 10,
+				      on_conn_idle, c);
+	if (r < 0) {
+		conn_free(c);
+		return r;
+	}
+	(void)sd_event_source_set_description(c->io, "control-connection");
+	(void)sd_event_source_set_description(c->idle, "control-idle");
+	idle_rearm(c);
+	log_debug("control: connection from pid %d uid %u%s", (int)cred.pid, (unsigned)cred.uid,
+		  c->peer.privileged ? " (privileged)" : "");
+	return 0;
+}
+
+static int on_retry(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct ctl_server *s = userdata;
+
+	(void)sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
+	return 0;
+}
+
+static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct ctl_server *s = userdata;
+
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		int cfd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return 0;
+			/* EMFILE and friends: the socket stays readable, so pause
+			 * accepting for a moment instead of spinning. */
+			log_warning_errno(errno, "control: accepting a connection");
+			(void)sd_event_source_set_enabled(s->listen_source, SD_EVENT_OFF);
+			(void)sd_event_source_set_time_relative(s->retry_source, ACCEPT_RETRY_USEC);
+			(void)sd_event_source_set_enabled(s->retry_source, SD_EVENT_ONESHOT);
+			return 0;
+		}
+		if (s->n_conns >= s->limits.max_connections) {
+			log_debug("control: %u connections already, refusing one", s->n_conns);
+			refuse_busy(cfd, s->limits.max_connections);
+			continue;
+		}
+		if (conn_new(s, cfd) < 0)
+			log_warning("control: could not set up a connection");
+	}
+	return 0;
+}
+
+int ctl_server_new(sd_event *e, int listen_fd, const struct ctl_limits *limits, ctl_handler_fn handler,
+		   void *userdata, struct ctl_server **ret)
+{
+	_cleanup_(ctl_server_freep) struct ctl_server *s = NULL;
+	int r, flags;
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		safe_close(listen_fd);
+		return -ENOMEM;
+	}
+	s->fd = listen_fd;
+	s->event = sd_event_ref(e);
+	s->limits = *limits;
+	s->handler = handler;
+	s->userdata = userdata;
+	s->own_uid = geteuid();
+
+	/* A passed socket may be blocking; accept must never wait. */
+	flags = fcntl(s->fd, F_GETFL);
+	if (flags < 0 || fcntl(s->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	r = sd_event_add_io(e, &s->listen_source, s->fd, EPOLLIN, on_listen, s);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_description(s->listen_source, "control-listen");
+	r = sd_event_add_time(e, &s->retry_source, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_MSEC, on_retry, s);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_enabled(s->retry_source, SD_EVENT_OFF);
+	(void)sd_event_source_set_description(s->retry_source, "control-accept-retry");
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+struct ctl_server *ctl_server_free(struct ctl_server *s)
+{
+	if (!s)
+		return NULL;
+	while (s->conns)
+		conn_free(s->conns);
+	sd_event_source_disable_unref(s->listen_source);
+	sd_event_source_disable_unref(s->retry_source);
+	safe_close(s->fd);
+	if (s->unlink_path) {
+		(void)unlink(s->unlink_path);
+		free(s->unlink_path);
+	}
+	sd_event_unref(s->event);
+	free(s);
+	return NULL;
+}
+
+void ctl_server_set_limits(struct ctl_server *s, const struct ctl_limits *limits)
+{
+	s->limits = *limits;
+}
+
+void ctl_server_set_group(struct ctl_server *s, bool has_group, gid_t gid)
+{
+	s->has_group = has_group;
+	s->gid = gid;
+}
+
+int ctl_server_set_unlink_path(struct ctl_server *s, const char *path)
+{
+	char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	free(s->unlink_path);
+	s->unlink_path = p;
+	return 0;
+}
+
+unsigned ctl_server_n_connections(const struct ctl_server *s)
+{
+	return s->n_conns;
+}
+
+/* Whether something listens on path (a non-blocking connect attempt). */
+static bool socket_is_live(const struct sockaddr_un *sa)
+{
+	_cleanup_(closep) int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return true; /* cannot tell: do not remove it */
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+		return true;
+	return errno != ECONNREFUSED && errno != ENOENT;
+}
+
+int ctl_listen_unix(const char *path, mode_t mode, gid_t gid, int *ret_fd, struct error *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+	mode_t old;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return error_set(err, -ENAMETOOLONG, "%s: socket path too long", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return error_set(err, -errno, "socket: %s", strerror(errno));
+
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return error_set(err, -EEXIST, "%s: exists and is not a socket", path);
+		if (socket_is_live(&sa))
+			return error_set(err, -EADDRINUSE, "%s: another goodputd answers there", path);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return error_set(err, -errno, "%s: removing the stale socket: %s", path, strerror(errno));
+	}
+
+	/* Create the file with the final mode, so nobody connects in between. */
+	old = umask(0777 & ~mode);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0)
+		return error_set(err, -errno, "%s: bind: %s", path, strerror(errno));
+	if (chmod(path, mode) < 0) {
+		r = error_set(err, -errno, "%s: chmod: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) {
+		r = error_set(err, -errno, "%s: chown to group %u: %s", path, (unsigned)gid, strerror(errno));
+		goto fail;
+	}
+	if (listen(fd, SOMAXCONN) < 0) {
+		r = error_set(err, -errno, "%s: listen: %s", path, strerror(errno));
+		goto fail;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+fail:
+	(void)unlink(path);
+	return r;
+}
+
+int ctl_listen_fds(int *ret_fd, struct error *err)
+{
+	int n = sd_listen_fds(1), r;
+
+	if (n < 0)
+		return error_set(err, n, "sd_listen_fds: %s", strerror(-n));
+	if (n == 0)
+		return 0;
+	if (n > 1)
+		return error_set(err, -EINVAL, "systemd passed %d sockets, expected one (goodputd.socket)", n);
+	r = sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0);
+	if (r < 0)
+		return error_set(err, r, "the passed socket: %s", strerror(-r));
+	if (r == 0)
+		return error_set(err, -EINVAL, "the passed socket is not a listening UNIX stream socket");
+	*ret_fd = SD_LISTEN_FDS_START;
+	return 1;
+}

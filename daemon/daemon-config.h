@@ -1,0 +1,63 @@
+/* daemon-config.h — goodputd's own configuration file (default
+ * /etc/goodput/goodputd.json), read at start and again on SIGHUP.
+ *
+ *   {
+ *     "socket_group": "goodput",      group whose members may change state (submit, cancel, pause, resume)
+ *     "engines_dir": "/etc/goodput/engines",  where engine profiles are looked for first
+ *     "prices": { "H100": 2.49, ... }, $/GPU-hour for studies that give none, by gpu.type
+ *     "limits": {
+ *       "max_connections": 512,       control-socket clients at once
+ *       "max_request_bytes": 1048576, longest request line (a submitted spec)
+ *       "idle_timeout": 60,           seconds a client may stay silent
+ *       "max_queued_studies": 100     studies waiting or running at once
+ *     }
+ *   }
+ *
+ * Every key is optional; unknown keys and out-of-range values are errors
+ * naming the key. A missing file means the defaults. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+#define DAEMON_CONFIG_DEFAULT_PATH "/etc/goodput/goodputd.json"
+#define DAEMON_CONFIG_MAX_BYTES (256 * 1024)
+
+struct daemon_config {
+	cJSON *json;              /* owned; strings below point into it (or are NULL) */
+	const char *socket_group; /* NULL: none (root and the daemon's user only) */
+	gid_t socket_gid;         /* resolved when socket_group is set */
+	const char *engines_dir;  /* NULL: engine_profile_find's defaults */
+	const cJSON *prices;      /* object gpu type -> $/GPU-hour; may be NULL */
+	struct {
+		uint32_t max_connections;
+		size_t max_request_bytes;
+		uint64_t idle_timeout_usec;
+		uint32_t max_queued_studies;
+	} limits;
+};
+
+/* The defaults (no file). */
+int daemon_config_new_default(struct daemon_config **ret);
+/* Parses a configuration object; `what` names it in errors. The group is
+ * resolved with getgrnam (an unknown group is an error). */
+int daemon_config_from_json(const cJSON *j, const char *what, struct daemon_config **ret, struct error *err);
+/* Reads path; when it does not exist and missing_ok, the defaults. */
+int daemon_config_load(const char *path, bool missing_ok, struct daemon_config **ret, struct error *err);
+
+struct daemon_config *daemon_config_free(struct daemon_config *c);
+static inline void daemon_config_freep(struct daemon_config **c)
+{
+	if (*c)
+		*c = daemon_config_free(*c);
+}
+
+/* The configured price for a GPU type (exact, then case-insensitive match);
+ * -ENOENT when none. */
+int daemon_config_price(const struct daemon_config *c, const char *gpu_type, double *ret);

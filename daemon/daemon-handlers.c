@@ -1,0 +1,502 @@
+/* daemon-handlers.c — goodputd's answers on the control socket, one
+ * function per command of protocol.h.
+ *
+ * control.c has parsed the line and refused state-changing commands from
+ * unprivileged peers; here each request is answered at once from the store
+ * and the runner's status (a few indexed SQLite reads), never waiting for
+ * anything, so 200 clients asking for `best` while a study runs cost the
+ * loop a few milliseconds. A submitted spec is validated exactly as
+ * `goodput tune` validates it (study_from_json against the engine profile)
+ * before it is queued. */
+#include "daemon-internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "engine-profile.h"
+#include "json-util.h"
+#include "log.h"
+
+/* The study's best $/Mtok so far, or NAN. */
+static double best_cost(struct daemon *d, int64_t study_id)
+{
+	struct store_trial t = { 0 };
+	double c = NAN;
+
+	if (store_study_best_trial(d->store, study_id, &t, NULL) >= 0) {
+		c = t.cost_per_mtok;
+		store_trial_done(&t);
+	}
+	return c;
+}
+
+static cJSON *oom(void)
+{
+	return NULL; /* control.c answers "out of memory" */
+}
+
+static cJSON *store_error(const struct ctl_request *req, const struct error *err, int r)
+{
+	return ctl_response_error(req->id, "%s", error_str(err, r));
+}
+
+/* cost: the study's best $/Mtok when the caller knows it, else NAN (looked up). */
+static int add_study_cost(struct daemon *d, cJSON *resp, const char *key, const struct store_study *st, double cost)
+{
+	cJSON *j = NULL;
+	int r = ctl_study_to_json(st, isnan(cost) ? best_cost(d, st->id) : cost, &j);
+
+	if (r < 0)
+		return r;
+	if (!cJSON_AddItemToObject(resp, key, j)) {
+		cJSON_Delete(j);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_study(struct daemon *d, cJSON *resp, const char *key, const struct store_study *st)
+{
+	return add_study_cost(d, resp, key, st, NAN);
+}
+
+static int add_current(struct daemon *d, cJSON *resp)
+{
+	struct runner_status st;
+	cJSON *j;
+
+	if (!d->runner)
+		return cJSON_AddNullToObject(resp, "current") ? 0 : -ENOMEM;
+	runner_get_status(d->runner, &st);
+	j = cJSON_AddObjectToObject(resp, "current");
+	if (!j || json_add_string(j, "study", st.study_name ? st.study_name : "") < 0 ||
+	    json_add_string(j, "phase", runner_phase_to_string(st.phase)) < 0 ||
+	    json_add_number(j, "trial", st.trial) < 0 || json_add_number(j, "max_trials", st.max_trials) < 0 ||
+	    json_add_number(j, "trial_id", (double)st.trial_id) < 0 ||
+	    json_add_bool(j, "confirming", st.confirming) < 0 || json_add_string(j, "knobs", st.knobs) < 0 ||
+	    json_add_number(j, "load_points", st.load_points) < 0 ||
+	    json_add_number(j, "current_rate", st.current_rate) < 0)
+		return -ENOMEM;
+	if (st.have_best) {
+		if (json_add_number(j, "best_cost_per_mtok", st.best_cost_per_mtok) < 0 ||
+		    json_add_number(j, "best_max_goodput", st.best_max_goodput) < 0 ||
+		    json_add_string(j, "best_knobs", st.best_knobs) < 0)
+			return -ENOMEM;
+	} else if (!cJSON_AddNullToObject(j, "best_cost_per_mtok"))
+		return -ENOMEM;
+	return 0;
+}
+
+static cJSON *handle_status(struct daemon *d, const struct ctl_request *req)
+{
+	_cleanup_(cJSON_Deletep) cJSON *resp = ctl_response_ok(req->id);
+	struct store_study *a = NULL;
+	struct error err = { 0 };
+	size_t n = 0;
+	cJSON *queue;
+	int r;
+
+	if (!resp)
+		return oom();
+	r = store_study_list(d->store, &a, &n, &err);
+	if (r < 0)
+		return store_error(req, &err, r);
+	queue = cJSON_AddArrayToObject(resp, "queue");
+	for (size_t i = 0; queue && i < n; i++) {
+		if (a[i].state != STORE_STUDY_QUEUED && a[i].state != STORE_STUDY_RUNNING &&
+		    a[i].state != STORE_STUDY_PAUSED)
+			continue;
+		if (!cJSON_AddItemToArray(queue, cJSON_CreateString(a[i].name)))
+			queue = NULL;
+	}
+	store_study_array_free(a, n);
+	if (!queue || json_add_string(resp, "version", GOODPUT_VERSION) < 0 ||
+	    json_add_number(resp, "pid", getpid()) < 0 ||
+	    json_add_number(resp, "uptime_seconds", usec_to_sec(mono_usec() - d->start_usec)) < 0 ||
+	    json_add_string(resp, "state", daemon_state_to_string(d->state)) < 0 ||
+	    json_add_string(resp, "status", d->status) < 0 || json_add_bool(resp, "dry_run", d->dry_run) < 0 ||
+	    json_add_string(resp, "state_dir", d->state_dir) < 0 ||
+	    json_add_number(resp, "connections", d->ctl ? ctl_server_n_connections(d->ctl) : 0) < 0 ||
+	    add_current(d, resp) < 0)
+		return oom();
+	return TAKE_PTR(resp);
+}
+
+static cJSON *handle_list(struct daemon *d, const struct ctl_request *req)
+{
+	_cleanup_(cJSON_Deletep) cJSON *resp = ctl_response_ok(req->id);
+	struct store_study *a = NULL;
+	struct error err = { 0 };
+	size_t n = 0;
+	cJSON *arr;
+	int r = 0;
+
+	if (!resp)
+		return oom();
+	r = store_study_list(d->store, &a, &n, &err);
+	if (r < 0)
+		return store_error(req, &err, r);
+	arr = cJSON_AddArrayToObject(resp, "studies");
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		cJSON *j = NULL;
+
+		r = arr ? ctl_study_to_json(&a[i], best_cost(d, a[i].id), &j) : -ENOMEM;
+		if (r >= 0 && !cJSON_AddItemToArray(arr, j)) {
+			cJSON_Delete(j);
+			r = -ENOMEM;
+		}
+	}
+	store_study_array_free(a, n);
+	return r < 0 ? oom() : TAKE_PTR(resp);
+}
+
+/* The finished (done) study for model + engine [+ label] whose best is cheapest. */
+static int find_best_study(struct daemon *d, const struct ctl_request *req, struct store_study *ret,
+			   struct error *err)
+{
+	struct store_study *a = NULL;
+	size_t n = 0, pick = SIZE_MAX;
+	double pick_cost = INFINITY;
+	int r;
+
+	r = store_study_list(d->store, &a, &n, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		double c;
+
+		if (a[i].state != STORE_STUDY_DONE || !a[i].model || !a[i].engine ||
+		    strcmp(a[i].model, req->model) != 0 || strcmp(a[i].engine, req->engine) != 0)
+			continue;
+		if (req->label && (!a[i].label || strcmp(a[i].label, req->label) != 0))
+			continue;
+		c = best_cost(d, a[i].id);
+		if (!isnan(c) && c < pick_cost) {
+			pick = i;
+			pick_cost = c;
+		}
+	}
+	if (pick != SIZE_MAX) {
+		*ret = a[pick];
+		a[pick] = (struct store_study){ 0 }; /* handed over */
+	}
+	store_study_array_free(a, n);
+	if (pick == SIZE_MAX)
+		return error_set(err, -ENOENT, "no finished study with a result for model \"%s\", engine \"%s\"%s%s%s",
+				 req->model, req->engine, req->label ? ", label \"" : "", req->label ? req->label : "",
+				 req->label ? "\"" : "");
+	return 0;
+}
+
+static cJSON *handle_best(struct daemon *d, const struct ctl_request *req)
+{
+	_cleanup_(cJSON_Deletep) cJSON *resp = NULL;
+	struct store_study st = { 0 };
+	struct store_trial t = { 0 };
+	struct error err = { 0 };
+	cJSON *tj = NULL;
+	int r;
+
+	if (req->study)
+		r = store_study_get_by_name(d->store, req->study, &st, &err);
+	else
+		r = find_best_study(d, req, &st, &err);
+	if (r == -ENOENT && req->study)
+		return ctl_response_error(req->id, "no study named \"%s\"", req->study);
+	if (r < 0)
+		return store_error(req, &err, r);
+	r = store_study_best_trial(d->store, st.id, &t, &err);
+	if (r < 0) {
+		cJSON *e = r == -ENOENT ? ctl_response_error(req->id,
+							     "study %s (%s) has no configuration that met the SLA yet",
+							     st.name, store_study_state_to_string(st.state))
+					: store_error(req, &err, r);
+		store_study_done(&st);
+		return e;
+	}
+	resp = ctl_response_ok(req->id);
+	r = resp ? add_study_cost(d, resp, "study", &st, t.cost_per_mtok) : -ENOMEM;
+	if (r >= 0)
+		r = json_add_bool(resp, "final", st.state == STORE_STUDY_DONE);
+	if (r >= 0)
+		r = ctl_trial_to_json(&t, &tj);
+	if (r >= 0 && !cJSON_AddItemToObject(resp, "best", tj)) {
+		cJSON_Delete(tj);
+		r = -ENOMEM;
+	}
+	if (r >= 0 && st.state == STORE_STUDY_DONE) {
+		_cleanup_(freep) char *json = daemon_best_path(d, st.name, ".json");
+		_cleanup_(freep) char *env = daemon_best_path(d, st.name, ".env");
+		_cleanup_(freep) char *cmd = daemon_best_path(d, st.name, ".cmd");
+		cJSON *files = cJSON_AddObjectToObject(resp, "files");
+
+		if (!json || !env || !cmd || !files || json_add_string(files, "json", json) < 0 ||
+		    json_add_string(files, "env", env) < 0 || json_add_string(files, "command", cmd) < 0)
+			r = -ENOMEM;
+	}
+	store_trial_done(&t);
+	store_study_done(&st);
+	return r < 0 ? oom() : TAKE_PTR(resp);
+}
+
+static cJSON *handle_trials(struct daemon *d, const struct ctl_request *req)
+{
+	_cleanup_(cJSON_Deletep) cJSON *resp = NULL;
+	struct store_study st = { 0 };
+	struct store_trial *t = NULL;
+	struct error err = { 0 };
+	size_t n = 0;
+	cJSON *arr;
+	int r;
+
+	r = store_study_get_by_name(d->store, req->study, &st, &err);
+	if (r == -ENOENT)
+		return ctl_response_error(req->id, "no study named \"%s\"", req->study);
+	if (r < 0)
+		return store_error(req, &err, r);
+	r = store_trial_history(d->store, st.id, &t, &n, &err);
+	if (r < 0) {
+		store_study_done(&st);
+		return store_error(req, &err, r);
+	}
+	resp = ctl_response_ok(req->id);
+	r = resp ? add_study(d, resp, "study", &st) : -ENOMEM;
+	arr = r >= 0 ? cJSON_AddArrayToObject(resp, "trials") : NULL;
+	if (!arr)
+		r = -ENOMEM;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		cJSON *j = NULL;
+
+		r = ctl_trial_to_json(&t[i], &j);
+		if (r >= 0 && !cJSON_AddItemToArray(arr, j)) {
+			cJSON_Delete(j);
+			r = -ENOMEM;
+		}
+	}
+	store_trial_array_free(t, n);
+	store_study_done(&st);
+	return r < 0 ? oom() : TAKE_PTR(resp);
+}
+
+/* Fills a missing gpu.price_per_gpu_hour from the configured prices. */
+static int apply_default_price(struct daemon *d, cJSON *spec)
+{
+	cJSON *gpu = cJSON_GetObjectItemCaseSensitive(spec, "gpu");
+	const cJSON *type;
+	double price;
+
+	if (!cJSON_IsObject(gpu) || cJSON_GetObjectItemCaseSensitive(gpu, "price_per_gpu_hour"))
+		return 0;
+	type = cJSON_GetObjectItemCaseSensitive(gpu, "type");
+	if (!cJSON_IsString(type) || daemon_config_price(d->config, type->valuestring, &price) < 0)
+		return 0;
+	return json_add_number(gpu, "price_per_gpu_hour", price);
+}
+
+static cJSON *handle_submit(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL, *resp = NULL;
+	_cleanup_(study_freep) struct study *s = NULL;
+	struct study_options so = { 0 };
+	struct store_study st = { 0 };
+	const char *engine = NULL;
+	struct error err = { 0 };
+	size_t open = 0;
+	int64_t id = 0;
+	int r;
+
+	spec = cJSON_Duplicate(req->spec, true);
+	if (!spec || apply_default_price(d, spec) < 0)
+		return oom();
+	r = json_require_string(spec, "", "engine", 256, &engine, &err);
+	if (r < 0)
+		return ctl_response_error(req->id, "%s", error_str(&err, r));
+	r = engine_profile_find(engine, d->config->engines_dir, &p, &err);
+	if (r < 0)
+		return ctl_response_error(req->id, "%s", error_str(&err, r));
+	so.extra_knobs = (const char *const *)p->extra_knobs;
+	r = study_from_json(spec, &so, &s, &err);
+	if (r >= 0 && !d->dry_run)
+		r = engine_profile_check_study(p, s, &err);
+	if (r < 0)
+		return ctl_response_error(req->id, "%s", error_str(&err, r));
+
+	r = daemon_queue_count(d, &open);
+	if (r >= 0 && open >= d->config->limits.max_queued_studies)
+		return ctl_response_error(req->id, "the queue is full (%zu studies; limits.max_queued_studies)", open);
+	r = runner_study_insert(d->store, s, NULL, &id, &err);
+	if (r == -EEXIST)
+		return ctl_response_error(req->id, "a study named \"%s\" exists already: give the new one another name",
+					  s->name);
+	if (r < 0)
+		return store_error(req, &err, r);
+	log_info("study %s submitted by uid %u (pid %d)", s->name, (unsigned)peer->uid, (int)peer->pid);
+	daemon_schedule(d);
+
+	r = store_study_get(d->store, id, &st, &err);
+	if (r < 0)
+		return store_error(req, &err, r);
+	resp = ctl_response_ok(req->id);
+	r = resp ? add_study(d, resp, "study", &st) : -ENOMEM;
+	if (r >= 0)
+		r = json_add_number(resp, "position", (double)open + 1);
+	store_study_done(&st);
+	return r < 0 ? oom() : TAKE_PTR(resp);
+}
+
+/* The study a pause/resume without a name acts on: the head of the queue,
+ * or for resume the first paused study. */
+static int pick_target(struct daemon *d, bool want_paused, struct store_study *ret, struct error *err)
+{
+	struct store_study *a = NULL;
+	size_t n = 0;
+	int r;
+
+	r = store_study_list(d->store, &a, &n, err);
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		bool match = want_paused ? a[i].state == STORE_STUDY_PAUSED
+					 : (a[i].state == STORE_STUDY_QUEUED || a[i].state == STORE_STUDY_RUNNING ||
+					    a[i].state == STORE_STUDY_PAUSED);
+		if (match) {
+			*ret = a[i];
+			a[i] = (struct store_study){ 0 };
+			r = 0;
+			break;
+		}
+	}
+	store_study_array_free(a, n);
+	return r;
+}
+
+static cJSON *answer_state(struct daemon *d, const struct ctl_request *req, int64_t id, const char *note)
+{
+	_cleanup_(cJSON_Deletep) cJSON *resp = ctl_response_ok(req->id);
+	struct store_study st = { 0 };
+	struct error err = { 0 };
+	int r;
+
+	if (!resp)
+		return oom();
+	r = store_study_get(d->store, id, &st, &err);
+	if (r < 0)
+		return store_error(req, &err, r);
+	r = add_study(d, resp, "study", &st);
+	if (r >= 0 && note)
+		r = json_add_string(resp, "note", note);
+	store_study_done(&st);
+	return r < 0 ? oom() : TAKE_PTR(resp);
+}
+
+static cJSON *handle_change(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req)
+{
+	struct store_study st = { 0 };
+	struct error err = { 0 };
+	bool ours;
+	const char *note = NULL;
+	char msg[128];
+	cJSON *resp;
+	int r;
+
+	if (req->study)
+		r = store_study_get_by_name(d->store, req->study, &st, &err);
+	else
+		r = pick_target(d, req->command == CTL_RESUME, &st, &err);
+	if (r == -ENOENT && req->study)
+		return ctl_response_error(req->id, "no study named \"%s\"", req->study);
+	if (r == -ENOENT) {
+		resp = ctl_response_ok(req->id);
+		if (resp && (!cJSON_AddNullToObject(resp, "study") ||
+			     json_add_string(resp, "note", req->command == CTL_RESUME ? "nothing is paused"
+										     : "nothing is queued") < 0))
+			cJSON_Delete(resp), resp = NULL;
+		return resp;
+	}
+	if (r < 0)
+		return store_error(req, &err, r);
+	if (st.state == STORE_STUDY_DONE || st.state == STORE_STUDY_FAILED || st.state == STORE_STUDY_CANCELLED) {
+		resp = ctl_response_error(req->id, "study %s has finished (%s)", st.name,
+					  store_study_state_to_string(st.state));
+		store_study_done(&st);
+		return resp;
+	}
+	ours = d->runner && d->runner_study_id == st.id;
+	snprintf(msg, sizeof(msg), "%s by uid %u", req->command == CTL_CANCEL ? "cancelled" : "paused",
+		 (unsigned)peer->uid);
+
+	switch (req->command) {
+	case CTL_CANCEL:
+		if (ours) {
+			r = runner_cancel(d->runner);
+			note = r == -EALREADY ? "already stopping" : "cancelling: the trial in flight is torn down";
+			r = 0;
+		} else
+			r = store_study_set_state(d->store, st.id, STORE_STUDY_CANCELLED, msg, &err);
+		break;
+	case CTL_PAUSE:
+		if (ours) {
+			r = runner_pause(d->runner);
+			note = r == -EALREADY ? "already paused" : "pausing: the trial in flight is torn down and redone on resume";
+			r = 0;
+		} else if (st.state == STORE_STUDY_PAUSED) {
+			note = "already paused";
+		} else
+			r = store_study_set_state(d->store, st.id, STORE_STUDY_PAUSED, NULL, &err);
+		break;
+	case CTL_RESUME:
+		if (ours) {
+			r = runner_resume(d->runner);
+			note = r < 0 ? "not paused" : "resumed";
+			r = 0;
+		} else if (st.state != STORE_STUDY_PAUSED) {
+			note = "not paused";
+		} else
+			r = store_study_set_state(d->store, st.id,
+						  st.started_usec ? STORE_STUDY_RUNNING : STORE_STUDY_QUEUED, NULL, &err);
+		break;
+	default:
+		break;
+	}
+	if (r < 0) {
+		resp = store_error(req, &err, r);
+		store_study_done(&st);
+		return resp;
+	}
+	log_info("study %s: %s by uid %u (pid %d)", st.name, ctl_command_to_string(req->command), (unsigned)peer->uid,
+		 (int)peer->pid);
+	daemon_schedule(d);
+	resp = answer_state(d, req, st.id, note);
+	store_study_done(&st);
+	return resp;
+}
+
+cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_request *req, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	switch (req->command) {
+	case CTL_STATUS:
+		return handle_status(d, req);
+	case CTL_LIST:
+		return handle_list(d, req);
+	case CTL_BEST:
+		return handle_best(d, req);
+	case CTL_TRIALS:
+		return handle_trials(d, req);
+	case CTL_SUBMIT:
+		return handle_submit(d, peer, req);
+	case CTL_CANCEL:
+	case CTL_PAUSE:
+	case CTL_RESUME:
+		return handle_change(d, peer, req);
+	default:
+		return ctl_response_error(req->id, "unknown command");
+	}
+}

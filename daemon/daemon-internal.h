@@ -1,0 +1,90 @@
+/* daemon-internal.h — the state goodputd's core files share (daemon.c: the
+ * loop, signals, notify and reload; daemon-queue.c: the queue and the
+ * runner; daemon-handlers.c: answers on the control socket; daemon-best.c:
+ * the best-configuration files). Not for other modules. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <systemd/sd-event.h>
+
+#include "control.h"
+#include "daemon-config.h"
+#include "daemon.h"
+#include "runner.h"
+#include "macro.h"
+#include "store.h"
+#include "study.h"
+#include "time-util.h"
+
+#define DAEMON_STATUS_MAX 512
+/* How often the queue checks a waiting study's time window. */
+#define DAEMON_WINDOW_TICK_USEC (15 * USEC_PER_SEC)
+/* After SIGTERM, how long the running trial may take to tear down before
+ * the daemon exits anyway (systemd's TimeoutStopSec is longer). */
+#define DAEMON_STOP_GRACE_USEC (90 * USEC_PER_SEC)
+
+enum daemon_state {
+	DAEMON_IDLE,     /* nothing queued */
+	DAEMON_RUNNING,  /* a runner works on the head of the queue */
+	DAEMON_PAUSED,   /* the head of the queue is paused */
+	DAEMON_WAITING,  /* the head of the queue waits for its time window */
+	DAEMON_STOPPING, /* SIGTERM: tearing down */
+};
+
+const char *daemon_state_to_string(enum daemon_state s);
+
+struct daemon {
+	sd_event *event;
+	struct daemon_config *config;
+	char *config_path;
+	bool config_required; /* given on the command line: it must exist */
+	char *state_dir, *db_path, *log_dir, *best_dir;
+	struct store *store;
+	struct ctl_server *ctl;
+	sd_event_source *sig_term, *sig_int, *sig_hup, *schedule_source, *window_timer, *stop_timer;
+	bool dry_run;
+	uint32_t max_trials;
+	uint64_t start_usec;
+
+	enum daemon_state state;
+	bool window_stop; /* runner_stop was asked because the window closed */
+	char status[DAEMON_STATUS_MAX];
+
+	/* The runner of the study at the head of the queue, when it runs. */
+	struct runner *runner;
+	int64_t runner_study_id;
+
+	/* The head of the queue as last scheduled, parsed (for its window). */
+	int64_t head_id;
+	struct study *head;
+};
+
+/* daemon.c */
+/* Sends STATUS= (when it changed) and remembers it for `status`. */
+void daemon_set_status(struct daemon *d, const char *fmt, ...) _printf_(2, 3);
+/* Bounds the graceful stop: after DAEMON_STOP_GRACE_USEC the loop exits anyway. */
+void daemon_arm_stop_timer(struct daemon *d);
+
+/* daemon-queue.c */
+int daemon_queue_init(struct daemon *d);
+/* Looks at the queue soon (a deferred event): starts the head when possible. */
+void daemon_schedule(struct daemon *d);
+/* SIGTERM: stops the runner (the trial is marked interrupted); the loop
+ * exits when it has finished. */
+void daemon_queue_stop(struct daemon *d);
+/* Studies not yet finished (queued, running, paused), in submission order. */
+int daemon_queue_count(struct daemon *d, size_t *ret);
+/* Kills servers a previous, killed daemon left behind (recorded pgids). */
+void daemon_queue_kill_orphans(struct daemon *d);
+
+/* daemon-handlers.c */
+cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_request *req, void *userdata);
+
+/* daemon-best.c */
+/* Writes best/<study>.json, .env and .cmd for a finished study. */
+int daemon_write_best(struct daemon *d, int64_t study_id, struct error *err);
+/* Paths of those files (the caller frees); NULL when out of memory. */
+char *daemon_best_path(struct daemon *d, const char *study, const char *suffix);

@@ -1,0 +1,369 @@
+/* daemon-queue.c — the queue of studies and the runner of the one that runs.
+ *
+ * The store is the queue: studies run one at a time in submission order,
+ * the head being the first study that is queued, running or paused. A
+ * paused head holds the queue (that is what `goodput pause` means to an
+ * operator); a head with a time window outside it waits, its runner stopped
+ * so that the server under test is torn down and the trial in flight is
+ * marked interrupted, to be redone when the window opens. Because every
+ * state change is committed by the runner before it acts, a daemon killed
+ * at any point restarts with the same head, the runner resumes it (trials
+ * in flight redone, orphaned servers killed by their recorded process
+ * group), and nothing is lost or measured twice.
+ *
+ * Scheduling is a deferred event: anything that may change the head (a
+ * submit, a cancel, a runner that finished, the window timer) asks for it,
+ * and the step runs once from the loop. */
+#include "daemon-internal.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "deploy.h"
+#include "engine-profile.h"
+#include "json-util.h"
+#include "log.h"
+
+static bool study_is_open(enum store_study_state s)
+{
+	return s == STORE_STUDY_QUEUED || s == STORE_STUDY_RUNNING || s == STORE_STUDY_PAUSED;
+}
+
+int daemon_queue_count(struct daemon *d, size_t *ret)
+{
+	struct store_study *a = NULL;
+	size_t n = 0, open = 0;
+	int r;
+
+	r = store_study_list(d->store, &a, &n, NULL);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (study_is_open(a[i].state))
+			open++;
+	store_study_array_free(a, n);
+	*ret = open;
+	return 0;
+}
+
+/* Parses the head's spec once per head (its window is checked every tick). */
+static int load_head(struct daemon *d, const struct store_study *st, struct error *err)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	struct study_options so = { 0 };
+	struct study *s = NULL;
+	int r;
+
+	if (d->head && d->head_id == st->id)
+		return 0;
+	d->head = study_free(d->head);
+	d->head_id = 0;
+	r = json_parse_strict("stored spec", st->spec_json, strlen(st->spec_json), &spec, err);
+	if (r < 0)
+		return r;
+	r = engine_profile_find(st->engine, d->config->engines_dir, &p, err);
+	if (r < 0)
+		return r;
+	so.extra_knobs = (const char *const *)p->extra_knobs;
+	r = study_from_json(spec, &so, &s, err);
+	if (r < 0)
+		return r;
+	d->head = s;
+	d->head_id = st->id;
+	return 0;
+}
+
+static void fail_study(struct daemon *d, const struct store_study *st, const char *msg)
+{
+	struct error err = { 0 };
+	int r;
+
+	log_error("study %s cannot run: %s", st->name, msg);
+	r = store_study_set_state(d->store, st->id, STORE_STUDY_FAILED, msg, &err);
+	if (r < 0)
+		log_error("study %s: %s", st->name, error_str(&err, r));
+}
+
+static void on_runner_event(struct runner *r, const struct runner_event *ev, void *userdata);
+
+static int start_runner(struct daemon *d, const struct store_study *st, struct error *err)
+{
+	_cleanup_(runner_freep) struct runner *r = NULL;
+	struct runner_options o;
+	int k;
+
+	runner_options_init(&o);
+	o.engines_dir = d->config->engines_dir;
+	o.log_dir = d->log_dir;
+	o.dry_run = d->dry_run;
+	o.max_trials = d->max_trials;
+	k = runner_new(d->event, d->store, st->id, &o, &r, err);
+	if (k < 0)
+		return k;
+	d->runner = TAKE_PTR(r);
+	d->runner_study_id = st->id;
+	d->state = DAEMON_RUNNING;
+	log_info("study %s: %s", st->name, st->state == STORE_STUDY_QUEUED ? "starting" : "resuming");
+	k = runner_start(d->runner, on_runner_event, d);
+	if (k < 0) {
+		d->runner = runner_free(d->runner);
+		d->runner_study_id = 0;
+		return error_set(err, k, "starting the runner: %s", strerror(-k));
+	}
+	return 0;
+}
+
+static void window_text(const struct study *s, char *buf, size_t size)
+{
+	snprintf(buf, size, "%02u:%02u-%02u:%02u", s->window.start_min / 60, s->window.start_min % 60,
+		 s->window.end_min / 60, s->window.end_min % 60);
+}
+
+/* One look at the queue. Returns true when it should look again at once
+ * (a study was failed on the way). */
+static bool queue_step(struct daemon *d)
+{
+	struct store_study *a = NULL, *head = NULL;
+	struct error err = { 0 };
+	size_t n = 0;
+	bool again = false;
+	int r;
+
+	if (d->state == DAEMON_STOPPING || d->runner)
+		return false;
+	r = store_study_list(d->store, &a, &n, &err);
+	if (r < 0) {
+		log_error("the queue: %s", error_str(&err, r));
+		return false;
+	}
+	for (size_t i = 0; i < n && !head; i++)
+		if (study_is_open(a[i].state))
+			head = &a[i];
+
+	if (!head) {
+		d->state = DAEMON_IDLE;
+		d->head = study_free(d->head);
+		d->head_id = 0;
+		daemon_set_status(d, "idle: no study queued");
+	} else if (head->state == STORE_STUDY_PAUSED) {
+		d->state = DAEMON_PAUSED;
+		daemon_set_status(d, "%s: paused ('goodput resume' continues it)", head->name);
+	} else if ((r = load_head(d, head, &err)) < 0) {
+		fail_study(d, head, error_str(&err, r));
+		again = true;
+	} else if (!study_in_window(d->head, real_usec())) {
+		char w[32];
+
+		window_text(d->head, w, sizeof(w));
+		d->state = DAEMON_WAITING;
+		daemon_set_status(d, "%s: waiting for its window %s", head->name, w);
+	} else if ((r = start_runner(d, head, &err)) < 0) {
+		fail_study(d, head, error_str(&err, r));
+		again = true;
+	}
+	store_study_array_free(a, n);
+	return again;
+}
+
+static int on_schedule(sd_event_source *s, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	/* Bounded: each round fails one study at most. */
+	for (int i = 0; i < 64 && queue_step(d); i++)
+		;
+	return 0;
+}
+
+void daemon_schedule(struct daemon *d)
+{
+	(void)sd_event_source_set_enabled(d->schedule_source, SD_EVENT_ONESHOT);
+}
+
+static int on_window_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	(void)sd_event_source_set_time_relative(s, DAEMON_WINDOW_TICK_USEC);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	if (d->state == DAEMON_WAITING)
+		daemon_schedule(d);
+	else if (d->runner && !d->window_stop && d->head && d->head_id == d->runner_study_id &&
+		 !study_in_window(d->head, real_usec())) {
+		struct runner_status st;
+
+		runner_get_status(d->runner, &st);
+		if (st.phase == RUNNER_PAUSED || st.phase == RUNNER_STOPPING || st.phase == RUNNER_FINISHED)
+			return 0;
+		log_info("study %s: its window closed, tearing down until it opens again", st.study_name);
+		d->window_stop = true;
+		if (runner_stop(d->runner) < 0)
+			d->window_stop = false;
+	}
+	return 0;
+}
+
+int daemon_queue_init(struct daemon *d)
+{
+	int r;
+
+	r = sd_event_add_defer(d->event, &d->schedule_source, on_schedule, d);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_enabled(d->schedule_source, SD_EVENT_OFF);
+	(void)sd_event_source_set_description(d->schedule_source, "queue-schedule");
+	r = sd_event_add_time_relative(d->event, &d->window_timer, CLOCK_MONOTONIC, DAEMON_WINDOW_TICK_USEC,
+				       USEC_PER_SEC, on_window_tick, d);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_description(d->window_timer, "queue-window");
+	return 0;
+}
+
+static void runner_finished(struct daemon *d, struct runner *r, enum runner_end end)
+{
+	struct runner_status st;
+	struct error err = { 0 };
+	int64_t id = d->runner_study_id;
+	char name[STUDY_NAME_MAX + 1];
+	int k;
+
+	runner_get_status(r, &st);
+	snprintf(name, sizeof(name), "%s", st.study_name ? st.study_name : "?");
+	switch (end) {
+	case RUNNER_END_DONE:
+		if (st.have_best)
+			log_info("study %s: done, best $%.3f/Mtok (%s)", name, st.best_cost_per_mtok, st.best_knobs);
+		else
+			log_info("study %s: done, no configuration met the SLA", name);
+		k = daemon_write_best(d, id, &err);
+		if (k < 0 && k != -ENOENT)
+			log_error("study %s: writing the best configuration: %s", name, error_str(&err, k));
+		break;
+	case RUNNER_END_CANCELLED:
+		log_info("study %s: cancelled", name);
+		break;
+	case RUNNER_END_FAILED:
+		log_error("study %s: failed: %s", name, st.message ? st.message : "unknown error");
+		break;
+	case RUNNER_END_STOPPED:
+		log_info("study %s: stopped; it resumes %s", name,
+			 d->state == DAEMON_STOPPING ? "when goodputd starts again" : "when its window opens");
+		break;
+	case RUNNER_END_NONE:
+		break;
+	}
+	/* The runner may be freed inside its FINISHED event. */
+	d->runner = runner_free(d->runner);
+	d->runner_study_id = 0;
+	d->window_stop = false;
+	/* A study's history and models are gone: give the memory back while idle. */
+	(void)malloc_trim(0);
+	if (d->state == DAEMON_STOPPING) {
+		(void)sd_event_exit(d->event, 0);
+		return;
+	}
+	d->state = DAEMON_IDLE;
+	daemon_schedule(d);
+}
+
+static void on_runner_event(struct runner *r, const struct runner_event *ev, void *userdata)
+{
+	struct daemon *d = userdata;
+	char buf[DAEMON_STATUS_MAX];
+
+	switch (ev->kind) {
+	case RUNNER_EVENT_PHASE:
+		if (ev->status && runner_status_format(ev->status, buf, sizeof(buf)) >= 0) {
+			if (d->state == DAEMON_STOPPING)
+				daemon_set_status(d, "stopping: %s", buf);
+			else
+				daemon_set_status(d, "%s", buf);
+		}
+		if (ev->status && ev->status->phase == RUNNER_PAUSED && d->state == DAEMON_RUNNING)
+			d->state = DAEMON_PAUSED;
+		else if (ev->status && ev->status->phase != RUNNER_PAUSED && d->state == DAEMON_PAUSED)
+			d->state = DAEMON_RUNNING;
+		break;
+	case RUNNER_EVENT_TRIAL_FINISHED:
+		if (!isnan(ev->cost_per_mtok))
+			log_info("%s: trial %u %s: $%.3f/Mtok at %.0f tok/s", ev->status->study_name,
+				 ev->status->trial, store_trial_state_to_string(ev->trial_state), ev->cost_per_mtok,
+				 ev->max_goodput);
+		else
+			log_info("%s: trial %u %s%s%s", ev->status->study_name, ev->status->trial,
+				 store_trial_state_to_string(ev->trial_state), ev->failure_message ? ": " : "",
+				 ev->failure_message ? ev->failure_message : "");
+		break;
+	case RUNNER_EVENT_LOAD_POINT:
+		break;
+	case RUNNER_EVENT_FINISHED:
+		runner_finished(d, r, ev->end);
+		break;
+	}
+}
+
+void daemon_queue_stop(struct daemon *d)
+{
+	struct runner_status st;
+
+	d->state = DAEMON_STOPPING;
+	(void)sd_notify(false, "STOPPING=1");
+	daemon_set_status(d, "stopping");
+	/* No new requests while the trial is torn down. */
+	d->ctl = ctl_server_free(d->ctl);
+	if (!d->runner) {
+		(void)sd_event_exit(d->event, 0);
+		return;
+	}
+	runner_get_status(d->runner, &st);
+	if (st.phase == RUNNER_PAUSED) {
+		/* Nothing runs; the study stays paused in the store. */
+		d->runner = runner_free(d->runner);
+		(void)sd_event_exit(d->event, 0);
+		return;
+	}
+	daemon_arm_stop_timer(d);
+	if (runner_stop(d->runner) < 0 && st.phase == RUNNER_FINISHED) {
+		d->runner = runner_free(d->runner);
+		(void)sd_event_exit(d->event, 0);
+	}
+}
+
+void daemon_queue_kill_orphans(struct daemon *d)
+{
+	struct store_study *a = NULL;
+	size_t n = 0;
+	int r;
+
+	r = store_study_list(d->store, &a, &n, NULL);
+	if (r < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct store_trial *t = NULL;
+		size_t nt = 0;
+
+		if (a[i].state != STORE_STUDY_RUNNING && a[i].state != STORE_STUDY_PAUSED)
+			continue;
+		if (store_trial_history(d->store, a[i].id, &t, &nt, NULL) < 0)
+			continue;
+		for (size_t j = 0; j < nt; j++) {
+			if (store_trial_state_is_final(t[j].state) || t[j].server_pgid <= 0)
+				continue;
+			if (deploy_kill_orphan(t[j].server_pgid) > 0)
+				log_warning("study %s trial %u: killed the orphaned server (process group %lld)",
+					    a[i].name, t[j].seq, (long long)t[j].server_pgid);
+		}
+		store_trial_array_free(t, nt);
+		r = store_study_resume(d->store, a[i].id, NULL);
+		if (r > 0)
+			log_info("study %s: %d trial(s) interrupted by the last shutdown will be redone", a[i].name, r);
+	}
+	store_study_array_free(a, n);
+}

@@ -1,0 +1,142 @@
+/* test-protocol.c — the control protocol's request parser and response
+ * builders, and goodputd.json parsing: what a client gets told for each
+ * malformed request, and which configurations are refused. */
+#include <math.h>
+#include <string.h>
+
+#include "daemon-config.h"
+#include "macro.h"
+#include "protocol.h"
+#include "tests.h"
+
+static int parse(const char *line, struct ctl_request *r, struct error *err)
+{
+	return ctl_request_parse(line, strlen(line), r, err);
+}
+
+static void expect_error(const char *line, const char *want)
+{
+	struct ctl_request r = { 0 };
+	struct error err = { 0 };
+	int k = parse(line, &r, &err);
+
+	CHECK_MSG(k < 0, "%s was accepted", line);
+	CHECK_STR_CONTAINS(err.msg, want);
+	CHECK(r.json == NULL);
+}
+
+static void test_requests(void)
+{
+	struct ctl_request r = { 0 };
+	struct error err = { 0 };
+
+	CHECK_INT_EQ(parse("{\"command\":\"status\"}", &r, &err), 0);
+	CHECK_INT_EQ(r.command, CTL_STATUS);
+	CHECK(!ctl_command_changes_state(r.command));
+	ctl_request_done(&r);
+
+	CHECK_INT_EQ(parse(" {\"command\":\"best\",\"model\":\"m\",\"engine\":\"vllm\",\"label\":\"chat\",\"id\":\"x\"} ",
+			   &r, &err), 0);
+	CHECK_STR_EQ(r.model, "m");
+	CHECK_STR_EQ(r.engine, "vllm");
+	CHECK_STR_EQ(r.label, "chat");
+	CHECK(cJSON_IsString(r.id));
+	ctl_request_done(&r);
+
+	CHECK_INT_EQ(parse("{\"command\":\"submit\",\"study\":{\"name\":\"a\"}}", &r, &err), 0);
+	CHECK(cJSON_IsObject(r.spec));
+	CHECK(ctl_command_changes_state(r.command));
+	ctl_request_done(&r);
+
+	CHECK_INT_EQ(parse("{\"command\":\"pause\"}", &r, &err), 0);
+	CHECK(r.study == NULL);
+	ctl_request_done(&r);
+
+	expect_error("", "empty");
+	expect_error("nonsense", "invalid JSON");
+	expect_error("{\"command\":\"status\"} {}", "unexpected data");
+	expect_error("42", "expected a JSON object");
+	expect_error("{}", "command: missing");
+	expect_error("{\"command\":\"STATUS\"}", "unknown command");
+	expect_error("{\"Command\":\"status\"}", "command: missing");
+	expect_error("{\"command\":\"status\",\"study\":\"x\"}", "study: unknown key");
+	expect_error("{\"command\":\"trials\"}", "study: missing");
+	expect_error("{\"command\":\"cancel\",\"study\":5}", "study");
+	expect_error("{\"command\":\"submit\",\"study\":\"name\"}", "as an object");
+	expect_error("{\"command\":\"best\"}", "needs \"study\"");
+	expect_error("{\"command\":\"best\",\"study\":\"a\",\"model\":\"m\"}", "either");
+	expect_error("{\"command\":\"status\",\"id\":[1]}", "id:");
+	expect_error("{\"command\":\"status\",\"command\":\"list\"}", "duplicate");
+}
+
+static void test_responses(void)
+{
+	_cleanup_(cJSON_Deletep) cJSON *id = cJSON_CreateNumber(3);
+	_cleanup_(cJSON_Deletep) cJSON *ok = ctl_response_ok(id);
+	_cleanup_(cJSON_Deletep) cJSON *bad = ctl_response_error(NULL, "no study named \"%s\"", "x\ny");
+	_cleanup_(freep) char *line = NULL;
+	size_t len = 0;
+
+	CHECK(ok && bad);
+	CHECK_INT_EQ(ctl_format_line(ok, &line, &len), 0);
+	CHECK_STR_EQ(line, "{\"ok\":true,\"id\":3}\n");
+	CHECK_INT_EQ(len, strlen(line));
+	free(line);
+	line = NULL;
+	CHECK_INT_EQ(ctl_format_line(bad, &line, &len), 0);
+	/* One line whatever the message holds. */
+	CHECK(strchr(line, '\n') == line + len - 1);
+	CHECK_STR_CONTAINS(line, "\"ok\":false");
+}
+
+static int config_from(const char *text, struct daemon_config **ret, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(text);
+
+	CHECK(j);
+	return daemon_config_from_json(j, "goodputd.json", ret, err);
+}
+
+static void test_config(void)
+{
+	_cleanup_(daemon_config_freep) struct daemon_config *c = NULL;
+	struct error err = { 0 };
+	double price = 0;
+
+	CHECK_INT_EQ(daemon_config_new_default(&c), 0);
+	CHECK_INT_EQ(c->limits.max_request_bytes, 1024 * 1024);
+	CHECK(c->socket_group == NULL);
+	c = daemon_config_free(c);
+
+	CHECK_INT_EQ(config_from("{\"socket_group\":\"root\",\"prices\":{\"H100\":2.5},"
+				 "\"limits\":{\"max_connections\":8,\"idle_timeout\":0.5}}", &c, &err), 0);
+	CHECK_INT_EQ(c->socket_gid, 0);
+	CHECK_INT_EQ(c->limits.max_connections, 8);
+	CHECK_INT_EQ(c->limits.idle_timeout_usec, 500000);
+	CHECK_INT_EQ(daemon_config_price(c, "h100", &price), 0);
+	CHECK(price == 2.5);
+	CHECK_INT_EQ(daemon_config_price(c, "A100", &price), -ENOENT);
+	c = daemon_config_free(c);
+
+	CHECK(config_from("{\"socket_groupp\":\"root\"}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "socket_groupp: unknown key");
+	CHECK(config_from("{\"socket_group\":\"no-such-group-here\"}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "no-such-group-here");
+	CHECK(config_from("{\"limits\":{\"max_connections\":0}}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "limits.max_connections");
+	CHECK(config_from("{\"prices\":{\"H100\":\"cheap\"}}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "prices.H100");
+	CHECK(c == NULL);
+
+	CHECK_INT_EQ(daemon_config_load("/nonexistent/goodputd.json", true, &c, &err), 0);
+	c = daemon_config_free(c);
+	CHECK(daemon_config_load("/nonexistent/goodputd.json", false, &c, &err) < 0);
+}
+
+int main(void)
+{
+	test_requests();
+	test_responses();
+	test_config();
+	return 0;
+}

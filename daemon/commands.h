@@ -18,3 +18,7 @@ int cmd_trials(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
+/* reports (report.h) */
+int cmd_report(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_compare(int argc, char **argv);

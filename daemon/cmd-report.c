@@ -1,0 +1,156 @@
+/* cmd-report.c — `goodput report STUDY`: writes the study's report (HTML
+ * with inline plots, Markdown with SVG files) into --out DIR and prints a
+ * summary (text or --json). The store is opened read-only, so a report can be
+ * made while a tuner or the daemon is still writing the study (WAL). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "log.h"
+#include "macro.h"
+#include "report.h"
+#include "store.h"
+
+enum {
+	ARG_DB = 256,
+	ARG_OUT,
+	ARG_JSON,
+	ARG_ENGINES_DIR,
+	ARG_NO_PLOTS,
+	ARG_MARKDOWN,
+};
+
+static void help(void)
+{
+	printf("Usage: goodput report [OPTIONS] STUDY\n"
+	       "\n"
+	       "Writes the benchmark report of a study (its name or id): scenario, workload,\n"
+	       "SLA, search space, the best configuration with its launch command and\n"
+	       "latency-throughput curve, every trial, the cost landscape, search progress,\n"
+	       "a Pareto view and GPU memory. report.html is self-contained (inline SVG\n"
+	       "plots drawn with gnuplot); report.md has the same text with plot-*.svg.\n"
+	       "\n"
+	       "Options:\n"
+	       "  --db FILE           the store (default ./goodput.db)\n"
+	       "  --out DIR           where to write report.html, report.md and plots\n"
+	       "                      (default ./report-STUDY)\n"
+	       "  --markdown          print the Markdown (tables only) instead of writing files\n"
+	       "  --no-plots          table-only report\n"
+	       "  --engines-dir DIR   engine profiles (for the launch command)\n"
+	       "  --json              print the summary as JSON\n"
+	       "  -h, --help          this text\n");
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "db", required_argument, NULL, ARG_DB },
+		{ "out", required_argument, NULL, ARG_OUT },
+		{ "json", no_argument, NULL, ARG_JSON },
+		{ "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
+		{ "no-plots", no_argument, NULL, ARG_NO_PLOTS },
+		{ "markdown", no_argument, NULL, ARG_MARKDOWN },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
+	struct report_options ro = { 0 };
+	const char *db = "goodput.db", *out = NULL;
+	bool json = false, markdown = false;
+	_cleanup_(store_closep) struct store *s = NULL;
+	_cleanup_(report_freep) struct report *r = NULL;
+	_cleanup_(freep) char *outdir = NULL;
+	struct report_files files = { 0 };
+	struct error err = { 0 };
+	int c, q;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		switch (c) {
+		case 'h':
+			help();
+			return 0;
+		case ARG_DB:
+			db = optarg;
+			break;
+		case ARG_OUT:
+			out = optarg;
+			break;
+		case ARG_JSON:
+			json = true;
+			break;
+		case ARG_ENGINES_DIR:
+			ro.engines_dir = optarg;
+			break;
+		case ARG_NO_PLOTS:
+			ro.no_plots = true;
+			break;
+		case ARG_MARKDOWN:
+			markdown = true;
+			break;
+		default:
+			log_error("see 'goodput report --help'");
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		log_error("expected one STUDY (name or id), got %d arguments (see 'goodput report --help')", argc - optind);
+		return 2;
+	}
+	q = store_open(db, &so, &s, &err);
+	if (q < 0) {
+		log_error("%s", error_str(&err, q));
+		return 1;
+	}
+	q = report_load(s, argv[optind], &ro, &r, &err);
+	if (q < 0) {
+		log_error("%s", error_str(&err, q));
+		return 1;
+	}
+	if (markdown) {
+		_cleanup_(freep) char *md = NULL;
+
+		q = report_render_markdown(r, &md);
+		if (q < 0)
+			return log_error_errno(q, "rendering the report failed"), 1;
+		fputs(md, stdout);
+		return 0;
+	}
+	if (!out) {
+		if (asprintf(&outdir, "report-%s", argv[optind]) < 0)
+			return log_error_errno(ENOMEM, "out of memory"), 1;
+		out = outdir;
+	}
+	q = report_write_files(r, out, &files, &err);
+	if (q < 0) {
+		log_error("%s", error_str(&err, q));
+		return 1;
+	}
+	if (files.plot_note)
+		log_warning("%s", files.plot_note);
+	if (json) {
+		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+		_cleanup_(cjson_freep) char *text = NULL;
+
+		q = report_summary_json(r, &j);
+		if (q >= 0 && (!cJSON_AddStringToObject(j, "html", files.html_path) ||
+			       !cJSON_AddStringToObject(j, "markdown", files.markdown_path) ||
+			       !cJSON_AddNumberToObject(j, "plots", (double)files.n_plots)))
+			q = -ENOMEM;
+		if (q >= 0)
+			text = cJSON_Print(j);
+		if (!text) {
+			report_files_done(&files);
+			return log_error_errno(ENOMEM, "out of memory"), 1;
+		}
+		printf("%s\n", text);
+	} else {
+		report_summary_print(r, stdout);
+		printf("report: %s (%zu plots), %s\n", files.html_path, files.n_plots, files.markdown_path);
+	}
+	report_files_done(&files);
+	return 0;
+}

@@ -1,0 +1,112 @@
+/* report-internal.h — what the report's files share: the loaded study, the
+ * derived figures, the plot renderer and the Markdown/HTML writer. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+#include "store.h"
+
+struct study;
+struct engine_profile;
+
+struct report_trial {
+	struct store_trial t;
+	cJSON *knobs;                  /* knobs_json parsed; NULL when unreadable */
+	struct store_load_point *lps;  /* in seq order */
+	size_t n_lps;
+	long best_lp;                  /* the max-goodput load point: the SLA-meeting one at the highest rate; -1 none */
+	unsigned gpus;                 /* GPUs per replica: tensor_parallel, else 1 */
+	bool confirm;                  /* a re-probe ("confirm", "dry-run-confirm") */
+};
+
+struct report {
+	struct store_study study;
+	cJSON *spec;            /* spec_json parsed; NULL when unreadable */
+	struct study *parsed;   /* validated spec; NULL when it does not parse (see spec_error) */
+	char *spec_error;
+	struct engine_profile *profile; /* NULL when not found (see profile_error) */
+	char *profile_error;
+	struct report_trial *trials;
+	size_t n_trials;
+	long best;              /* index into trials; -1 when no configuration met the SLA */
+	char *launch_command;   /* of the best; NULL with launch_error */
+	char *launch_error;
+	const cJSON *host;      /* host JSON of the best trial, else of the last trial that has one (into a trial) */
+	cJSON *host_owned;
+	struct report_options opts;
+	char *study_ref;
+};
+
+/* Helpers over the loaded data (report-data.c). */
+const struct report_trial *report_best(const struct report *r);
+/* A knob's value as text ("128", "fp8"; "-" when absent) into buf. */
+const char *report_knob_text(const struct report_trial *t, const char *knob, char *buf, size_t size);
+/* A knob's numeric value, or NAN. */
+double report_knob_number(const struct report_trial *t, const char *knob);
+/* "max_num_seqs=64 max_num_batched_tokens=2048 fp8 tp=2" */
+void report_knobs_short(const struct report_trial *t, char *buf, size_t size);
+/* The max-goodput load point of a trial, or NULL. */
+const struct store_load_point *report_trial_best_lp(const struct report_trial *t);
+/* Tokens/s one user sees at the trial's max-goodput point (1000 / mean TPOT), NAN when unknown. */
+double report_trial_tps_per_user(const struct report_trial *t);
+/* GPU price per hour from the spec, NAN when unknown; GPUs on the host, 0 when unknown. */
+double report_price(const struct report *r);
+unsigned report_host_gpus(const struct report *r);
+/* The study's SLA as text ("ttft<=2000ms tpot<=100ms @90%"), "none" when it has none. */
+void report_sla_text(const struct report *r, char *buf, size_t size);
+/* The re-probes of the best (same canonical key, finished as done): n, mean,
+ * min, max of max goodput and of $/Mtok. n = 0 when the best was probed once. */
+struct report_spread {
+	size_t n;
+	double goodput_mean, goodput_min, goodput_max;
+	double cost_mean, cost_min, cost_max;
+};
+void report_best_spread(const struct report *r, struct report_spread *ret);
+/* The study's workload regenerated from its spec (lengths only, measured
+ * requests): input and output length of each. On failure *ret_why (owned)
+ * says why (no spec, a dataset file that is gone). */
+int report_workload_lengths(const struct report *r, uint32_t **ret_in, uint32_t **ret_out, size_t *ret_n,
+			    char **ret_why);
+/* Formats a double with %.*f, or "-" when NAN; returns buf. */
+const char *report_fmt(char *buf, size_t size, int digits, double v);
+
+/* ---- plots (report-plot.c) ---- */
+
+enum report_plot_kind {
+	REPORT_PLOT_WORKLOAD,  /* input/output length histograms */
+	REPORT_PLOT_LATENCY,   /* TTFT/TPOT percentiles and goodput vs request rate, best config */
+	REPORT_PLOT_LANDSCAPE, /* $/Mtok heatmap over batch × chunk per quantization/TP */
+	REPORT_PLOT_PROGRESS,  /* best-so-far cost vs trial and vs wall time, deploy time */
+	REPORT_PLOT_PARETO,    /* tokens/s per user vs tokens/s per GPU */
+	REPORT_PLOT_SERVER,    /* KV-cache usage and running requests vs request rate, best config */
+	_REPORT_PLOT_MAX,
+};
+
+struct report_plots {
+	char *svg[_REPORT_PLOT_MAX]; /* the SVG document (XML prolog removed); NULL when not drawn */
+	char *why[_REPORT_PLOT_MAX]; /* why it was not drawn; NULL when drawn */
+	char *note;                  /* report-wide note (gnuplot missing ...); NULL when fine */
+};
+
+const char *report_plot_name(enum report_plot_kind k); /* "workload", "latency", ... (file plot-NAME.svg) */
+/* Draws every plot it can; never fails for a missing tool (it fills note). */
+int report_plots_render(const struct report *r, struct report_plots *ret);
+void report_plots_done(struct report_plots *p);
+
+/* ---- the document (report-doc.c): one text, two formats ---- */
+
+enum report_format {
+	REPORT_FORMAT_MARKDOWN,
+	REPORT_FORMAT_HTML,
+};
+
+/* Writes the report body. plots may be NULL (tables only); for Markdown,
+ * plot_files says the plots exist as plot-NAME.svg beside the page. */
+int report_doc_write(const struct report *r, const struct report_plots *plots, enum report_format fmt,
+		     bool plot_files, FILE *f);

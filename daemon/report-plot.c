@@ -1,0 +1,420 @@
+/* report-plot.c — the report's plots, drawn by gnuplot's svg terminal.
+ *
+ * Each plot is one gnuplot run: the data goes into files in a private
+ * temporary folder (mkdtemp), the script too, and gnuplot is started with
+ * posix_spawn and an argv (never a shell) in that folder, its output going
+ * to plot-NAME.svg there. The SVG is read back and made fit for inlining in
+ * one HTML page: the XML prolog goes, element ids get a per-plot prefix (so
+ * the point shapes of two plots never collide), and the <title> names the
+ * plot. User text (study names, knob values) reaches gnuplot only inside
+ * single-quoted strings with quotes doubled, in noenhanced mode, so it is
+ * shown as is. A plot that cannot be drawn says why; a missing gnuplot turns
+ * the report into a table-only one with a note. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "report-internal.h"
+#include "report-plot-internal.h"
+#include "time-util.h"
+
+extern char **environ;
+
+#define GNUPLOT_TIMEOUT_USEC (60 * USEC_PER_SEC)
+#define SVG_MAX_BYTES (16u << 20)
+
+static const char *const plot_names[_REPORT_PLOT_MAX] = {
+	[REPORT_PLOT_WORKLOAD] = "workload",   [REPORT_PLOT_LATENCY] = "latency",
+	[REPORT_PLOT_LANDSCAPE] = "landscape", [REPORT_PLOT_PROGRESS] = "progress",
+	[REPORT_PLOT_PARETO] = "pareto",       [REPORT_PLOT_SERVER] = "server",
+};
+
+static const char *const plot_titles[_REPORT_PLOT_MAX] = {
+	[REPORT_PLOT_WORKLOAD] = "Workload: input and output lengths",
+	[REPORT_PLOT_LATENCY] = "Latency and goodput against request rate (best configuration)",
+	[REPORT_PLOT_LANDSCAPE] = "Cost landscape ($/Mtok)",
+	[REPORT_PLOT_PROGRESS] = "Search progress",
+	[REPORT_PLOT_PARETO] = "Tokens/s per user against tokens/s per GPU",
+	[REPORT_PLOT_SERVER] = "Server KV-cache usage and running requests (best configuration)",
+};
+
+const char *report_plot_name(enum report_plot_kind k)
+{
+	return k < _REPORT_PLOT_MAX ? plot_names[k] : NULL;
+}
+
+void report_plots_done(struct report_plots *p)
+{
+	for (size_t i = 0; i < _REPORT_PLOT_MAX; i++) {
+		free(p->svg[i]);
+		free(p->why[i]);
+	}
+	free(p->note);
+	*p = (struct report_plots){ 0 };
+}
+
+/* ---- the gnuplot child ---- */
+
+static bool program_exists(const char *prog)
+{
+	const char *path;
+
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0;
+	path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		char buf[4096];
+
+		if (n > 0 && snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog) < (int)sizeof(buf) &&
+		    access(buf, X_OK) == 0)
+			return true;
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	return false;
+}
+
+static int read_file_capped(const char *path, size_t max, char **ret)
+{
+	_cleanup_(fclosep) FILE *f = fopen(path, "re");
+	_cleanup_(freep) char *buf = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!f)
+		return -errno;
+	for (;;) {
+		if (cap - n < 4096) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 65536;
+			if (cap > max + 4096)
+				return -EFBIG;
+			nb = realloc(buf, cap + 1);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		size_t k = fread(buf + n, 1, cap - n, f);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	if (ferror(f))
+		return -EIO;
+	buf[n] = '\0';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* Runs `gnuplot SCRIPT` in dir, waiting at most GNUPLOT_TIMEOUT_USEC. On
+ * failure *ret_why (owned) holds gnuplot's first error line. */
+static int run_gnuplot(const char *prog, const char *dir, const char *script, char **ret_why)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { (char *)prog, (char *)script, NULL };
+	char why[512];
+	uint64_t deadline;
+	pid_t pid;
+	int status = 0, q;
+
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		return -ENOMEM;
+	q = posix_spawn_file_actions_addchdir_np(&fa, dir);
+	if (q == 0)
+		q = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (q == 0)
+		q = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (q == 0)
+		q = posix_spawn_file_actions_addopen(&fa, 2, "gnuplot.err", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (q == 0)
+		q = posix_spawnp(&pid, prog, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (q != 0) {
+		snprintf(why, sizeof(why), "cannot start %s: %s", prog, strerror(q));
+		*ret_why = strdup(why);
+		return -q;
+	}
+	deadline = mono_usec() + GNUPLOT_TIMEOUT_USEC;
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			q = -errno;
+			*ret_why = strdup("waiting for gnuplot failed");
+			return q;
+		}
+		if (mono_usec() > deadline) {
+			kill(pid, SIGKILL);
+			(void)waitpid(pid, &status, 0);
+			*ret_why = strdup("gnuplot did not finish within 60 s");
+			return -ETIMEDOUT;
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000 * 1000 }, NULL);
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+
+	/* gnuplot's message: the last non-empty line of its stderr names the error. */
+	char errpath[4096];
+	_cleanup_(freep) char *err = NULL;
+
+	snprintf(errpath, sizeof(errpath), "%s/gnuplot.err", dir);
+	snprintf(why, sizeof(why), "gnuplot failed (%s %d)", WIFEXITED(status) ? "exit status" : "signal",
+		 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	if (read_file_capped(errpath, 65536, &err) >= 0) {
+		char *line = NULL;
+
+		for (char *p = strtok(err, "\n"); p; p = strtok(NULL, "\n"))
+			if (strstr(p, "rror") || !line)
+				line = p;
+		if (line)
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), ": %.300s", line);
+	}
+	*ret_why = strdup(why);
+	return -EIO;
+}
+
+/* ---- SVG post-processing ---- */
+
+static int buf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t nc = MAX(*cap * 2, *len + n + 1024);
+		char *nb = realloc(*buf, nc);
+
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+static void xml_escape_into(char *dst, size_t size, const char *s)
+{
+	size_t o = 0;
+
+	for (; *s && o + 7 < size; s++) {
+		const char *e = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : NULL;
+
+		if (e) {
+			memcpy(dst + o, e, strlen(e));
+			o += strlen(e);
+		} else {
+			dst[o++] = *s;
+		}
+	}
+	dst[o] = '\0';
+}
+
+/* Drops the XML prolog, prefixes ids and references with "gpN-", and puts
+ * the plot's title in <title>. */
+static int svg_fixup(const char *svg, enum report_plot_kind k, char **ret)
+{
+	static const char *const pats[] = { "id='", "id=\"", "href='#", "href=\"#", "url(#" };
+	_cleanup_(freep) char *out = NULL;
+	const char *p = strstr(svg, "<svg");
+	char prefix[16], title[256];
+	size_t len = 0, cap = 0;
+	int q;
+
+	if (!p)
+		return -EBADMSG;
+	snprintf(prefix, sizeof(prefix), "gp%d-", (int)k);
+	while (*p) {
+		size_t best = SIZE_MAX, which = 0;
+
+		for (size_t i = 0; i < ELEMENTSOF(pats); i++) {
+			const char *hit = strstr(p, pats[i]);
+
+			if (hit && (size_t)(hit - p) < best) {
+				best = (size_t)(hit - p);
+				which = i;
+			}
+		}
+		if (best == SIZE_MAX) {
+			q = buf_append(&out, &len, &cap, p, strlen(p));
+			if (q < 0)
+				return q;
+			break;
+		}
+		q = buf_append(&out, &len, &cap, p, best + strlen(pats[which]));
+		if (q >= 0)
+			q = buf_append(&out, &len, &cap, prefix, strlen(prefix));
+		if (q < 0)
+			return q;
+		p += best + strlen(pats[which]);
+	}
+	/* The title: gnuplot writes <title>Gnuplot</title>. */
+	char *t = strstr(out, "<title>Gnuplot</title>");
+	if (t) {
+		_cleanup_(freep) char *fixed = NULL;
+		size_t head = (size_t)(t - out);
+
+		xml_escape_into(title, sizeof(title), plot_titles[k]);
+		if (asprintf(&fixed, "%.*s<title>%s</title>%s", (int)head, out, title,
+			     t + strlen("<title>Gnuplot</title>")) < 0)
+			return -ENOMEM;
+		free(out);
+		out = TAKE_PTR(fixed);
+	}
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+/* ---- one plot ---- */
+
+struct plot_ctx {
+	const char *prog;
+	char dir[256];
+	char **files; /* created in dir, removed at the end */
+	size_t n_files;
+};
+
+FILE *plot_open(struct plot_ctx *c, const char *name)
+{
+	char path[512], **nf;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
+	nf = realloc(c->files, (c->n_files + 1) * sizeof(*nf));
+	if (!nf)
+		return NULL;
+	c->files = nf;
+	c->files[c->n_files] = strdup(path);
+	if (!c->files[c->n_files])
+		return NULL;
+	c->n_files++;
+	f = fopen(path, "wxe");
+	return f;
+}
+
+void plot_quote(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; s && *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+void plot_header(FILE *f, enum report_plot_kind k, unsigned width, unsigned height)
+{
+	fprintf(f,
+		"set terminal svg size %u,%u dynamic noenhanced font 'sans,11' background '#ffffff'\n"
+		"set output 'plot-%s.svg'\n"
+		"set datafile missing 'NaN'\n"
+		"set grid lc rgb '#e0e0e0'\n"
+		"set border lc rgb '#555555'\n"
+		"set key noautotitle\n",
+		width, height, plot_names[k]);
+}
+
+static int plot_one(struct plot_ctx *c, const struct report *r, enum report_plot_kind k, struct report_plots *out)
+{
+	char name[64], svgname[64], svgpath[512];
+	_cleanup_(freep) char *svg = NULL, *why = NULL;
+	FILE *f;
+	int q;
+
+	snprintf(name, sizeof(name), "plot-%s.gp", plot_names[k]);
+	snprintf(svgname, sizeof(svgname), "plot-%s.svg", plot_names[k]);
+	f = plot_open(c, name);
+	if (!f)
+		return errno ? -errno : -ENOMEM;
+	q = report_plot_script(c, r, k, f, &why);
+	if (fclose(f) != 0 && q >= 0)
+		q = -errno;
+	if (q <= 0) {
+		/* 0: nothing to draw (why says so) */
+		out->why[k] = TAKE_PTR(why);
+		if (!out->why[k])
+			out->why[k] = strdup(q < 0 ? strerror(-q) : "nothing to draw");
+		return q == -ENOMEM ? q : 0;
+	}
+	/* Track the SVG for removal before gnuplot creates it. */
+	FILE *placeholder = plot_open(c, svgname);
+	if (placeholder)
+		fclose(placeholder);
+	q = run_gnuplot(c->prog, c->dir, name, &why);
+	if (q < 0) {
+		out->why[k] = TAKE_PTR(why);
+		return 0;
+	}
+	snprintf(svgpath, sizeof(svgpath), "%s/%s", c->dir, svgname);
+	q = read_file_capped(svgpath, SVG_MAX_BYTES, &svg);
+	if (q >= 0)
+		q = svg_fixup(svg, k, &out->svg[k]);
+	if (q < 0)
+		out->why[k] = strdup("gnuplot wrote no usable SVG");
+	return 0;
+}
+
+int report_plots_render(const struct report *r, struct report_plots *ret)
+{
+	struct report_plots p = { 0 };
+	struct plot_ctx c = { 0 };
+	const char *tmp = getenv("TMPDIR");
+	int q = 0;
+
+	c.prog = r->opts.gnuplot ? r->opts.gnuplot : getenv("GOODPUT_GNUPLOT");
+	if (!c.prog || !*c.prog)
+		c.prog = "gnuplot";
+	if (r->opts.no_plots) {
+		p.note = strdup("Plots were turned off (--no-plots): this report has tables only.");
+		goto done;
+	}
+	if (!program_exists(c.prog)) {
+		if (asprintf(&p.note,
+			     "gnuplot (%s) is not installed, so this report has tables only "
+			     "(install the Debian package gnuplot-nox for the plots).",
+			     c.prog) < 0)
+			p.note = NULL;
+		goto done;
+	}
+	snprintf(c.dir, sizeof(c.dir), "%s/goodput-report-XXXXXX", tmp && *tmp && strlen(tmp) < 200 ? tmp : "/tmp");
+	if (!mkdtemp(c.dir)) {
+		q = -errno;
+		goto done;
+	}
+	/* gnuplot's stderr file, so that it is removed too. */
+	FILE *ef = plot_open(&c, "gnuplot.err");
+	if (ef)
+		fclose(ef);
+	for (int k = 0; k < _REPORT_PLOT_MAX && q >= 0; k++)
+		q = plot_one(&c, r, (enum report_plot_kind)k, &p);
+	for (size_t i = 0; i < c.n_files; i++) {
+		(void)unlink(c.files[i]);
+		free(c.files[i]);
+	}
+	free(c.files);
+	(void)rmdir(c.dir);
+done:
+	if (q < 0) {
+		report_plots_done(&p);
+		return q;
+	}
+	*ret = p;
+	return 0;
+}

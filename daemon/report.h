@@ -1,0 +1,136 @@
+/* report.h — turns a study in the store into the report an engineer trusts,
+ * and answers the questions the study was run for.
+ *
+ * A report states the scenario (engine, model, GPU, versions), the workload
+ * (length distributions, regenerated from the spec and drawn as histograms),
+ * the SLA and its attainment target, the search space and budget, the best
+ * configuration with the exact command that launches it, its latency–
+ * throughput curve, every trial, the cost landscape, the search's progress, a
+ * Pareto view (tokens/s per user against tokens/s per GPU), the server's KV
+ * usage where it was scraped, and the spread of the re-probed best.
+ *
+ * Outputs: a self-contained HTML page (inline SVG plots drawn by gnuplot, no
+ * network fetches), a Markdown page (plots as SVG files beside it), a short
+ * summary (text or JSON). Without gnuplot the report is table-only and says
+ * so. Plots are made by running gnuplot as a child process with an argv (no
+ * shell); its data goes through files in a private temporary folder.
+ *
+ * `plan` sizes a deployment for a load; `compare` sets two studies of the same
+ * workload and SLA side by side (before/after a driver, engine or hardware
+ * change). The store is only read. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+struct store;
+struct report;
+
+struct report_options {
+	const char *engines_dir; /* where engine profiles are looked up (launch command); NULL: the default places */
+	bool no_plots;           /* table-only report */
+	const char *gnuplot;     /* the program; NULL: $GOODPUT_GNUPLOT, else "gnuplot" on PATH */
+};
+
+/* Reads study `study` (its name, or its numeric id) with its trials and load
+ * points from the store, parses its spec and renders the best configuration's
+ * launch command. A spec or engine profile that cannot be read does not fail
+ * the report (the sections that need it say why they are missing). -ENOENT
+ * with err naming the study when there is no such study. opts may be NULL.
+ * The caller frees *ret with report_free. */
+int report_load(struct store *s, const char *study, const struct report_options *opts, struct report **ret,
+		struct error *err);
+struct report *report_free(struct report *r);
+static inline void report_freep(struct report **r)
+{
+	if (*r)
+		report_free(*r);
+}
+
+/* The Markdown page, without plots (tables only); the caller frees *ret. */
+int report_render_markdown(struct report *r, char **ret);
+
+/* What report_write_files wrote (owned; report_files_done frees). */
+struct report_files {
+	char *html_path, *markdown_path;
+	size_t n_plots;   /* SVG files written beside the Markdown */
+	char *plot_note;  /* why plots are missing or incomplete; NULL when all were drawn */
+};
+void report_files_done(struct report_files *f);
+
+/* Creates dir when missing and writes report.html (self-contained), report.md
+ * and the plots as plot-*.svg (referenced by report.md). Errors name the file. */
+int report_write_files(struct report *r, const char *dir, struct report_files *ret, struct error *err);
+
+/* A few lines for the terminal: study, best configuration, cost, goodput,
+ * launch command (or why there is no best). */
+void report_summary_print(struct report *r, FILE *f);
+/* The same as JSON: {"study", "state", "trials", "best": {...} | null, ...}. */
+int report_summary_json(struct report *r, cJSON **ret);
+
+/* For the daemon's control socket: the Markdown of a study (tables only),
+ * and the path of the written HTML (report_write_files into dir). */
+int report_markdown(struct store *s, const char *study, const struct report_options *opts, char **ret_markdown,
+		    struct error *err);
+int report_write_html(struct store *s, const char *study, const char *dir, const struct report_options *opts,
+		      char **ret_html_path, struct error *err);
+
+/* ---- plan: replicas, GPUs and $/hour for a load ---- */
+
+struct report_plan {
+	double load;              /* requests/s or tokens/s asked for */
+	bool by_tokens;           /* load is tokens/s (else requests/s) */
+	double headroom;          /* fraction added on top of the load */
+	double capacity;          /* what one replica serves under the SLA (same unit as load) */
+	uint64_t replicas;        /* ceil(load × (1 + headroom) / capacity) */
+	unsigned gpus_per_replica;
+	uint64_t gpus;            /* replicas × gpus_per_replica */
+	uint64_t hosts;           /* hosts of the study's GPU count (0 when unknown) */
+	double usd_per_hour;      /* gpus × price */
+	double utilisation;       /* load / (replicas × capacity) */
+	double usd_per_mtok;      /* at the load asked for (NAN when the token rate is unknown) */
+};
+
+/* The arithmetic of a plan. tokens_per_request converts a request rate into
+ * tokens/s for the effective cost (0: unknown). gpus_per_host 0: unknown.
+ * -EINVAL with err for a load or capacity that is not > 0, a negative
+ * headroom or price, or a plan of more than 10^9 replicas. */
+int report_plan_compute(double load, bool by_tokens, double headroom, double capacity, unsigned gpus_per_replica,
+			double usd_per_gpu_hour, unsigned gpus_per_host, double tokens_per_request,
+			struct report_plan *ret, struct error *err);
+
+/* The plan for a study: its best configuration's max rate (by_tokens false)
+ * or max goodput (by_tokens true) as the capacity of one replica. -ENOENT
+ * with err when no configuration met the SLA. */
+int report_plan_study(struct report *r, double load, bool by_tokens, double headroom, struct report_plan *ret,
+		      struct error *err);
+void report_plan_print(const struct report *r, const struct report_plan *p, FILE *f);
+int report_plan_to_json(const struct report *r, const struct report_plan *p, cJSON **ret);
+
+/* ---- compare: the same workload and SLA measured twice ---- */
+
+enum report_old_best {
+	REPORT_OLD_BEST_NONE,         /* study A has no best configuration */
+	REPORT_OLD_BEST_MEETS_SLA,    /* measured in B and met the SLA there */
+	REPORT_OLD_BEST_MISSES_SLA,   /* measured in B, never met the SLA */
+	REPORT_OLD_BEST_FAILED,       /* measured in B, failed or could not run */
+	REPORT_OLD_BEST_NOT_MEASURED, /* B never measured it */
+	REPORT_OLD_BEST_PENDING,      /* B has it, but not finished */
+	_REPORT_OLD_BEST_MAX,
+};
+
+/* "none", "meets_sla", "misses_sla", "failed", "not_measured", "pending". */
+const char *report_old_best_to_string(enum report_old_best v);
+
+/* Prints (or returns as JSON) the comparison of study a (before) and b
+ * (after): each one's winner, the cost change, whether the winner changed,
+ * whether A's best still meets the SLA in B, and whether workload and SLA
+ * are the same. ret_verdict (may be NULL) gets the old-best verdict. */
+int report_compare_print(struct report *a, struct report *b, FILE *f, enum report_old_best *ret_verdict);
+int report_compare_json(struct report *a, struct report *b, cJSON **ret);

@@ -1,0 +1,24 @@
+/* report-fixture.h — synthetic studies in a store, built through the store
+ * API with figures a real study would record, for the report tests. */
+#pragma once
+
+#include <stdint.h>
+
+struct store;
+
+/* The figures the tests check against (price 0.99 $/GPU-hour). */
+#define FIX_PRICE 0.99
+#define FIX_A "before"        /* 8 trials: done, infeasible (oom, SLA), failed, a confirm; best trial 3 */
+#define FIX_B "after"         /* same workload/SLA; A's best misses the SLA, a new winner */
+#define FIX_C "nothing-meets" /* every trial failed or missed the SLA */
+#define FIX_D "after-other"   /* same workload/SLA; never tried A's best */
+#define FIX_A_BEST_KEY "max_num_seqs=32,max_num_batched_tokens=1024,quantization=fp8,tensor_parallel=1"
+#define FIX_A_BEST_RATE 4.0
+#define FIX_A_BEST_GOODPUT 250.0
+#define FIX_B_BEST_GOODPUT 500.0
+
+/* $/Mtok as the cost model computes it. */
+double fix_cost(unsigned gpus, double goodput);
+
+/* Creates the four studies in s. Exits the test on failure. */
+void fix_fill(struct store *s);

@@ -1,0 +1,263 @@
+/* test-report.c — the report library on synthetic studies: the numbers in
+ * the Markdown equal the store's, every trial is listed with its failure,
+ * a study where nothing met the SLA says so, the table-only fallback when
+ * gnuplot is missing, plan arithmetic against hand-computed cases, and
+ * compare's verdicts. */
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "report-fixture.h"
+#include "report.h"
+#include "store.h"
+#include "tests.h"
+
+static char dir[] = "/tmp/test-report-XXXXXX";
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static struct report *load(struct store *s, const char *name, const struct report_options *o)
+{
+	struct report *r = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(report_load(s, name, o, &r, &err) >= 0, "%s", err.msg);
+	return r;
+}
+
+static char *markdown(struct store *s, const char *name)
+{
+	char *md = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(report_markdown(s, name, NULL, &md, &err) >= 0, "%s", err.msg);
+	return md;
+}
+
+static void test_markdown_best(struct store *s)
+{
+	_cleanup_(freep) char *md = markdown(s, FIX_A);
+	char cost[64];
+
+	/* the best configuration, its cost and goodput as stored */
+	snprintf(cost, sizeof(cost), "$%.4f per million tokens", fix_cost(1, FIX_A_BEST_GOODPUT));
+	CHECK_STR_CONTAINS(md, cost);
+	CHECK_STR_CONTAINS(md, "Best configuration: max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=1024 fp8 tp=1");
+	CHECK_STR_CONTAINS(md, "max goodput 250.0 tokens/s at 4.00 req/s");
+	/* the launch command from the sim engine profile */
+	CHECK_STR_CONTAINS(md, "goodput-sim serve --model llama-3.1-70b --gpu L40S --gpus 4");
+	CHECK_STR_CONTAINS(md, "--max-num-seqs 32 --max-num-batched-tokens 1024");
+	CHECK_STR_CONTAINS(md, "--quantization fp8");
+	/* every section */
+	const char *sections[] = { "## Scenario", "## Workload", "## SLA", "## Search space and budget",
+				   "## Best configuration", "## Re-probed best", "## All trials", "## Cost landscape",
+				   "## Search progress", "## GPU memory and server state" };
+	for (size_t i = 0; i < ELEMENTSOF(sections); i++)
+		CHECK_STR_CONTAINS(md, sections[i]);
+	/* scenario: versions from the host JSON */
+	CHECK_STR_CONTAINS(md, "goodput-sim 0.1.0");
+	CHECK_STR_CONTAINS(md, "L40S, 4 on the host, $0.99 per GPU-hour");
+	/* every trial with its failure reason */
+	CHECK_STR_CONTAINS(md, "CUDA out of memory (trial 4)");
+	CHECK_STR_CONTAINS(md, "| 4 | search | max\\_num\\_seqs=64 max\\_num\\_batched\\_tokens=2048 fp8 tp=1 | infeasible | oom |");
+	CHECK_STR_CONTAINS(md, "| 5 | search | max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=2048 none tp=2 | infeasible | sla\\_never\\_met |");
+	CHECK_STR_CONTAINS(md, "| failed | crashed |");
+	CHECK_STR_CONTAINS(md, "server exited with status 1");
+	char row7[128];
+	snprintf(row7, sizeof(row7), "| done | - | 6.000 | 380.0 | %.4f |", fix_cost(2, 380));
+	CHECK_STR_CONTAINS(md, row7);
+	CHECK_STR_CONTAINS(md, "| 3 ★ | search |");
+	CHECK_STR_CONTAINS(md, "| 8 | confirm |");
+	/* SLA and the re-probe spread (250 and 240 tokens/s) */
+	CHECK_STR_CONTAINS(md, "SLA: ttft\\<=2000ms tpot\\<=100ms @90%.");
+	CHECK_STR_CONTAINS(md, "measured 2 times");
+	CHECK_STR_CONTAINS(md, "| max goodput (tokens/s) | 245.0 | 240.0 | 250.0 | 4.1% |");
+	/* the workload regenerated: uniform 512 ± 25 % */
+	CHECK_STR_CONTAINS(md, "uniform 512 ± 25% tokens");
+	CHECK_STR_CONTAINS(md, "| tokens | min | mean | p50 | p90 | p99 | max |");
+	/* 2 of 8 infeasible, 1 failed */
+	CHECK_STR_CONTAINS(md, "2 of 8 trials were infeasible and 1 failed");
+}
+
+static void test_nothing_meets(struct store *s)
+{
+	_cleanup_(freep) char *md = markdown(s, FIX_C);
+
+	CHECK_STR_CONTAINS(md, "No configuration met the SLA: of 3 trials, 0 finished without meeting it, 2 were "
+			       "infeasible and 1 failed");
+	CHECK_STR_CONTAINS(md, "there is no best configuration to launch");
+	CHECK_STR_CONTAINS(md, "health never answered");
+	CHECK(!strstr(md, "★"));
+}
+
+static void test_files_without_gnuplot(struct store *s)
+{
+	struct report_options o = { .gnuplot = "/nonexistent/gnuplot" };
+	_cleanup_(report_freep) struct report *r = load(s, FIX_A, &o);
+	struct report_files f = { 0 };
+	struct error err = { 0 };
+	char out[256];
+	_cleanup_(fclosep) FILE *h = NULL;
+	char buf[65536];
+	size_t n;
+
+	snprintf(out, sizeof(out), "%s/nognuplot", dir);
+	CHECK_MSG(report_write_files(r, out, &f, &err) >= 0, "%s", err.msg);
+	CHECK_INT_EQ(f.n_plots, 0);
+	CHECK_STR_CONTAINS(f.plot_note, "gnuplot (/nonexistent/gnuplot) is not installed");
+	h = fopen(f.html_path, "re");
+	CHECK(h);
+	n = fread(buf, 1, sizeof(buf) - 1, h);
+	buf[n] = '\0';
+	CHECK_STR_CONTAINS(buf, "this report has tables only");
+	CHECK_STR_CONTAINS(buf, "<h2 id=\"trials\">All trials</h2>");
+	CHECK(!strstr(buf, "<svg"));
+	report_files_done(&f);
+}
+
+static void test_unknown_study(struct store *s)
+{
+	struct report *r = NULL;
+	struct error err = { 0 };
+
+	CHECK_INT_EQ(report_load(s, "no-such-study", NULL, &r, &err), -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, "no study named 'no-such-study'");
+}
+
+static void plan_case(double load, bool by_tokens, double headroom, double cap, unsigned gpr, double price,
+		      unsigned per_host, double tpr, uint64_t replicas, uint64_t gpus, uint64_t hosts, double usd)
+{
+	struct report_plan p;
+	struct error err = { 0 };
+
+	CHECK_MSG(report_plan_compute(load, by_tokens, headroom, cap, gpr, price, per_host, tpr, &p, &err) >= 0, "%s",
+		  err.msg);
+	CHECK_INT_EQ(p.replicas, replicas);
+	CHECK_INT_EQ(p.gpus, gpus);
+	CHECK_INT_EQ(p.hosts, hosts);
+	CHECK_REL(p.usd_per_hour, usd, 1e-12);
+}
+
+static void test_plan(struct store *s)
+{
+	struct report_plan p;
+	struct error err = { 0 };
+
+	/* 10 req/s × 1.2 / 4 req/s = 3 exactly: 3 replicas, not 4 */
+	plan_case(10, false, 0.2, 4, 1, 0.99, 4, 0, 3, 3, 1, 2.97);
+	/* 10.1 × 1.2 / 4 = 3.03 → 4 replicas of TP 2 = 8 GPUs = 2 hosts of 4 */
+	plan_case(10.1, false, 0.2, 4, 2, 2.5, 4, 0, 4, 8, 2, 20);
+	/* no headroom, tokens: 1000 / 250 = 4 */
+	plan_case(1000, true, 0, 250, 1, 1, 8, 0, 4, 4, 1, 4);
+	/* a tiny load still needs one replica */
+	plan_case(0.01, false, 0.5, 4, 4, 3, 0, 0, 1, 4, 0, 12);
+	/* 7 × 1.5 / 2 = 5.25 → 6 */
+	plan_case(7, false, 0.5, 2, 1, 1, 4, 0, 6, 6, 2, 6);
+	/* effective $/Mtok at the load: 1000 tok/s on 4 GPUs at $1 = 4 $/h / 3.6 Mtok/h */
+	CHECK(report_plan_compute(1000, true, 0, 250, 1, 1, 0, 0, &p, &err) >= 0);
+	CHECK_REL(p.usd_per_mtok, 4.0 / 3.6, 1e-12);
+	CHECK_REL(p.utilisation, 1.0, 1e-12);
+	CHECK_INT_EQ(report_plan_compute(0, false, 0, 1, 1, 1, 0, 0, &p, &err), -EINVAL);
+	CHECK_INT_EQ(report_plan_compute(1, false, -0.1, 1, 1, 1, 0, 0, &p, &err), -EINVAL);
+
+	/* against the study: best = 4 req/s / 250 tokens/s, TP 1, $0.99, hosts of 4 */
+	_cleanup_(report_freep) struct report *r = load(s, FIX_A, NULL);
+	CHECK(report_plan_study(r, 20, false, 0.2, &p, &err) >= 0);
+	CHECK_INT_EQ(p.replicas, 6); /* 24 / 4 */
+	CHECK_INT_EQ(p.gpus, 6);
+	CHECK_INT_EQ(p.hosts, 2);
+	CHECK_REL(p.usd_per_hour, 6 * 0.99, 1e-12);
+	CHECK(report_plan_study(r, 1000, true, 0.25, &p, &err) >= 0);
+	CHECK_INT_EQ(p.replicas, 5); /* 1250 / 250 */
+	_cleanup_(report_freep) struct report *c = load(s, FIX_C, NULL);
+	CHECK_INT_EQ(report_plan_study(c, 1, false, 0.2, &p, &err), -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, "no configuration met the SLA");
+}
+
+static cJSON *compare(struct store *s, const char *a, const char *b)
+{
+	_cleanup_(report_freep) struct report *ra = load(s, a, NULL);
+	_cleanup_(report_freep) struct report *rb = load(s, b, NULL);
+	cJSON *j = NULL;
+
+	CHECK(report_compare_json(ra, rb, &j) >= 0);
+	return j;
+}
+
+static const char *jstr(const cJSON *j, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "(missing)";
+}
+
+static void test_compare(struct store *s)
+{
+	_cleanup_(cJSON_Deletep) cJSON *ab = compare(s, FIX_A, FIX_B);
+	_cleanup_(cJSON_Deletep) cJSON *ad = compare(s, FIX_A, FIX_D);
+	_cleanup_(cJSON_Deletep) cJSON *aa = compare(s, FIX_A, FIX_A);
+	_cleanup_(cJSON_Deletep) cJSON *ca = compare(s, FIX_C, FIX_A);
+	_cleanup_(cJSON_Deletep) cJSON *ac = compare(s, FIX_A, FIX_C);
+
+	/* B: the old best never met the SLA; a different, cheaper winner */
+	CHECK_STR_EQ(jstr(ab, "old_best"), "misses_sla");
+	CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ab, "same_winner")));
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ab, "same_workload")));
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ab, "same_sla")));
+	CHECK_REL(cJSON_GetObjectItemCaseSensitive(ab, "cost_change")->valuedouble,
+		  fix_cost(1, FIX_B_BEST_GOODPUT) / fix_cost(1, FIX_A_BEST_GOODPUT) - 1, 1e-9);
+	/* D never tried A's best */
+	CHECK_STR_EQ(jstr(ad, "old_best"), "not_measured");
+	/* a study against itself: same winner, no change, old best meets the SLA */
+	CHECK_STR_EQ(jstr(aa, "old_best"), "meets_sla");
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(aa, "same_winner")));
+	CHECK_REL(cJSON_GetObjectItemCaseSensitive(aa, "cost_change")->valuedouble + 1, 1.0, 1e-12);
+	/* A study with no best has nothing to check */
+	CHECK_STR_EQ(jstr(ca, "old_best"), "none");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(ca, "cost_change")));
+	/* A's best in C: never measured there */
+	CHECK_STR_EQ(jstr(ac, "old_best"), "not_measured");
+
+	/* the printed text */
+	_cleanup_(report_freep) struct report *ra = load(s, FIX_A, NULL);
+	_cleanup_(report_freep) struct report *rb = load(s, FIX_B, NULL);
+	_cleanup_(freep) char *text = NULL;
+	size_t len = 0;
+	enum report_old_best v;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(f);
+	CHECK(report_compare_print(ra, rb, f, &v) >= 0);
+	fclose(f);
+	CHECK_INT_EQ(v, REPORT_OLD_BEST_MISSES_SLA);
+	CHECK_STR_CONTAINS(text, "a different configuration won in B");
+	CHECK_STR_CONTAINS(text, "cost change: -50.0%");
+	CHECK_STR_CONTAINS(text, "NO LONGER MEETS THE SLA");
+}
+
+int main(void)
+{
+	_cleanup_(store_closep) struct store *s = NULL;
+	struct error err = { 0 };
+	char db[256];
+
+	CHECK(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/t.db", dir);
+	CHECK_MSG(store_open(db, NULL, &s, &err) >= 0, "%s", err.msg);
+	fix_fill(s);
+	test_markdown_best(s);
+	test_nothing_meets(s);
+	test_files_without_gnuplot(s);
+	test_unknown_study(s);
+	test_plan(s);
+	test_compare(s);
+	store_close(TAKE_PTR(s));
+	CHECK(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
+	return 0;
+}

@@ -43,7 +43,7 @@ static void help(FILE *f)
 		"\n"
 		"Commands:\n");
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nRun 'goodput COMMAND --help' for a command's options.\n");
 }
 

@@ -1,0 +1,177 @@
+/* twin-json.c — a calibration as JSON, so that a later study on the same
+ * host (same engine, engine version, GPU, driver and model) starts from it.
+ *
+ * The constants sit in a "profile" object of their own: goodput-sim's
+ * profile loader refuses unknown keys (a typo in a hand-written profile must
+ * not pass silently), so the metadata cannot share an object with them.
+ * twin_calibration_write_profile writes that object alone, which is what
+ * `goodput-sim --profile-file` (server and simulate) reads. Numbers are
+ * written with cJSON's round-trip precision, so a stored calibration gives
+ * bit-identical predictions. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "macro.h"
+#include "twin-internal.h"
+
+void twin_calibration_from_fit(const struct twin_fit *f, double cost_error, struct twin_calibration *ret)
+{
+	struct twin_calibration c = { 0 };
+
+	c.profile = f->profile;
+	c.fit_error = f->error;
+	c.cost_error = cost_error;
+	c.n_trials = f->n_trials;
+	c.n_points = f->n_points;
+	c.fitted = f->fitted;
+	*ret = c;
+}
+
+int twin_calibration_to_json(const struct twin_calibration *c, cJSON **ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
+	cJSON *prof = NULL, *fitted;
+	int r;
+
+	if (!j)
+		return -ENOMEM;
+	/* Empty key fields are left out (the reader refuses empty strings). */
+	if ((c->engine[0] && json_add_string(j, "engine", c->engine) < 0) ||
+	    (c->engine_version[0] && json_add_string(j, "engine_version", c->engine_version) < 0) ||
+	    (c->gpu[0] && json_add_string(j, "gpu", c->gpu) < 0) ||
+	    (c->driver[0] && json_add_string(j, "driver", c->driver) < 0) ||
+	    (c->model[0] && json_add_string(j, "model", c->model) < 0) || json_add_number(j, "fit_error", c->fit_error) < 0 ||
+	    json_add_number(j, "cost_error", c->cost_error) < 0 || json_add_number(j, "trials", c->n_trials) < 0 ||
+	    json_add_number(j, "points", c->n_points) < 0)
+		return -ENOMEM;
+	fitted = cJSON_AddArrayToObject(j, "fitted");
+	if (!fitted)
+		return -ENOMEM;
+	for (size_t i = 0; sim_profile_field_name(i) && i < 64; i++)
+		if ((c->fitted >> i) & 1) {
+			cJSON *s = cJSON_CreateString(sim_profile_field_name(i));
+
+			if (!s || !cJSON_AddItemToArray(fitted, s))
+				return cJSON_Delete(s), -ENOMEM;
+		}
+	r = sim_profile_to_json(&c->profile, &prof);
+	if (r < 0)
+		return r;
+	if (!cJSON_AddItemToObject(j, "profile", prof)) {
+		cJSON_Delete(prof);
+		return -ENOMEM;
+	}
+	*ret = TAKE_PTR(j);
+	return 0;
+}
+
+static int get_key_string(const cJSON *j, const char *what, const char *key, char *buf, size_t size,
+			  struct error *err)
+{
+	const char *s = NULL;
+	int r;
+
+	r = json_get_string(j, what, key, size - 1, &s, err);
+	if (r < 0)
+		return r;
+	snprintf(buf, size, "%s", s ? s : "");
+	return 0;
+}
+
+int twin_calibration_from_json(const cJSON *j, const char *what, struct twin_calibration *ret, struct error *err)
+{
+	static const char *const keys[] = { "engine", "engine_version", "gpu", "driver", "model", "fit_error",
+					    "cost_error", "trials", "points", "fitted", "profile", NULL };
+	struct twin_calibration c = { 0 };
+	const cJSON *prof = NULL, *fitted = NULL, *e;
+	char path[256];
+	uint32_t u;
+	int r;
+
+	if (!cJSON_IsObject(j))
+		return error_set(err, -EINVAL, "%s: expected a JSON object", what);
+	r = json_check_keys(j, what, keys, err);
+	if (r < 0)
+		return r;
+	if ((r = get_key_string(j, what, "engine", c.engine, sizeof(c.engine), err)) < 0 ||
+	    (r = get_key_string(j, what, "engine_version", c.engine_version, sizeof(c.engine_version), err)) < 0 ||
+	    (r = get_key_string(j, what, "gpu", c.gpu, sizeof(c.gpu), err)) < 0 ||
+	    (r = get_key_string(j, what, "driver", c.driver, sizeof(c.driver), err)) < 0 ||
+	    (r = get_key_string(j, what, "model", c.model, sizeof(c.model), err)) < 0)
+		return r;
+	r = json_get_double(j, what, "fit_error", 0, 1e6, &c.fit_error, err);
+	if (r >= 0)
+		r = json_get_double(j, what, "cost_error", 0, 1e6, &c.cost_error, err);
+	if (r < 0)
+		return r;
+	u = 0;
+	r = json_get_u32(j, what, "trials", 0, UINT32_MAX, &u, err);
+	if (r < 0)
+		return r;
+	c.n_trials = u;
+	u = 0;
+	r = json_get_u32(j, what, "points", 0, UINT32_MAX, &u, err);
+	if (r < 0)
+		return r;
+	c.n_points = u;
+	r = json_require_object(j, what, "profile", &prof, err);
+	if (r < 0)
+		return r;
+	/* Start from zeros so that a profile missing a key is an error, not a default. */
+	for (size_t i = 0; sim_profile_field_name(i); i++)
+		if (!cJSON_GetObjectItemCaseSensitive(prof, sim_profile_field_name(i)))
+			return error_set(err, -EINVAL, "%s.profile.%s: missing", what, sim_profile_field_name(i));
+	snprintf(path, sizeof(path), "%s.profile", what);
+	r = sim_profile_apply_json(&c.profile, prof, path, err);
+	if (r < 0)
+		return r;
+	r = json_get_array(j, what, "fitted", &fitted, err);
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach(e, fitted)
+	{
+		size_t i;
+
+		if (!cJSON_IsString(e))
+			return error_set(err, -EINVAL, "%s.fitted: expected constant names", what);
+		for (i = 0; sim_profile_field_name(i); i++)
+			if (strcmp(sim_profile_field_name(i), e->valuestring) == 0)
+				break;
+		if (!sim_profile_field_name(i) || i >= 64)
+			return error_set(err, -EINVAL, "%s.fitted: unknown constant \"%s\"", what, e->valuestring);
+		c.fitted |= UINT64_C(1) << i;
+	}
+	*ret = c;
+	return 0;
+}
+
+int twin_calibration_key(const struct twin_calibration *c, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s|%s|%s|%s|%s", c->engine, c->engine_version, c->gpu, c->driver, c->model);
+
+	return n < 0 || (size_t)n >= size ? -ENOBUFS : 0;
+}
+
+int twin_calibration_write_profile(const struct twin_calibration *c, const char *path, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *prof = NULL;
+	_cleanup_(cjson_freep) char *text = NULL;
+	_cleanup_(fclosep) FILE *f = NULL;
+	int r;
+
+	r = sim_profile_to_json(&c->profile, &prof);
+	if (r < 0)
+		return r;
+	text = cJSON_Print(prof);
+	if (!text)
+		return -ENOMEM;
+	f = fopen(path, "we");
+	if (!f)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (fputs(text, f) < 0 || fputc('\n', f) < 0 || fflush(f) != 0)
+		return error_set(err, -EIO, "%s: write failed", path);
+	return 0;
+}

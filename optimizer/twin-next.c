@@ -1,0 +1,475 @@
+/* twin-next.c — the twin-guided search, as ask/tell over the stored history.
+ *
+ * Like opt_next, twin_next keeps no state between calls: each ask recomputes
+ * its decision from the history (the twin's caches only make that fast), so
+ * a restarted runner continues the same study from its database. The steps:
+ *
+ * 1. Warm start and drift. With a stored calibration for the same engine,
+ *    GPU, driver and model, the design is skipped: the first ask is the
+ *    stored twin's best. The first trial with load points whose constants
+ *    the stored calibration has all fitted is then compared against it; an error beyond max(f × stored error,
+ *    stored error + 2 × noise) is drift: the stored calibration is dropped
+ *    (said in the message) and the study continues as a cold start.
+ * 2. Design (cold start): the uncalibrated twin's best configuration and the
+ *    extremes of batch and chunk at its quantization and TP
+ *    (twin_design_initial) — informative, not random.
+ * 3. Judge: after the design and after each of the next `judge_after`
+ *    trials, the fit on the history so far and the twin's prediction error on
+ *    it decide whether the twin can describe this server. When not, the
+ *    strategy says so and hands the study to opt_next over the same history
+ *    for good (each judgement depends on a fixed prefix of the history only,
+ *    so replay keeps it).
+ * 4. Refine: fit on every trial, predict the whole space in virtual time,
+ *    and ask for the untested configuration predicted cheapest when it beats
+ *    the best measured cost by more than the twin's error. When the best
+ *    measured disagrees with its prediction by more than that error it is
+ *    measured again first (noise); if it still disagrees, the candidate is
+ *    asked when predicted within the error of it. The twin's error (tol) is its
+ *    relative cost error on the measured configurations, floored at the
+ *    measurement noise; a configuration that depends on a constant no trial
+ *    has informed yet (the MFU of a precision not measured, the TP overhead)
+ *    carries the prior's error as well and is ranked that much more
+ *    optimistically, so the twin checks an untried precision or TP that it
+ *    predicts close to the best instead of trusting the published default.
+ * 5. Confirm the best once (settings.plain.confirm_probes), then done. The
+ *    answer is always opt_best over the history: measured for real. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "twin-internal.h"
+
+#define DESIGN_MAX 8
+
+void twin_settings_init(struct twin_settings *s)
+{
+	*s = (struct twin_settings){
+		.n_design = 2,
+		.judge_after = 2,
+		.max_fit_error = 0.10,
+		.max_pred_error = 0.15,
+		.min_tol = 0.03,
+		.drift_factor = 2.0,
+		.unfitted_error = 0.10,
+	};
+	opt_settings_init(&s->plain);
+	twin_fit_options_init(&s->fit);
+}
+
+const char *twin_phase_to_string(enum twin_phase p)
+{
+	static const char *const names[] = { "design", "refine", "confirm", "fallback", "done" };
+
+	return p < ELEMENTSOF(names) ? names[p] : NULL;
+}
+
+void twin_history_init(struct twin_history *h)
+{
+	*h = (struct twin_history){ 0 };
+}
+
+void twin_history_done(struct twin_history *h)
+{
+	free(h->trials);
+	*h = (struct twin_history){ 0 };
+}
+
+int twin_history_add(struct twin_history *h, const struct twin_trial *t)
+{
+	if (t->trial.outcome >= _OPT_OUTCOME_MAX ||
+	    (t->trial.outcome == OPT_OUTCOME_MEASURED && !(isfinite(t->trial.cost) && t->trial.cost > 0)) ||
+	    t->n_points > TWIN_POINTS_MAX)
+		return -EINVAL;
+	if (h->n == h->allocated) {
+		size_t cap = h->allocated ? h->allocated * 2 : 32;
+		struct twin_trial *v = realloc(h->trials, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		h->trials = v;
+		h->allocated = cap;
+	}
+	h->trials[h->n++] = *t;
+	return 0;
+}
+
+/* ---- design ---- */
+
+static bool same_except_monotone(const struct opt_space *s, const struct opt_config *a, const struct opt_config *b)
+{
+	for (size_t k = 0; k < s->n_knobs; k++)
+		if (!s->knobs[k].memory_monotone && a->idx[k] != b->idx[k])
+			return false;
+	return true;
+}
+
+int twin_design_initial(struct twin *t, const struct sim_profile *p, size_t n, struct opt_config *ret,
+			size_t *ret_n, struct error *err)
+{
+	/* Corners of the (batch, chunk) plane as signs on the normalised coordinates. */
+	static const int corners[][2] = { { -1, -1 }, { 1, 1 }, { 1, -1 }, { -1, 1 } };
+	const struct opt_space *s = t->space;
+	struct twin_prediction pr;
+	size_t bi = SIZE_MAX, got = 0, mono[2], n_mono = 0;
+	int r;
+
+	r = twin_rank_best(t, p, NULL, NULL, &bi, &pr, err);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == -ENOENT)
+		for (size_t i = 0; i < t->n_configs && bi == SIZE_MAX; i++)
+			if (twin_startable(t, i))
+				bi = i;
+	if (bi == SIZE_MAX || n == 0) {
+		*ret_n = 0;
+		return 0;
+	}
+	ret[got++] = t->configs[bi];
+	for (size_t k = 0; k < s->n_knobs && n_mono < 2; k++)
+		if (s->knobs[k].memory_monotone && s->knobs[k].n_values > 1)
+			mono[n_mono++] = k;
+	for (size_t c = 0; c < ELEMENTSOF(corners) && got < n && n_mono > 0; c++) {
+		size_t pick = SIZE_MAX;
+		double best = -INFINITY;
+		bool dup = false;
+
+		if (n_mono == 1 && c >= 2)
+			break;
+		for (size_t i = 0; i < t->n_configs; i++) {
+			double v = 0;
+
+			if (!same_except_monotone(s, &t->configs[i], &t->configs[bi]) || !twin_startable(t, i))
+				continue;
+			for (size_t m = 0; m < n_mono; m++)
+				v += corners[c][m] * opt_space_normalise(s, mono[m], t->configs[i].idx[mono[m]]);
+			if (v > best + 1e-12) {
+				best = v;
+				pick = i;
+			}
+		}
+		if (pick == SIZE_MAX)
+			break;
+		for (size_t g = 0; g < got; g++)
+			dup = dup || memcmp(&ret[g], &t->configs[pick], sizeof(ret[g])) == 0;
+		if (!dup)
+			ret[got++] = t->configs[pick];
+	}
+	*ret_n = got;
+	return 0;
+}
+
+/* ---- the strategy ---- */
+
+struct seen {
+	bool tried, measured;
+	double sum;
+	unsigned n;
+};
+
+/* exp(RMS log(measured / predicted)) − 1 over trials[0, n) the twin asked for
+ * with a prediction; a trial that did not run as predicted counts as 100 %. */
+static double pred_error(const struct twin_trial *tr, size_t n)
+{
+	double sq = 0;
+	unsigned k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double e;
+
+		if (!isfinite(tr[i].predicted_cost) || tr[i].trial.confirm || tr[i].trial.outcome == OPT_OUTCOME_FAILED)
+			continue;
+		e = tr[i].trial.outcome == OPT_OUTCOME_MEASURED ? log(tr[i].trial.cost / tr[i].predicted_cost) : log(2.0);
+		sq += e * e;
+		k++;
+	}
+	return k ? exp(sqrt(sq / k)) - 1 : 0;
+}
+
+static void finish(const struct twin_settings *s, enum opt_done_reason reason, struct twin_candidate *c)
+{
+	c->opt.reason = reason;
+	if (s->plain.confirm_probes > 0 && c->opt.best.valid && c->opt.best.n < 1 + s->plain.confirm_probes) {
+		c->opt.ask = OPT_ASK_CONFIRM;
+		c->opt.phase = OPT_PHASE_CONFIRM;
+		c->opt.config = c->opt.best.config;
+		c->phase = TWIN_PHASE_CONFIRM;
+		return;
+	}
+	c->opt.ask = OPT_ASK_DONE;
+	c->opt.phase = OPT_PHASE_DONE;
+	c->phase = TWIN_PHASE_DONE;
+}
+
+static void ask(struct twin *t, size_t i, enum twin_phase phase, double predicted, struct twin_candidate *c)
+{
+	c->opt.ask = OPT_ASK_TRIAL;
+	c->opt.phase = phase == TWIN_PHASE_DESIGN ? OPT_PHASE_SCREEN : OPT_PHASE_SEARCH;
+	c->opt.config = t->configs[i];
+	c->opt.attempt = 1;
+	c->phase = phase;
+	c->predicted_cost = predicted;
+}
+
+int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_history *h,
+	      const struct twin_calibration *warm, struct twin_candidate *ret, struct error *err)
+{
+	struct twin_candidate c = { .predicted_cost = NAN };
+	struct opt_history oh;
+	_cleanup_(freep) struct seen *seen = calloc(t->n_configs, sizeof(struct seen));
+	_cleanup_(freep) bool *excl = calloc(t->n_configs, sizeof(bool));
+	_cleanup_(freep) double *disc = calloc(t->n_configs, sizeof(double));
+	struct sim_profile base = t->base, P;
+	struct twin_prediction pu = { 0 }, pb = { 0 };
+	unsigned n_real = 0, inferred = 0, n_lead;
+	size_t u = SIZE_MAX;
+	double cost_sq = 0, cost_err;
+	unsigned cost_n = 0;
+	bool have_u, agree;
+	int r;
+
+	if (!seen || !excl || !disc)
+		return -ENOMEM;
+	opt_history_init(&oh);
+	for (size_t k = 0; k < h->n; k++) {
+		ssize_t i = twin_index(t, &h->trials[k].trial.config);
+
+		if (i < 0) {
+			opt_history_done(&oh);
+			return error_set(err, -EINVAL, "twin: trial %zu: configuration not in the space", k);
+		}
+		r = opt_history_add(&oh, &h->trials[k].trial);
+		if (r < 0) {
+			opt_history_done(&oh);
+			return error_set(err, r, "twin: trial %zu: bad outcome or cost", k);
+		}
+		if (!seen[i].tried)
+			n_real++;
+		seen[i].tried = true;
+		if (h->trials[k].trial.outcome == OPT_OUTCOME_MEASURED) {
+			seen[i].measured = true;
+			seen[i].sum += h->trials[k].trial.cost;
+			seen[i].n++;
+		}
+	}
+	opt_best(t->space, &oh, &c.opt.best, &c.opt.runner_up);
+	/* Never ask for what was tried, what the model cannot start, or what an
+	 * out-of-memory trial rules out (larger batch knobs, all else equal). */
+	for (size_t i = 0; i < t->n_configs; i++) {
+		excl[i] = seen[i].tried || !twin_startable(t, i);
+		for (size_t k = 0; k < h->n && !excl[i]; k++) {
+			const struct opt_config *f = &h->trials[k].trial.config;
+			bool dom = h->trials[k].trial.outcome == OPT_OUTCOME_INFEASIBLE;
+
+			for (size_t q = 0; q < t->space->n_knobs && dom; q++)
+				dom = t->space->knobs[q].memory_monotone ? t->configs[i].idx[q] >= f->idx[q]
+									 : t->configs[i].idx[q] == f->idx[q];
+			if (dom) {
+				excl[i] = true;
+				inferred++;
+			}
+		}
+	}
+	c.opt.evaluated = n_real;
+	c.opt.inferred = inferred;
+
+	/* 1. warm start and drift */
+	if (warm) {
+		for (size_t k = 0; k < h->n; k++) {
+			struct twin_fit ev;
+			double lim;
+
+			ssize_t ci = twin_index(t, &h->trials[k].trial.config);
+
+			/* Judge only on a trial the stored calibration knows every constant of:
+			 * an untried precision is not drift. */
+			if (h->trials[k].n_points == 0 || h->trials[k].trial.outcome == OPT_OUTCOME_INFEASIBLE ||
+			    h->trials[k].trial.outcome == OPT_OUTCOME_FAILED ||
+			    (twin_specific_fields(t, (size_t)ci) & ~warm->fitted))
+				continue;
+			r = twin_evaluate(t, &h->trials[k], 1, &warm->profile, &s->fit, &ev, err);
+			if (r == -ENODATA)
+				continue;
+			if (r < 0)
+				goto out;
+			lim = MAX(s->drift_factor * MAX(warm->fit_error, s->min_tol), warm->fit_error + 2 * s->min_tol);
+			if (ev.error > lim) {
+				c.drift = true;
+				snprintf(c.message, sizeof(c.message),
+					 "drift: the stored calibration is off by %.0f %% on the first trial (stored error "
+					 "%.0f %%); recalibrating from scratch",
+					 ev.error * 100, warm->fit_error * 100);
+			}
+			break;
+		}
+		c.warm = !c.drift;
+		if (c.warm)
+			base = warm->profile;
+	}
+
+	/* 2. design */
+	if (!c.warm) {
+		struct opt_config design[DESIGN_MAX];
+		size_t nd = 0;
+
+		r = twin_design_initial(t, &t->base, MIN((size_t)s->n_design, (size_t)DESIGN_MAX), design, &nd, err);
+		if (r < 0)
+			goto out;
+		for (size_t d = 0; d < nd; d++) {
+			ssize_t i = twin_index(t, &design[d]);
+
+			if (i >= 0 && !excl[i]) {
+				ask(t, (size_t)i, TWIN_PHASE_DESIGN, NAN, &c);
+				if (!c.drift)
+					snprintf(c.message, sizeof(c.message), "design trial %zu of %zu", d + 1, nd);
+				goto out_ok;
+			}
+		}
+	}
+
+	/* 3. judge the fit on fixed prefixes: the history up to the first trial of
+	 * the k-th distinct configuration, for k from the end of the design to
+	 * judge_after beyond it. Poor on any of them means poor for good: later
+	 * calls see the same prefixes, so the fallback is sticky and replays. */
+	n_lead = c.warm ? 1 : s->n_design;
+	for (unsigned k = MAX(n_lead, 1u); k <= MIN(n_real, n_lead + s->judge_after); k++) {
+		struct twin_fit fj;
+		_cleanup_(freep) bool *first = calloc(t->n_configs, sizeof(bool));
+		unsigned distinct = 0;
+		size_t L = 0;
+		double pe;
+
+		if (!first) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (L = 0; L < h->n && distinct < k; L++) {
+			ssize_t i = twin_index(t, &h->trials[L].trial.config);
+
+			if (!first[i]) {
+				first[i] = true;
+				distinct++;
+			}
+		}
+		r = twin_calibrate(t, h->trials, L, &base, &s->fit, &fj, err);
+		if (r == -ENODATA)
+			continue; /* nothing ran yet (out of memory, say): nothing to judge */
+		if (r < 0)
+			goto out;
+		pe = pred_error(h->trials, L);
+		if (fj.error <= s->max_fit_error && pe <= s->max_pred_error)
+			continue;
+		c.fallback = true;
+		c.fit = fj;
+		r = opt_next(t->space, &s->plain, &oh, &c.opt, err);
+		if (r < 0)
+			goto out;
+		c.opt.evaluated = n_real;
+		c.phase = c.opt.ask == OPT_ASK_DONE ? TWIN_PHASE_DONE : TWIN_PHASE_FALLBACK;
+		c.pred_error = pe;
+		snprintf(c.message, sizeof(c.message),
+			 "poor fit: the twin cannot describe this server (fit error %.0f %%, prediction error %.0f %% "
+			 "after %u trials; limits %.0f %% / %.0f %%): continuing as the plain search",
+			 fj.error * 100, pe * 100, distinct, s->max_fit_error * 100, s->max_pred_error * 100);
+		goto out_ok;
+	}
+
+	if (s->plain.max_trials && n_real >= s->plain.max_trials) {
+		finish(s, OPT_DONE_BUDGET, &c);
+		snprintf(c.message, sizeof(c.message), "budget: %u configurations deployed", n_real);
+		goto out_ok;
+	}
+
+	/* 4. refine */
+	r = twin_calibrate(t, h->trials, h->n, &base, &s->fit, &c.fit, err);
+	if (r < 0 && r != -ENODATA)
+		goto out;
+	c.calibrated = r >= 0;
+	if (!c.calibrated)
+		c.fit = (struct twin_fit){ .profile = base };
+	P = c.fit.profile;
+	for (size_t i = 0; i < t->n_configs; i++) {
+		struct twin_prediction pr;
+		double e;
+
+		/* The error that matters is near the top: far corners of the space
+		 * (a tiny batch) may be off without changing any decision. */
+		if (!seen[i].measured || (c.opt.best.valid && seen[i].sum / seen[i].n > c.opt.best.cost * 1.5))
+			continue;
+		r = twin_predict(t, &P, &t->configs[i], &pr, err);
+		if (r < 0)
+			goto out;
+		e = pr.outcome == OPT_OUTCOME_MEASURED ? log(seen[i].sum / seen[i].n / pr.cost) : 1.0;
+		cost_sq += e * e;
+		cost_n++;
+	}
+	cost_err = cost_n ? exp(sqrt(cost_sq / cost_n)) - 1 : 0;
+	c.pred_error = pred_error(h->trials, h->n);
+	c.tol = MAX(s->min_tol, cost_err);
+
+	/* Where the twin has not fitted a constant the configuration depends on
+	 * (an untried precision or TP), its error is the prior's: rank it
+	 * optimistically by that much. */
+	for (size_t i = 0; i < t->n_configs; i++) {
+		uint64_t known = c.fit.fitted | (c.warm ? warm->fitted : 0);
+
+		disc[i] = (twin_specific_fields(t, i) & ~known) ? exp(-s->unfitted_error) : 1.0;
+	}
+	r = twin_rank_best(t, &P, excl, disc, &u, &pu, err);
+	if (r < 0 && r != -ENOENT)
+		goto out;
+	have_u = r >= 0;
+	if (!c.opt.best.valid) {
+		if (have_u) {
+			ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
+			snprintf(c.message, sizeof(c.message), "the twin's best (nothing measured meets the SLA yet)");
+			goto out_ok;
+		}
+		finish(s, OPT_DONE_EXHAUSTED, &c);
+		goto done_msg;
+	}
+	r = twin_predict(t, &P, &c.opt.best.config, &pb, err);
+	if (r < 0)
+		goto out;
+	agree = pb.outcome == OPT_OUTCOME_MEASURED && fabs(log(c.opt.best.cost / pb.cost)) <= c.tol;
+	if (have_u && pu.cost * disc[u] < c.opt.best.cost * exp(-c.tol)) {
+		ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
+		snprintf(c.message, sizeof(c.message), "predicted %.1f %% below the best measured (twin error %.1f %%%s)",
+			 (1 - pu.cost / c.opt.best.cost) * 100, c.tol * 100,
+			 disc[u] < 1 ? ", more for a precision/TP not measured yet" : "");
+		goto out_ok;
+	}
+	if (!agree && c.opt.best.n < 2) {
+		/* One measurement off its prediction is as likely noise as a wrong twin. */
+		c.opt.ask = OPT_ASK_CONFIRM;
+		c.opt.phase = OPT_PHASE_CONFIRM;
+		c.opt.config = c.opt.best.config;
+		c.phase = TWIN_PHASE_CONFIRM;
+		c.predicted_cost = pb.outcome == OPT_OUTCOME_MEASURED ? pb.cost : NAN;
+		snprintf(c.message, sizeof(c.message),
+			 "the best measured disagrees with the twin (%+.1f %%, error %.1f %%): measuring it again",
+			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0, c.tol * 100);
+		goto out_ok;
+	}
+	if (!agree && have_u && pu.cost * disc[u] < c.opt.best.cost * exp(c.tol)) {
+		ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
+		snprintf(c.message, sizeof(c.message),
+			 "the best measured disagrees with the twin (%+.1f %%, error %.1f %%): next predicted best",
+			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0, c.tol * 100);
+		goto out_ok;
+	}
+	finish(s, have_u ? OPT_DONE_CONVERGED : OPT_DONE_EXHAUSTED, &c);
+done_msg:
+	if (!c.drift && !c.message[0])
+		snprintf(c.message, sizeof(c.message), "%s: %s", opt_done_reason_to_string(c.opt.reason),
+			 c.calibrated ? "nothing untested is predicted to beat the best by more than the twin's error"
+				      : "no calibration");
+out_ok:
+	r = 0;
+	*ret = c;
+out:
+	opt_history_done(&oh);
+	return r;
+}

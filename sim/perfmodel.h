@@ -1,7 +1,7 @@
 /* perfmodel.h — the roofline performance model of goodput-sim (no I/O
  * besides reading a config file on request, no clock).
  *
- * Everything here follows shared/calibration/PERFMODEL.md: GPU presets (§1),
+ * Everything here follows sim/PERFMODEL.md (the performance model and its sources): GPU presets (§1),
  * model architectures (§2, or any dense Hugging Face config.json), the step
  * time of one engine forward as the SUM of GEMM, attention, TP all-reduce and
  * overhead terms (§6), the KV-cache capacity from the memory budget (§4.3),

@@ -1,7 +1,10 @@
 /* cmd-report.c — `goodput report STUDY`: writes the study's report (HTML
  * with inline plots, Markdown with SVG files) into --out DIR and prints a
  * summary (text or --json). The store is opened read-only, so a report can be
- * made while a tuner or the daemon is still writing the study (WAL). */
+ * made while a tuner or the daemon is still writing the study (WAL).
+ * With --socket PATH goodputd is asked instead (the `report` command of
+ * daemon/PROTOCOL.md): it writes the report into its state directory and
+ * answers the path, or answers the Markdown (--markdown). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -11,6 +14,7 @@
 #include "commands.h"
 #include "log.h"
 #include "macro.h"
+#include "protocol.h"
 #include "report.h"
 #include "store.h"
 
@@ -21,7 +25,11 @@ enum {
 	ARG_ENGINES_DIR,
 	ARG_NO_PLOTS,
 	ARG_MARKDOWN,
+	ARG_SOCKET,
 };
+
+/* How long a report written by goodputd (gnuplot for every plot) may take. */
+#define REPORT_SOCKET_TIMEOUT_USEC (300ULL * 1000 * 1000)
 
 static void help(void)
 {
@@ -41,7 +49,55 @@ static void help(void)
 	       "  --no-plots          table-only report\n"
 	       "  --engines-dir DIR   engine profiles (for the launch command)\n"
 	       "  --json              print the summary as JSON\n"
+	       "  --socket PATH       ask goodputd on PATH instead of reading --db: it writes\n"
+	       "                      the report into its state directory (reports/STUDY/)\n"
+	       "                      and prints the path, or with --markdown prints the\n"
+	       "                      Markdown; --out, --no-plots and --engines-dir do not apply\n"
 	       "  -h, --help          this text\n");
+}
+
+/* `goodput report --socket PATH STUDY`: goodputd makes the report. */
+static int report_from_daemon(const char *path, const char *study, bool markdown, bool json)
+{
+	_cleanup_(cJSON_Deletep) cJSON *req = cJSON_CreateObject(), *resp = NULL;
+	_cleanup_(closep) int fd = -1;
+	struct error err = { 0 };
+	const cJSON *e;
+	int q;
+
+	if (!req || !cJSON_AddStringToObject(req, "command", "report") ||
+	    !cJSON_AddStringToObject(req, "study", study) || !cJSON_AddBoolToObject(req, "html", !markdown))
+		return log_error_errno(ENOMEM, "out of memory"), 1;
+	q = ctl_client_connect(path, &fd, &err);
+	if (q >= 0)
+		q = ctl_client_call(fd, req, REPORT_SOCKET_TIMEOUT_USEC, &resp, &err);
+	if (q < 0) {
+		log_error("%s", error_str(&err, q));
+		return 1;
+	}
+	if (json) {
+		_cleanup_(cjson_freep) char *text = cJSON_Print(resp);
+
+		if (!text)
+			return log_error_errno(ENOMEM, "out of memory"), 1;
+		printf("%s\n", text);
+		return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok")) ? 0 : 1;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok"))) {
+		e = cJSON_GetObjectItemCaseSensitive(resp, "error");
+		log_error("goodputd: %s", cJSON_IsString(e) ? e->valuestring : "request failed");
+		return 1;
+	}
+	e = cJSON_GetObjectItemCaseSensitive(resp, markdown ? "markdown" : "html");
+	if (!cJSON_IsString(e)) {
+		log_error("goodputd's answer has no \"%s\"", markdown ? "markdown" : "html");
+		return 1;
+	}
+	if (markdown)
+		fputs(e->valuestring, stdout);
+	else
+		printf("report: %s\n", e->valuestring);
+	return 0;
 }
 
 int cmd_report(int argc, char **argv)
@@ -54,11 +110,12 @@ int cmd_report(int argc, char **argv)
 		{ "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
 		{ "no-plots", no_argument, NULL, ARG_NO_PLOTS },
 		{ "markdown", no_argument, NULL, ARG_MARKDOWN },
+		{ "socket", required_argument, NULL, ARG_SOCKET },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
 	struct report_options ro = { 0 };
-	const char *db = "goodput.db", *out = NULL;
+	const char *db = "goodput.db", *out = NULL, *socket_path = NULL;
 	bool json = false, markdown = false;
 	_cleanup_(store_closep) struct store *s = NULL;
 	_cleanup_(report_freep) struct report *r = NULL;
@@ -91,6 +148,9 @@ int cmd_report(int argc, char **argv)
 		case ARG_MARKDOWN:
 			markdown = true;
 			break;
+		case ARG_SOCKET:
+			socket_path = optarg;
+			break;
 		default:
 			log_error("see 'goodput report --help'");
 			return 2;
@@ -100,6 +160,8 @@ int cmd_report(int argc, char **argv)
 		log_error("expected one STUDY (name or id), got %d arguments (see 'goodput report --help')", argc - optind);
 		return 2;
 	}
+	if (socket_path)
+		return report_from_daemon(socket_path, argv[optind], markdown, json);
 	q = store_open(db, &so, &s, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));

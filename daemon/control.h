@@ -23,6 +23,7 @@
 #include "protocol.h"
 
 struct ctl_server;
+struct ctl_pending;
 
 struct ctl_limits {
 	unsigned max_connections;
@@ -40,6 +41,15 @@ struct ctl_peer {
 /* Answers one request (already parsed and permitted). Returns the response
  * object (the server adds nothing and frees it) or NULL when out of memory. */
 typedef cJSON *(*ctl_handler_fn)(const struct ctl_peer *peer, const struct ctl_request *req, void *userdata);
+
+/* An answer that takes time (a report drawn by a child process): the
+ * handler calls ctl_server_defer, returns NULL, and later hands the answer
+ * to ctl_pending_answer. The connection reads no further requests until
+ * then (answers stay in order); the rest of the server carries on. */
+struct ctl_pending *ctl_server_defer(struct ctl_server *s);
+/* Queues answer (taken over; NULL: "out of memory") on the deferred
+ * request's connection, or drops it when the client has gone, and frees p. */
+void ctl_pending_answer(struct ctl_pending *p, cJSON *answer);
 
 /* Serves listen_fd (a listening UNIX stream socket; consumed, also on
  * failure) on loop e. */

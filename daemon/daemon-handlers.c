@@ -7,7 +7,13 @@
  * anything, so 200 clients asking for `best` while a study runs cost the
  * loop a few milliseconds. A submitted spec is validated exactly as
  * `goodput tune` validates it (study_from_json against the engine profile)
- * before it is queued. */
+ * before it is queued.
+ *
+ * `best` is what clients poll, often many at once, so its answers are kept
+ * (DAEMON_BEST_CACHE_MAX of them, the JSON already printed) and served
+ * without touching SQLite; anything that could change one — a runner event
+ * (a trial finished, a phase or state change, the study's end), a
+ * scheduling step, submit, cancel, pause, resume — clears them all. */
 #include "daemon-internal.h"
 
 #include <errno.h>
@@ -243,6 +249,81 @@ static cJSON *handle_best(struct daemon *d, const struct ctl_request *req)
 	return r < 0 ? oom() : TAKE_PTR(resp);
 }
 
+void daemon_best_cache_clear(struct daemon *d)
+{
+	for (size_t i = 0; i < DAEMON_BEST_CACHE_MAX; i++) {
+		free(d->best_cache[i].key);
+		free(d->best_cache[i].body);
+		d->best_cache[i] = (struct daemon_best_entry){ 0 };
+	}
+	d->best_cache_next = 0;
+}
+
+/* Length-prefixed fields, so that no two questions share a key. */
+static char *best_cache_key(const struct ctl_request *req)
+{
+	char *k = NULL;
+	int n;
+
+	if (req->study)
+		n = asprintf(&k, "s%zu:%s", strlen(req->study), req->study);
+	else
+		n = asprintf(&k, "m%zu:%s%zu:%s%s%zu:%s", strlen(req->model), req->model, strlen(req->engine),
+			     req->engine, req->label ? "l" : "-", req->label ? strlen(req->label) : 0,
+			     req->label ? req->label : "");
+	return n < 0 ? NULL : k;
+}
+
+/* The cached body with the request's id spliced in after "ok" (the body
+ * always starts {"ok":true, or {"ok":false,), as a raw JSON item that
+ * control.c prints verbatim. */
+static cJSON *answer_cached(const char *body, const cJSON *id)
+{
+	_cleanup_(freep) char *line = NULL;
+	_cleanup_(cjson_freep) char *idj = NULL;
+	const char *comma;
+
+	if (!id)
+		return cJSON_CreateRaw(body);
+	comma = strchr(body, ',');
+	idj = cJSON_PrintUnformatted(id);
+	if (!comma || !idj ||
+	    asprintf(&line, "%.*s\"id\":%s,%s", (int)(comma + 1 - body), body, idj, comma + 1) < 0)
+		return NULL;
+	return cJSON_CreateRaw(line);
+}
+
+static cJSON *handle_best_cached(struct daemon *d, const struct ctl_request *req)
+{
+	_cleanup_(freep) char *key = best_cache_key(req);
+	struct ctl_request q = *req;
+	struct daemon_best_entry *e;
+	cJSON *resp;
+	char *body;
+
+	if (!key)
+		return oom();
+	for (size_t i = 0; i < DAEMON_BEST_CACHE_MAX; i++)
+		if (d->best_cache[i].key && strcmp(d->best_cache[i].key, key) == 0)
+			return answer_cached(d->best_cache[i].body, req->id);
+
+	q.id = NULL;
+	resp = handle_best(d, &q);
+	if (!resp)
+		return oom();
+	body = cJSON_PrintUnformatted(resp);
+	cJSON_Delete(resp);
+	if (!body)
+		return oom();
+	e = &d->best_cache[d->best_cache_next];
+	d->best_cache_next = (d->best_cache_next + 1) % DAEMON_BEST_CACHE_MAX;
+	free(e->key);
+	free(e->body);
+	e->key = TAKE_PTR(key);
+	e->body = body;
+	return answer_cached(e->body, req->id);
+}
+
 static cJSON *handle_trials(struct daemon *d, const struct ctl_request *req)
 {
 	_cleanup_(cJSON_Deletep) cJSON *resp = NULL;
@@ -336,6 +417,7 @@ static cJSON *handle_submit(struct daemon *d, const struct ctl_peer *peer, const
 	if (r < 0)
 		return store_error(req, &err, r);
 	log_info("study %s submitted by uid %u (pid %d)", s->name, (unsigned)peer->uid, (int)peer->pid);
+	daemon_best_cache_clear(d);
 	daemon_schedule(d);
 
 	r = store_study_get(d->store, id, &st, &err);
@@ -471,6 +553,7 @@ static cJSON *handle_change(struct daemon *d, const struct ctl_peer *peer, const
 	}
 	log_info("study %s: %s by uid %u (pid %d)", st.name, ctl_command_to_string(req->command), (unsigned)peer->uid,
 		 (int)peer->pid);
+	daemon_best_cache_clear(d);
 	daemon_schedule(d);
 	resp = answer_state(d, req, st.id, note);
 	store_study_done(&st);
@@ -487,7 +570,7 @@ cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_reque
 	case CTL_LIST:
 		return handle_list(d, req);
 	case CTL_BEST:
-		return handle_best(d, req);
+		return handle_best_cached(d, req);
 	case CTL_TRIALS:
 		return handle_trials(d, req);
 	case CTL_SUBMIT:
@@ -496,6 +579,8 @@ cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_reque
 	case CTL_PAUSE:
 	case CTL_RESUME:
 		return handle_change(d, peer, req);
+	case CTL_REPORT:
+		return daemon_handle_report(d, peer, req);
 	default:
 		return ctl_response_error(req->id, "unknown command");
 	}

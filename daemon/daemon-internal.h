@@ -26,6 +26,19 @@
  * the daemon exits anyway (systemd's TimeoutStopSec is longer). */
 #define DAEMON_STOP_GRACE_USEC (90 * USEC_PER_SEC)
 
+/* HTML reports written by child processes at once (daemon-report.c). */
+#define DAEMON_REPORT_JOBS 2
+
+struct daemon_report_job;
+
+/* `best` answers kept in memory (see daemon-handlers.c). */
+#define DAEMON_BEST_CACHE_MAX 32
+
+struct daemon_best_entry {
+	char *key;  /* the question: a study name, or model + engine + label */
+	char *body; /* the answer without an id, compact JSON */
+};
+
 enum daemon_state {
 	DAEMON_IDLE,     /* nothing queued */
 	DAEMON_RUNNING,  /* a runner works on the head of the queue */
@@ -45,6 +58,8 @@ struct daemon {
 	struct store *store;
 	struct ctl_server *ctl;
 	sd_event_source *sig_term, *sig_int, *sig_hup, *schedule_source, *window_timer, *stop_timer;
+	sd_event_source *sig_stall; /* SIGUSR1 when GOODPUTD_DEBUG_STALL_SECONDS is set */
+	uint64_t debug_stall_usec;
 	bool dry_run;
 	uint32_t max_trials;
 	uint64_t start_usec;
@@ -56,6 +71,14 @@ struct daemon {
 	/* The runner of the study at the head of the queue, when it runs. */
 	struct runner *runner;
 	int64_t runner_study_id;
+
+	/* Reports being written by children, their answers deferred. */
+	struct daemon_report_job *report_jobs;
+	unsigned n_report_jobs;
+
+	/* Answers of `best` until anything that could change them happens. */
+	struct daemon_best_entry best_cache[DAEMON_BEST_CACHE_MAX];
+	unsigned best_cache_next;
 
 	/* The head of the queue as last scheduled, parsed (for its window). */
 	int64_t head_id;
@@ -82,6 +105,20 @@ void daemon_queue_kill_orphans(struct daemon *d);
 
 /* daemon-handlers.c */
 cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_request *req, void *userdata);
+/* Forgets every cached `best` answer: called on every runner event, every
+ * scheduling step and every state-changing command. */
+void daemon_best_cache_clear(struct daemon *d);
+
+/* daemon-report.c */
+/* `report`: the Markdown at once, or (html) the files written by a child
+ * process with the answer deferred until it exits. */
+cJSON *daemon_handle_report(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req);
+/* Kills and reaps report writers still running (at exit). */
+void daemon_report_jobs_free(struct daemon *d);
+
+/* curl-lazy.c, linked into goodputd only (hence weak: NULL elsewhere).
+ * Unloads libcurl when no curl handle is alive; the next use loads it. */
+void daemon_curl_unload(void) __attribute__((weak));
 
 /* daemon-best.c */
 /* Writes best/<study>.json, .env and .cmd for a finished study. */

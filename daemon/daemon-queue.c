@@ -135,6 +135,7 @@ static bool queue_step(struct daemon *d)
 	bool again = false;
 	int r;
 
+	daemon_best_cache_clear(d);
 	if (d->state == DAEMON_STOPPING || d->runner)
 		return false;
 	r = store_study_list(d->store, &a, &n, &err);
@@ -263,7 +264,10 @@ static void runner_finished(struct daemon *d, struct runner *r, enum runner_end 
 	d->runner = runner_free(d->runner);
 	d->runner_study_id = 0;
 	d->window_stop = false;
-	/* A study's history and models are gone: give the memory back while idle. */
+	/* A study's history and models are gone: give the memory back while
+	 * idle, and libcurl too (goodputd loads it only for real trials). */
+	if (daemon_curl_unload)
+		daemon_curl_unload();
 	(void)malloc_trim(0);
 	if (d->state == DAEMON_STOPPING) {
 		(void)sd_event_exit(d->event, 0);
@@ -278,6 +282,7 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 	struct daemon *d = userdata;
 	char buf[DAEMON_STATUS_MAX];
 
+	daemon_best_cache_clear(d);
 	switch (ev->kind) {
 	case RUNNER_EVENT_PHASE:
 		if (ev->status && runner_status_format(ev->status, buf, sizeof(buf)) >= 0) {

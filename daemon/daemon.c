@@ -20,11 +20,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
+#include "parse.h"
 
 const char *daemon_state_to_string(enum daemon_state s)
 {
@@ -97,6 +99,53 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 	}
 	log_info("%s: stopping", strsignal((int)si->ssi_signo));
 	daemon_queue_stop(d);
+	return 0;
+}
+
+/* A debugging aid for the watchdog test (tests/daemon/test-goodputd-nspawn.sh):
+ * when $GOODPUTD_DEBUG_STALL_SECONDS is set, SIGUSR1 blocks the loop for that
+ * long on purpose, so that the watchdog pings stop and systemd kills and
+ * restarts the service. Without the variable SIGUSR1 keeps its default
+ * action and nothing here is reachable. */
+static int on_debug_stall(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+	uint64_t end = mono_usec() + d->debug_stall_usec;
+
+	log_warning("SIGUSR1 with GOODPUTD_DEBUG_STALL_SECONDS set: stalling the loop for %.1f s",
+		    usec_to_sec(d->debug_stall_usec));
+	for (uint64_t now = mono_usec(); now < end; now = mono_usec()) {
+		struct timespec ts = { .tv_sec = (time_t)((end - now) / USEC_PER_SEC),
+				       .tv_nsec = (long)((end - now) % USEC_PER_SEC) * 1000 };
+
+		(void)nanosleep(&ts, NULL);
+	}
+	log_info("the stall is over");
+	return 0;
+}
+
+static int setup_debug_stall(struct daemon *d, struct error *err)
+{
+	const char *e = getenv("GOODPUTD_DEBUG_STALL_SECONDS");
+	sigset_t ss;
+	uint32_t sec;
+	int r;
+
+	if (!e || !*e)
+		return 0;
+	r = parse_u32("GOODPUTD_DEBUG_STALL_SECONDS", e, 1, 3600, &sec, err);
+	if (r < 0)
+		return r;
+	d->debug_stall_usec = (uint64_t)sec * USEC_PER_SEC;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
+		return error_set(err, -errno, "sigprocmask: %s", strerror(errno));
+	r = sd_event_add_signal(d->event, &d->sig_stall, SIGUSR1, on_debug_stall, d);
+	if (r < 0)
+		return error_set(err, r, "signal source: %s", strerror(-r));
+	(void)sd_event_source_set_description(d->sig_stall, "signal-debug-stall");
+	log_warning("debugging: SIGUSR1 stalls the loop for %u s (GOODPUTD_DEBUG_STALL_SECONDS)", sec);
 	return 0;
 }
 
@@ -258,6 +307,8 @@ int daemon_new(const struct daemon_options *o, struct daemon **ret, struct error
 	if (r < 0)
 		return error_set(err, r, "sd_event_default: %s", strerror(-r));
 	r = setup_signals(d, err);
+	if (r >= 0)
+		r = setup_debug_stall(d, err);
 	if (r < 0)
 		return r;
 	raise_fd_limit(d->config->limits.max_connections + 256);
@@ -302,10 +353,13 @@ struct daemon *daemon_free(struct daemon *d)
 		return NULL;
 	d->runner = runner_free(d->runner);
 	d->ctl = ctl_server_free(d->ctl);
+	daemon_report_jobs_free(d);
+	daemon_best_cache_clear(d);
 	study_free(d->head);
 	sd_event_source_disable_unref(d->sig_term);
 	sd_event_source_disable_unref(d->sig_int);
 	sd_event_source_disable_unref(d->sig_hup);
+	sd_event_source_disable_unref(d->sig_stall);
 	sd_event_source_disable_unref(d->schedule_source);
 	sd_event_source_disable_unref(d->window_timer);
 	sd_event_source_disable_unref(d->stop_timer);

@@ -46,7 +46,10 @@ static void help(void)
 	       "  -h, --help           this help\n"
 	       "\n"
 	       "Signals: SIGTERM/SIGINT stop gracefully (the trial in flight is torn down and redone\n"
-	       "on the next start), SIGHUP re-reads the configuration.\n",
+	       "on the next start), SIGHUP re-reads the configuration.\n"
+	       "\n"
+	       "Debugging: with GOODPUTD_DEBUG_STALL_SECONDS=N in the environment, SIGUSR1 blocks the\n"
+	       "loop for N seconds, so that a unit's WatchdogSec= restart can be tried out.\n",
 	       CTL_DEFAULT_SOCKET, "/etc/goodput/goodputd.json");
 }
 

@@ -26,6 +26,7 @@
 static const char *const command_names[_CTL_COMMAND_MAX] = {
 	[CTL_SUBMIT] = "submit", [CTL_STATUS] = "status", [CTL_LIST] = "list",     [CTL_BEST] = "best",
 	[CTL_TRIALS] = "trials", [CTL_CANCEL] = "cancel", [CTL_PAUSE] = "pause",   [CTL_RESUME] = "resume",
+	[CTL_REPORT] = "report",
 };
 
 const char *ctl_command_to_string(enum ctl_command c)
@@ -52,6 +53,7 @@ static const char *const *command_keys(enum ctl_command c)
 	static const char *const none[] = { "command", "id", NULL };
 	static const char *const study[] = { "command", "id", "study", NULL };
 	static const char *const best[] = { "command", "id", "study", "model", "engine", "label", NULL };
+	static const char *const report[] = { "command", "id", "study", "html", NULL };
 
 	switch (c) {
 	case CTL_SUBMIT:
@@ -62,6 +64,8 @@ static const char *const *command_keys(enum ctl_command c)
 		return study;
 	case CTL_BEST:
 		return best;
+	case CTL_REPORT:
+		return report;
 	default:
 		return none;
 	}
@@ -90,9 +94,17 @@ static int parse_fields(struct ctl_request *r, struct error *err)
 	k = json_get_string(j, "", "study", 1024, &r->study, err);
 	if (k < 0)
 		return k;
-	if ((r->command == CTL_TRIALS || r->command == CTL_CANCEL) && !r->study)
+	if ((r->command == CTL_TRIALS || r->command == CTL_CANCEL || r->command == CTL_REPORT) && !r->study)
 		return error_set(err, -EINVAL, "study: missing (%s takes a study name)",
 				 ctl_command_to_string(r->command));
+	if (r->command == CTL_REPORT) {
+		const cJSON *html = cJSON_GetObjectItemCaseSensitive(j, "html");
+
+		if (html && !cJSON_IsBool(html))
+			return error_set(err, -EINVAL, "html: expected true or false");
+		r->html = cJSON_IsTrue(html);
+		return 0;
+	}
 	if (r->command != CTL_BEST)
 		return 0;
 
@@ -131,7 +143,7 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *ret, str
 	c = ctl_command_from_string(name);
 	if (c < 0) {
 		k = error_set(err, -EINVAL,
-			      "command: unknown command \"%s\" (submit, status, list, best, trials, cancel, pause, resume)",
+			      "command: unknown command \"%s\" (submit, status, list, best, trials, cancel, pause, resume, report)",
 			      name);
 		goto fail;
 	}

@@ -9,6 +9,7 @@
  *   {"command": "best", "study": "NAME"}        {"command": "best", "model": M, "engine": E, "label": L}
  *   {"command": "trials", "study": "NAME"}      {"command": "cancel", "study": "NAME"}
  *   {"command": "pause"[, "study": "NAME"]}     {"command": "resume"[, "study": "NAME"]}
+ *   {"command": "report", "study": "NAME"[, "html": true]}
  *
  * An optional "id" (number or string) is echoed in the response, so a client
  * may pipeline requests. Responses are {"ok": true, ...} or
@@ -41,6 +42,7 @@ enum ctl_command {
 	CTL_CANCEL,
 	CTL_PAUSE,
 	CTL_RESUME,
+	CTL_REPORT,
 	_CTL_COMMAND_MAX,
 };
 
@@ -57,6 +59,7 @@ struct ctl_request {
 	const char *study;  /* a study name, or NULL */
 	const cJSON *spec;  /* submit: the study spec object */
 	const char *model, *engine, *label; /* best without a study name */
+	bool html; /* report: write the HTML report instead of answering Markdown */
 };
 
 /* Parses one request line (without its newline): strict JSON, an object,

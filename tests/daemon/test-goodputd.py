@@ -208,6 +208,9 @@ def case_permission(make, tmp):
     p = d.client("submit", spec_path, user=member, check_rc=0)
     d.wait_state("perm", ["done"], 60)
     p = d.client("best", "perm", user=nobody, check_rc=0)
+    p = d.client("report", "--markdown", "perm", user=nobody, check_rc=0)
+    p = d.client("report", "perm", user=nobody, check_rc=1)
+    check("permission denied" in p.stderr, p.stderr)
 
 
 def case_notify(make, tmp):
@@ -233,6 +236,31 @@ def case_notify(make, tmp):
     check(n.wait_for("STOPPING=1", 10), "no STOPPING=1: %s" % n.snapshot()[-5:])
     check(d.stop() == 0, "exit code")
     check(not os.path.exists(d.sock), "own socket removed on exit")
+    n.close()
+
+
+def case_stall(make, tmp):
+    """GOODPUTD_DEBUG_STALL_SECONDS: SIGUSR1 stalls the loop, so the watchdog
+    pings stop for that long (what the nspawn test turns into a restart), and
+    resume afterwards."""
+    n = Notify(os.path.join(tmp, "notify.sock"))
+    d = make(args=["--dry-run"], env={"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "200000",
+                                     "GOODPUTD_DEBUG_STALL_SECONDS": "2"})
+    d.start()
+    check(n.wait_for("READY=1", 20), "no READY=1")
+    n.collect(0.5)
+    d.proc.send_signal(signal.SIGUSR1)
+    time.sleep(0.3)  # the last ping before the stall may still arrive
+    before = sum(1 for m in n.snapshot() if m == "WATCHDOG=1")
+    n.collect(1.2)
+    during = sum(1 for m in n.snapshot() if m == "WATCHDOG=1") - before
+    check(during == 0, "%d watchdog pings during the stall" % during)
+    d.wait_socket(10)
+    n.collect(0.6)
+    after = sum(1 for m in n.snapshot() if m == "WATCHDOG=1") - before
+    check(after >= 2, "watchdog pings did not resume: %d" % after)
+    check("stalling the loop" in d.log(), d.log())
+    check(d.stop() == 0, "exit code")
     n.close()
 
 
@@ -405,6 +433,62 @@ def query_many(d, n, req):
     return lat
 
 
+def case_report(make, tmp):
+    """`report`: the Markdown at once; with html the files written by a child
+    process while the daemon keeps answering; answers stay in order."""
+    d = make(args=["--dry-run"]).start()
+    d.request({"command": "submit", "study": tiny_spec("rp1", trials=3)})
+    d.wait_state("rp1", ["done"], 60)
+    r = d.request({"command": "report", "study": "rp1", "id": 3})
+    check(r["ok"] and r["id"] == 3 and r["study"] == "rp1" and "rp1" in r["markdown"] and "|" in r["markdown"], r)
+    r = d.request({"command": "report", "study": "nope"})
+    check(not r["ok"] and "no study named" in r["error"], r)
+    r = d.request({"command": "report"})
+    check(not r["ok"] and "study: missing" in r["error"], r)
+    r = d.request({"command": "report", "study": "rp1", "html": "yes"})
+    check(not r["ok"] and "html: expected true or false" in r["error"], r)
+
+    # html: deferred; the same connection's next request waits, others do not.
+    with d.connect(120) as s:
+        s.sendall(b'{"command": "report", "study": "rp1", "html": true, "id": 1}\n'
+                  b'{"command": "status", "id": 2}\n')
+        t0 = time.monotonic()
+        check(d.request({"command": "status"})["ok"], "another client is answered meanwhile")
+        buf = b""
+        while buf.count(b"\n") < 2:
+            chunk = s.recv(65536)
+            check(chunk, "closed before both answers: %r" % buf[:300])
+            buf += chunk
+        first, second = [json.loads(x) for x in buf.split(b"\n")[:2]]
+    print("html report answered in %.2f s" % (time.monotonic() - t0))
+    check(first["ok"] and first["id"] == 1 and first["html"].endswith("/reports/rp1/report.html"), first)
+    check(second["ok"] and second["id"] == 2, second)
+    check(os.path.exists(first["html"]), first["html"])
+    with open(first["html"]) as f:
+        html = f.read()
+    check("rp1" in html and "<html" in html.lower(), html[:300])
+    if shutil.which("gnuplot"):
+        check("<svg" in html, "no inline plots although gnuplot is installed")
+
+    # The client: --socket asks the daemon; without it the --db file is read.
+    p = d.client("report", "--markdown", "rp1", check_rc=0)
+    check("rp1" in p.stdout and "|" in p.stdout, p.stdout[:300])
+    p = d.client("report", "rp1", check_rc=0)
+    check("report: " + first["html"] in p.stdout, p.stdout)
+    p = d.client("report", "nope", check_rc=1)
+    check("no study named" in p.stderr, p.stderr)
+    p = subprocess.run([d.goodput, "report", "--db", os.path.join(d.state, "goodput.db"), "--markdown", "rp1"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and "rp1" in p.stdout, p.stderr)
+    # A client that leaves while its report is written does not hurt anyone.
+    s = d.connect()
+    s.sendall(b'{"command": "report", "study": "rp1", "html": true}\n')
+    s.close()
+    time.sleep(0.2)
+    check(d.request({"command": "status"})["ok"], "still serving")
+    check(d.stop() == 0, "exit code")
+
+
 def case_units(make, tmp):
     """systemd-analyze verify passes with no output on every unit; the
     service's hardening score is printed."""
@@ -452,6 +536,8 @@ CASES = {
     "crash": case_crash,
     "concurrent": case_concurrent,
     "units": case_units,
+    "report": case_report,
+    "stall": case_stall,
 }
 
 if __name__ == "__main__":

@@ -52,6 +52,19 @@ static void test_requests(void)
 	CHECK(r.study == NULL);
 	ctl_request_done(&r);
 
+	CHECK_INT_EQ(parse("{\"command\":\"report\",\"study\":\"a\",\"html\":true}", &r, &err), 0);
+	CHECK_INT_EQ(r.command, CTL_REPORT);
+	CHECK_STR_EQ(r.study, "a");
+	CHECK(r.html);
+	CHECK(!ctl_command_changes_state(r.command));
+	ctl_request_done(&r);
+	CHECK_INT_EQ(parse("{\"command\":\"report\",\"study\":\"a\"}", &r, &err), 0);
+	CHECK(!r.html);
+	ctl_request_done(&r);
+
+	expect_error("{\"command\":\"report\"}", "study: missing");
+	expect_error("{\"command\":\"report\",\"study\":\"a\",\"html\":1}", "html: expected true or false");
+	expect_error("{\"command\":\"report\",\"study\":\"a\",\"model\":\"m\"}", "model: unknown key");
 	expect_error("", "empty");
 	expect_error("nonsense", "invalid JSON");
 	expect_error("{\"command\":\"status\"} {}", "unexpected data");

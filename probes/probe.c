@@ -77,6 +77,9 @@ int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, s
 	if (!(cfg->rate_tolerance > 0 && cfg->rate_tolerance < 1))
 		return error_set(err, -EINVAL, "--rate-tolerance: expected a fraction in (0, 1), got %g",
 				 cfg->rate_tolerance);
+	if (!(cfg->min_rate >= 0) || !(cfg->max_rate >= 0) || (cfg->max_rate > 0 && cfg->min_rate >= cfg->max_rate))
+		return error_set(err, -EINVAL, "rate bounds: expected 0 <= min_rate < max_rate (or max_rate 0), got %g and %g",
+				 cfg->min_rate, cfg->max_rate);
 	if (cfg->workload.num_prompts == 0)
 		return error_set(err, -EINVAL, "--num-prompts: expected at least 1, got 0");
 	if (!cfg->find_max_rate && cfg->workload.arrival != PROBE_ARRIVAL_INF && !(cfg->workload.request_rate > 0))
@@ -235,6 +238,34 @@ static int search_next(struct probe *p, double *ret_rate)
 			.sla_met = res->sla_met,
 			.throughput = res->request_throughput,
 		};
+		/* latency figures that steer the search (ratesearch.h) */
+		r = probe_ratesearch_ratios(&p->search, &p->cfg.sla, p->points[i].requests, p->points[i].n_requests,
+					    &hist[i]);
+		if (r < 0)
+			return r;
+	}
+	if (p->n_points > 0 && p->points[0].saturation && hist[0].throughput > 0) {
+		double x_sat = hist[0].throughput;
+
+		if (p->cfg.max_rate > 0 && x_sat > p->cfg.max_rate) {
+			/* the cap stands in for the saturation throughput, and the
+			 * saturation run (above the cap) proves nothing at or below it */
+			x_sat = hist[0].throughput = p->cfg.max_rate;
+			for (size_t i = 0; i < p->n_points; i++)
+				if (p->points[i].saturation) {
+					hist[i].sla_met = false;
+					hist[i].good = 0;
+				}
+		}
+		if (p->cfg.min_rate > 0 && p->cfg.min_rate >= x_sat) {
+			p->outcome.saturation_rate = hist[0].throughput;
+			p->outcome.search = PROBE_SEARCH_NEVER_MET;
+			p->outcome.max_rate = 0;
+			p->outcome.best_point = SIZE_MAX;
+			return 0; /* the server cannot even complete min_rate */
+		}
+		if (p->cfg.min_rate > 0)
+			p->search.min_rate_frac = MAX(p->search.min_rate_frac, p->cfg.min_rate / x_sat);
 	}
 	r = probe_ratesearch_next(&p->search, hist, p->n_points, &step, &p->err);
 	if (r < 0)

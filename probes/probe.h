@@ -37,6 +37,13 @@ struct probe_config {
 	bool find_max_rate;
 	double rate_tolerance;     /* relative bracket width; default 0.05 */
 	uint32_t max_load_points;  /* finite-rate points before the search gives up; default 12 */
+	/* Bounds of the search in requests/s (0: none). max_rate caps the rates
+	 * tried below the saturation throughput (the saturation run then does
+	 * not count as passing: the answer is a measured rate <= max_rate);
+	 * min_rate raises the lowest useful rate (1/64 of the saturation
+	 * throughput otherwise): a server that cannot complete min_rate at
+	 * saturation, or fails the SLA there, never meets it. */
+	double min_rate, max_rate;
 };
 
 void probe_config_init(struct probe_config *cfg);

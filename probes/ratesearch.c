@@ -69,6 +69,8 @@ struct group {
 	size_t last;     /* index of the newest point */
 	enum verdict v;  /* by the point estimate, doubtful ones at max_requests as FAIL */
 	bool conclusive;
+	double lw_sum;   /* Σ log(1/sla_ratio) over its points (informed steering) */
+	uint32_t n_w;
 };
 
 static bool same_rate(double a, double b)
@@ -115,6 +117,16 @@ static void add_point(const struct probe_ratesearch_config *cfg, struct group *g
 		g->pct_fail = true;
 	g->last_met = p->sla_met;
 	g->last = idx;
+	if (p->sla_ratio > 0) {
+		g->lw_sum -= log(p->sla_ratio);
+		g->n_w++;
+	}
+}
+
+/* 1/sla_ratio of a group: > 1 clearly passing, < 1 failing (see ratesearch.h). */
+static double group_w(const struct group *g)
+{
+	return g->n_w ? exp(g->lw_sum / g->n_w) : 1;
 }
 
 static int cmp_group(const void *a, const void *b)
@@ -205,6 +217,117 @@ static double next_rate(const struct probe_ratesearch_config *cfg, const struct 
 	if (xh - g < step)
 		g = xh - step;
 	return exp(g);
+}
+
+/* The saturation anchor of the steering line: w = 0 at X_sat when queueing
+ * sets the knee, 1/tpot_ratio when TPOT already misses its bound there. */
+static double anchor_w(const struct probe_rate_point *sat)
+{
+	/* The saturation run's own TPOT is no steady state (every prompt's
+	 * prefill stalls the decode steps at once: goodput-sim's TPOT there was
+	 * 3× its TPOT at 95% of X_sat), so the anchor is where the queue grows
+	 * without bound. */
+	(void)sat;
+	return 0;
+}
+
+/* Where the line through (x1, w1) and (x2, w2) reaches w = 1, or NAN when
+ * it has no usable slope (w must fall as the rate rises). */
+static double line_root(double x1, double w1, double x2, double w2)
+{
+	if (!((w1 - w2) * (x2 - x1) > 0))
+		return NAN;
+	return x1 + (w1 - 1) * (x2 - x1) / (w1 - w2);
+}
+
+/* The first finite rate from the saturation run (see ratesearch.h). */
+static double first_rate_informed(const struct probe_ratesearch_config *cfg, const struct probe_rate_point *sat,
+				  double x_sat)
+{
+	double u = sat->tpot_ratio, f, frac;
+
+	if (!(u > 1))
+		frac = 0.85; /* TPOT holds at full load: queueing sets the knee, near X_sat */
+	else {
+		/* TPOT = a/(1 − k·rate) through TPOT(X_sat) = u·bound, with the
+		 * unloaded share f = a/TPOT(X_sat) taken from the fastest request
+		 * of the saturation run (an upper bound of a), kept plausible */
+		f = sat->tpot_floor > 0 ? sat->tpot_floor / u : 1.0 / 3;
+		f = CLAMP(f, 0.15, 0.5);
+		frac = (1 - f * u) / (1 - f);
+	}
+	/* the model leans low (see anchor_w): never start below a fifth */
+	return x_sat * CLAMP(frac, MAX(2 * cfg->min_rate_frac, 0.2), 0.9);
+}
+
+/* The next rate when every point carries sla_ratio (see ratesearch.h).
+ * groups are sorted by rate; repeat is +1 (−1) when the last two points both
+ * passed (failed), for the Illinois weighting. */
+static double next_rate_informed(const struct probe_ratesearch_config *cfg, const struct group *groups,
+				 size_t n_groups, const struct group *lo, const struct group *hi,
+				 const struct probe_rate_point *sat, double x_sat, double min_rate, int repeat)
+{
+	double step = 0.95 * log1p(cfg->tolerance);
+	double r, g;
+
+	if (n_groups == 0)
+		return first_rate_informed(cfg, sat, x_sat);
+	if (lo && hi) {
+		double wl = group_w(lo), wh = group_w(hi), xl = log(lo->rate), xh = log(hi->rate);
+
+		/* Illinois: the end kept twice in a row counts half */
+		if (repeat > 0)
+			wh = 1 + (wh - 1) / 2;
+		else if (repeat < 0)
+			wl = 1 + (wl - 1) / 2;
+		if (!(wl > 1))
+			g = xl + step; /* lo passed, but not by a margin: the closest test above it */
+		else if (!(wh < 1))
+			g = xh - step;
+		else {
+			r = line_root(lo->rate, wl, hi->rate, wh);
+			g = isnan(r) ? (xl + xh) / 2 : log(r) - step / 2;
+			/* the last point of a narrow bracket: anywhere in [xh − step,
+			 * xl + step] closes it; unless the estimate falls inside, take
+			 * the top (a pass there is the better answer, a fail closes) */
+			if (xh - xl <= 2 * step && !(g + step / 2 > xh - step && g + step / 2 < xl + step))
+				return exp(xl + step);
+		}
+		if (xh - xl <= 2 * step)
+			return exp(CLAMP(g, xh - step, xl + step));
+		return exp(CLAMP(g, xl + step, xh - step));
+	}
+	if (lo) {
+		/* all passing so far: the line to the saturation anchor lies under
+		 * a concave w, the secant of the two highest points over it: take
+		 * the higher, an overshoot only closes the bracket */
+		double wl = group_w(lo), xl = log(lo->rate), cap = x_sat / (1 + cfg->tolerance) * (1 + 1e-9);
+		const struct group *l2 = lo > groups ? lo - 1 : NULL;
+
+		r = line_root(lo->rate, wl, x_sat, anchor_w(sat));
+		if (l2 && l2->v == PASS) {
+			double r2 = line_root(l2->rate, group_w(l2), lo->rate, wl);
+
+			if (isnan(r) || r2 > r)
+				r = r2;
+		}
+		g = !(wl > 1) || isnan(r) ? xl + step : log(r) - step / 2;
+		g = MAX(g, xl + step);
+		return MIN(exp(g), cap);
+	}
+	/* all failing so far: the lower of the anchor line, the secant of the
+	 * two lowest points, and rate ∝ 1/sla_ratio; at most 16× down */
+	double wh = group_w(hi), xh = log(hi->rate);
+	const struct group *h2 = hi + 1 < groups + n_groups ? hi + 1 : NULL;
+	double cand[3] = { line_root(hi->rate, wh, x_sat, anchor_w(sat)),
+			   h2 ? line_root(hi->rate, wh, h2->rate, group_w(h2)) : NAN, hi->rate * wh };
+
+	r = cand[2];
+	for (size_t k = 0; k < 2; k++)
+		if (cand[k] > 0 && cand[k] < r)
+			r = cand[k];
+	g = CLAMP(log(MAX(r, 1e-300)) - step / 2, xh - log(16), xh - step);
+	return exp(g) < min_rate * (1 + cfg->tolerance) ? min_rate : exp(g);
 }
 
 int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struct probe_rate_point *pts, size_t n,
@@ -316,8 +439,17 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 		return 0;
 	}
 	if (n_finite >= cfg->max_points) {
-		if (lo && lo->conclusive)
-			answer(&s, PROBE_RATESEARCH_DONE, lo->rate, (ssize_t)lo->last, "point budget spent");
+		const struct group *best = lo && lo->conclusive ? lo : NULL;
+
+		/* else the highest rate that passed with confidence below the failing end */
+		for (size_t k = 0; k < n_groups && !best; k++) {
+			const struct group *g = &groups[n_groups - 1 - k];
+
+			if (g->v == PASS && g->conclusive && (!hi || g->rate < hi->rate))
+				best = g;
+		}
+		if (best)
+			answer(&s, PROBE_RATESEARCH_DONE, best->rate, (ssize_t)best->last, "point budget spent");
 		else
 			answer(&s, PROBE_RATESEARCH_NEVER, s.hi, -1, "point budget spent without a passing rate");
 		*ret = s;
@@ -331,8 +463,191 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 		flat_fail = fabs((double)hi->good / (double)MAX(hi->n, (uint64_t)1) -
 				 (double)h2->good / (double)MAX(h2->n, (uint64_t)1)) < 0.05;
 	}
+	bool informed = pts[0].sla_ratio > 0;
+	int repeat = 0;
+
+	for (size_t i = 0; i < n; i++)
+		informed = informed && pts[i].sla_ratio > 0;
+	if (informed) {
+		/* steer by conclusive passes: a pass still in doubt is no lower end */
+		const struct group *lo_s = NULL, *hi_s = NULL;
+
+		for (size_t k = 0; k < n_groups && !hi_s; k++)
+			if (!(groups[k].v == PASS && groups[k].conclusive))
+				hi_s = &groups[k];
+			else
+				lo_s = &groups[k];
+		if (hi_s && hi_s->v == PASS && lo_s && hi_s->rate <= lo_s->rate * (1 + cfg->tolerance) * (1 + 1e-12)) {
+			measure(&s, hi_s->rate,
+				(uint32_t)MAX((uint64_t)cfg->max_requests - MIN(hi_s->n, (uint64_t)cfg->max_requests),
+					      (uint64_t)cfg->num_requests),
+				"confirming a doubtful pass above the bracket");
+			*ret = s;
+			return 0;
+		}
+		if (same_side_twice)
+			repeat = pts[n - 1].sla_met ? 1 : -1;
+		measure(&s, next_rate_informed(cfg, groups, n_groups, lo_s, hi_s, &pts[0], x_sat, min_rate, repeat),
+			cfg->num_requests, n_finite == 0 ? "first load point" : "steering by latency");
+		*ret = s;
+		return 0;
+	}
 	measure(&s, next_rate(cfg, lo, hi, &sat, x_sat, min_rate, same_side_twice, flat_fail), cfg->num_requests,
 		n_finite == 0 ? "first load point" : lo && hi ? "narrowing the bracket" : lo ? "raising the rate" : "lowering the rate");
 	*ret = s;
+	return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+#define RATIO_FAILED 1e6 /* a failed request: slower than any bound */
+
+/* One request's worst latency/bound over the per-request bounds (TPOT and
+ * ITL only when tpot_only); 0 when none applies. */
+static double request_ratio(const struct probe_request_result *r, const struct probe_sla *sla, bool tpot_only)
+{
+	double worst = 0, v;
+
+	for (size_t i = 0; i < sla->n_bounds; i++) {
+		const struct probe_sla_bound *b = &sla->bounds[i];
+		double bound_usec = b->bound_ms * 1000.0;
+
+		if (b->percentile > 0 || !(bound_usec > 0))
+			continue;
+		if (tpot_only && b->metric != PROBE_METRIC_TPOT && b->metric != PROBE_METRIC_ITL)
+			continue;
+		if (!r->success)
+			return RATIO_FAILED;
+		v = 0;
+		switch (b->metric) {
+		case PROBE_METRIC_TTFT:
+			v = (double)r->ttft_usec;
+			break;
+		case PROBE_METRIC_TPOT:
+			v = MAX(probe_request_tpot_usec(r), 0.0); /* one-token reply: meets any bound */
+			break;
+		case PROBE_METRIC_ITL:
+			for (size_t k = 0; k < r->n_itl; k++)
+				v = MAX(v, (double)r->itl_usec[k]);
+			break;
+		case PROBE_METRIC_E2EL:
+			v = (double)r->e2e_usec;
+			break;
+		default:
+			break;
+		}
+		worst = MAX(worst, v / bound_usec);
+	}
+	return worst;
+}
+
+/* The worst pX/bound over the percentile bounds (TPOT/ITL only when
+ * tpot_only); 0 when there are none. x has room for every ITL gap. */
+static double percentile_ratio(const struct probe_request_result *reqs, size_t n, const struct probe_sla *sla,
+			       bool tpot_only, double *x)
+{
+	double worst = 0;
+
+	for (size_t i = 0; i < sla->n_bounds; i++) {
+		const struct probe_sla_bound *b = &sla->bounds[i];
+		size_t m = 0, failed = 0;
+
+		if (!(b->percentile > 0) || !(b->bound_ms > 0))
+			continue;
+		if (tpot_only && b->metric != PROBE_METRIC_TPOT && b->metric != PROBE_METRIC_ITL)
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			const struct probe_request_result *r = &reqs[k];
+
+			if (!r->success) {
+				failed++;
+				continue;
+			}
+			if (b->metric == PROBE_METRIC_TTFT)
+				x[m++] = (double)r->ttft_usec;
+			else if (b->metric == PROBE_METRIC_E2EL)
+				x[m++] = (double)r->e2e_usec;
+			else if (b->metric == PROBE_METRIC_TPOT && probe_request_tpot_usec(r) >= 0)
+				x[m++] = probe_request_tpot_usec(r);
+			else if (b->metric == PROBE_METRIC_ITL)
+				for (size_t g = 0; g < r->n_itl; g++)
+					x[m++] = (double)r->itl_usec[g];
+		}
+		if ((double)failed > (double)n * (100 - b->percentile) / 100) {
+			worst = RATIO_FAILED;
+			continue;
+		}
+		if (m == 0)
+			continue;
+		qsort(x, m, sizeof(*x), cmp_dbl);
+		worst = MAX(worst, probe_percentile_sorted(x, m, b->percentile) / (b->bound_ms * 1000.0));
+	}
+	return worst;
+}
+
+int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const struct probe_sla *sla,
+			    const struct probe_request_result *reqs, size_t n, struct probe_rate_point *point)
+{
+	_cleanup_(freep) double *x = NULL;
+	double ratio[2] = { 0, 0 }, floor_ratio = 0, t = cfg->target, q;
+	size_t m = n, has_tpot_bound = 0;
+
+	point->sla_ratio = point->tpot_ratio = point->tpot_floor = 0;
+	if (!sla || n == 0)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		m += reqs[k].n_itl;
+	x = calloc(m, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	/* aim at the fewest good requests that pass the Wilson check, so that
+	 * sla_ratio <= 1 exactly when this point passes conclusively */
+	q = 0;
+	if (t > 0) {
+		size_t k = n;
+
+		while (k > 1) {
+			double lo, hi;
+
+			probe_wilson_interval((uint32_t)(k - 1), (uint32_t)n, cfg->z, &lo, &hi);
+			if (lo < t)
+				break;
+			k--;
+		}
+		q = (double)k / (double)n;
+	}
+	for (int tpot_only = 0; tpot_only <= 1; tpot_only++) {
+		if (q > 0 && probe_sla_has_request_bounds(sla)) {
+			size_t idx;
+
+			for (size_t k = 0; k < n; k++)
+				x[k] = request_ratio(&reqs[k], sla, tpot_only);
+			qsort(x, n, sizeof(*x), cmp_dbl);
+			/* the smallest value that ceil(q·n) requests stay within */
+			idx = (size_t)lround(q * (double)n);
+			ratio[tpot_only] = x[CLAMP(idx, (size_t)1, n) - 1];
+		}
+		ratio[tpot_only] = MAX(ratio[tpot_only], percentile_ratio(reqs, n, sla, tpot_only, x));
+	}
+	for (size_t i = 0; i < sla->n_bounds; i++)
+		if (sla->bounds[i].metric == PROBE_METRIC_TPOT && sla->bounds[i].bound_ms > 0) {
+			has_tpot_bound = 1;
+			for (size_t k = 0; k < n; k++) {
+				double tp = probe_request_tpot_usec(&reqs[k]) / (sla->bounds[i].bound_ms * 1000.0);
+
+				if (tp > 0 && (floor_ratio == 0 || tp < floor_ratio))
+					floor_ratio = tp;
+			}
+			break;
+		}
+	/* ratios are used in logs: keep them positive and finite */
+	point->sla_ratio = ratio[0] > 0 ? CLAMP(ratio[0], 1e-6, RATIO_FAILED) : 0;
+	point->tpot_ratio = ratio[1] > 0 ? CLAMP(ratio[1], 1e-6, RATIO_FAILED) : 0;
+	point->tpot_floor = has_tpot_bound ? floor_ratio : 0;
 	return 0;
 }

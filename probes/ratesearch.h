@@ -38,7 +38,33 @@
  * conservative, so the reported rate is one the SLA holds at with confidence.
  * Failing points are never re-measured (treating a doubtful point as failing
  * is the conservative side already). Percentile-only SLAs (target 0) are
- * judged by sla_met alone. */
+ * judged by sla_met alone.
+ *
+ * Steering by latency (when the points carry sla_ratio): attainment alone is
+ * a step on a sharp knee (all good below, none above) and says nothing about
+ * how far a point is from it. Every load point also carries sla_ratio, the
+ * aim quantile over its requests of each request's worst latency/bound ratio
+ * (probe_ratesearch_ratios()): a continuous figure that is 1 where the point
+ * would just pass conclusively. Its inverse w = 1/sla_ratio is close to
+ * linear in the rate on a queueing server — TTFT ≈ prefill/(1 − ρ) when the
+ * knee is set by queueing, TPOT ≈ a/(1 − k·rate) when it is set by the batch
+ * size (Little's law: concurrency = rate × E2E) — so the next rate solves
+ * w = 1 on the line through the two points that bracket it (regula falsi,
+ * Illinois-weighted when one end stays put), aimed half a tolerance step
+ * below the estimate so that the next point passes and the one after, a
+ * step up, closes the bracket. Only conclusive passes count as lower ends
+ * for steering; a doubtful pass within a tolerance step of one is measured
+ * again (pooled to max_requests) before the search moves past it. The first
+ * point comes from the saturation run's TPOT/ITL part (tpot_ratio): when it
+ * is within the bounds at saturation the knee is set by queueing and lies
+ * near X_sat (0.85·X_sat); otherwise the TPOT model above, with the
+ * saturation run's fastest request bounding the unloaded TPOT, places it
+ * (kept within [0.2, 0.9]·X_sat: an all-at-once run's TPOT is inflated by
+ * every prefill at once). With passing points only, the next rate is the
+ * higher of the line to w = 0 at X_sat (where the queue grows without
+ * bound) and the secant of the two highest points; with failing points only,
+ * the lowest of that line, the secant, and rate × w (at most 16× down).
+ * Points without sla_ratio (0) steer by logit(attainment) as before. */
 #pragma once
 
 #include <stdbool.h>
@@ -47,6 +73,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "metrics.h"
 
 struct probe_ratesearch_config {
 	double target;          /* attainment target, e.g. 0.9; 0 = judge by sla_met only */
@@ -65,6 +92,10 @@ struct probe_rate_point {
 	uint32_t good;      /* requests that met the per-request bounds */
 	bool sla_met;       /* the load point's verdict (attainment and percentile bounds) */
 	double throughput;  /* completed requests/s achieved */
+	/* Latency figures for steering (0 = unknown), see probe_ratesearch_ratios(). */
+	double sla_ratio;   /* aim quantile of the per-request worst latency/bound ratio */
+	double tpot_ratio;  /* the same over the TPOT and ITL bounds only (0 when there are none) */
+	double tpot_floor;  /* lowest per-request TPOT / its bound (saturation run: unloaded TPOT bound) */
 };
 
 enum probe_ratesearch_action {
@@ -96,3 +127,13 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 void probe_wilson_interval(uint32_t good, uint32_t n, double z, double *ret_lo, double *ret_hi);
 
 const char *probe_ratesearch_action_name(enum probe_ratesearch_action a);
+
+/* The steering figures of a load point from its requests (see top): the
+ * quantile min(target + z·sqrt(target(1 − target)/n), 1 − 1/n) over requests
+ * of max over the per-request bounds of latency/bound (a failed request:
+ * 1e6), and for percentile bounds pX/bound; then the same over TPOT and ITL
+ * bounds alone, and the fastest request's TPOT/bound. Writes 0 for what
+ * sla does not bound. Deterministic in its inputs; the caller stores the
+ * figures in its probe_rate_point. -ENOMEM only. */
+int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const struct probe_sla *sla,
+			    const struct probe_request_result *reqs, size_t n, struct probe_rate_point *point);

@@ -3,6 +3,7 @@
  * in few load points, and say plainly when the SLA never or always holds. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "macro.h"
 #include "ratesearch.h"
@@ -77,6 +78,244 @@ static struct probe_ratesearch_step search(const struct probe_ratesearch_config 
 			finite, step.why);
 	*ret_points = finite;
 	return step;
+}
+
+/* A queueing server, request by request: TPOT = a/(1 − (1 − f)·ρ) (the batch
+ * grows with the rate by Little's law), TTFT = prefill + an M/M/1-like wait
+ * (mean S·ρ/(1 − ρ), and the backlog of a finite run past capacity), each
+ * request with log-normal spread. The saturation run sends all N at once:
+ * request i waits i/capacity; with drain, the last tenth decode in a
+ * shrinking batch. noisy: fresh random numbers at every point; otherwise the
+ * same ones (a deterministic, monotone attainment curve). */
+struct qserver {
+	double capacity, a_ms, f, prefill_ms, service_ms;
+	uint32_t out;
+	bool drain, noisy;
+	struct probe_sla sla;
+	uint64_t draws;
+};
+
+static double q_tpot_ms(const struct qserver *s, double rho)
+{
+	return s->a_ms / (1 - (1 - s->f) * MIN(rho, 1.0));
+}
+
+/* Spread of TPOT between requests: prefill chunks of other requests stall
+ * decode steps more often the busier the server (goodput-sim: p99/p50 TPOT
+ * about 1.06 at a fifth of its capacity). */
+static double q_sigma(double rho)
+{
+	return 0.02 + 0.06 * MIN(rho, 1.0);
+}
+
+static double q_wait_ms(const struct qserver *s, double rho, uint32_t n)
+{
+	if (rho < 0.98)
+		return s->service_ms * rho / (1 - rho);
+	return s->service_ms * 49 + n / (2 * s->capacity) * 1000 * MAX(1 - 1 / rho, 0.0);
+}
+
+static void q_requests(struct qserver *s, double rate, uint32_t n, struct probe_request_result *reqs)
+{
+	struct probe_rng rng;
+	double rho = rate / s->capacity;
+
+	probe_rng_init(&rng, 42, s->noisy ? ++s->draws : 1);
+	for (uint32_t i = 0; i < n; i++) {
+		double tpot, ttft;
+
+		if (isinf(rate)) {
+			double batch = i >= n * 0.9 && s->drain ? (double)(n - i) / (0.1 * n) : 1.0;
+
+			tpot = q_tpot_ms(s, batch) * exp(q_sigma(batch) * probe_rng_normal(&rng));
+			ttft = s->prefill_ms * exp(0.05 * probe_rng_normal(&rng)) + 1000.0 * i / s->capacity;
+		} else {
+			tpot = q_tpot_ms(s, rho) * exp(q_sigma(rho) * probe_rng_normal(&rng));
+			ttft = s->prefill_ms * exp(0.05 * probe_rng_normal(&rng)) + q_wait_ms(s, rho, n) * probe_rng_exp(&rng);
+		}
+		reqs[i] = (struct probe_request_result){
+			.index = i, .success = true, .http_status = 200,
+			.ttft_usec = (uint64_t)(ttft * 1000),
+			.e2e_usec = (uint64_t)((ttft + tpot * (s->out - 1)) * 1000),
+			.output_tokens = s->out,
+		};
+	}
+}
+
+static struct probe_rate_point q_run(struct qserver *s, const struct probe_ratesearch_config *cfg, double rate,
+				     uint32_t n)
+{
+	struct probe_request_result *reqs = calloc(n, sizeof(*reqs));
+	struct probe_rate_point pt = { .rate = rate, .n = n };
+
+	CHECK(reqs);
+	q_requests(s, rate, n, reqs);
+	for (uint32_t i = 0; i < n; i++)
+		pt.good += probe_request_is_good(&reqs[i], &s->sla);
+	pt.sla_met = pt.good >= cfg->target * n - 1e-9;
+	pt.throughput = isinf(rate) ? s->capacity : MIN(rate, s->capacity);
+	CHECK_INT_EQ(probe_ratesearch_ratios(cfg, &s->sla, reqs, n, &pt), 0);
+	if (getenv("RS_BLIND")) /* attainment only, as before latency steering */
+		pt.sla_ratio = pt.tpot_ratio = pt.tpot_floor = 0;
+	free(reqs);
+	return pt;
+}
+
+/* The largest rate whose attainment (over n requests; the same random
+ * numbers) reaches the target: bisection on a monotone curve. */
+static double q_truth(struct qserver *s, const struct probe_ratesearch_config *cfg, uint32_t n)
+{
+	double lo = s->capacity * 1e-3, hi = s->capacity * 1.2;
+	bool noisy = s->noisy;
+
+	s->noisy = false;
+	for (int k = 0; k < 24; k++) { /* to 0.05% */
+		double mid = sqrt(lo * hi);
+
+		if (q_run(s, cfg, mid, n).sla_met)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	s->noisy = noisy;
+	return lo;
+}
+
+static struct probe_ratesearch_step q_search(const struct probe_ratesearch_config *cfg, struct qserver *s,
+					     size_t *ret_points)
+{
+	struct probe_rate_point pts[64];
+	struct probe_ratesearch_step step;
+	size_t n = 0, finite = 0;
+
+	for (;;) {
+		CHECK_INT_EQ(probe_ratesearch_next(cfg, pts, n, &step, NULL), 0);
+		if (step.action != PROBE_RATESEARCH_MEASURE)
+			break;
+		CHECK(n < 64);
+		pts[n++] = q_run(s, cfg, step.rate, step.num_requests);
+		if (getenv("RS_DEBUG"))
+			fprintf(stderr, "  rate %.3f n %u good %u ratio %.3f tpot %.3f floor %.3f (%s)\n", step.rate,
+				pts[n - 1].n, pts[n - 1].good, pts[n - 1].sla_ratio, pts[n - 1].tpot_ratio,
+				pts[n - 1].tpot_floor, step.why);
+		finite += !isinf(step.rate);
+	}
+	*ret_points = finite;
+	return step;
+}
+
+/* A server whose knee sits at rho_knee of capacity, set by TPOT (kind 0),
+ * by queueing/TTFT (kind 1), or by both bounds at once (kind 2). */
+static void q_make(struct qserver *s, int kind, double rho_knee, double f, bool drain, bool noisy)
+{
+	*s = (struct qserver){ .capacity = 100, .a_ms = 20, .f = f, .prefill_ms = 60, .service_ms = 40, .out = 128,
+			       .drain = drain, .noisy = noisy };
+	s->sla.attainment = 0.9;
+	s->sla.n_bounds = 2;
+	s->sla.bounds[0] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = 60000 };
+	s->sla.bounds[1] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TPOT, .bound_ms = 60000 };
+	if (kind != 1)
+		s->sla.bounds[1].bound_ms = q_tpot_ms(s, rho_knee) * exp(q_sigma(rho_knee) * 1.2816);
+	if (kind != 0)
+		s->sla.bounds[0].bound_ms = s->prefill_ms * 1.07 + q_wait_ms(s, rho_knee, 200) * log(10);
+	if (kind == 2)
+		s->sla.bounds[1].bound_ms *= 1.03; /* the TTFT knee just below the TPOT one */
+}
+
+static void test_queueing(void)
+{
+	static const double knees[] = { 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.72, 0.8, 0.88, 0.95 };
+	static const double fs[] = { 0.2, 0.35, 0.5 };
+	struct probe_ratesearch_config cfg;
+	size_t worst = 0, total = 0, runs = 0, hi_total = 0, hi_runs = 0, hi_worst = 0;
+	double worst_err = 0;
+	bool table = getenv("RS_TABLE");
+
+	probe_ratesearch_config_init(&cfg);
+	if (table)
+		fprintf(stderr, "kind f drain noisy knee/cap found/truth points\n");
+	for (int kind = 0; kind <= 2; kind++)
+		for (size_t i = 0; i < ELEMENTSOF(knees); i++)
+			for (size_t fi = 0; fi < ELEMENTSOF(fs); fi++)
+				for (int variant = 0; variant < 3; variant++) {
+					struct qserver s;
+					struct probe_ratesearch_step st;
+					size_t points;
+					double truth;
+
+					if (kind == 1 && fi > 0)
+						continue; /* f does not matter when TPOT is unbounded */
+					if (getenv("RS_ONLY")) {
+						int ok, oi, of, ov;
+
+						if (sscanf(getenv("RS_ONLY"), "%d,%d,%d,%d", &ok, &oi, &of, &ov) != 4 ||
+						    ok != kind || oi != (int)i || of != (int)fi || ov != variant)
+							continue;
+					}
+					q_make(&s, kind, knees[i], fs[fi], variant != 1, variant == 2);
+					truth = q_truth(&s, &cfg, variant == 2 ? 4000 : 200);
+					st = q_search(&cfg, &s, &points);
+					if (table)
+						fprintf(stderr, "%d %.2f %d %d %.3f %.4f %zu %s\n", kind, fs[fi], variant != 1,
+							variant == 2, truth / s.capacity, st.rate / truth, points,
+							probe_ratesearch_action_name(st.action));
+					CHECK_MSG(st.action == PROBE_RATESEARCH_DONE || st.action == PROBE_RATESEARCH_ALWAYS,
+						  "kind %d knee %g: %s", kind, knees[i], probe_ratesearch_action_name(st.action));
+					/* never above the truth by more than the tolerance, nor below it */
+					CHECK_MSG(st.rate <= truth * (1 + cfg.tolerance) && st.rate >= truth / (knees[i] < 0.15 ? 1.25 : 1 + 2 * cfg.tolerance),
+						  "kind %d knee %g f %g variant %d: found %g, truth %g", kind, knees[i], fs[fi],
+						  variant, st.rate, truth);
+					CHECK_MSG(points <= 13, "kind %d knee %g: %zu points", kind, knees[i], points);
+					if (knees[i] >= 0.5) {
+						hi_total += points;
+						hi_runs++;
+						hi_worst = MAX(hi_worst, points);
+					}
+					worst = MAX(worst, points);
+					worst_err = MAX(worst_err, fabs(st.rate / truth - 1));
+					total += points;
+					runs++;
+				}
+	fprintf(stderr, "queueing servers: %zu searches, at most %zu (mean %.2f) load points after saturation, "
+		"worst error %.1f%%\n", runs, worst, (double)total / (double)runs, worst_err * 100);
+	/* knees at half of X_sat and above: at most 5 load points on average */
+	CHECK_MSG((double)hi_total / (double)hi_runs <= 5.0 && hi_worst <= 8, "knees >= 0.5: mean %.2f, worst %zu points",
+		  (double)hi_total / (double)hi_runs, hi_worst);
+}
+
+static void test_ratios(void)
+{
+	/* ten requests: TTFT 100..1000 ms, TPOT 10..100 ms (the reverse order),
+	 * under ttft:500,tpot:50; the ninth fails */
+	struct probe_request_result reqs[10];
+	struct probe_ratesearch_config cfg;
+	struct probe_sla sla = { .attainment = 0.9 };
+	struct probe_rate_point pt = { 0 };
+	struct error err = { 0 };
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.target = 0.5;
+	for (uint32_t i = 0; i < 10; i++)
+		reqs[i] = (struct probe_request_result){
+			.success = i != 8, .ttft_usec = (i + 1) * 100000ULL,
+			.e2e_usec = (i + 1) * 100000ULL + 10 * (10 - i) * 10000ULL, .output_tokens = 11,
+		};
+	CHECK_INT_EQ(probe_sla_parse("ttft:500,tpot:50", &sla, &err), 0);
+	CHECK_INT_EQ(probe_ratesearch_ratios(&cfg, &sla, reqs, 10, &pt), 0);
+	/* per-request worst ratios: max(ttft/500, tpot/50) = 2, 1.8, 1.6, 1.4, 1.2, 1.2, 1.4, 1.6, failed, 2;
+	 * Wilson (z 1.28) at target 0.5 needs 8 of 10 good (7/10: lower end 0.497): the 8th smallest is 2 */
+	CHECK_REL(pt.sla_ratio, 2.0, 1e-9);
+	/* TPOT alone: 2, 1.8, ..., 0.6, failed, 0.2 -> 8th smallest 1.8; fastest TPOT 10 ms = 0.2 */
+	CHECK_REL(pt.tpot_ratio, 1.8, 1e-9);
+	CHECK_REL(pt.tpot_floor, 0.2, 1e-9);
+
+	/* a percentile bound: p50 TTFT over the 9 completed = 500 ms -> 0.5 of 1000 */
+	sla = (struct probe_sla){ 0 };
+	CHECK_INT_EQ(probe_sla_parse("p50:ttft:1000", &sla, &err), 0);
+	cfg.target = 0;
+	CHECK_INT_EQ(probe_ratesearch_ratios(&cfg, &sla, reqs, 10, &pt), 0);
+	CHECK_REL(pt.sla_ratio, 0.5, 1e-9);
+	CHECK(pt.tpot_ratio == 0 && pt.tpot_floor == 0);
 }
 
 static void test_wilson(void)
@@ -245,6 +484,8 @@ int main(void)
 	test_wilson();
 	test_deterministic();
 	test_well_behaved_five();
+	test_queueing();
+	test_ratios();
 	test_noisy();
 	test_never_always();
 	test_boundary_confidence();

@@ -77,7 +77,7 @@ static void clear_line(struct tune_ctx *c)
 static void on_event(struct runner *r, const struct runner_event *ev, void *userdata)
 {
 	struct tune_ctx *c = userdata;
-	char line[512];
+	char line[512], deployed[48];
 
 	switch (ev->kind) {
 	case RUNNER_EVENT_PHASE:
@@ -98,14 +98,19 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 		if (c->quiet)
 			break;
 		clear_line(c);
+		deployed[0] = 0;
+		if (isfinite(ev->deploy_seconds))
+			snprintf(deployed, sizeof(deployed), "; deployed in %.1f s", ev->deploy_seconds);
 		if (ev->trial_state == STORE_TRIAL_DONE)
-			fprintf(stderr, "%s %u %s: $%.4f/Mtok (%.0f tok/s)%s\n",
-				ev->status->confirming ? "confirm" : "trial", ev->status->trial, ev->status->knobs,
-				ev->cost_per_mtok, ev->max_goodput,
+			fprintf(stderr, "%s %u%s%s: $%.4f/Mtok (%.0f tok/s%s)%s\n",
+				ev->status->confirming ? "confirm" : "trial", ev->status->trial,
+				ev->status->knobs[0] ? " " : "", ev->status->knobs,
+				ev->cost_per_mtok, ev->max_goodput, deployed,
 				ev->status->best_trial_id == ev->trial_id ? " *best*" : "");
 		else
-			fprintf(stderr, "%s %u %s: %s (%s)%s%s\n", ev->status->confirming ? "confirm" : "trial",
-				ev->status->trial, ev->status->knobs, store_trial_state_to_string(ev->trial_state),
+			fprintf(stderr, "%s %u%s%s: %s (%s)%s%s\n", ev->status->confirming ? "confirm" : "trial",
+				ev->status->trial, ev->status->knobs[0] ? " " : "", ev->status->knobs,
+				store_trial_state_to_string(ev->trial_state),
 				store_failure_to_string(ev->failure), ev->failure_message ? ": " : "",
 				ev->failure_message ? ev->failure_message : "");
 		break;
@@ -113,7 +118,9 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 		clear_line(c);
 		c->end = ev->end;
 		if (ev->status->message && ev->end == RUNNER_END_FAILED)
-			log_error("study failed: %s", ev->status->message);
+			log_error("study failed: %s\n(what was measured is kept: once the cause is fixed, continue with "
+				  "goodput tune --resume %s)",
+				  ev->status->message, ev->status->study_name);
 		(void)sd_event_exit(c->event, 0);
 		break;
 	}

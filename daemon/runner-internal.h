@@ -3,6 +3,7 @@
  * probe, outcome, teardown; dry-run evaluation). Not for other modules. */
 #pragma once
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -11,6 +12,7 @@
 
 #include "deploy.h"
 #include "engine-profile.h"
+#include "gpu-telemetry.h"
 #include "opt.h"
 #include "probe.h"
 #include "runner.h"
@@ -75,6 +77,22 @@ struct runner {
 	int probe_result;   /* the probe's result while waiting for the deployer's verdict */
 	bool trial_open;    /* started and not yet finished in the store */
 	double deploy_seconds;
+
+	/* wall time: what stored trials of earlier runs took (a resumed study
+	 * does not restart its clock), and the measured deploy times that the
+	 * budget is charged with before a new deployment starts */
+	uint64_t wall_used_before_usec;
+	double deploy_sum_s;
+	unsigned deploy_n;
+
+	/* the host (runner-host.c): GPU telemetry, host facts, hygiene */
+	struct gpu_telemetry *gpu;
+	double gpu_idle_mib;             /* GPU memory in use at start (NAN: no NVML) */
+	struct host_info_job *host_job;
+	char *host_json;                 /* engine version, GPU model, driver, count; NULL until known */
+	uint64_t host_since_usec;        /* CLOCK_REALTIME start of this run */
+	sd_event_source *hygiene_timer;
+	uint64_t hygiene_start_usec;
 };
 
 void runner_emit(struct runner *r, const struct runner_event *ev);
@@ -89,10 +107,50 @@ int runner_best_trial_id(struct runner *r, const struct opt_config *c);
 bool runner_kind_is_confirm(const char *kind);
 void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, char *buf, size_t size);
 
+/* The outcome of a trial, as runner-trial.c and runner-quality.c decide it. */
+struct trial_result {
+	enum store_trial_state state;
+	enum store_failure failure;
+	char message[ERROR_MSG_MAX];
+	double max_rate, max_goodput, concurrency, cost;
+};
+
+static inline void trial_result_init(struct trial_result *t, enum store_trial_state state, enum store_failure failure)
+{
+	*t = (struct trial_result){ .state = state, .failure = failure, .max_rate = NAN, .max_goodput = NAN,
+				    .concurrency = NAN, .cost = NAN };
+}
+
 /* runner-trial.c */
+/* Records the outcome, tells the optimizer, tears the server down. */
+void runner_finish_trial(struct runner *r, const struct trial_result *t);
+void runner_start_probe(struct runner *r);
+/* runner-quality.c */
+void runner_start_quality_check(struct runner *r);
+void runner_kill_quality_check(struct runner *r);
+
 void runner_plan(struct runner *r);
 void runner_dry_step(struct runner *r);
 /* pause/stop/cancel asked: abort what runs (trial → interrupted), tear down. */
 void runner_halt(struct runner *r);
 /* Frees the trial's probe, deployment (killing it) and quality check. */
 void runner_trial_release(struct runner *r);
+
+/* runner-host.c */
+/* Opens NVML (absence is normal), reads the idle GPU memory and starts the
+ * host facts job; never fails the study. Not for dry runs. */
+void runner_host_start(struct runner *r);
+void runner_host_free(struct runner *r);
+/* Records the host facts with a new trial when they are known (else the
+ * host job's callback does it). */
+int runner_host_record(struct runner *r, int64_t trial_id, struct error *err);
+/* GPU sampling around one load point; stop fills ret (NAN: unavailable). */
+void runner_gpu_point_start(struct runner *r);
+void runner_gpu_point_stop(struct runner *r, struct store_gpu_figures *ret);
+/* The server is gone: once GPU memory is back near its idle level (or a
+ * minute passed; at once without NVML), act on a pending request or plan
+ * the next trial. */
+void runner_after_server_gone(struct runner *r);
+/* Whether the wall-time budget is spent, or too little of it is left for a
+ * deployment (message filled). */
+bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size);

@@ -2,7 +2,7 @@
  * trial, deploy the server, run the operator's quality check, probe the
  * largest load that meets the SLA, turn the result into an outcome and a
  * cost, tear the server down; or, in a dry run, evaluate the configuration
- * in virtual time. Each step commits the trial's new state to the store
+ * in virtual time. (The quality check itself is runner-quality.c.) Each step commits the trial's new state to the store
  * before acting, and each wait is an event source: nothing here blocks.
  *
  * A server that dies is seen two ways: the deployer's child source (FAILED)
@@ -27,46 +27,17 @@
 #include "runner-internal.h"
 #include "time-util.h"
 
-extern char **environ;
-
 #define SETTLE_USEC (1 * USEC_PER_SEC)
-#define QUALITY_CHECK_TIMEOUT_USEC (60 * 60 * USEC_PER_SEC)
-
-struct trial_result {
-	enum store_trial_state state;
-	enum store_failure failure;
-	char message[ERROR_MSG_MAX];
-	double max_rate, max_goodput, concurrency, cost;
-};
-
-static void trial_result_init(struct trial_result *t, enum store_trial_state state, enum store_failure failure)
-{
-	*t = (struct trial_result){ .state = state, .failure = failure, .max_rate = NAN, .max_goodput = NAN,
-				    .concurrency = NAN, .cost = NAN };
-}
 
 static void after_teardown(struct runner *r);
-static void start_probe(struct runner *r);
-static void start_quality_check(struct runner *r);
 
 /* ---- releasing what a trial holds ---- */
-
-static void kill_quality_check(struct runner *r)
-{
-	r->qc_child = sd_event_source_disable_unref(r->qc_child);
-	r->qc_timer = sd_event_source_disable_unref(r->qc_timer);
-	if (r->qc_pid > 0) {
-		(void)kill(-r->qc_pid, SIGKILL);
-		/* SIGKILLed: the wait is immediate */
-		(void)waitpid(r->qc_pid, NULL, 0);
-		r->qc_pid = 0;
-	}
-}
 
 void runner_trial_release(struct runner *r)
 {
 	r->settle_timer = sd_event_source_disable_unref(r->settle_timer);
-	kill_quality_check(r);
+	r->hygiene_timer = sd_event_source_disable_unref(r->hygiene_timer);
+	runner_kill_quality_check(r);
 	r->probe = probe_free(r->probe);
 	r->deploy = deploy_free(r->deploy);
 	cJSON_Delete(r->knobs);
@@ -86,7 +57,7 @@ static enum opt_outcome outcome_for_opt(const struct trial_result *t)
 	return t->failure == STORE_FAILURE_SLA_NEVER_MET ? OPT_OUTCOME_SLA_NEVER_MET : OPT_OUTCOME_INFEASIBLE;
 }
 
-static void finish_trial(struct runner *r, const struct trial_result *t)
+void runner_finish_trial(struct runner *r, const struct trial_result *t)
 {
 	struct store_trial_outcome o = {
 		.state = t->state,
@@ -104,18 +75,23 @@ static void finish_trial(struct runner *r, const struct trial_result *t)
 	int k;
 
 	r->settle_timer = sd_event_source_disable_unref(r->settle_timer);
-	kill_quality_check(r);
+	runner_kill_quality_check(r);
 	r->probe = probe_free(r->probe);
 	k = store_trial_finish(r->store, r->trial_id, &o, &err);
-	if (k >= 0 && r->deploy && deploy_get_pgid(r->deploy) > 0 &&
+	if (k >= 0 && r->deploy && (deploy_get_pgid(r->deploy) > 0 || deploy_get_unit(r->deploy)) &&
 	    (deploy_get_state(r->deploy) == DEPLOY_READY || deploy_get_state(r->deploy) == DEPLOY_STARTING))
 		/* still running until the teardown below ends: keep it findable */
-		k = store_trial_set_server(r->store, r->trial_id, deploy_get_pgid(r->deploy), NULL, r->log_path, &err);
+		k = store_trial_set_server(r->store, r->trial_id, deploy_get_pgid(r->deploy), deploy_get_unit(r->deploy),
+					   r->log_path, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return;
 	}
 	r->trial_open = false;
+	if (isfinite(r->deploy_seconds) && r->deploy_seconds > 0) {
+		r->deploy_sum_s += r->deploy_seconds;
+		r->deploy_n++;
+	}
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;
 	k = runner_history_push(r, &ot, r->trial_id, t->max_goodput);
@@ -137,6 +113,7 @@ static void finish_trial(struct runner *r, const struct trial_result *t)
 			       .failure_message = t->message[0] ? t->message : NULL,
 			       .cost_per_mtok = t->cost,
 			       .max_goodput = t->max_goodput,
+			       .deploy_seconds = r->deploy_seconds,
 		       });
 
 	if (r->deploy) {
@@ -168,10 +145,8 @@ static void after_teardown(struct runner *r)
 	runner_trial_release(r);
 	r->trial_id = 0;
 	r->status.trial_id = 0;
-	if (runner_settle_request(r))
-		return;
-	runner_set_phase(r, RUNNER_PLANNING);
-	runner_schedule(r, RUNNER_ACTION_PLAN);
+	/* the GPU's memory back to idle first (where NVML tells), then plan */
+	runner_after_server_gone(r);
 }
 
 /* ---- halting (pause, stop, cancel) ---- */
@@ -208,7 +183,7 @@ void runner_halt(struct runner *r)
 		break;
 	}
 	r->settle_timer = sd_event_source_disable_unref(r->settle_timer);
-	kill_quality_check(r);
+	runner_kill_quality_check(r);
 	r->probe = probe_free(r->probe);
 	if (mark_interrupted(r) < 0)
 		return;
@@ -251,9 +226,9 @@ static void on_deploy(struct deployment *d, enum deploy_state state, void *userd
 			return;
 		r->deploy_seconds = deploy_get_startup_seconds(d);
 		if (r->study->quality_check)
-			start_quality_check(r);
+			runner_start_quality_check(r);
 		else
-			start_probe(r);
+			runner_start_probe(r);
 		return;
 	case DEPLOY_FAILED:
 		if (r->trial_open) {
@@ -271,7 +246,7 @@ static void on_deploy(struct deployment *d, enum deploy_state state, void *userd
 			snprintf(t.message, sizeof(t.message), "%s%s",
 				 r->status.phase == RUNNER_PROBING ? "crashed while probing: " : "",
 				 deploy_get_message(d));
-			finish_trial(r, &t);
+			runner_finish_trial(r, &t);
 			return;
 		}
 		after_teardown(r);
@@ -291,6 +266,39 @@ static int ensure_dir(const char *path)
 	return 0;
 }
 
+/* The method-specific part of a deployment: the unit name (systemd), the
+ * hooks and their environment (command). *ret_env is the caller's to free. */
+static int deploy_method_config(struct runner *r, struct deploy_config *cfg, const char *host, uint16_t port,
+				char *unit, size_t unit_size, char ***ret_env, struct error *err)
+{
+	const struct study *s = r->study;
+	int k;
+
+	*ret_env = NULL;
+	switch (s->deploy.method) {
+	case STUDY_DEPLOY_SYSTEMD:
+		k = deploy_unit_name(r->row.name, r->trial_id, unit, unit_size);
+		if (k < 0)
+			return error_set(err, k, "cannot name the unit of trial %u", r->status.trial);
+		cfg->unit_name = unit;
+		cfg->user_bus = s->deploy.user_bus;
+		return 0;
+	case STUDY_DEPLOY_COMMAND:
+		cfg->deploy_command = s->deploy.deploy_command;
+		cfg->teardown_command = s->deploy.teardown_command;
+		cfg->health_command = s->deploy.health_command;
+		cfg->command_timeout_usec = s->deploy.command_timeout_usec;
+		k = deploy_hook_env(r->knobs, r->row.name, r->trial_id, s->model.name, host, port, ret_env);
+		if (k < 0)
+			return error_set(err, k, "cannot build the deploy hooks' environment");
+		cfg->hook_env = (const char *const *)*ret_env;
+		return 0;
+	case STUDY_DEPLOY_EXEC:
+		return 0;
+	}
+	return error_set(err, -EINVAL, "unknown deploy method %d", (int)s->deploy.method);
+}
+
 static void start_deploy(struct runner *r)
 {
 	struct engine_command cmd = { 0 };
@@ -298,6 +306,8 @@ static void start_deploy(struct runner *r)
 	struct trial_result t;
 	struct error err = { 0 };
 	const char *host = r->study->deploy.host ? r->study->deploy.host : "127.0.0.1";
+	bool command = r->study->deploy.method == STUDY_DEPLOY_COMMAND;
+	char unit[256] = "", **hook_env = NULL;
 	uint16_t port = 0;
 	int k;
 
@@ -314,23 +324,32 @@ static void start_deploy(struct runner *r)
 		runner_fail(r, "out of memory");
 		return;
 	}
-	if (r->profile->port_mode == ENGINE_PORT_FREE)
+	/* The command method's hooks report a URL, not an announce line: they
+	 * always get a port (free here; on another host only a suggestion). */
+	if (r->profile->port_mode == ENGINE_PORT_FREE || command) {
 		k = deploy_pick_free_port(host, &port, &err);
+		if (k < 0 && command)
+			k = deploy_pick_free_port("127.0.0.1", &port, &err);
+	}
 	if (k >= 0)
 		k = engine_profile_render_study(r->profile, r->study, r->knobs, host, port, &cmd, &err);
 	if (k >= 0) {
 		deploy_config_from_profile(&cfg, r->profile, &cmd, r->log_path, host, port,
 					   r->study->deploy.startup_timeout_usec, r->study->deploy.stop_timeout_usec);
-		k = deploy_start(r->event, r->study->deploy.method, &cfg, on_deploy, r, &r->deploy, &err);
+		k = deploy_method_config(r, &cfg, host, port, unit, sizeof(unit), &hook_env, &err);
 	}
+	if (k >= 0)
+		k = deploy_start(r->event, r->study->deploy.method, &cfg, on_deploy, r, &r->deploy, &err);
+	deploy_strv_free(hook_env); /* deploy_start copied it */
 	engine_command_done(&cmd);
 	if (k < 0) {
 		trial_result_init(&t, STORE_TRIAL_FAILED, STORE_FAILURE_DEPLOY_ERROR);
 		snprintf(t.message, sizeof(t.message), "%s", error_str(&err, k));
-		finish_trial(r, &t);
+		runner_finish_trial(r, &t);
 		return;
 	}
-	k = store_trial_set_server(r->store, r->trial_id, deploy_get_pgid(r->deploy), NULL, r->log_path, &err);
+	k = store_trial_set_server(r->store, r->trial_id, deploy_get_pgid(r->deploy), deploy_get_unit(r->deploy),
+				   r->log_path, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return;
@@ -338,150 +357,12 @@ static void start_deploy(struct runner *r)
 	runner_set_phase(r, RUNNER_DEPLOYING);
 }
 
-/* ---- the operator's quality check ---- */
-
-static int on_qc_timeout(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct runner *r = userdata;
-	struct trial_result t;
-
-	if (r->action == RUNNER_ACTION_FINISH)
-		return 0; /* failing: runner_finish frees everything */
-
-	trial_result_init(&t, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
-	snprintf(t.message, sizeof(t.message), "quality check did not finish in %llu s",
-		 (unsigned long long)(QUALITY_CHECK_TIMEOUT_USEC / USEC_PER_SEC));
-	finish_trial(r, &t);
-	return 0;
-}
-
-static int on_qc_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
-{
-	struct runner *r = userdata;
-	struct trial_result t;
-
-	if (r->action == RUNNER_ACTION_FINISH)
-		return 0; /* failing: runner_finish frees everything */
-
-	r->qc_pid = 0; /* reaped by sd-event */
-	r->qc_child = sd_event_source_disable_unref(r->qc_child);
-	r->qc_timer = sd_event_source_disable_unref(r->qc_timer);
-	if (si->si_code == CLD_EXITED && si->si_status == 0) {
-		start_probe(r);
-		return 0;
-	}
-	trial_result_init(&t, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
-	if (si->si_code == CLD_EXITED)
-		snprintf(t.message, sizeof(t.message), "quality check %s exited with status %d (log: %s)",
-			 r->study->quality_check[0], si->si_status, r->log_path);
-	else
-		snprintf(t.message, sizeof(t.message), "quality check %s killed by signal %d (log: %s)",
-			 r->study->quality_check[0], si->si_status, r->log_path);
-	finish_trial(r, &t);
-	return 0;
-}
-
-/* GOODPUT_BASE_URL, GOODPUT_MODEL, GOODPUT_STUDY, GOODPUT_KNOBS (JSON) and
- * GOODPUT_KNOB_<NAME> for each knob, on top of our environment. */
-static char **qc_environment(struct runner *r)
-{
-	size_t n_env = 0, n = 0;
-	char **envp;
-	_cleanup_(cjson_freep) char *knobs = cJSON_PrintUnformatted(r->knobs);
-
-	while (environ[n_env])
-		n_env++;
-	envp = calloc(n_env + r->study->space->n_knobs + 5, sizeof(char *));
-	if (!envp || !knobs)
-		goto oom;
-	for (size_t i = 0; i < n_env; i++)
-		if (strncmp(environ[i], "GOODPUT_", 8) != 0 && !(envp[n++] = strdup(environ[i])))
-			goto oom;
-	if (asprintf(&envp[n++], "GOODPUT_BASE_URL=%s", deploy_get_base_url(r->deploy)) < 0 ||
-	    asprintf(&envp[n++], "GOODPUT_MODEL=%s", r->study->model.name) < 0 ||
-	    asprintf(&envp[n++], "GOODPUT_STUDY=%s", r->row.name) < 0 ||
-	    asprintf(&envp[n++], "GOODPUT_KNOBS=%s", knobs) < 0)
-		goto oom;
-	for (size_t k = 0; k < r->study->space->n_knobs; k++) {
-		char v[64], name[OPT_KNOB_NAME_MAX];
-		const char *val = opt_config_text(r->study->space, &r->cand.config, k, v, sizeof(v));
-
-		snprintf(name, sizeof(name), "%s", r->study->space->knobs[k].name);
-		for (char *p = name; *p; p++)
-			if (*p >= 'a' && *p <= 'z')
-				*p = (char)(*p - 'a' + 'A');
-		if (asprintf(&envp[n++], "GOODPUT_KNOB_%s=%s", name, val) < 0)
-			goto oom;
-	}
-	return envp;
-oom:
-	for (size_t i = 0; envp && i < n; i++)
-		free(envp[i]);
-	free(envp);
-	return NULL;
-}
-
-static void start_quality_check(struct runner *r)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t empty, def;
-	struct trial_result t;
-	char **envp = qc_environment(r);
-	pid_t pid;
-	int k;
-
-	if (!envp) {
-		runner_fail(r, "out of memory");
-		return;
-	}
-	sigemptyset(&empty);
-	sigemptyset(&def);
-	sigaddset(&def, SIGPIPE);
-	sigaddset(&def, SIGINT);
-	sigaddset(&def, SIGTERM);
-	sigaddset(&def, SIGCHLD);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, r->log_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setsigmask(&attr, &empty);
-	posix_spawnattr_setsigdefault(&attr, &def);
-	/* argv straight from the spec: no shell */
-	k = -posix_spawnp(&pid, r->study->quality_check[0], &fa, &attr, (char *const *)r->study->quality_check, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	for (size_t i = 0; envp[i]; i++)
-		free(envp[i]);
-	free(envp);
-	if (k < 0) {
-		trial_result_init(&t, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
-		snprintf(t.message, sizeof(t.message), "quality check %s could not be started: %s",
-			 r->study->quality_check[0], strerror(-k));
-		finish_trial(r, &t);
-		return;
-	}
-	r->qc_pid = pid;
-	k = sd_event_add_child(r->event, &r->qc_child, pid, WEXITED, on_qc_exit, r);
-	if (k >= 0)
-		k = sd_event_add_time_relative(r->event, &r->qc_timer, CLOCK_MONOTONIC, QUALITY_CHECK_TIMEOUT_USEC,
-					       USEC_PER_SEC, on_qc_timeout, r);
-	if (k < 0) {
-		runner_fail(r, "cannot watch the quality check");
-		return;
-	}
-	(void)sd_event_source_set_description(r->qc_child, "runner-quality-check");
-	runner_set_phase(r, RUNNER_QUALITY_CHECK);
-}
-
 /* ---- probing ---- */
 
 static void on_probe_event(struct probe *p, const struct probe_event *ev, void *userdata)
 {
 	struct runner *r = userdata;
+	struct store_gpu_figures gpu;
 	struct error err = { 0 };
 	int k;
 
@@ -490,12 +371,15 @@ static void on_probe_event(struct probe *p, const struct probe_event *ev, void *
 
 	if (ev->kind == PROBE_EVENT_LOAD_POINT_START) {
 		r->status.current_rate = ev->rate;
+		runner_gpu_point_start(r);
 		return;
 	}
 	if (ev->kind != PROBE_EVENT_LOAD_POINT_DONE || !ev->point)
 		return;
-	k = store_load_point_insert(r->store, r->trial_id, r->n_points + 1, ev->point->saturation ? "saturation" : "search",
-				    &ev->point->result, NULL, &err);
+	runner_gpu_point_stop(r, &gpu);
+	k = store_load_point_insert_gpu(r->store, r->trial_id, r->n_points + 1,
+					ev->point->saturation ? "saturation" : "search", &ev->point->result, &gpu, NULL,
+					&err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return;
@@ -545,7 +429,7 @@ static void classify_probe(struct runner *r, int result)
 	if (result < 0) {
 		trial_result_init(&t, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
 		snprintf(t.message, sizeof(t.message), "probe failed: %s", probe_error(r->probe));
-		finish_trial(r, &t);
+		runner_finish_trial(r, &t);
 		return;
 	}
 	points = probe_load_points(r->probe, &n);
@@ -564,7 +448,7 @@ static void classify_probe(struct runner *r, int result)
 		snprintf(t.message, sizeof(t.message), "no load met the SLA (%s) in %zu load points", sla, n);
 	} else
 		outcome_from_point(r, &points[o.best_point].result, o.max_rate, &t);
-	finish_trial(r, &t);
+	runner_finish_trial(r, &t);
 }
 
 static int on_settle(sd_event_source *s, uint64_t usec, void *userdata)
@@ -600,7 +484,7 @@ static void on_probe_done(struct probe *p, int result, void *userdata)
 	classify_probe(r, result);
 }
 
-static void start_probe(struct runner *r)
+void runner_start_probe(struct runner *r)
 {
 	struct probe_config pc;
 	struct trial_result t;
@@ -627,6 +511,8 @@ static void start_probe(struct runner *r)
 			pc.rate_tolerance = r->study->probe.tolerance;
 		if (r->study->probe.max_steps > 0)
 			pc.max_load_points = r->study->probe.max_steps;
+		pc.min_rate = r->study->probe.min_rate;
+		pc.max_rate = r->study->probe.max_rate;
 	}
 	k = store_trial_set_state(r->store, r->trial_id, STORE_TRIAL_PROBING, &err);
 	if (k < 0) {
@@ -644,7 +530,7 @@ static void start_probe(struct runner *r)
 	if (k < 0) {
 		trial_result_init(&t, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
 		snprintf(t.message, sizeof(t.message), "probe could not start: %s", error_str(&err, k));
-		finish_trial(r, &t);
+		runner_finish_trial(r, &t);
 		return;
 	}
 	runner_set_phase(r, RUNNER_PROBING);
@@ -705,7 +591,7 @@ void runner_dry_step(struct runner *r)
 		t.cost = res->cost_per_mtok;
 	}
 	free(res);
-	finish_trial(r, &t);
+	runner_finish_trial(r, &t);
 }
 
 /* ---- planning ---- */
@@ -731,8 +617,7 @@ void runner_plan(struct runner *r)
 
 	if (runner_settle_request(r))
 		return;
-	if (r->wall_expired) {
-		snprintf(r->message, sizeof(r->message), "wall-time budget reached");
+	if (runner_wall_budget_spent(r, r->message, sizeof(r->message))) {
 		runner_finish(r, RUNNER_END_DONE);
 		return;
 	}
@@ -775,6 +660,8 @@ void runner_plan(struct runner *r)
 		/* committed before anything runs: a crash from here on leaves it to be redone */
 		k = store_trial_set_state(r->store, r->trial_id, STORE_TRIAL_DEPLOYING, &err);
 	}
+	if (k >= 0 && !r->opts.dry_run)
+		k = runner_host_record(r, r->trial_id, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return;

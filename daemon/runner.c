@@ -85,8 +85,13 @@ void runner_knobs_text(const struct opt_space *space, const struct opt_config *c
 	for (size_t k = 0; k < space->n_knobs && len < size; k++) {
 		char v[64];
 		const char *name = space->knobs[k].name;
-		const char *val = opt_config_text(space, c, k, v, sizeof(v));
+		const char *val;
 		int n;
+
+		/* a knob with one allowed value (max_model_len=4096) says nothing about the trial */
+		if (space->knobs[k].n_values <= 1)
+			continue;
+		val = opt_config_text(space, c, k, v, sizeof(v));
 
 		if (strcmp(name, OPT_KNOB_QUANTIZATION) == 0)
 			n = snprintf(buf + len, size - len, "%s%s", len ? " " : "", strcmp(val, "none") == 0 ? "bf16" : val);
@@ -112,11 +117,11 @@ int runner_status_format(const struct runner_status *st, char *buf, size_t size)
 	else if (st->phase == RUNNER_PAUSED || st->phase == RUNNER_IDLE || st->trial == 0)
 		n = snprintf(buf, size, "%s: %s%s", st->study_name, runner_phase_to_string(st->phase), best);
 	else if (st->max_trials > 0 && !st->confirming)
-		n = snprintf(buf, size, "trial %u/%u %s %s%s", st->trial, st->max_trials,
-			     runner_phase_to_string(st->phase), st->knobs, best);
+		n = snprintf(buf, size, "trial %u/%u %s%s%s%s", st->trial, st->max_trials,
+			     runner_phase_to_string(st->phase), st->knobs[0] ? " " : "", st->knobs, best);
 	else
-		n = snprintf(buf, size, "%s %u %s %s%s", st->confirming ? "confirm" : "trial", st->trial,
-			     runner_phase_to_string(st->phase), st->knobs, best);
+		n = snprintf(buf, size, "%s %u %s%s%s%s", st->confirming ? "confirm" : "trial", st->trial,
+			     runner_phase_to_string(st->phase), st->knobs[0] ? " " : "", st->knobs, best);
 	return n < 0 ? -EINVAL : 0;
 }
 
@@ -299,6 +304,13 @@ static int load_history(struct runner *r, struct error *err)
 			error_set(err, k, "trial %u: cannot add it to the history", t[i].seq);
 			break;
 		}
+		/* what earlier runs spent: the budget continues, it does not restart */
+		if (t[i].started_usec > 0 && t[i].finished_usec > t[i].started_usec)
+			r->wall_used_before_usec += t[i].finished_usec - t[i].started_usec;
+		if (isfinite(t[i].deploy_seconds) && t[i].deploy_seconds > 0) {
+			r->deploy_sum_s += t[i].deploy_seconds;
+			r->deploy_n++;
+		}
 		if (t[i].seq > r->status.trial)
 			r->status.trial = t[i].seq;
 	}
@@ -403,6 +415,7 @@ struct runner *runner_free(struct runner *r)
 	if (!r)
 		return NULL;
 	runner_trial_release(r);
+	runner_host_free(r);
 	r->step_source = sd_event_source_disable_unref(r->step_source);
 	r->wall_timer = sd_event_source_disable_unref(r->wall_timer);
 	engine_profile_free(r->profile);
@@ -543,9 +556,12 @@ static int kill_orphans(struct runner *r, struct error *err)
 	if (k < 0)
 		return k;
 	for (size_t i = 0; i < n && k >= 0; i++) {
-		if (t[i].server_pgid <= 0)
+		if (t[i].server_pgid <= 0 && !t[i].server_unit)
 			continue;
-		if (deploy_kill_orphan(t[i].server_pgid) > 0)
+		/* a unit first (this blocks for up to a few seconds: start-up only) */
+		if (t[i].server_unit && deploy_stop_orphan_unit(t[i].server_unit, r->study->deploy.user_bus) > 0)
+			log_info("stopped the orphaned unit %s of trial %u", t[i].server_unit, t[i].seq);
+		if (t[i].server_pgid > 0 && deploy_kill_orphan(t[i].server_pgid) > 0)
 			log_info("killed the orphaned server of trial %u (process group %lld)", t[i].seq,
 				 (long long)t[i].server_pgid);
 		k = store_trial_set_server(r->store, t[i].id, 0, NULL, t[i].log_path, err);
@@ -583,11 +599,20 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 	}
 	r->row.state = STORE_STUDY_RUNNING;
 	if (r->wall_budget_usec > 0 && r->wall_budget_usec != UINT64_MAX) {
-		k = sd_event_add_time_relative(r->event, &r->wall_timer, CLOCK_MONOTONIC, r->wall_budget_usec, 1000,
-					       on_wall_timer, r);
-		if (k >= 0)
-			(void)sd_event_source_set_description(r->wall_timer, "runner-wall-budget");
+		if (r->wall_used_before_usec > 0)
+			log_info("study %s: %.0f s of the %.0f s wall-time budget spent in earlier runs", r->row.name,
+				 (double)r->wall_used_before_usec / USEC_PER_SEC, (double)r->wall_budget_usec / USEC_PER_SEC);
+		if (r->wall_used_before_usec >= r->wall_budget_usec)
+			r->wall_expired = true;
+		else {
+			k = sd_event_add_time_relative(r->event, &r->wall_timer, CLOCK_MONOTONIC,
+						       r->wall_budget_usec - r->wall_used_before_usec, 1000, on_wall_timer, r);
+			if (k >= 0)
+				(void)sd_event_source_set_description(r->wall_timer, "runner-wall-budget");
+		}
 	}
+	if (!r->opts.dry_run)
+		runner_host_start(r);
 	runner_set_phase(r, RUNNER_PLANNING);
 	runner_schedule(r, RUNNER_ACTION_PLAN);
 	return 0;

@@ -121,6 +121,7 @@ struct runner_event {
 	const char *failure_message; /* may be NULL */
 	double cost_per_mtok; /* NAN when none */
 	double max_goodput;
+	double deploy_seconds; /* start to ready (NAN: never ready, or a dry run) */
 	/* FINISHED */
 	enum runner_end end;
 };

@@ -143,9 +143,10 @@ static const struct key schema[] = {
 	{ "probe.tolerance", K_DOUBLE, OFF(probe.tolerance), 0.001, 0.5, NULL, false, "0.05",
 	  "relative resolution of the max rate" },
 	{ "probe.min_rate", K_DOUBLE, OFF(probe.min_rate), 1e-4, 1e6, NULL, false, "0.05",
-	  "lowest rate tried, requests/s" },
+	  "lowest useful rate, requests/s: a configuration that fails the SLA there (or cannot complete it at "
+	  "saturation) never meets it; the search also stops at 1/64 of the saturation throughput" },
 	{ "probe.max_rate", K_DOUBLE, OFF(probe.max_rate), 0, 1e6, NULL, false, "0 (from the saturation run)",
-	  "highest rate tried, requests/s" },
+	  "highest rate tried, requests/s: the answer is a measured rate at or below it" },
 	{ "probe.max_steps", K_U32, OFF(probe.max_steps), 1, 100, NULL, false, "12", "load points per trial at most" },
 	{ "probe.request_timeout", K_DURATION, OFF(probe.request_timeout_usec), 0.1, 86400, NULL, false, "300",
 	  "per request" },

@@ -298,6 +298,24 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 		} else if (space->knobs[i].n_values > 1)
 			r->dim[r->n_dim++] = i;
 	}
+	/* Restart-aware order: combinations are numbered (and so screened, and
+	 * ties broken) with the quantization most significant, then the tensor-
+	 * parallel degree, whatever order the spec lists them in, so that
+	 * consecutive deployments share a checkpoint (its files warm in the page
+	 * cache) and a TP layout as long as possible. A function of the space
+	 * alone: replay stays exact. */
+	for (size_t pass = 0, front = 0; pass < 2; pass++) {
+		const char *name = pass == 0 ? OPT_KNOB_QUANTIZATION : OPT_KNOB_TENSOR_PARALLEL;
+
+		for (size_t j = front; j < r->n_cat; j++)
+			if (strcmp(space->knobs[r->cat[j]].name, name) == 0) {
+				size_t knob = r->cat[j];
+
+				memmove(&r->cat[front + 1], &r->cat[front], (j - front) * sizeof(r->cat[0]));
+				r->cat[front++] = knob;
+				break;
+			}
+	}
 	r->combo_best = malloc(r->n_combos * sizeof(double));
 	r->combo_screen = malloc(r->n_combos * sizeof(double));
 	r->combo_best_cfg = calloc(r->n_combos, sizeof(struct opt_config));

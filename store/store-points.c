@@ -54,6 +54,14 @@ static double server(const struct probe_result *r, double v)
 int store_load_point_insert(struct store *s, int64_t trial_id, uint32_t seq, const char *phase,
 			    const struct probe_result *res, int64_t *ret_id, struct error *err)
 {
+	return store_load_point_insert_gpu(s, trial_id, seq, phase, res, NULL, ret_id, err);
+}
+
+int store_load_point_insert_gpu(struct store *s, int64_t trial_id, uint32_t seq, const char *phase,
+				const struct probe_result *res, const struct store_gpu_figures *gpu, int64_t *ret_id,
+				struct error *err)
+{
+	const struct store_gpu_figures none = { NAN, NAN, NAN, NAN };
 	const char *what = "inserting a load point";
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	_cleanup_(cjson_freep) char *json = NULL;
@@ -130,6 +138,16 @@ int store_load_point_insert(struct store *s, int64_t trial_id, uint32_t seq, con
 		r = store_bind_text(st, i++, json);
 	if (r == 0)
 		r = store_bind_int64(st, i++, (int64_t)real_usec());
+	if (!gpu)
+		gpu = &none;
+	if (r == 0)
+		r = store_bind_double(st, i++, gpu->util_mean);
+	if (r == 0)
+		r = store_bind_double(st, i++, gpu->util_peak);
+	if (r == 0)
+		r = store_bind_double(st, i++, gpu->mem_mean_mib);
+	if (r == 0)
+		r = store_bind_double(st, i++, gpu->mem_peak_mib);
 	if (r < 0)
 		return error_set(err, r, "%s: %s: binding failed", s->path, what);
 	rc = sqlite3_step(st);
@@ -164,7 +182,8 @@ static int lp_from_row(sqlite3_stmt *st, struct store_load_point *ret)
 			&p.p50_tpot_ms, &p.p90_tpot_ms, &p.p99_tpot_ms, &p.p99_itl_ms, &p.p99_e2el_ms,
 			&p.request_throughput, &p.output_throughput, &p.total_token_throughput,
 			&p.good_output_throughput, &p.request_goodput, &p.mean_concurrency, &p.kv_usage_peak,
-			&p.running_peak, &p.waiting_peak, &p.preemptions };
+			&p.running_peak, &p.waiting_peak, &p.preemptions, &p.gpu_util_mean, &p.gpu_util_peak,
+			&p.gpu_mem_mean_mib, &p.gpu_mem_peak_mib };
 	for (size_t k = 0; k < ELEMENTSOF(d); k++)
 		*d[k] = store_col_double(st, c++);
 	if (r == 0)

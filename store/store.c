@@ -98,9 +98,20 @@ static const char *const migration_2[] = {
 	NULL,
 };
 
+/* 3: GPU telemetry of each load point (NULL: NVML unavailable). */
+static const char *const migration_3[] = {
+	"ALTER TABLE load_points ADD COLUMN gpu_util_mean REAL",
+	"ALTER TABLE load_points ADD COLUMN gpu_util_peak REAL",
+	"ALTER TABLE load_points ADD COLUMN gpu_mem_mean_mib REAL",
+	"ALTER TABLE load_points ADD COLUMN gpu_mem_peak_mib REAL",
+	"PRAGMA user_version = 3",
+	NULL,
+};
+
 static const struct migration migrations[] = {
 	{ migration_1 },
 	{ migration_2 },
+	{ migration_3 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -119,7 +130,8 @@ _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration pe
 	" mean_ttft_ms, p50_ttft_ms, p90_ttft_ms, p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms,"     \
 	" p99_tpot_ms, p99_itl_ms, p99_e2el_ms, request_throughput, output_throughput,"                    \
 	" total_token_throughput, good_output_throughput, request_goodput, mean_concurrency,"               \
-	" kv_usage_peak, running_peak, waiting_peak, preemptions, result, created_usec"
+	" kv_usage_peak, running_peak, waiting_peak, preemptions, gpu_util_mean, gpu_util_peak,"           \
+	" gpu_mem_mean_mib, gpu_mem_peak_mib, result, created_usec"
 
 static const char *const stmt_sql[_STMT_MAX] = {
 	[STMT_STUDY_INSERT] = "INSERT INTO studies (name, spec, engine, model, label, state, created_usec, seed,"
@@ -171,9 +183,10 @@ static const char *const stmt_sql[_STMT_MAX] = {
 			   " p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms, p99_tpot_ms, p99_itl_ms,"
 			   " p99_e2el_ms, request_throughput, output_throughput, total_token_throughput,"
 			   " good_output_throughput, request_goodput, mean_concurrency, kv_usage_peak,"
-			   " running_peak, waiting_peak, preemptions, result, created_usec) VALUES (?1, ?2, ?3,"
+			   " running_peak, waiting_peak, preemptions, result, created_usec, gpu_util_mean,"
+			   " gpu_util_peak, gpu_mem_mean_mib, gpu_mem_peak_mib) VALUES (?1, ?2, ?3,"
 			   " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-			   " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+			   " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35)",
 	[STMT_LP_LIST] = "SELECT " LP_COLS " FROM load_points WHERE trial_id = ?1 ORDER BY seq",
 };
 

@@ -27,7 +27,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store;
 
@@ -241,6 +241,9 @@ struct store_load_point {
 	double good_output_throughput, request_goodput;
 	double mean_concurrency;
 	double kv_usage_peak, running_peak, waiting_peak, preemptions; /* NAN when not scraped */
+	/* GPU telemetry during the load point (NVML): utilisation in % (the mean
+	 * over GPUs), memory used in MiB (summed over GPUs); NAN when unavailable */
+	double gpu_util_mean, gpu_util_peak, gpu_mem_mean_mib, gpu_mem_peak_mib;
 	char *result_json;      /* the full result object */
 	uint64_t created_usec;
 };
@@ -248,9 +251,21 @@ struct store_load_point {
 void store_load_point_done(struct store_load_point *lp);
 void store_load_point_array_free(struct store_load_point *a, size_t n);
 
-/* Records one load point of a trial; -EEXIST when (trial, seq) exists. */
+/* GPU figures of a load point (NAN: unavailable, stored as NULL). */
+struct store_gpu_figures {
+	double util_mean, util_peak;       /* % */
+	double mem_mean_mib, mem_peak_mib; /* MiB, summed over GPUs */
+};
+
+/* Records one load point of a trial; -EEXIST when (trial, seq) exists. The
+ * GPU columns are NULL. */
 int store_load_point_insert(struct store *s, int64_t trial_id, uint32_t seq, const char *phase,
 			    const struct probe_result *r, int64_t *ret_id, struct error *err);
+/* As store_load_point_insert, with the GPU figures measured during it (gpu
+ * may be NULL: unavailable). */
+int store_load_point_insert_gpu(struct store *s, int64_t trial_id, uint32_t seq, const char *phase,
+				const struct probe_result *r, const struct store_gpu_figures *gpu, int64_t *ret_id,
+				struct error *err);
 /* The load points of a trial in seq order. */
 int store_load_point_list(struct store *s, int64_t trial_id, struct store_load_point **ret, size_t *ret_n,
 			  struct error *err);

@@ -122,7 +122,9 @@ static void test_migrate_from_previous(void)
 			   "INSERT INTO studies (id, name, spec, state, created_usec, seed, algorithm, nlopt_version)"
 			   " VALUES (7, 'old', '{}', 'running', 1, 42, 'LN_SBPLX', '2.7.1');"
 			   "INSERT INTO trials (id, study_id, seq, kind, knobs, canonical_key, state)"
-			   " VALUES (3, 7, 1, 'search', '{\"max_num_seqs\":8}', 'mns=8', 'probing');",
+			   " VALUES (3, 7, 1, 'search', '{\"max_num_seqs\":8}', 'mns=8', 'probing');"
+			   "INSERT INTO load_points (trial_id, seq, phase, request_rate, sla_met, result, created_usec)"
+			   " VALUES (3, 1, 'search', 2.5, 1, '{}', 1);",
 			   NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close_v2(TAKE_PTR(db));
 
@@ -148,6 +150,44 @@ static void test_migrate_from_previous(void)
 	/* The new columns work on migrated rows. */
 	CHECK_MSG(store_trial_set_server(s, 3, 4242, NULL, "/tmp/x.log", &err) == 0, "%s", err.msg);
 	CHECK_INT_EQ(store_study_resume(s, 7, &err), 1);
+	/* A load point of the old file has no GPU figures (NULL, read as NAN). */
+	struct store_load_point *lps = NULL;
+	CHECK_MSG(store_load_point_list(s, 3, &lps, &n, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(n, 1);
+	CHECK(lps[0].request_rate == 2.5 && isnan(lps[0].gpu_util_mean) && isnan(lps[0].gpu_mem_peak_mib));
+	store_load_point_array_free(lps, n);
+}
+
+/* Version 1 files (before the daemon's and the telemetry's columns) go all the way. */
+static void test_migrate_from_v1(void)
+{
+	struct store_open_options o = { .target_version = 1 };
+	_cleanup_(store_closep) struct store *s = NULL;
+	struct store_load_point *lps = NULL;
+	struct probe_result pr;
+	struct error err = { 0 };
+	int64_t study, trial;
+	size_t n = 0;
+	int v = 0;
+
+	CHECK_MSG(store_open(db_path("v1.db"), &o, &s, &err) == 0, "%s", err.msg);
+	CHECK(store_schema_version(s, &v, &err) == 0);
+	CHECK_INT_EQ(v, 1);
+	store_close(TAKE_PTR(s));
+	s = open_rw(db_path("v1.db"));
+	CHECK(store_schema_version(s, &v, &err) == 0);
+	CHECK_INT_EQ(v, STORE_SCHEMA_VERSION);
+	study = add_study(s, "v1");
+	CHECK(store_trial_insert(s, study, "search", "{}", "k", &trial, &err) == 1);
+	fake_result(&pr, 1.5, true);
+	CHECK_MSG(store_load_point_insert_gpu(s, trial, 1, "search", &pr,
+					      &(struct store_gpu_figures){ 80.5, 97, 30000.25, NAN }, NULL, &err) == 0,
+		  "%s", err.msg);
+	CHECK(store_load_point_list(s, trial, &lps, &n, &err) == 0);
+	CHECK_INT_EQ(n, 1);
+	CHECK(lps[0].gpu_util_mean == 80.5 && lps[0].gpu_util_peak == 97 && lps[0].gpu_mem_mean_mib == 30000.25);
+	CHECK(isnan(lps[0].gpu_mem_peak_mib)); /* NAN in, NULL stored, NAN out */
+	store_load_point_array_free(lps, n);
 }
 
 static void test_newer_file_refused(void)
@@ -205,7 +245,9 @@ static void test_round_trip(void)
 	fake_result(&pr, INFINITY, false);
 	pr.server.present = true;
 	pr.server.kv_usage_peak = 0.875;
-	CHECK_MSG(store_load_point_insert(s, trial, 2, "saturation", &pr, NULL, &err) == 0, "%s", err.msg);
+	CHECK_MSG(store_load_point_insert_gpu(s, trial, 2, "saturation", &pr,
+					      &(struct store_gpu_figures){ 55.5, 100, 1234.5, 2048 }, NULL, &err) == 0,
+		  "%s", err.msg);
 	CHECK_INT_EQ(store_load_point_insert(s, trial, 2, "saturation", &pr, NULL, &err), -EEXIST);
 
 	double cost = 0.1 + 0.2; /* not representable in few digits: must come back bit-exact */
@@ -256,6 +298,11 @@ static void test_round_trip(void)
 	CHECK(isnan(lps[0].kv_usage_peak));
 	CHECK(isinf(lps[1].request_rate) && !lps[1].sla_met);
 	CHECK(lps[1].kv_usage_peak == 0.875);
+	/* GPU telemetry: NULL (NAN) without it, the figures with it */
+	CHECK(isnan(lps[0].gpu_util_mean) && isnan(lps[0].gpu_util_peak) && isnan(lps[0].gpu_mem_mean_mib) &&
+	      isnan(lps[0].gpu_mem_peak_mib));
+	CHECK(lps[1].gpu_util_mean == 55.5 && lps[1].gpu_util_peak == 100 && lps[1].gpu_mem_mean_mib == 1234.5 &&
+	      lps[1].gpu_mem_peak_mib == 2048);
 	CHECK_STR_EQ(lps[1].phase, "saturation");
 	CHECK(lps[0].result_json && lps[0].result_json[0] == '{');
 	store_load_point_array_free(lps, n);
@@ -460,6 +507,7 @@ int main(void)
 	CHECK(mkdtemp(dir));
 	test_fresh_file();
 	test_migrate_from_previous();
+	test_migrate_from_v1();
 	test_newer_file_refused();
 	test_round_trip();
 	test_uniqueness();

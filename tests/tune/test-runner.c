@@ -3,14 +3,22 @@
  * by a fresh runner from the store alone, asks for exactly the trials an
  * uninterrupted run asks for, in the same order, and ends with the same
  * answer; cancel ends a study as cancelled; the status line reads as
- * goodputd's STATUS= wants it. */
+ * goodputd's STATUS= wants it. A disk that fills up mid-study stops the
+ * runner with an error naming the database, losing nothing measured, and a
+ * new runner finishes the study once there is room again. The wall-time
+ * budget survives a resume (what stored trials took counts) and is charged
+ * with the time a deployment takes. Consecutive trials share a
+ * quantization (checkpoint) whatever order the spec lists the knobs in. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "config.h"
 #include "engine-profile.h"
+#include "json-util.h"
 #include "runner.h"
 #include "store.h"
 #include "study.h"
@@ -21,10 +29,12 @@
 struct ctx {
 	sd_event *e;
 	unsigned trials_finished;
-	unsigned pause_after, stop_after, cancel_after;
+	unsigned pause_after, stop_after, cancel_after, full_after;
+	struct store *store;
 	bool paused_seen, resumed;
 	enum runner_end end;
 	char status_line[512];
+	char message[1024];
 };
 
 static int on_resume_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -62,9 +72,12 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 			CHECK_INT_EQ(runner_stop(r), 0);
 		if (c->trials_finished == c->cancel_after)
 			CHECK_INT_EQ(runner_cancel(r), 0);
+		if (c->trials_finished == c->full_after) /* the disk is full from here on */
+			CHECK(store_debug_set_max_page_count(c->store, 1) == 0);
 		break;
 	case RUNNER_EVENT_FINISHED:
 		c->end = ev->end;
+		snprintf(c->message, sizeof(c->message), "%s", ev->status->message ? ev->status->message : "");
 		sd_event_exit(c->e, 0);
 		break;
 	default:
@@ -72,7 +85,7 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 	}
 }
 
-static enum runner_end run(struct store *s, int64_t id, struct ctx *c)
+static enum runner_end run_opts(struct store *s, int64_t id, struct ctx *c, uint64_t wall_usec)
 {
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
 	struct runner *r = NULL;
@@ -82,6 +95,7 @@ static enum runner_end run(struct store *s, int64_t id, struct ctx *c)
 
 	runner_options_init(&o);
 	o.dry_run = true;
+	o.max_wall_time_usec = wall_usec;
 	CHECK(sd_event_new(&e) >= 0);
 	c->e = e;
 	k = runner_new(e, s, id, &o, &r, &err);
@@ -90,6 +104,42 @@ static enum runner_end run(struct store *s, int64_t id, struct ctx *c)
 	CHECK(sd_event_loop(e) >= 0);
 	runner_free(r);
 	return c->end;
+}
+
+static enum runner_end run(struct store *s, int64_t id, struct ctx *c)
+{
+	return run_opts(s, id, c, 0);
+}
+
+static void sql(const char *path, const char *stmt)
+{
+	sqlite3 *db = NULL;
+
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK_MSG(sqlite3_exec(db, stmt, NULL, NULL, NULL) == SQLITE_OK, "%s: %s", stmt, sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+/* "key|kind|state|finished|cost" of every finished trial. */
+static char *finished_list(struct store *s, int64_t id, unsigned *ret_n)
+{
+	struct store_trial *t = NULL;
+	struct error err = { 0 };
+	size_t n = 0, len = 0;
+	char *buf = calloc(1, 65536);
+
+	CHECK(buf);
+	*ret_n = 0;
+	CHECK(store_trial_history(s, id, &t, &n, &err) >= 0);
+	for (size_t i = 0; i < n; i++)
+		if (store_trial_state_is_final(t[i].state)) {
+			len += (size_t)snprintf(buf + len, 65536 - len, "%s|%s|%s|%llu|%a\n", t[i].canonical_key,
+						t[i].kind, store_trial_state_to_string(t[i].state),
+						(unsigned long long)t[i].finished_usec, t[i].cost_per_mtok);
+			(*ret_n)++;
+		}
+	store_trial_array_free(t, n);
+	return buf;
 }
 
 /* "key|kind|state" of every trial, in order. */
@@ -127,6 +177,64 @@ static int64_t add_study(struct store *s, const char *name)
 	CHECK_MSG(k >= 0, "%s", error_str(&err, k));
 	CHECK_INT_EQ(runner_study_insert(s, st, name, &id, &err), -EEXIST);
 	return id;
+}
+
+/* The demo study with its search space listed tensor_parallel first. */
+static int64_t add_study_tp_first(struct store *s, const char *name)
+{
+	_cleanup_(study_freep) struct study *st = NULL;
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct study_options so = { 0 };
+	struct error err = { 0 };
+	cJSON *space, *copy;
+	int64_t id;
+
+	CHECK(engine_profile_find("sim", NULL, &p, &err) >= 0);
+	so.extra_knobs = p->extra_knobs;
+	CHECK(json_parse_file(SPEC, 1 << 20, &j, &err) >= 0);
+	space = cJSON_DetachItemFromObjectCaseSensitive(j, "search_space");
+	CHECK(space);
+	copy = cJSON_CreateObject();
+	CHECK(copy);
+	CHECK(cJSON_AddItemToObject(copy, "tensor_parallel", cJSON_DetachItemFromObjectCaseSensitive(space, "tensor_parallel")));
+	while (space->child) {
+		cJSON *item = cJSON_DetachItemViaPointer(space, space->child);
+
+		CHECK(cJSON_AddItemToObject(copy, item->string, item));
+	}
+	cJSON_Delete(space);
+	CHECK(cJSON_AddItemToObject(j, "search_space", copy));
+	CHECK_MSG(study_from_json(j, &so, &st, &err) >= 0, "%s", err.msg);
+	CHECK(runner_study_insert(s, st, name, &id, &err) >= 0);
+	return id;
+}
+
+/* Deployments after which the next one uses another quantization; *ret_qt
+ * the (quantization, tp) sequence. */
+static unsigned quant_switches(struct store *s, int64_t id, char *ret_qt, size_t size)
+{
+	struct store_trial *t = NULL;
+	struct error err = { 0 };
+	char prev[32] = "";
+	size_t n = 0, len = 0;
+	unsigned sw = 0;
+
+	CHECK(store_trial_history(s, id, &t, &n, &err) >= 0);
+	ret_qt[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_(cJSON_Deletep) cJSON *k = cJSON_Parse(t[i].knobs_json);
+		const cJSON *q = cJSON_GetObjectItemCaseSensitive(k, "quantization");
+		const cJSON *tp = cJSON_GetObjectItemCaseSensitive(k, "tensor_parallel");
+
+		CHECK(cJSON_IsString(q) && cJSON_IsNumber(tp));
+		if (prev[0] && strcmp(prev, q->valuestring) != 0)
+			sw++;
+		snprintf(prev, sizeof(prev), "%s", q->valuestring);
+		len += (size_t)snprintf(ret_qt + len, size - len, "%s/%d ", q->valuestring, tp->valueint);
+	}
+	store_trial_array_free(t, n);
+	return sw;
 }
 
 int main(void)
@@ -184,6 +292,83 @@ int main(void)
 	CHECK(store_study_get(s, x, &row, &err) >= 0);
 	CHECK_INT_EQ(row.state, STORE_STUDY_CANCELLED);
 	store_study_done(&row);
+
+	/* the disk fills up after 3 trials: a clear error, nothing measured lost */
+	{
+		unsigned n_before, n_after;
+		char *before, *after;
+
+		x = add_study(s, "disk-full");
+		c = (struct ctx){ .full_after = 3, .store = s };
+		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_FAILED);
+		CHECK_STR_CONTAINS(c.message, "t.db");
+		CHECK_STR_CONTAINS(c.message, "disk is full");
+		before = finished_list(s, x, &n_before);
+		CHECK(n_before >= 3);
+		fprintf(stderr, "disk full after %u finished trials: %s\n", n_before, c.message);
+		/* room again: a new runner finishes the same search */
+		CHECK(store_debug_set_max_page_count(s, 1u << 30) == 0);
+		c = (struct ctx){ 0 };
+		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_DONE);
+		after = finished_list(s, x, &n_after);
+		CHECK(n_after > n_before);
+		CHECK_MSG(strncmp(before, after, strlen(before)) == 0, "finished trials changed:\n%s---\n%s", before,
+			  after);
+		free(before);
+		free(after);
+		la = trial_list(s, a);
+		lb = trial_list(s, x);
+		CHECK_STR_EQ(la, lb);
+		free(la);
+		free(lb);
+	}
+
+	/* the wall-time budget survives a resume: stored trials took 2 x 3 s */
+	{
+		unsigned n;
+		char *l;
+
+		x = add_study(s, "walled");
+		c = (struct ctx){ .stop_after = 2 };
+		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_STOPPED);
+		sql(path, "UPDATE trials SET started_usec = finished_usec - 3000000 WHERE study_id ="
+			  " (SELECT id FROM studies WHERE name = 'walled')");
+		c = (struct ctx){ 0 };
+		CHECK_INT_EQ(run_opts(s, x, &c, 5 * 1000000ULL), RUNNER_END_DONE);
+		CHECK_STR_CONTAINS(c.message, "wall-time budget reached (6 s used of 5 s)");
+		CHECK_INT_EQ(c.trials_finished, 0);
+		l = finished_list(s, x, &n);
+		CHECK_INT_EQ(n, 2);
+		free(l);
+
+		/* and charged with the deployments: 40 s each, 10 s left of 16 s */
+		x = add_study(s, "deploy-charged");
+		c = (struct ctx){ .stop_after = 2 };
+		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_STOPPED);
+		sql(path, "UPDATE trials SET started_usec = finished_usec - 3000000, deploy_seconds = 40 WHERE study_id ="
+			  " (SELECT id FROM studies WHERE name = 'deploy-charged')");
+		c = (struct ctx){ 0 };
+		CHECK_INT_EQ(run_opts(s, x, &c, 16 * 1000000ULL), RUNNER_END_DONE);
+		CHECK_STR_CONTAINS(c.message, "less than a deployment takes (40.0 s on average)");
+		CHECK_INT_EQ(c.trials_finished, 0);
+	}
+
+	/* restart-aware order: the spec's key order no longer decides it */
+	{
+		char qa[1024], qx[1024];
+		unsigned swa, swx;
+
+		x = add_study_tp_first(s, "tp-first");
+		c = (struct ctx){ 0 };
+		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_DONE);
+		swa = quant_switches(s, a, qa, sizeof(qa));
+		swx = quant_switches(s, x, qx, sizeof(qx));
+		fprintf(stderr, "quantization switches: %u (%s) and, knobs listed TP first, %u (%s)\n", swa, qa, swx, qx);
+		CHECK_STR_EQ(qa, qx);
+		/* the screen covers 3 quantizations x 2 TP with 2 switches */
+		CHECK(strncmp(qa, "bf16/1 bf16/2 fp8/1 fp8/2 awq/1 awq/2 ", 38) == 0 ||
+		      strncmp(qa, "none/1 none/2 fp8/1 fp8/2 awq/1 awq/2 ", 38) == 0);
+	}
 
 	s = store_close(s);
 	unlink(path);

@@ -14,6 +14,14 @@ Cases:
             mid-probe -> failed (crashed); each study still finishes
   dry-run   --dry-run finishes in seconds and agrees with the exhaustive
             virtual-time optimum
+  command   deploy.method "command": operator scripts start and stop
+            goodput-sim; a quality check that refuses awq makes those trials
+            infeasible (quality_check_failed) and the search goes on;
+            probe.max_rate caps the rates tried; without NVML the GPU columns
+            are NULL; every trial records its host and deploy time
+  telemetry the same with a stub NVML (GOODPUT_NVML_LIBRARY): GPU figures on
+            every load point, the GPU in host_json, and the runner waits for
+            GPU memory to return to idle between trials
 """
 import json
 import os
@@ -26,6 +34,7 @@ import tempfile
 import time
 
 CASE, GOODPUT, SIM, ORACLE, SRCDIR = sys.argv[1:6]
+NVML_STUB = sys.argv[6] if len(sys.argv) > 6 else None
 ENGINES = os.path.join(SRCDIR, "engines")
 TMP = tempfile.mkdtemp(prefix="goodput-tune-")
 ENV = dict(os.environ)
@@ -68,10 +77,11 @@ def study(name, **over):
     return path
 
 
-def tune(*args, check=True, timeout=540):
+def tune(*args, check=True, timeout=540, env=None):
     cmd = [GOODPUT, "tune", "--engines-dir", ENGINES, "--log-dir", os.path.join(TMP, "logs")] + list(args)
     t0 = time.monotonic()
-    p = subprocess.run(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    p = subprocess.run(cmd, env=env or ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout)
     dt = time.monotonic() - t0
     sys.stderr.write(p.stderr[-4000:])
     if check and p.returncode != 0:
@@ -280,6 +290,156 @@ def case_dry_run():
         fail("no cost in --json")
 
 
-{"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run}[CASE]()
+# Operator hooks for deploy.method "command": the engine argv arrives as "$@",
+# knobs as GOODPUT_KNOB_*; the server keeps running after the script exits.
+DEPLOY_SH = """#!/bin/sh
+dir=$(dirname "$0")
+[ -n "$GOODPUT_NVML_STUB_MEMORY" ] && echo 20000 > "$GOODPUT_NVML_STUB_MEMORY"
+"$@" &
+echo $! > "$dir/server-$GOODPUT_TRIAL_ID.pid"
+echo $! >> "$dir/all-pids"
+echo "deploying $GOODPUT_KNOB_QUANTIZATION on port $GOODPUT_PORT"
+echo "GOODPUT_BASE_URL=http://127.0.0.1:$GOODPUT_PORT"
+"""
+# The GPU memory (stub NVML) falls back to idle 2 s after the server is gone.
+TEARDOWN_SH = """#!/bin/sh
+f="$(dirname "$0")/server-$GOODPUT_TRIAL_ID.pid"
+[ -e "$f" ] || exit 0
+pid=$(cat "$f"); rm -f "$f"
+kill "$pid" 2>/dev/null
+i=0; while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+[ -n "$GOODPUT_NVML_STUB_MEMORY" ] && echo "20000 $(( $(date +%s) + 2 )) 1000" > "$GOODPUT_NVML_STUB_MEMORY"
+exit 0
+"""
+# The operator's eval harness: awq answers are not good enough.
+QUALITY_SH = """#!/bin/sh
+echo "quality check of $GOODPUT_KNOB_QUANTIZATION at $GOODPUT_BASE_URL"
+[ "$GOODPUT_KNOB_QUANTIZATION" != awq ] || { echo "awq: accuracy 0.61 < 0.70" >&2; exit 3; }
+"""
+
+
+def hooks():
+    d = os.path.join(TMP, "hooks")
+    os.makedirs(d, exist_ok=True)
+    out = {}
+    for name, body in (("deploy.sh", DEPLOY_SH), ("teardown.sh", TEARDOWN_SH), ("quality.sh", QUALITY_SH)):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.write(body)
+        os.chmod(path, 0o755)
+        out[name] = path
+    return d, out
+
+
+def command_study(name, quants, quality=False):
+    d, h = hooks()
+    over = dict(
+        search_space={"max_num_seqs": [32], "max_num_batched_tokens": [2048], "quantization": quants,
+                      "max_model_len": [4096]},
+        workload={"dataset": "random", "input_len": 256, "output_len": 32, "range_ratio": 0.25,
+                  "num_prompts": 24, "ignore_eos": True, "seed": 7},
+        budget={"max_trials": 4},
+        probe={"tolerance": 0.25, "max_steps": 2, "request_timeout": 30, "max_rate": 16},
+        deploy={"method": "command", "deploy_command": [h["deploy.sh"]], "teardown_command": [h["teardown.sh"]],
+                "command_timeout": 20, "startup_timeout": 30, "stop_timeout": 5})
+    if quality:
+        over["quality_check"] = [h["quality.sh"]]
+    return d, study(name, **over)
+
+
+def check_command_run(db, name, hook_dir):
+    st, ts = check_store(db, name)
+    for t in ts:
+        if not t["host_json"]:
+            fail("trial %d has no host_json" % t["seq"])
+        host = json.loads(t["host_json"])
+        if not host.get("engine_version", "").startswith("goodput-sim"):
+            fail("trial %d: no engine version in %s" % (t["seq"], host))
+        if t["state"] == "done" and not (t["deploy_seconds"] and t["deploy_seconds"] > 0):
+            fail("trial %d: no deploy time recorded" % t["seq"])
+        for lp in load_points(db, t["id"]):
+            if lp["phase"] != "saturation" and lp["request_rate"] > 16 * 1.0001:
+                fail("trial %d: load point at %.2f req/s above probe.max_rate 16" % (t["seq"], lp["request_rate"]))
+        if t["state"] == "done" and t["max_rate"] > 16 * 1.0001:
+            fail("trial %d: max rate %.2f above probe.max_rate 16" % (t["seq"], t["max_rate"]))
+    with open(os.path.join(hook_dir, "all-pids")) as f:
+        pids = [int(x) for x in f.read().split()]
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            fail("the server with pid %d is still running after the study" % pid)
+        except ProcessLookupError:
+            pass
+    if len(pids) != len([t for t in ts if t["deploy_seconds"] is not None or t["state"] == "done"
+                         or t["failure_class"] == "quality_check_failed"]):
+        fail("%d deploys for trials %s" % (len(pids), [(t["seq"], t["state"]) for t in ts]))
+    return st, ts
+
+
+def case_command():
+    env = dict(ENV, GOODPUT_NVML_LIBRARY=os.path.join(TMP, "no-such-libnvidia-ml.so.1"))
+    env.pop("GOODPUT_NVML_STUB_MEMORY", None)
+    hook_dir, spec = command_study("command", ["fp8", "awq"], quality=True)
+    db = os.path.join(TMP, "command.db")
+    p, dt = tune(spec, "--db", db, env=env)
+    st, ts = check_command_run(db, "command", hook_dir)
+    qc = [t for t in ts if t["failure_class"] == "quality_check_failed"]
+    if not qc or any(t["state"] != "infeasible" or '"awq"' not in t["knobs"] for t in qc):
+        fail("awq not refused by the quality check: %s" % [(t["knobs"], t["state"], t["failure_class"]) for t in ts])
+    if "exited with status 3" not in qc[0]["failure_message"]:
+        fail("quality check message: %s" % qc[0]["failure_message"])
+    good = [t for t in ts if t["state"] == "done"]
+    if not good or any('"fp8"' not in t["knobs"] for t in good):
+        fail("the search did not go on to measure fp8: %s" % [(t["knobs"], t["state"]) for t in ts])
+    for t in ts:
+        host = json.loads(t["host_json"])
+        if host.get("gpu_model") is not None or "unavailable" not in host.get("gpu_telemetry", ""):
+            fail("without NVML host_json should say unavailable: %s" % host)
+        for lp in load_points(db, t["id"]):
+            if any(lp[k] is not None for k in ("gpu_util_mean", "gpu_util_peak", "gpu_mem_mean_mib",
+                                               "gpu_mem_peak_mib")):
+                fail("GPU figures without NVML: %s" % lp)
+    print("command: %d trials in %.0f s (%s); deploy %s s" % (
+        len(ts), dt, ", ".join("%s %s" % (json.loads(t["knobs"])["quantization"], t["failure_class"] or t["state"])
+                               for t in ts),
+        ", ".join("%.2f" % t["deploy_seconds"] for t in ts if t["deploy_seconds"] is not None)))
+
+
+def case_telemetry():
+    if not NVML_STUB:
+        fail("no stub NVML library given")
+    mem = os.path.join(TMP, "gpu-memory")
+    with open(mem, "w") as f:
+        f.write("1000\n")
+    env = dict(ENV, GOODPUT_NVML_LIBRARY=os.path.abspath(NVML_STUB), GOODPUT_NVML_STUB_MEMORY=mem)
+    hook_dir, spec = command_study("telemetry", ["fp8"])
+    db = os.path.join(TMP, "telemetry.db")
+    p, dt = tune(spec, "--db", db, env=env)
+    st, ts = check_command_run(db, "telemetry", hook_dir)
+    if len(ts) < 2:
+        fail("expected a trial and its confirmation, got %d trials" % len(ts))
+    n_lp = 0
+    for t in ts:
+        host = json.loads(t["host_json"])
+        if host.get("gpu_model") != "NVIDIA L40S" or host.get("gpu_count") != 1 or not host.get("driver_version"):
+            fail("host_json without the GPU: %s" % host)
+        for lp in load_points(db, t["id"]):
+            n_lp += 1
+            if not (lp["gpu_util_mean"] and 0 < lp["gpu_util_mean"] <= lp["gpu_util_peak"] <= 100):
+                fail("GPU utilisation missing or wrong: %s" % lp)
+            if not (lp["gpu_mem_peak_mib"] and abs(lp["gpu_mem_peak_mib"] - 20000) < 1 and lp["gpu_mem_mean_mib"]):
+                fail("GPU memory missing or wrong: %s" % lp)
+    m = [l for l in p.stderr.splitlines() if "GPU memory back to its idle level after" in l]
+    if len(m) < len(ts) - 1:
+        fail("the runner did not wait for GPU memory between trials:\n%s" % p.stderr[-2000:])
+    waited = float(m[0].split("after ")[1].split(" s")[0])
+    if not 0.5 <= waited <= 30:
+        fail("hygiene wait of %.1f s for memory that returns to idle 2 s after teardown" % waited)
+    print("telemetry: %d trials, %d load points with GPU figures in %.0f s; hygiene waited %.1f s for idle memory"
+          % (len(ts), n_lp, dt, waited))
+
+
+{"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,
+ "command": case_command, "telemetry": case_telemetry}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

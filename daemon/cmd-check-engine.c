@@ -16,7 +16,6 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +29,8 @@
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
+#include "spawn-util.h"
 #include "time-util.h"
-
-extern char **environ;
 
 #define HELP_MAX_BYTES (4 * 1024 * 1024)
 #define EXIT_SKIPPED 77
@@ -89,9 +87,7 @@ static bool find_program(const char *prog, char *buf, size_t size)
 static int run_capture(char *const *argv, uint64_t timeout_usec, char **ret_out, int *ret_status)
 {
 	_cleanup_(freep) char *buf = NULL;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	int fds[2], r, status = 0;
+	int fd, r, status = 0;
 	size_t len = 0, cap = 65536;
 	uint64_t deadline = mono_usec() + timeout_usec;
 	bool timed_out = false;
@@ -100,30 +96,11 @@ static int run_capture(char *const *argv, uint64_t timeout_usec, char **ret_out,
 	buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
-	if (r == 0)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-	if (r == 0)
-		r = posix_spawnattr_setpgroup(&attr, 0);
-	if (r == 0)
-		r = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	close(fds[1]);
-	if (r != 0) {
-		close(fds[0]);
-		return -r;
-	}
+	fd = spawn_piped(argv, &pid);
+	if (fd < 0)
+		return fd;
 	for (;;) {
-		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		uint64_t now = mono_usec();
 		ssize_t n;
 
@@ -143,14 +120,14 @@ static int run_capture(char *const *argv, uint64_t timeout_usec, char **ret_out,
 			buf = nb;
 			cap *= 2;
 		}
-		n = read(fds[0], buf + len, MIN(cap - len - 1, (size_t)65536));
+		n = read(fd, buf + len, MIN(cap - len - 1, (size_t)65536));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break; /* EOF (or the cap): the output is complete */
 		len += (size_t)n;
 	}
-	close(fds[0]);
+	close(fd);
 	if (timed_out)
 		(void)kill(-pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

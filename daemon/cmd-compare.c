@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "cli-util.h"
 #include "commands.h"
 #include "log.h"
 #include "macro.h"
@@ -87,16 +88,10 @@ int cmd_compare(int argc, char **argv)
 	}
 	if (json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-		_cleanup_(cjson_freep) char *text = NULL;
 
 		q = report_compare_json(a, b, &j);
-		if (q >= 0)
-			text = cJSON_Print(j);
-		if (!text)
-			return log_error_errno(ENOMEM, "out of memory"), 1;
-		printf("%s\n", text);
-	} else {
-		report_compare_print(a, b, stdout, NULL);
+		return cli_print_json(q, j);
 	}
+	report_compare_print(a, b, stdout, NULL);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "cli-util.h"
 #include "commands.h"
 #include "log.h"
 #include "macro.h"
@@ -49,7 +50,6 @@ int cmd_plan(int argc, char **argv)
 		{ "json", no_argument, NULL, ARG_JSON },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
 	_cleanup_(store_closep) struct store *s = NULL;
 	_cleanup_(report_freep) struct report *r = NULL;
 	const char *db = "goodput.db";
@@ -101,27 +101,19 @@ int cmd_plan(int argc, char **argv)
 		log_error("give exactly one of --rate and --tokens-per-second");
 		return 2;
 	}
-	q = store_open(db, &so, &s, &err);
-	if (q >= 0)
-		q = report_load(s, argv[optind], NULL, &r, &err);
-	if (q >= 0)
-		q = report_plan_study(r, load, by_tokens, headroom, &plan, &err);
+	if (cli_load_report(db, argv[optind], NULL, &s, &r) < 0)
+		return 1;
+	q = report_plan_study(r, load, by_tokens, headroom, &plan, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));
 		return 1;
 	}
 	if (json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-		_cleanup_(cjson_freep) char *text = NULL;
 
 		q = report_plan_to_json(r, &plan, &j);
-		if (q >= 0)
-			text = cJSON_Print(j);
-		if (!text)
-			return log_error_errno(ENOMEM, "out of memory"), 1;
-		printf("%s\n", text);
-	} else {
-		report_plan_print(r, &plan, stdout);
+		return cli_print_json(q, j);
 	}
+	report_plan_print(r, &plan, stdout);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli-util.h"
 #include "commands.h"
 #include "log.h"
 #include "macro.h"
@@ -113,7 +114,6 @@ int cmd_report(int argc, char **argv)
 		{ "socket", required_argument, NULL, ARG_SOCKET },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
 	struct report_options ro = { 0 };
 	const char *db = "goodput.db", *out = NULL, *socket_path = NULL;
 	bool json = false, markdown = false;
@@ -162,16 +162,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (socket_path)
 		return report_from_daemon(socket_path, argv[optind], markdown, json);
-	q = store_open(db, &so, &s, &err);
-	if (q < 0) {
-		log_error("%s", error_str(&err, q));
+	if (cli_load_report(db, argv[optind], &ro, &s, &r) < 0)
 		return 1;
-	}
-	q = report_load(s, argv[optind], &ro, &r, &err);
-	if (q < 0) {
-		log_error("%s", error_str(&err, q));
-		return 1;
-	}
 	if (markdown) {
 		_cleanup_(freep) char *md = NULL;
 
@@ -195,24 +187,18 @@ int cmd_report(int argc, char **argv)
 		log_warning("%s", files.plot_note);
 	if (json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-		_cleanup_(cjson_freep) char *text = NULL;
 
 		q = report_summary_json(r, &j);
 		if (q >= 0 && (!cJSON_AddStringToObject(j, "html", files.html_path) ||
 			       !cJSON_AddStringToObject(j, "markdown", files.markdown_path) ||
 			       !cJSON_AddNumberToObject(j, "plots", (double)files.n_plots)))
 			q = -ENOMEM;
-		if (q >= 0)
-			text = cJSON_Print(j);
-		if (!text) {
-			report_files_done(&files);
-			return log_error_errno(ENOMEM, "out of memory"), 1;
-		}
-		printf("%s\n", text);
+		q = cli_print_json(q, j);
 	} else {
 		report_summary_print(r, stdout);
 		printf("report: %s (%zu plots), %s\n", files.html_path, files.n_plots, files.markdown_path);
+		q = 0;
 	}
 	report_files_done(&files);
-	return 0;
+	return q;
 }

@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +36,7 @@
 #include "client.h"
 #include "deploy-internal.h"
 #include "macro.h"
+#include "spawn-util.h"
 #include "time-util.h"
 
 extern char **environ;
@@ -180,9 +180,6 @@ static int hook_spawn(struct deployment *d, enum hook_kind kind, char **argv, ch
 	struct hook *h = &x->hooks[kind];
 	_cleanup_(closep) int log_fd = -1;
 	_cleanup_(freep) char **env = NULL, **full = NULL;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t mask, empty, all;
 	size_t n = 0, m = 0;
 	int r;
 
@@ -206,40 +203,13 @@ static int hook_spawn(struct deployment *d, enum hook_kind kind, char **argv, ch
 		if (line)
 			(void)dprintf(log_fd, "==> goodput: %s: %s\n", hook_names[kind], line);
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-		return error_set(err, -errno, "deploy: cannot block SIGCHLD: %s", strerror(errno));
-	sigemptyset(&empty);
-	sigfillset(&all);
-	r = posix_spawn_file_actions_init(&fa);
-	if (r != 0)
-		return -r;
-	r = posix_spawnattr_init(&attr);
-	if (r != 0) {
-		posix_spawn_file_actions_destroy(&fa);
-		return -r;
-	}
-	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, log_fd, STDOUT_FILENO);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, log_fd, STDERR_FILENO);
-	if (r == 0)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	if (r == 0)
-		r = posix_spawnattr_setpgroup(&attr, 0);
-	if (r == 0)
-		r = posix_spawnattr_setsigmask(&attr, &empty);
-	if (r == 0)
-		r = posix_spawnattr_setsigdefault(&attr, &all);
-	if (r == 0)
-		r = posix_spawnp(&h->pid, full[0], &fa, &attr, full, env);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	if (r != 0) {
+	r = spawn_block_sigchld();
+	if (r < 0)
+		return error_set(err, r, "deploy: cannot block SIGCHLD: %s", strerror(-r));
+	r = spawn_process(full, env, log_fd, &h->pid);
+	if (r < 0) {
 		h->pid = 0;
-		return error_set(err, -r, "deploy: cannot run the %s %s: %s", hook_names[kind], full[0], strerror(r));
+		return error_set(err, r, "deploy: cannot run the %s %s: %s", hook_names[kind], full[0], strerror(-r));
 	}
 	h->timed_out = false;
 	r = sd_event_add_child(d->event, &h->child_source, h->pid, WEXITED, on_hook_child, d);

@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,7 @@
 
 #include "deploy-internal.h"
 #include "macro.h"
+#include "spawn-util.h"
 #include "time-util.h"
 
 extern char **environ;
@@ -403,9 +403,6 @@ static int exec_start(struct deployment *d, struct error *err)
 	struct exec_state *x;
 	_cleanup_(closep) int log_fd = -1;
 	_cleanup_(freep) char **env = NULL;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t mask, empty, all;
 	struct stat st;
 	int r;
 
@@ -431,41 +428,12 @@ static int exec_start(struct deployment *d, struct error *err)
 		return -ENOMEM;
 
 	/* sd-event watches children through SIGCHLD, which must be blocked. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-		return error_set(err, -errno, "deploy: cannot block SIGCHLD: %s", strerror(errno));
-
-	sigemptyset(&empty);
-	sigfillset(&all);
-	r = posix_spawn_file_actions_init(&fa);
-	if (r != 0)
-		return -r;
-	r = posix_spawnattr_init(&attr);
-	if (r != 0) {
-		posix_spawn_file_actions_destroy(&fa);
-		return -r;
-	}
-	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, log_fd, STDOUT_FILENO);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, log_fd, STDERR_FILENO);
-	if (r == 0)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-							    POSIX_SPAWN_SETSIGDEF);
-	if (r == 0)
-		r = posix_spawnattr_setpgroup(&attr, 0);
-	if (r == 0)
-		r = posix_spawnattr_setsigmask(&attr, &empty);
-	if (r == 0)
-		r = posix_spawnattr_setsigdefault(&attr, &all);
-	if (r == 0)
-		r = posix_spawnp(&x->pid, d->argv[0], &fa, &attr, d->argv, env);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	if (r != 0)
-		return error_set(err, -r, "deploy: cannot run %s: %s", d->argv[0], strerror(r));
+	r = spawn_block_sigchld();
+	if (r < 0)
+		return error_set(err, r, "deploy: cannot block SIGCHLD: %s", strerror(-r));
+	r = spawn_process(d->argv, env, log_fd, &x->pid);
+	if (r < 0)
+		return error_set(err, r, "deploy: cannot run %s: %s", d->argv[0], strerror(-r));
 	d->pgid = x->pid;
 
 	r = sd_event_add_child(d->event, &x->child_source, x->pid, WEXITED, on_child, d);

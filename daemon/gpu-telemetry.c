@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +24,8 @@
 #include <unistd.h>
 
 #include "json-util.h"
+#include "spawn-util.h"
 #include "time-util.h"
-
-extern char **environ;
 
 /* The NVML ABI, as its header declares it (only what is used). */
 typedef int nvml_return;
@@ -458,44 +456,14 @@ static int on_defer(sd_event_source *s, void *userdata)
 /* Spawns argv with stdout+stderr into a pipe; returns the read end. */
 static int spawn_version(char *const *argv, pid_t *ret_pid)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t empty, all, mask;
-	int fds[2], r;
+	int fd;
 
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	(void)sigprocmask(SIG_BLOCK, &mask, NULL);
-	sigemptyset(&empty);
-	sigfillset(&all);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
-	if (r == 0)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	if (r == 0)
-		r = posix_spawnattr_setpgroup(&attr, 0);
-	if (r == 0)
-		r = posix_spawnattr_setsigmask(&attr, &empty);
-	if (r == 0)
-		r = posix_spawnattr_setsigdefault(&attr, &all);
-	if (r == 0)
-		r = posix_spawnp(ret_pid, argv[0], &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	close(fds[1]);
-	if (r != 0) {
-		close(fds[0]);
-		return -r;
-	}
-	(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	return fds[0];
+	(void)spawn_block_sigchld();
+	fd = spawn_piped(argv, ret_pid);
+	if (fd < 0)
+		return fd;
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+	return fd;
 }
 
 int host_info_start(sd_event *e, const struct engine_profile *p, struct gpu_telemetry *t, uint64_t timeout_usec,

@@ -670,6 +670,33 @@ static int check_url(const char *base, struct error *err)
 	return 0;
 }
 
+/* Appends the bearer token (when there is one; wiped from the temporary
+ * string) and the user's --header lines to *l. On failure (-ENOMEM) *l holds
+ * what was appended so far, for the caller to free. */
+static int append_user_headers(struct curl_slist **l, const struct probe_client_config *cfg)
+{
+	struct curl_slist *t;
+
+	if (cfg->api_key && cfg->api_key[0]) {
+		_cleanup_(freep) char *h = NULL;
+
+		if (asprintf(&h, "Authorization: Bearer %s", cfg->api_key) < 0)
+			return -ENOMEM;
+		t = curl_slist_append(*l, h);
+		explicit_bzero(h, strlen(h));
+		if (!t)
+			return -ENOMEM;
+		*l = t;
+	}
+	for (size_t i = 0; i < cfg->n_headers; i++) {
+		t = curl_slist_append(*l, cfg->headers[i]);
+		if (!t)
+			return -ENOMEM;
+		*l = t;
+	}
+	return 0;
+}
+
 int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct probe_client **ret,
 		     struct error *err)
 {
@@ -726,42 +753,12 @@ int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct 
 				goto fail_list;
 			l = t;
 		}
-		if (cfg->api_key && cfg->api_key[0]) {
-			_cleanup_(freep) char *h = NULL;
-
-			if (asprintf(&h, "Authorization: Bearer %s", cfg->api_key) < 0)
-				goto fail_list;
-			t = curl_slist_append(l, h);
-			explicit_bzero(h, strlen(h));
-			if (!t)
-				goto fail_list;
-			l = t;
-		}
-		for (size_t i = 0; i < cfg->n_headers; i++) {
-			t = curl_slist_append(l, cfg->headers[i]);
-			if (!t)
-				goto fail_list;
-			l = t;
-		}
+		if (append_user_headers(&l, cfg) < 0)
+			goto fail_list;
 		c->headers = l;
 		l = NULL;
-		if (cfg->api_key && cfg->api_key[0]) {
-			_cleanup_(freep) char *h = NULL;
-
-			if (asprintf(&h, "Authorization: Bearer %s", cfg->api_key) < 0)
-				goto fail_list;
-			t = curl_slist_append(l, h);
-			explicit_bzero(h, strlen(h));
-			if (!t)
-				goto fail_list;
-			l = t;
-		}
-		for (size_t i = 0; i < cfg->n_headers; i++) {
-			t = curl_slist_append(l, cfg->headers[i]);
-			if (!t)
-				goto fail_list;
-			l = t;
-		}
+		if (append_user_headers(&l, cfg) < 0)
+			goto fail_list;
 		c->get_headers = l;
 		goto list_done;
 fail_list:

@@ -249,6 +249,17 @@ static void skip_ws(struct jscan *s)
 		s->p++;
 }
 
+/* Skips white space, then consumes c when it comes next. */
+static bool eat(struct jscan *s, char c)
+{
+	skip_ws(s);
+	if (s->p < s->end && *s->p == c) {
+		s->p++;
+		return true;
+	}
+	return false;
+}
+
 static int bad(struct jscan *s, const char *what)
 {
 	s->what = what;
@@ -422,11 +433,8 @@ static int scan_object(struct jscan *s, enum jctx c)
 	int r;
 
 	s->p++; /* '{' */
-	skip_ws(s);
-	if (s->p < s->end && *s->p == '}') {
-		s->p++;
+	if (eat(s, '}'))
 		return 0;
-	}
 	for (;;) {
 		const char *k;
 		size_t kn;
@@ -435,23 +443,16 @@ static int scan_object(struct jscan *s, enum jctx c)
 		r = scan_string(s, &k, &kn);
 		if (r < 0)
 			return r;
-		skip_ws(s);
-		if (s->p >= s->end || *s->p != ':')
+		if (!eat(s, ':'))
 			return bad(s, "expected ':'");
-		s->p++;
 		skip_ws(s);
 		r = scan_value(s, member_ctx(c, k, kn));
 		if (r < 0)
 			return r;
-		skip_ws(s);
-		if (s->p < s->end && *s->p == ',') {
-			s->p++;
+		if (eat(s, ','))
 			continue;
-		}
-		if (s->p < s->end && *s->p == '}') {
-			s->p++;
+		if (eat(s, '}'))
 			return 0;
-		}
 		return bad(s, "expected ',' or '}'");
 	}
 }
@@ -462,11 +463,8 @@ static int scan_array(struct jscan *s, enum jctx c)
 	int r;
 
 	s->p++; /* '[' */
-	skip_ws(s);
-	if (s->p < s->end && *s->p == ']') {
-		s->p++;
+	if (eat(s, ']'))
 		return 0;
-	}
 	if (c == J_CHOICES)
 		s->out->has_choices = true;
 	for (;; i++) {
@@ -474,15 +472,10 @@ static int scan_array(struct jscan *s, enum jctx c)
 		r = scan_value(s, c == J_CHOICES && i == 0 ? J_CHOICE0 : J_OTHER);
 		if (r < 0)
 			return r;
-		skip_ws(s);
-		if (s->p < s->end && *s->p == ',') {
-			s->p++;
+		if (eat(s, ','))
 			continue;
-		}
-		if (s->p < s->end && *s->p == ']') {
-			s->p++;
+		if (eat(s, ']'))
 			return 0;
-		}
 		return bad(s, "expected ',' or ']'");
 	}
 }

@@ -23,25 +23,11 @@ goodputd=$(readlink -f "$1")
 goodput=$(readlink -f "$2")
 units_build=$(readlink -f "$3")
 src=$(readlink -f "$4")
-skip() { echo "SKIP: $*" >&2; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/../lib/nspawn.sh"
 
-command -v systemd-nspawn >/dev/null 2>&1 || skip "systemd-nspawn is not installed (apt-get install systemd-container)"
-[ "$(id -u)" = 0 ] || skip "systemd-nspawn needs root"
-[ -x /lib/systemd/systemd ] || skip "no /lib/systemd/systemd to boot"
-
-dir=$(mktemp -d /tmp/goodputd-test-nspawn-XXXXXX)
-machine="goodputd-test-$$"
-cleanup() {
-	rm -rf "$dir"
-	# nspawn with --keep-unit leaves empty cgroup folders behind (PLATFORM.md)
-	for d in /sys/fs/cgroup/systemd/payload /sys/fs/cgroup/systemd/supervisor \
-		/sys/fs/cgroup/unified/payload /sys/fs/cgroup/unified/supervisor; do
-		rmdir "$d" 2>/dev/null || true
-	done
-}
-trap cleanup EXIT
-mkdir -p "$dir/results" "$dir/goodputd.service.d"
+nspawn_init goodputd-test
+dir=$nspawn_dir
+mkdir -p "$dir/goodputd.service.d"
 
 # What an operator's drop-in would change, plus the test's short watchdog.
 cat >"$dir/goodputd.service.d/test.conf" <<'EOU'
@@ -137,27 +123,8 @@ echo "all checks passed ($(elapsed))"
 EOS
 chmod 755 "$dir/check.sh"
 
-cat >"$dir/gpdtest-runner.service" <<'EOU'
-[Unit]
-Description=goodputd under systemd: the checks
-SuccessAction=poweroff-force
-FailureAction=poweroff-force
-
-[Service]
-Type=oneshot
-ExecStart=/bin/sh -c '/opt/goodput/check.sh >/results/test.log 2>&1; echo $? >/results/rc'
-EOU
-cat >"$dir/gpdtest-runner.target" <<'EOU'
-[Unit]
-Description=goodputd test target
-Requires=gpdtest-runner.service
-After=gpdtest-runner.service
-AllowIsolate=yes
-EOU
-
-start=$(date +%s)
-timeout 90 systemd-nspawn -D / --volatile=yes --register=no --keep-unit --private-network \
-	--console=pipe --machine="$machine" \
+nspawn_runner_units gpdtest-runner "goodputd under systemd: the checks" /opt/goodput/check.sh
+nspawn_boot gpdtest-runner \
 	--bind-ro="$goodputd:/opt/goodput/goodputd" \
 	--bind-ro="$goodput:/opt/goodput/goodput" \
 	--bind-ro="$dir/check.sh:/opt/goodput/check.sh" \
@@ -165,26 +132,12 @@ timeout 90 systemd-nspawn -D / --volatile=yes --register=no --keep-unit --privat
 	--bind-ro="$src/units/goodputd.socket:/etc/systemd/system/goodputd.socket" \
 	--bind-ro="$dir/goodputd.service.d:/etc/systemd/system/goodputd.service.d" \
 	--bind-ro="$src/units/sysusers-goodput.conf:/etc/sysusers.d/goodput.conf" \
-	--bind-ro="$src/configs/engines:/etc/goodput/engines" \
-	--bind-ro="$dir/gpdtest-runner.service:/etc/systemd/system/gpdtest-runner.service" \
-	--bind-ro="$dir/gpdtest-runner.target:/etc/systemd/system/gpdtest-runner.target" \
-	--bind="$dir/results:/results" \
-	--boot -- systemd.unit=gpdtest-runner.target >"$dir/boot.log" 2>&1
-nspawn_rc=$?
-end=$(date +%s)
+	--bind-ro="$src/configs/engines:/etc/goodput/engines"
+nspawn_require_finished "the checks"
 
-if [ ! -e "$dir/results/rc" ]; then
-	if [ ! -s "$dir/results/test.log" ] && ! grep -q 'Reached target\|Started\|Starting' "$dir/boot.log"; then
-		tail -20 "$dir/boot.log" >&2
-		skip "systemd-nspawn could not boot a container here (exit $nspawn_rc)"
-	fi
-	tail -40 "$dir/boot.log" >&2
-	cat "$dir/results/test.log" >&2 2>/dev/null
-	fail "the checks inside the container did not finish (nspawn exit $nspawn_rc)"
-fi
 cat "$dir/results/test.log"
 rc=$(cat "$dir/results/rc")
-echo "container ran for $((end - start)) s"
+echo "container ran for $nspawn_seconds s"
 [ "$rc" = 0 ] || { tail -30 "$dir/boot.log" >&2; fail "the checks exited $rc inside the container"; }
 grep -q 'all checks passed' "$dir/results/test.log" || fail "no success line"
 echo ok

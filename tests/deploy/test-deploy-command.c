@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "deploy-test-util.h"
 #include "deploy.h"
 #include "json-util.h"
 #include "macro.h"
@@ -24,31 +25,6 @@
 
 static const char *sim_path;
 static char dir[] = "/tmp/goodput-test-deploy-command-XXXXXX";
-
-struct outcome {
-	bool done;
-	enum deploy_state state;
-	unsigned calls;
-};
-
-static void on_event(struct deployment *d, enum deploy_state state, void *userdata)
-{
-	struct outcome *o = userdata;
-
-	o->state = state;
-	o->calls++;
-	o->done = true;
-}
-
-static void run_until(sd_event *e, struct outcome *o, uint64_t timeout_usec)
-{
-	uint64_t deadline = mono_usec() + timeout_usec;
-
-	o->done = false;
-	while (!o->done && mono_usec() < deadline)
-		CHECK(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
-	CHECK_MSG(o->done, "no deployment event within %.0f s", usec_to_sec(timeout_usec));
-}
 
 static void write_script(const char *name, const char *body)
 {
@@ -95,7 +71,7 @@ static bool exists(const char *name)
 }
 
 static struct deployment *start(sd_event *e, const char *log_name, char **engine_argv, const char *deploy,
-				const char *health, uint64_t startup_usec, char **hook_env, struct outcome *o)
+				const char *health, uint64_t startup_usec, char **hook_env, struct deploy_outcome *o)
 {
 	struct engine_command c = { .argv = engine_argv, .env = (char *[]){ (char *)"ENGINE_VAR=1", NULL } };
 	const char *deploy_argv[] = { path_of(deploy), NULL };
@@ -121,7 +97,7 @@ static struct deployment *start(sd_event *e, const char *log_name, char **engine
 
 	snprintf(log_path, sizeof(log_path), "%s/%s.log", dir, log_name);
 	cfg.log_path = log_path;
-	CHECK_MSG(deploy_start(e, STUDY_DEPLOY_COMMAND, &cfg, on_event, o, &d, &err) == 0, "%s", err.msg);
+	CHECK_MSG(deploy_start(e, STUDY_DEPLOY_COMMAND, &cfg, deploy_test_on_event, o, &d, &err) == 0, "%s", err.msg);
 	return d;
 }
 
@@ -146,7 +122,7 @@ static const char teardown[] =
 static void test_sim(sd_event *e, const char *health)
 {
 	_cleanup_(cJSON_Deletep) cJSON *knobs = NULL;
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct error err = { 0 };
 	struct deployment *d;
 	char **hook_env = NULL, port_s[16], url[64];
@@ -163,7 +139,7 @@ static void test_sim(sd_event *e, const char *health)
 								(char *)"127.0.0.1", (char *)"--port", port_s, NULL },
 		  "deploy-sim.sh", health, 30 * USEC_PER_SEC, hook_env, &o);
 	deploy_strv_free(hook_env);
-	run_until(e, &o, 40 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 40 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_READY, "%s: %s", deploy_state_to_string(o.state), deploy_get_message(d));
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
 	CHECK_STR_EQ(deploy_get_base_url(d), url);
@@ -181,7 +157,7 @@ static void test_sim(sd_event *e, const char *health)
 		deploy_get_startup_seconds(d), url);
 
 	CHECK(deploy_stop(d) == 0);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_STOPPED && o.calls == 2, "%s: %s", deploy_state_to_string(o.state),
 		  deploy_get_message(d));
 	CHECK(exists("teardown-ran"));
@@ -194,12 +170,12 @@ static void test_sim(sd_event *e, const char *health)
 
 static void test_failing(sd_event *e)
 {
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 
 	d = start(e, "failing", (char *[]){ (char *)"engine", NULL }, "deploy-fail.sh", NULL, 30 * USEC_PER_SEC, NULL,
 		  &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED && o.calls == 1);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_CRASHED, "%s", deploy_get_message(d));
 	CHECK_STR_CONTAINS(deploy_get_message(d), "the deploy command exited with status 3");
@@ -211,7 +187,7 @@ static void test_failing(sd_event *e)
 	/* A CUDA OOM in its output is classified as out of memory. */
 	d = start(e, "failing-oom", (char *[]){ (char *)"engine", NULL }, "deploy-oom.sh", NULL, 30 * USEC_PER_SEC, NULL,
 		  &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_OOM, "%s", deploy_get_message(d));
 	deploy_free(d);
@@ -219,7 +195,7 @@ static void test_failing(sd_event *e)
 
 	d = start(e, "no-url", (char *[]){ (char *)"engine", NULL }, "deploy-nourl.sh", NULL, 30 * USEC_PER_SEC, NULL,
 		  &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK_STR_CONTAINS(deploy_get_message(d), "without printing a GOODPUT_BASE_URL=");
 	CHECK_STR_CONTAINS(deploy_get_message(d), "deployment.apps/llm patched");
@@ -230,7 +206,7 @@ static void test_failing(sd_event *e)
 
 static void test_hanging(sd_event *e)
 {
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 	uint64_t t0 = mono_usec();
 	int64_t pgid;
@@ -238,7 +214,7 @@ static void test_hanging(sd_event *e)
 	d = start(e, "hanging", (char *[]){ (char *)"engine", NULL }, "deploy-hang.sh", NULL, USEC_PER_SEC, NULL, &o);
 	pgid = deploy_get_pgid(d);
 	CHECK(pgid > 1);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_STARTUP_TIMEOUT, "%s", deploy_get_message(d));
 	CHECK_STR_CONTAINS(deploy_get_message(d), "reported no GOODPUT_BASE_URL= line within 1 s");

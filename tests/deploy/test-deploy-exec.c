@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "deploy-test-util.h"
 #include "deploy.h"
 #include "engine-profile.h"
 #include "json-util.h"
@@ -27,31 +28,6 @@
 static const char *sim_path;
 static char dir[] = "/tmp/goodput-test-deploy-XXXXXX";
 static struct engine_profile *sim_profile;
-
-struct outcome {
-	bool done;
-	enum deploy_state state;
-	unsigned calls;
-};
-
-static void on_event(struct deployment *d, enum deploy_state state, void *userdata)
-{
-	struct outcome *o = userdata;
-
-	o->state = state;
-	o->calls++;
-	o->done = true;
-}
-
-static void run_until(sd_event *e, struct outcome *o, uint64_t timeout_usec)
-{
-	uint64_t deadline = mono_usec() + timeout_usec;
-
-	o->done = false;
-	while (!o->done && mono_usec() < deadline)
-		CHECK(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
-	CHECK_MSG(o->done, "no deployment event within %.0f s", usec_to_sec(timeout_usec));
-}
 
 static bool group_gone(int64_t pgid)
 {
@@ -84,7 +60,7 @@ static void sim_command(const char *model, const char *gpu, const char *knobs, c
 }
 
 static struct deployment *start(sd_event *e, const struct engine_command *c, const char *log_name, uint16_t port,
-				uint64_t startup_usec, uint64_t stop_usec, struct outcome *o)
+				uint64_t startup_usec, uint64_t stop_usec, struct deploy_outcome *o)
 {
 	struct deploy_config cfg;
 	struct deployment *d = NULL;
@@ -95,14 +71,14 @@ static struct deployment *start(sd_event *e, const struct engine_command *c, con
 	deploy_config_from_profile(&cfg, sim_profile, c, log_path, "127.0.0.1", port, startup_usec, stop_usec);
 	if (port)
 		cfg.announce_prefix = NULL;
-	CHECK_MSG(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, on_event, o, &d, &err) == 0, "%s", err.msg);
+	CHECK_MSG(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, deploy_test_on_event, o, &d, &err) == 0, "%s", err.msg);
 	return d;
 }
 
 static void test_ready_and_stop(sd_event *e)
 {
 	_cleanup_(engine_command_done) struct engine_command c = { 0 };
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 	int64_t pgid;
 	uint16_t port;
@@ -110,7 +86,7 @@ static void test_ready_and_stop(sd_event *e)
 	sim_command("llama-3.1-8b", "H100", "{\"max_num_seqs\": 16, \"max_num_batched_tokens\": 2048}", NULL, &c);
 	d = start(e, &c, "ready", 0, 0, 0, &o);
 	CHECK(deploy_get_state(d) == DEPLOY_STARTING);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_READY, "state %s: %s", deploy_state_to_string(o.state), deploy_get_message(d));
 	port = deploy_get_port(d);
 	pgid = deploy_get_pgid(d);
@@ -121,7 +97,7 @@ static void test_ready_and_stop(sd_event *e)
 	CHECK(!deploy_port_is_free("127.0.0.1", port));
 	CHECK(deploy_stop(d) == 0);
 	CHECK(deploy_stop(d) == -EALREADY);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_STOPPED && o.calls == 2);
 	CHECK(deploy_get_failure(d) == DEPLOY_FAILURE_NONE);
 	CHECK(group_gone(pgid));
@@ -132,13 +108,13 @@ static void test_ready_and_stop(sd_event *e)
 static void test_oom(sd_event *e)
 {
 	_cleanup_(engine_command_done) struct engine_command c = { 0 };
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 
 	/* 70B in bf16 is ~140 GB: it cannot fit one 48 GB L40S. */
 	sim_command("llama-3.1-70b", "L40S", "{\"tensor_parallel\": 1}", NULL, &c);
 	d = start(e, &c, "oom", 0, 0, 0, &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_OOM, "%s: %s", deploy_failure_to_string(deploy_get_failure(d)),
 		  deploy_get_message(d));
@@ -150,12 +126,12 @@ static void test_oom(sd_event *e)
 static void test_fail_startup(sd_event *e)
 {
 	_cleanup_(engine_command_done) struct engine_command c = { 0 };
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 
 	sim_command("llama-3.1-8b", "H100", "{}", (const char *const[]){ "--fault-fail-startup", NULL }, &c);
 	d = start(e, &c, "fail", 0, 0, 0, &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_CRASHED, "%s", deploy_get_message(d));
 	CHECK_STR_CONTAINS(deploy_get_message(d), "during start-up");
@@ -167,7 +143,7 @@ static void test_startup_timeout(sd_event *e)
 {
 	struct engine_command c = { .argv = (char *[]){ (char *)"sleep", (char *)"30", NULL },
 				    .env = (char *[]){ NULL } };
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct error err = { 0 };
 	struct deployment *d;
 	uint16_t port;
@@ -175,7 +151,7 @@ static void test_startup_timeout(sd_event *e)
 
 	CHECK(deploy_pick_free_port("127.0.0.1", &port, &err) == 0);
 	d = start(e, &c, "hang", port, USEC_PER_SEC, USEC_PER_SEC, &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK(deploy_get_failure(d) == DEPLOY_FAILURE_STARTUP_TIMEOUT);
 	CHECK_STR_CONTAINS(deploy_get_message(d), "/health did not answer 200 within 1 s");
@@ -194,11 +170,11 @@ static void test_oom_from_log(sd_event *e)
 				    NULL },
 		.env = (char *[]){ (char *)"GOODPUT_TEST_VAR=1", NULL },
 	};
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 
 	d = start(e, &c, "cuda-oom", 1, 0, 0, &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED && deploy_get_failure(d) == DEPLOY_FAILURE_OOM);
 	CHECK_STR_CONTAINS(deploy_get_message(d), "exited with status 1");
 	CHECK_STR_CONTAINS(deploy_get_message(d), "starting\ntorch.OutOfMemoryError");
@@ -215,15 +191,15 @@ static void test_oom_from_log(sd_event *e)
 static void test_crash_while_serving(sd_event *e)
 {
 	_cleanup_(engine_command_done) struct engine_command c = { 0 };
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 
 	sim_command("llama-3.1-8b", "H100", "{}", NULL, &c);
 	d = start(e, &c, "crash", 0, 0, 0, &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_READY);
 	CHECK(kill((pid_t)deploy_get_pgid(d), SIGKILL) == 0);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED && deploy_get_failure(d) == DEPLOY_FAILURE_CRASHED);
 	CHECK_STR_CONTAINS(deploy_get_message(d), "killed by signal 9");
 	CHECK_STR_CONTAINS(deploy_get_message(d), "while serving");
@@ -235,7 +211,7 @@ static void test_sigterm_ignored(sd_event *e)
 {
 	_cleanup_(engine_command_done) struct engine_command sim = { 0 };
 	struct engine_command c = { 0 };
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 	size_t n = 0;
 	int64_t pgid;
@@ -253,11 +229,11 @@ static void test_sigterm_ignored(sd_event *e)
 		c.argv[3 + i] = sim.argv[i];
 	c.env = (char *[]){ NULL };
 	d = start(e, &c, "stubborn", 0, 0, USEC_PER_SEC, &o);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_READY, "%s", deploy_get_message(d));
 	pgid = deploy_get_pgid(d);
 	CHECK(deploy_stop(d) == 0);
-	run_until(e, &o, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_STOPPED);
 	CHECK(group_gone(pgid));
 	deploy_free(d);
@@ -275,13 +251,13 @@ static void test_missing_program(sd_event *e)
 
 	snprintf(log_path, sizeof(log_path), "%s/missing.log", dir);
 	deploy_config_from_profile(&cfg, sim_profile, &c, log_path, NULL, 0, 0, 0);
-	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, on_event, NULL, &d, &err), -ENOENT);
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, deploy_test_on_event, NULL, &d, &err), -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, "/nonexistent/engine-server");
 	CHECK(d == NULL);
 	/* The other methods need their own settings. */
-	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, on_event, NULL, &d, &err), -EINVAL);
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, deploy_test_on_event, NULL, &d, &err), -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "unit name");
-	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_COMMAND, &cfg, on_event, NULL, &d, &err), -EINVAL);
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_COMMAND, &cfg, deploy_test_on_event, NULL, &d, &err), -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "deploy and teardown commands");
 }
 

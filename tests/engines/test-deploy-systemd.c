@@ -15,37 +15,13 @@
 #include <systemd/sd-bus.h>
 
 #include "client.h"
+#include "deploy-test-util.h"
 #include "deploy.h"
 #include "macro.h"
 #include "tests.h"
 #include "time-util.h"
 
 static const char *sim_path, *log_dir;
-
-struct outcome {
-	bool done;
-	enum deploy_state state;
-	unsigned calls;
-};
-
-static void on_event(struct deployment *d, enum deploy_state state, void *userdata)
-{
-	struct outcome *o = userdata;
-
-	o->state = state;
-	o->calls++;
-	o->done = true;
-}
-
-static void run_until(sd_event *e, bool *flag, uint64_t timeout_usec)
-{
-	uint64_t deadline = mono_usec() + timeout_usec;
-
-	*flag = false;
-	while (!*flag && mono_usec() < deadline)
-		CHECK(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
-	CHECK_MSG(*flag, "nothing happened within %.0f s", usec_to_sec(timeout_usec));
-}
 
 /* Units whose name starts with goodput- (loaded at all). */
 static unsigned goodput_units(sd_bus *bus, bool verbose)
@@ -87,7 +63,7 @@ static void on_get(struct probe_client *c, int r, long status, const char *body,
 	g->done = true;
 }
 
-static struct deployment *start(sd_event *e, char **argv, const char *unit, struct outcome *o)
+static struct deployment *start(sd_event *e, char **argv, const char *unit, struct deploy_outcome *o)
 {
 	struct engine_command c = { .argv = argv, .env = (char *[]){ (char *)"GOODPUT_TEST=1", NULL } };
 	struct deploy_config cfg = {
@@ -107,7 +83,7 @@ static struct deployment *start(sd_event *e, char **argv, const char *unit, stru
 
 	snprintf(log_path, sizeof(log_path), "%s/%s.log", log_dir, unit);
 	cfg.log_path = log_path;
-	CHECK_MSG(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, on_event, o, &d, &err) == 0, "%s", err.msg);
+	CHECK_MSG(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, deploy_test_on_event, o, &d, &err) == 0, "%s", err.msg);
 	return d;
 }
 
@@ -115,7 +91,7 @@ static void test_sim(sd_event *e, sd_bus *bus)
 {
 	_cleanup_(probe_client_freep) struct probe_client *client = NULL;
 	struct probe_client_config cc;
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct error err = { 0 };
 	struct get g = { 0 };
 	struct deployment *d;
@@ -128,7 +104,7 @@ static void test_sim(sd_event *e, sd_bus *bus)
 		  (char *[]){ (char *)sim_path, (char *)"serve", (char *)"--host", (char *)"127.0.0.1", (char *)"--port",
 			      (char *)"0", (char *)"--served-model-name", (char *)"demo", NULL },
 		  unit, &o);
-	run_until(e, &o.done, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_READY, "%s: %s", deploy_state_to_string(o.state), deploy_get_message(d));
 	CHECK_STR_EQ(deploy_get_unit(d), unit);
 	port = deploy_get_port(d);
@@ -141,12 +117,12 @@ static void test_sim(sd_event *e, sd_bus *bus)
 	cc.base_url = deploy_get_base_url(d);
 	CHECK_MSG(probe_client_new(e, &cc, &client, &err) == 0, "%s", err.msg);
 	CHECK(probe_client_get(client, "/v1/models", 65536, 5 * USEC_PER_SEC, on_get, &g) == 0);
-	run_until(e, &g.done, 10 * USEC_PER_SEC);
+	deploy_test_run(e, &g.done, 10 * USEC_PER_SEC);
 	CHECK_MSG(g.status == 200, "GET /v1/models: %ld %s", g.status, g.body);
 	CHECK_STR_CONTAINS(g.body, "\"demo\"");
 
 	CHECK(deploy_stop(d) == 0);
-	run_until(e, &o.done, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_STOPPED && o.calls == 2, "%s: %s", deploy_state_to_string(o.state),
 		  deploy_get_message(d));
 	CHECK(deploy_port_is_free("127.0.0.1", port));
@@ -159,12 +135,12 @@ static void test_sim(sd_event *e, sd_bus *bus)
 
 static void test_bad_flag(sd_event *e, sd_bus *bus)
 {
-	struct outcome o = { 0 };
+	struct deploy_outcome o = { 0 };
 	struct deployment *d;
 
 	d = start(e, (char *[]){ (char *)sim_path, (char *)"serve", (char *)"--max-num-seqz", (char *)"8", NULL },
 		  "goodput-nspawn-demo-2.service", &o);
-	run_until(e, &o.done, 30 * USEC_PER_SEC);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED && o.calls == 1);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_CRASHED, "%s", deploy_get_message(d));
 	CHECK_STR_CONTAINS(deploy_get_message(d), "unit goodput-nspawn-demo-2.service failed during start-up");
@@ -180,7 +156,7 @@ static void test_bad_flag(sd_event *e, sd_bus *bus)
 	struct deploy_config cfg = { .command = &c, .log_path = "/tmp/x.log", .health_path = "/health", .port = 1,
 				     .unit_name = "goodput-nspawn-demo-3.service" };
 	struct error err = { 0 };
-	CHECK(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, on_event, &o, &d, &err) == -ENOENT);
+	CHECK(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, deploy_test_on_event, &o, &d, &err) == -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, "/nonexistent/server");
 }
 

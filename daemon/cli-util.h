@@ -1,0 +1,20 @@
+/* cli-util.h — small pieces the report commands (`goodput report`, `plan`,
+ * `compare`) share: loading a study's report from the store and printing
+ * a JSON answer. They log what went wrong; the caller turns it into the exit code. */
+#pragma once
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+#include "store.h"
+
+/* Opens the store at db read-only and loads study (name or id) from it.
+ * Logs the error and returns a negative errno on failure; on success the
+ * caller owns *ret_store and *ret_report. ro may be NULL. */
+int cli_load_report(const char *db, const char *study, const struct report_options *ro, struct store **ret_store,
+		    struct report **ret_report);
+
+/* Prints j, indented, and a newline on stdout. q is the result of building
+ * j: when it is negative, or printing fails, logs "out of memory". Returns
+ * the exit code: 0 printed, 1 not. */
+int cli_print_json(int q, const cJSON *j);

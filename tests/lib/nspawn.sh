@@ -1,0 +1,86 @@
+# nspawn.sh — sourced by the tests that boot a throw-away systemd-nspawn
+# container of this host's own /usr (PLATFORM.md recipe) and run their checks
+# as the container's default unit, which powers it off either way. The
+# caller writes its files into $nspawn_dir, and its checks leave their
+# output in $nspawn_dir/results/test.log and their exit status in .../rc.
+#
+#   nspawn_init PREFIX            skip (77) unless nspawn can run here; make
+#                                 $nspawn_dir and $nspawn_dir/results, clean
+#                                 up on exit
+#   nspawn_runner_units NAME DESCRIPTION COMMAND [UNIT-LINES]
+#                                 NAME.service runs COMMAND (output to
+#                                 /results/test.log, status to /results/rc);
+#                                 NAME.target is booted
+#   nspawn_boot NAME [NSPAWN-ARGS...]
+#                                 boots the container into NAME.target (90 s at
+#                                 most); sets $nspawn_rc and $nspawn_seconds
+#   nspawn_require_finished WHAT  skip when the container could not boot at
+#                                 all, fail when WHAT did not finish inside
+skip() { echo "SKIP: $*" >&2; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+nspawn_cleanup() {
+	rm -rf "$nspawn_dir"
+	# nspawn with --keep-unit leaves empty cgroup folders behind (PLATFORM.md)
+	for d in /sys/fs/cgroup/systemd/payload /sys/fs/cgroup/systemd/supervisor \
+		/sys/fs/cgroup/unified/payload /sys/fs/cgroup/unified/supervisor; do
+		rmdir "$d" 2>/dev/null || true
+	done
+}
+
+nspawn_init() {
+	command -v systemd-nspawn >/dev/null 2>&1 || skip "systemd-nspawn is not installed (apt-get install systemd-container)"
+	[ "$(id -u)" = 0 ] || skip "systemd-nspawn needs root"
+	[ -x /lib/systemd/systemd ] || skip "no /lib/systemd/systemd to boot"
+	nspawn_dir=$(mktemp -d "/tmp/$1-nspawn-XXXXXX")
+	nspawn_machine="$1-$$"
+	trap nspawn_cleanup EXIT
+	mkdir -p "$nspawn_dir/results"
+}
+
+nspawn_runner_units() {
+	cat >"$nspawn_dir/$1.service" <<EOU
+[Unit]
+Description=$2
+${4:+$4
+}SuccessAction=poweroff-force
+FailureAction=poweroff-force
+
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c '$3 >/results/test.log 2>&1; echo \$? >/results/rc'
+EOU
+	cat >"$nspawn_dir/$1.target" <<EOU
+[Unit]
+Description=$2 (target)
+Requires=$1.service
+After=$1.service
+AllowIsolate=yes
+EOU
+}
+
+nspawn_boot() {
+	_unit=$1
+	shift
+	_start=$(date +%s)
+	timeout 90 systemd-nspawn -D / --volatile=yes --register=no --keep-unit --private-network \
+		--console=pipe --machine="$nspawn_machine" \
+		"$@" \
+		--bind-ro="$nspawn_dir/$_unit.service:/etc/systemd/system/$_unit.service" \
+		--bind-ro="$nspawn_dir/$_unit.target:/etc/systemd/system/$_unit.target" \
+		--bind="$nspawn_dir/results:/results" \
+		--boot -- systemd.unit="$_unit.target" >"$nspawn_dir/boot.log" 2>&1
+	nspawn_rc=$?
+	nspawn_seconds=$(($(date +%s) - _start))
+}
+
+nspawn_require_finished() {
+	[ -e "$nspawn_dir/results/rc" ] && return 0
+	if [ ! -s "$nspawn_dir/results/test.log" ] && ! grep -q 'Reached target\|Started\|Starting' "$nspawn_dir/boot.log"; then
+		tail -20 "$nspawn_dir/boot.log" >&2
+		skip "systemd-nspawn could not boot a container here (exit $nspawn_rc)"
+	fi
+	tail -40 "$nspawn_dir/boot.log" >&2
+	cat "$nspawn_dir/results/test.log" >&2 2>/dev/null
+	fail "$1 inside the container did not finish (nspawn exit $nspawn_rc)"
+}

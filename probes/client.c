@@ -12,7 +12,11 @@
  * to an idle list so a load point of thousands of requests allocates a few
  * hundred once. Connections are kept alive by the multi's connection cache.
  * Timing happens in the write callback: one clock read per network read,
- * shared by the events in it. */
+ * shared by the events in it.
+ *
+ * This file holds the pool, sending, curl ↔ sd-event and the lifetime;
+ * client-transfer.c holds what happens to one transfer (its body, the write
+ * and pre-request callbacks, its completion). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -21,6 +25,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "client-internal.h"
 #include "client.h"
 #include "macro.h"
 #include "sse.h"
@@ -30,55 +35,6 @@
 #define ERROR_BODY_MAX 2048 /* how much of a non-200 body goes into the error */
 #define ITL_PREALLOC_MAX 4096
 
-enum req_kind { REQ_STREAM, REQ_GET };
-
-struct req {
-	struct probe_client *client;
-	struct req *prev, *next; /* active list, or next in the idle list */
-	CURL *easy;
-	enum req_kind kind;
-	bool configured; /* the handle holds the options of a stream request already */
-	bool active;
-	void *userdata;
-	probe_client_stream_fn stream_done;
-	probe_client_get_fn get_done;
-
-	char *body; /* request body (POST) */
-	size_t body_len, body_cap;
-	char *resp; /* GET body, or the start of a non-200 body */
-	size_t resp_len, resp_cap, resp_max;
-
-	struct probe_stream st; /* SSE reading and token timing; st.error is the request's error */
-	struct probe_request_result res;
-	uint32_t spec_input_len;
-	long status;
-	char curl_err[CURL_ERROR_SIZE];
-};
-
-/* One watched socket. curl_multi_cleanup does not always report the sockets
- * it closes, so the client keeps its own list to free what is left. */
-struct sock {
-	sd_event_source *source;
-	struct sock *prev, *next;
-};
-
-struct probe_client {
-	sd_event *event;
-	struct sock *socks;
-	CURLM *multi;
-	sd_event_source *timer;
-	char *url, *base_url;
-	char *model;
-	bool chat;
-	struct probe_client_config cfg; /* strings point into this struct's copies or are NULL */
-	struct curl_slist *headers;     /* POST: JSON in, SSE out, auth, extra */
-	struct curl_slist *get_headers; /* GET: auth, extra */
-	struct req *active;
-	size_t n_active;
-	struct req *idle;
-	size_t n_idle;
-	bool processing;
-};
 
 void probe_client_config_init(struct probe_client_config *cfg)
 {
@@ -99,185 +55,6 @@ bool probe_endpoint_is_chat(const char *endpoint)
 	while (n > 0 && endpoint[n - 1] == '/')
 		n--;
 	return n >= strlen(suffix) && memcmp(endpoint + n - strlen(suffix), suffix, strlen(suffix)) == 0;
-}
-
-/* ---- small buffers ---- */
-
-static int buf_reserve(char **buf, size_t *cap, size_t need)
-{
-	size_t n;
-	char *b;
-
-	if (need <= *cap)
-		return 0;
-	n = MAX(need, *cap * 2);
-	n = MAX(n, (size_t)1024);
-	b = realloc(*buf, n);
-	if (!b)
-		return -ENOMEM;
-	*buf = b;
-	*cap = n;
-	return 0;
-}
-
-static int buf_add(struct req *q, const char *s, size_t n)
-{
-	if (buf_reserve(&q->body, &q->body_cap, q->body_len + n + 1) < 0)
-		return -ENOMEM;
-	memcpy(q->body + q->body_len, s, n);
-	q->body_len += n;
-	q->body[q->body_len] = '\0';
-	return 0;
-}
-
-static int buf_adds(struct req *q, const char *s)
-{
-	return buf_add(q, s, strlen(s));
-}
-
-static int buf_addf(struct req *q, const char *fmt, ...) _printf_(2, 3);
-static int buf_addf(struct req *q, const char *fmt, ...)
-{
-	char tmp[128];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return -EINVAL;
-	return buf_add(q, tmp, (size_t)n);
-}
-
-/* Appends s as a JSON string literal. */
-static int buf_add_json_string(struct req *q, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	const char *run = s;
-
-	if (buf_add(q, "\"", 1) < 0)
-		return -ENOMEM;
-	for (const char *p = s; *p; p++) {
-		unsigned char c = (unsigned char)*p;
-		char esc[7];
-		size_t en = 2;
-
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		if (buf_add(q, run, (size_t)(p - run)) < 0)
-			return -ENOMEM;
-		esc[0] = '\\';
-		switch (c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
-		default:
-			memcpy(esc + 1, "u00", 3);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			en = 6;
-		}
-		if (buf_add(q, esc, en) < 0)
-			return -ENOMEM;
-		run = p + 1;
-	}
-	if (buf_adds(q, run) < 0 || buf_add(q, "\"", 1) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-#define req_set_error(q, ...) probe_stream_set_error(&(q)->st, __VA_ARGS__)
-
-/* ---- the request body ---- */
-
-static int build_body(struct probe_client *c, struct req *q, const struct probe_request_spec *spec)
-{
-	bool ids = !c->chat && spec->prompt_ids && c->cfg.prompt_format != PROBE_PROMPT_TEXT;
-	int r = 0;
-
-	q->body_len = 0;
-	r |= buf_adds(q, "{");
-	if (c->model) {
-		r |= buf_adds(q, "\"model\":");
-		r |= buf_add_json_string(q, c->model);
-		r |= buf_adds(q, ",");
-	}
-	if (ids) {
-		r |= buf_adds(q, "\"prompt\":[");
-		for (uint32_t i = 0; i < spec->input_len; i++)
-			r |= buf_addf(q, i ? ",%" PRIu32 : "%" PRIu32, spec->prompt_ids[i]);
-		r |= buf_adds(q, "]");
-	} else {
-		_cleanup_(freep) char *text = probe_request_prompt_text(spec);
-
-		if (!text)
-			return -ENOMEM;
-		r |= buf_adds(q, c->chat ? "\"messages\":[{\"role\":\"user\",\"content\":" : "\"prompt\":");
-		r |= buf_add_json_string(q, text);
-		if (c->chat)
-			r |= buf_adds(q, "}]");
-	}
-	r |= buf_addf(q, ",\"max_tokens\":%" PRIu32 ",\"stream\":true", spec->output_len);
-	if (c->cfg.include_usage)
-		r |= buf_adds(q, ",\"stream_options\":{\"include_usage\":true}");
-	if (c->cfg.ignore_eos)
-		r |= buf_adds(q, ",\"ignore_eos\":true");
-	r |= buf_adds(q, "}");
-	return r < 0 ? -ENOMEM : 0;
-}
-
-/* ---- streaming: SSE events and the write callback ---- */
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-	struct req *q = userdata;
-	size_t len = size * nmemb;
-	uint64_t now = mono_usec();
-
-	if (q->status == 0)
-		(void)curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
-	if (q->kind == REQ_GET || q->status != 200) {
-		size_t take = len;
-
-		if (q->kind == REQ_STREAM)
-			take = MIN(len, q->resp_max > q->resp_len ? q->resp_max - q->resp_len : 0);
-		else if (q->resp_len + len > q->resp_max) {
-			req_set_error(q, "response larger than %zu bytes", q->resp_max);
-			return 0;
-		}
-		if (take > 0) {
-			if (buf_reserve(&q->resp, &q->resp_cap, q->resp_len + take + 1) < 0) {
-				req_set_error(q, "out of memory");
-				return 0;
-			}
-			memcpy(q->resp + q->resp_len, ptr, take);
-			q->resp_len += take;
-			q->resp[q->resp_len] = '\0';
-		}
-		return len;
-	}
-	if (probe_stream_feed(&q->st, ptr, len, now) < 0)
-		return 0; /* makes curl stop with CURLE_WRITE_ERROR */
-	return len;
-}
-
-/* The request is about to be written to its connection (new or reused):
- * that is its send time. Between probe_client_send() and here the request
- * only waited in this process — for curl to get to it, or for a connection —
- * and that wait is the client's, not the server's. */
-static int on_prereq(void *userdata, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
-		     int conn_local_port)
-{
-	struct req *q = userdata;
-
-	if (q->kind == REQ_STREAM) {
-		q->res.send_usec = mono_usec();
-		q->st.send_usec = q->st.last_usec = q->res.send_usec;
-	}
-	return CURL_PREREQFUNC_OK;
 }
 
 /* ---- the pool ---- */
@@ -364,9 +141,9 @@ static int req_common_opts(struct probe_client *c, struct req *q, const char *ur
 	} while (0)
 	SET(CURLOPT_URL, url);
 	SET(CURLOPT_PRIVATE, q);
-	SET(CURLOPT_WRITEFUNCTION, on_write);
+	SET(CURLOPT_WRITEFUNCTION, probe_client_on_write);
 	SET(CURLOPT_WRITEDATA, q);
-	SET(CURLOPT_PREREQFUNCTION, on_prereq);
+	SET(CURLOPT_PREREQFUNCTION, probe_client_on_prereq);
 	SET(CURLOPT_PREREQDATA, q);
 	SET(CURLOPT_ERRORBUFFER, q->curl_err);
 	SET(CURLOPT_NOSIGNAL, 1L);
@@ -415,7 +192,7 @@ int probe_client_send(struct probe_client *c, const struct probe_request_spec *s
 	q->resp_max = ERROR_BODY_MAX;
 	q->res.index = spec->index;
 	q->spec_input_len = spec->input_len;
-	r = build_body(c, q, spec);
+	r = probe_client_build_body(c, q, spec);
 	/* A handle that ran a stream before keeps its options: only the body
 	 * changes, which saves a good part of a request's set-up. */
 	if (r >= 0 && !q->configured) {
@@ -469,53 +246,6 @@ int probe_client_get(struct probe_client *c, const char *path, size_t max_bytes,
 
 /* ---- completion ---- */
 
-static void finish_stream(struct probe_client *c, struct req *q, CURLcode code)
-{
-	struct probe_request_result *res = &q->res;
-
-	res->http_status = (int)q->status;
-	if (code == CURLE_OK && q->status == 200)
-		(void)probe_stream_end(&q->st);
-	if (code != CURLE_OK) {
-		if (code == CURLE_OPERATION_TIMEDOUT)
-			req_set_error(q, "request timed out after %.1f s (%s)",
-				      usec_to_sec(mono_usec() - res->send_usec), q->curl_err);
-		else if (q->st.chunks > 0 || q->status != 0)
-			req_set_error(q, "connection failed mid-response: %s",
-				      q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
-		else
-			req_set_error(q, "%s", q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
-	} else if (q->status != 200) {
-		/* Keep the error's text on one line. */
-		for (size_t i = 0; i < q->resp_len; i++)
-			if (q->resp[i] == '\n' || q->resp[i] == '\r')
-				q->resp[i] = ' ';
-		req_set_error(q, "HTTP %ld: %.*s", q->status, (int)MIN(q->resp_len, (size_t)400),
-			      q->resp ? q->resp : "");
-	} else if (q->st.chunks == 0)
-		req_set_error(q, "no content in the response (%" PRIu64 " SSE events%s)", q->st.sse.events,
-			      q->st.done_seen ? ", [DONE] seen" : "");
-
-	probe_stream_fill(&q->st, q->spec_input_len);
-	res->success = !q->st.error;
-	res->error = TAKE_PTR(q->st.error);
-	q->stream_done(c, res, q->userdata);
-	/* The callee owns the contents now. */
-	*res = (struct probe_request_result){ 0 };
-	q->st.itl_cap = 0;
-}
-
-static void finish_get(struct probe_client *c, struct req *q, CURLcode code)
-{
-	/* A response without a body (vLLM's /health) never reached on_write. */
-	if (code == CURLE_OK && q->status == 0)
-		(void)curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
-	if (code != CURLE_OK)
-		req_set_error(q, "%s", q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
-	q->get_done(c, q->st.error ? -EIO : 0, q->st.error ? 0 : q->status, q->resp ? q->resp : "",
-		    q->st.error ? 0 : q->resp_len, q->st.error, q->userdata);
-}
-
 static void process_done(struct probe_client *c)
 {
 	CURLMsg *msg;
@@ -533,9 +263,9 @@ static void process_done(struct probe_client *c)
 		(void)curl_multi_remove_handle(c->multi, q->easy);
 		req_unlink(c, q);
 		if (q->kind == REQ_STREAM)
-			finish_stream(c, q, msg->data.result);
+			probe_client_finish_stream(c, q, msg->data.result);
 		else
-			finish_get(c, q, msg->data.result);
+			probe_client_finish_get(c, q, msg->data.result);
 		req_release(c, q);
 	}
 }

@@ -21,7 +21,11 @@
  * Block hashes: block i of a prompt hashes (hash of block i−1, its 16 ids);
  * blocks that hold generated tokens (or prompts given without ids) hash the
  * request's private serial number instead, so only the request itself can
- * find them again (after a preemption). */
+ * find them again (after a preemption).
+ *
+ * This file holds the request table, the queues, construction and the
+ * scheduler; engine-kv.c holds the KV blocks (free queue, prefix cache,
+ * per-request allocation); engine-internal.h the state both share. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,84 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine-internal.h"
 #include "engine.h"
 #include "macro.h"
 
-#define NIL UINT32_MAX
-
-struct block {
-	uint64_t hash;
-	uint32_t ref;
-	uint32_t prev, next; /* free queue (when ref == 0) */
-	uint32_t hnext;      /* hash bucket chain (when cached) */
-	bool cached;
-	bool in_free;
-};
-
-struct req {
-	uint64_t id;
-	uint64_t serial;
-	uint64_t arrival_usec;
-	uint32_t n_prompt, max_tokens, n_out, num_computed, n_cached;
-	bool running;
-	uint32_t running_idx;
-	uint64_t *prompt_hash; /* one per full prompt block; NULL when ids were not given */
-	uint32_t n_prompt_hash;
-	uint32_t *blocks;
-	uint32_t n_blocks, cap_blocks;
-	uint32_t n_hashed; /* leading blocks already registered in the cache */
-	struct req *wprev, *wnext;
-	struct req *id_next;
-};
-
-struct sched {
-	struct req *req;
-	uint32_t n_new;
-};
-
-struct sim_engine {
-	struct sim_engine_config cfg;
-	struct sim_engine_callbacks cb;
-	void *userdata;
-	struct sim_perf perf;
-	struct sim_engine_info info;
-
-	/* requests */
-	struct req **buckets;
-	size_t n_buckets, n_reqs;
-	uint64_t next_serial;
-	struct req *wait_head, *wait_tail;
-	uint32_t n_waiting;
-	struct req **running;
-	uint32_t n_running_slots, n_running; /* slots may hold NULL holes until compaction */
-
-	/* KV blocks */
-	struct block *blk;
-	uint32_t n_blk, n_free, n_used;
-	uint32_t free_head, free_tail;
-	uint32_t *cache_buckets;
-	uint32_t cache_mask;
-
-	/* the step in flight */
-	bool in_flight;
-	uint64_t step_start, step_end, last_end;
-	struct sched *sched;
-	uint32_t n_sched;
-
-	uint64_t rng[4];
-	struct sim_engine_stats st;
-};
-
 /* ---- small helpers ---- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
 
 static uint64_t rotl(uint64_t x, int k)
 {
@@ -134,18 +65,6 @@ static double rng_uniform(uint64_t s[4])
 static double rng_normal(uint64_t s[4])
 {
 	return sqrt(-2.0 * log(rng_uniform(s))) * cos(2.0 * M_PI * rng_uniform(s));
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	uint64_t x = h ^ (v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2));
-
-	return splitmix64(&x);
-}
-
-static uint32_t div_up(uint64_t a, uint32_t b)
-{
-	return (uint32_t)((a + b - 1) / b);
 }
 
 /* ---- request table ---- */
@@ -268,221 +187,7 @@ static void running_remove(struct sim_engine *e, struct req *r)
 	e->n_running--;
 }
 
-/* ---- KV blocks ---- */
-
-static void free_unlink(struct sim_engine *e, uint32_t b)
-{
-	struct block *k = &e->blk[b];
-
-	if (k->prev != NIL)
-		e->blk[k->prev].next = k->next;
-	else
-		e->free_head = k->next;
-	if (k->next != NIL)
-		e->blk[k->next].prev = k->prev;
-	else
-		e->free_tail = k->prev;
-	k->prev = k->next = NIL;
-	k->in_free = false;
-	e->n_free--;
-}
-
-static void free_append(struct sim_engine *e, uint32_t b)
-{
-	struct block *k = &e->blk[b];
-
-	k->next = NIL;
-	k->prev = e->free_tail;
-	if (e->free_tail != NIL)
-		e->blk[e->free_tail].next = b;
-	else
-		e->free_head = b;
-	e->free_tail = b;
-	k->in_free = true;
-	e->n_free++;
-}
-
-static uint32_t cache_lookup(const struct sim_engine *e, uint64_t h)
-{
-	for (uint32_t b = e->cache_buckets[h & e->cache_mask]; b != NIL; b = e->blk[b].hnext)
-		if (e->blk[b].hash == h)
-			return b;
-	return NIL;
-}
-
-static void cache_remove(struct sim_engine *e, uint32_t b)
-{
-	uint32_t *p = &e->cache_buckets[e->blk[b].hash & e->cache_mask];
-
-	for (; *p != NIL; p = &e->blk[*p].hnext)
-		if (*p == b) {
-			*p = e->blk[b].hnext;
-			break;
-		}
-	e->blk[b].cached = false;
-	e->blk[b].hnext = NIL;
-}
-
-static void cache_insert(struct sim_engine *e, uint32_t b, uint64_t h)
-{
-	uint32_t *head = &e->cache_buckets[h & e->cache_mask];
-
-	e->blk[b].hash = h;
-	e->blk[b].cached = true;
-	e->blk[b].hnext = *head;
-	*head = b;
-}
-
-/* Takes a block (ref 1) from the head of the free queue, evicting its cached content. */
-static uint32_t block_take(struct sim_engine *e)
-{
-	uint32_t b = e->free_head;
-
-	free_unlink(e, b);
-	if (e->blk[b].cached)
-		cache_remove(e, b);
-	e->blk[b].ref = 1;
-	e->n_used++;
-	return b;
-}
-
-static void block_ref(struct sim_engine *e, uint32_t b)
-{
-	if (e->blk[b].ref++ == 0) {
-		free_unlink(e, b);
-		e->n_used++;
-	}
-}
-
-static void block_unref(struct sim_engine *e, uint32_t b)
-{
-	if (--e->blk[b].ref == 0) {
-		free_append(e, b);
-		e->n_used--;
-	}
-}
-
-/* Hash of block i of r (valid for full blocks). */
-static uint64_t req_block_hash(const struct req *r, uint32_t i)
-{
-	if (i < r->n_prompt_hash)
-		return r->prompt_hash[i];
-	return mix(mix(UINT64_C(0x5eed0f5e55100000), r->serial), i);
-}
-
-/* Frees every block of r, the last ones first so that a prefix shared with
- * others outlives its private tail in the LRU order. */
-static void req_free_blocks(struct sim_engine *e, struct req *r)
-{
-	for (uint32_t i = r->n_blocks; i > 0; i--)
-		block_unref(e, r->blocks[i - 1]);
-	r->n_blocks = 0;
-	r->n_hashed = 0;
-}
-
-static int req_reserve_blocks(struct req *r, uint32_t n)
-{
-	uint32_t *b;
-	uint32_t cap;
-
-	if (n <= r->cap_blocks)
-		return 0;
-	cap = MAX(n, r->cap_blocks * 2);
-	cap = MAX(cap, 4u);
-	b = realloc(r->blocks, cap * sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	r->blocks = b;
-	r->cap_blocks = cap;
-	return 0;
-}
-
-/* Ensures r holds blocks for num_computed + n_new tokens. False when the free
- * queue cannot supply them (nothing changes then). */
-static bool req_allocate(struct sim_engine *e, struct req *r, uint32_t n_new)
-{
-	uint32_t need = div_up((uint64_t)r->num_computed + n_new, SIM_BLOCK_SIZE);
-
-	if (need <= r->n_blocks)
-		return true;
-	if (need - r->n_blocks > e->n_free)
-		return false;
-	if (req_reserve_blocks(r, need) < 0)
-		return false;
-	while (r->n_blocks < need)
-		r->blocks[r->n_blocks++] = block_take(e);
-	return true;
-}
-
-/* Registers r's newly completed full blocks in the prefix cache. */
-static void req_cache_blocks(struct sim_engine *e, struct req *r)
-{
-	uint32_t full = MIN(r->num_computed / SIM_BLOCK_SIZE, r->n_blocks);
-
-	for (; r->n_hashed < full; r->n_hashed++) {
-		uint32_t b = r->blocks[r->n_hashed];
-		uint64_t h = req_block_hash(r, r->n_hashed);
-
-		if (e->blk[b].cached)
-			continue; /* found in the cache at admission */
-		if (cache_lookup(e, h) == NIL)
-			cache_insert(e, b, h);
-	}
-}
-
-/* Prefix-cache lookup at admission: touches the cached leading blocks of r
- * (at most all but the last token, which must be computed to sample) and sets
- * num_computed. Returns false, changing nothing, when the hits plus the blocks
- * for n_new further tokens cannot be had. */
-static bool req_admit_blocks(struct sim_engine *e, struct req *r, uint32_t budget, uint32_t *ret_n_new)
-{
-	uint32_t num_tokens = r->n_prompt + r->n_out, hits = 0, hit_free = 0, n_new, need;
-	uint32_t max_hits = (num_tokens - 1) / SIM_BLOCK_SIZE;
-
-	if (e->cfg.enable_prefix_caching) {
-		/* Look up in slices of 64 so the scratch array stays on the stack. */
-		while (hits < max_hits) {
-			uint32_t b = cache_lookup(e, req_block_hash(r, hits));
-
-			if (b == NIL)
-				break;
-			if (hits >= r->cap_blocks && req_reserve_blocks(r, MIN(max_hits, hits + 64)) < 0)
-				break;
-			r->blocks[hits] = b;
-			if (e->blk[b].ref == 0)
-				hit_free++;
-			hits++;
-		}
-	}
-
-	n_new = num_tokens - hits * SIM_BLOCK_SIZE;
-	if (e->cfg.long_prefill_token_threshold > 0)
-		n_new = MIN(n_new, e->cfg.long_prefill_token_threshold);
-	n_new = MIN(n_new, budget);
-	need = div_up((uint64_t)hits * SIM_BLOCK_SIZE + n_new, SIM_BLOCK_SIZE);
-	if (need - hits + hit_free > e->n_free)
-		return false;
-	if (req_reserve_blocks(r, need) < 0)
-		return false;
-	for (uint32_t i = 0; i < hits; i++)
-		block_ref(e, r->blocks[i]);
-	r->n_blocks = hits;
-	r->n_hashed = hits;
-	r->num_computed = hits * SIM_BLOCK_SIZE;
-	if (!req_allocate(e, r, n_new)) {
-		/* Cannot happen after the count above; undo to stay consistent. */
-		req_free_blocks(e, r);
-		r->num_computed = 0;
-		return false;
-	}
-	r->n_cached = hits * SIM_BLOCK_SIZE;
-	if (r->n_out == 0 && e->cfg.enable_prefix_caching) {
-		e->st.prefix_cache_queries += r->n_prompt;
-		e->st.prefix_cache_hits += MIN(r->n_cached, r->n_prompt);
-	}
-	*ret_n_new = n_new;
-	return true;
-}
+/* ---- KV blocks (the allocator and prefix cache are in engine-kv.c) ---- */
 
 static void req_destroy(struct req *r)
 {
@@ -552,7 +257,7 @@ int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_ca
 	e->free_head = e->free_tail = NIL;
 	for (uint32_t b = 0; b < e->n_blk; b++) {
 		e->blk[b].hnext = NIL;
-		free_append(e, b);
+		sim_kv_free_append(e, b);
 	}
 	seed = e->cfg.seed ^ UINT64_C(0x51a0e7a1);
 	for (int i = 0; i < 4; i++)
@@ -670,7 +375,7 @@ static void req_drop(struct sim_engine *e, struct req *r, bool in_sched)
 		wait_remove(e, r);
 	if (in_sched)
 		sched_forget(e, r);
-	req_free_blocks(e, r);
+	sim_kv_req_free_blocks(e, r);
 	req_destroy(r);
 }
 
@@ -690,7 +395,7 @@ int sim_engine_abort(struct sim_engine *e, uint64_t req_id)
 static void preempt(struct sim_engine *e, struct req *r, uint64_t t)
 {
 	running_remove(e, r);
-	req_free_blocks(e, r);
+	sim_kv_req_free_blocks(e, r);
 	r->num_computed = 0;
 	wait_push_front(e, r);
 	e->st.preemptions++;
@@ -734,7 +439,7 @@ static bool step_start(struct sim_engine *e, uint64_t t)
 		for (;;) {
 			struct req *victim;
 
-			if (req_allocate(e, r, n_new)) {
+			if (sim_kv_req_allocate(e, r, n_new)) {
 				ok = true;
 				break;
 			}
@@ -759,7 +464,7 @@ static bool step_start(struct sim_engine *e, uint64_t t)
 
 			if (r->arrival_usec > t)
 				break;
-			if (!req_admit_blocks(e, r, budget, &n_new))
+			if (!sim_kv_req_admit_blocks(e, r, budget, &n_new))
 				break;
 			wait_remove(e, r);
 			running_append(e, r);
@@ -832,7 +537,7 @@ static void step_complete(struct sim_engine *e)
 			continue; /* aborted meanwhile */
 		r->num_computed += e->sched[i].n_new;
 		if (e->cfg.enable_prefix_caching)
-			req_cache_blocks(e, r);
+			sim_kv_req_cache_blocks(e, r);
 		if (r->num_computed < r->n_prompt + r->n_out)
 			continue; /* a chunk that is not the last */
 		idx = r->n_out++;

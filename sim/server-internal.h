@@ -1,11 +1,13 @@
-/* server-internal.h — the state shared by server.c (HTTP, pacing) and
- * server-metrics.c (histograms, /metrics, /v1/models). Not a public API. */
+/* server-internal.h — the state shared by server.c (HTTP, loop, lifecycle),
+ * server-stream.c (in-flight requests, pacing, SSE) and server-metrics.c
+ * (histograms, /metrics, /v1/models). Not a public API. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <microhttpd.h>
 #include <systemd/sd-event.h>
@@ -121,3 +123,36 @@ char *sim_server_render_metrics(struct sim_server *s);
 char *sim_server_render_models(struct sim_server *s);
 /* Creates the histograms with their buckets. */
 void sim_server_metrics_init(struct sim_server *s);
+
+/* ---- server-stream.c: in-flight requests and pacing ---- */
+
+/* Adds r (by r->id) to / removes it from the in-flight index the engine's
+ * callbacks look requests up in. Removing an unindexed request is a no-op. */
+void sim_req_index(struct sim_server *s, struct sim_req *r);
+void sim_req_unindex(struct sim_server *s, struct sim_req *r);
+/* Takes r off the deadline heap; a no-op when it is not queued. */
+void sim_req_heap_remove(struct sim_server *s, struct sim_req *r);
+/* Suspends r's connection (and watches for the client going away) / resumes
+ * it and marks the server as needing an MHD run. Both are idempotent. */
+void sim_req_suspend(struct sim_req *r);
+void sim_req_resume(struct sim_req *r);
+/* When suspended r should next wake (0 = now), UINT64_MAX when only the
+ * engine can make progress for it. */
+uint64_t sim_req_next_due(const struct sim_req *r);
+/* Wakes suspended r now when due, or queues it on the heap for later. */
+void sim_req_schedule(struct sim_req *r, uint64_t now);
+/* Appends a token scheduled at sched_usec; -E2BIG past max_tokens, -ENOMEM. */
+int sim_req_push_token(struct sim_req *r, uint64_t sched_usec);
+/* Stamps token i of r as sent at now and feeds the latency histograms. */
+void sim_req_observe_token(struct sim_server *s, struct sim_req *r, uint32_t i, uint64_t now);
+/* MHD's content reader for an SSE stream (cls is the struct sim_req). */
+ssize_t sim_req_stream_reader(void *cls, uint64_t pos, char *buf, size_t max);
+/* The engine's callbacks (userdata is the struct sim_server). */
+void sim_server_engine_token(void *userdata, uint64_t req_id, uint32_t index, uint64_t time_usec, bool last);
+void sim_server_engine_finished(void *userdata, uint64_t req_id, uint64_t time_usec, uint32_t n_prompt,
+				uint32_t n_output, uint32_t n_cached);
+
+/* ---- server.c ---- */
+
+/* Runs MHD once (twice after a resume) and re-arms the timers. */
+void sim_server_run_mhd(struct sim_server *s);

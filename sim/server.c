@@ -24,7 +24,11 @@
  * Requests: /v1/completions and /v1/chat/completions (openai.h), /health,
  * /v1/models, /metrics (server-metrics.c), /version. Errors are OpenAI-style
  * JSON. Each completion can be recorded in a JSONL trace with every token's
- * scheduled and actual send time (CLOCK_MONOTONIC µs). */
+ * scheduled and actual send time (CLOCK_MONOTONIC µs).
+ *
+ * This file holds the routes, the responses, MHD's callbacks, the loop glue
+ * and the lifecycle; server-stream.c holds the in-flight index, the deadline
+ * heap, suspend/resume, the engine callbacks and the SSE content reader. */
 #include "server.h"
 
 #include <errno.h>
@@ -45,7 +49,6 @@
 #include "macro.h"
 #include "server-internal.h"
 #include "time-util.h"
-#include "workload.h"
 
 #define READER_BLOCK_SIZE 2048
 #define CONNECTION_MEMORY_LIMIT (16u * 1024u)
@@ -54,7 +57,6 @@
 #endif
 
 static void server_rearm(struct sim_server *s);
-static void server_run_mhd(struct sim_server *s);
 
 void sim_server_config_init(struct sim_server_config *c)
 {
@@ -63,275 +65,6 @@ void sim_server_config_init(struct sim_server_config *c)
 	c->max_connections = SIM_SERVER_DEFAULT_MAX_CONNECTIONS;
 	c->max_body_bytes = SIM_SERVER_DEFAULT_MAX_BODY;
 	sim_faults_init(&c->faults, 0);
-}
-
-/* ---- in-flight requests by id ---- */
-
-static struct sim_req **bucket_of(struct sim_server *s, uint64_t id)
-{
-	return &s->buckets[id & (s->n_buckets - 1)];
-}
-
-static void req_index(struct sim_server *s, struct sim_req *r)
-{
-	struct sim_req **b = bucket_of(s, r->id);
-
-	r->hash_next = *b;
-	*b = r;
-}
-
-static void req_unindex(struct sim_server *s, struct sim_req *r)
-{
-	for (struct sim_req **p = bucket_of(s, r->id); *p; p = &(*p)->hash_next)
-		if (*p == r) {
-			*p = r->hash_next;
-			r->hash_next = NULL;
-			return;
-		}
-}
-
-static struct sim_req *req_lookup(struct sim_server *s, uint64_t id)
-{
-	for (struct sim_req *r = *bucket_of(s, id); r; r = r->hash_next)
-		if (r->id == id)
-			return r;
-	return NULL;
-}
-
-/* ---- the deadline heap ---- */
-
-static void heap_swap(struct sim_server *s, size_t a, size_t b)
-{
-	struct sim_req *t = s->heap[a];
-
-	s->heap[a] = s->heap[b];
-	s->heap[b] = t;
-	s->heap[a]->heap_idx = a;
-	s->heap[b]->heap_idx = b;
-}
-
-static void heap_up(struct sim_server *s, size_t i)
-{
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-
-		if (s->heap[p]->deadline <= s->heap[i]->deadline)
-			break;
-		heap_swap(s, p, i);
-		i = p;
-	}
-}
-
-static void heap_down(struct sim_server *s, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < s->heap_len && s->heap[l]->deadline < s->heap[m]->deadline)
-			m = l;
-		if (r < s->heap_len && s->heap[r]->deadline < s->heap[m]->deadline)
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(s, i, m);
-		i = m;
-	}
-}
-
-static int heap_push(struct sim_server *s, struct sim_req *r, uint64_t deadline)
-{
-	if (r->heap_idx != SIZE_MAX)
-		return 0;
-	if (s->heap_len == s->heap_cap) {
-		size_t cap = s->heap_cap ? s->heap_cap * 2 : 256;
-		struct sim_req **h = realloc(s->heap, cap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		s->heap = h;
-		s->heap_cap = cap;
-	}
-	r->deadline = deadline;
-	r->heap_idx = s->heap_len;
-	s->heap[s->heap_len++] = r;
-	heap_up(s, r->heap_idx);
-	return 0;
-}
-
-static void heap_remove(struct sim_server *s, struct sim_req *r)
-{
-	size_t i = r->heap_idx;
-
-	if (i == SIZE_MAX)
-		return;
-	r->heap_idx = SIZE_MAX;
-	s->heap_len--;
-	if (i == s->heap_len)
-		return;
-	s->heap[i] = s->heap[s->heap_len];
-	s->heap[i]->heap_idx = i;
-	heap_up(s, i);
-	heap_down(s, s->heap[i]->heap_idx);
-}
-
-/* ---- suspend / resume ---- */
-
-static void req_resume(struct sim_req *r)
-{
-	if (!r->suspended)
-		return;
-	heap_remove(r->server, r);
-	r->suspended = false;
-	MHD_resume_connection(r->conn);
-	r->server->need_run = true;
-}
-
-static int on_rdhup(sd_event_source *src, int fd, uint32_t revents, void *userdata)
-{
-	struct sim_req *r = userdata;
-	struct sim_server *s = r->server;
-
-	(void)sd_event_source_set_enabled(src, SD_EVENT_OFF);
-	if (r->done_sent)
-		return 0;
-	log_debug("request %" PRIu64 ": client went away", r->id);
-	r->aborted = true;
-	if (r->in_engine && s->engine) {
-		(void)sim_engine_abort(s->engine, r->id);
-		r->in_engine = false;
-		s->req_aborted++;
-	}
-	req_unindex(s, r);
-	req_resume(r);
-	server_run_mhd(s);
-	return 0;
-}
-
-static void req_watch_rdhup(struct sim_req *r)
-{
-	const union MHD_ConnectionInfo *ci;
-
-	if (r->rdhup)
-		return;
-	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!ci)
-		return;
-	if (sd_event_add_io(r->server->event, &r->rdhup, ci->connect_fd, EPOLLRDHUP, on_rdhup, r) < 0) {
-		r->rdhup = NULL;
-		return;
-	}
-	(void)sd_event_source_set_description(r->rdhup, "client-rdhup");
-}
-
-static void req_suspend(struct sim_req *r)
-{
-	if (r->suspended || r->server->stopping)
-		return;
-	MHD_suspend_connection(r->conn);
-	r->suspended = true;
-	req_watch_rdhup(r);
-}
-
-/* The time the suspended request should next be woken, or UINT64_MAX when
- * only the engine can make progress for it. */
-static uint64_t req_next_due(const struct sim_req *r)
-{
-	bool stream = r->api.stream;
-
-	if (r->aborted)
-		return 0;
-	if (stream) {
-		if (r->n_sent < r->n_tokens)
-			return r->tokens[r->n_sent].sched_usec;
-		return r->finished ? 0 : UINT64_MAX;
-	}
-	if (r->finished)
-		return r->n_tokens > 0 ? r->tokens[r->n_tokens - 1].sched_usec : 0;
-	return UINT64_MAX;
-}
-
-/* Wakes r now when it is due, or queues it on the heap for later. */
-static void req_schedule(struct sim_req *r, uint64_t now)
-{
-	uint64_t due;
-
-	if (!r->suspended)
-		return;
-	due = req_next_due(r);
-	if (due <= now)
-		req_resume(r);
-	else if (due != UINT64_MAX)
-		(void)heap_push(r->server, r, due);
-}
-
-/* ---- tokens ---- */
-
-static uint32_t token_id(const struct sim_server *s, uint64_t req_id, uint32_t index)
-{
-	uint64_t x = s->cfg.seed ^ (req_id * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)index << 32);
-
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	return PROBE_TOKEN_ID_MIN + (uint32_t)(x % (PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN));
-}
-
-static int req_push_token(struct sim_req *r, uint64_t sched_usec)
-{
-	if (r->n_tokens == r->cap_tokens) {
-		uint32_t cap = r->cap_tokens ? r->cap_tokens * 2 : 16;
-		struct sim_token *t;
-
-		cap = MIN(cap, MAX(r->max_tokens, 1u));
-		if (cap <= r->n_tokens)
-			return -E2BIG;
-		t = realloc(r->tokens, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		r->tokens = t;
-		r->cap_tokens = cap;
-	}
-	r->tokens[r->n_tokens++] = (struct sim_token){
-		.id = token_id(r->server, r->id, r->n_tokens),
-		.sched_usec = sched_usec,
-	};
-	return 0;
-}
-
-static void engine_token(void *userdata, uint64_t req_id, uint32_t index, uint64_t time_usec, bool last)
-{
-	struct sim_server *s = userdata;
-	struct sim_req *r = req_lookup(s, req_id);
-
-	if (!r)
-		return;
-	if (req_push_token(r, time_usec) < 0) {
-		log_warning("request %" PRIu64 ": cannot record token %" PRIu32, req_id, index);
-		return;
-	}
-	if (last) {
-		r->finished = true;
-		r->finish_reason = "length";
-	}
-	req_schedule(r, mono_usec());
-}
-
-static void engine_finished(void *userdata, uint64_t req_id, uint64_t time_usec, uint32_t n_prompt,
-			    uint32_t n_output, uint32_t n_cached)
-{
-	struct sim_server *s = userdata;
-	struct sim_req *r = req_lookup(s, req_id);
-
-	if (!r)
-		return;
-	r->in_engine = false;
-	r->n_cached = n_cached;
-	if (!r->finished) {
-		r->finished = true;
-		r->finish_reason = "length";
-		req_schedule(r, mono_usec());
-	}
-	req_unindex(s, r);
 }
 
 /* ---- responses ---- */
@@ -385,92 +118,6 @@ static void record_trace(struct sim_server *s, struct sim_req *r)
 	fflush(f);
 }
 
-static void observe_token(struct sim_server *s, struct sim_req *r, uint32_t i, uint64_t now)
-{
-	struct sim_token *t = &r->tokens[i];
-
-	t->sent_usec = now;
-	sim_histogram_observe(&s->lateness, now > t->sched_usec ? usec_to_sec(now - t->sched_usec) : 0.0);
-	if (i == 0) {
-		double ttft = usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec));
-
-		sim_histogram_observe(&s->ttft, ttft);
-		sim_histogram_observe(&s->queue_time, ttft);
-	} else
-		sim_histogram_observe(&s->tpot, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->tokens[i - 1].sched_usec)));
-	if (r->finished && i + 1 == r->n_tokens) {
-		sim_histogram_observe(&s->e2e, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec)));
-		s->req_finished_length++;
-	}
-}
-
-/* MHD's content reader for SSE streams: hands out every chunk that is due,
- * suspends the connection when none is. */
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct sim_req *r = cls;
-	struct sim_server *s = r->server;
-	uint64_t now;
-	size_t n = 0;
-	int k;
-
-	if (r->aborted || s->stopping)
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	if (r->done_sent)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	now = mono_usec();
-	while (r->n_sent < r->n_tokens && r->tokens[r->n_sent].sched_usec <= now) {
-		uint32_t i = r->n_sent;
-		bool last = r->finished && i + 1 == r->n_tokens;
-
-		if (r->bad_sse && i == r->max_tokens / 2) {
-			k = snprintf(buf + n, max - n, "data: {\"id\":\"cmpl-%" PRIu64 "\",\"choices\":[{\"text\n\n",
-				     r->id);
-			if (k < 0 || (size_t)k >= max - n)
-				break;
-			n += (size_t)k;
-			r->done_sent = true;
-			r->aborted = true;
-			if (r->in_engine && s->engine) {
-				(void)sim_engine_abort(s->engine, r->id);
-				r->in_engine = false;
-			}
-			req_unindex(s, r);
-			return (ssize_t)n;
-		}
-		k = sim_api_format_token_chunk(buf + n, max - n, &r->fmt, r->tokens[i].id, i == 0,
-					       last ? r->finish_reason : NULL);
-		if (k < 0)
-			break;
-		n += (size_t)k;
-		observe_token(s, r, i, now);
-		r->n_sent++;
-	}
-	if (r->finished && r->n_sent == r->n_tokens && !r->done_sent) {
-		char tail[512];
-		size_t t = 0;
-
-		if (r->api.include_usage) {
-			k = sim_api_format_usage_chunk(tail, sizeof(tail), &r->fmt, r->n_prompt, r->n_tokens);
-			if (k > 0)
-				t = (size_t)k;
-		}
-		memcpy(tail + t, "data: [DONE]\n\n", 15);
-		t += 14;
-		if (t <= max - n) {
-			memcpy(buf + n, tail, t);
-			n += t;
-			r->done_sent = true;
-		}
-	}
-	if (n > 0)
-		return (ssize_t)n;
-	req_suspend(r);
-	req_schedule(r, now);
-	/* req_schedule may have resumed it at once (a token became due meanwhile). */
-	return 0;
-}
-
 static enum MHD_Result respond_completion_done(struct sim_req *r)
 {
 	struct sim_server *s = r->server;
@@ -485,7 +132,7 @@ static enum MHD_Result respond_completion_done(struct sim_req *r)
 		return MHD_NO;
 	for (uint32_t i = 0; i < r->n_tokens; i++) {
 		ids[i] = r->tokens[i].id;
-		observe_token(s, r, i, now);
+		sim_req_observe_token(s, r, i, now);
 	}
 	r->n_sent = r->n_tokens;
 	body = sim_api_format_response(&r->fmt, ids, r->n_tokens, r->finish_reason ? r->finish_reason : "length",
@@ -588,7 +235,7 @@ static enum MHD_Result handle_completion(struct sim_req *r)
 		uint64_t itl = (uint64_t)(s->cfg.fixed_itl_ms * 1000.0);
 
 		for (uint32_t i = 0; i < r->max_tokens; i++)
-			if (req_push_token(r, now + (i + 1) * itl) < 0)
+			if (sim_req_push_token(r, now + (i + 1) * itl) < 0)
 				return MHD_NO;
 		r->finished = true;
 		r->finish_reason = "length";
@@ -599,16 +246,16 @@ static enum MHD_Result handle_completion(struct sim_req *r)
 		if (k < 0)
 			return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, error_str(&err, k));
 		r->in_engine = true;
-		req_index(s, r);
+		sim_req_index(s, r);
 	}
 
 	if (!r->api.stream) {
 		/* Answered from the access handler once the last token is due. */
-		req_suspend(r);
-		req_schedule(r, now);
+		sim_req_suspend(r);
+		sim_req_schedule(r, now);
 		return MHD_YES;
 	}
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READER_BLOCK_SIZE, stream_reader, r, NULL);
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READER_BLOCK_SIZE, sim_req_stream_reader, r, NULL);
 	if (!resp)
 		return MHD_NO;
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
@@ -735,10 +382,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		/* A resumed non-streaming completion (or a spurious wake-up). */
 		if (r->aborted || s->stopping || s->hung)
 			return MHD_NO;
-		if (r->finished && req_next_due(r) <= mono_usec())
+		if (r->finished && sim_req_next_due(r) <= mono_usec())
 			return respond_completion_done(r);
-		req_suspend(r);
-		req_schedule(r, mono_usec());
+		sim_req_suspend(r);
+		sim_req_schedule(r, mono_usec());
 		return MHD_YES;
 	}
 	r->handled = true;
@@ -759,8 +406,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	if (r->id > 0 && !r->done_sent)
 		r->aborted = true;
-	req_unindex(s, r);
-	heap_remove(s, r);
+	sim_req_unindex(s, r);
+	sim_req_heap_remove(s, r);
 	if (r->all_prev)
 		r->all_prev->all_next = r->all_next;
 	else
@@ -778,7 +425,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- the loop ---- */
 
-static void server_run_mhd(struct sim_server *s)
+void sim_server_run_mhd(struct sim_server *s)
 {
 	bool resumed = s->need_run;
 
@@ -838,9 +485,9 @@ static int on_pacer(sd_event_source *src, uint64_t usec, void *userdata)
 	if (s->engine && s->ready)
 		(void)sim_engine_advance(s->engine, now);
 	while (s->heap_len > 0 && s->heap[0]->deadline <= now)
-		req_resume(s->heap[0]);
+		sim_req_resume(s->heap[0]);
 	if (s->need_run)
-		server_run_mhd(s);
+		sim_server_run_mhd(s);
 	else
 		server_rearm(s);
 	return 0;
@@ -848,13 +495,13 @@ static int on_pacer(sd_event_source *src, uint64_t usec, void *userdata)
 
 static int on_mhd_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
-	server_run_mhd(userdata);
+	sim_server_run_mhd(userdata);
 	return 0;
 }
 
 static int on_mhd_timer(sd_event_source *src, uint64_t usec, void *userdata)
 {
-	server_run_mhd(userdata);
+	sim_server_run_mhd(userdata);
 	return 0;
 }
 
@@ -968,8 +615,8 @@ int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const s
 		   struct sim_server **ret, struct error *err)
 {
 	static const struct sim_engine_callbacks cb = {
-		.token = engine_token,
-		.finished = engine_finished,
+		.token = sim_server_engine_token,
+		.finished = sim_server_engine_finished,
 	};
 	struct sim_server *s;
 	const char *name;
@@ -1051,7 +698,7 @@ struct sim_server *sim_server_free(struct sim_server *s)
 	if (s->mhd) {
 		/* MHD_stop_daemon refuses suspended connections: wake them all first. */
 		for (struct sim_req *r = s->all; r; r = r->all_next)
-			req_resume(r);
+			sim_req_resume(r);
 		s->hung = false;
 		(void)MHD_run(s->mhd);
 		MHD_stop_daemon(s->mhd);

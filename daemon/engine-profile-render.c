@@ -1,0 +1,411 @@
+/* engine-profile-render.c — turning an engine profile plus a configuration
+ * into a command.
+ *
+ * engine_profile_render() fills an argv array and "NAME=value" environment
+ * entries from a loaded profile (engine-profile.c checked its keys and
+ * placeholders), the deployment's parameters and the configuration's knob
+ * values: fixed flags, one flag per knob, derived flags, the tensor-parallel
+ * check. Never a shell string: engine_command_format() quotes for display
+ * only. engine_profile_render_study() and engine_profile_check_study() add
+ * what a study's quantization needs (a checkpoint). */
+#include "engine-profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine-profile-internal.h"
+#include "json-util.h"
+#include "macro.h"
+
+void engine_command_done(struct engine_command *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; c->argv && c->argv[i]; i++)
+		free(c->argv[i]);
+	for (size_t i = 0; c->env && c->env[i]; i++)
+		free(c->env[i]);
+	free(c->argv);
+	free(c->env);
+	*c = (struct engine_command){ 0 };
+}
+
+/* A knob value as flag text: integers without a fraction, others %.15g. */
+static int value_text(const cJSON *v, char *buf, size_t size)
+{
+	if (cJSON_IsString(v) && v->valuestring[0]) {
+		snprintf(buf, size, "%s", v->valuestring);
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+		return -EINVAL;
+	if (v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 1e15)
+		snprintf(buf, size, "%.0f", v->valuedouble);
+	else
+		snprintf(buf, size, "%.15g", v->valuedouble);
+	return 0;
+}
+
+static int placeholder_value(const struct engine_render_params *params, const cJSON *knobs, const char *name,
+			     char *buf, size_t size)
+{
+	if (strcmp(name, "model") == 0)
+		snprintf(buf, size, "%s", params->model ? params->model : "");
+	else if (strcmp(name, "served_model") == 0)
+		snprintf(buf, size, "%s", params->served_model ? params->served_model : params->model ? params->model : "");
+	else if (strcmp(name, "host") == 0)
+		snprintf(buf, size, "%s", params->host ? params->host : "127.0.0.1");
+	else if (strcmp(name, "port") == 0)
+		snprintf(buf, size, "%u", params->port);
+	else if (strcmp(name, "gpu_type") == 0)
+		snprintf(buf, size, "%s", params->gpu_type ? params->gpu_type : "");
+	else if (strcmp(name, "gpu_count") == 0)
+		snprintf(buf, size, "%u", params->gpu_count ? params->gpu_count : 1);
+	else
+		return value_text(cJSON_GetObjectItemCaseSensitive(knobs, name), buf, size);
+	return 0;
+}
+
+/* Substitutes the placeholders of a template (validated at load time). */
+static int substitute(const char *tmpl, const struct engine_render_params *params, const cJSON *knobs,
+		      const char *where, char **ret, struct error *err)
+{
+	char out[4096], val[1024];
+	size_t len = 0;
+
+	for (const char *s = tmpl; *s;) {
+		const char *c;
+		size_t n;
+
+		if (*s != '{' || !(c = strchr(s, '}'))) {
+			if (len + 1 >= sizeof(out))
+				return error_set(err, -E2BIG, "%s: rendered value too long", where);
+			out[len++] = *s++;
+			continue;
+		}
+		char name[OPT_KNOB_NAME_MAX];
+		snprintf(name, sizeof(name), "%.*s", (int)(c - s - 1), s + 1);
+		if (placeholder_value(params, knobs, name, val, sizeof(val)) < 0)
+			return error_set(err, -EINVAL, "%s: {%s}: the configuration has no value for it", where, name);
+		n = strlen(val);
+		if (len + n >= sizeof(out))
+			return error_set(err, -E2BIG, "%s: rendered value too long", where);
+		memcpy(out + len, val, n);
+		len += n;
+		s = c + 1;
+	}
+	out[len] = 0;
+	*ret = strdup(out);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int push(char ***v, size_t *n, char *s)
+{
+	char **nv;
+
+	if (!s)
+		return -ENOMEM;
+	nv = reallocarray(*v, *n + 2, sizeof(char *));
+	if (!nv) {
+		free(s);
+		return -ENOMEM;
+	}
+	nv[(*n)++] = s;
+	nv[*n] = NULL;
+	*v = nv;
+	return 0;
+}
+
+/* Tensor parallelism splits the host's GPUs into equal replicas: the size
+ * must be a whole number that divides the GPU count. */
+static int check_tensor_parallel(const cJSON *knobs, unsigned gpu_count, struct error *err)
+{
+	const cJSON *tp = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_TENSOR_PARALLEL);
+	double v;
+
+	if (!tp)
+		return 0;
+	if (!cJSON_IsNumber(tp) || !isfinite(tp->valuedouble) || tp->valuedouble < 1 || tp->valuedouble > 64 ||
+	    tp->valuedouble != floor(tp->valuedouble))
+		return error_set(err, -EINVAL, "knob tensor_parallel: expected a whole number of GPUs in [1, 64]");
+	v = tp->valuedouble;
+	if (gpu_count > 0 && gpu_count % (unsigned)v != 0)
+		return error_set(err, -EINVAL, "knob tensor_parallel: %.0f does not divide the host's %u GPUs", v,
+				 gpu_count);
+	return 0;
+}
+
+/* Returns 1 with the value in buf, 0 when a named knob has no value. */
+static int render_derived(const struct engine_profile *p, const struct engine_derived *d, const cJSON *knobs,
+			  char *buf, size_t size, struct error *err)
+{
+	double prod = 1;
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, d->product)
+	{
+		const cJSON *v = cJSON_IsString(e) ? cJSON_GetObjectItemCaseSensitive(knobs, e->valuestring) : e;
+
+		if (!v)
+			return 0;
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0)
+			return error_set(err, -EINVAL, "knob %s: %s needs a positive number", e->valuestring, d->flag);
+		prod *= v->valuedouble;
+	}
+	if (prod > 1e15)
+		return error_set(err, -ERANGE, "%s: the product %g is too large for engine %s", d->flag, prod, p->name);
+	if (prod == floor(prod))
+		snprintf(buf, size, "%.0f", prod);
+	else
+		snprintf(buf, size, "%.15g", prod);
+	return 1;
+}
+
+int engine_profile_render(const struct engine_profile *p, const struct engine_render_params *params,
+			  const cJSON *knobs, struct engine_command *ret, struct error *err)
+{
+	_cleanup_(engine_command_done) struct engine_command c = { 0 };
+	size_t n_argv = 0, n_env = 0;
+	const cJSON *item;
+	char *s = NULL;
+	int r;
+
+	if (knobs && !cJSON_IsObject(knobs))
+		return error_set(err, -EINVAL, "knobs: expected an object");
+	cJSON_ArrayForEach(item, knobs)
+	{
+		char buf[256];
+
+		if (!engine_profile_find_knob(p, item->string))
+			return error_set(err, -EINVAL, "knob %s: engine %s has no flag for it", item->string, p->name);
+		if (value_text(item, buf, sizeof(buf)) < 0)
+			return error_set(err, -EINVAL, "knob %s: expected a number or a string", item->string);
+	}
+	r = check_tensor_parallel(knobs, params->gpu_count, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < p->n_argv; i++) {
+		char where[32];
+
+		snprintf(where, sizeof(where), "argv[%zu]", i);
+		r = substitute(p->argv[i], params, knobs, where, &s, err);
+		if (r >= 0)
+			r = push(&c.argv, &n_argv, TAKE_PTR(s));
+		if (r < 0)
+			return r;
+	}
+	/* Flags in the profile's knob order, so that equal configurations render equally. */
+	for (size_t i = 0; i < p->n_knobs; i++) {
+		const struct engine_knob *k = &p->knobs[i];
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, k->name);
+		char buf[256];
+
+		if (!v)
+			continue;
+		(void)value_text(v, buf, sizeof(buf)); /* checked above */
+		if (k->values) {
+			const cJSON *mapped = cJSON_GetObjectItemCaseSensitive(k->values, buf);
+
+			if (!mapped)
+				return error_set(err, -EINVAL, "knob %s: engine %s does not support \"%s\"", k->name, p->name,
+						 buf);
+			if (cJSON_IsNull(mapped))
+				continue;
+			snprintf(buf, sizeof(buf), "%s", mapped->valuestring);
+		}
+		for (size_t f = 0; f < k->n_flags; f++) {
+			r = push(&c.argv, &n_argv, strdup(k->flags[f]));
+			if (r >= 0)
+				r = push(&c.argv, &n_argv, strdup(buf));
+			if (r < 0)
+				return r;
+		}
+	}
+	for (size_t i = 0; i < p->n_derived; i++) {
+		char buf[64];
+
+		r = render_derived(p, &p->derived[i], knobs, buf, sizeof(buf), err);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue;
+		r = push(&c.argv, &n_argv, strdup(p->derived[i].flag));
+		if (r >= 0)
+			r = push(&c.argv, &n_argv, strdup(buf));
+		if (r < 0)
+			return r;
+	}
+	cJSON_ArrayForEach(item, p->env)
+	{
+		char where[128], *val = NULL, *kv = NULL;
+
+		snprintf(where, sizeof(where), "env.%s", item->string);
+		r = substitute(item->valuestring, params, knobs, where, &val, err);
+		if (r < 0)
+			return r;
+		r = asprintf(&kv, "%s=%s", item->string, val);
+		free(val);
+		if (r < 0)
+			return -ENOMEM;
+		r = push(&c.env, &n_env, kv);
+		if (r < 0)
+			return r;
+	}
+	if (p->gpu_env) {
+		const cJSON *tp = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_TENSOR_PARALLEL);
+		unsigned n = cJSON_IsNumber(tp) && tp->valuedouble >= 1 ? (unsigned)tp->valuedouble : 1;
+		char list[512];
+		size_t len = 0;
+
+		if (n > 64)
+			return error_set(err, -EINVAL, "knob tensor_parallel: %u GPUs is too many", n);
+		for (unsigned g = 0; g < n; g++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", g ? "," : "", g);
+		char *kv = NULL;
+		if (asprintf(&kv, "%s=%s", p->gpu_env, list) < 0)
+			return -ENOMEM;
+		r = push(&c.env, &n_env, kv);
+		if (r < 0)
+			return r;
+	}
+	if (!c.env) {
+		c.env = calloc(1, sizeof(char *));
+		if (!c.env)
+			return -ENOMEM;
+	}
+	*ret = c;
+	c = (struct engine_command){ 0 };
+	return 0;
+}
+
+static enum study_quant knobs_quant(const cJSON *knobs)
+{
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_QUANTIZATION);
+	int v = cJSON_IsString(q) ? study_quant_from_string(q->valuestring) : STUDY_QUANT_NONE;
+
+	return v < 0 ? STUDY_QUANT_NONE : (enum study_quant)v;
+}
+
+static int need_checkpoint(const struct engine_profile *p, const struct study *s, enum study_quant q,
+			   struct error *err)
+{
+	const struct engine_knob *k = engine_profile_find_knob(p, OPT_KNOB_QUANTIZATION);
+
+	if (k && (k->checkpoint_required & (1u << q)) && !s->model.checkpoints[q])
+		return error_set(err, -EINVAL, "model.checkpoints.%s: engine %s needs a separate checkpoint for %s",
+				 study_quant_to_string(q), p->name, study_quant_to_string(q));
+	return 0;
+}
+
+int engine_profile_render_study(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+				const char *host, uint16_t port, struct engine_command *ret, struct error *err)
+{
+	enum study_quant q = knobs_quant(knobs);
+	struct engine_render_params params = {
+		.model = study_checkpoint(s, q),
+		.served_model = s->model.name,
+		.host = host ? host : s->deploy.host,
+		.port = port,
+		.gpu_type = s->gpu.type,
+		.gpu_count = s->gpu.count,
+	};
+	int r;
+
+	r = need_checkpoint(p, s, q, err);
+	if (r < 0)
+		return r;
+	return engine_profile_render(p, &params, knobs, ret, err);
+}
+
+int engine_profile_check_study(const struct engine_profile *p, const struct study *s, struct error *err)
+{
+	const struct engine_knob *qk = engine_profile_find_knob(p, OPT_KNOB_QUANTIZATION);
+	int r;
+
+	for (size_t i = 0; s->space && i < s->space->n_knobs; i++)
+		if (!engine_profile_find_knob(p, s->space->knobs[i].name))
+			return error_set(err, -EINVAL, "search_space.%s: engine %s has no flag for this knob",
+					 s->space->knobs[i].name, p->name);
+	for (int q = 0; q < _STUDY_QUANT_MAX; q++) {
+		if (!(s->quantizations & (1u << q)))
+			continue;
+		if (q != STUDY_QUANT_NONE && !qk)
+			return error_set(err, -EINVAL, "quantizations: engine %s has no quantization flag for %s", p->name,
+					 study_quant_to_string((enum study_quant)q));
+		if (qk && qk->values && !cJSON_GetObjectItemCaseSensitive(qk->values, study_quant_to_string((enum study_quant)q)))
+			return error_set(err, -EINVAL, "quantizations: engine %s does not support %s", p->name,
+					 study_quant_to_string((enum study_quant)q));
+		r = need_checkpoint(p, s, (enum study_quant)q, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Appends s shell-quoted when it needs quoting. */
+static void append_quoted(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	bool plain = *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") ==
+				   strlen(s);
+	size_t need = strlen(s) * 4 + 4;
+
+	if (*len + need + 1 > *cap) {
+		size_t c = MAX(*cap * 2, *len + need + 1);
+		char *nb = realloc(*buf, c);
+		if (!nb)
+			return;
+		*buf = nb;
+		*cap = c;
+	}
+	if (*len)
+		(*buf)[(*len)++] = ' ';
+	if (plain) {
+		memcpy(*buf + *len, s, strlen(s));
+		*len += strlen(s);
+	} else {
+		(*buf)[(*len)++] = '\'';
+		for (const char *p = s; *p; p++) {
+			if (*p == '\'') {
+				memcpy(*buf + *len, "'\\''", 4);
+				*len += 4;
+			} else
+				(*buf)[(*len)++] = *p;
+		}
+		(*buf)[(*len)++] = '\'';
+	}
+	(*buf)[*len] = 0;
+}
+
+char *engine_command_format(const struct engine_command *c)
+{
+	size_t len = 0, cap = 256;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return NULL;
+	buf[0] = 0;
+	for (size_t i = 0; c->env && c->env[i]; i++) {
+		const char *eq = strchr(c->env[i], '=');
+		/* NAME=value: quote only the value. */
+		char *name = strndup(c->env[i], eq ? (size_t)(eq - c->env[i]) : strlen(c->env[i]));
+		if (!name) {
+			free(buf);
+			return NULL;
+		}
+		append_quoted(&buf, &len, &cap, name);
+		free(name);
+		if (eq) {
+			size_t l0 = len;
+			append_quoted(&buf, &len, &cap, eq + 1);
+			/* join "NAME" and "value" with '=' instead of the space */
+			if (len > l0 && buf[l0] == ' ')
+				buf[l0] = '=';
+		}
+	}
+	for (size_t i = 0; c->argv && c->argv[i]; i++)
+		append_quoted(&buf, &len, &cap, c->argv[i]);
+	return buf;
+}

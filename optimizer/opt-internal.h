@@ -1,0 +1,124 @@
+/* opt-internal.h — the replay state shared by opt.c (history, the replay and
+ * its oracle, opt_next) and opt-search.c (screening, local checks, SBPLX
+ * runs). Not a public API: opt.h is. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opt.h"
+
+#define REPROBES_MAX 4
+
+/* A small open-addressing map: grid ordinal -> int. */
+struct imap {
+	uint64_t *keys; /* ordinal + 1; 0 = empty */
+	int *values;
+	size_t n, cap;
+};
+
+enum eval_kind {
+	EVAL_MEASURED,
+	EVAL_INFEASIBLE, /* told, or inferred by dominance */
+	EVAL_SLA,
+	EVAL_FAILED, /* gave up after max_attempts */
+	EVAL_STOP,   /* the replay has stopped: unwind */
+};
+
+/* What the history says about one configuration: its search trials, and
+ * the first REPROBES_MAX re-probes (confirm trials) in the order told. */
+struct hist_entry {
+	bool decided;
+	enum opt_outcome outcome;
+	double cost;
+	unsigned failures;
+	unsigned n_reprobes;
+	bool reprobe_measured[REPROBES_MAX];
+	double reprobe_cost[REPROBES_MAX];
+};
+
+/* What the replay has learnt about one configuration. For a measured one,
+ * cost is the mean of its n revealed measurements. */
+struct revealed {
+	enum eval_kind kind;
+	double cost;
+	struct opt_config config;
+	unsigned n;        /* measurements (MEASURED) */
+	unsigned reprobes; /* re-probes consumed from the history */
+	double sum;
+};
+
+struct replay {
+	const struct opt_space *space;
+	const struct opt_settings *set;
+	struct imap hist_map; /* ordinal -> index in hist */
+	struct hist_entry *hist;
+	struct imap seen_map; /* ordinal -> index in seen */
+	struct revealed *seen;
+	size_t n_seen, cap_seen;
+	struct opt_config *oom; /* revealed out-of-memory configurations */
+	size_t n_oom, cap_oom;
+	unsigned evaluated, inferred;
+	unsigned reprobes; /* re-probes consumed from the history */
+
+	/* categorical combinations and ordinal dimensions */
+	size_t cat[OPT_KNOBS_MAX], n_cat;
+	size_t dim[OPT_KNOBS_MAX], n_dim; /* ordinal knobs with more than one value */
+	size_t n_combos;
+	double *combo_best;               /* lowest revealed cost per combination (INFINITY: none) */
+	double *combo_screen;             /* its cost at the screening point (INFINITY: none) */
+	struct opt_config *combo_best_cfg;
+	bool *combo_done;
+	bool *combo_converged;            /* NLopt runs from the best ask for nothing new */
+	bool *combo_checked;              /* the local check passed at combo_checked_cfg */
+	struct opt_config *combo_checked_cfg;
+	unsigned *combo_runs;
+	double best;                      /* lowest revealed cost overall */
+	struct opt_config best_cfg;
+
+	/* the NLopt run in progress */
+	struct opt_config base; /* categorical values of the run's combination */
+	bool new_point;         /* the current run revealed something */
+
+	/* how the replay stopped */
+	int error;
+	bool stopped, budget;
+	enum opt_phase phase;
+	bool reprobe; /* the candidate is a re-probe (asked as OPT_ASK_CONFIRM) */
+	struct opt_config candidate;
+	unsigned attempt;
+};
+
+/* ---- opt.c: the replay's oracle ---- */
+
+/* The value stored for key, NULL when absent. */
+int *opt_imap_get(const struct imap *m, uint64_t key);
+/* The index of c's categorical combination / the categorical values of
+ * combination k (ordinal knobs left at 0) in *ret. */
+size_t opt_replay_combo_of(const struct replay *r, const struct opt_config *c);
+void opt_replay_combo_base(const struct replay *r, size_t k, struct opt_config *ret);
+/* Out-of-memory dominance: some revealed OOM configuration has the same
+ * values on every knob except the memory-monotone ones, where c is >=. */
+bool opt_replay_dominated(const struct replay *r, const struct opt_config *c);
+/* Stops the replay on an internal -errno error (kept in r->error). */
+void opt_replay_stop_error(struct replay *r, int error);
+/* The oracle: what the search learns about c (which must meet the
+ * constraints), revealed from the history in ask order; the first
+ * configuration that needs a deployment stops the replay (EVAL_STOP). */
+enum eval_kind opt_replay_evaluate(struct replay *r, const struct opt_config *c, double *ret_cost);
+/* Measures measured configuration c once more, from its re-probes in the
+ * history in order; else the replay stops with c as a re-probe candidate.
+ * Counts against max_trials. True when a new measurement was revealed. */
+bool opt_replay_reprobe(struct replay *r, const struct opt_config *c);
+
+/* ---- opt-search.c: the strategy ---- */
+
+/* Screening: probes every categorical combination at the screen level
+ * (opt.h); the strategy's first phase. */
+void opt_replay_screen(struct replay *r);
+/* Local checks and restarted SBPLX runs, combination by combination, until
+ * the replay stops (a candidate, an error, the budget) or converges. */
+void opt_replay_search(struct replay *r);
+/* Every allowed configuration has been revealed or ruled out. */
+bool opt_replay_exhausted(const struct replay *r);

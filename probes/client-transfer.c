@@ -1,0 +1,247 @@
+/* client-transfer.c — one transfer of the probe's client, start to end.
+ *
+ * The request body (OpenAI completions or chat, token ids or text), curl's
+ * write callback (SSE into the token timer for a stream, a capped buffer
+ * for a GET or a non-200 body; one clock read per network read), the
+ * pre-request callback that marks the send time, and the completion that
+ * turns curl's result into a probe_request_result or a GET answer. client.c
+ * owns the pool, the multi handle and the sd-event glue. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client-internal.h"
+#include "client.h"
+#include "macro.h"
+#include "sse.h"
+#include "time-util.h"
+
+/* ---- small buffers ---- */
+
+static int buf_reserve(char **buf, size_t *cap, size_t need)
+{
+	size_t n;
+	char *b;
+
+	if (need <= *cap)
+		return 0;
+	n = MAX(need, *cap * 2);
+	n = MAX(n, (size_t)1024);
+	b = realloc(*buf, n);
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*cap = n;
+	return 0;
+}
+
+static int buf_add(struct req *q, const char *s, size_t n)
+{
+	if (buf_reserve(&q->body, &q->body_cap, q->body_len + n + 1) < 0)
+		return -ENOMEM;
+	memcpy(q->body + q->body_len, s, n);
+	q->body_len += n;
+	q->body[q->body_len] = '\0';
+	return 0;
+}
+
+static int buf_adds(struct req *q, const char *s)
+{
+	return buf_add(q, s, strlen(s));
+}
+
+static int buf_addf(struct req *q, const char *fmt, ...) _printf_(2, 3);
+static int buf_addf(struct req *q, const char *fmt, ...)
+{
+	char tmp[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -EINVAL;
+	return buf_add(q, tmp, (size_t)n);
+}
+
+/* Appends s as a JSON string literal. */
+static int buf_add_json_string(struct req *q, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
+
+	if (buf_add(q, "\"", 1) < 0)
+		return -ENOMEM;
+	for (const char *p = s; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		char esc[7];
+		size_t en = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		if (buf_add(q, run, (size_t)(p - run)) < 0)
+			return -ENOMEM;
+		esc[0] = '\\';
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			en = 6;
+		}
+		if (buf_add(q, esc, en) < 0)
+			return -ENOMEM;
+		run = p + 1;
+	}
+	if (buf_adds(q, run) < 0 || buf_add(q, "\"", 1) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+
+/* ---- the request body ---- */
+
+int probe_client_build_body(struct probe_client *c, struct req *q, const struct probe_request_spec *spec)
+{
+	bool ids = !c->chat && spec->prompt_ids && c->cfg.prompt_format != PROBE_PROMPT_TEXT;
+	int r = 0;
+
+	q->body_len = 0;
+	r |= buf_adds(q, "{");
+	if (c->model) {
+		r |= buf_adds(q, "\"model\":");
+		r |= buf_add_json_string(q, c->model);
+		r |= buf_adds(q, ",");
+	}
+	if (ids) {
+		r |= buf_adds(q, "\"prompt\":[");
+		for (uint32_t i = 0; i < spec->input_len; i++)
+			r |= buf_addf(q, i ? ",%" PRIu32 : "%" PRIu32, spec->prompt_ids[i]);
+		r |= buf_adds(q, "]");
+	} else {
+		_cleanup_(freep) char *text = probe_request_prompt_text(spec);
+
+		if (!text)
+			return -ENOMEM;
+		r |= buf_adds(q, c->chat ? "\"messages\":[{\"role\":\"user\",\"content\":" : "\"prompt\":");
+		r |= buf_add_json_string(q, text);
+		if (c->chat)
+			r |= buf_adds(q, "}]");
+	}
+	r |= buf_addf(q, ",\"max_tokens\":%" PRIu32 ",\"stream\":true", spec->output_len);
+	if (c->cfg.include_usage)
+		r |= buf_adds(q, ",\"stream_options\":{\"include_usage\":true}");
+	if (c->cfg.ignore_eos)
+		r |= buf_adds(q, ",\"ignore_eos\":true");
+	r |= buf_adds(q, "}");
+	return r < 0 ? -ENOMEM : 0;
+}
+
+/* ---- streaming: SSE events and the write callback ---- */
+
+size_t probe_client_on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct req *q = userdata;
+	size_t len = size * nmemb;
+	uint64_t now = mono_usec();
+
+	if (q->status == 0)
+		(void)curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
+	if (q->kind == REQ_GET || q->status != 200) {
+		size_t take = len;
+
+		if (q->kind == REQ_STREAM)
+			take = MIN(len, q->resp_max > q->resp_len ? q->resp_max - q->resp_len : 0);
+		else if (q->resp_len + len > q->resp_max) {
+			req_set_error(q, "response larger than %zu bytes", q->resp_max);
+			return 0;
+		}
+		if (take > 0) {
+			if (buf_reserve(&q->resp, &q->resp_cap, q->resp_len + take + 1) < 0) {
+				req_set_error(q, "out of memory");
+				return 0;
+			}
+			memcpy(q->resp + q->resp_len, ptr, take);
+			q->resp_len += take;
+			q->resp[q->resp_len] = '\0';
+		}
+		return len;
+	}
+	if (probe_stream_feed(&q->st, ptr, len, now) < 0)
+		return 0; /* makes curl stop with CURLE_WRITE_ERROR */
+	return len;
+}
+
+/* The request is about to be written to its connection (new or reused):
+ * that is its send time. Between probe_client_send() and here the request
+ * only waited in this process — for curl to get to it, or for a connection —
+ * and that wait is the client's, not the server's. */
+int probe_client_on_prereq(void *userdata, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+			   int conn_local_port)
+{
+	struct req *q = userdata;
+
+	if (q->kind == REQ_STREAM) {
+		q->res.send_usec = mono_usec();
+		q->st.send_usec = q->st.last_usec = q->res.send_usec;
+	}
+	return CURL_PREREQFUNC_OK;
+}
+
+/* ---- completion ---- */
+
+void probe_client_finish_stream(struct probe_client *c, struct req *q, CURLcode code)
+{
+	struct probe_request_result *res = &q->res;
+
+	res->http_status = (int)q->status;
+	if (code == CURLE_OK && q->status == 200)
+		(void)probe_stream_end(&q->st);
+	if (code != CURLE_OK) {
+		if (code == CURLE_OPERATION_TIMEDOUT)
+			req_set_error(q, "request timed out after %.1f s (%s)",
+				      usec_to_sec(mono_usec() - res->send_usec), q->curl_err);
+		else if (q->st.chunks > 0 || q->status != 0)
+			req_set_error(q, "connection failed mid-response: %s",
+				      q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
+		else
+			req_set_error(q, "%s", q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
+	} else if (q->status != 200) {
+		/* Keep the error's text on one line. */
+		for (size_t i = 0; i < q->resp_len; i++)
+			if (q->resp[i] == '\n' || q->resp[i] == '\r')
+				q->resp[i] = ' ';
+		req_set_error(q, "HTTP %ld: %.*s", q->status, (int)MIN(q->resp_len, (size_t)400),
+			      q->resp ? q->resp : "");
+	} else if (q->st.chunks == 0)
+		req_set_error(q, "no content in the response (%" PRIu64 " SSE events%s)", q->st.sse.events,
+			      q->st.done_seen ? ", [DONE] seen" : "");
+
+	probe_stream_fill(&q->st, q->spec_input_len);
+	res->success = !q->st.error;
+	res->error = TAKE_PTR(q->st.error);
+	q->stream_done(c, res, q->userdata);
+	/* The callee owns the contents now. */
+	*res = (struct probe_request_result){ 0 };
+	q->st.itl_cap = 0;
+}
+
+void probe_client_finish_get(struct probe_client *c, struct req *q, CURLcode code)
+{
+	/* A response without a body (vLLM's /health) never reached probe_client_on_write. */
+	if (code == CURLE_OK && q->status == 0)
+		(void)curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
+	if (code != CURLE_OK)
+		req_set_error(q, "%s", q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
+	q->get_done(c, q->st.error ? -EIO : 0, q->st.error ? 0 : q->status, q->resp ? q->resp : "",
+		    q->st.error ? 0 : q->resp_len, q->st.error, q->userdata);
+}

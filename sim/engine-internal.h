@@ -1,0 +1,116 @@
+/* engine-internal.h — the engine's state, shared by engine.c (requests,
+ * queues, the scheduler) and engine-kv.c (KV blocks, prefix cache). Not a
+ * public API: engine.h is. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#define NIL UINT32_MAX
+
+struct block {
+	uint64_t hash;
+	uint32_t ref;
+	uint32_t prev, next; /* free queue (when ref == 0) */
+	uint32_t hnext;      /* hash bucket chain (when cached) */
+	bool cached;
+	bool in_free;
+};
+
+struct req {
+	uint64_t id;
+	uint64_t serial;
+	uint64_t arrival_usec;
+	uint32_t n_prompt, max_tokens, n_out, num_computed, n_cached;
+	bool running;
+	uint32_t running_idx;
+	uint64_t *prompt_hash; /* one per full prompt block; NULL when ids were not given */
+	uint32_t n_prompt_hash;
+	uint32_t *blocks;
+	uint32_t n_blocks, cap_blocks;
+	uint32_t n_hashed; /* leading blocks already registered in the cache */
+	struct req *wprev, *wnext;
+	struct req *id_next;
+};
+
+struct sched {
+	struct req *req;
+	uint32_t n_new;
+};
+
+struct sim_engine {
+	struct sim_engine_config cfg;
+	struct sim_engine_callbacks cb;
+	void *userdata;
+	struct sim_perf perf;
+	struct sim_engine_info info;
+
+	/* requests */
+	struct req **buckets;
+	size_t n_buckets, n_reqs;
+	uint64_t next_serial;
+	struct req *wait_head, *wait_tail;
+	uint32_t n_waiting;
+	struct req **running;
+	uint32_t n_running_slots, n_running; /* slots may hold NULL holes until compaction */
+
+	/* KV blocks */
+	struct block *blk;
+	uint32_t n_blk, n_free, n_used;
+	uint32_t free_head, free_tail;
+	uint32_t *cache_buckets;
+	uint32_t cache_mask;
+
+	/* the step in flight */
+	bool in_flight;
+	uint64_t step_start, step_end, last_end;
+	struct sched *sched;
+	uint32_t n_sched;
+
+	uint64_t rng[4];
+	struct sim_engine_stats st;
+};
+
+/* ---- small helpers ---- */
+
+static inline uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+	uint64_t x = h ^ (v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2));
+
+	return splitmix64(&x);
+}
+
+static inline uint32_t div_up(uint64_t a, uint32_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+/* ---- engine-kv.c ---- */
+
+/* Puts unreferenced block b at the tail of the free queue (LRU order). */
+void sim_kv_free_append(struct sim_engine *e, uint32_t b);
+/* Frees every block of r, the last ones first so that a prefix shared with
+ * others outlives its private tail in the LRU order. */
+void sim_kv_req_free_blocks(struct sim_engine *e, struct req *r);
+/* Ensures r holds blocks for num_computed + n_new tokens. False when the free
+ * queue cannot supply them (nothing changes then). */
+bool sim_kv_req_allocate(struct sim_engine *e, struct req *r, uint32_t n_new);
+/* Registers r's newly completed full blocks in the prefix cache. */
+void sim_kv_req_cache_blocks(struct sim_engine *e, struct req *r);
+/* Prefix-cache lookup at admission: touches the cached leading blocks of r
+ * (at most all but the last token) and sets num_computed; *ret_n_new gets
+ * the tokens to compute this step. False, changing nothing, when the hits
+ * plus the blocks for them cannot be had. */
+bool sim_kv_req_admit_blocks(struct sim_engine *e, struct req *r, uint32_t budget, uint32_t *ret_n_new);

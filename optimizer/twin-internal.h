@@ -73,3 +73,9 @@ ssize_t twin_profile_index(const char *name);
 /* The constants only some configurations depend on (MFU of its precision,
  * AWQ efficiency, the TP overhead) that configs[i] needs, as a field mask. */
 uint64_t twin_specific_fields(const struct twin *t, size_t i);
+/* A double as the exact text "%.17g" (a raw cJSON node: cJSON's own printing
+ * is exact only to an epsilon, and replay needs bit-exact numbers). -EINVAL
+ * for NaN and infinities. */
+int twin_json_add_exact(cJSON *o, const char *key, double v);
+/* Every constant of a profile, exactly: what `goodput-sim --profile-file` reads. */
+int twin_profile_to_json(const struct sim_profile *p, cJSON **ret);

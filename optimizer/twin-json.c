@@ -6,8 +6,9 @@
  * not pass silently), so the metadata cannot share an object with them.
  * twin_calibration_write_profile writes that object alone, which is what
  * `goodput-sim --profile-file` (server and simulate) reads. Numbers are
- * written with cJSON's round-trip precision, so a stored calibration gives
- * bit-identical predictions. */
+ * written as "%.17g" (cJSON's own printing is only exact to an epsilon), so
+ * a stored calibration gives bit-identical predictions.
+ * twin-wire.c carries twin_next's inputs and answer the same way. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,35 @@
 #include "json-util.h"
 #include "macro.h"
 #include "twin-internal.h"
+
+/* A double as the exact text "%.17g": cJSON's own printing
+ * accepts 15 digits when they read back within an epsilon, which is not
+ * bit-exact, and replay needs bit-exact numbers. -EINVAL for NaN and
+ * infinities (JSON has no such numbers). */
+int twin_json_add_exact(cJSON *o, const char *key, double v)
+{
+	char buf[32];
+
+	if (!isfinite(v))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%.17g", v);
+	return cJSON_AddRawToObject(o, key, buf) ? 0 : -ENOMEM;
+}
+
+/* The constants of a profile, exactly: what `goodput-sim --profile-file` reads. */
+int twin_profile_to_json(const struct sim_profile *p, cJSON **ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
+	struct sim_profile copy = *p;
+
+	if (!j)
+		return -ENOMEM;
+	for (size_t i = 0; sim_profile_field_name(i); i++)
+		if (twin_json_add_exact(j, sim_profile_field_name(i), *sim_profile_field(&copy, i)) < 0)
+			return -EINVAL;
+	*ret = TAKE_PTR(j);
+	return 0;
+}
 
 void twin_calibration_from_fit(const struct twin_fit *f, double cost_error, struct twin_calibration *ret)
 {
@@ -43,8 +73,9 @@ int twin_calibration_to_json(const struct twin_calibration *c, cJSON **ret)
 	    (c->engine_version[0] && json_add_string(j, "engine_version", c->engine_version) < 0) ||
 	    (c->gpu[0] && json_add_string(j, "gpu", c->gpu) < 0) ||
 	    (c->driver[0] && json_add_string(j, "driver", c->driver) < 0) ||
-	    (c->model[0] && json_add_string(j, "model", c->model) < 0) || json_add_number(j, "fit_error", c->fit_error) < 0 ||
-	    json_add_number(j, "cost_error", c->cost_error) < 0 || json_add_number(j, "trials", c->n_trials) < 0 ||
+	    (c->model[0] && json_add_string(j, "model", c->model) < 0) ||
+	    twin_json_add_exact(j, "fit_error", c->fit_error) < 0 ||
+	    twin_json_add_exact(j, "cost_error", c->cost_error) < 0 || json_add_number(j, "trials", c->n_trials) < 0 ||
 	    json_add_number(j, "points", c->n_points) < 0)
 		return -ENOMEM;
 	fitted = cJSON_AddArrayToObject(j, "fitted");
@@ -57,7 +88,7 @@ int twin_calibration_to_json(const struct twin_calibration *c, cJSON **ret)
 			if (!s || !cJSON_AddItemToArray(fitted, s))
 				return cJSON_Delete(s), -ENOMEM;
 		}
-	r = sim_profile_to_json(&c->profile, &prof);
+	r = twin_profile_to_json(&c->profile, &prof);
 	if (r < 0)
 		return r;
 	if (!cJSON_AddItemToObject(j, "profile", prof)) {
@@ -162,7 +193,7 @@ int twin_calibration_write_profile(const struct twin_calibration *c, const char 
 	_cleanup_(fclosep) FILE *f = NULL;
 	int r;
 
-	r = sim_profile_to_json(&c->profile, &prof);
+	r = twin_profile_to_json(&c->profile, &prof);
 	if (r < 0)
 		return r;
 	text = cJSON_Print(prof);
@@ -175,3 +206,4 @@ int twin_calibration_write_profile(const struct twin_calibration *c, const char 
 		return error_set(err, -EIO, "%s: write failed", path);
 	return 0;
 }
+

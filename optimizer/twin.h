@@ -158,12 +158,13 @@ int twin_predict_best(struct twin *t, const struct sim_profile *p, struct opt_co
 /* ---- calibration ---- */
 
 struct twin_fit_options {
-	unsigned maxeval;          /* NLopt evaluations (default 80) */
+	unsigned maxeval;          /* NLopt evaluations per run (default 60) */
 	double max_factor;         /* each constant within [base / f, base · f] (default 2) */
 	double prior;              /* weight of Σ log(c / base)² (default 0.002) */
 	unsigned points_per_trial; /* load points of each trial used (default 3) */
 	unsigned max_trials;       /* trials used (default 6; 0 = all): the cheapest of each
 	                            * (quantization, TP) class, then the cheapest others */
+	unsigned restarts;         /* SBPLX restarts from the best point, maxeval each (default 2) */
 };
 void twin_fit_options_init(struct twin_fit_options *o);
 
@@ -229,12 +230,15 @@ struct twin_settings {
 	struct twin_fit_options fit;
 	unsigned n_design;           /* design trials of a cold start (default 2) */
 	unsigned judge_after;        /* refits after the design before the fit is judged (default 2) */
-	double max_fit_error;        /* fit worse than this when judged -> fallback (default 0.10) */
+	double max_fit_error;        /* fit worse than this (and than 2.5 × min_tol, the noise) when judged ->
+	                              * fallback (default 0.08) */
 	double max_pred_error;       /* predicted-vs-measured cost error worse than this -> fallback (0.15) */
 	double min_tol;              /* the error floor: measurement noise (default 0.03) */
 	double drift_factor;         /* warm start: error > max(f × stored, stored + min_tol·2) is drift (2) */
 	double unfitted_error;       /* the twin's error for a configuration that depends on a constant not
 	                              * fitted yet (an untried precision or TP): ranked that much lower (0.10) */
+	unsigned near_probes;        /* after the margin rule stops: untested configurations the twin still
+	                              * ranks above the best measured one that may be probed (default 2) */
 };
 void twin_settings_init(struct twin_settings *s);
 
@@ -274,6 +278,51 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
  * their smallest, then mixed corners. Up to n configurations, distinct. */
 int twin_design_initial(struct twin *t, const struct sim_profile *p, size_t n, struct opt_config *ret,
 			size_t *ret_n, struct error *err);
+
+/* ---- running twin_next off the event loop ----
+ *
+ * twin_next costs seconds of CPU (several fits of a few hundred simulations
+ * each, then a ranking); a daemon must not run it on its sd-event loop. The
+ * runner forks a child per ask: the child (which inherits the twin, the
+ * settings, the history and the warm calibration) calls twin_next, writes
+ * twin_candidate_to_json's text to a pipe and _exit()s; the loop watches the
+ * pipe (sd_event_add_io) and the child (sd_event_add_child), reads the text
+ * to EOF and turns it back into the candidate with twin_candidate_from_json.
+ * A helper program (exec instead of fork) reads the inputs as one request
+ * object instead: twin_request_to_json / twin_next_json. All of it is
+ * bit-exact, so the answer is the one twin_next gives in process: doubles
+ * are raw "%.17g" nodes (cJSON's own printing is exact only to an epsilon),
+ * which is also why a tree these functions build must be printed and parsed
+ * again before the _from_json functions can read it. */
+
+/* The history as an array of trials: {"config": key, "outcome", "cost",
+ * "confirm", "max_rate", "predicted_cost", "points": [{"rate" | "saturated":
+ * true, "figures": {name: value}}]}. The caller owns *ret. */
+int twin_history_to_json(const struct opt_space *space, const struct twin_history *h, cJSON **ret);
+/* Reads it back (ret is initialised; the caller calls twin_history_done).
+ * Errors name the JSON path of the bad field (`what` is the array's). */
+int twin_history_from_json(const struct opt_space *space, const cJSON *j, const char *what, struct twin_history *ret,
+			   struct error *err);
+/* Every field of the settings (the seed as a decimal string); absent fields
+ * read back as twin_settings_init's defaults. */
+int twin_settings_to_json(const struct twin_settings *s, cJSON **ret);
+int twin_settings_from_json(const cJSON *j, const char *what, struct twin_settings *ret, struct error *err);
+/* The candidate: {"ask", "opt_phase", "reason", "phase", "config" (unless
+ * done), "best", "runner_up" (when valid), "predicted_cost" (unless none),
+ * flags, "tol", "pred_error", "fit" (once made), "message", ...}. */
+int twin_candidate_to_json(const struct opt_space *space, const struct twin_candidate *c, cJSON **ret);
+int twin_candidate_from_json(const struct opt_space *space, const cJSON *j, const char *what,
+			     struct twin_candidate *ret, struct error *err);
+/* One ask's inputs as {"settings", "history", "warm"?}, and back (ret_history
+ * is initialised; the caller calls twin_history_done). */
+int twin_request_to_json(const struct opt_space *space, const struct twin_settings *s, const struct twin_history *h,
+			 const struct twin_calibration *warm, cJSON **ret);
+int twin_request_from_json(const struct opt_space *space, const cJSON *j, const char *what,
+			   struct twin_settings *ret_settings, struct twin_history *ret_history,
+			   struct twin_calibration *ret_warm, bool *ret_has_warm, struct error *err);
+/* What a helper runs: a request's text in, twin_next, the candidate's JSON
+ * text out (*ret is the caller's to free()). */
+int twin_next_json(struct twin *t, const char *request, size_t len, char **ret, struct error *err);
 
 /* The calibration to store at the end of a study (key fields from the caller). */
 void twin_calibration_from_fit(const struct twin_fit *f, double cost_error, struct twin_calibration *ret);

@@ -35,6 +35,7 @@
 
 #define TARGET 0.02
 #define NOT_REACHED 1e9
+#define TRACE_MAX 128
 
 struct spec {
 	const char *name, *model, *gpu;
@@ -235,9 +236,12 @@ struct study {
 	double fit_error, tol;
 	struct twin_calibration cal;
 	bool have_cal;
+	double regret[TRACE_MAX]; /* true regret of the incumbent after each deployment */
 };
 
 /* One study: twin (use_twin) or plain, on instance in, with noise seed. */
+static int near_probes = -1;
+
 static int run_study(struct instance *in, bool use_twin, const struct twin_calibration *warm, unsigned budget,
 		     double sigma, uint64_t seed, bool verbose, struct study *ret, struct error *err)
 {
@@ -256,6 +260,8 @@ static int run_study(struct instance *in, bool use_twin, const struct twin_calib
 		return -ENOMEM;
 	}
 	twin_settings_init(&set);
+	if (near_probes >= 0)
+		set.near_probes = (unsigned)near_probes;
 	set.plain.seed = seed;
 	set.plain.max_trials = budget;
 	twin_history_init(&h);
@@ -309,6 +315,8 @@ static int run_study(struct instance *in, bool use_twin, const struct twin_calib
 		incumbent_tell(&inc, o, in->n_configs, &tr.trial);
 		st.deployments++;
 		st.final_regret = regret_of(in, &inc);
+		if (st.deployments <= TRACE_MAX)
+			st.regret[st.deployments - 1] = st.final_regret;
 		if (st.final_regret <= TARGET && st.to_target >= NOT_REACHED)
 			st.to_target = st.deployments;
 		if (verbose && use_twin) {
@@ -327,6 +335,16 @@ static int run_study(struct instance *in, bool use_twin, const struct twin_calib
 		return r;
 	*ret = st;
 	return 0;
+}
+
+/* The study's true regret after k deployments (its final one when it stopped earlier). */
+static double regret_at(const struct study *st, unsigned k)
+{
+	if (k == 0)
+		return INFINITY;
+	if (k >= st->deployments || k > TRACE_MAX)
+		return st->final_regret;
+	return st->regret[k - 1];
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -361,10 +379,13 @@ static void help(void)
 	       "  --budget N          max distinct deployments per study (default 40)\n"
 	       "  --mismatch-budget N budget of the mismatch comparison (default 15)\n"
 	       "  --sigma S           log-normal measurement noise (default 0.03)\n"
-	       "  --check-median X    exit 1 unless the twin's median is <= X, warm < cold, and the\n"
-	       "                      mismatch case reported the poor fit and was no worse than plain\n"
+	       "  --check-median X    exit 1 unless the twin's median to 2 %% is <= X, the warm study's is\n"
+	       "                      no larger and it is done in fewer deployments, and the mismatch case\n"
+	       "                      reported the poor fit and was no worse than plain (also at plain's\n"
+	       "                      deployments)\n"
 	       "  --verbose           trace every twin deployment on stderr\n"
-	       "  --only N            ... of instance N only\n"
+	       "  --only N            run instance N only (and mismatch seed N)\n"
+	       "  --near-probes N     the twin's near_probes setting (default: twin_settings_init's)\n"
 	       "  --json              print the summary as JSON\n");
 }
 
@@ -375,14 +396,18 @@ int main(int argc, char **argv)
 		{ "prompts", required_argument, NULL, 'p' },   { "budget", required_argument, NULL, 'b' },
 		{ "mismatch-budget", required_argument, NULL, 'B' },
 		{ "sigma", required_argument, NULL, 's' },     { "check-median", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },         { "only", required_argument, NULL, 'o' },         { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+		{ "verbose", no_argument, NULL, 'v' },         { "only", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },            { "help", no_argument, NULL, 'h' },
+		{ "near-probes", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct options o = { .instances = 20, .mismatch = 8, .prompts = 48, .budget = 40, .mismatch_budget = 15,
 			     .sigma = 0.03, .fault_seq = 3.0, .mismatch_seq = 1000, .only = -1 };
-	_cleanup_(freep) double *v_plain = NULL, *v_twin = NULL, *v_warm = NULL, *v_mm_twin = NULL, *v_mm_plain = NULL;
-	unsigned reached_twin = 0, n_fallback_mm = 0, n_fallback = 0, warm_fewer = 0;
-	double med_plain, med_twin, med_warm, med_mm_twin = NAN, med_mm_plain = NAN;
+	/* per instance: deployments to 2 % (plain, twin, warm), until done (same) */
+	_cleanup_(freep) double *v = NULL, *mm = NULL;
+	double *to[3], *done[3], *mm_plain, *mm_twin, *mm_twin_same;
+	unsigned n_run = 0, n_mm = 0, reached[3] = { 0 }, n_fallback = 0, n_fallback_mm = 0, warm_fewer = 0;
+	double med_to[3], med_done[3], med_mm_plain = NAN, med_mm_twin = NAN, med_mm_twin_same = NAN;
 	clock_t t0 = clock();
 	int c, r;
 
@@ -418,6 +443,9 @@ int main(int argc, char **argv)
 		case 'j':
 			o.json = true;
 			break;
+		case 'n':
+			near_probes = atoi(optarg);
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -429,29 +457,35 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-twin: --instances >= 1, --prompts >= 8, --budget >= 1, --sigma in [0, 1)\n");
 		return 2;
 	}
-	v_plain = calloc(o.instances, sizeof(double));
-	v_twin = calloc(o.instances, sizeof(double));
-	v_warm = calloc(o.instances, sizeof(double));
-	v_mm_twin = calloc(o.mismatch + 1, sizeof(double));
-	v_mm_plain = calloc(o.mismatch + 1, sizeof(double));
-	if (!v_plain || !v_twin || !v_warm || !v_mm_twin || !v_mm_plain)
+	v = calloc(6 * (size_t)o.instances, sizeof(double));
+	mm = calloc(3 * ((size_t)o.mismatch + 1), sizeof(double));
+	if (!v || !mm)
 		return 1;
+	for (size_t k = 0; k < 3; k++) {
+		to[k] = v + k * o.instances;
+		done[k] = v + (3 + k) * o.instances;
+	}
+	mm_plain = mm;
+	mm_twin = mm + o.mismatch + 1;
+	mm_twin_same = mm + 2 * (o.mismatch + 1);
 
 	if (!o.json) {
 		printf("twin benchmark: %u instances (constants ±30 %%, every 4th with unmodelled step costs), "
 		       "%.0f %% noise, %u prompts per load point, budget %u\n",
 		       o.instances, o.sigma * 100, o.prompts, o.budget);
-		printf("deployments until the incumbent is within 2 %% of the optimum\n");
-		printf("%4s %-11s %6s %5s | %6s %6s %6s | %6s %6s | %7s %7s %s\n", "inst", "space", "configs", "fault",
-		       "plain", "twin", "warm", "twin#", "warm#", "fit err", "tol", "notes");
+		printf("deployments until the incumbent is within 2 %% of the optimum, and until done (#)\n");
+		printf("%4s %-11s %6s %5s | %6s %6s %6s | %6s %6s %6s | %7s %7s %s\n", "inst", "space", "configs",
+		       "fault", "plain", "twin", "warm", "plain#", "twin#", "warm#", "fit err", "tol", "notes");
 	}
 	for (unsigned i = 0; i < o.instances; i++) {
 		struct instance in;
-		bool verbose = o.verbose && (o.only < 0 || (unsigned)o.only == i);
+		bool verbose = o.verbose;
 		struct study sp, st, sw;
 		struct error err = { 0 };
 		bool fault = i % 4 == 3;
 
+		if (o.only >= 0 && (unsigned)o.only != i)
+			continue;
 		r = instance_init(&in, &o, i, fault ? o.fault_seq : 0, fault ? 1000 : 0, &err);
 		if (r >= 0)
 			r = run_study(&in, false, NULL, o.budget, o.sigma, 100 + i, false, &sp, &err);
@@ -469,39 +503,47 @@ int main(int argc, char **argv)
 			instance_free(&in);
 			return 1;
 		}
-		v_plain[i] = sp.to_target;
-		v_twin[i] = st.to_target;
-		v_warm[i] = sw.to_target;
-		reached_twin += st.to_target < NOT_REACHED;
+		to[0][n_run] = sp.to_target;
+		to[1][n_run] = st.to_target;
+		to[2][n_run] = sw.to_target;
+		done[0][n_run] = sp.deployments;
+		done[1][n_run] = st.deployments;
+		done[2][n_run] = sw.deployments;
+		for (size_t k = 0; k < 3; k++)
+			reached[k] += to[k][n_run] < NOT_REACHED;
+		n_run++;
 		n_fallback += st.fallback;
-		warm_fewer += sw.to_target < st.to_target;
+		warm_fewer += sw.deployments < st.deployments;
 		if (!o.json) {
 			printf("%4u %-11s %6" PRIu64 " %5s |", i, in.sp->name, opt_space_count(in.space), fault ? "yes" : "no");
 			print_count(sp.to_target);
 			print_count(st.to_target);
 			print_count(sw.to_target);
-			printf(" | %6u %6u | %6.1f%% %6.1f%% %s%s%s\n", st.deployments, sw.deployments, st.fit_error * 100,
-			       st.tol * 100, st.fallback ? "fallback " : "", sw.drift ? "drift " : "",
+			printf(" | %6u %6u %6u | %6.1f%% %6.1f%% %s%s%s\n", sp.deployments, st.deployments, sw.deployments,
+			       st.fit_error * 100, st.tol * 100, st.fallback ? "fallback " : "", sw.drift ? "drift " : "",
 			       sw.warm ? "" : "(warm start dropped)");
 			fflush(stdout);
 		}
 		instance_free(&in);
 	}
-	med_plain = median(v_plain, o.instances);
-	med_twin = median(v_twin, o.instances);
-	med_warm = median(v_warm, o.instances);
+	for (size_t k = 0; k < 3; k++) {
+		med_to[k] = median(to[k], n_run);
+		med_done[k] = median(done[k], n_run);
+	}
 
 	if (o.mismatch && !o.json) {
 		printf("\nmismatch: a batch-squared step cost the twin cannot express (%.0f us x n^2/64), budget %u\n",
 		       o.mismatch_seq, o.mismatch_budget);
-		printf("%4s %-11s | %12s %12s | %7s %6s %6s | %s\n", "seed", "space", "plain regret", "twin regret",
-		       "fit err", "plain#", "twin#", "twin says");
+		printf("%4s %-11s | %12s %12s %12s | %7s %6s %6s | %s\n", "seed", "space", "plain regret", "twin regret",
+		       "twin@plain#", "fit err", "plain#", "twin#", "twin says");
 	}
 	for (unsigned m = 0; m < o.mismatch; m++) {
 		struct instance in;
 		struct study sp, st;
 		struct error err = { 0 };
 
+		if (o.only >= 0 && (unsigned)o.only != m)
+			continue;
 		/* Space 0 (the 8B) only: the 70B's large batches are too slow with it. */
 		r = instance_init(&in, &o, 2 * (1000 + m), o.mismatch_seq, 0, &err);
 		if (r >= 0)
@@ -515,54 +557,72 @@ int main(int argc, char **argv)
 			instance_free(&in);
 			return 1;
 		}
-		v_mm_plain[m] = sp.final_regret;
-		v_mm_twin[m] = st.final_regret;
+		mm_plain[n_mm] = sp.final_regret;
+		mm_twin[n_mm] = st.final_regret;
+		/* the same budget: the twin's incumbent after as many deployments as the plain search made */
+		mm_twin_same[n_mm] = regret_at(&st, sp.deployments);
+		n_mm++;
 		n_fallback_mm += st.fallback;
 		if (!o.json)
-			printf("%4u %-11s | %11.1f%% %11.1f%% | %6.1f%% %6u %6u | %s\n", m, in.sp->name, sp.final_regret * 100,
-			       st.final_regret * 100, st.fit_error * 100, sp.deployments, st.deployments,
-			       st.fallback ? "poor fit: fell back to the plain search" : "fit ok");
+			printf("%4u %-11s | %11.1f%% %11.1f%% %11.1f%% | %6.1f%% %6u %6u | %s\n", m, in.sp->name,
+			       sp.final_regret * 100, st.final_regret * 100, mm_twin_same[n_mm - 1] * 100, st.fit_error * 100,
+			       sp.deployments, st.deployments, st.fallback ? "poor fit: fell back to the plain search" : "fit ok");
 		instance_free(&in);
 	}
-	if (o.mismatch) {
-		med_mm_plain = median(v_mm_plain, o.mismatch);
-		med_mm_twin = median(v_mm_twin, o.mismatch);
+	if (n_mm) {
+		med_mm_plain = median(mm_plain, n_mm);
+		med_mm_twin = median(mm_twin, n_mm);
+		med_mm_twin_same = median(mm_twin_same, n_mm);
 	}
 
 	if (o.json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
-		_cleanup_(cjson_freep) char *s = NULL;
+		_cleanup_(cjson_freep) char *text = NULL;
 
-		if (!j || json_add_number(j, "instances", o.instances) < 0 ||
-		    json_add_number(j, "median_plain", med_plain) < 0 || json_add_number(j, "median_twin", med_twin) < 0 ||
-		    json_add_number(j, "median_warm", med_warm) < 0 || json_add_number(j, "twin_reached", reached_twin) < 0 ||
-		    json_add_number(j, "mismatch_seeds", o.mismatch) < 0 ||
+		if (!j || json_add_number(j, "instances", n_run) < 0 ||
+		    json_add_number(j, "median_to_target_plain", med_to[0]) < 0 ||
+		    json_add_number(j, "median_to_target_twin", med_to[1]) < 0 ||
+		    json_add_number(j, "median_to_target_warm", med_to[2]) < 0 ||
+		    json_add_number(j, "median_done_plain", med_done[0]) < 0 ||
+		    json_add_number(j, "median_done_twin", med_done[1]) < 0 ||
+		    json_add_number(j, "median_done_warm", med_done[2]) < 0 ||
+		    json_add_number(j, "reached_plain", reached[0]) < 0 || json_add_number(j, "reached_twin", reached[1]) < 0 ||
+		    json_add_number(j, "reached_warm", reached[2]) < 0 ||
+		    json_add_number(j, "false_fallbacks", n_fallback) < 0 ||
+		    json_add_number(j, "mismatch_seeds", n_mm) < 0 ||
 		    json_add_number(j, "mismatch_fallbacks", n_fallback_mm) < 0 ||
-		    (o.mismatch && (json_add_number(j, "mismatch_median_regret_plain", med_mm_plain) < 0 ||
-				    json_add_number(j, "mismatch_median_regret_twin", med_mm_twin) < 0)))
+		    (n_mm && (json_add_number(j, "mismatch_median_regret_plain", med_mm_plain) < 0 ||
+			      json_add_number(j, "mismatch_median_regret_twin", med_mm_twin) < 0 ||
+			      json_add_number(j, "mismatch_median_regret_twin_same_budget", med_mm_twin_same) < 0)))
 			return 1;
-		s = cJSON_Print(j);
-		if (!s)
+		text = cJSON_Print(j);
+		if (!text)
 			return 1;
-		puts(s);
+		puts(text);
 	} else {
-		printf("\nmedian deployments to 2 %%: plain %.1f, twin %.1f (reached %u/%u, fallback %u), warm start %.1f "
-		       "(fewer than cold on %u/%u)\n",
-		       med_plain, med_twin, reached_twin, o.instances, n_fallback, med_warm, warm_fewer, o.instances);
-		if (o.mismatch)
-			printf("mismatch: poor fit reported on %u/%u; median final regret plain %.1f %%, twin %.1f %%\n",
-			       n_fallback_mm, o.mismatch, med_mm_plain * 100, med_mm_twin * 100);
+		printf("\nmedian deployments to 2 %%: plain %.1f, twin %.1f, warm %.1f (reached %u, %u, %u of %u)\n",
+		       med_to[0], med_to[1], med_to[2], reached[0], reached[1], reached[2], n_run);
+		printf("median deployments until done: plain %.1f, twin %.1f, warm %.1f (warm fewer than cold on %u/%u)\n",
+		       med_done[0], med_done[1], med_done[2], warm_fewer, n_run);
+		printf("false fallbacks (healthy instances handed to the plain search): %u/%u\n", n_fallback, n_run);
+		if (n_mm)
+			printf("mismatch: poor fit reported on %u/%u; median final regret plain %.1f %%, twin %.1f %% "
+			       "(%.1f %% after as many deployments as plain)\n",
+			       n_fallback_mm, n_mm, med_mm_plain * 100, med_mm_twin * 100, med_mm_twin_same * 100);
 		printf("cpu time %.0f s\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
 	}
 	if (o.check_median > 0) {
-		bool ok = med_twin <= o.check_median && med_warm < med_twin;
+		bool ok = med_to[1] <= o.check_median && med_to[2] <= med_to[1] && med_done[2] < med_done[1];
 
-		if (o.mismatch)
-			ok = ok && n_fallback_mm * 2 > o.mismatch && med_mm_twin <= med_mm_plain + 1e-9;
+		if (n_mm)
+			ok = ok && n_fallback_mm * 2 > n_mm && med_mm_twin <= med_mm_plain + 1e-9 &&
+			     med_mm_twin_same <= med_mm_plain + 1e-9;
 		if (!ok) {
-			fprintf(stderr, "bench-twin: check failed (twin median %.1f, warm %.1f, limit %.1f; mismatch "
-					"fallbacks %u/%u, regret twin %.3f vs plain %.3f)\n",
-				med_twin, med_warm, o.check_median, n_fallback_mm, o.mismatch, med_mm_twin, med_mm_plain);
+			fprintf(stderr,
+				"bench-twin: check failed (twin median %.1f, limit %.1f; warm %.1f; until done twin %.1f, "
+				"warm %.1f; mismatch fallbacks %u/%u, regret twin %.3f (same budget %.3f) vs plain %.3f)\n",
+				med_to[1], o.check_median, med_to[2], med_done[1], med_done[2], n_fallback_mm, n_mm,
+				med_mm_twin, med_mm_twin_same, med_mm_plain);
 			return 1;
 		}
 	}

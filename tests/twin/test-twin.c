@@ -2,15 +2,24 @@
  * synthetic measurements, twin_next replays exactly from its history, falls
  * back honestly when the server does what the model cannot express, a
  * calibration survives a JSON round trip (and feeds goodput-sim's
- * --profile-file), and a stored calibration that no longer matches is
- * reported as drift. Measurements come from a second twin with known,
- * perturbed constants playing the real server (no noise unless stated). */
+ * --profile-file), a stored calibration that no longer matches is reported
+ * as drift, and twin_next run in a forked child (as the runner does, off its
+ * event loop) answers through a pipe exactly what it answers in process.
+ * Measurements come from a second twin with known, perturbed constants
+ * playing the real server (no noise unless stated). Run one part with
+ * `test-twin NAME` (json, calibration, replay, fallback, drift, wire). */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "json-util.h"
 
 #include "macro.h"
 #include "tests.h"
@@ -42,10 +51,10 @@ static void make_setup(struct twin_setup *s, double fault_seq)
 	s->gpus = 2;
 	s->workload.input = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 768, .range_ratio = 1.0 / 3 };
 	s->workload.output = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 192, .range_ratio = 1.0 / 3 };
-	s->workload.num_prompts = 32;
+	s->workload.num_prompts = 16;
 	s->workload.arrival = PROBE_ARRIVAL_POISSON;
-	s->rel_tol = 0.02;
-	s->max_runs = 10;
+	s->rel_tol = 0.05;
+	s->max_runs = 8;
 	CHECK(probe_sla_parse("ttft:1000,tpot:50", &s->sla, &err) >= 0);
 	s->sla.attainment = 0.9;
 	s->fault_step_per_seq_usec = fault_seq;
@@ -58,6 +67,15 @@ static double *field(struct sim_profile *p, const char *name)
 			return sim_profile_field(p, i);
 	CHECK_MSG(false, "no constant %s", name);
 	return NULL;
+}
+
+/* The strategy's settings, with lighter fits than the default (the unit test
+ * runs under valgrind; bench-twin measures the defaults). */
+static void settings_init(struct twin_settings *s)
+{
+	twin_settings_init(s);
+	s->fit.maxeval = 40;
+	s->fit.restarts = 1;
 }
 
 /* The "real GPU": the base constants perturbed. */
@@ -110,6 +128,8 @@ static void test_calibration(void)
 	}
 	struct twin_fit_options fo;
 	twin_fit_options_init(&fo);
+	fo.maxeval = 60; /* lighter than the default, for valgrind */
+	fo.restarts = 1;
 	CHECK_MSG(twin_calibrate(tw, tr, 3, &base, &fo, &fit, &err) >= 0, "%s", err.msg);
 	printf("calibration: error %.2f %% (start %.1f %%), %u points, %u evals; mfu_fp8 %.3f/%.3f mbu_w %.3f/%.3f\n",
 	       fit.error * 100, fit.start_error * 100, fit.n_points, fit.evals, *field(&fit.profile, "mfu_fp8"),
@@ -136,7 +156,7 @@ static void test_calibration(void)
 		struct twin_fit fit2;
 
 		CHECK(twin_new(s, &setup, &tw2, &err) >= 0);
-		CHECK(twin_calibrate(tw2, tr, 3, &base, NULL, &fit2, &err) >= 0);
+		CHECK(twin_calibrate(tw2, tr, 3, &base, &fo, &fit2, &err) >= 0);
 		CHECK(memcmp(&fit.profile, &fit2.profile, sizeof(fit.profile)) == 0);
 	}
 }
@@ -184,7 +204,7 @@ static void test_replay(void)
 	CHECK(twin_new(s, &setup, &tw, &err) >= 0);
 	CHECK(twin_new(s, &setup, &fresh, &err) >= 0);
 	perturbed(real, 1.0, &truth);
-	twin_settings_init(&set);
+	settings_init(&set);
 	set.plain.max_trials = 12;
 	twin_history_init(&h);
 	run(tw, real, &truth, &set, NULL, 30, &h, cands, &n);
@@ -236,10 +256,12 @@ static void test_fallback(void)
 
 	make_setup(&setup, 0);
 	make_setup(&real_setup, 1000); /* a batch-squared step cost the model has no term for */
+	/* enough requests at once for the batch to grow where that cost shows */
+	setup.workload.num_prompts = real_setup.workload.num_prompts = 48;
 	CHECK(twin_new(s, &real_setup, &real, &err) >= 0);
 	CHECK(twin_new(s, &setup, &tw, &err) >= 0);
 	twin_base_profile(real, &truth);
-	twin_settings_init(&set);
+	settings_init(&set);
 	set.plain.max_trials = 8;
 	twin_history_init(&h);
 	run(tw, real, &truth, &set, NULL, 40, &h, cands, &n);
@@ -248,6 +270,9 @@ static void test_fallback(void)
 			said = true;
 			CHECK_STR_CONTAINS(cands[k].message, "poor fit");
 		}
+	for (size_t k = 0; k < n && !said; k++)
+		printf("  %zu %s fit %.1f %% pred %.1f %%: %s\n", k, twin_phase_to_string(cands[k].phase),
+		       cands[k].fit.error * 100, cands[k].pred_error * 100, cands[k].message);
 	printf("fallback: %s\n", said ? "reported" : "not reported");
 	CHECK(said);
 	CHECK(cands[n - 1].opt.ask == OPT_ASK_DONE);
@@ -344,7 +369,7 @@ static void test_drift(void)
 	CHECK(twin_new(s, &setup, &real, &err) >= 0);
 	CHECK(twin_new(s, &setup, &tw, &err) >= 0);
 	perturbed(real, 1.0, &truth);
-	twin_settings_init(&set);
+	settings_init(&set);
 	set.plain.max_trials = 10;
 	/* A first study leaves a calibration ... */
 	twin_history_init(&h);
@@ -380,12 +405,267 @@ static void test_drift(void)
 	twin_history_done(&h);
 }
 
+static bool same_double(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+static void check_same_trial(const struct twin_trial *a, const struct twin_trial *b)
+{
+	CHECK(memcmp(&a->trial.config, &b->trial.config, sizeof(a->trial.config)) == 0);
+	CHECK_INT_EQ(a->trial.outcome, b->trial.outcome);
+	CHECK(a->trial.outcome != OPT_OUTCOME_MEASURED || same_double(a->trial.cost, b->trial.cost));
+	CHECK(a->trial.confirm == b->trial.confirm);
+	CHECK(same_double(a->max_rate, b->max_rate));
+	CHECK(same_double(a->predicted_cost, b->predicted_cost));
+	CHECK_INT_EQ(a->n_points, b->n_points);
+	for (size_t k = 0; k < a->n_points; k++) {
+		CHECK(same_double(a->points[k].rate, b->points[k].rate));
+		for (size_t f = 0; f < _TWIN_FIG_MAX; f++)
+			CHECK(same_double(a->points[k].fig[f], b->points[k].fig[f]));
+	}
+}
+
+static char *candidate_text(const struct opt_space *s, const struct twin_candidate *c)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	char *text;
+
+	CHECK(twin_candidate_to_json(s, c, &j) >= 0);
+	text = cJSON_PrintUnformatted(j);
+	CHECK(text);
+	return text;
+}
+
+static void check_same_candidate(const struct twin_candidate *a, const struct twin_candidate *b)
+{
+	CHECK_INT_EQ(a->opt.ask, b->opt.ask);
+	CHECK_INT_EQ(a->phase, b->phase);
+	CHECK(a->opt.ask == OPT_ASK_DONE || memcmp(&a->opt.config, &b->opt.config, sizeof(a->opt.config)) == 0);
+	CHECK(same_double(a->predicted_cost, b->predicted_cost));
+	CHECK(a->opt.best.valid == b->opt.best.valid);
+	CHECK(!a->opt.best.valid || memcmp(&a->opt.best.config, &b->opt.best.config, sizeof(a->opt.best.config)) == 0);
+	CHECK(!a->opt.best.valid || same_double(a->opt.best.cost, b->opt.best.cost));
+	CHECK(a->fallback == b->fallback && a->warm == b->warm && a->calibrated == b->calibrated);
+	CHECK(same_double(a->tol, b->tol));
+	CHECK(memcmp(&a->fit.profile, &b->fit.profile, sizeof(a->fit.profile)) == 0);
+	CHECK(same_double(a->fit.error, b->fit.error));
+	CHECK(a->fit.fitted == b->fit.fitted);
+	CHECK_STR_EQ(a->message, b->message);
+}
+
+/* What the runner does per ask, off its event loop: a forked child runs
+ * twin_next and writes the candidate to a pipe; the parent reads it to EOF
+ * and parses it back. */
+static void next_in_child(const struct opt_space *s, struct twin *tw, const struct twin_settings *set,
+			  const struct twin_history *h, const struct twin_calibration *warm,
+			  struct twin_candidate *ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	_cleanup_(freep) char *buf = NULL;
+	struct error err = { 0 };
+	size_t len = 0, cap = 1 << 16;
+	int fds[2], status;
+	pid_t pid;
+
+	CHECK(pipe2(fds, O_CLOEXEC) == 0);
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct twin_candidate c;
+		cJSON *out = NULL;
+		char *text = NULL;
+		size_t n, off = 0;
+		int r;
+
+		close(fds[0]);
+		r = twin_next(tw, set, h, warm, &c, &err);
+		if (r >= 0)
+			r = twin_candidate_to_json(s, &c, &out);
+		if (r >= 0)
+			text = cJSON_PrintUnformatted(out);
+		cJSON_Delete(out);
+		if (!text)
+			_exit(1);
+		n = strlen(text);
+		while (off < n) {
+			ssize_t k = write(fds[1], text + off, n - off);
+
+			if (k <= 0)
+				break;
+			off += (size_t)k;
+		}
+		free(text);
+		/* _exit: the parent's cleanups and stdio buffers are not the child's to run */
+		_exit(off == n ? 0 : 1);
+	}
+	close(fds[1]);
+	buf = malloc(cap);
+	CHECK(buf);
+	for (;;) {
+		ssize_t k = read(fds[0], buf + len, cap - len);
+
+		CHECK(k >= 0);
+		if (k == 0)
+			break;
+		len += (size_t)k;
+		CHECK(len < cap);
+	}
+	close(fds[0]);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_MSG(json_parse_strict("child", buf, len, &j, &err) >= 0, "%s", err.msg);
+	CHECK_MSG(twin_candidate_from_json(s, j, "candidate", ret, &err) >= 0, "%s", err.msg);
+}
+
+static void test_wire(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = make_space(small_space);
+	_cleanup_(twin_freep) struct twin *real = NULL, *tw = NULL, *fresh = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *hj = NULL, *hj2 = NULL, *req = NULL, *sj = NULL, *bad = NULL;
+	_cleanup_(cjson_freep) char *htext = NULL, *rtext = NULL;
+	struct twin_setup setup;
+	struct twin_settings set, set2;
+	struct sim_profile truth;
+	struct twin_history h, back;
+	struct twin_candidate cands[30], c, c2;
+	struct twin_calibration cal;
+	struct error err = { 0 };
+	bool saturated = false;
+	size_t n;
+
+	make_setup(&setup, 0);
+	CHECK(twin_new(s, &setup, &real, &err) >= 0);
+	CHECK(twin_new(s, &setup, &tw, &err) >= 0);
+	CHECK(twin_new(s, &setup, &fresh, &err) >= 0);
+	perturbed(real, 1.0, &truth);
+	settings_init(&set);
+	set.plain.max_trials = 12;
+	set.plain.seed = UINT64_C(0x8000000000000001); /* beyond a double's integers */
+	set.near_probes = 1;
+	twin_history_init(&h);
+	run(tw, real, &truth, &set, NULL, 30, &h, cands, &n);
+	CHECK(h.n >= 3 && cands[n - 1].calibrated);
+
+	/* Settings: every field, the 64-bit seed included. */
+	CHECK(twin_settings_to_json(&set, &sj) >= 0);
+	{
+		_cleanup_(cjson_freep) char *stext = cJSON_PrintUnformatted(sj);
+
+		CHECK(stext);
+		cJSON_Delete(sj);
+		sj = cJSON_Parse(stext);
+		CHECK(sj);
+	}
+	CHECK_MSG(twin_settings_from_json(sj, "settings", &set2, &err) >= 0, "%s", err.msg);
+	CHECK(set2.plain.seed == set.plain.seed && set2.plain.max_trials == 12 && set2.near_probes == 1);
+	CHECK(set2.fit.maxeval == set.fit.maxeval && set2.fit.restarts == set.fit.restarts);
+	CHECK(same_double(set2.max_fit_error, set.max_fit_error) && same_double(set2.fit.prior, set.fit.prior));
+
+	/* The history survives JSON text bit for bit (the saturated point too). */
+	CHECK(twin_history_to_json(s, &h, &hj) >= 0);
+	htext = cJSON_PrintUnformatted(hj);
+	CHECK(htext);
+	hj2 = cJSON_Parse(htext);
+	CHECK(hj2);
+	CHECK_MSG(twin_history_from_json(s, hj2, "history", &back, &err) >= 0, "%s", err.msg);
+	CHECK_INT_EQ(back.n, h.n);
+	for (size_t k = 0; k < h.n; k++) {
+		check_same_trial(&h.trials[k], &back.trials[k]);
+		saturated = saturated || (h.trials[k].n_points > 0 && isinf(h.trials[k].points[0].rate));
+	}
+	CHECK(saturated);
+	twin_history_done(&back);
+
+	/* A forked child gives the in-process answer, on every prefix of the study
+	 * and with a warm calibration. */
+	twin_calibration_from_fit(&cands[n - 1].fit, cands[n - 1].tol, &cal);
+	twin_history_init(&back);
+	for (size_t k = 0; k <= h.n; k = k < 2 ? 2 : k < h.n ? h.n : h.n + 1) {
+		back.n = 0;
+		for (size_t q = 0; q < k; q++)
+			CHECK(twin_history_add(&back, &h.trials[q]) >= 0);
+		for (int w = 0; w < 1 + (k == h.n); w++) {
+			_cleanup_(freep) char *t1 = NULL, *t2 = NULL;
+
+			CHECK(twin_next(tw, &set, &back, w ? &cal : NULL, &c, &err) >= 0);
+			/* (a child inherits the parent's caches: one twin that has them, one that has not) */
+			next_in_child(s, k == 2 ? fresh : tw, &set, &back, w ? &cal : NULL, &c2);
+			check_same_candidate(&c, &c2);
+			/* ... and reads back to the same text. */
+			t1 = candidate_text(s, &c);
+			t2 = candidate_text(s, &c2);
+			CHECK_STR_EQ(t1, t2);
+		}
+	}
+	twin_history_done(&back);
+
+	/* The whole ask as one request, for a helper program. */
+	CHECK(twin_request_to_json(s, &set, &h, &cal, &req) >= 0);
+	rtext = cJSON_PrintUnformatted(req);
+	CHECK(rtext);
+	{
+		_cleanup_(freep) char *out = NULL, *want = NULL;
+
+		/* (the caches are keyed by the inputs: inexact parsing would miss them and differ) */
+		CHECK_MSG(twin_next_json(tw, rtext, strlen(rtext), &out, &err) >= 0, "%s", err.msg);
+		CHECK(twin_next(tw, &set, &h, &cal, &c, &err) >= 0);
+		want = candidate_text(s, &c);
+		CHECK_STR_EQ(out, want);
+		printf("wire: request %zu bytes, candidate %zu bytes: %s\n", strlen(rtext), strlen(out), c.message);
+	}
+
+	/* Bad input is refused by name. */
+	bad = cJSON_Parse("{\"ask\": \"trial\", \"opt_phase\": \"search\", \"reason\": \"none\", \"phase\": \"refine\","
+			  " \"config\": \"max_num_seqs=3\"}");
+	CHECK(twin_candidate_from_json(s, bad, "candidate", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "candidate.config");
+	cJSON_Delete(bad);
+	bad = cJSON_Parse("{\"settings\": {\"judge_afterr\": 1}}");
+	{
+		struct twin_calibration w;
+		bool has_warm;
+
+		CHECK(twin_request_from_json(s, bad, "request", &set2, &back, &w, &has_warm, &err) < 0);
+		CHECK_STR_CONTAINS(err.msg, "judge_afterr");
+	}
+	{
+		const char *req_text = "{\"settings\": {}, \"history\": [{\"outcome\": \"measured\"}]}";
+		char *out = NULL;
+
+		CHECK(twin_next_json(fresh, req_text, strlen(req_text), &out, &err) < 0);
+		CHECK(!out);
+		CHECK_STR_CONTAINS(err.msg, "request.history[0].config");
+	}
+	twin_history_done(&h);
+}
+
 int main(int argc, char **argv)
 {
-	test_json();
-	test_calibration();
-	test_replay();
-	test_fallback();
-	test_drift();
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+		{ "json", test_json },       { "calibration", test_calibration }, { "replay", test_replay },
+		{ "fallback", test_fallback }, { "drift", test_drift },           { "wire", test_wire },
+	};
+	unsigned ran = 0;
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		struct timespec a, b;
+
+		if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)
+			continue;
+		ran++;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		tests[i].fn();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("-- %s: %.1f s\n", tests[i].name, (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+	}
+	if (ran == 0) {
+		fprintf(stderr, "test-twin: no part named %s\n", argv[1]);
+		return 2;
+	}
 	return 0;
 }

@@ -603,6 +603,48 @@ static void section_trials(struct doc *d, const struct report *r)
 		para(d, "★ marks the best configuration.");
 }
 
+/* The twin strategy: what the twin predicted for each trial it asked for
+ * against what was measured. */
+static void section_twin(struct doc *d, const struct report *r)
+{
+	const char *strategy = r->parsed ? r->parsed->search.strategy : NULL;
+	double sum = 0;
+	size_t n = 0;
+
+	if (!strategy || strcmp(strategy, "twin") != 0)
+		return;
+	heading(d, 2, "twin", "Twin: predicted vs measured");
+	para(d, "The digital twin (goodput-sim's engine model calibrated to this server's measurements) chose the "
+		"trials below; each row shows the $/Mtok it predicted when it asked for the trial and what was "
+		"measured. Design trials and confirmation re-probes carry no prediction.");
+	table_start(d, 6, (const char *const[]){ "#", "kind", "configuration", "predicted $/Mtok", "measured $/Mtok",
+						 "error" });
+	for (size_t i = 0; i < r->n_trials; i++) {
+		const struct report_trial *t = &r->trials[i];
+		char seq[16], knobs[256], c[3][32];
+		double pred = t->t.predicted_cost, meas = t->t.cost_per_mtok;
+		bool both = isfinite(pred) && pred > 0 && isfinite(meas) && meas > 0 && t->t.state == STORE_TRIAL_DONE;
+
+		snprintf(seq, sizeof(seq), "%u%s", t->t.seq, (long)i == r->best ? " ★" : "");
+		report_knobs_short(t, knobs, sizeof(knobs));
+		report_fmt(c[0], 32, 4, pred > 0 ? pred : NAN);
+		report_fmt(c[1], 32, 4, t->t.state == STORE_TRIAL_DONE ? meas : NAN);
+		if (both) {
+			snprintf(c[2], 32, "%+.1f%%", (pred - meas) / meas * 100);
+			sum += fabs(pred - meas) / meas;
+			n++;
+		} else
+			snprintf(c[2], 32, "-");
+		row(d, (long)i == r->best ? "best" : NULL, (const char *const[]){ seq, t->t.kind, knobs, c[0], c[1], c[2] });
+	}
+	table_end(d);
+	if (n > 0)
+		para(d, "Mean absolute error of the twin's predictions: %.1f%% over %zu trial%s.", sum / n * 100, n,
+		     n == 1 ? "" : "s");
+	else
+		para(d, "No trial carries both a prediction and a measured cost.");
+}
+
 static void section_landscape(struct doc *d, const struct report *r)
 {
 	heading(d, 2, "landscape", "Cost landscape");
@@ -731,6 +773,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 	section_best(&d, r);
 	section_spread(&d, r);
 	section_trials(&d, r);
+	section_twin(&d, r);
 	section_landscape(&d, r);
 	section_progress(&d, r);
 	section_pareto(&d, r);

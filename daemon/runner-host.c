@@ -47,6 +47,7 @@ static void on_host_info(struct host_info_job *j, char *json, void *userdata)
 	r->host_job = host_info_job_free(j);
 	if (!json) {
 		log_warning("study %s: out of memory describing the host", r->row.name);
+		runner_twin_host_known(r);
 		return;
 	}
 	free(r->host_json);
@@ -58,8 +59,11 @@ static void on_host_info(struct host_info_job *j, char *json, void *userdata)
 		if (!t[i].host_json && t[i].started_usec >= r->host_since_usec)
 			k = store_trial_set_host(r->store, t[i].id, r->host_json, &err);
 	store_trial_array_free(t, n);
-	if (k < 0)
+	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
+		return;
+	}
+	runner_twin_host_known(r);
 }
 
 int runner_host_record(struct runner *r, int64_t trial_id, struct error *err)

@@ -18,6 +18,7 @@
 #include "runner.h"
 #include "store.h"
 #include "study.h"
+#include "twin.h"
 
 enum runner_action {
 	RUNNER_ACTION_NONE,
@@ -93,6 +94,29 @@ struct runner {
 	uint64_t host_since_usec;        /* CLOCK_REALTIME start of this run */
 	sd_event_source *hygiene_timer;
 	uint64_t hygiene_start_usec;
+
+	/* the twin strategy (runner-twin.c): "search.strategy": "twin" */
+	bool twin_on;
+	struct twin *twin;
+	struct twin_settings twin_settings;
+	struct twin_candidate twin_cand; /* the last answer (valid once twin_asked) */
+	bool twin_asked;
+	bool twin_wait_host;             /* the first ask waits for the host facts (the warm key) */
+	bool twin_key_known;
+	struct twin_calibration twin_keycal; /* key fields only */
+	char twin_key[5 * TWIN_KEY_FIELD_MAX + SIM_NAME_MAX];
+	struct twin_calibration twin_warm;
+	bool twin_have_warm;
+	struct twin_history twin_hist;   /* rebuilt before each ask */
+	pid_t twin_pid;                  /* the child computing twin_next (0: none) */
+	int twin_fd;                     /* its pipe's read end (-1: none) */
+	sd_event_source *twin_io, *twin_child;
+	char *twin_buf;
+	size_t twin_len;
+	bool twin_eof, twin_exited;
+	int twin_status;                 /* the child's siginfo code/status */
+	int twin_code;
+	uint64_t twin_ask_usec;
 };
 
 void runner_emit(struct runner *r, const struct runner_event *ev);
@@ -130,6 +154,20 @@ void runner_start_quality_check(struct runner *r);
 void runner_kill_quality_check(struct runner *r);
 
 void runner_plan(struct runner *r);
+/* Goes on with r->cand (asked of opt_next or the twin): a trial, or done
+ * with done_message (NULL: opt_next's reason). */
+void runner_plan_candidate(struct runner *r, const char *done_message);
+
+/* runner-twin.c */
+/* Sets up the twin when the study asks for it (strategy "twin"). */
+int runner_twin_init(struct runner *r, struct error *err);
+void runner_twin_free(struct runner *r);
+/* Asks the twin in a child process; the answer continues with runner_plan_candidate. */
+void runner_twin_ask(struct runner *r);
+/* Kills the child of an ask in flight (pause, stop, cancel, free). */
+void runner_twin_kill(struct runner *r);
+/* The host facts arrived: an ask that waited for them goes on. */
+void runner_twin_host_known(struct runner *r);
 void runner_dry_step(struct runner *r);
 /* pause/stop/cancel asked: abort what runs (trial → interrupted), tear down. */
 void runner_halt(struct runner *r);

@@ -38,6 +38,7 @@ void runner_trial_release(struct runner *r)
 	r->settle_timer = sd_event_source_disable_unref(r->settle_timer);
 	r->hygiene_timer = sd_event_source_disable_unref(r->hygiene_timer);
 	runner_kill_quality_check(r);
+	runner_twin_kill(r);
 	r->probe = probe_free(r->probe);
 	r->deploy = deploy_free(r->deploy);
 	cJSON_Delete(r->knobs);
@@ -608,11 +609,7 @@ static unsigned confirmations_of(const struct runner *r, const struct opt_config
 
 void runner_plan(struct runner *r)
 {
-	_cleanup_(cjson_freep) char *knobs_json = NULL;
-	struct store_trial row = { 0 };
 	struct error err = { 0 };
-	char key[OPT_KEY_MAX];
-	const char *dry = r->opts.dry_run ? "dry-run-" : "";
 	int k;
 
 	if (runner_settle_request(r))
@@ -622,13 +619,31 @@ void runner_plan(struct runner *r)
 		return;
 	}
 	runner_set_phase(r, RUNNER_PLANNING);
+	if (r->twin_on) {
+		/* in a child process: the answer comes back through runner_plan_candidate */
+		runner_twin_ask(r);
+		return;
+	}
 	k = opt_next(r->study->space, &r->settings, &r->history, &r->cand, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return;
 	}
+	runner_plan_candidate(r, NULL);
+}
+
+void runner_plan_candidate(struct runner *r, const char *done_message)
+{
+	_cleanup_(cjson_freep) char *knobs_json = NULL;
+	struct store_trial row = { 0 };
+	struct error err = { 0 };
+	char key[OPT_KEY_MAX];
+	const char *dry = r->opts.dry_run ? "dry-run-" : "";
+	int k;
+
 	if (r->cand.ask == OPT_ASK_DONE) {
-		snprintf(r->message, sizeof(r->message), "%s", opt_done_reason_to_string(r->cand.reason));
+		snprintf(r->message, sizeof(r->message), "%s",
+			 done_message ? done_message : opt_done_reason_to_string(r->cand.reason));
 		runner_finish(r, RUNNER_END_DONE);
 		return;
 	}
@@ -660,6 +675,8 @@ void runner_plan(struct runner *r)
 		/* committed before anything runs: a crash from here on leaves it to be redone */
 		k = store_trial_set_state(r->store, r->trial_id, STORE_TRIAL_DEPLOYING, &err);
 	}
+	if (k >= 0 && r->twin_on)
+		k = store_trial_set_predicted_cost(r->store, r->trial_id, r->twin_cand.predicted_cost, &err);
 	if (k >= 0 && !r->opts.dry_run)
 		k = runner_host_record(r, r->trial_id, &err);
 	if (k < 0) {

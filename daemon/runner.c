@@ -107,11 +107,16 @@ void runner_knobs_text(const struct opt_space *space, const struct opt_config *c
 
 int runner_status_format(const struct runner_status *st, char *buf, size_t size)
 {
-	char best[64] = "";
+	char best[200] = "";
 	int n;
 
 	if (st->have_best)
 		snprintf(best, sizeof(best), "; best $%.3f/Mtok", st->best_cost_per_mtok);
+	if (st->twin[0]) {
+		size_t len = strlen(best);
+
+		snprintf(best + len, sizeof(best) - len, "; %s", st->twin);
+	}
 	if (st->phase == RUNNER_FINISHED)
 		n = snprintf(buf, size, "%s: %s%s", st->study_name, runner_end_to_string(st->end), best);
 	else if (st->phase == RUNNER_PAUSED || st->phase == RUNNER_IDLE || st->trial == 0)
@@ -359,6 +364,7 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	if (!r)
 		return error_set(err, -ENOMEM, "out of memory");
 	r->event = sd_event_ref(e);
+	r->twin_fd = -1;
 	r->store = store;
 	r->study_id = study_id;
 	opt_history_init(&r->history);
@@ -402,6 +408,11 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	r->wall_budget_usec = r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec
 							  : r->study->budget.max_wall_time_usec;
 	r->status.max_trials = r->settings.max_trials;
+	k = runner_twin_init(r, err);
+	if (k < 0)
+		return error_prefix(err, k, "study %s", r->row.name);
+	if (r->twin_on)
+		snprintf(r->status.twin, sizeof(r->status.twin), "twin");
 
 	k = load_history(r, err);
 	if (k < 0)
@@ -415,6 +426,7 @@ struct runner *runner_free(struct runner *r)
 	if (!r)
 		return NULL;
 	runner_trial_release(r);
+	runner_twin_free(r);
 	runner_host_free(r);
 	r->step_source = sd_event_source_disable_unref(r->step_source);
 	r->wall_timer = sd_event_source_disable_unref(r->wall_timer);

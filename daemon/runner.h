@@ -96,6 +96,7 @@ struct runner_status {
 	int64_t best_trial_id;
 	char best_knobs[256];
 	const char *message;       /* why FAILED / last error, or NULL; valid until the next event */
+	char twin[128];            /* the twin strategy's state ("twin refine, warm, fit error 3.1%"); "" otherwise */
 };
 
 /* "trial 7/40 probing max_num_seqs=128 ... tp=1; best $0.213/Mtok" — one line for

@@ -82,6 +82,7 @@ static int trial_from_row(sqlite3_stmt *st, struct store_trial *ret)
 		r = store_col_text(st, 18, &t.server_unit);
 	if (r == 0)
 		r = store_col_text(st, 19, &t.host_json);
+	t.predicted_cost = store_col_double(st, 20);
 	if (r < 0) {
 		store_trial_done(&t);
 		return r;
@@ -477,4 +478,24 @@ int store_best_trial_for(struct store *s, const char *model, const char *engine,
 	snprintf(missing, sizeof(missing), "no finished study of %.150s on %.60s%s%.150s%s", model, engine,
 		 label ? " labelled \"" : "", label ? label : "", label ? "\"" : "");
 	return trial_get_one(s, st, what, missing, ret, err);
+}
+
+int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, struct error *err)
+{
+	const char *what = "recording a trial's predicted cost";
+	sqlite3_stmt *st;
+	int r;
+
+	r = store_stmt(s, STMT_TRIAL_SET_PREDICTED, what, &st, err);
+	if (r < 0)
+		return r;
+	r = store_bind_int64(st, 1, id);
+	if (r == 0)
+		r = store_bind_double(st, 2, cost);
+	if (r < 0)
+		return error_set(err, r, "%s: %s: binding failed", s->path, what);
+	r = store_step_done(s, st, what, err);
+	if (r >= 0 && sqlite3_changes(s->db) == 0)
+		return error_set(err, -ENOENT, "%s: no trial with id %lld", s->path, (long long)id);
+	return r;
 }

@@ -108,10 +108,27 @@ static const char *const migration_3[] = {
 	NULL,
 };
 
+/* 4: the digital twin: what it predicted for each trial, and calibrations
+ * kept across studies (keyed by engine, engine version, GPU, driver, model). */
+static const char *const migration_4[] = {
+	"ALTER TABLE trials ADD COLUMN predicted_cost REAL",
+	"CREATE TABLE twin_calibrations ("
+	" key TEXT PRIMARY KEY,"
+	" engine TEXT, engine_version TEXT, gpu TEXT, driver TEXT, model TEXT,"
+	" calibration_json TEXT NOT NULL,"
+	" fit_error REAL,"
+	" cost_error REAL,"
+	" study_id INTEGER,"
+	" updated_usec INTEGER)",
+	"PRAGMA user_version = 4",
+	NULL,
+};
+
 static const struct migration migrations[] = {
 	{ migration_1 },
 	{ migration_2 },
 	{ migration_3 },
+	{ migration_4 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -124,7 +141,7 @@ _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration pe
 #define TRIAL_COLS                                                                                       \
 	"id, study_id, seq, kind, knobs, canonical_key, state, failure_class, failure_message,"             \
 	" deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok, started_usec, finished_usec,"  \
-	" log_path, server_pgid, server_unit, host_json"
+	" log_path, server_pgid, server_unit, host_json, predicted_cost"
 #define LP_COLS                                                                                          \
 	"id, trial_id, seq, phase, request_rate, max_concurrency, attainment, sla_met, completed, failed,"  \
 	" mean_ttft_ms, p50_ttft_ms, p90_ttft_ms, p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms,"     \
@@ -161,6 +178,15 @@ static const char *const stmt_sql[_STMT_MAX] = {
 	[STMT_TRIAL_SET_SERVER] = "UPDATE trials SET server_pgid = ?2, server_unit = ?3,"
 				  " log_path = COALESCE(?4, log_path) WHERE id = ?1",
 	[STMT_TRIAL_SET_HOST] = "UPDATE trials SET host_json = ?2 WHERE id = ?1",
+	[STMT_TRIAL_SET_PREDICTED] = "UPDATE trials SET predicted_cost = ?2 WHERE id = ?1",
+	[STMT_TWIN_CAL_UPSERT] = "INSERT INTO twin_calibrations (key, engine, engine_version, gpu, driver, model,"
+				 " calibration_json, fit_error, cost_error, study_id, updated_usec)"
+				 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+				 " ON CONFLICT (key) DO UPDATE SET engine = ?2, engine_version = ?3, gpu = ?4,"
+				 " driver = ?5, model = ?6, calibration_json = ?7, fit_error = ?8, cost_error = ?9,"
+				 " study_id = ?10, updated_usec = ?11",
+	[STMT_TWIN_CAL_GET] = "SELECT key, engine, engine_version, gpu, driver, model, calibration_json, fit_error,"
+			      " cost_error, study_id, updated_usec FROM twin_calibrations WHERE key = ?1",
 	[STMT_TRIAL_FINISH] = "UPDATE trials SET state = ?2, failure_class = ?3, failure_message = ?4,"
 			      " deploy_seconds = ?5, max_rate = ?6, max_goodput = ?7, concurrency = ?8,"
 			      " cost_per_mtok = ?9, finished_usec = ?10, server_pgid = NULL WHERE id = ?1",

@@ -27,7 +27,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 struct store;
 
@@ -173,6 +173,8 @@ struct store_trial {
 	char *server_unit;        /* systemd unit name, or NULL */
 	/* the host it ran on: engine version, GPU model, driver, count (JSON); may be NULL */
 	char *host_json;
+	/* what the digital twin predicted for it ($/Mtok); NAN: no prediction */
+	double predicted_cost;
 };
 
 void store_trial_done(struct store_trial *t);
@@ -195,6 +197,9 @@ int store_trial_set_state(struct store *s, int64_t id, enum store_trial_state st
 int store_trial_set_server(struct store *s, int64_t id, int64_t pgid, const char *unit, const char *log_path,
 			   struct error *err);
 int store_trial_set_host(struct store *s, int64_t id, const char *host_json, struct error *err);
+
+/* Records the twin's predicted $/Mtok of a trial (NAN clears it). */
+int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, struct error *err);
 
 struct store_trial_outcome {
 	enum store_trial_state state; /* done, infeasible or failed */
@@ -222,6 +227,28 @@ int store_study_best_trial(struct store *s, int64_t study_id, struct store_trial
  * there is none. */
 int store_best_trial_for(struct store *s, const char *model, const char *engine, const char *label,
 			 struct store_trial *ret, struct error *err);
+
+/* ---- twin calibrations ---- */
+
+/* A digital-twin calibration kept across studies, one per key
+ * ("engine|engine_version|gpu|driver|model"); calibration_json is the
+ * twin's own format (twin_calibration_to_json), opaque to the store. */
+struct store_twin_calibration {
+	char *key;
+	char *engine, *engine_version, *gpu, *driver, *model; /* may be NULL */
+	char *calibration_json;
+	double fit_error, cost_error; /* NAN: unknown */
+	int64_t study_id;             /* the study that wrote it (0: none) */
+	uint64_t updated_usec;
+};
+
+void store_twin_calibration_done(struct store_twin_calibration *c);
+/* Inserts or replaces the row of c->key (key and calibration_json required:
+ * -EINVAL otherwise); updated is set to now. */
+int store_twin_calibration_upsert(struct store *s, const struct store_twin_calibration *c, struct error *err);
+/* -ENOENT when there is none for key. The caller owns *ret (store_twin_calibration_done). */
+int store_twin_calibration_get(struct store *s, const char *key, struct store_twin_calibration *ret,
+			       struct error *err);
 
 /* ---- load points ---- */
 

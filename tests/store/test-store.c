@@ -146,8 +146,14 @@ static void test_migrate_from_previous(void)
 	CHECK_INT_EQ(n, 1);
 	CHECK_STR_EQ(h[0].canonical_key, "mns=8");
 	CHECK(h[0].server_pgid == 0);
+	CHECK(isnan(h[0].predicted_cost)); /* version 4: no prediction on an old row */
 	store_trial_array_free(h, n);
 	/* The new columns work on migrated rows. */
+	CHECK_MSG(store_trial_set_predicted_cost(s, 3, 0.25, &err) == 0, "%s", err.msg);
+	CHECK(store_trial_history(s, 7, &h, &n, &err) == 0);
+	CHECK(n == 1 && h[0].predicted_cost == 0.25);
+	store_trial_array_free(h, n);
+	CHECK_INT_EQ(store_trial_set_predicted_cost(s, 99, 0.25, &err), -ENOENT);
 	CHECK_MSG(store_trial_set_server(s, 3, 4242, NULL, "/tmp/x.log", &err) == 0, "%s", err.msg);
 	CHECK_INT_EQ(store_study_resume(s, 7, &err), 1);
 	/* A load point of the old file has no GPU figures (NULL, read as NAN). */
@@ -502,6 +508,41 @@ static int rm_entry(const char *path, const struct stat *st, int type, struct FT
 	return remove(path);
 }
 
+/* Version 4: the twin's calibrations, one row per key, replaced on upsert. */
+static void test_twin_calibrations(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("twin.db"));
+	struct store_twin_calibration c = {
+		.key = "vllm|0.6.3|H100|550.54|llama-3.1-8b", .engine = "vllm", .engine_version = "0.6.3",
+		.gpu = "H100", .driver = "550.54", .model = "llama-3.1-8b", .calibration_json = "{\"a\":1}",
+		.fit_error = 0.0312345678901234567, .cost_error = NAN, .study_id = 0,
+	}, got = { 0 };
+	struct error err = { 0 };
+
+	CHECK_INT_EQ(store_twin_calibration_get(s, c.key, &got, &err), -ENOENT);
+	CHECK_STR_CONTAINS(err.msg, "no twin calibration");
+	CHECK_MSG(store_twin_calibration_upsert(s, &c, &err) == 0, "%s", err.msg);
+	CHECK_MSG(store_twin_calibration_get(s, c.key, &got, &err) == 0, "%s", err.msg);
+	CHECK_STR_EQ(got.calibration_json, "{\"a\":1}");
+	CHECK_STR_EQ(got.driver, "550.54");
+	CHECK(got.fit_error == c.fit_error); /* bit-exact */
+	CHECK(isnan(got.cost_error));
+	CHECK(got.study_id == 0 && got.updated_usec > 0);
+	store_twin_calibration_done(&got);
+	/* drift: the new calibration replaces the old one */
+	c.calibration_json = "{\"a\":2}";
+	c.cost_error = 0.05;
+	c.study_id = 3;
+	CHECK_MSG(store_twin_calibration_upsert(s, &c, &err) == 0, "%s", err.msg);
+	CHECK(store_twin_calibration_get(s, c.key, &got, &err) == 0);
+	CHECK_STR_EQ(got.calibration_json, "{\"a\":2}");
+	CHECK(got.cost_error == 0.05 && got.study_id == 3);
+	store_twin_calibration_done(&got);
+	store_twin_calibration_done(NULL);
+	c.key = NULL;
+	CHECK_INT_EQ(store_twin_calibration_upsert(s, &c, &err), -EINVAL);
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir));
@@ -514,6 +555,7 @@ int main(void)
 	test_resume();
 	test_disk_full();
 	test_concurrent_reader();
+	test_twin_calibrations();
 	CHECK(nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) == 0);
 	return 0;
 }

@@ -8,8 +8,14 @@
  * new runner finishes the study once there is room again. The wall-time
  * budget survives a resume (what stored trials took counts) and is charged
  * with the time a deployment takes. Consecutive trials share a
- * quantization (checkpoint) whatever order the spec lists the knobs in. */
+ * quantization (checkpoint) whatever order the spec lists the knobs in.
+ * With "search.strategy": "twin" the digital twin plans in a child process:
+ * the loop keeps ticking meanwhile, each trial the twin predicted carries
+ * its predicted cost, and a second study starts warm from the calibration
+ * the first stored, and finishes though paused while the twin plans (the
+ * child is killed and the ask made again on resume). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "config.h"
+#include "time-util.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "runner.h"
@@ -35,7 +42,64 @@ struct ctx {
 	enum runner_end end;
 	char status_line[512];
 	char message[1024];
+	/* the loop's liveness while the twin plans */
+	sd_event_source *ticker;
+	bool planning;
+	uint64_t plan_start_usec, last_tick_usec, plan_longest_usec, plan_max_gap_usec;
+	unsigned plan_ticks, pause_in_plan_after;
+	bool warm_seen;
 };
+
+#define TICK_USEC (20 * 1000)
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct ctx *c = userdata;
+	uint64_t now = mono_usec();
+
+	if (c->planning) {
+		if (now - c->last_tick_usec > c->plan_max_gap_usec)
+			c->plan_max_gap_usec = now - c->last_tick_usec;
+		c->plan_ticks++;
+	}
+	c->last_tick_usec = now;
+	(void)sd_event_source_set_time(s, now + TICK_USEC);
+	return 0;
+}
+
+static int on_pause_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct runner *r = userdata;
+	struct runner_status st;
+
+	runner_get_status(r, &st);
+	if (st.phase == RUNNER_PLANNING)
+		fprintf(stderr, "pausing while the twin plans\n");
+	CHECK_INT_EQ(runner_pause(r), 0);
+	return 0;
+}
+
+static void track_planning(struct ctx *c, struct runner *r, const struct runner_event *ev)
+{
+	uint64_t now = mono_usec();
+
+	if (ev->status->phase == RUNNER_PLANNING && !c->planning) {
+		c->planning = true;
+		c->plan_start_usec = c->last_tick_usec = now;
+		if (c->pause_in_plan_after && c->trials_finished == c->pause_in_plan_after) {
+			c->pause_in_plan_after = 0;
+			CHECK(sd_event_add_time_relative(c->e, NULL, CLOCK_MONOTONIC, 20000, 1, on_pause_timer, r) >= 0);
+		}
+	} else if (ev->status->phase != RUNNER_PLANNING && c->planning) {
+		c->planning = false;
+		if (now - c->plan_start_usec > c->plan_longest_usec)
+			c->plan_longest_usec = now - c->plan_start_usec;
+		if (now - c->last_tick_usec > c->plan_max_gap_usec)
+			c->plan_max_gap_usec = now - c->last_tick_usec;
+	}
+	if (strstr(ev->status->twin, "warm"))
+		c->warm_seen = true;
+}
 
 static int on_resume_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
@@ -51,6 +115,7 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 
 	switch (ev->kind) {
 	case RUNNER_EVENT_PHASE:
+		track_planning(c, r, ev);
 		if (ev->status->phase == RUNNER_PAUSED) {
 			struct runner_status st;
 
@@ -100,8 +165,12 @@ static enum runner_end run_opts(struct store *s, int64_t id, struct ctx *c, uint
 	c->e = e;
 	k = runner_new(e, s, id, &o, &r, &err);
 	CHECK_MSG(k >= 0, "%s", error_str(&err, k));
+	CHECK(sd_event_add_time_relative(e, &c->ticker, CLOCK_MONOTONIC, TICK_USEC, 1, on_tick, c) >= 0);
+	CHECK(sd_event_source_set_enabled(c->ticker, SD_EVENT_ON) >= 0);
+	c->last_tick_usec = mono_usec();
 	CHECK_INT_EQ(runner_start(r, on_event, c), 0);
 	CHECK(sd_event_loop(e) >= 0);
+	c->ticker = sd_event_source_disable_unref(c->ticker);
 	runner_free(r);
 	return c->end;
 }
@@ -205,6 +274,29 @@ static int64_t add_study_tp_first(struct store *s, const char *name)
 	}
 	cJSON_Delete(space);
 	CHECK(cJSON_AddItemToObject(j, "search_space", copy));
+	CHECK_MSG(study_from_json(j, &so, &st, &err) >= 0, "%s", err.msg);
+	CHECK(runner_study_insert(s, st, name, &id, &err) >= 0);
+	return id;
+}
+
+/* The demo study with "search.strategy": "twin". */
+static int64_t add_study_twin(struct store *s, const char *name)
+{
+	_cleanup_(study_freep) struct study *st = NULL;
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct study_options so = { 0 };
+	struct error err = { 0 };
+	cJSON *search;
+	int64_t id;
+
+	CHECK(engine_profile_find("sim", NULL, &p, &err) >= 0);
+	so.extra_knobs = p->extra_knobs;
+	CHECK(json_parse_file(SPEC, 1 << 20, &j, &err) >= 0);
+	search = cJSON_GetObjectItemCaseSensitive(j, "search");
+	CHECK(search);
+	cJSON_DeleteItemFromObjectCaseSensitive(search, "strategy");
+	CHECK(cJSON_AddStringToObject(search, "strategy", "twin"));
 	CHECK_MSG(study_from_json(j, &so, &st, &err) >= 0, "%s", err.msg);
 	CHECK(runner_study_insert(s, st, name, &id, &err) >= 0);
 	return id;
@@ -368,6 +460,49 @@ int main(void)
 		/* the screen covers 3 quantizations x 2 TP with 2 switches */
 		CHECK(strncmp(qa, "bf16/1 bf16/2 fp8/1 fp8/2 awq/1 awq/2 ", 38) == 0 ||
 		      strncmp(qa, "none/1 none/2 fp8/1 fp8/2 awq/1 awq/2 ", 38) == 0);
+	}
+
+	/* the twin plans in a child: the loop ticks on meanwhile */
+	{
+		struct store_trial *t = NULL;
+		size_t n = 0;
+		unsigned predicted = 0;
+
+		a = add_study_twin(s, "twin");
+		c = (struct ctx){ 0 };
+		CHECK_INT_EQ(run(s, a, &c), RUNNER_END_DONE);
+		fprintf(stderr, "twin: %u trials; longest ask %.2f s, %u ticks while planning, longest gap %.0f ms\n",
+			c.trials_finished, (double)c.plan_longest_usec / 1e6, c.plan_ticks,
+			(double)c.plan_max_gap_usec / 1e3);
+		CHECK(c.trials_finished >= 2);
+		CHECK_MSG(c.plan_longest_usec >= 200 * 1000, "the longest twin ask took only %.0f ms",
+			  (double)c.plan_longest_usec / 1e3);
+		/* a blocked loop would show one gap as long as the ask */
+		CHECK_MSG(c.plan_max_gap_usec * 2 < c.plan_longest_usec, "the loop stalled %.0f ms in a %.0f ms ask",
+			  (double)c.plan_max_gap_usec / 1e3, (double)c.plan_longest_usec / 1e3);
+		CHECK(store_trial_history(s, a, &t, &n, &err) >= 0);
+		for (size_t i = 0; i < n; i++)
+			if (isfinite(t[i].predicted_cost) && t[i].predicted_cost > 0)
+				predicted++;
+		store_trial_array_free(t, n);
+		CHECK_MSG(predicted >= 1, "no trial of the twin study has a predicted cost");
+		CHECK(!c.warm_seen);
+
+		/* the first stored a calibration: this one starts warm; paused
+		 * while the twin plans (the child is killed), resumed, it finishes */
+		b = add_study_twin(s, "twin-paused");
+		c = (struct ctx){ .pause_in_plan_after = 1 };
+		CHECK_INT_EQ(run(s, b, &c), RUNNER_END_DONE);
+		CHECK(c.paused_seen);
+		CHECK(c.warm_seen);
+		{
+			struct store_twin_calibration cal = { 0 };
+
+			CHECK(store_twin_calibration_get(s, "sim|dry-run|L40S||llama-3.1-8b", &cal, &err) >= 0);
+			CHECK(cal.fit_error >= 0 && cal.fit_error < 0.5);
+			CHECK_STR_CONTAINS(cal.calibration_json, "\"profile\"");
+			store_twin_calibration_done(&cal);
+		}
 	}
 
 	s = store_close(s);

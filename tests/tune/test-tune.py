@@ -22,6 +22,11 @@ Cases:
   telemetry the same with a stub NVML (GOODPUT_NVML_LIBRARY): GPU figures on
             every load point, the GPU in host_json, and the runner waits for
             GPU memory to return to idle between trials
+  twin      "search.strategy": "twin": a dry run stores the twin's
+            predicted cost with its trials; a real study of a tiny space
+            finishes, stores a calibration for its key, and a second study
+            with the same key starts warm; `goodput report` shows the
+            twin's predicted vs measured table
 """
 import json
 import os
@@ -439,7 +444,59 @@ def case_telemetry():
           % (len(ts), n_lp, dt, waited))
 
 
+def case_twin():
+    # a dry run: predictions stored with the trials the twin asked for
+    # (the demo space: the twin refines past its design trials there)
+    with open(os.path.join(SRCDIR, "..", "..", "configs", "studies", "demo-sim-llama8b-l40s.json")) as f:
+        demo = json.load(f)
+    demo["name"] = "twin-dry"
+    demo["search"]["strategy"] = "twin"
+    spec = os.path.join(TMP, "twin-dry.json")
+    with open(spec, "w") as f:
+        json.dump(demo, f)
+    db = os.path.join(TMP, "twin.db")
+    p, dt = tune(spec, "--db", db, "--dry-run", timeout=120)
+    st, ts = check_store(db, "twin-dry.dry-run")
+    pred = [t for t in ts if t["predicted_cost"] is not None]
+    if not pred:
+        fail("no dry-run trial has a predicted cost: %s" % [(t["kind"], t["cost_per_mtok"]) for t in ts])
+    print("twin dry run: %d trials, %d with a prediction, %.1f s" % (len(ts), len(pred), dt))
+
+    # a real study of a tiny space, then a second one with the same key
+    light = {"dataset": "random", "input_len": 128, "output_len": 16, "range_ratio": 0.25,
+             "num_prompts": 40, "ignore_eos": True, "seed": 7}
+    space = {"max_num_seqs": [16, 64], "max_num_batched_tokens": [1024, 2048], "quantization": ["fp8"],
+             "max_model_len": [4096]}
+    runs = []
+    for name in ("twin-a", "twin-b"):
+        spec = study(name, search={"seed": 1, "strategy": "twin"}, search_space=space, workload=light,
+                     budget={"max_trials": 6}, probe={"tolerance": 0.15, "max_steps": 4, "request_timeout": 30})
+        p, dt = tune(spec, "--db", db, timeout=300)
+        st, ts = check_store(db, name)
+        cal = db_rows(db, "SELECT * FROM twin_calibrations WHERE engine_version != 'dry-run'")
+        if not cal:
+            fail("%s: no calibration stored:\n%s" % (name, p.stderr[-2000:]))
+        runs.append((p, dt, ts, cal))
+    (pa, dta, tsa, cal), (pb, dtb, tsb, _) = runs
+    if "warm start from the calibration stored" in pa.stderr:
+        fail("the first study started warm")
+    if "warm start from the calibration stored for %s" % cal[0]["key"] not in pb.stderr:
+        fail("the second study did not start warm:\n%s" % pb.stderr[-2000:])
+    if not cal[0]["key"].startswith("sim|") or "llama-3.1-8b" not in cal[0]["key"]:
+        fail("calibration key %s" % cal[0]["key"])
+    print("twin real: first study %d trials in %.1f s, warm second %d trials in %.1f s; calibration %s "
+          "fit error %.1f%%" % (len(tsa), dta, len(tsb), dtb, cal[0]["key"], cal[0]["fit_error"] * 100))
+
+    # the report shows predicted vs measured
+    r = subprocess.run([GOODPUT, "report", "--db", db, "--markdown", "--engines-dir", ENGINES, "twin-a"],
+                       env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    if r.returncode != 0 or "## Twin: predicted vs measured" not in r.stdout:
+        fail("report without the twin section (exit %d):\n%s" % (r.returncode, r.stderr[-1000:]))
+    if "| predicted $/Mtok | measured $/Mtok | error |" not in r.stdout:
+        fail("report: twin table missing")
+
+
 {"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,
- "command": case_command, "telemetry": case_telemetry}[CASE]()
+ "command": case_command, "telemetry": case_telemetry, "twin": case_twin}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

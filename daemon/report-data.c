@@ -295,6 +295,28 @@ const struct store_load_point *report_trial_best_lp(const struct report_trial *t
 	return t->best_lp >= 0 ? &t->lps[t->best_lp] : NULL;
 }
 
+bool report_lp_has_gpu(const struct store_load_point *lp)
+{
+	return isfinite(lp->gpu_util_mean) || isfinite(lp->gpu_util_peak) || isfinite(lp->gpu_mem_mean_mib) ||
+	       isfinite(lp->gpu_mem_peak_mib);
+}
+
+bool report_trial_has_gpu(const struct report_trial *t)
+{
+	for (size_t i = 0; i < t->n_lps; i++)
+		if (report_lp_has_gpu(&t->lps[i]))
+			return true;
+	return false;
+}
+
+bool report_has_gpu(const struct report *r)
+{
+	for (size_t i = 0; i < r->n_trials; i++)
+		if (report_trial_has_gpu(&r->trials[i]))
+			return true;
+	return false;
+}
+
 double report_trial_tps_per_user(const struct report_trial *t)
 {
 	const struct store_load_point *lp = report_trial_best_lp(t);

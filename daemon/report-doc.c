@@ -482,6 +482,20 @@ static void lp_cells(const struct store_load_point *lp, char c[][32])
 	report_fmt(c[8], 32, 1, lp->output_throughput);
 	report_fmt(c[9], 32, 1, lp->good_output_throughput);
 	report_fmt(c[10], 32, 0, isfinite(lp->kv_usage_peak) ? lp->kv_usage_peak * 100 : NAN);
+	report_fmt(c[11], 32, 0, lp->gpu_util_mean);
+	report_fmt(c[12], 32, 0, lp->gpu_util_peak);
+	report_fmt(c[13], 32, 0, lp->gpu_mem_mean_mib);
+	report_fmt(c[14], 32, 0, lp->gpu_mem_peak_mib);
+}
+
+/* Says why there are no GPU figures: none in the whole study (no NVML), or
+ * none for this configuration. */
+static void gpu_missing(struct doc *d, const struct report *r)
+{
+	if (!report_has_gpu(r))
+		note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
+	else
+		note(d, "missing", "GPU telemetry: not recorded for this configuration's load points.");
 }
 
 static void section_best(struct doc *d, const struct report *r)
@@ -489,7 +503,8 @@ static void section_best(struct doc *d, const struct report *r)
 	const struct report_trial *b = report_best(r);
 	const struct store_load_point *lp;
 	const cJSON *k;
-	char c[12][32];
+	char c[16][32];
+	bool gpu;
 
 	heading(d, 2, "best", "Best configuration");
 	if (!b) {
@@ -527,19 +542,31 @@ static void section_best(struct doc *d, const struct report *r)
 		   report_fmt(c[1], 32, 1, lp->total_token_throughput));
 		kv(d, "attainment", "%s%%", report_fmt(c[0], 32, 1, lp->attainment * 100));
 		kv(d, "tokens/s per user (1000 / mean TPOT)", "%s", report_fmt(c[0], 32, 1, report_trial_tps_per_user(b)));
+		if (report_lp_has_gpu(lp)) {
+			kv(d, "GPU utilisation mean / peak (%)", "%s / %s", report_fmt(c[0], 32, 0, lp->gpu_util_mean),
+			   report_fmt(c[1], 32, 0, lp->gpu_util_peak));
+			kv(d, "GPU memory used mean / peak (MiB)", "%s / %s", report_fmt(c[0], 32, 0, lp->gpu_mem_mean_mib),
+			   report_fmt(c[1], 32, 0, lp->gpu_mem_peak_mib));
+		}
 	}
 	table_end(d);
 	heading(d, 3, "curve", "Latency–throughput curve");
 	plot(d, REPORT_PLOT_LATENCY);
 	para(d, "Load points of the best configuration (the rate search's steps):");
-	table_start(d, 11, (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50", "TTFT p99",
-						  "TPOT p50", "TPOT p99", "output tok/s", "goodput tok/s", "KV peak %" });
+	gpu = report_trial_has_gpu(b);
+	table_start(d, gpu ? 15 : 11,
+		    (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50", "TTFT p99", "TPOT p50",
+					   "TPOT p99", "output tok/s", "goodput tok/s", "KV peak %", "GPU util % mean",
+					   "GPU util % peak", "GPU mem MiB mean", "GPU mem MiB peak" });
 	for (size_t i = 0; i < b->n_lps; i++) {
 		lp_cells(&b->lps[i], c);
 		row(d, (long)i == b->best_lp ? "best" : NULL,
-		    (const char *const[]){ c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10] });
+		    (const char *const[]){ c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12],
+					   c[13], c[14] });
 	}
 	table_end(d);
+	if (!gpu)
+		gpu_missing(d, r);
 }
 
 static void section_spread(struct doc *d, const struct report *r)
@@ -689,26 +716,36 @@ static void section_pareto(struct doc *d, const struct report *r)
 
 static void section_server(struct doc *d, const struct report *r)
 {
-	bool any = false;
+	bool any = false, gpu = report_has_gpu(r);
 
 	heading(d, 2, "server", "GPU memory and server state");
 	for (size_t i = 0; i < r->n_trials && !any; i++)
 		for (size_t j = 0; j < r->trials[i].n_lps; j++)
 			any = any || isfinite(r->trials[i].lps[j].kv_usage_peak) || isfinite(r->trials[i].lps[j].running_peak);
-	if (!any) {
-		para(d, "GPU memory and utilisation were not recorded: no load point scraped the server's /metrics "
+	if (!any && !gpu) {
+		para(d, "Server state was not recorded: no load point scraped the server's /metrics "
 			"(KV-cache usage, running and waiting requests).");
+		note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
 		return;
 	}
-	para(d, "KV-cache usage (the share of GPU memory set aside for the KV cache that is in use) and running "
-		"requests, peaks scraped from the server's /metrics at each trial's max-goodput load:");
-	plot(d, REPORT_PLOT_SERVER);
-	table_start(d, 6, (const char *const[]){ "#", "configuration", "KV peak %", "running peak", "waiting peak",
-						 "preemptions" });
+	if (any) {
+		para(d, "KV-cache usage (the share of GPU memory set aside for the KV cache that is in use) and running "
+			"requests, peaks scraped from the server's /metrics at each trial's max-goodput load:");
+		plot(d, REPORT_PLOT_SERVER);
+	} else {
+		para(d, "Server state was not recorded (no load point scraped the server's /metrics); "
+			"GPU figures at each trial's max-goodput load:");
+	}
+	if (gpu)
+		para(d, "GPU utilisation (mean over the GPUs) and memory used (summed over the GPUs) were sampled "
+			"with NVML during each load point.");
+	table_start(d, gpu ? 10 : 6,
+		    (const char *const[]){ "#", "configuration", "KV peak %", "running peak", "waiting peak", "preemptions",
+					   "GPU util % mean", "GPU util % peak", "GPU mem MiB mean", "GPU mem MiB peak" });
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct report_trial *t = &r->trials[i];
 		const struct store_load_point *lp = report_trial_best_lp(t);
-		char seq[16], knobs[256], c[4][32];
+		char seq[16], knobs[256], c[8][32];
 
 		if (!lp)
 			continue;
@@ -718,9 +755,14 @@ static void section_server(struct doc *d, const struct report *r)
 		    (const char *const[]){ seq, knobs,
 					   report_fmt(c[0], 32, 0, lp->kv_usage_peak * 100),
 					   report_fmt(c[1], 32, 0, lp->running_peak), report_fmt(c[2], 32, 0, lp->waiting_peak),
-					   report_fmt(c[3], 32, 0, lp->preemptions) });
+					   report_fmt(c[3], 32, 0, lp->preemptions),
+					   report_fmt(c[4], 32, 0, lp->gpu_util_mean), report_fmt(c[5], 32, 0, lp->gpu_util_peak),
+					   report_fmt(c[6], 32, 0, lp->gpu_mem_mean_mib),
+					   report_fmt(c[7], 32, 0, lp->gpu_mem_peak_mib) });
 	}
 	table_end(d);
+	if (!gpu)
+		note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
 }
 
 static const char html_head[] =

@@ -53,6 +53,13 @@ double report_knob_number(const struct report_trial *t, const char *knob);
 void report_knobs_short(const struct report_trial *t, char *buf, size_t size);
 /* The max-goodput load point of a trial, or NULL. */
 const struct store_load_point *report_trial_best_lp(const struct report_trial *t);
+/* Whether a load point has any GPU telemetry (NVML figures); whether any
+ * load point of a trial / of the whole study has. */
+bool report_lp_has_gpu(const struct store_load_point *lp);
+bool report_trial_has_gpu(const struct report_trial *t);
+bool report_has_gpu(const struct report *r);
+/* The line the report prints when no load point has GPU telemetry. */
+#define REPORT_GPU_UNAVAILABLE "GPU telemetry: unavailable (no NVML on the host)"
 /* Tokens/s one user sees at the trial's max-goodput point (1000 / mean TPOT), NAN when unknown. */
 double report_trial_tps_per_user(const struct report_trial *t);
 /* GPU price per hour from the spec, NAN when unknown; GPUs on the host, 0 when unknown. */

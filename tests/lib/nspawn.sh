@@ -13,7 +13,8 @@
 #                                 NAME.target is booted
 #   nspawn_boot NAME [NSPAWN-ARGS...]
 #                                 boots the container into NAME.target (90 s at
-#                                 most); sets $nspawn_rc and $nspawn_seconds
+#                                 most, or $nspawn_timeout s when set); sets
+#                                 $nspawn_rc and $nspawn_seconds
 #   nspawn_require_finished WHAT  skip when the container could not boot at
 #                                 all, fail when WHAT did not finish inside
 skip() { echo "SKIP: $*" >&2; exit 77; }
@@ -63,7 +64,7 @@ nspawn_boot() {
 	_unit=$1
 	shift
 	_start=$(date +%s)
-	timeout 90 systemd-nspawn -D / --volatile=yes --register=no --keep-unit --private-network \
+	timeout "${nspawn_timeout:-90}" systemd-nspawn -D / --volatile=yes --register=no --keep-unit --private-network \
 		--console=pipe --machine="$nspawn_machine" \
 		"$@" \
 		--bind-ro="$nspawn_dir/$_unit.service:/etc/systemd/system/$_unit.service" \

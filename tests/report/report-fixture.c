@@ -46,10 +46,13 @@ static int64_t add_study(struct store *s, const char *name)
 }
 
 /* One load point at rate (INFINITY: saturation) of a configuration whose max
- * SLA rate is max_rate. Latency grows as the load nears saturation. */
+ * SLA rate is max_rate. Latency grows as the load nears saturation. scraped:
+ * the server's /metrics and NVML's GPU figures were recorded (see
+ * FIX_GPU_* for the figures at the SLA's edge). */
 static void add_point(struct store *s, int64_t trial, uint32_t seq, double rate, double max_rate, double goodput,
 		      bool scraped)
 {
+	struct store_gpu_figures gpu = { 0 };
 	struct probe_result r = { 0 };
 	struct error err = { 0 };
 	double load = isfinite(rate) ? rate / max_rate : 1.6; /* 1 = at the SLA's edge */
@@ -95,8 +98,13 @@ static void add_point(struct store *s, int64_t trial, uint32_t seq, double rate,
 		r.server.running_peak = 16 * load;
 		r.server.waiting_peak = load > 1 ? 20 * (load - 1) : 0;
 		r.server.samples = 10;
+		gpu.util_mean = FIX_GPU_UTIL_MEAN * load;
+		gpu.util_peak = MIN(FIX_GPU_UTIL_PEAK * load, 100.0);
+		gpu.mem_mean_mib = 20000 + (FIX_GPU_MEM_MEAN - 20000) * load;
+		gpu.mem_peak_mib = 22000 + (FIX_GPU_MEM_PEAK - 22000) * load;
 	}
-	CHECK_MSG(store_load_point_insert(s, trial, seq, isfinite(rate) ? "search" : "saturation", &r, NULL, &err) >= 0,
+	CHECK_MSG(store_load_point_insert_gpu(s, trial, seq, isfinite(rate) ? "search" : "saturation", &r,
+					      scraped ? &gpu : NULL, NULL, &err) >= 0,
 		  "%s", err.msg);
 }
 

@@ -16,6 +16,12 @@ struct store;
 #define FIX_A_BEST_RATE 4.0
 #define FIX_A_BEST_GOODPUT 250.0
 #define FIX_B_BEST_GOODPUT 500.0
+/* GPU telemetry (study A only; B, C, D have none): utilisation %, memory MiB
+ * at each trial's SLA-edge load point (A's best: 4.0 req/s) */
+#define FIX_GPU_UTIL_MEAN 60.0
+#define FIX_GPU_UTIL_PEAK 80.0
+#define FIX_GPU_MEM_MEAN 30000.0
+#define FIX_GPU_MEM_PEAK 34000.0
 
 /* $/Mtok as the cost model computes it. */
 double fix_cost(unsigned gpus, double goodput);

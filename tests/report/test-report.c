@@ -2,7 +2,7 @@
  * the Markdown equal the store's, every trial is listed with its failure,
  * a study where nothing met the SLA says so, the table-only fallback when
  * gnuplot is missing, plan arithmetic against hand-computed cases, and
- * compare's verdicts. */
+ * compare's verdicts, GPU telemetry shown when recorded and "unavailable" otherwise. */
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -84,6 +84,43 @@ static void test_markdown_best(struct store *s)
 	CHECK_STR_CONTAINS(md, "| tokens | min | mean | p50 | p90 | p99 | max |");
 	/* 2 of 8 infeasible, 1 failed */
 	CHECK_STR_CONTAINS(md, "2 of 8 trials were infeasible and 1 failed");
+	/* GPU telemetry recorded: at the max-goodput point, in the best's load
+	 * points (the 4.00 req/s row ends with util mean/peak, memory mean/peak)
+	 * and in the server section */
+	char gpu[160];
+	snprintf(gpu, sizeof(gpu), "| GPU utilisation mean / peak (%%) | %.0f / %.0f |", FIX_GPU_UTIL_MEAN,
+		 FIX_GPU_UTIL_PEAK);
+	CHECK_STR_CONTAINS(md, gpu);
+	snprintf(gpu, sizeof(gpu), "| GPU memory used mean / peak (MiB) | %.0f / %.0f |", FIX_GPU_MEM_MEAN,
+		 FIX_GPU_MEM_PEAK);
+	CHECK_STR_CONTAINS(md, gpu);
+	CHECK_STR_CONTAINS(md, "| KV peak % | GPU util % mean | GPU util % peak | GPU mem MiB mean | GPU mem MiB peak |");
+	snprintf(gpu, sizeof(gpu), "| 4.00 | search | 91.0 | yes |");
+	CHECK_STR_CONTAINS(md, gpu);
+	snprintf(gpu, sizeof(gpu), "| 55 | %.0f | %.0f | %.0f | %.0f |\n", FIX_GPU_UTIL_MEAN, FIX_GPU_UTIL_PEAK,
+		 FIX_GPU_MEM_MEAN, FIX_GPU_MEM_PEAK);
+	CHECK_STR_CONTAINS(md, gpu);
+	/* the server table: trial 3's row with KV/running/waiting/preemptions then the GPU figures */
+	snprintf(gpu, sizeof(gpu), "| 3 | max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=1024 fp8 tp=1 | 55 | 16 | 0 | 0 | %.0f | %.0f | %.0f | %.0f |",
+		 FIX_GPU_UTIL_MEAN, FIX_GPU_UTIL_PEAK, FIX_GPU_MEM_MEAN, FIX_GPU_MEM_PEAK);
+	CHECK_STR_CONTAINS(md, gpu);
+	CHECK(!strstr(md, "GPU telemetry: unavailable"));
+}
+
+/* A study whose load points have no GPU figures (NVML unavailable) says so
+ * in the best configuration and in the server section, and shows no GPU columns. */
+static void test_gpu_unavailable(struct store *s)
+{
+	_cleanup_(freep) char *md = markdown(s, FIX_B);
+	const char *p;
+	int n = 0;
+
+	CHECK_STR_CONTAINS(md, "GPU telemetry: unavailable (no NVML on the host)");
+	for (p = md; (p = strstr(p, "GPU telemetry: unavailable (no NVML on the host)")); p++)
+		n++;
+	CHECK(n == 2);
+	CHECK(!strstr(md, "GPU util % mean"));
+	CHECK(!strstr(md, "GPU utilisation mean / peak"));
 }
 
 static void test_nothing_meets(struct store *s)
@@ -252,6 +289,7 @@ int main(void)
 	CHECK_MSG(store_open(db, NULL, &s, &err) >= 0, "%s", err.msg);
 	fix_fill(s);
 	test_markdown_best(s);
+	test_gpu_unavailable(s);
 	test_nothing_meets(s);
 	test_files_without_gnuplot(s);
 	test_unknown_study(s);

@@ -105,9 +105,14 @@ void opt_history_done(struct opt_history *h)
 	*h = (struct opt_history){ 0 };
 }
 
+bool opt_trial_is_valid(const struct opt_trial *t)
+{
+	return t->outcome < _OPT_OUTCOME_MAX && (t->outcome != OPT_OUTCOME_MEASURED || (isfinite(t->cost) && t->cost > 0));
+}
+
 int opt_history_add(struct opt_history *h, const struct opt_trial *t)
 {
-	if (t->outcome >= _OPT_OUTCOME_MAX || (t->outcome == OPT_OUTCOME_MEASURED && !(isfinite(t->cost) && t->cost > 0)))
+	if (!opt_trial_is_valid(t))
 		return -EINVAL;
 	if (h->n == h->allocated) {
 		size_t cap = h->allocated ? h->allocated * 2 : 32;

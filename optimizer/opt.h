@@ -88,6 +88,9 @@ void opt_history_init(struct opt_history *h);
 void opt_history_done(struct opt_history *h);
 /* Appends a copy; -ENOMEM, or -EINVAL for a MEASURED trial without a finite cost > 0. */
 int opt_history_add(struct opt_history *h, const struct opt_trial *t);
+/* Whether t can enter a history: a known outcome, and a finite positive cost
+ * when measured (opt_history_add and the twin's history refuse the rest). */
+bool opt_trial_is_valid(const struct opt_trial *t);
 
 struct opt_settings {
 	uint64_t seed;           /* passed to nlopt_srand before each NLopt run */

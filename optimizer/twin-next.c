@@ -86,9 +86,7 @@ void twin_history_done(struct twin_history *h)
 
 int twin_history_add(struct twin_history *h, const struct twin_trial *t)
 {
-	if (t->trial.outcome >= _OPT_OUTCOME_MAX ||
-	    (t->trial.outcome == OPT_OUTCOME_MEASURED && !(isfinite(t->trial.cost) && t->trial.cost > 0)) ||
-	    t->n_points > TWIN_POINTS_MAX)
+	if (!opt_trial_is_valid(&t->trial) || t->n_points > TWIN_POINTS_MAX)
 		return -EINVAL;
 	if (h->n == h->allocated) {
 		size_t cap = h->allocated ? h->allocated * 2 : 32;

@@ -197,6 +197,21 @@ static int trial_insert_locked(struct store *s, int64_t study_id, const char *ki
 	return 0;
 }
 
+/* Ends an UPDATE of one trial by id: a failed bind (bind_r < 0), a failed
+ * step, or no trial with that id is an error naming what was being done. */
+static int trial_update_done(struct store *s, sqlite3_stmt *st, int bind_r, const char *what, int64_t id,
+			     struct error *err)
+{
+	int r;
+
+	if (bind_r < 0)
+		return error_set(err, bind_r, "%s: %s: binding failed", s->path, what);
+	r = store_step_done(s, st, what, err);
+	if (r >= 0 && sqlite3_changes(s->db) == 0)
+		return error_set(err, -ENOENT, "%s: no trial with id %lld", s->path, (long long)id);
+	return r;
+}
+
 int store_trial_insert(struct store *s, int64_t study_id, const char *kind, const char *knobs_json,
 		       const char *canonical_key, int64_t *ret_id, struct error *err)
 {
@@ -338,12 +353,7 @@ int store_trial_set_server(struct store *s, int64_t id, int64_t pgid, const char
 		r = store_bind_text(st, 3, unit);
 	if (r == 0)
 		r = store_bind_text(st, 4, log_path);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	r = store_step_done(s, st, what, err);
-	if (r >= 0 && sqlite3_changes(s->db) == 0)
-		return error_set(err, -ENOENT, "%s: no trial with id %lld", s->path, (long long)id);
-	return r;
+	return trial_update_done(s, st, r, what, id, err);
 }
 
 int store_trial_set_host(struct store *s, int64_t id, const char *host_json, struct error *err)
@@ -358,12 +368,7 @@ int store_trial_set_host(struct store *s, int64_t id, const char *host_json, str
 	r = store_bind_int64(st, 1, id);
 	if (r == 0)
 		r = store_bind_text(st, 2, host_json);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	r = store_step_done(s, st, what, err);
-	if (r >= 0 && sqlite3_changes(s->db) == 0)
-		return error_set(err, -ENOENT, "%s: no trial with id %lld", s->path, (long long)id);
-	return r;
+	return trial_update_done(s, st, r, what, id, err);
 }
 
 int store_trial_finish(struct store *s, int64_t id, const struct store_trial_outcome *o, struct error *err)
@@ -399,12 +404,7 @@ int store_trial_finish(struct store *s, int64_t id, const struct store_trial_out
 		r = store_bind_double(st, 9, o->cost_per_mtok);
 	if (r == 0)
 		r = store_bind_int64(st, 10, (int64_t)real_usec());
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	r = store_step_done(s, st, what, err);
-	if (r >= 0 && sqlite3_changes(s->db) == 0)
-		return error_set(err, -ENOENT, "%s: no trial with id %lld", s->path, (long long)id);
-	return r;
+	return trial_update_done(s, st, r, what, id, err);
 }
 
 int store_trial_history(struct store *s, int64_t study_id, struct store_trial **ret, size_t *ret_n,
@@ -492,10 +492,5 @@ int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, str
 	r = store_bind_int64(st, 1, id);
 	if (r == 0)
 		r = store_bind_double(st, 2, cost);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	r = store_step_done(s, st, what, err);
-	if (r >= 0 && sqlite3_changes(s->db) == 0)
-		return error_set(err, -ENOENT, "%s: no trial with id %lld", s->path, (long long)id);
-	return r;
+	return trial_update_done(s, st, r, what, id, err);
 }

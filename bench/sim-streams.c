@@ -124,7 +124,8 @@ static void stop_sim(struct sim_proc *p)
 
 static int connect_nb(int port, bool nonblock)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -160,8 +161,8 @@ static void machine_cpu(struct scrape *s)
 		fclose(f);
 	}
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		s->self_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-			    (double)ru.ru_stime.tv_usec / 1e6;
+		s->self_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+			    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* GET /metrics (blocking: the server answers within milliseconds) + /proc figures. */
@@ -249,7 +250,8 @@ static double quantile(const struct scrape *a, const struct scrape *b, double q)
 		if (cum >= target) {
 			if (isinf(b->le[i]))
 				return prev_le;
-			return prev_le + (b->le[i] - prev_le) * (cum > prev_cum ? (target - prev_cum) / (cum - prev_cum) : 1);
+			return prev_le +
+			       (b->le[i] - prev_le) * (cum > prev_cum ? (target - prev_cum) / (cum - prev_cum) : 1);
 		}
 		prev_cum = cum;
 		prev_le = b->le[i];
@@ -297,7 +299,8 @@ static int run_one(const char *exe, int n, double itl_ms, double warmup, double 
 	snprintf(body, sizeof(body), "{\"prompt\":\"w1 w2 w3\",\"max_tokens\":%u,\"stream\":true,\"ignore_eos\":true}",
 		 max_tokens);
 	snprintf(req, sizeof(req),
-		 "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		 "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+		 "%zu\r\n\r\n%s",
 		 strlen(body), body);
 	for (int i = 0; i < n; i++) {
 		fds[i] = connect_nb(p.port, false);
@@ -366,7 +369,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("Usage: sim-streams --sim PATH [--streams 100,250,500,1000] [--duration S] [--warmup S]\n"
+			printf("Usage: sim-streams --sim PATH [--streams 100,250,500,1000] [--duration S] [--warmup "
+			       "S]\n"
 			       "                   [--itl-ms MS] [--check-p99-ms MS] [--engine] [--sim-arg ARG]...\n"
 			       "--engine paces by the engine model instead of --fixed-itl-ms (pass the model with\n"
 			       "--sim-arg, e.g. --sim-arg --gpu --sim-arg A100); the tokens column is then relative\n"
@@ -389,7 +393,8 @@ int main(int argc, char **argv)
 			itl_ms = atof(v);
 		else if (strcmp(argv[i], "--check-p99-ms") == 0)
 			check_p99 = atof(v);
-		else if (strcmp(argv[i], "--sim-arg") == 0 && n_extra_args < (int)(sizeof(extra_args) / sizeof(extra_args[0])))
+		else if (strcmp(argv[i], "--sim-arg") == 0 &&
+			 n_extra_args < (int)(sizeof(extra_args) / sizeof(extra_args[0])))
 			extra_args[n_extra_args++] = (char *)v;
 		else {
 			fprintf(stderr, "sim-streams: unknown flag %s\n", argv[i]);
@@ -424,8 +429,8 @@ int main(int argc, char **argv)
 		       r.rss_per_stream_kb, r.tokens_ratio * 100, r.client_frac * 100, r.other_frac * 100);
 		fflush(stdout);
 		if (check_p99 > 0 && (!(r.p99_ms <= check_p99) || r.tokens_ratio < 0.9)) {
-			fprintf(stderr, "sim-streams: %d streams: p99 %.3f ms (limit %g), %.1f%% of tokens\n", r.streams,
-				r.p99_ms, check_p99, r.tokens_ratio * 100);
+			fprintf(stderr, "sim-streams: %d streams: p99 %.3f ms (limit %g), %.1f%% of tokens\n",
+				r.streams, r.p99_ms, check_p99, r.tokens_ratio * 100);
 			status = 1;
 		}
 	}

@@ -33,25 +33,24 @@
 #include "time-util.h"
 
 #define HELP_MAX_BYTES (4 * 1024 * 1024)
-#define EXIT_SKIPPED 77
+#define EXIT_SKIPPED   77
 
 static void help(FILE *f)
 {
-	fprintf(f,
-		"Usage: goodput check-engine [OPTIONS] PROFILE\n"
-		"\n"
-		"Checks that every flag engine profile PROFILE (a name in configs/engines or a\n"
-		"file) can put on a command line appears in the installed engine's --help.\n"
-		"\n"
-		"  --binary PATH        the engine's program (replaces the first word of the\n"
-		"                       profile's help and version commands)\n"
-		"  --engines-dir DIR    look for profiles here first\n"
-		"  --timeout SECONDS    for each command the check runs (default 60)\n"
-		"  --json               machine-readable result\n"
-		"  -h, --help           this text\n"
-		"\n"
-		"Exit status: 0 all flags found, 1 flags missing or the help failed,\n"
-		"2 usage error, 77 the engine is not installed here (skipped).\n");
+	fprintf(f, "Usage: goodput check-engine [OPTIONS] PROFILE\n"
+		   "\n"
+		   "Checks that every flag engine profile PROFILE (a name in configs/engines or a\n"
+		   "file) can put on a command line appears in the installed engine's --help.\n"
+		   "\n"
+		   "  --binary PATH        the engine's program (replaces the first word of the\n"
+		   "                       profile's help and version commands)\n"
+		   "  --engines-dir DIR    look for profiles here first\n"
+		   "  --timeout SECONDS    for each command the check runs (default 60)\n"
+		   "  --json               machine-readable result\n"
+		   "  -h, --help           this text\n"
+		   "\n"
+		   "Exit status: 0 all flags found, 1 flags missing or the help failed,\n"
+		   "2 usage error, 77 the engine is not installed here (skipped).\n");
 }
 
 /* Where a program would be run from: itself when it has a '/', else the
@@ -184,9 +183,9 @@ static char **with_binary(const char *const *argv, const char *binary)
 int cmd_check_engine(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "binary", required_argument, NULL, 'b' }, { "engines-dir", required_argument, NULL, 'd' },
+		{ "binary", required_argument, NULL, 'b' },  { "engines-dir", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
 	};
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
 	_cleanup_(freep) const char **flags = NULL;
@@ -273,8 +272,8 @@ int cmd_check_engine(int argc, char **argv)
 	}
 	r = run_capture(help_argv, timeout_usec, &out, &status);
 	if (r == -ETIMEDOUT) {
-		log_error("check-engine: %s %s did not finish within %.0f s", help_argv[0], help_argv[1] ? help_argv[1] : "",
-			  usec_to_sec(timeout_usec));
+		log_error("check-engine: %s %s did not finish within %.0f s", help_argv[0],
+			  help_argv[1] ? help_argv[1] : "", usec_to_sec(timeout_usec));
 		return 1;
 	}
 	if (r < 0) {

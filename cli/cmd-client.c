@@ -40,7 +40,7 @@ enum {
 struct client_cmd {
 	const char *name;
 	enum ctl_command command;
-	const char *args;    /* usage of the positional argument */
+	const char *args; /* usage of the positional argument */
 	bool arg_required, arg_allowed, best_options;
 	const char *summary; /* what it does, for --help */
 };
@@ -51,7 +51,8 @@ static const struct client_cmd client_cmds[] = {
 	  "one study at a time in submission order." },
 	{ "status", CTL_STATUS, "", false, false, false,
 	  "Show what goodputd is doing: the study and trial in flight, the best so far, the queue." },
-	{ "list", CTL_LIST, "", false, false, false, "List every study goodputd knows, with its state and best $/Mtok." },
+	{ "list", CTL_LIST, "", false, false, false,
+	  "List every study goodputd knows, with its state and best $/Mtok." },
 	{ "best", CTL_BEST, "[STUDY]", false, true, true,
 	  "Show the best configuration of a study (its best so far while it runs), or with\n"
 	  "--model and --engine the best finished study for that model and engine." },
@@ -272,8 +273,9 @@ static void print_status(const cJSON *r)
 			printf("/%.0f", num(cur, "max_trials"));
 		printf(" (%s)\n", str(cur, "knobs"));
 		if (!isnan(num(cur, "best_cost_per_mtok")))
-			printf("best:    %s/Mtok at %.0f tok/s (%s)\n", money(m, sizeof(m), num(cur, "best_cost_per_mtok")),
-			       num(cur, "best_max_goodput"), str(cur, "best_knobs"));
+			printf("best:    %s/Mtok at %.0f tok/s (%s)\n",
+			       money(m, sizeof(m), num(cur, "best_cost_per_mtok")), num(cur, "best_max_goodput"),
+			       str(cur, "best_knobs"));
 	}
 	printf("queue:   ");
 	cJSON_ArrayForEach(e, q)

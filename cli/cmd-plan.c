@@ -70,7 +70,8 @@ int cmd_plan(int argc, char **argv)
 			break;
 		case ARG_RATE:
 		case ARG_TPS:
-			q = parse_double(c == ARG_RATE ? "--rate" : "--tokens-per-second", optarg, 1e-9, 1e12, &load, &err);
+			q = parse_double(c == ARG_RATE ? "--rate" : "--tokens-per-second", optarg, 1e-9, 1e12, &load,
+					 &err);
 			if (q < 0) {
 				log_error("%s", error_str(&err, q));
 				return 2;

@@ -269,8 +269,8 @@ static int write_requests(const char *path, const struct probe *p)
 				cJSON_Delete(itl);
 				return log_error_errno(ENOMEM, "--save-requests");
 			}
-			if (json_add_number(j, "load_point", (double)i) < 0 || json_add_number(j, "index", r->index) < 0 ||
-			    json_add_bool(j, "success", r->success) < 0 ||
+			if (json_add_number(j, "load_point", (double)i) < 0 ||
+			    json_add_number(j, "index", r->index) < 0 || json_add_bool(j, "success", r->success) < 0 ||
 			    json_add_number(j, "http_status", r->http_status) < 0 ||
 			    (r->error && json_add_string(j, "error", r->error) < 0) ||
 			    json_add_number(j, "send_usec", (double)r->send_usec) < 0 ||
@@ -472,7 +472,8 @@ int cmd_probe(int argc, char **argv)
 			else if (strcmp(optarg, "text") == 0)
 				cfg.client.prompt_format = PROBE_PROMPT_TEXT;
 			else
-				r = error_set(&err, -EINVAL, "--prompt-format: expected ids or text, got \"%s\"", optarg);
+				r = error_set(&err, -EINVAL, "--prompt-format: expected ids or text, got \"%s\"",
+					      optarg);
 			break;
 		case ARG_NO_PROGRESS:
 			c.progress = false;

@@ -157,7 +157,8 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc) {
-		log_error("expected one STUDY (name or id), got %d arguments (see 'goodput report --help')", argc - optind);
+		log_error("expected one STUDY (name or id), got %d arguments (see 'goodput report --help')",
+			  argc - optind);
 		return 2;
 	}
 	if (socket_path)

@@ -104,23 +104,22 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 		if (ev->trial_state == STORE_TRIAL_DONE)
 			fprintf(stderr, "%s %u%s%s: $%.4f/Mtok (%.0f tok/s%s)%s\n",
 				ev->status->confirming ? "confirm" : "trial", ev->status->trial,
-				ev->status->knobs[0] ? " " : "", ev->status->knobs,
-				ev->cost_per_mtok, ev->max_goodput, deployed,
-				ev->status->best_trial_id == ev->trial_id ? " *best*" : "");
+				ev->status->knobs[0] ? " " : "", ev->status->knobs, ev->cost_per_mtok, ev->max_goodput,
+				deployed, ev->status->best_trial_id == ev->trial_id ? " *best*" : "");
 		else
 			fprintf(stderr, "%s %u%s%s: %s (%s)%s%s\n", ev->status->confirming ? "confirm" : "trial",
 				ev->status->trial, ev->status->knobs[0] ? " " : "", ev->status->knobs,
-				store_trial_state_to_string(ev->trial_state),
-				store_failure_to_string(ev->failure), ev->failure_message ? ": " : "",
-				ev->failure_message ? ev->failure_message : "");
+				store_trial_state_to_string(ev->trial_state), store_failure_to_string(ev->failure),
+				ev->failure_message ? ": " : "", ev->failure_message ? ev->failure_message : "");
 		break;
 	case RUNNER_EVENT_FINISHED:
 		clear_line(c);
 		c->end = ev->end;
 		if (ev->status->message && ev->end == RUNNER_END_FAILED)
-			log_error("study failed: %s\n(what was measured is kept: once the cause is fixed, continue with "
-				  "goodput tune --resume %s)",
-				  ev->status->message, ev->status->study_name);
+			log_error(
+				"study failed: %s\n(what was measured is kept: once the cause is fixed, continue with "
+				"goodput tune --resume %s)",
+				ev->status->message, ev->status->study_name);
 		(void)sd_event_exit(c->event, 0);
 		break;
 	}
@@ -266,16 +265,17 @@ static int summary(struct tune_ctx *c, struct store *store, int64_t study_id, co
 		else {
 			printf("\nBest configuration: %s\n", rb.valid ? rb.knobs : best.knobs_json);
 			printf("  knobs:           %s\n", best.knobs_json);
-			printf("  cost:            $%.4f per million tokens", rb.valid ? rb.cost_per_mtok : best.cost_per_mtok);
+			printf("  cost:            $%.4f per million tokens",
+			       rb.valid ? rb.cost_per_mtok : best.cost_per_mtok);
 			if (rb.valid && rb.n > 1)
 				printf(" (mean of %u measurements, spread %.1f%%)", rb.n, rb.spread * 100);
 			printf("\n  max goodput:     %.1f tokens/s at %.2f requests/s (concurrency %.1f)\n",
 			       best.max_goodput, best.max_rate, best.concurrency);
 			if (at) {
-				printf("  TTFT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n", at->mean_ttft_ms,
-				       at->p50_ttft_ms, at->p90_ttft_ms, at->p99_ttft_ms);
-				printf("  TPOT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n", at->mean_tpot_ms,
-				       at->p50_tpot_ms, at->p90_tpot_ms, at->p99_tpot_ms);
+				printf("  TTFT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n",
+				       at->mean_ttft_ms, at->p50_ttft_ms, at->p90_ttft_ms, at->p99_ttft_ms);
+				printf("  TPOT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n",
+				       at->mean_tpot_ms, at->p50_tpot_ms, at->p90_tpot_ms, at->p99_tpot_ms);
 				printf("  SLA attainment:  %.1f%%\n", at->attainment * 100);
 			}
 			if (rb.runner_up_valid)
@@ -350,21 +350,19 @@ enum {
 
 int cmd_tune(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "db", required_argument, NULL, ARG_DB },
-		{ "resume", optional_argument, NULL, ARG_RESUME },
-		{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
-		{ "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
-		{ "log-dir", required_argument, NULL, ARG_LOG_DIR },
-		{ "max-trials", required_argument, NULL, ARG_MAX_TRIALS },
-		{ "max-wall-time", required_argument, NULL, ARG_MAX_WALL_TIME },
-		{ "confirm", required_argument, NULL, ARG_CONFIRM },
-		{ "json", no_argument, NULL, ARG_JSON },
-		{ "help-spec", no_argument, NULL, ARG_HELP_SPEC },
-		{ 0 }
-	};
+	static const struct option options[] = { { "help", no_argument, NULL, 'h' },
+						 { "quiet", no_argument, NULL, 'q' },
+						 { "db", required_argument, NULL, ARG_DB },
+						 { "resume", optional_argument, NULL, ARG_RESUME },
+						 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+						 { "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
+						 { "log-dir", required_argument, NULL, ARG_LOG_DIR },
+						 { "max-trials", required_argument, NULL, ARG_MAX_TRIALS },
+						 { "max-wall-time", required_argument, NULL, ARG_MAX_WALL_TIME },
+						 { "confirm", required_argument, NULL, ARG_CONFIRM },
+						 { "json", no_argument, NULL, ARG_JSON },
+						 { "help-spec", no_argument, NULL, ARG_HELP_SPEC },
+						 { 0 } };
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
 	_cleanup_(store_closep) struct store *store = NULL;
 	_cleanup_(study_freep) struct study *study = NULL;
@@ -482,8 +480,8 @@ int cmd_tune(int argc, char **argv)
 	if (k >= 0) {
 		study_id = row.id;
 		if (!resume) {
-			log_error("study %s exists in %s (state %s): continue it with --resume, or use another --db", name,
-				  db, store_study_state_to_string(row.state));
+			log_error("study %s exists in %s (state %s): continue it with --resume, or use another --db",
+				  name, db, store_study_state_to_string(row.state));
 			store_study_done(&row);
 			return 1;
 		}

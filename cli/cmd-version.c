@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 #include "commands.h"
 #include "config.h"
 #include "macro.h"

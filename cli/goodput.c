@@ -35,13 +35,12 @@ static const struct command commands[] = {
 
 static void help(FILE *f)
 {
-	fprintf(f,
-		"Usage: goodput [--help] [--version] [-v|--verbose] COMMAND [ARGS...]\n"
-		"\n"
-		"goodput finds the serving configuration of an LLM inference server with the\n"
-		"lowest cost per million tokens under a latency SLA.\n"
-		"\n"
-		"Commands:\n");
+	fprintf(f, "Usage: goodput [--help] [--version] [-v|--verbose] COMMAND [ARGS...]\n"
+		   "\n"
+		   "goodput finds the serving configuration of an LLM inference server with the\n"
+		   "lowest cost per million tokens under a latency SLA.\n"
+		   "\n"
+		   "Commands:\n");
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
 		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nRun 'goodput COMMAND --help' for a command's options.\n");

@@ -13,8 +13,8 @@
 #define ERROR_MSG_MAX 512
 
 struct error {
-	int code;                 /* the negative errno that went with the message */
-	char msg[ERROR_MSG_MAX];  /* "" when nothing was set */
+	int code;                /* the negative errno that went with the message */
+	char msg[ERROR_MSG_MAX]; /* "" when nothing was set */
 };
 
 /* Formats a message into err (when not NULL) and returns r, which must be

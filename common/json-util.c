@@ -178,8 +178,7 @@ int json_get_double(const cJSON *obj, const char *path, const char *key, double 
 	if (!item)
 		return 0;
 	snprintf(expect, sizeof(expect), "a number in [%g, %g]", min, max);
-	if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < min ||
-	    item->valuedouble > max)
+	if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < min || item->valuedouble > max)
 		return wrong(item, path, key, expect, err);
 	*ret = item->valuedouble;
 	return 1;
@@ -210,8 +209,8 @@ int json_get_string(const cJSON *obj, const char *path, const char *key, size_t 
 	if (!item->valuestring[0])
 		return error_set(err, -EINVAL, "%s: must not be empty", json_path_join(p, sizeof(p), path, key));
 	if (max_len && strlen(item->valuestring) > max_len)
-		return error_set(err, -EINVAL, "%s: longer than %zu characters", json_path_join(p, sizeof(p), path, key),
-				 max_len);
+		return error_set(err, -EINVAL, "%s: longer than %zu characters",
+				 json_path_join(p, sizeof(p), path, key), max_len);
 	*ret = item->valuestring;
 	return 1;
 }
@@ -312,7 +311,8 @@ int json_check_keys(const cJSON *obj, const char *path, const char *const *allow
 		for (size_t i = 0; allowed[i] && !known; i++)
 			known = strcmp(item->string, allowed[i]) == 0;
 		if (!known)
-			return error_set(err, -EINVAL, "%s: unknown key", json_path_join(p, sizeof(p), path, item->string));
+			return error_set(err, -EINVAL, "%s: unknown key",
+					 json_path_join(p, sizeof(p), path, item->string));
 		for (other = item->next; other; other = other->next)
 			if (strcmp(other->string, item->string) == 0)
 				return error_set(err, -EINVAL, "%s: duplicate key",

@@ -23,15 +23,15 @@ bool log_to_journal(void);
 int log_internal(int level, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_full_errno(level, error, ...) log_internal((level), (error), __VA_ARGS__)
-#define log_full(level, ...) ((void)log_internal((level), 0, __VA_ARGS__))
+#define log_full(level, ...)              ((void)log_internal((level), 0, __VA_ARGS__))
 
-#define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
-#define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
-#define log_notice(...) log_full(LOG_NOTICE, __VA_ARGS__)
+#define log_debug(...)   log_full(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...)    log_full(LOG_INFO, __VA_ARGS__)
+#define log_notice(...)  log_full(LOG_NOTICE, __VA_ARGS__)
 #define log_warning(...) log_full(LOG_WARNING, __VA_ARGS__)
-#define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
+#define log_error(...)   log_full(LOG_ERR, __VA_ARGS__)
 
-#define log_debug_errno(r, ...) log_full_errno(LOG_DEBUG, (r), __VA_ARGS__)
-#define log_info_errno(r, ...) log_full_errno(LOG_INFO, (r), __VA_ARGS__)
+#define log_debug_errno(r, ...)   log_full_errno(LOG_DEBUG, (r), __VA_ARGS__)
+#define log_info_errno(r, ...)    log_full_errno(LOG_INFO, (r), __VA_ARGS__)
 #define log_warning_errno(r, ...) log_full_errno(LOG_WARNING, (r), __VA_ARGS__)
-#define log_error_errno(r, ...) log_full_errno(LOG_ERR, (r), __VA_ARGS__)
+#define log_error_errno(r, ...)   log_full_errno(LOG_ERR, (r), __VA_ARGS__)

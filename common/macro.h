@@ -16,41 +16,41 @@
 #include <sqlite3.h>
 #include <systemd/sd-event.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
-#define _noreturn_ __attribute__((noreturn))
+#define _cleanup_(f)   __attribute__((cleanup(f)))
+#define _unused_       __attribute__((unused))
+#define _noreturn_     __attribute__((noreturn))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _likely_(x) __builtin_expect(!!(x), 1)
-#define _unlikely_(x) __builtin_expect(!!(x), 0)
+#define _likely_(x)    __builtin_expect(!!(x), 1)
+#define _unlikely_(x)  __builtin_expect(!!(x), 0)
 
-#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define ELEMENTSOF(a)    (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b)        ((a) < (b) ? (a) : (b))
+#define MAX(a, b)        ((a) > (b) ? (a) : (b))
 #define CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
 
 /* Hand a pointer out of a _cleanup_ scope: returns the value, leaves NULL. */
-#define TAKE_PTR(p)                                                                                \
-	__extension__({                                                                            \
-		__typeof__(p) *_pp_ = &(p);                                                        \
-		__typeof__(p) _p_ = *_pp_;                                                         \
-		*_pp_ = NULL;                                                                      \
-		_p_;                                                                               \
+#define TAKE_PTR(p)                                                                                                    \
+	__extension__({                                                                                                \
+		__typeof__(p) *_pp_ = &(p);                                                                            \
+		__typeof__(p) _p_ = *_pp_;                                                                             \
+		*_pp_ = NULL;                                                                                          \
+		_p_;                                                                                                   \
 	})
 
-#define TAKE_FD(fd)                                                                                \
-	__extension__({                                                                            \
-		int *_pfd_ = &(fd);                                                                \
-		int _fd_ = *_pfd_;                                                                 \
-		*_pfd_ = -1;                                                                       \
-		_fd_;                                                                              \
+#define TAKE_FD(fd)                                                                                                    \
+	__extension__({                                                                                                \
+		int *_pfd_ = &(fd);                                                                                    \
+		int _fd_ = *_pfd_;                                                                                     \
+		*_pfd_ = -1;                                                                                           \
+		_fd_;                                                                                                  \
 	})
 
 /* Defines static inline void <func>p(type *p) that calls func(*p) when set. */
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
-	static inline void func##p(type *p)                                                        \
-	{                                                                                          \
-		if (*p)                                                                            \
-			func(*p);                                                                  \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                                        \
+	static inline void func##p(type *p)                                                                            \
+	{                                                                                                              \
+		if (*p)                                                                                                \
+			func(*p);                                                                                      \
 	}
 
 static inline void freep(void *p)

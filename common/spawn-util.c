@@ -42,7 +42,8 @@ int spawn_process(char *const *argv, char *const *envp, int out_fd, pid_t *ret_p
 	if (r == 0)
 		r = posix_spawn_file_actions_adddup2(&fa, out_fd, STDERR_FILENO);
 	if (r == 0)
-		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+		r = posix_spawnattr_setflags(&attr,
+					     POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	if (r == 0)
 		r = posix_spawnattr_setpgroup(&attr, 0);
 	if (r == 0)

@@ -42,9 +42,9 @@
 #define OUT_HIGH ((size_t)256 * 1024)
 /* Peers that cannot submit have no use for long lines. */
 #define UNPRIVILEGED_REQUEST_MAX ((size_t)64 * 1024)
-#define READ_CHUNK ((size_t)64 * 1024)
-#define ACCEPT_BURST 64
-#define ACCEPT_RETRY_USEC (100 * USEC_PER_MSEC)
+#define READ_CHUNK               ((size_t)64 * 1024)
+#define ACCEPT_BURST             64
+#define ACCEPT_RETRY_USEC        (100 * USEC_PER_MSEC)
 /* Ready connections handled per dispatch of the inner epoll. */
 #define CONN_BATCH 256
 
@@ -578,8 +578,8 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
-int ctl_server_new(sd_event *e, int listen_fd, const struct ctl_limits *limits, ctl_handler_fn handler,
-		   void *userdata, struct ctl_server **ret)
+int ctl_server_new(sd_event *e, int listen_fd, const struct ctl_limits *limits, ctl_handler_fn handler, void *userdata,
+		   struct ctl_server **ret)
 {
 	_cleanup_(ctl_server_freep) struct ctl_server *s = NULL;
 	int r, flags;

@@ -53,8 +53,8 @@ void ctl_pending_answer(struct ctl_pending *p, cJSON *answer);
 
 /* Serves listen_fd (a listening UNIX stream socket; consumed, also on
  * failure) on loop e. */
-int ctl_server_new(sd_event *e, int listen_fd, const struct ctl_limits *limits, ctl_handler_fn handler,
-		   void *userdata, struct ctl_server **ret);
+int ctl_server_new(sd_event *e, int listen_fd, const struct ctl_limits *limits, ctl_handler_fn handler, void *userdata,
+		   struct ctl_server **ret);
 /* Closes every connection and the listening socket. When the server bound
  * the socket itself (ctl_server_set_unlink_path), its path is removed.
  * Accepts NULL; returns NULL. */

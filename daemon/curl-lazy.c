@@ -59,13 +59,13 @@ static struct {
 	long live; /* easy and multi handles and slists not yet freed */
 } lazy;
 
-#define LAZY_SYM(field, name)                                                                                  \
-	do {                                                                                                   \
-		*(void **)&lazy.field = dlsym(lazy.dl, name);                                                  \
-		if (!lazy.field) {                                                                             \
-			log_error("%s: no symbol %s", LAZY_CURL_SONAME, name);                                 \
-			return false;                                                                          \
-		}                                                                                              \
+#define LAZY_SYM(field, name)                                                                                          \
+	do {                                                                                                           \
+		*(void **)&lazy.field = dlsym(lazy.dl, name);                                                          \
+		if (!lazy.field) {                                                                                     \
+			log_error("%s: no symbol %s", LAZY_CURL_SONAME, name);                                         \
+			return false;                                                                                  \
+		}                                                                                                      \
 	} while (0)
 
 static bool lazy_resolve(void)

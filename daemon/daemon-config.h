@@ -27,7 +27,7 @@
 #include "error.h"
 
 #define DAEMON_CONFIG_DEFAULT_PATH "/etc/goodput/goodputd.json"
-#define DAEMON_CONFIG_MAX_BYTES (256 * 1024)
+#define DAEMON_CONFIG_MAX_BYTES    (256 * 1024)
 
 struct daemon_config {
 	cJSON *json;              /* owned; strings below point into it (or are NULL) */

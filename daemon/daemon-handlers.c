@@ -161,8 +161,7 @@ static cJSON *handle_list(struct daemon *d, const struct ctl_request *req)
 }
 
 /* The finished (done) study for model + engine [+ label] whose best is cheapest. */
-static int find_best_study(struct daemon *d, const struct ctl_request *req, struct store_study *ret,
-			   struct error *err)
+static int find_best_study(struct daemon *d, const struct ctl_request *req, struct store_study *ret, struct error *err)
 {
 	struct store_study *a = NULL;
 	size_t n = 0, pick = SIZE_MAX;
@@ -287,8 +286,7 @@ static cJSON *answer_cached(const char *body, const cJSON *id)
 		return cJSON_CreateRaw(body);
 	comma = strchr(body, ',');
 	idj = cJSON_PrintUnformatted(id);
-	if (!comma || !idj ||
-	    asprintf(&line, "%.*s\"id\":%s,%s", (int)(comma + 1 - body), body, idj, comma + 1) < 0)
+	if (!comma || !idj || asprintf(&line, "%.*s\"id\":%s,%s", (int)(comma + 1 - body), body, idj, comma + 1) < 0)
 		return NULL;
 	return cJSON_CreateRaw(line);
 }
@@ -495,9 +493,10 @@ static cJSON *handle_change(struct daemon *d, const struct ctl_peer *peer, const
 		return ctl_response_error(req->id, "no study named \"%s\"", req->study);
 	if (r == -ENOENT) {
 		resp = ctl_response_ok(req->id);
-		if (resp && (!cJSON_AddNullToObject(resp, "study") ||
-			     json_add_string(resp, "note", req->command == CTL_RESUME ? "nothing is paused"
-										     : "nothing is queued") < 0))
+		if (resp &&
+		    (!cJSON_AddNullToObject(resp, "study") ||
+		     json_add_string(resp, "note",
+				     req->command == CTL_RESUME ? "nothing is paused" : "nothing is queued") < 0))
 			cJSON_Delete(resp), resp = NULL;
 		return resp;
 	}
@@ -525,7 +524,8 @@ static cJSON *handle_change(struct daemon *d, const struct ctl_peer *peer, const
 	case CTL_PAUSE:
 		if (ours) {
 			r = runner_pause(d->runner);
-			note = r == -EALREADY ? "already paused" : "pausing: the trial in flight is torn down and redone on resume";
+			note = r == -EALREADY ? "already paused"
+					      : "pausing: the trial in flight is torn down and redone on resume";
 			r = 0;
 		} else if (st.state == STORE_STUDY_PAUSED) {
 			note = "already paused";
@@ -541,7 +541,8 @@ static cJSON *handle_change(struct daemon *d, const struct ctl_peer *peer, const
 			note = "not paused";
 		} else
 			r = store_study_set_state(d->store, st.id,
-						  st.started_usec ? STORE_STUDY_RUNNING : STORE_STUDY_QUEUED, NULL, &err);
+						  st.started_usec ? STORE_STUDY_RUNNING : STORE_STUDY_QUEUED, NULL,
+						  &err);
 		break;
 	default:
 		break;

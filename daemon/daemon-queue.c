@@ -298,9 +298,8 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 		break;
 	case RUNNER_EVENT_TRIAL_FINISHED:
 		if (!isnan(ev->cost_per_mtok))
-			log_info("%s: trial %u %s: $%.3f/Mtok at %.0f tok/s", ev->status->study_name,
-				 ev->status->trial, store_trial_state_to_string(ev->trial_state), ev->cost_per_mtok,
-				 ev->max_goodput);
+			log_info("%s: trial %u %s: $%.3f/Mtok at %.0f tok/s", ev->status->study_name, ev->status->trial,
+				 store_trial_state_to_string(ev->trial_state), ev->cost_per_mtok, ev->max_goodput);
 		else
 			log_info("%s: trial %u %s%s%s", ev->status->study_name, ev->status->trial,
 				 store_trial_state_to_string(ev->trial_state), ev->failure_message ? ": " : "",

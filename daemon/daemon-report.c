@@ -33,12 +33,12 @@ struct daemon_report_job {
 	struct daemon *d;
 	struct daemon_report_job *next;
 	struct ctl_pending *pending;
-	cJSON *id;        /* the request's id, echoed */
-	char *study;      /* the study's name */
-	char *dir;        /* where the child writes the report */
-	char *html_path;  /* ... and its report.html */
+	cJSON *id;       /* the request's id, echoed */
+	char *study;     /* the study's name */
+	char *dir;       /* where the child writes the report */
+	char *html_path; /* ... and its report.html */
 	pid_t pid;
-	int err_fd;       /* read end of the child's error pipe */
+	int err_fd; /* read end of the child's error pipe */
 	sd_event_source *child;
 };
 

@@ -93,7 +93,8 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 	struct daemon *d = userdata;
 
 	if (d->state == DAEMON_STOPPING) {
-		log_warning("second %s: exiting without waiting for the trial's teardown", strsignal((int)si->ssi_signo));
+		log_warning("second %s: exiting without waiting for the trial's teardown",
+			    strsignal((int)si->ssi_signo));
 		d->runner = runner_free(d->runner); /* kills the server's process group */
 		return sd_event_exit(d->event, 0);
 	}

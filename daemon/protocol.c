@@ -24,9 +24,9 @@
 #include "time-util.h"
 
 static const char *const command_names[_CTL_COMMAND_MAX] = {
-	[CTL_SUBMIT] = "submit", [CTL_STATUS] = "status", [CTL_LIST] = "list",     [CTL_BEST] = "best",
-	[CTL_TRIALS] = "trials", [CTL_CANCEL] = "cancel", [CTL_PAUSE] = "pause",   [CTL_RESUME] = "resume",
-	[CTL_REPORT] = "report",
+	[CTL_SUBMIT] = "submit", [CTL_STATUS] = "status", [CTL_LIST] = "list",
+	[CTL_BEST] = "best",     [CTL_TRIALS] = "trials", [CTL_CANCEL] = "cancel",
+	[CTL_PAUSE] = "pause",   [CTL_RESUME] = "resume", [CTL_REPORT] = "report",
 };
 
 const char *ctl_command_to_string(enum ctl_command c)
@@ -143,7 +143,8 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *ret, str
 	c = ctl_command_from_string(name);
 	if (c < 0) {
 		k = error_set(err, -EINVAL,
-			      "command: unknown command \"%s\" (submit, status, list, best, trials, cancel, pause, resume, report)",
+			      "command: unknown command \"%s\" (submit, status, list, best, trials, cancel, pause, "
+			      "resume, report)",
 			      name);
 		goto fail;
 	}

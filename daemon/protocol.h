@@ -31,7 +31,7 @@ struct store_trial;
 #define CTL_DEFAULT_SOCKET "/run/goodputd.sock"
 /* A request line (a submitted spec is the largest) and a response line. */
 #define CTL_REQUEST_MAX_DEFAULT ((size_t)1024 * 1024)
-#define CTL_RESPONSE_MAX ((size_t)64 * 1024 * 1024)
+#define CTL_RESPONSE_MAX        ((size_t)64 * 1024 * 1024)
 
 enum ctl_command {
 	CTL_SUBMIT,
@@ -55,11 +55,11 @@ bool ctl_command_changes_state(enum ctl_command c);
 struct ctl_request {
 	cJSON *json; /* owned; every pointer below points into it */
 	enum ctl_command command;
-	const cJSON *id;    /* echoed in the response; NULL when absent */
-	const char *study;  /* a study name, or NULL */
-	const cJSON *spec;  /* submit: the study spec object */
+	const cJSON *id;                    /* echoed in the response; NULL when absent */
+	const char *study;                  /* a study name, or NULL */
+	const cJSON *spec;                  /* submit: the study spec object */
 	const char *model, *engine, *label; /* best without a study name */
-	bool html; /* report: write the HTML report instead of answering Markdown */
+	bool html;                          /* report: write the HTML report instead of answering Markdown */
 };
 
 /* Parses one request line (without its newline): strict JSON, an object,

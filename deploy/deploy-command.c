@@ -41,11 +41,16 @@
 
 extern char **environ;
 
-#define URL_PREFIX "GOODPUT_BASE_URL="
-#define TAIL_LINES 20
+#define URL_PREFIX           "GOODPUT_BASE_URL="
+#define TAIL_LINES           20
 #define HOOK_KILL_GRACE_USEC (2 * USEC_PER_SEC)
 
-enum hook_kind { HOOK_DEPLOY, HOOK_HEALTH, HOOK_TEARDOWN, _HOOK_MAX };
+enum hook_kind {
+	HOOK_DEPLOY,
+	HOOK_HEALTH,
+	HOOK_TEARDOWN,
+	_HOOK_MAX
+};
 
 static const char *const hook_names[_HOOK_MAX] = { "deploy command", "health command", "teardown command" };
 
@@ -276,8 +281,8 @@ static void begin_teardown(struct deployment *d, enum deploy_state final)
 		/* SIGKILL after the grace period (the timer's second firing). */
 		h->timed_out = true;
 		h->timeout_source = sd_event_source_disable_unref(h->timeout_source);
-		if (sd_event_add_time_relative(d->event, &h->timeout_source, CLOCK_MONOTONIC, d->stop_timeout_usec, 1000,
-					       on_hook_timeout, d) < 0)
+		if (sd_event_add_time_relative(d->event, &h->timeout_source, CLOCK_MONOTONIC, d->stop_timeout_usec,
+					       1000, on_hook_timeout, d) < 0)
 			hook_kill(h, SIGKILL);
 	}
 	r = hook_spawn(d, HOOK_TEARDOWN, d->teardown_command, NULL, d->command_timeout_usec, &err);
@@ -313,8 +318,8 @@ static void became_ready(struct deployment *d)
 	deploy_set_state(d, DEPLOY_READY);
 }
 
-static void on_health_get(struct probe_client *c, int r, long status, const char *body, size_t len,
-			  const char *error, void *userdata)
+static void on_health_get(struct probe_client *c, int r, long status, const char *body, size_t len, const char *error,
+			  void *userdata)
 {
 	struct deployment *d = userdata;
 
@@ -358,24 +363,27 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata)
 			}
 		} else if (!x->health_in_flight) {
 			if (!x->client && start_client(d) < 0) {
-				deploy_set_failure(d, DEPLOY_FAILURE_CRASHED, "the deploy command reported \"%s\", not a usable URL",
-						   d->base_url);
+				deploy_set_failure(d, DEPLOY_FAILURE_CRASHED,
+						   "the deploy command reported \"%s\", not a usable URL", d->base_url);
 				begin_teardown(d, DEPLOY_FAILED);
 				return 0;
 			}
-			if (probe_client_get(x->client, d->health_path, 4096, MIN(d->health_interval_usec * 4, 10 * USEC_PER_SEC),
-					     on_health_get, d) >= 0)
+			if (probe_client_get(x->client, d->health_path, 4096,
+					     MIN(d->health_interval_usec * 4, 10 * USEC_PER_SEC), on_health_get,
+					     d) >= 0)
 				x->health_in_flight = true;
 		}
 	} else if (x->deploy_exited) {
 		_cleanup_(freep) char *t = tail(d);
 		deploy_set_failure(d, DEPLOY_FAILURE_CRASHED,
-				   "the deploy command exited without printing a " URL_PREFIX "... line; last log lines:\n%s",
+				   "the deploy command exited without printing a " URL_PREFIX
+				   "... line; last log lines:\n%s",
 				   t ? t : "");
 		begin_teardown(d, DEPLOY_FAILED);
 		return 0;
 	}
-	(void)sd_event_source_set_time(s, mono_usec() + MIN(d->health_interval_usec, x->url_known ? UINT64_MAX : 100 * USEC_PER_MSEC));
+	(void)sd_event_source_set_time(
+		s, mono_usec() + MIN(d->health_interval_usec, x->url_known ? UINT64_MAX : 100 * USEC_PER_MSEC));
 	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return 0;
 }
@@ -415,9 +423,9 @@ static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 		return 0;
 	t = tail(d);
 	deploy_set_failure(d, DEPLOY_FAILURE_STARTUP_TIMEOUT, "%s within %.0f s; last log lines:\n%s",
-			   !x->url_known ? "the deploy command reported no " URL_PREFIX " line" :
-			   d->health_command ? "the health command never succeeded" :
-					       "the server's health path never answered 200",
+			   !x->url_known       ? "the deploy command reported no " URL_PREFIX " line"
+			   : d->health_command ? "the health command never succeeded"
+					       : "the server's health path never answered 200",
 			   usec_to_sec(d->startup_timeout_usec), t ? t : "");
 	/* A deploy command that hangs is killed; the teardown cleans up after it. */
 	hook_kill(&x->hooks[HOOK_DEPLOY], SIGKILL);
@@ -440,7 +448,8 @@ static void on_hook_exit(struct deployment *d, enum hook_kind kind, int status)
 			deploy_set_failure(d, oom ? DEPLOY_FAILURE_OOM : DEPLOY_FAILURE_CRASHED,
 					   "the deploy command %s %d%s; last log lines:\n%s",
 					   status > 128 ? "was killed by signal" : "exited with status",
-					   status > 128 ? status - 128 : status, oom ? " (out of memory)" : "", t ? t : "");
+					   status > 128 ? status - 128 : status, oom ? " (out of memory)" : "",
+					   t ? t : "");
 			begin_teardown(d, DEPLOY_FAILED);
 		}
 		break;

@@ -33,15 +33,15 @@
 extern char **environ;
 
 #define HEALTH_TIMEOUT_USEC (5 * USEC_PER_SEC)
-#define REAP_INTERVAL_USEC (50 * USEC_PER_MSEC)
-#define PORT_WAIT_USEC (10 * USEC_PER_SEC)
-#define TAIL_LINES 20
+#define REAP_INTERVAL_USEC  (50 * USEC_PER_MSEC)
+#define PORT_WAIT_USEC      (10 * USEC_PER_SEC)
+#define TAIL_LINES          20
 
 struct exec_state {
 	pid_t pid;
 	bool exited;
 	int exit_code, exit_signal;
-	uint64_t log_offset; /* where this run's output starts */
+	uint64_t log_offset;  /* where this run's output starts */
 	uint64_t scan_offset; /* announce-line scanning position */
 	sd_event_source *child_source, *timeout_source, *poll_source, *kill_source, *reap_source;
 	/* one health request at a time */
@@ -208,8 +208,8 @@ static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata)
 	case DEPLOY_STARTING:
 		t = tail(d);
 		if (deploy_log_matches_oom(d, x->log_offset))
-			deploy_set_failure(d, DEPLOY_FAILURE_OOM, "out of memory at start-up (%s); last log lines:\n%s", how,
-					   t ? t : "");
+			deploy_set_failure(d, DEPLOY_FAILURE_OOM, "out of memory at start-up (%s); last log lines:\n%s",
+					   how, t ? t : "");
 		else
 			deploy_set_failure(d, DEPLOY_FAILURE_CRASHED, "%s during start-up; last log lines:\n%s", how,
 					   t ? t : "");
@@ -221,8 +221,8 @@ static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata)
 	case DEPLOY_READY:
 		t = tail(d);
 		if (deploy_log_matches_oom(d, x->log_offset))
-			deploy_set_failure(d, DEPLOY_FAILURE_OOM, "out of memory while serving (%s); last log lines:\n%s",
-					   how, t ? t : "");
+			deploy_set_failure(d, DEPLOY_FAILURE_OOM,
+					   "out of memory while serving (%s); last log lines:\n%s", how, t ? t : "");
 		else
 			deploy_set_failure(d, DEPLOY_FAILURE_CRASHED, "%s while serving; last log lines:\n%s", how,
 					   t ? t : "");
@@ -247,11 +247,10 @@ static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	if (d->state != DEPLOY_STARTING)
 		return 0;
 	t = tail(d);
-	deploy_set_failure(d, DEPLOY_FAILURE_STARTUP_TIMEOUT,
-			   "%s did not answer 200 within %.0f s (%s); last log lines:\n%s", d->health_path,
-			   usec_to_sec(d->startup_timeout_usec),
-			   d->port ? "the server never became healthy" : "the server never announced its port",
-			   t ? t : "");
+	deploy_set_failure(
+		d, DEPLOY_FAILURE_STARTUP_TIMEOUT, "%s did not answer 200 within %.0f s (%s); last log lines:\n%s",
+		d->health_path, usec_to_sec(d->startup_timeout_usec),
+		d->port ? "the server never became healthy" : "the server never announced its port", t ? t : "");
 	begin_terminate(d, DEPLOY_FAILED);
 	return 0;
 }
@@ -284,8 +283,8 @@ static int on_health_io(sd_event_source *s, int fd, uint32_t revents, void *user
 			health_abort(d); /* not listening yet; the next poll tries again */
 			return 0;
 		}
-		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%u\r\nConnection: close\r\n\r\n", d->health_path,
-			 x->health_host, d->port);
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%u\r\nConnection: close\r\n\r\n",
+			 d->health_path, x->health_host, d->port);
 		n = send(fd, req, strlen(req), MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n != (ssize_t)strlen(req)) {
 			health_abort(d);

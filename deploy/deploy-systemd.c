@@ -32,10 +32,10 @@
 #include "macro.h"
 #include "time-util.h"
 
-#define SD_DEST "org.freedesktop.systemd1"
-#define SD_PATH "/org/freedesktop/systemd1"
-#define SD_MANAGER "org.freedesktop.systemd1.Manager"
-#define TAIL_LINES 20
+#define SD_DEST        "org.freedesktop.systemd1"
+#define SD_PATH        "/org/freedesktop/systemd1"
+#define SD_MANAGER     "org.freedesktop.systemd1.Manager"
+#define TAIL_LINES     20
 #define PORT_WAIT_USEC (10 * USEC_PER_SEC)
 
 struct systemd_state {
@@ -94,7 +94,8 @@ static int on_reap(sd_event_source *s, uint64_t usec, void *userdata)
 	if (!x->unit_ended || !port_free) {
 		char *m = NULL;
 		if (asprintf(&m, "%s%s%s", d->message ? d->message : "", d->message ? "; " : "",
-			     !x->unit_ended ? "the unit did not stop in time" : "the port is still in use after teardown") >= 0) {
+			     !x->unit_ended ? "the unit did not stop in time"
+					    : "the port is still in use after teardown") >= 0) {
 			free(d->message);
 			d->message = m;
 		}
@@ -245,8 +246,8 @@ static int on_start_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 
 /* ---- readiness ---- */
 
-static void on_health_get(struct probe_client *c, int r, long status, const char *body, size_t len,
-			  const char *error, void *userdata)
+static void on_health_get(struct probe_client *c, int r, long status, const char *body, size_t len, const char *error,
+			  void *userdata)
 {
 	struct deployment *d = userdata;
 
@@ -291,8 +292,9 @@ static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	if (d->state != DEPLOY_STARTING)
 		return 0;
 	t = tail(d);
-	deploy_set_failure(d, DEPLOY_FAILURE_STARTUP_TIMEOUT, "%s did not answer 200 within %.0f s; last log lines:\n%s",
-			   d->health_path, usec_to_sec(d->startup_timeout_usec), t ? t : "");
+	deploy_set_failure(d, DEPLOY_FAILURE_STARTUP_TIMEOUT,
+			   "%s did not answer 200 within %.0f s; last log lines:\n%s", d->health_path,
+			   usec_to_sec(d->startup_timeout_usec), t ? t : "");
 	begin_terminate(d, DEPLOY_FAILED);
 	return 0;
 }
@@ -416,8 +418,8 @@ static int systemd_start(struct deployment *d, struct error *err)
 		r = sd_bus_path_encode(SD_PATH "/unit", d->unit_name, &x->unit_path);
 	if (r >= 0)
 		r = sd_bus_match_signal_async(x->bus, &x->props_slot, SD_DEST, x->unit_path,
-					      "org.freedesktop.DBus.Properties", "PropertiesChanged", on_properties_changed,
-					      NULL, d);
+					      "org.freedesktop.DBus.Properties", "PropertiesChanged",
+					      on_properties_changed, NULL, d);
 	if (r >= 0)
 		r = sd_bus_match_signal_async(x->bus, &x->jobs_slot, SD_DEST, SD_PATH, SD_MANAGER, "JobRemoved",
 					      on_job_removed, NULL, d);
@@ -474,8 +476,8 @@ static void systemd_destroy(struct deployment *d)
 		/* A unit still running is killed with its whole cgroup; flushing
 		 * sends the request before the connection closes. */
 		if (!x->unit_ended)
-			(void)sd_bus_call_method_async(x->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "KillUnit", NULL, NULL,
-						       "ssi", d->unit_name, "all", 9);
+			(void)sd_bus_call_method_async(x->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "KillUnit", NULL,
+						       NULL, "ssi", d->unit_name, "all", 9);
 		(void)sd_bus_call_method_async(x->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", NULL, NULL, "ss",
 					       d->unit_name, "replace");
 		(void)sd_bus_detach_event(x->bus);

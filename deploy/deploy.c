@@ -186,7 +186,8 @@ int deploy_start(sd_event *e, enum study_deploy_method method, const struct depl
 		break;
 	case STUDY_DEPLOY_COMMAND:
 		ops = &deploy_command_ops;
-		if (!cfg->deploy_command || !cfg->deploy_command[0] || !cfg->teardown_command || !cfg->teardown_command[0])
+		if (!cfg->deploy_command || !cfg->deploy_command[0] || !cfg->teardown_command ||
+		    !cfg->teardown_command[0])
 			return error_set(err, -EINVAL, "deploy: the command method needs deploy and teardown commands");
 		break;
 	default:
@@ -361,7 +362,8 @@ int deploy_pick_free_port(const char *host, uint16_t *ret, struct error *err)
 		return error_set(err, -errno, "deploy: socket: %s", strerror(errno));
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return error_set(err, -errno, "deploy: cannot find a free port on %s: %s", host, strerror(errno));
-	*ret = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	*ret = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+				       : ((struct sockaddr_in6 *)&ss)->sin6_port);
 	return 0;
 }
 
@@ -593,8 +595,9 @@ int deploy_hook_env(const cJSON *knobs, const char *study, int64_t trial_id, con
 
 		i = (size_t)snprintf(name, sizeof(name), "GOODPUT_KNOB_");
 		for (const char *c = k->string; *c && i + 1 < sizeof(name); c++)
-			name[i++] = (*c >= 'a' && *c <= 'z') ? (char)(*c - 'a' + 'A') :
-				    ((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')) ? *c : '_';
+			name[i++] = (*c >= 'a' && *c <= 'z')                                 ? (char)(*c - 'a' + 'A')
+				    : ((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')) ? *c
+											     : '_';
 		name[i] = 0;
 		if (cJSON_IsString(k))
 			snprintf(val, sizeof(val), "%s", k->valuestring);
@@ -639,7 +642,8 @@ int deploy_unit_name(const char *study, int64_t trial_id, char *buf, size_t size
 		return -ENAMETOOLONG;
 	for (i = 8; buf[i]; i++)
 		if (!((buf[i] >= 'a' && buf[i] <= 'z') || (buf[i] >= 'A' && buf[i] <= 'Z') ||
-		      (buf[i] >= '0' && buf[i] <= '9') || buf[i] == '-' || buf[i] == '_' || buf[i] == '.' || buf[i] == ':'))
+		      (buf[i] >= '0' && buf[i] <= '9') || buf[i] == '-' || buf[i] == '_' || buf[i] == '.' ||
+		      buf[i] == ':'))
 			buf[i] = '_';
 	return 0;
 }

@@ -65,8 +65,8 @@ struct deploy_config {
 	 * "GOODPUT_BASE_URL=URL" on a line of its output; health may be NULL
 	 * (then GET URL + health_path must answer 200). */
 	const char *const *deploy_command, *const *teardown_command, *const *health_command;
-	uint64_t command_timeout_usec;   /* teardown / one health command; 0: 120 s */
-	const char *const *hook_env;     /* "NAME=value" for the hooks (deploy_hook_env); may be NULL */
+	uint64_t command_timeout_usec; /* teardown / one health command; 0: 120 s */
+	const char *const *hook_env;   /* "NAME=value" for the hooks (deploy_hook_env); may be NULL */
 
 	/* systemd: the unit to create ("goodput-STUDY-TRIAL.service", deploy_unit_name)
 	 * and which service manager (the user's or the system's). */

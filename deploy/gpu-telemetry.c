@@ -217,7 +217,8 @@ int gpu_telemetry_start(struct gpu_telemetry *t)
 		return 0;
 	sample(t);
 	if (!t->timer) {
-		r = sd_event_add_time_relative(t->event, &t->timer, CLOCK_MONOTONIC, t->interval_usec, 1000, on_timer, t);
+		r = sd_event_add_time_relative(t->event, &t->timer, CLOCK_MONOTONIC, t->interval_usec, 1000, on_timer,
+					       t);
 		if (r < 0)
 			return r;
 		(void)sd_event_source_set_description(t->timer, "gpu-telemetry");
@@ -299,8 +300,8 @@ int gpu_telemetry_memory_used(struct gpu_telemetry *t, double *ret_mib)
 	return 0;
 }
 
-int gpu_telemetry_describe(struct gpu_telemetry *t, char *model, size_t model_size, char *driver,
-			   size_t driver_size, unsigned *ret_count)
+int gpu_telemetry_describe(struct gpu_telemetry *t, char *model, size_t model_size, char *driver, size_t driver_size,
+			   unsigned *ret_count)
 {
 	char name[96] = "", drv[80] = "";
 
@@ -362,8 +363,8 @@ static void report(struct host_info_job *j)
 		r = json_add_string(o, "engine_version", last_line(j->out));
 	else
 		r = cJSON_AddNullToObject(o, "engine_version") ? 0 : -ENOMEM;
-	if (r >= 0 && j->telemetry && gpu_telemetry_describe(j->telemetry, model, sizeof(model), driver, sizeof(driver),
-							    &count) == 0) {
+	if (r >= 0 && j->telemetry &&
+	    gpu_telemetry_describe(j->telemetry, model, sizeof(model), driver, sizeof(driver), &count) == 0) {
 		r = json_add_string(o, "gpu_model", model);
 		if (r >= 0)
 			r = json_add_string(o, "driver_version", driver);
@@ -497,8 +498,8 @@ int host_info_start(sd_event *e, const struct engine_profile *p, struct gpu_tele
 	if (r >= 0)
 		r = sd_event_add_child(e, &j->child, j->pid, WEXITED, on_child, j);
 	if (r >= 0)
-		r = sd_event_add_time_relative(e, &j->timer, CLOCK_MONOTONIC, timeout_usec ? timeout_usec : 60 * USEC_PER_SEC,
-					       1000, on_timeout, j);
+		r = sd_event_add_time_relative(e, &j->timer, CLOCK_MONOTONIC,
+					       timeout_usec ? timeout_usec : 60 * USEC_PER_SEC, 1000, on_timeout, j);
 	if (r < 0) {
 		host_info_job_free(j);
 		return r;

@@ -30,12 +30,12 @@
 struct gpu_telemetry;
 
 struct gpu_telemetry_stats {
-	bool available;   /* false: no NVML; everything below is 0 */
+	bool available; /* false: no NVML; everything below is 0 */
 	unsigned gpus;
 	unsigned samples;
-	double util_peak, util_mean;         /* %, the mean over GPUs per sample; peak/mean over samples */
+	double util_peak, util_mean;                 /* %, the mean over GPUs per sample; peak/mean over samples */
 	double mem_used_peak_mib, mem_used_mean_mib; /* summed over GPUs */
-	double mem_total_mib;                /* summed over GPUs */
+	double mem_total_mib;                        /* summed over GPUs */
 };
 
 /* Loads NVML when it can (absence is not an error) and prepares a sampler
@@ -67,8 +67,8 @@ int gpu_telemetry_memory_used(struct gpu_telemetry *t, double *ret_mib);
 
 /* The host's GPUs as NVML names them, for the host JSON: model of GPU 0,
  * driver version, count; -ENODEV without NVML. Strings are copied to bufs. */
-int gpu_telemetry_describe(struct gpu_telemetry *t, char *model, size_t model_size, char *driver,
-			   size_t driver_size, unsigned *ret_count);
+int gpu_telemetry_describe(struct gpu_telemetry *t, char *model, size_t model_size, char *driver, size_t driver_size,
+			   unsigned *ret_count);
 
 struct host_info_job;
 /* Called once with the host JSON (owned by the callee: free()) — engine

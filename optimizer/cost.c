@@ -39,8 +39,7 @@ const char *opt_cost_tokens_to_string(enum opt_cost_tokens t)
 	return t == OPT_COST_TOKENS_TOTAL ? "input+output" : "output";
 }
 
-double opt_cost_tokens_per_sec(enum opt_scenario scenario, enum opt_cost_tokens tokens,
-			       const struct opt_throughput *t)
+double opt_cost_tokens_per_sec(enum opt_scenario scenario, enum opt_cost_tokens tokens, const struct opt_throughput *t)
 {
 	double out = scenario == OPT_SCENARIO_OFFLINE ? t->saturated_output_tps : t->good_output_tps;
 	double in = scenario == OPT_SCENARIO_OFFLINE ? t->saturated_input_tps : t->good_input_tps;

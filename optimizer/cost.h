@@ -23,8 +23,8 @@ enum opt_cost_tokens {
 
 /* Token rates measured for one configuration (tokens/s; 0 when unknown). */
 struct opt_throughput {
-	double good_output_tps;   /* output tokens/s of SLA-meeting requests at the max SLA rate */
-	double good_input_tps;    /* their prompt tokens/s */
+	double good_output_tps;      /* output tokens/s of SLA-meeting requests at the max SLA rate */
+	double good_input_tps;       /* their prompt tokens/s */
 	double saturated_output_tps; /* output tokens/s at saturation */
 	double saturated_input_tps;
 };
@@ -36,8 +36,7 @@ int opt_cost_tokens_from_string(const char *s, enum opt_cost_tokens *ret);
 const char *opt_cost_tokens_to_string(enum opt_cost_tokens t);
 
 /* The token rate the study's cost counts. */
-double opt_cost_tokens_per_sec(enum opt_scenario scenario, enum opt_cost_tokens tokens,
-			       const struct opt_throughput *t);
+double opt_cost_tokens_per_sec(enum opt_scenario scenario, enum opt_cost_tokens tokens, const struct opt_throughput *t);
 
 /* $/Mtok for the given price, GPUs per replica and token rate. -EDOM when
  * tokens_per_sec is not > 0 (an SLA never met has no cost: record the trial

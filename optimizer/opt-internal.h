@@ -66,15 +66,15 @@ struct replay {
 	size_t cat[OPT_KNOBS_MAX], n_cat;
 	size_t dim[OPT_KNOBS_MAX], n_dim; /* ordinal knobs with more than one value */
 	size_t n_combos;
-	double *combo_best;               /* lowest revealed cost per combination (INFINITY: none) */
-	double *combo_screen;             /* its cost at the screening point (INFINITY: none) */
+	double *combo_best;   /* lowest revealed cost per combination (INFINITY: none) */
+	double *combo_screen; /* its cost at the screening point (INFINITY: none) */
 	struct opt_config *combo_best_cfg;
 	bool *combo_done;
-	bool *combo_converged;            /* NLopt runs from the best ask for nothing new */
-	bool *combo_checked;              /* the local check passed at combo_checked_cfg */
+	bool *combo_converged; /* NLopt runs from the best ask for nothing new */
+	bool *combo_checked;   /* the local check passed at combo_checked_cfg */
 	struct opt_config *combo_checked_cfg;
 	unsigned *combo_runs;
-	double best;                      /* lowest revealed cost overall */
+	double best; /* lowest revealed cost overall */
 	struct opt_config best_cfg;
 
 	/* the NLopt run in progress */

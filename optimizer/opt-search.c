@@ -18,9 +18,9 @@
 #include "opt-internal.h"
 #include "opt.h"
 
-#define PENALTY 100.0
-#define RUN_MAXEVAL 400
-#define RUNS_MAX 10000
+#define PENALTY       100.0
+#define RUN_MAXEVAL   400
+#define RUNS_MAX      10000
 #define SCREEN_LEVELS 3
 /* The local check walks on while a cost stays within this of the best: two
  * noisy measurements of equal configurations differ by a few percent. */
@@ -349,8 +349,8 @@ void opt_replay_search(struct replay *r)
 			continue;
 		}
 		r->new_point = false;
-		need_local = !r->combo_checked[pick] ||
-			     memcmp(&r->combo_checked_cfg[pick], &r->combo_best_cfg[pick], sizeof(struct opt_config)) != 0;
+		need_local = !r->combo_checked[pick] || memcmp(&r->combo_checked_cfg[pick], &r->combo_best_cfg[pick],
+							       sizeof(struct opt_config)) != 0;
 		if (need_local) {
 			struct opt_config before = r->combo_best_cfg[pick];
 
@@ -399,4 +399,3 @@ bool opt_replay_exhausted(const struct replay *r)
 	}
 	return true;
 }
-

@@ -107,7 +107,8 @@ void opt_history_done(struct opt_history *h)
 
 bool opt_trial_is_valid(const struct opt_trial *t)
 {
-	return t->outcome < _OPT_OUTCOME_MAX && (t->outcome != OPT_OUTCOME_MEASURED || (isfinite(t->cost) && t->cost > 0));
+	return t->outcome < _OPT_OUTCOME_MAX &&
+	       (t->outcome != OPT_OUTCOME_MEASURED || (isfinite(t->cost) && t->cost > 0));
 }
 
 int opt_history_add(struct opt_history *h, const struct opt_trial *t)
@@ -140,7 +141,6 @@ void opt_settings_init(struct opt_settings *s)
 }
 
 /* ---- the replay ---- */
-
 
 static void replay_done(struct replay *r)
 {
@@ -249,8 +249,7 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 	r->combo_checked_cfg = calloc(r->n_combos, sizeof(struct opt_config));
 	r->combo_runs = calloc(r->n_combos, sizeof(unsigned));
 	if (!r->combo_best || !r->combo_screen || !r->combo_best_cfg || !r->combo_done || !r->combo_converged ||
-	    !r->combo_checked || !r->combo_checked_cfg ||
-	    !r->combo_runs)
+	    !r->combo_checked || !r->combo_checked_cfg || !r->combo_runs)
 		return -ENOMEM;
 	for (size_t c = 0; c < r->n_combos; c++)
 		r->combo_best[c] = r->combo_screen[c] = INFINITY;
@@ -313,9 +312,8 @@ static int remember(struct replay *r, const struct opt_config *c, uint64_t o, en
 	q = imap_put(&r->seen_map, o, (int)r->n_seen);
 	if (q < 0)
 		return q;
-	r->seen[r->n_seen++] = (struct revealed){
-		.kind = kind, .cost = cost, .config = *c, .n = kind == EVAL_MEASURED, .sum = cost
-	};
+	r->seen[r->n_seen++] =
+		(struct revealed){ .kind = kind, .cost = cost, .config = *c, .n = kind == EVAL_MEASURED, .sum = cost };
 	return 0;
 }
 
@@ -589,7 +587,9 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 		const struct opt_result *top[2] = { &cand.best, &cand.runner_up };
 		unsigned total;
 
-		cand.reason = r.budget ? OPT_DONE_BUDGET : opt_replay_exhausted(&r) ? OPT_DONE_EXHAUSTED : OPT_DONE_CONVERGED;
+		cand.reason = r.budget                   ? OPT_DONE_BUDGET
+			      : opt_replay_exhausted(&r) ? OPT_DONE_EXHAUSTED
+							 : OPT_DONE_CONVERGED;
 		cand.ask = OPT_ASK_DONE;
 		cand.phase = OPT_PHASE_DONE;
 		/* Confirm the top two by mean cost; bounded, since a noisy

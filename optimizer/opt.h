@@ -93,12 +93,14 @@ int opt_history_add(struct opt_history *h, const struct opt_trial *t);
 bool opt_trial_is_valid(const struct opt_trial *t);
 
 struct opt_settings {
-	uint64_t seed;           /* passed to nlopt_srand before each NLopt run */
-	unsigned max_trials;     /* deployments the search may make (distinct configurations and its re-probes); 0 = no limit */
-	unsigned confirm_probes; /* re-probes each of the best and runner-up get (0 = none, and no re-probes in the search) */
-	unsigned max_attempts;   /* deployments of a FAILED configuration before giving up on it (>= 1) */
-	double promising;        /* search a combination whose best is <= (1 + promising) × the overall best */
-	double screen_level;     /* where on each normalised ordinal grid a combination is screened first */
+	uint64_t seed; /* passed to nlopt_srand before each NLopt run */
+	unsigned
+		max_trials; /* deployments the search may make (distinct configurations and its re-probes); 0 = no limit */
+	unsigned
+		confirm_probes; /* re-probes each of the best and runner-up get (0 = none, and no re-probes in the search) */
+	unsigned max_attempts; /* deployments of a FAILED configuration before giving up on it (>= 1) */
+	double promising;      /* search a combination whose best is <= (1 + promising) × the overall best */
+	double screen_level;   /* where on each normalised ordinal grid a combination is screened first */
 };
 
 /* Defaults: seed 0, max_trials 0, confirm_probes 1, max_attempts 2,

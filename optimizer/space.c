@@ -21,17 +21,13 @@
 #include "space.h"
 
 static const char *const canonical_knobs[] = {
-	OPT_KNOB_MAX_NUM_SEQS,
-	OPT_KNOB_MAX_NUM_BATCHED_TOKENS,
-	OPT_KNOB_QUANTIZATION,
-	OPT_KNOB_TENSOR_PARALLEL,
-	NULL,
+	OPT_KNOB_MAX_NUM_SEQS, OPT_KNOB_MAX_NUM_BATCHED_TOKENS, OPT_KNOB_QUANTIZATION, OPT_KNOB_TENSOR_PARALLEL, NULL,
 };
 
 static const char *const quantizations[] = { "none", "fp8", "int8", "awq", NULL };
 
 #define NUMBER_ABS_MAX 1e12
-#define INT_KNOB_MAX INT64_C(2147483647)
+#define INT_KNOB_MAX   INT64_C(2147483647)
 
 static void knob_done(struct opt_knob *k)
 {
@@ -307,9 +303,9 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 						 o->gpus);
 		}
 
-	k->categorical = categorical_set ? categorical
-					 : k->kind == OPT_KNOB_LIST_STRING ||
-						   strcmp(k->name, OPT_KNOB_TENSOR_PARALLEL) == 0;
+	k->categorical = categorical_set
+				 ? categorical
+				 : k->kind == OPT_KNOB_LIST_STRING || strcmp(k->name, OPT_KNOB_TENSOR_PARALLEL) == 0;
 	if (k->kind == OPT_KNOB_LIST_STRING && !k->categorical)
 		return error_set(err, -EINVAL, "%s: a list of strings can only be categorical", path);
 	if (k->kind == OPT_KNOB_LIST_NUMBER && !k->categorical)
@@ -333,8 +329,7 @@ static int knob_order(const void *a, const void *b)
 }
 
 /* One side of a constraint: "knob", "N", or "N * knob". Advances *s. */
-static int parse_term(const struct opt_space *space, const char **s, int *ret_knob, double *ret_coef,
-		      double *ret_const)
+static int parse_term(const struct opt_space *space, const char **s, int *ret_knob, double *ret_coef, double *ret_const)
 {
 	const char *q = *s;
 	char *end;
@@ -604,8 +599,8 @@ int opt_config_from_key(const struct opt_space *space, const char *key, struct o
 			}
 		}
 		if (!found)
-			return error_set(err, -EINVAL, "configuration key \"%s\": %s=%s is not in the search space", key,
-					 name, value);
+			return error_set(err, -EINVAL, "configuration key \"%s\": %s=%s is not in the search space",
+					 key, name, value);
 		s = *end ? end + 1 : end;
 	}
 	for (size_t i = 0; i < space->n_knobs; i++)

@@ -51,21 +51,21 @@
 
 #include "error.h"
 
-#define OPT_KNOBS_MAX 10
-#define OPT_KNOB_NAME_MAX 48
-#define OPT_LIST_MAX 64
+#define OPT_KNOBS_MAX        10
+#define OPT_KNOB_NAME_MAX    48
+#define OPT_LIST_MAX         64
 #define OPT_RANGE_VALUES_MAX 4096
-#define OPT_CONSTRAINTS_MAX 16
+#define OPT_CONSTRAINTS_MAX  16
 /* The grid may hold at most this many configurations (product of the knobs'
  * value counts, before constraints). */
 #define OPT_SPACE_CONFIGS_MAX (UINT64_C(1) << 20)
 /* Longest canonical key, NUL included. */
 #define OPT_KEY_MAX (OPT_KNOBS_MAX * (OPT_KNOB_NAME_MAX + 32))
 
-#define OPT_KNOB_MAX_NUM_SEQS "max_num_seqs"
+#define OPT_KNOB_MAX_NUM_SEQS           "max_num_seqs"
 #define OPT_KNOB_MAX_NUM_BATCHED_TOKENS "max_num_batched_tokens"
-#define OPT_KNOB_QUANTIZATION "quantization"
-#define OPT_KNOB_TENSOR_PARALLEL "tensor_parallel"
+#define OPT_KNOB_QUANTIZATION           "quantization"
+#define OPT_KNOB_TENSOR_PARALLEL        "tensor_parallel"
 
 enum opt_knob_kind {
 	OPT_KNOB_RANGE,       /* integer range on a log2 or linear grid */
@@ -87,7 +87,7 @@ struct opt_knob {
 	/* Larger values need more memory at start-up (the batch knobs): an
 	 * out-of-memory result at value v makes values >= v infeasible too. */
 	bool memory_monotone;
-	enum opt_scale scale; /* ranges only */
+	enum opt_scale scale;   /* ranges only */
 	int64_t min, max, step; /* ranges only */
 	size_t n_values;
 	double *numbers; /* RANGE and LIST_NUMBER: the value of each index */
@@ -123,7 +123,7 @@ struct opt_space {
 	struct opt_knob knobs[OPT_KNOBS_MAX];
 	size_t n_constraints;
 	struct opt_constraint constraints[OPT_CONSTRAINTS_MAX];
-	unsigned gpus; /* as given in the options; 0 = unchecked */
+	unsigned gpus;   /* as given in the options; 0 = unchecked */
 	uint64_t n_grid; /* product of n_values (constraints not applied) */
 };
 

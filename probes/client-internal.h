@@ -13,7 +13,10 @@
 #include "client.h"
 #include "sse.h"
 
-enum req_kind { REQ_STREAM, REQ_GET };
+enum req_kind {
+	REQ_STREAM,
+	REQ_GET
+};
 
 struct req {
 	struct probe_client *client;

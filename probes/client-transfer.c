@@ -87,11 +87,21 @@ static int buf_add_json_string(struct req *q, const char *s)
 			return -ENOMEM;
 		esc[0] = '\\';
 		switch (c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
+		case '"':
+			esc[1] = '"';
+			break;
+		case '\\':
+			esc[1] = '\\';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
 		default:
 			memcpy(esc + 1, "u00", 3);
 			esc[4] = hex[c >> 4];
@@ -106,7 +116,6 @@ static int buf_add_json_string(struct req *q, const char *s)
 		return -ENOMEM;
 	return 0;
 }
-
 
 /* ---- the request body ---- */
 

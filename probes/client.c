@@ -31,10 +31,9 @@
 #include "sse.h"
 #include "time-util.h"
 
-#define IDLE_MAX 1024
-#define ERROR_BODY_MAX 2048 /* how much of a non-200 body goes into the error */
+#define IDLE_MAX         1024
+#define ERROR_BODY_MAX   2048 /* how much of a non-200 body goes into the error */
 #define ITL_PREALLOC_MAX 4096
-
 
 void probe_client_config_init(struct probe_client_config *cfg)
 {
@@ -134,10 +133,10 @@ static int req_common_opts(struct probe_client *c, struct req *q, const char *ur
 {
 	CURLcode cc = CURLE_OK;
 
-#define SET(opt, val)                                                                              \
-	do {                                                                                       \
-		if (cc == CURLE_OK)                                                                \
-			cc = curl_easy_setopt(q->easy, opt, val);                                  \
+#define SET(opt, val)                                                                                                  \
+	do {                                                                                                           \
+		if (cc == CURLE_OK)                                                                                    \
+			cc = curl_easy_setopt(q->easy, opt, val);                                                      \
 	} while (0)
 	SET(CURLOPT_URL, url);
 	SET(CURLOPT_PRIVATE, q);
@@ -256,8 +255,7 @@ static void process_done(struct probe_client *c)
 
 		if (msg->msg != CURLMSG_DONE)
 			continue;
-		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q) != CURLE_OK || !q ||
-		    !q->active)
+		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q) != CURLE_OK || !q || !q->active)
 			continue;
 		/* Off the multi first: the callback may start new requests. */
 		(void)curl_multi_remove_handle(c->multi, q->easy);
@@ -427,8 +425,7 @@ static int append_user_headers(struct curl_slist **l, const struct probe_client_
 	return 0;
 }
 
-int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct probe_client **ret,
-		     struct error *err)
+int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct probe_client **ret, struct error *err)
 {
 	struct probe_client *c;
 	const char *endpoint = cfg->endpoint ? cfg->endpoint : "/v1/completions";
@@ -491,7 +488,7 @@ int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct 
 			goto fail_list;
 		c->get_headers = l;
 		goto list_done;
-fail_list:
+	fail_list:
 		curl_slist_free_all(l);
 		goto fail;
 	}

@@ -44,14 +44,14 @@ struct probe_client_config {
 	const char *model;          /* "model" field; NULL omits it */
 	const char *const *headers; /* extra "Name: value" lines */
 	size_t n_headers;
-	const char *api_key;        /* "Authorization: Bearer ..." when set; never logged */
+	const char *api_key; /* "Authorization: Bearer ..." when set; never logged */
 	enum probe_prompt_format prompt_format;
-	bool ignore_eos;            /* send "ignore_eos": true (only then: strict servers refuse unknown fields) */
-	bool include_usage;         /* send stream_options.include_usage (default true) */
-	bool insecure;              /* https without certificate checks */
+	bool ignore_eos;               /* send "ignore_eos": true (only then: strict servers refuse unknown fields) */
+	bool include_usage;            /* send stream_options.include_usage (default true) */
+	bool insecure;                 /* https without certificate checks */
 	uint64_t request_timeout_usec; /* whole request; 0 = none (default 10 min) */
 	uint64_t connect_timeout_usec; /* default 10 s */
-	size_t max_event_bytes;     /* SSE event cap; 0 = PROBE_SSE_MAX_EVENT_DEFAULT */
+	size_t max_event_bytes;        /* SSE event cap; 0 = PROBE_SSE_MAX_EVENT_DEFAULT */
 };
 
 /* Defaults: completions endpoint, AUTO prompts, usage on, timeouts as above. */
@@ -64,8 +64,7 @@ struct probe_client;
 
 /* Creates a client on event loop e (referenced). Copies everything in cfg.
  * err names a bad URL or endpoint. */
-int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct probe_client **ret,
-		     struct error *err);
+int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct probe_client **ret, struct error *err);
 /* Cancels every request without calling back, frees everything. */
 struct probe_client *probe_client_free(struct probe_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_client *, probe_client_free)

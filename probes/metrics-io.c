@@ -21,7 +21,10 @@
 #include "metrics.h"
 
 static const char *const metric_titles[_PROBE_METRIC_MAX] = {
-	"TTFT", "TPOT", "ITL", "E2EL",
+	"TTFT",
+	"TPOT",
+	"ITL",
+	"E2EL",
 };
 static const char *const metric_headers[_PROBE_METRIC_MAX] = {
 	"Time to First Token",
@@ -224,7 +227,8 @@ int probe_result_from_json(const cJSON *j, struct probe_result *ret, struct erro
 	if (r < 0)
 		return r;
 	if (arr) {
-		cJSON_ArrayForEach(item, arr) {
+		cJSON_ArrayForEach(item, arr)
+		{
 			if (res.n_percentiles >= PROBE_MAX_PERCENTILES || !cJSON_IsNumber(item) ||
 			    !(item->valuedouble >= 0 && item->valuedouble <= 100))
 				return error_set(err, -EINVAL,

@@ -203,9 +203,8 @@ static int percentile_bounds_hold(const struct probe_request_result *reqs, size_
 	return 0;
 }
 
-int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s,
-			 const double *pcts, size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret,
-			 struct error *err)
+int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s, const double *pcts,
+			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err)
 {
 	static const double default_pcts[] = { 50, 90, 99 };
 	struct probe_result res = { .burstiness = 1.0 };

@@ -24,23 +24,23 @@
 
 #include "error.h"
 
-#define PROBE_MAX_PERCENTILES 8
-#define PROBE_MAX_SLA_BOUNDS 8
+#define PROBE_MAX_PERCENTILES        8
+#define PROBE_MAX_SLA_BOUNDS         8
 #define PROBE_SLA_DEFAULT_ATTAINMENT 0.9
 
 /* What one request measured. Times are CLOCK_MONOTONIC µs (or virtual µs in
  * the sim); gaps and durations are µs. */
 struct probe_request_result {
 	uint32_t index;
-	bool success;        /* completed with HTTP 200 and at least one token */
-	int http_status;     /* 0 when no response arrived */
-	char *error;         /* owned; NULL on success */
-	uint64_t send_usec;  /* request sent */
-	uint64_t ttft_usec;  /* send → first content chunk */
-	uint64_t e2e_usec;   /* send → last content chunk */
+	bool success;           /* completed with HTTP 200 and at least one token */
+	int http_status;        /* 0 when no response arrived */
+	char *error;            /* owned; NULL on success */
+	uint64_t send_usec;     /* request sent */
+	uint64_t ttft_usec;     /* send → first content chunk */
+	uint64_t e2e_usec;      /* send → last content chunk */
 	uint32_t input_tokens;  /* usage.prompt_tokens, else the workload's length */
 	uint32_t output_tokens; /* usage.completion_tokens, else content chunks */
-	uint64_t *itl_usec;  /* owned; gaps between consecutive content chunks */
+	uint64_t *itl_usec;     /* owned; gaps between consecutive content chunks */
 	size_t n_itl;
 };
 
@@ -49,7 +49,13 @@ void probe_request_result_done(struct probe_request_result *r);
 /* TPOT of one request in µs, or -1 when output_tokens <= 1 or it failed. */
 double probe_request_tpot_usec(const struct probe_request_result *r);
 
-enum probe_metric { PROBE_METRIC_TTFT, PROBE_METRIC_TPOT, PROBE_METRIC_ITL, PROBE_METRIC_E2EL, _PROBE_METRIC_MAX };
+enum probe_metric {
+	PROBE_METRIC_TTFT,
+	PROBE_METRIC_TPOT,
+	PROBE_METRIC_ITL,
+	PROBE_METRIC_E2EL,
+	_PROBE_METRIC_MAX
+};
 
 /* "ttft", "tpot", "itl", "e2el" (vLLM's --percentile-metrics names). */
 const char *probe_metric_name(enum probe_metric m);
@@ -111,11 +117,11 @@ struct probe_server_metrics {
 
 struct probe_result {
 	/* the load */
-	double request_rate;      /* offered requests/s; INFINITY for "inf" */
+	double request_rate; /* offered requests/s; INFINITY for "inf" */
 	double burstiness;
 	uint32_t max_concurrency; /* 0 = none */
 	/* counts and totals */
-	uint32_t num_prompts;     /* measured requests sent */
+	uint32_t num_prompts; /* measured requests sent */
 	uint32_t completed;
 	uint32_t failed;
 	uint64_t total_input_tokens, total_output_tokens;
@@ -130,10 +136,10 @@ struct probe_result {
 	struct probe_stat stat[_PROBE_METRIC_MAX];
 	/* SLA */
 	struct probe_sla sla;
-	double attainment;              /* good / num_prompts (failed count as not good) */
-	double request_goodput;         /* good requests / s (vLLM's "request_goodput") */
-	double good_output_throughput;  /* output tokens/s of good requests */
-	bool sla_met;                   /* attainment >= target and every percentile bound holds */
+	double attainment;             /* good / num_prompts (failed count as not good) */
+	double request_goodput;        /* good requests / s (vLLM's "request_goodput") */
+	double good_output_throughput; /* output tokens/s of good requests */
+	bool sla_met;                  /* attainment >= target and every percentile bound holds */
 	/* server side, when scraped */
 	struct probe_server_metrics server;
 	/* table only (not in JSON): bit 1 << metric for each metric shown; 0 = all */
@@ -146,9 +152,8 @@ struct probe_result {
  * good, and sla_met means no request failed). Sample order does not matter.
  * The load's description (request_rate, burstiness, max_concurrency) and
  * server metrics are left for the caller to fill in (rate 0, burstiness 1). */
-int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s,
-			 const double *pcts, size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret,
-			 struct error *err);
+int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s, const double *pcts,
+			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err);
 
 /* numpy.percentile(x, p) (linear interpolation) of n sorted samples; 0 when n is 0. */
 double probe_percentile_sorted(const double *x, size_t n, double p);

@@ -60,10 +60,14 @@ void probe_config_init(struct probe_config *cfg)
 const char *probe_search_outcome_name(enum probe_search_outcome o)
 {
 	switch (o) {
-	case PROBE_SEARCH_NONE: return "none";
-	case PROBE_SEARCH_FOUND: return "found";
-	case PROBE_SEARCH_NEVER_MET: return "never_met";
-	case PROBE_SEARCH_CLIENT_LIMIT: return "client_limit";
+	case PROBE_SEARCH_NONE:
+		return "none";
+	case PROBE_SEARCH_FOUND:
+		return "found";
+	case PROBE_SEARCH_NEVER_MET:
+		return "never_met";
+	case PROBE_SEARCH_CLIENT_LIMIT:
+		return "client_limit";
 	}
 	return "unknown";
 }
@@ -78,12 +82,14 @@ int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, s
 		return error_set(err, -EINVAL, "--rate-tolerance: expected a fraction in (0, 1), got %g",
 				 cfg->rate_tolerance);
 	if (!(cfg->min_rate >= 0) || !(cfg->max_rate >= 0) || (cfg->max_rate > 0 && cfg->min_rate >= cfg->max_rate))
-		return error_set(err, -EINVAL, "rate bounds: expected 0 <= min_rate < max_rate (or max_rate 0), got %g and %g",
+		return error_set(err, -EINVAL,
+				 "rate bounds: expected 0 <= min_rate < max_rate (or max_rate 0), got %g and %g",
 				 cfg->min_rate, cfg->max_rate);
 	if (cfg->workload.num_prompts == 0)
 		return error_set(err, -EINVAL, "--num-prompts: expected at least 1, got 0");
 	if (!cfg->find_max_rate && cfg->workload.arrival != PROBE_ARRIVAL_INF && !(cfg->workload.request_rate > 0))
-		return error_set(err, -EINVAL, "--request-rate: expected a rate > 0, got %g", cfg->workload.request_rate);
+		return error_set(err, -EINVAL, "--request-rate: expected a rate > 0, got %g",
+				 cfg->workload.request_rate);
 	r = probe_client_new(e, &cfg->client, &c, err);
 	if (r < 0)
 		return r;
@@ -183,7 +189,8 @@ static int start_point(struct probe *p, double rate, bool saturation)
 		wc.arrival = PROBE_ARRIVAL_INF;
 	else if (p->cfg.find_max_rate) {
 		if (wc.arrival == PROBE_ARRIVAL_INF)
-			wc.arrival = wc.burstiness > 0 && wc.burstiness != 1 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
+			wc.arrival =
+				wc.burstiness > 0 && wc.burstiness != 1 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
 		wc.request_rate = rate;
 	}
 	if (p->cfg.find_max_rate && p->next_num_prompts > 0)

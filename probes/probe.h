@@ -32,11 +32,11 @@ struct probe_config {
 	struct probe_workload_config workload; /* rate/arrival/concurrency of a single load point */
 	struct probe_sla sla;
 	double percentiles[PROBE_MAX_PERCENTILES];
-	size_t n_percentiles; /* 0: 50, 90, 99 */
+	size_t n_percentiles;        /* 0: 50, 90, 99 */
 	struct probe_run_config run; /* max_concurrency is taken from workload */
 	bool find_max_rate;
-	double rate_tolerance;     /* relative bracket width; default 0.05 */
-	uint32_t max_load_points;  /* finite-rate points before the search gives up; default 12 */
+	double rate_tolerance;    /* relative bracket width; default 0.05 */
+	uint32_t max_load_points; /* finite-rate points before the search gives up; default 12 */
 	/* Bounds of the search in requests/s (0: none). max_rate caps the rates
 	 * tried below the saturation throughput (the saturation run then does
 	 * not count as passing: the answer is a measured rate <= max_rate);
@@ -49,26 +49,26 @@ struct probe_config {
 void probe_config_init(struct probe_config *cfg);
 
 struct probe_load_point {
-	bool saturation;    /* the saturation run of a search */
+	bool saturation; /* the saturation run of a search */
 	struct probe_result result;
 	struct probe_request_result *requests; /* measured requests, owned */
 	size_t n_requests;
 };
 
 enum probe_search_outcome {
-	PROBE_SEARCH_NONE,        /* a single load point was asked for */
-	PROBE_SEARCH_FOUND,       /* max_rate meets the SLA, a slightly higher rate does not */
-	PROBE_SEARCH_NEVER_MET,   /* even the lowest rate tried missed the SLA */
-	PROBE_SEARCH_CLIENT_LIMIT,/* the SLA held even at saturation: the server outran the load */
+	PROBE_SEARCH_NONE,         /* a single load point was asked for */
+	PROBE_SEARCH_FOUND,        /* max_rate meets the SLA, a slightly higher rate does not */
+	PROBE_SEARCH_NEVER_MET,    /* even the lowest rate tried missed the SLA */
+	PROBE_SEARCH_CLIENT_LIMIT, /* the SLA held even at saturation: the server outran the load */
 };
 
 const char *probe_search_outcome_name(enum probe_search_outcome o);
 
 struct probe_outcome {
 	enum probe_search_outcome search;
-	double max_rate;         /* requests/s meeting the SLA (0 when none) */
-	double saturation_rate;  /* completed requests/s at saturation */
-	size_t best_point;       /* index of the load point at max_rate, or SIZE_MAX */
+	double max_rate;        /* requests/s meeting the SLA (0 when none) */
+	double saturation_rate; /* completed requests/s at saturation */
+	size_t best_point;      /* index of the load point at max_rate, or SIZE_MAX */
 };
 
 enum probe_event_kind {
@@ -79,8 +79,8 @@ enum probe_event_kind {
 
 struct probe_event {
 	enum probe_event_kind kind;
-	size_t load_point;  /* 0-based */
-	double rate;        /* offered rate; INFINITY for all at once */
+	size_t load_point; /* 0-based */
+	double rate;       /* offered rate; INFINITY for all at once */
 	bool saturation;
 	struct probe_run_progress progress;
 	const struct probe_load_point *point;

@@ -13,20 +13,22 @@
 #include "macro.h"
 #include "prom.h"
 
-enum which { W_NONE, W_RUNNING, W_WAITING, W_KV, W_PREEMPT };
+enum which {
+	W_NONE,
+	W_RUNNING,
+	W_WAITING,
+	W_KV,
+	W_PREEMPT
+};
 
 static const struct {
 	const char *name;
 	enum which w;
 } known[] = {
-	{ "vllm:num_requests_running", W_RUNNING },
-	{ "vllm:num_requests_waiting", W_WAITING },
-	{ "vllm:gpu_cache_usage_perc", W_KV },
-	{ "vllm:kv_cache_usage_perc", W_KV },
-	{ "vllm:num_preemptions_total", W_PREEMPT },
-	{ "sglang:num_running_reqs", W_RUNNING },
-	{ "sglang:num_queue_reqs", W_WAITING },
-	{ "sglang:token_usage", W_KV },
+	{ "vllm:num_requests_running", W_RUNNING },  { "vllm:num_requests_waiting", W_WAITING },
+	{ "vllm:gpu_cache_usage_perc", W_KV },       { "vllm:kv_cache_usage_perc", W_KV },
+	{ "vllm:num_preemptions_total", W_PREEMPT }, { "sglang:num_running_reqs", W_RUNNING },
+	{ "sglang:num_queue_reqs", W_WAITING },      { "sglang:token_usage", W_KV },
 };
 
 static bool name_char(char c, bool first)
@@ -230,6 +232,6 @@ void probe_prom_acc_result(const struct probe_prom_acc *a, struct probe_server_m
 	/* A counter that went down was reset (server restarted): count from 0. */
 	if (a->have_preemptions)
 		m.preemptions = a->preemptions_last >= a->preemptions_first ? a->preemptions_last - a->preemptions_first
-									     : a->preemptions_last;
+									    : a->preemptions_last;
 	*ret = m;
 }

@@ -59,17 +59,20 @@ void probe_wilson_interval(uint32_t good, uint32_t n, double z, double *ret_lo, 
 	*ret_hi = MIN(1.0, centre + half);
 }
 
-enum verdict { FAIL, PASS };
+enum verdict {
+	FAIL,
+	PASS
+};
 
 struct group {
 	double rate;
 	uint64_t n, good;
-	bool pct_fail;   /* failed a percentile bound although attainment held */
-	bool last_met;   /* sla_met of the newest point */
-	size_t last;     /* index of the newest point */
-	enum verdict v;  /* by the point estimate, doubtful ones at max_requests as FAIL */
+	bool pct_fail;  /* failed a percentile bound although attainment held */
+	bool last_met;  /* sla_met of the newest point */
+	size_t last;    /* index of the newest point */
+	enum verdict v; /* by the point estimate, doubtful ones at max_requests as FAIL */
 	bool conclusive;
-	double lw_sum;   /* Σ log(1/sla_ratio) over its points (informed steering) */
+	double lw_sum; /* Σ log(1/sla_ratio) over its points (informed steering) */
 	uint32_t n_w;
 };
 
@@ -263,9 +266,9 @@ static double first_rate_informed(const struct probe_ratesearch_config *cfg, con
 /* The next rate when every point carries sla_ratio (see ratesearch.h).
  * groups are sorted by rate; repeat is +1 (−1) when the last two points both
  * passed (failed), for the Illinois weighting. */
-static double next_rate_informed(const struct probe_ratesearch_config *cfg, const struct group *groups,
-				 size_t n_groups, const struct group *lo, const struct group *hi,
-				 const struct probe_rate_point *sat, double x_sat, double min_rate, int repeat)
+static double next_rate_informed(const struct probe_ratesearch_config *cfg, const struct group *groups, size_t n_groups,
+				 const struct group *lo, const struct group *hi, const struct probe_rate_point *sat,
+				 double x_sat, double min_rate, int repeat)
 {
 	double step = 0.95 * log1p(cfg->tolerance);
 	double r, g;
@@ -351,7 +354,8 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 		return 0;
 	}
 	if (!isinf(pts[0].rate))
-		return error_set(err, -EINVAL, "rate search: the first load point must be the saturation run (rate inf)");
+		return error_set(err, -EINVAL,
+				 "rate search: the first load point must be the saturation run (rate inf)");
 
 	groups = calloc(n, sizeof(*groups));
 	if (!groups)
@@ -417,7 +421,8 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 
 		if ((closed_hi || at_cap) && !lo->conclusive) {
 			/* one more point brings the pool at this rate to max_requests */
-			measure(&s, lo->rate, (uint32_t)MAX((uint64_t)cfg->max_requests - lo->n, (uint64_t)cfg->num_requests),
+			measure(&s, lo->rate,
+				(uint32_t)MAX((uint64_t)cfg->max_requests - lo->n, (uint64_t)cfg->num_requests),
 				"confirming the boundary with more requests");
 			*ret = s;
 			return 0;
@@ -493,7 +498,10 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 		return 0;
 	}
 	measure(&s, next_rate(cfg, lo, hi, &sat, x_sat, min_rate, same_side_twice, flat_fail), cfg->num_requests,
-		n_finite == 0 ? "first load point" : lo && hi ? "narrowing the bracket" : lo ? "raising the rate" : "lowering the rate");
+		n_finite == 0 ? "first load point"
+		: lo && hi    ? "narrowing the bracket"
+		: lo          ? "raising the rate"
+			      : "lowering the rate");
 	*ret = s;
 	return 0;
 }

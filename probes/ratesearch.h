@@ -76,26 +76,26 @@
 #include "metrics.h"
 
 struct probe_ratesearch_config {
-	double target;          /* attainment target, e.g. 0.9; 0 = judge by sla_met only */
-	double tolerance;       /* relative bracket width to stop at; default 0.05 */
-	double z;               /* Wilson z; default 1.2816 */
-	double min_rate_frac;   /* lowest useful rate as a fraction of X_sat; default 1/64 */
-	uint32_t num_requests;  /* requests per load point; default 200 */
-	uint32_t max_requests;  /* pooled requests per rate for the confidence check; default 4 × num_requests */
-	uint32_t max_points;    /* finite-rate points before giving up; default 12 */
+	double target;         /* attainment target, e.g. 0.9; 0 = judge by sla_met only */
+	double tolerance;      /* relative bracket width to stop at; default 0.05 */
+	double z;              /* Wilson z; default 1.2816 */
+	double min_rate_frac;  /* lowest useful rate as a fraction of X_sat; default 1/64 */
+	uint32_t num_requests; /* requests per load point; default 200 */
+	uint32_t max_requests; /* pooled requests per rate for the confidence check; default 4 × num_requests */
+	uint32_t max_points;   /* finite-rate points before giving up; default 12 */
 };
 
 /* One measured load point (a summary of its probe_result). */
 struct probe_rate_point {
-	double rate;        /* offered requests/s; INFINITY for the saturation run */
-	uint32_t n;         /* measured requests */
-	uint32_t good;      /* requests that met the per-request bounds */
-	bool sla_met;       /* the load point's verdict (attainment and percentile bounds) */
-	double throughput;  /* completed requests/s achieved */
+	double rate;       /* offered requests/s; INFINITY for the saturation run */
+	uint32_t n;        /* measured requests */
+	uint32_t good;     /* requests that met the per-request bounds */
+	bool sla_met;      /* the load point's verdict (attainment and percentile bounds) */
+	double throughput; /* completed requests/s achieved */
 	/* Latency figures for steering (0 = unknown), see probe_ratesearch_ratios(). */
-	double sla_ratio;   /* aim quantile of the per-request worst latency/bound ratio */
-	double tpot_ratio;  /* the same over the TPOT and ITL bounds only (0 when there are none) */
-	double tpot_floor;  /* lowest per-request TPOT / its bound (saturation run: unloaded TPOT bound) */
+	double sla_ratio;  /* aim quantile of the per-request worst latency/bound ratio */
+	double tpot_ratio; /* the same over the TPOT and ITL bounds only (0 when there are none) */
+	double tpot_floor; /* lowest per-request TPOT / its bound (saturation run: unloaded TPOT bound) */
 };
 
 enum probe_ratesearch_action {

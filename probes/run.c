@@ -29,8 +29,8 @@ struct probe_run {
 	void *userdata;
 
 	sd_event_source *arrival_timer, *metrics_timer, *done_defer;
-	bool warmup;     /* phase */
-	size_t first, end; /* the phase's requests: w->requests[first, end) */
+	bool warmup;                        /* phase */
+	size_t first, end;                  /* the phase's requests: w->requests[first, end) */
 	size_t arrived, sent, done, failed; /* counts within the phase */
 	uint32_t in_flight;
 	uint64_t t0_usec, end_usec, base_arrival_usec;
@@ -96,7 +96,8 @@ static void record(struct probe_run *run, struct probe_request_result *r, size_t
 /* Sends what is due and allowed by the concurrency limit. */
 static void dispatch(struct probe_run *run)
 {
-	while (run->sent < run->arrived && (run->cfg.max_concurrency == 0 || run->in_flight < run->cfg.max_concurrency)) {
+	while (run->sent < run->arrived &&
+	       (run->cfg.max_concurrency == 0 || run->in_flight < run->cfg.max_concurrency)) {
 		const struct probe_request_spec *spec = &run->w->requests[run->first + run->sent];
 		int r;
 
@@ -193,9 +194,8 @@ static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	if (!run->scraping)
 		return 0;
-	if (!run->scrape_in_flight &&
-	    probe_client_get(run->client, run->cfg.metrics_path, METRICS_MAX_BYTES, 5 * USEC_PER_SEC, on_metrics,
-			     &run->scrape_tag) >= 0)
+	if (!run->scrape_in_flight && probe_client_get(run->client, run->cfg.metrics_path, METRICS_MAX_BYTES,
+						       5 * USEC_PER_SEC, on_metrics, &run->scrape_tag) >= 0)
 		run->scrape_in_flight = true;
 	(void)sd_event_source_set_time(s, usec + run->cfg.metrics_interval_usec);
 	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -246,8 +246,7 @@ static int start_phase(struct probe_run *run, bool warmup)
 }
 
 int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_workload *w,
-		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata,
-		    struct probe_run **ret)
+		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata, struct probe_run **ret)
 {
 	struct probe_run *run;
 	size_t n_warm = 0;

@@ -27,16 +27,16 @@
 #include "workload.h"
 
 struct probe_run_config {
-	uint32_t max_concurrency;      /* 0 = no limit */
-	const char *metrics_path;      /* "/metrics"; NULL = do not scrape */
+	uint32_t max_concurrency;       /* 0 = no limit */
+	const char *metrics_path;       /* "/metrics"; NULL = do not scrape */
 	uint64_t metrics_interval_usec; /* default 1 s */
 };
 
 void probe_run_config_init(struct probe_run_config *cfg);
 
 struct probe_run_progress {
-	bool warmup;           /* still in the warm-up phase */
-	uint32_t total;        /* requests of the current phase */
+	bool warmup;    /* still in the warm-up phase */
+	uint32_t total; /* requests of the current phase */
 	uint32_t sent, done, failed;
 	uint64_t elapsed_usec; /* since the current phase began */
 };
@@ -47,8 +47,7 @@ typedef void (*probe_run_done_fn)(struct probe_run *run, void *userdata);
 
 /* Starts sending w's requests through c on e. w must outlive the run. */
 int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_workload *w,
-		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata,
-		    struct probe_run **ret);
+		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata, struct probe_run **ret);
 /* Cancels what is in flight (no callback) and frees everything. */
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free)

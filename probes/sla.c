@@ -79,8 +79,9 @@ static int parse_item(const char *item, struct probe_sla *sla, struct error *err
 	value = colon + 1;
 	m = probe_metric_from_name(metric);
 	if (m < 0)
-		return error_set(err, -EINVAL, "SLA item \"%s\": unknown metric \"%s\" (expected ttft, tpot, itl or e2el)",
-				 item, metric);
+		return error_set(err, -EINVAL,
+				 "SLA item \"%s\": unknown metric \"%s\" (expected ttft, tpot, itl or e2el)", item,
+				 metric);
 	r = parse_double("SLA bound", value, 0, 1e9, &ms, NULL);
 	if (r < 0 || ms <= 0)
 		return error_set(err, -EINVAL, "SLA item \"%s\": bound \"%s\" must be a number of milliseconds > 0",
@@ -183,7 +184,8 @@ void probe_sla_to_string(const struct probe_sla *sla, char *buf, size_t size)
 			append(buf, size, &len, "%sp%.17g:%s:%.17g", len ? "," : "", b->percentile,
 			       probe_metric_name(b->metric), b->bound_ms);
 		else
-			append(buf, size, &len, "%s%s:%.17g", len ? "," : "", probe_metric_name(b->metric), b->bound_ms);
+			append(buf, size, &len, "%s%s:%.17g", len ? "," : "", probe_metric_name(b->metric),
+			       b->bound_ms);
 	}
 }
 

@@ -222,16 +222,16 @@ int probe_sse_finish(struct probe_sse_parser *p, struct error *err)
 enum jctx {
 	J_OTHER,
 	J_ROOT,
-	J_CHOICES,      /* root.choices */
-	J_CHOICE0,      /* root.choices[0] */
-	J_DELTA,        /* root.choices[0].delta */
-	J_TEXT,         /* .text, .delta.content, .delta.reasoning_content */
-	J_USAGE,        /* root.usage */
-	J_COMPLETION,   /* root.usage.completion_tokens */
-	J_PROMPT,       /* root.usage.prompt_tokens */
-	J_ERROR,        /* root.error */
-	J_ERROR_MSG,    /* root.error.message, root.message */
-	J_OBJECT,       /* root.object */
+	J_CHOICES,    /* root.choices */
+	J_CHOICE0,    /* root.choices[0] */
+	J_DELTA,      /* root.choices[0].delta */
+	J_TEXT,       /* .text, .delta.content, .delta.reasoning_content */
+	J_USAGE,      /* root.usage */
+	J_COMPLETION, /* root.usage.completion_tokens */
+	J_PROMPT,     /* root.usage.prompt_tokens */
+	J_ERROR,      /* root.error */
+	J_ERROR_MSG,  /* root.error.message, root.message */
+	J_OBJECT,     /* root.object */
 };
 
 #define JSON_MAX_DEPTH 64
@@ -295,7 +295,14 @@ static int scan_string(struct jscan *s, const char **ret_start, size_t *ret_len)
 			if (s->p >= s->end)
 				break;
 			switch (*s->p) {
-			case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+			case '"':
+			case '\\':
+			case '/':
+			case 'b':
+			case 'f':
+			case 'n':
+			case 'r':
+			case 't':
 				s->p++;
 				break;
 			case 'u':
@@ -687,8 +694,8 @@ void probe_stream_fill(struct probe_stream *s, uint32_t input_len)
 
 	if (s->chunks > 0)
 		res->e2e_usec = s->last_usec - s->send_usec;
-	res->output_tokens = s->usage_completion >= 0 ? (uint32_t)MIN(s->usage_completion, (int64_t)UINT32_MAX)
-						      : s->chunks;
+	res->output_tokens =
+		s->usage_completion >= 0 ? (uint32_t)MIN(s->usage_completion, (int64_t)UINT32_MAX) : s->chunks;
 	res->input_tokens = s->usage_prompt >= 0 ? (uint32_t)MIN(s->usage_prompt, (int64_t)UINT32_MAX) : input_len;
 }
 

@@ -23,7 +23,7 @@
 #include "metrics.h"
 
 #define PROBE_SSE_MAX_EVENT_DEFAULT (1024u * 1024u)
-#define PROBE_SSE_ERROR_MAX 256
+#define PROBE_SSE_ERROR_MAX         256
 
 /* Called once per complete event with at least one data line. data is
  * NUL-terminated (len excludes the NUL) and valid only during the call. A
@@ -61,12 +61,12 @@ int probe_sse_finish(struct probe_sse_parser *p, struct error *err);
 
 /* What one chunk said. Counts are -1 when absent. */
 struct probe_chunk {
-	bool done;            /* the data was "[DONE]" */
-	bool has_choices;     /* a non-empty choices array */
-	bool has_content;     /* choices[0] carried non-empty text */
+	bool done;        /* the data was "[DONE]" */
+	bool has_choices; /* a non-empty choices array */
+	bool has_content; /* choices[0] carried non-empty text */
 	int64_t completion_tokens;
 	int64_t prompt_tokens;
-	bool is_error;        /* an "error" member, or "object": "error" */
+	bool is_error;                   /* an "error" member, or "object": "error" */
 	char error[PROBE_SSE_ERROR_MAX]; /* its message, when is_error */
 };
 
@@ -85,7 +85,7 @@ struct probe_stream {
 	struct probe_request_result *res; /* ttft_usec, itl_usec, n_itl are filled as chunks arrive */
 	size_t itl_cap;
 	uint64_t send_usec, now_usec, last_usec;
-	uint32_t chunks; /* content chunks */
+	uint32_t chunks;                        /* content chunks */
 	int64_t usage_completion, usage_prompt; /* -1 when absent */
 	bool done_seen;
 	char *error; /* the first reason the stream is bad; owned */

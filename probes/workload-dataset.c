@@ -82,7 +82,8 @@ static int sharegpt_entry(const char *path, size_t idx, const cJSON *entry, cons
 		return 0;
 	if (!cJSON_IsArray(conv))
 		return error_set(err, -EINVAL, "%s: entry %zu: conversations: expected an array", path, idx);
-	cJSON_ArrayForEach(turn, conv) {
+	cJSON_ArrayForEach(turn, conv)
+	{
 		const cJSON *from, *value;
 
 		if (!cJSON_IsObject(turn))
@@ -132,7 +133,8 @@ int probe_dataset_load_sharegpt(const char *path, struct probe_dataset_entries *
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	cJSON_ArrayForEach(entry, root) {
+	cJSON_ArrayForEach(entry, root)
+	{
 		const char *prompt = NULL;
 		uint32_t out = 0;
 
@@ -147,9 +149,10 @@ int probe_dataset_load_sharegpt(const char *path, struct probe_dataset_entries *
 		idx++;
 	}
 	if (d->n == 0)
-		return error_set(err, -EINVAL,
-				 "%s: no usable entry among %zu (each needs a \"human\" turn followed by a \"gpt\" turn)",
-				 path, idx);
+		return error_set(
+			err, -EINVAL,
+			"%s: no usable entry among %zu (each needs a \"human\" turn followed by a \"gpt\" turn)", path,
+			idx);
 	*ret = TAKE_PTR(d);
 	return 0;
 }

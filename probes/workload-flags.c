@@ -126,11 +126,13 @@ static int parse_percentile_metrics(const char *arg, unsigned *ret, struct error
 
 		if (m < 0)
 			return error_set(err, -EINVAL,
-					 "--percentile-metrics: unknown metric \"%s\" (expected ttft, tpot, itl, e2el)", t);
+					 "--percentile-metrics: unknown metric \"%s\" (expected ttft, tpot, itl, e2el)",
+					 t);
 		mask |= 1u << m;
 	}
 	if (!mask)
-		return error_set(err, -EINVAL, "--percentile-metrics: expected a list like ttft,tpot,itl, got \"%s\"", arg);
+		return error_set(err, -EINVAL, "--percentile-metrics: expected a list like ttft,tpot,itl, got \"%s\"",
+				 arg);
 	*ret = mask;
 	return 0;
 }
@@ -184,7 +186,8 @@ static int parse_dist(const char *flag, const char *arg, enum probe_dist *ret, s
 	int d = probe_dist_from_name(arg);
 
 	if (d < 0)
-		return error_set(err, -EINVAL, "%s: expected fixed, uniform, normal or lognormal, got \"%s\"", flag, arg);
+		return error_set(err, -EINVAL, "%s: expected fixed, uniform, normal or lognormal, got \"%s\"", flag,
+				 arg);
 	*ret = d;
 	return 0;
 }
@@ -216,7 +219,8 @@ static int handle_value(int opt, const char *arg, int argc, char **argv, struct 
 	case ARG_DATASET_NAME:
 		v = probe_dataset_from_name(arg);
 		if (v < 0)
-			return error_set(err, -EINVAL, "--dataset-name: expected random, sharegpt or custom, got \"%s\"", arg);
+			return error_set(err, -EINVAL,
+					 "--dataset-name: expected random, sharegpt or custom, got \"%s\"", arg);
 		w->dataset = v;
 		return 0;
 	case ARG_DATASET_PATH:
@@ -265,7 +269,8 @@ static int handle_value(int opt, const char *arg, int argc, char **argv, struct 
 		}
 		r = parse_double("--request-rate", arg, 1e-6, 1e7, &w->request_rate, err);
 		if (r < 0)
-			return error_set(err, r, "--request-rate: expected a rate in requests/s > 0 or \"inf\", got \"%s\"",
+			return error_set(err, r,
+					 "--request-rate: expected a rate in requests/s > 0 or \"inf\", got \"%s\"",
 					 arg);
 		f->request_rate_inf = false;
 		return 0;
@@ -276,7 +281,8 @@ static int handle_value(int opt, const char *arg, int argc, char **argv, struct 
 	case ARG_ARRIVAL:
 		v = probe_arrival_from_name(arg);
 		if (v < 0)
-			return error_set(err, -EINVAL, "--arrival: expected poisson, gamma, constant or inf, got \"%s\"", arg);
+			return error_set(err, -EINVAL,
+					 "--arrival: expected poisson, gamma, constant or inf, got \"%s\"", arg);
 		w->arrival = v;
 		f->set_arrival = true;
 		return 0;
@@ -335,12 +341,14 @@ static int finish_dist(const char *name, enum probe_dist kind, bool set_std, dou
 	if (kind == PROBE_DIST_FIXED && range_set && d->range_ratio > 0)
 		kind = PROBE_DIST_UNIFORM;
 	if ((kind == PROBE_DIST_NORMAL || kind == PROBE_DIST_LOGNORMAL) && !set_std)
-		return error_set(err, -EINVAL, "--%s-len-dist %s: needs --%s-len-std", name, probe_dist_name(kind), name);
+		return error_set(err, -EINVAL, "--%s-len-dist %s: needs --%s-len-std", name, probe_dist_name(kind),
+				 name);
 	if (set_std && kind != PROBE_DIST_NORMAL && kind != PROBE_DIST_LOGNORMAL)
 		return error_set(err, -EINVAL, "--%s-len-std: only with --%s-len-dist normal or lognormal", name, name);
 	if (kind == PROBE_DIST_LOGNORMAL && std > 10)
-		return error_set(err, -EINVAL, "--%s-len-std: for lognormal it is the sigma of ln(length), at most 10, got %g",
-				 name, std);
+		return error_set(err, -EINVAL,
+				 "--%s-len-std: for lognormal it is the sigma of ln(length), at most 10, got %g", name,
+				 std);
 	d->kind = kind;
 	d->stddev = std;
 	return 0;
@@ -360,14 +368,17 @@ static int finish_arrival(struct probe_workload_flags *f, struct error *err)
 	switch (w->arrival) {
 	case PROBE_ARRIVAL_INF:
 		if (f->set_request_rate && !f->request_rate_inf)
-			return error_set(err, -EINVAL, "--arrival inf: sends everything at once, but --request-rate is %g",
+			return error_set(err, -EINVAL,
+					 "--arrival inf: sends everything at once, but --request-rate is %g",
 					 w->request_rate);
 		w->request_rate = INFINITY;
 		break;
 	case PROBE_ARRIVAL_POISSON:
 		if (f->set_burstiness && w->burstiness != 1.0)
-			return error_set(err, -EINVAL, "--arrival poisson: has burstiness 1, but --burstiness is %g (use --arrival gamma)",
-					 w->burstiness);
+			return error_set(
+				err, -EINVAL,
+				"--arrival poisson: has burstiness 1, but --burstiness is %g (use --arrival gamma)",
+				w->burstiness);
 		__attribute__((fallthrough));
 	case PROBE_ARRIVAL_GAMMA:
 	case PROBE_ARRIVAL_CONSTANT:
@@ -387,18 +398,21 @@ int probe_workload_flags_finish(struct probe_workload_flags *f, struct error *er
 	if (w->dataset == PROBE_DATASET_RANDOM && w->dataset_path)
 		return error_set(err, -EINVAL, "--dataset-path: only with --dataset-name sharegpt or custom");
 	if (w->dataset != PROBE_DATASET_RANDOM && !w->dataset_path)
-		return error_set(err, -EINVAL, "--dataset-name %s: needs --dataset-path", probe_dataset_name(w->dataset));
+		return error_set(err, -EINVAL, "--dataset-name %s: needs --dataset-path",
+				 probe_dataset_name(w->dataset));
 	if (w->dataset == PROBE_DATASET_RANDOM && f->set_dataset_output_len)
-		return error_set(err, -EINVAL, "--dataset-output-len: only with a dataset file (use --random-output-len)");
+		return error_set(err, -EINVAL,
+				 "--dataset-output-len: only with a dataset file (use --random-output-len)");
 	if (w->prefix_group_size && !w->prefix_len)
 		return error_set(err, -EINVAL, "--prefix-group-size: needs --random-prefix-len");
 	if (w->dataset != PROBE_DATASET_RANDOM && w->prefix_len)
 		return error_set(err, -EINVAL, "--random-prefix-len: only with --dataset-name random");
-	r = finish_dist("input", f->input_dist_kind, f->set_input_std, f->input_std, &w->input, f->set_range_ratio, err);
+	r = finish_dist("input", f->input_dist_kind, f->set_input_std, f->input_std, &w->input, f->set_range_ratio,
+			err);
 	if (r < 0)
 		return r;
-	r = finish_dist("output", f->output_dist_kind, f->set_output_std, f->output_std, &w->output,
-			f->set_range_ratio, err);
+	r = finish_dist("output", f->output_dist_kind, f->set_output_std, f->output_std, &w->output, f->set_range_ratio,
+			err);
 	if (r < 0)
 		return r;
 	r = finish_arrival(f, err);

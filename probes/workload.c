@@ -162,8 +162,8 @@ static int check_config(const struct probe_workload_config *cfg, struct error *e
 		if (r < 0)
 			return r;
 		if ((uint64_t)cfg->prefix_len + cfg->input.mean > PROBE_MAX_TOKENS_PER_REQUEST)
-			return error_set(err, -EINVAL, "prefix_len: %u + input length exceeds %u tokens", cfg->prefix_len,
-					 PROBE_MAX_TOKENS_PER_REQUEST);
+			return error_set(err, -EINVAL, "prefix_len: %u + input length exceeds %u tokens",
+					 cfg->prefix_len, PROBE_MAX_TOKENS_PER_REQUEST);
 	}
 	if (cfg->dataset != PROBE_DATASET_SHAREGPT || cfg->dataset_output_len == 0) {
 		r = check_dist("output", &cfg->output, err);
@@ -178,7 +178,8 @@ static int check_config(const struct probe_workload_config *cfg, struct error *e
 		break;
 	case PROBE_ARRIVAL_GAMMA:
 		if (!(cfg->burstiness > 0) || !isfinite(cfg->burstiness))
-			return error_set(err, -EINVAL, "burstiness: expected a positive number, got %g", cfg->burstiness);
+			return error_set(err, -EINVAL, "burstiness: expected a positive number, got %g",
+					 cfg->burstiness);
 		__attribute__((fallthrough));
 	case PROBE_ARRIVAL_POISSON:
 	case PROBE_ARRIVAL_CONSTANT:
@@ -250,7 +251,8 @@ static int fill_random(const struct probe_workload_config *cfg, struct probe_wor
 		total += r->input_len;
 		if (total > PROBE_MAX_TOTAL_PROMPT_TOKENS)
 			return error_set(err, -E2BIG,
-					 "workload: more than %" PRIu64 " prompt tokens in all; fewer or shorter prompts",
+					 "workload: more than %" PRIu64
+					 " prompt tokens in all; fewer or shorter prompts",
 					 (uint64_t)PROBE_MAX_TOTAL_PROMPT_TOKENS);
 		r->prompt_ids = malloc((size_t)r->input_len * sizeof(uint32_t));
 		if (!r->prompt_ids)
@@ -258,15 +260,16 @@ static int fill_random(const struct probe_workload_config *cfg, struct probe_wor
 		if (cfg->prefix_len > 0 && group != cur_group) {
 			probe_rng_init(&prefix_rng, cfg->seed, STREAM_PREFIX + group);
 			for (uint32_t k = 0; k < cfg->prefix_len; k++)
-				prefix[k] = PROBE_TOKEN_ID_MIN +
-					    (uint32_t)probe_rng_below(&prefix_rng, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
+				prefix[k] =
+					PROBE_TOKEN_ID_MIN +
+					(uint32_t)probe_rng_below(&prefix_rng, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
 			cur_group = group;
 		}
 		if (cfg->prefix_len > 0)
 			memcpy(r->prompt_ids, prefix, (size_t)cfg->prefix_len * sizeof(uint32_t));
 		for (uint32_t k = cfg->prefix_len; k < r->input_len; k++)
-			r->prompt_ids[k] =
-				PROBE_TOKEN_ID_MIN + (uint32_t)probe_rng_below(&prompts, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
+			r->prompt_ids[k] = PROBE_TOKEN_ID_MIN +
+					   (uint32_t)probe_rng_below(&prompts, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
 	}
 	return 0;
 }

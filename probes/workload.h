@@ -24,13 +24,13 @@
 
 #include "error.h"
 
-#define PROBE_TOKEN_ID_MIN 1000u
-#define PROBE_TOKEN_ID_MAX 30000u
-#define PROBE_MAX_TOKENS_PER_REQUEST (1u << 20)
-#define PROBE_MAX_REQUESTS 10000000u
+#define PROBE_TOKEN_ID_MIN            1000u
+#define PROBE_TOKEN_ID_MAX            30000u
+#define PROBE_MAX_TOKENS_PER_REQUEST  (1u << 20)
+#define PROBE_MAX_REQUESTS            10000000u
 #define PROBE_MAX_TOTAL_PROMPT_TOKENS (UINT64_C(1) << 28) /* 1 GiB of ids */
-#define PROBE_MAX_DATASET_BYTES (UINT64_C(2) << 30)
-#define PROBE_MAX_DATASET_LINE (16u << 20)
+#define PROBE_MAX_DATASET_BYTES       (UINT64_C(2) << 30)
+#define PROBE_MAX_DATASET_LINE        (16u << 20)
 
 enum probe_dataset {
 	PROBE_DATASET_RANDOM,   /* synthetic lengths from input/output distributions */
@@ -67,10 +67,10 @@ struct probe_workload_config {
 	uint32_t num_prompts; /* measured requests */
 	uint32_t num_warmup;  /* extra requests first, excluded from results */
 	enum probe_arrival arrival;
-	double request_rate;      /* requests/s; ignored for INF */
-	double burstiness;        /* gamma shape; 1 = Poisson */
-	uint32_t max_concurrency; /* 0 = open loop; else at most this many in flight (closed loop when rate is INF) */
-	uint32_t prefix_len;      /* K shared tokens; 0 = none */
+	double request_rate;        /* requests/s; ignored for INF */
+	double burstiness;          /* gamma shape; 1 = Poisson */
+	uint32_t max_concurrency;   /* 0 = open loop; else at most this many in flight (closed loop when rate is INF) */
+	uint32_t prefix_len;        /* K shared tokens; 0 = none */
 	uint32_t prefix_group_size; /* N requests per shared prefix */
 	bool ignore_eos;
 	uint64_t seed;
@@ -80,7 +80,7 @@ struct probe_workload_config {
 };
 
 struct probe_request_spec {
-	uint32_t index;        /* 0-based; warm-up requests come first */
+	uint32_t index; /* 0-based; warm-up requests come first */
 	bool warmup;
 	uint64_t arrival_usec; /* offset from the benchmark's start (0 for INF) */
 	uint32_t input_len;    /* tokens, by the word rule for text prompts */

@@ -35,11 +35,20 @@ static void esc(struct doc *d, const char *s)
 	for (; s && *s; s++) {
 		if (d->fmt == REPORT_FORMAT_HTML) {
 			switch (*s) {
-			case '&': fputs("&amp;", d->f); break;
-			case '<': fputs("&lt;", d->f); break;
-			case '>': fputs("&gt;", d->f); break;
-			case '"': fputs("&quot;", d->f); break;
-			default: fputc(*s, d->f);
+			case '&':
+				fputs("&amp;", d->f);
+				break;
+			case '<':
+				fputs("&lt;", d->f);
+				break;
+			case '>':
+				fputs("&gt;", d->f);
+				break;
+			case '"':
+				fputs("&quot;", d->f);
+				break;
+			default:
+				fputc(*s, d->f);
 			}
 		} else {
 			if (strchr("\\`*_|<>[]#", *s))
@@ -191,7 +200,8 @@ static void plot(struct doc *d, enum report_plot_kind k)
 		return;
 	if (d->plots->svg[k]) {
 		if (d->fmt == REPORT_FORMAT_HTML)
-			fprintf(d->f, "<figure class=\"plot\" id=\"plot-%s\">\n%s\n</figure>\n", name, d->plots->svg[k]);
+			fprintf(d->f, "<figure class=\"plot\" id=\"plot-%s\">\n%s\n</figure>\n", name,
+				d->plots->svg[k]);
 		else if (d->plot_files)
 			fprintf(d->f, "![%s](plot-%s.svg)\n\n", name, name);
 	} else if (d->plots->why[k]) {
@@ -229,20 +239,24 @@ static void section_title(struct doc *d, const struct report *r)
 	}
 	if (b) {
 		report_knobs_short(b, knobs, sizeof(knobs));
-		note(d, "verdict", "Best configuration: %s at $%s per million tokens (max goodput %s tokens/s at %s req/s, %u GPU%s per replica).",
-		     knobs, report_fmt(c1, sizeof(c1), 4, b->t.cost_per_mtok), report_fmt(c2, sizeof(c2), 1, b->t.max_goodput),
-		     report_fmt(c3, sizeof(c3), 2, b->t.max_rate), b->gpus, b->gpus == 1 ? "" : "s");
+		note(d, "verdict",
+		     "Best configuration: %s at $%s per million tokens (max goodput %s tokens/s at %s req/s, %u GPU%s "
+		     "per replica).",
+		     knobs, report_fmt(c1, sizeof(c1), 4, b->t.cost_per_mtok),
+		     report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), report_fmt(c3, sizeof(c3), 2, b->t.max_rate),
+		     b->gpus, b->gpus == 1 ? "" : "s");
 	} else if (r->n_trials == 0) {
 		note(d, "warning", "The study has no trials yet: there is nothing to report but its set-up.");
 	} else {
 		note(d, "warning",
-		     "No configuration met the SLA: of %zu trials, %zu finished without meeting it, %zu were infeasible "
+		     "No configuration met the SLA: of %zu trials, %zu finished without meeting it, %zu were "
+		     "infeasible "
 		     "and %zu failed. There is no best configuration and no cost.",
 		     r->n_trials, nocost, infeasible, failed);
 	}
 	if (b && (failed || infeasible))
-		para(d, "%zu of %zu trials were infeasible and %zu failed (see the table of trials for why).", infeasible,
-		     r->n_trials, failed);
+		para(d, "%zu of %zu trials were infeasible and %zu failed (see the table of trials for why).",
+		     infeasible, r->n_trials, failed);
 	if (r->spec_error)
 		note(d, "warning", "The study spec could not be read back: %s. Sections that need it are incomplete.",
 		     r->spec_error);
@@ -289,8 +303,10 @@ static void section_scenario(struct doc *d, const struct report *r)
 	if (s) {
 		for (int q = 1; q < _STUDY_QUANT_MAX; q++)
 			if (s->model.checkpoints[q])
-				kv(d, "checkpoint", "%s: %s", study_quant_to_string((enum study_quant)q), s->model.checkpoints[q]);
-		kv(d, "GPU", "%s, %u on the host, $%.4g per GPU-hour", s->gpu.type, s->gpu.count, s->gpu.price_per_gpu_hour);
+				kv(d, "checkpoint", "%s: %s", study_quant_to_string((enum study_quant)q),
+				   s->model.checkpoints[q]);
+		kv(d, "GPU", "%s, %u on the host, $%.4g per GPU-hour", s->gpu.type, s->gpu.count,
+		   s->gpu.price_per_gpu_hour);
 		kv(d, "scenario", "%s; cost counts %s tokens", opt_scenario_to_string(s->scenario),
 		   opt_cost_tokens_to_string(s->cost_tokens));
 	}
@@ -298,9 +314,11 @@ static void section_scenario(struct doc *d, const struct report *r)
 	kv(d, "search", "%s, seed %" PRIu64 ", NLopt %s", r->study.algorithm ? r->study.algorithm : "-", r->study.seed,
 	   r->study.nlopt_version ? r->study.nlopt_version : "-");
 	kv(d, "submitted / started / finished", "%s / %s / %s", fmt_time(a, sizeof(a), r->study.created_usec),
-	   fmt_time(b, sizeof(b), r->study.started_usec), r->study.finished_usec ? format_iso8601(dur, sizeof(dur), r->study.finished_usec) : "-");
+	   fmt_time(b, sizeof(b), r->study.started_usec),
+	   r->study.finished_usec ? format_iso8601(dur, sizeof(dur), r->study.finished_usec) : "-");
 	if (r->study.started_usec && r->study.finished_usec > r->study.started_usec)
-		kv(d, "wall time", "%s", format_duration(dur, sizeof(dur), r->study.finished_usec - r->study.started_usec));
+		kv(d, "wall time", "%s",
+		   format_duration(dur, sizeof(dur), r->study.finished_usec - r->study.started_usec));
 	table_end(d);
 }
 
@@ -381,8 +399,10 @@ static void section_workload(struct doc *d, const struct report *r)
 	kv(d, "seed", "%" PRIu64, s->workload.seed);
 	table_end(d);
 	if (report_workload_lengths(r, &in, &out, &n, &why) >= 0 && n > 0) {
-		para(d, "Length distributions of the %zu requests regenerated from the spec (the same seed gives the same "
-			"requests the probe sent):", n);
+		para(d,
+		     "Length distributions of the %zu requests regenerated from the spec (the same seed gives the same "
+		     "requests the probe sent):",
+		     n);
 		table_start(d, 7, (const char *const[]){ "tokens", "min", "mean", "p50", "p90", "p99", "max" });
 		length_row(d, "input", in, n);
 		length_row(d, "output", out, n);
@@ -413,15 +433,19 @@ static void section_sla(struct doc *d, const struct report *r)
 			if (bd->percentile > 0)
 				snprintf(applies, sizeof(applies), "p%g over the load point", bd->percentile);
 			else
-				snprintf(applies, sizeof(applies), "each request; at least %g%% of requests must meet it",
+				snprintf(applies, sizeof(applies),
+					 "each request; at least %g%% of requests must meet it",
 					 s->sla.attainment * 100);
 			row(d, NULL, (const char *const[]){ probe_metric_name(bd->metric), bound, applies });
 		}
 		table_end(d);
 	}
 	if (lp)
-		para(d, "Attainment of the best configuration at its max-goodput load (%.2f req/s): %.1f%% of requests met "
-			"the SLA.", lp->request_rate, lp->attainment * 100);
+		para(d,
+		     "Attainment of the best configuration at its max-goodput load (%.2f req/s): %.1f%% of requests "
+		     "met "
+		     "the SLA.",
+		     lp->request_rate, lp->attainment * 100);
 }
 
 static void section_space(struct doc *d, const struct report *r)
@@ -445,13 +469,16 @@ static void section_space(struct doc *d, const struct report *r)
 
 		vals[0] = '\0';
 		if (k->kind == OPT_KNOB_RANGE)
-			used = (size_t)snprintf(vals, sizeof(vals), "%" PRId64 "..%" PRId64 " (%s, %zu values): ", k->min,
-						k->max, k->scale == OPT_SCALE_LOG2 ? "log2" : "linear", k->n_values);
+			used = (size_t)snprintf(vals, sizeof(vals),
+						"%" PRId64 "..%" PRId64 " (%s, %zu values): ", k->min, k->max,
+						k->scale == OPT_SCALE_LOG2 ? "log2" : "linear", k->n_values);
 		for (size_t j = 0; j < k->n_values && used + 24 < sizeof(vals); j++) {
 			if (k->strings)
-				used += (size_t)snprintf(vals + used, sizeof(vals) - used, "%s%s", j ? ", " : "", k->strings[j]);
+				used += (size_t)snprintf(vals + used, sizeof(vals) - used, "%s%s", j ? ", " : "",
+							 k->strings[j]);
 			else
-				used += (size_t)snprintf(vals + used, sizeof(vals) - used, "%s%g", j ? ", " : "", k->numbers[j]);
+				used += (size_t)snprintf(vals + used, sizeof(vals) - used, "%s%g", j ? ", " : "",
+							 k->numbers[j]);
 		}
 		row(d, NULL, (const char *const[]){ k->name, vals });
 	}
@@ -462,8 +489,9 @@ static void section_space(struct doc *d, const struct report *r)
 	kv(d, "configurations", "%" PRIu64 " allowed of %" PRIu64 " on the grid", opt_space_count(s->space),
 	   s->space->n_grid);
 	kv(d, "budget", "%u trials, wall time %s", s->budget.max_trials,
-	   s->budget.max_wall_time_usec == USEC_INFINITY ? "unlimited"
-							  : format_duration(buf, sizeof(buf), s->budget.max_wall_time_usec));
+	   s->budget.max_wall_time_usec == USEC_INFINITY
+		   ? "unlimited"
+		   : format_duration(buf, sizeof(buf), s->budget.max_wall_time_usec));
 	kv(d, "used", "%zu trials, wall time %s", r->n_trials, wall ? format_duration(buf, sizeof(buf), wall) : "-");
 	kv(d, "rate search", "tolerance %g, at most %u load points per trial", s->probe.tolerance, s->probe.max_steps);
 	table_end(d);
@@ -541,11 +569,13 @@ static void section_best(struct doc *d, const struct report *r)
 		kv(d, "output / total tokens/s", "%s / %s", report_fmt(c[0], 32, 1, lp->output_throughput),
 		   report_fmt(c[1], 32, 1, lp->total_token_throughput));
 		kv(d, "attainment", "%s%%", report_fmt(c[0], 32, 1, lp->attainment * 100));
-		kv(d, "tokens/s per user (1000 / mean TPOT)", "%s", report_fmt(c[0], 32, 1, report_trial_tps_per_user(b)));
+		kv(d, "tokens/s per user (1000 / mean TPOT)", "%s",
+		   report_fmt(c[0], 32, 1, report_trial_tps_per_user(b)));
 		if (report_lp_has_gpu(lp)) {
 			kv(d, "GPU utilisation mean / peak (%)", "%s / %s", report_fmt(c[0], 32, 0, lp->gpu_util_mean),
 			   report_fmt(c[1], 32, 0, lp->gpu_util_peak));
-			kv(d, "GPU memory used mean / peak (MiB)", "%s / %s", report_fmt(c[0], 32, 0, lp->gpu_mem_mean_mib),
+			kv(d, "GPU memory used mean / peak (MiB)", "%s / %s",
+			   report_fmt(c[0], 32, 0, lp->gpu_mem_mean_mib),
 			   report_fmt(c[1], 32, 0, lp->gpu_mem_peak_mib));
 		}
 	}
@@ -555,14 +585,15 @@ static void section_best(struct doc *d, const struct report *r)
 	para(d, "Load points of the best configuration (the rate search's steps):");
 	gpu = report_trial_has_gpu(b);
 	table_start(d, gpu ? 15 : 11,
-		    (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50", "TTFT p99", "TPOT p50",
-					   "TPOT p99", "output tok/s", "goodput tok/s", "KV peak %", "GPU util % mean",
-					   "GPU util % peak", "GPU mem MiB mean", "GPU mem MiB peak" });
+		    (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50", "TTFT p99",
+					   "TPOT p50", "TPOT p99", "output tok/s", "goodput tok/s", "KV peak %",
+					   "GPU util % mean", "GPU util % peak", "GPU mem MiB mean",
+					   "GPU mem MiB peak" });
 	for (size_t i = 0; i < b->n_lps; i++) {
 		lp_cells(&b->lps[i], c);
 		row(d, (long)i == b->best_lp ? "best" : NULL,
-		    (const char *const[]){ c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12],
-					   c[13], c[14] });
+		    (const char *const[]){ c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11],
+					   c[12], c[13], c[14] });
 	}
 	table_end(d);
 	if (!gpu)
@@ -579,8 +610,9 @@ static void section_spread(struct doc *d, const struct report *r)
 	heading(d, 2, "spread", "Re-probed best");
 	report_best_spread(r, &sp);
 	if (sp.n <= 1) {
-		para(d, "The best configuration was measured once (no confirmation re-probe was recorded), so its spread "
-			"is unknown.");
+		para(d,
+		     "The best configuration was measured once (no confirmation re-probe was recorded), so its spread "
+		     "is unknown.");
 		return;
 	}
 	para(d, "The best configuration was measured %zu times (search and confirmation re-probes):", sp.n);
@@ -588,11 +620,12 @@ static void section_spread(struct doc *d, const struct report *r)
 	snprintf(c[3], 32, "%.1f%%", (sp.goodput_max - sp.goodput_min) / sp.goodput_mean * 100);
 	row(d, NULL,
 	    (const char *const[]){ "max goodput (tokens/s)", report_fmt(c[0], 32, 1, sp.goodput_mean),
-				   report_fmt(c[1], 32, 1, sp.goodput_min), report_fmt(c[2], 32, 1, sp.goodput_max), c[3] });
+				   report_fmt(c[1], 32, 1, sp.goodput_min), report_fmt(c[2], 32, 1, sp.goodput_max),
+				   c[3] });
 	snprintf(c[3], 32, "%.1f%%", (sp.cost_max - sp.cost_min) / sp.cost_mean * 100);
 	row(d, NULL,
-	    (const char *const[]){ "$/Mtok", report_fmt(c[0], 32, 4, sp.cost_mean), report_fmt(c[1], 32, 4, sp.cost_min),
-				   report_fmt(c[2], 32, 4, sp.cost_max), c[3] });
+	    (const char *const[]){ "$/Mtok", report_fmt(c[0], 32, 4, sp.cost_mean),
+				   report_fmt(c[1], 32, 4, sp.cost_min), report_fmt(c[2], 32, 4, sp.cost_max), c[3] });
 	table_end(d);
 }
 
@@ -603,8 +636,9 @@ static void section_trials(struct doc *d, const struct report *r)
 		para(d, "No trials yet.");
 		return;
 	}
-	table_start(d, 11, (const char *const[]){ "#", "kind", "configuration", "state", "failure", "max req/s",
-						  "max goodput tok/s", "$/Mtok", "deploy s", "KV peak %", "message" });
+	table_start(d, 11,
+		    (const char *const[]){ "#", "kind", "configuration", "state", "failure", "max req/s",
+					   "max goodput tok/s", "$/Mtok", "deploy s", "KV peak %", "message" });
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct report_trial *t = &r->trials[i];
 		const struct store_load_point *lp = report_trial_best_lp(t);
@@ -620,10 +654,13 @@ static void section_trials(struct doc *d, const struct report *r)
 		report_fmt(c[2], 32, 4, t->t.cost_per_mtok);
 		report_fmt(c[3], 32, 1, t->t.deploy_seconds);
 		report_fmt(c[4], 32, 0, lp && isfinite(lp->kv_usage_peak) ? lp->kv_usage_peak * 100 : NAN);
-		row(d, (long)i == r->best ? "best" : t->t.state == STORE_TRIAL_DONE ? NULL : "bad",
+		row(d,
+		    (long)i == r->best               ? "best"
+		    : t->t.state == STORE_TRIAL_DONE ? NULL
+						     : "bad",
 		    (const char *const[]){ seq, t->t.kind, knobs, state,
-					   t->t.failure ? store_failure_to_string(t->t.failure) : "",
-					   c[0], c[1], c[2], c[3], c[4], t->t.failure_message ? t->t.failure_message : "" });
+					   t->t.failure ? store_failure_to_string(t->t.failure) : "", c[0], c[1], c[2],
+					   c[3], c[4], t->t.failure_message ? t->t.failure_message : "" });
 	}
 	table_end(d);
 	if (r->best >= 0)
@@ -644,8 +681,9 @@ static void section_twin(struct doc *d, const struct report *r)
 	para(d, "The digital twin (goodput-sim's engine model calibrated to this server's measurements) chose the "
 		"trials below; each row shows the $/Mtok it predicted when it asked for the trial and what was "
 		"measured. Design trials and confirmation re-probes carry no prediction.");
-	table_start(d, 6, (const char *const[]){ "#", "kind", "configuration", "predicted $/Mtok", "measured $/Mtok",
-						 "error" });
+	table_start(
+		d, 6,
+		(const char *const[]){ "#", "kind", "configuration", "predicted $/Mtok", "measured $/Mtok", "error" });
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct report_trial *t = &r->trials[i];
 		char seq[16], knobs[256], c[3][32];
@@ -662,7 +700,8 @@ static void section_twin(struct doc *d, const struct report *r)
 			n++;
 		} else
 			snprintf(c[2], 32, "-");
-		row(d, (long)i == r->best ? "best" : NULL, (const char *const[]){ seq, t->t.kind, knobs, c[0], c[1], c[2] });
+		row(d, (long)i == r->best ? "best" : NULL,
+		    (const char *const[]){ seq, t->t.kind, knobs, c[0], c[1], c[2] });
 	}
 	table_end(d);
 	if (n > 0)
@@ -696,7 +735,8 @@ static void section_progress(struct doc *d, const struct report *r)
 
 		/* the first trial that reached the final best cost */
 		for (size_t i = 0; i < r->n_trials; i++)
-			if (r->trials[i].t.state == STORE_TRIAL_DONE && r->trials[i].t.cost_per_mtok <= b->t.cost_per_mtok) {
+			if (r->trials[i].t.state == STORE_TRIAL_DONE &&
+			    r->trials[i].t.cost_per_mtok <= b->t.cost_per_mtok) {
 				first = i;
 				break;
 			}
@@ -721,7 +761,8 @@ static void section_server(struct doc *d, const struct report *r)
 	heading(d, 2, "server", "GPU memory and server state");
 	for (size_t i = 0; i < r->n_trials && !any; i++)
 		for (size_t j = 0; j < r->trials[i].n_lps; j++)
-			any = any || isfinite(r->trials[i].lps[j].kv_usage_peak) || isfinite(r->trials[i].lps[j].running_peak);
+			any = any || isfinite(r->trials[i].lps[j].kv_usage_peak) ||
+			      isfinite(r->trials[i].lps[j].running_peak);
 	if (!any && !gpu) {
 		para(d, "Server state was not recorded: no load point scraped the server's /metrics "
 			"(KV-cache usage, running and waiting requests).");
@@ -729,8 +770,9 @@ static void section_server(struct doc *d, const struct report *r)
 		return;
 	}
 	if (any) {
-		para(d, "KV-cache usage (the share of GPU memory set aside for the KV cache that is in use) and running "
-			"requests, peaks scraped from the server's /metrics at each trial's max-goodput load:");
+		para(d,
+		     "KV-cache usage (the share of GPU memory set aside for the KV cache that is in use) and running "
+		     "requests, peaks scraped from the server's /metrics at each trial's max-goodput load:");
 		plot(d, REPORT_PLOT_SERVER);
 	} else {
 		para(d, "Server state was not recorded (no load point scraped the server's /metrics); "
@@ -740,8 +782,9 @@ static void section_server(struct doc *d, const struct report *r)
 		para(d, "GPU utilisation (mean over the GPUs) and memory used (summed over the GPUs) were sampled "
 			"with NVML during each load point.");
 	table_start(d, gpu ? 10 : 6,
-		    (const char *const[]){ "#", "configuration", "KV peak %", "running peak", "waiting peak", "preemptions",
-					   "GPU util % mean", "GPU util % peak", "GPU mem MiB mean", "GPU mem MiB peak" });
+		    (const char *const[]){ "#", "configuration", "KV peak %", "running peak", "waiting peak",
+					   "preemptions", "GPU util % mean", "GPU util % peak", "GPU mem MiB mean",
+					   "GPU mem MiB peak" });
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct report_trial *t = &r->trials[i];
 		const struct store_load_point *lp = report_trial_best_lp(t);
@@ -752,13 +795,12 @@ static void section_server(struct doc *d, const struct report *r)
 		snprintf(seq, sizeof(seq), "%u", t->t.seq);
 		report_knobs_short(t, knobs, sizeof(knobs));
 		row(d, (long)i == r->best ? "best" : NULL,
-		    (const char *const[]){ seq, knobs,
-					   report_fmt(c[0], 32, 0, lp->kv_usage_peak * 100),
-					   report_fmt(c[1], 32, 0, lp->running_peak), report_fmt(c[2], 32, 0, lp->waiting_peak),
-					   report_fmt(c[3], 32, 0, lp->preemptions),
-					   report_fmt(c[4], 32, 0, lp->gpu_util_mean), report_fmt(c[5], 32, 0, lp->gpu_util_peak),
-					   report_fmt(c[6], 32, 0, lp->gpu_mem_mean_mib),
-					   report_fmt(c[7], 32, 0, lp->gpu_mem_peak_mib) });
+		    (const char *const[]){
+			    seq, knobs, report_fmt(c[0], 32, 0, lp->kv_usage_peak * 100),
+			    report_fmt(c[1], 32, 0, lp->running_peak), report_fmt(c[2], 32, 0, lp->waiting_peak),
+			    report_fmt(c[3], 32, 0, lp->preemptions), report_fmt(c[4], 32, 0, lp->gpu_util_mean),
+			    report_fmt(c[5], 32, 0, lp->gpu_util_peak), report_fmt(c[6], 32, 0, lp->gpu_mem_mean_mib),
+			    report_fmt(c[7], 32, 0, lp->gpu_mem_peak_mib) });
 	}
 	table_end(d);
 	if (!gpu)
@@ -798,11 +840,12 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 		esc(&d, title);
 		fputs(strstr(html_head, "%s") + 2, f);
 		fputs("<nav>", f);
-		static const char *const nav[][2] = { { "scenario", "Scenario" }, { "workload", "Workload" },
-						      { "sla", "SLA" },           { "space", "Search space" },
-						      { "best", "Best" },         { "trials", "Trials" },
-						      { "landscape", "Landscape" }, { "progress", "Progress" },
-						      { "pareto", "Pareto" },     { "server", "GPU memory" } };
+		static const char *const nav[][2] = {
+			{ "scenario", "Scenario" },   { "workload", "Workload" }, { "sla", "SLA" },
+			{ "space", "Search space" },  { "best", "Best" },         { "trials", "Trials" },
+			{ "landscape", "Landscape" }, { "progress", "Progress" }, { "pareto", "Pareto" },
+			{ "server", "GPU memory" }
+		};
 		for (size_t i = 0; i < ELEMENTSOF(nav); i++)
 			fprintf(f, "<a href=\"#%s\">%s</a>", nav[i][0], nav[i][1]);
 		fputs("</nav>\n", f);

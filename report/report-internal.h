@@ -17,27 +17,27 @@ struct engine_profile;
 
 struct report_trial {
 	struct store_trial t;
-	cJSON *knobs;                  /* knobs_json parsed; NULL when unreadable */
-	struct store_load_point *lps;  /* in seq order */
+	cJSON *knobs;                 /* knobs_json parsed; NULL when unreadable */
+	struct store_load_point *lps; /* in seq order */
 	size_t n_lps;
-	long best_lp;                  /* the max-goodput load point: the SLA-meeting one at the highest rate; -1 none */
-	unsigned gpus;                 /* GPUs per replica: tensor_parallel, else 1 */
-	bool confirm;                  /* a re-probe ("confirm", "dry-run-confirm") */
+	long best_lp;  /* the max-goodput load point: the SLA-meeting one at the highest rate; -1 none */
+	unsigned gpus; /* GPUs per replica: tensor_parallel, else 1 */
+	bool confirm;  /* a re-probe ("confirm", "dry-run-confirm") */
 };
 
 struct report {
 	struct store_study study;
-	cJSON *spec;            /* spec_json parsed; NULL when unreadable */
-	struct study *parsed;   /* validated spec; NULL when it does not parse (see spec_error) */
+	cJSON *spec;          /* spec_json parsed; NULL when unreadable */
+	struct study *parsed; /* validated spec; NULL when it does not parse (see spec_error) */
 	char *spec_error;
 	struct engine_profile *profile; /* NULL when not found (see profile_error) */
 	char *profile_error;
 	struct report_trial *trials;
 	size_t n_trials;
-	long best;              /* index into trials; -1 when no configuration met the SLA */
-	char *launch_command;   /* of the best; NULL with launch_error */
+	long best;            /* index into trials; -1 when no configuration met the SLA */
+	char *launch_command; /* of the best; NULL with launch_error */
 	char *launch_error;
-	const cJSON *host;      /* host JSON of the best trial, else of the last trial that has one (into a trial) */
+	const cJSON *host; /* host JSON of the best trial, else of the last trial that has one (into a trial) */
 	cJSON *host_owned;
 	struct report_options opts;
 	char *study_ref;
@@ -115,5 +115,5 @@ enum report_format {
 
 /* Writes the report body. plots may be NULL (tables only); for Markdown,
  * plot_files says the plots exist as plot-NAME.svg beside the page. */
-int report_doc_write(const struct report *r, const struct report_plots *plots, enum report_format fmt,
-		     bool plot_files, FILE *f);
+int report_doc_write(const struct report *r, const struct report_plots *plots, enum report_format fmt, bool plot_files,
+		     FILE *f);

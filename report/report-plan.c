@@ -70,7 +70,8 @@ int report_plan_study(struct report *r, double load, bool by_tokens, double head
 	double price = report_price(r), cap;
 
 	if (!b)
-		return error_set(err, -ENOENT, "study %s: no configuration met the SLA, so there is nothing to plan with",
+		return error_set(err, -ENOENT,
+				 "study %s: no configuration met the SLA, so there is nothing to plan with",
 				 r->study.name);
 	cap = by_tokens ? b->t.max_goodput : b->t.max_rate;
 	if (!isfinite(price))
@@ -195,7 +196,8 @@ static void compare(const struct report *a, const struct report *b, struct compa
 		/* One good measurement in B answers "still meets the SLA"; otherwise
 		 * report the most informative one. */
 		if (v == REPORT_OLD_BEST_MEETS_SLA) {
-			if (c->verdict != REPORT_OLD_BEST_MEETS_SLA || t->t.cost_per_mtok < c->old_in_b->t.cost_per_mtok)
+			if (c->verdict != REPORT_OLD_BEST_MEETS_SLA ||
+			    t->t.cost_per_mtok < c->old_in_b->t.cost_per_mtok)
 				c->old_in_b = t;
 			c->verdict = v;
 		} else if (c->verdict == REPORT_OLD_BEST_NOT_MEASURED || c->verdict == REPORT_OLD_BEST_PENDING) {
@@ -227,14 +229,17 @@ int report_compare_print(struct report *a, struct report *b, FILE *f, enum repor
 	compare(a, b, &c);
 	if (!c.same_workload || !c.same_sla)
 		fprintf(f, "warning: the two studies differ in their %s: the comparison is only indicative\n",
-			!c.same_workload && !c.same_sla ? "workload and SLA" : !c.same_workload ? "workload" : "SLA");
+			!c.same_workload && !c.same_sla ? "workload and SLA"
+			: !c.same_workload              ? "workload"
+							: "SLA");
 	print_side(f, "A (before)", a, c.best_a);
 	print_side(f, "B (after) ", b, c.best_b);
 	if (c.best_a && c.best_b) {
 		bool same = c.best_a->t.canonical_key && c.best_b->t.canonical_key &&
 			    strcmp(c.best_a->t.canonical_key, c.best_b->t.canonical_key) == 0;
 
-		fprintf(f, "winner: %s\n", same ? "the same configuration won in both" : "a different configuration won in B");
+		fprintf(f, "winner: %s\n",
+			same ? "the same configuration won in both" : "a different configuration won in B");
 		fprintf(f, "cost change: %+.1f%% ($%s -> $%s per Mtok)\n", c.cost_change * 100,
 			report_fmt(c1, sizeof(c1), 4, c.best_a->t.cost_per_mtok),
 			report_fmt(c2, sizeof(c2), 4, c.best_b->t.cost_per_mtok));
@@ -257,12 +262,13 @@ int report_compare_print(struct report *a, struct report *b, FILE *f, enum repor
 		break;
 	case REPORT_OLD_BEST_FAILED:
 		fprintf(f, "old best: FAILED in B (trial %u: %s%s%s)\n", c.old_in_b->t.seq,
-			store_trial_state_to_string(c.old_in_b->t.state),
-			c.old_in_b->t.failure ? ", " : "",
+			store_trial_state_to_string(c.old_in_b->t.state), c.old_in_b->t.failure ? ", " : "",
 			c.old_in_b->t.failure ? store_failure_to_string(c.old_in_b->t.failure) : "");
 		break;
 	case REPORT_OLD_BEST_NOT_MEASURED:
-		fprintf(f, "old best: not measured in B (%s was never tried there), so whether it still meets the SLA is unknown\n",
+		fprintf(f,
+			"old best: not measured in B (%s was never tried there), so whether it still meets the SLA is "
+			"unknown\n",
 			c.best_a->t.canonical_key);
 		break;
 	case REPORT_OLD_BEST_PENDING:
@@ -307,8 +313,9 @@ int report_compare_json(struct report *a, struct report *b, cJSON **ret)
 	q |= json_add_bool(o, "same_workload", c.same_workload);
 	q |= json_add_bool(o, "same_sla", c.same_sla);
 	if (c.best_a && c.best_b) {
-		q |= json_add_bool(o, "same_winner", c.best_a->t.canonical_key && c.best_b->t.canonical_key &&
-						      strcmp(c.best_a->t.canonical_key, c.best_b->t.canonical_key) == 0);
+		q |= json_add_bool(o, "same_winner",
+				   c.best_a->t.canonical_key && c.best_b->t.canonical_key &&
+					   strcmp(c.best_a->t.canonical_key, c.best_b->t.canonical_key) == 0);
 		q |= json_add_number(o, "cost_change", c.cost_change);
 	} else if (!cJSON_AddNullToObject(o, "same_winner") || !cJSON_AddNullToObject(o, "cost_change")) {
 		q = -ENOMEM;

@@ -30,12 +30,11 @@
 extern char **environ;
 
 #define GNUPLOT_TIMEOUT_USEC (60 * USEC_PER_SEC)
-#define SVG_MAX_BYTES (16u << 20)
+#define SVG_MAX_BYTES        (16u << 20)
 
 static const char *const plot_names[_REPORT_PLOT_MAX] = {
-	[REPORT_PLOT_WORKLOAD] = "workload",   [REPORT_PLOT_LATENCY] = "latency",
-	[REPORT_PLOT_LANDSCAPE] = "landscape", [REPORT_PLOT_PROGRESS] = "progress",
-	[REPORT_PLOT_PARETO] = "pareto",       [REPORT_PLOT_SERVER] = "server",
+	[REPORT_PLOT_WORKLOAD] = "workload", [REPORT_PLOT_LATENCY] = "latency", [REPORT_PLOT_LANDSCAPE] = "landscape",
+	[REPORT_PLOT_PROGRESS] = "progress", [REPORT_PLOT_PARETO] = "pareto",   [REPORT_PLOT_SERVER] = "server",
 };
 
 static const char *const plot_titles[_REPORT_PLOT_MAX] = {

@@ -14,7 +14,7 @@
 #include "study.h"
 
 #define MAX_GROUPS 12
-#define MAX_GRID 64
+#define MAX_GRID   64
 
 static void num(FILE *f, double v)
 {
@@ -118,7 +118,8 @@ static double lp_x(const struct store_load_point *lp)
 
 static int cmp_lp_x(const void *a, const void *b)
 {
-	double x = lp_x(*(const struct store_load_point *const *)a), y = lp_x(*(const struct store_load_point *const *)b);
+	double x = lp_x(*(const struct store_load_point *const *)a),
+	       y = lp_x(*(const struct store_load_point *const *)b);
 
 	return x < y ? -1 : x > y;
 }
@@ -153,10 +154,11 @@ static void sla_lines(FILE *f, const struct report *r, enum probe_metric m)
 		if (b->metric != m)
 			continue;
 		if (b->percentile > 0)
-			snprintf(t, sizeof(t), "SLA: p%g %s <= %g ms", b->percentile, probe_metric_name(m), b->bound_ms);
+			snprintf(t, sizeof(t), "SLA: p%g %s <= %g ms", b->percentile, probe_metric_name(m),
+				 b->bound_ms);
 		else
-			snprintf(t, sizeof(t), "SLA: %s <= %g ms for %g%% of requests", probe_metric_name(m), b->bound_ms,
-				 sla->attainment * 100);
+			snprintf(t, sizeof(t), "SLA: %s <= %g ms for %g%% of requests", probe_metric_name(m),
+				 b->bound_ms, sla->attainment * 100);
 		fprintf(f, ", %.9g with lines dt 2 lw 2 lc rgb '%s' title ", b->bound_ms, colors[k++ % 3]);
 		plot_quote(f, t);
 	}
@@ -236,7 +238,8 @@ static int plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, cha
 	fputs("\nunset logscale y\nset yrange [0:*]\nset ylabel 'output tokens/s'\nset y2label 'attainment (%)'\n"
 	      "set y2range [0:105]\nset y2tics 0,20,100\nset ytics nomirror\nset title 'Throughput and goodput'\n"
 	      "plot 'lat.dat' using 1:8 with linespoints pt 7 ps 0.6 lc rgb '#7f7f7f' title 'output tokens/s', "
-	      "'' using 1:9 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#2ca02c' title 'goodput (tokens/s meeting the SLA)', "
+	      "'' using 1:9 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#2ca02c' title 'goodput (tokens/s meeting the "
+	      "SLA)', "
 	      "'' using 1:10 axes x1y2 with linespoints pt 6 ps 0.6 dt 2 lc rgb '#9467bd' title 'attainment %'",
 	      f);
 	if (!probe_sla_empty(&r->parsed->sla))
@@ -253,7 +256,9 @@ static int plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, cha
 		q = close_data(d);
 		if (q < 0)
 			return q;
-		fprintf(f, ", 'lat-best.dat' using 1:2 with points pt 7 ps 2.2 lc rgb '#2ca02c' title 'max goodput %.0f tokens/s'",
+		fprintf(f,
+			", 'lat-best.dat' using 1:2 with points pt 7 ps 2.2 lc rgb '#2ca02c' title 'max goodput %.0f "
+			"tokens/s'",
 			blp->good_output_throughput);
 	}
 	fputs("\nunset multiplot\n", f);
@@ -310,7 +315,8 @@ static void group_name(const struct report_trial *t, char *buf, size_t size)
 
 	report_knob_text(t, "quantization", q, sizeof(q));
 	report_knob_text(t, "tensor_parallel", tp, sizeof(tp));
-	snprintf(buf, size, "quantization %s, tp %s", strcmp(q, "-") == 0 ? "none" : q, strcmp(tp, "-") == 0 ? "1" : tp);
+	snprintf(buf, size, "quantization %s, tp %s", strcmp(q, "-") == 0 ? "none" : q,
+		 strcmp(tp, "-") == 0 ? "1" : tp);
 }
 
 static void tics(FILE *f, const char *axis, const struct axis *a)
@@ -440,10 +446,13 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 		/* an invisible point keeps a panel with no data valid */
 		fputs("1/0 notitle", f);
 		if (any_cost) {
-			fprintf(f, ", '%s' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle",
+			fprintf(f,
+				", '%s' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette "
+				"notitle",
 				cname);
 			if (ax.n * ay.n <= MAX_GRID)
-				fprintf(f, ", '%s' using 1:2:(sprintf('%%.3g', $3)) with labels font ',9' notitle", cname);
+				fprintf(f, ", '%s' using 1:2:(sprintf('%%.3g', $3)) with labels font ',9' notitle",
+					cname);
 		}
 		if (any_bad)
 			fprintf(f, ", '%s' using 1:2 with points pt 2 ps 2 lw 2 lc rgb '#888888' notitle", xname);
@@ -456,7 +465,8 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 			q = close_data(db);
 			if (q < 0)
 				return q;
-			fputs(", 'ls-best.dat' using 1:2:(0.5):(0.5) with boxxyerror fs empty border lw 3 lc rgb '#000000' "
+			fputs(", 'ls-best.dat' using 1:2:(0.5):(0.5) with boxxyerror fs empty border lw 3 lc rgb "
+			      "'#000000' "
 			      "notitle",
 			      f);
 		}
@@ -512,7 +522,7 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 		num(d, t->deploy_seconds);
 		fputc(' ', d);
 		num(d, t->finished_usec && t0 && t->finished_usec >= t0 ? (double)(t->finished_usec - t0) / 1e6 / scale
-									  : NAN);
+									: NAN);
 		fputc('\n', d);
 	}
 	q = close_data(d);
@@ -527,7 +537,8 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 	/* deploy time as bars on the right axis, when recorded (dry runs deploy nothing) */
 	if (any_deploy)
 		fputs("set y2label 'deploy time (s)'\nset y2tics\nset y2range [0:*]\n"
-		      "plot 'prog.dat' using 1:4 axes x1y2 with boxes lc rgb '#bbbbbb' title 'deploy time (s, right axis)', ",
+		      "plot 'prog.dat' using 1:4 axes x1y2 with boxes lc rgb '#bbbbbb' title 'deploy time (s, right "
+		      "axis)', ",
 		      f);
 	else
 		fputs("plot ", f);
@@ -537,8 +548,10 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 	/* the wall-time panel needs finish times (not recorded for every kind of trial) */
 	if (any_wall)
 		fprintf(f,
-			"unset y2tics\nunset y2label\nset xrange [0:*]\nset xlabel 'wall time since the study started (%s)'\n"
-			"plot 'prog.dat' using 5:2 with points pt 7 ps 0.9 lc rgb '#1f77b4' title '$/Mtok of the trial', "
+			"unset y2tics\nunset y2label\nset xrange [0:*]\nset xlabel 'wall time since the study started "
+			"(%s)'\n"
+			"plot 'prog.dat' using 5:2 with points pt 7 ps 0.9 lc rgb '#1f77b4' title '$/Mtok of the "
+			"trial', "
 			"'' using 5:3 with steps lw 2 lc rgb '#d62728' title 'best so far'\n",
 			unit);
 	fputs("unset multiplot\n", f);
@@ -611,7 +624,8 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 		return q;
 	plot_header(f, REPORT_PLOT_PARETO, 720, 440);
 	fputs("set title 'Tokens/s per user against tokens/s per GPU (each finished trial at its max goodput)'\n"
-	      "set key below\nset xlabel 'goodput per GPU (tokens/s)'\nset ylabel 'tokens/s per user (1000 / mean TPOT)'\n"
+	      "set key below\nset xlabel 'goodput per GPU (tokens/s)'\nset ylabel 'tokens/s per user (1000 / mean "
+	      "TPOT)'\n"
 	      "set xrange [0:*]\nset yrange [0:*]\n"
 	      "plot 'par.dat' using 1:2 with points pt 7 ps 1 lc rgb '#1f77b4' title 'trial', "
 	      "'par-front.dat' using 1:2 with linespoints lw 2 pt 6 ps 1.4 lc rgb '#ff7f0e' title 'Pareto frontier'",

@@ -59,8 +59,8 @@ int report_render_markdown(struct report *r, char **ret);
 /* What report_write_files wrote (owned; report_files_done frees). */
 struct report_files {
 	char *html_path, *markdown_path;
-	size_t n_plots;   /* SVG files written beside the Markdown */
-	char *plot_note;  /* why plots are missing or incomplete; NULL when all were drawn */
+	size_t n_plots;  /* SVG files written beside the Markdown */
+	char *plot_note; /* why plots are missing or incomplete; NULL when all were drawn */
 };
 void report_files_done(struct report_files *f);
 
@@ -84,17 +84,17 @@ int report_write_html(struct store *s, const char *study, const char *dir, const
 /* ---- plan: replicas, GPUs and $/hour for a load ---- */
 
 struct report_plan {
-	double load;              /* requests/s or tokens/s asked for */
-	bool by_tokens;           /* load is tokens/s (else requests/s) */
-	double headroom;          /* fraction added on top of the load */
-	double capacity;          /* what one replica serves under the SLA (same unit as load) */
-	uint64_t replicas;        /* ceil(load × (1 + headroom) / capacity) */
+	double load;       /* requests/s or tokens/s asked for */
+	bool by_tokens;    /* load is tokens/s (else requests/s) */
+	double headroom;   /* fraction added on top of the load */
+	double capacity;   /* what one replica serves under the SLA (same unit as load) */
+	uint64_t replicas; /* ceil(load × (1 + headroom) / capacity) */
 	unsigned gpus_per_replica;
-	uint64_t gpus;            /* replicas × gpus_per_replica */
-	uint64_t hosts;           /* hosts of the study's GPU count (0 when unknown) */
-	double usd_per_hour;      /* gpus × price */
-	double utilisation;       /* load / (replicas × capacity) */
-	double usd_per_mtok;      /* at the load asked for (NAN when the token rate is unknown) */
+	uint64_t gpus;       /* replicas × gpus_per_replica */
+	uint64_t hosts;      /* hosts of the study's GPU count (0 when unknown) */
+	double usd_per_hour; /* gpus × price */
+	double utilisation;  /* load / (replicas × capacity) */
+	double usd_per_mtok; /* at the load asked for (NAN when the token rate is unknown) */
 };
 
 /* The arithmetic of a plan. tokens_per_request converts a request rate into

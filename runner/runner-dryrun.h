@@ -19,13 +19,13 @@
 #include "study.h"
 
 struct runner_dry_result {
-	bool infeasible;           /* the start-up checks refused it (weights or KV cache do not fit) */
-	bool sla_never_met;        /* online: no rate met the SLA */
+	bool infeasible;    /* the start-up checks refused it (weights or KV cache do not fit) */
+	bool sla_never_met; /* online: no rate met the SLA */
 	char message[ERROR_MSG_MAX];
-	double max_rate;           /* req/s (online) or saturated completions/s (offline) */
-	double tokens_per_sec;     /* what the cost counts */
-	double concurrency;        /* mean requests in flight at that load */
-	double cost_per_mtok;      /* NAN when infeasible / never met */
+	double max_rate;       /* req/s (online) or saturated completions/s (offline) */
+	double tokens_per_sec; /* what the cost counts */
+	double concurrency;    /* mean requests in flight at that load */
+	double cost_per_mtok;  /* NAN when infeasible / never met */
 	bool have_point, have_saturated;
 	struct probe_result point;     /* the load at max_rate (online) or saturation (offline) */
 	struct probe_result saturated; /* online: the rate-inf run */

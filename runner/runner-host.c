@@ -29,8 +29,8 @@
 #include "runner-internal.h"
 #include "time-util.h"
 
-#define HYGIENE_MARGIN_MIB 512.0
-#define HYGIENE_POLL_USEC USEC_PER_SEC
+#define HYGIENE_MARGIN_MIB   512.0
+#define HYGIENE_POLL_USEC    USEC_PER_SEC
 #define HYGIENE_TIMEOUT_USEC (60 * USEC_PER_SEC)
 
 /* ---- host facts ---- */

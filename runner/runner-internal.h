@@ -45,8 +45,8 @@ struct runner {
 	struct engine_profile *profile;
 	struct opt_settings settings;
 	struct opt_history history;
-	int64_t *trial_ids;     /* store id of each history entry */
-	double *trial_goodput;  /* max goodput of each history entry */
+	int64_t *trial_ids;    /* store id of each history entry */
+	double *trial_goodput; /* max goodput of each history entry */
 	size_t n_trial_ids;
 	struct opt_result best;
 
@@ -88,10 +88,10 @@ struct runner {
 
 	/* the host (runner-host.c): GPU telemetry, host facts, hygiene */
 	struct gpu_telemetry *gpu;
-	double gpu_idle_mib;             /* GPU memory in use at start (NAN: no NVML) */
+	double gpu_idle_mib; /* GPU memory in use at start (NAN: no NVML) */
 	struct host_info_job *host_job;
-	char *host_json;                 /* engine version, GPU model, driver, count; NULL until known */
-	uint64_t host_since_usec;        /* CLOCK_REALTIME start of this run */
+	char *host_json;          /* engine version, GPU model, driver, count; NULL until known */
+	uint64_t host_since_usec; /* CLOCK_REALTIME start of this run */
 	sd_event_source *hygiene_timer;
 	uint64_t hygiene_start_usec;
 
@@ -101,20 +101,20 @@ struct runner {
 	struct twin_settings twin_settings;
 	struct twin_candidate twin_cand; /* the last answer (valid once twin_asked) */
 	bool twin_asked;
-	bool twin_wait_host;             /* the first ask waits for the host facts (the warm key) */
+	bool twin_wait_host; /* the first ask waits for the host facts (the warm key) */
 	bool twin_key_known;
 	struct twin_calibration twin_keycal; /* key fields only */
 	char twin_key[5 * TWIN_KEY_FIELD_MAX + SIM_NAME_MAX];
 	struct twin_calibration twin_warm;
 	bool twin_have_warm;
-	struct twin_history twin_hist;   /* rebuilt before each ask */
-	pid_t twin_pid;                  /* the child computing twin_next (0: none) */
-	int twin_fd;                     /* its pipe's read end (-1: none) */
+	struct twin_history twin_hist; /* rebuilt before each ask */
+	pid_t twin_pid;                /* the child computing twin_next (0: none) */
+	int twin_fd;                   /* its pipe's read end (-1: none) */
 	sd_event_source *twin_io, *twin_child;
 	char *twin_buf;
 	size_t twin_len;
 	bool twin_eof, twin_exited;
-	int twin_status;                 /* the child's siginfo code/status */
+	int twin_status; /* the child's siginfo code/status */
 	int twin_code;
 	uint64_t twin_ask_usec;
 };
@@ -141,8 +141,9 @@ struct trial_result {
 
 static inline void trial_result_init(struct trial_result *t, enum store_trial_state state, enum store_failure failure)
 {
-	*t = (struct trial_result){ .state = state, .failure = failure, .max_rate = NAN, .max_goodput = NAN,
-				    .concurrency = NAN, .cost = NAN };
+	*t = (struct trial_result){
+		.state = state, .failure = failure, .max_rate = NAN, .max_goodput = NAN, .concurrency = NAN, .cost = NAN
+	};
 }
 
 /* runner-trial.c */

@@ -171,4 +171,3 @@ void runner_start_quality_check(struct runner *r)
 	(void)sd_event_source_set_description(r->qc_child, "runner-quality-check");
 	runner_set_phase(r, RUNNER_QUALITY_CHECK);
 }
-

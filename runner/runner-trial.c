@@ -70,7 +70,9 @@ void runner_finish_trial(struct runner *r, const struct trial_result *t)
 		.concurrency = t->concurrency,
 		.cost_per_mtok = t->cost,
 	};
-	struct opt_trial ot = { .config = r->cand.config, .outcome = outcome_for_opt(t), .cost = t->cost,
+	struct opt_trial ot = { .config = r->cand.config,
+				.outcome = outcome_for_opt(t),
+				.cost = t->cost,
 				.confirm = r->cand.ask == OPT_ASK_CONFIRM };
 	struct error err = { 0 };
 	int k;
@@ -82,8 +84,8 @@ void runner_finish_trial(struct runner *r, const struct trial_result *t)
 	if (k >= 0 && r->deploy && (deploy_get_pgid(r->deploy) > 0 || deploy_get_unit(r->deploy)) &&
 	    (deploy_get_state(r->deploy) == DEPLOY_READY || deploy_get_state(r->deploy) == DEPLOY_STARTING))
 		/* still running until the teardown below ends: keep it findable */
-		k = store_trial_set_server(r->store, r->trial_id, deploy_get_pgid(r->deploy), deploy_get_unit(r->deploy),
-					   r->log_path, &err);
+		k = store_trial_set_server(r->store, r->trial_id, deploy_get_pgid(r->deploy),
+					   deploy_get_unit(r->deploy), r->log_path, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return;
@@ -475,8 +477,8 @@ static void on_probe_done(struct probe *p, int result, void *userdata)
 
 	if (result < 0 || r->points_failed) {
 		r->probe_result = result;
-		k = sd_event_add_time_relative(r->event, &r->settle_timer, CLOCK_MONOTONIC, SETTLE_USEC, 1000, on_settle,
-					       r);
+		k = sd_event_add_time_relative(r->event, &r->settle_timer, CLOCK_MONOTONIC, SETTLE_USEC, 1000,
+					       on_settle, r);
 		if (k >= 0) {
 			(void)sd_event_source_set_description(r->settle_timer, "runner-settle");
 			return;

@@ -160,7 +160,8 @@ static void lookup_warm(struct runner *r)
 			    r->row.name, r->twin_key, k == -EBADMSG ? "not JSON" : error_str(&err, k));
 	else {
 		r->twin_have_warm = true;
-		log_info("study %s: twin: warm start from the calibration stored for %s by study %lld (fit error %.1f%%)",
+		log_info("study %s: twin: warm start from the calibration stored for %s by study %lld (fit error "
+			 "%.1f%%)",
 			 r->row.name, r->twin_key, (long long)row.study_id, 100 * r->twin_warm.fit_error);
 	}
 	store_twin_calibration_done(&row);
@@ -269,8 +270,7 @@ _noreturn_ static void twin_child(struct runner *r, int fd)
 	char *text;
 	int k;
 
-	k = twin_next(r->twin, &r->twin_settings, &r->twin_hist, r->twin_have_warm ? &r->twin_warm : NULL, &cand,
-		      &err);
+	k = twin_next(r->twin, &r->twin_settings, &r->twin_hist, r->twin_have_warm ? &r->twin_warm : NULL, &cand, &err);
 	if (k >= 0)
 		k = twin_candidate_to_json(r->study->space, &cand, &j);
 	if (k < 0) {

@@ -44,11 +44,11 @@
 const char *runner_phase_to_string(enum runner_phase p)
 {
 	static const char *const names[_RUNNER_PHASE_MAX] = {
-		[RUNNER_IDLE] = "idle",         [RUNNER_PLANNING] = "planning",
+		[RUNNER_IDLE] = "idle",           [RUNNER_PLANNING] = "planning",
 		[RUNNER_DEPLOYING] = "deploying", [RUNNER_QUALITY_CHECK] = "quality-check",
-		[RUNNER_PROBING] = "probing",   [RUNNER_TEARDOWN] = "teardown",
-		[RUNNER_PAUSING] = "pausing",   [RUNNER_PAUSED] = "paused",
-		[RUNNER_STOPPING] = "stopping", [RUNNER_FINISHED] = "finished",
+		[RUNNER_PROBING] = "probing",     [RUNNER_TEARDOWN] = "teardown",
+		[RUNNER_PAUSING] = "pausing",     [RUNNER_PAUSED] = "paused",
+		[RUNNER_STOPPING] = "stopping",   [RUNNER_FINISHED] = "finished",
 	};
 	return (unsigned)p < _RUNNER_PHASE_MAX ? names[p] : "unknown";
 }
@@ -94,7 +94,8 @@ void runner_knobs_text(const struct opt_space *space, const struct opt_config *c
 		val = opt_config_text(space, c, k, v, sizeof(v));
 
 		if (strcmp(name, OPT_KNOB_QUANTIZATION) == 0)
-			n = snprintf(buf + len, size - len, "%s%s", len ? " " : "", strcmp(val, "none") == 0 ? "bf16" : val);
+			n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+				     strcmp(val, "none") == 0 ? "bf16" : val);
 		else if (strcmp(name, OPT_KNOB_TENSOR_PARALLEL) == 0)
 			n = snprintf(buf + len, size - len, "%stp=%s", len ? " " : "", val);
 		else
@@ -207,8 +208,8 @@ void runner_get_best(const struct runner *r, struct runner_best *ret)
 	*ret = b;
 }
 
-int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port,
-			  char **ret, struct error *err)
+int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port, char **ret,
+			  struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *knobs = NULL;
 	struct engine_command cmd = { 0 };
@@ -249,8 +250,8 @@ static bool trial_to_opt(const struct store_trial *t, struct opt_trial *ret)
 		}
 		break;
 	case STORE_TRIAL_INFEASIBLE:
-		ret->outcome = t->failure == STORE_FAILURE_SLA_NEVER_MET ? OPT_OUTCOME_SLA_NEVER_MET
-									 : OPT_OUTCOME_INFEASIBLE;
+		ret->outcome =
+			t->failure == STORE_FAILURE_SLA_NEVER_MET ? OPT_OUTCOME_SLA_NEVER_MET : OPT_OUTCOME_INFEASIBLE;
 		break;
 	case STORE_TRIAL_FAILED:
 		ret->outcome = OPT_OUTCOME_FAILED;
@@ -405,8 +406,8 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	r->settings.max_trials = r->opts.max_trials ? r->opts.max_trials : r->study->budget.max_trials;
 	if (r->opts.confirm_probes)
 		r->settings.confirm_probes = r->opts.confirm_probes;
-	r->wall_budget_usec = r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec
-							  : r->study->budget.max_wall_time_usec;
+	r->wall_budget_usec =
+		r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec : r->study->budget.max_wall_time_usec;
 	r->status.max_trials = r->settings.max_trials;
 	k = runner_twin_init(r, err);
 	if (k < 0)
@@ -613,12 +614,14 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 	if (r->wall_budget_usec > 0 && r->wall_budget_usec != UINT64_MAX) {
 		if (r->wall_used_before_usec > 0)
 			log_info("study %s: %.0f s of the %.0f s wall-time budget spent in earlier runs", r->row.name,
-				 (double)r->wall_used_before_usec / USEC_PER_SEC, (double)r->wall_budget_usec / USEC_PER_SEC);
+				 (double)r->wall_used_before_usec / USEC_PER_SEC,
+				 (double)r->wall_budget_usec / USEC_PER_SEC);
 		if (r->wall_used_before_usec >= r->wall_budget_usec)
 			r->wall_expired = true;
 		else {
 			k = sd_event_add_time_relative(r->event, &r->wall_timer, CLOCK_MONOTONIC,
-						       r->wall_budget_usec - r->wall_used_before_usec, 1000, on_wall_timer, r);
+						       r->wall_budget_usec - r->wall_used_before_usec, 1000,
+						       on_wall_timer, r);
 			if (k >= 0)
 				(void)sd_event_source_set_description(r->wall_timer, "runner-wall-budget");
 		}

@@ -80,23 +80,23 @@ void runner_options_init(struct runner_options *o);
 
 struct runner_status {
 	enum runner_phase phase;
-	enum runner_end end;       /* RUNNER_END_NONE until FINISHED */
+	enum runner_end end; /* RUNNER_END_NONE until FINISHED */
 	int64_t study_id;
-	const char *study_name;    /* valid while the runner lives */
-	unsigned trial;            /* k: trials started so far in this study (1-based; 0 before the first) */
-	unsigned max_trials;       /* n: the budget (0 = no limit) */
-	int64_t trial_id;          /* store id of the current trial (0 none) */
-	bool confirming;           /* current trial is a confirmation re-probe */
-	char knobs[256];           /* current trial "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1" */
-	unsigned load_points;      /* load points finished in the current trial */
-	double current_rate;       /* request rate being probed (0 none) */
+	const char *study_name; /* valid while the runner lives */
+	unsigned trial;         /* k: trials started so far in this study (1-based; 0 before the first) */
+	unsigned max_trials;    /* n: the budget (0 = no limit) */
+	int64_t trial_id;       /* store id of the current trial (0 none) */
+	bool confirming;        /* current trial is a confirmation re-probe */
+	char knobs[256];        /* current trial "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1" */
+	unsigned load_points;   /* load points finished in the current trial */
+	double current_rate;    /* request rate being probed (0 none) */
 	bool have_best;
 	double best_cost_per_mtok; /* best so far ($/Mtok) */
 	double best_max_goodput;   /* its tokens/s */
 	int64_t best_trial_id;
 	char best_knobs[256];
-	const char *message;       /* why FAILED / last error, or NULL; valid until the next event */
-	char twin[128];            /* the twin strategy's state ("twin refine, warm, fit error 3.1%"); "" otherwise */
+	const char *message; /* why FAILED / last error, or NULL; valid until the next event */
+	char twin[128];      /* the twin strategy's state ("twin refine, warm, fit error 3.1%"); "" otherwise */
 };
 
 /* "trial 7/40 probing max_num_seqs=128 ... tp=1; best $0.213/Mtok" — one line for
@@ -117,10 +117,10 @@ struct runner_event {
 	const struct probe_result *load_point;
 	/* TRIAL_FINISHED */
 	int64_t trial_id;
-	int trial_state;      /* enum store_trial_state */
-	int failure;          /* enum store_failure */
+	int trial_state;             /* enum store_trial_state */
+	int failure;                 /* enum store_failure */
 	const char *failure_message; /* may be NULL */
-	double cost_per_mtok; /* NAN when none */
+	double cost_per_mtok;        /* NAN when none */
 	double max_goodput;
 	double deploy_seconds; /* start to ready (NAN: never ready, or a dry run) */
 	/* FINISHED */
@@ -189,8 +189,8 @@ void runner_get_best(const struct runner *r, struct runner_best *ret);
 /* The command line that runs the study's engine with knobs (a JSON object
  * such as a trial's knobs_json), on host:port, shell-quoted for people
  * (engine_command_format). The caller frees *ret. */
-int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port,
-			  char **ret, struct error *err);
+int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port, char **ret,
+			  struct error *err);
 
 /* Frees the runner; a server still running is killed (deploy_free). Accepts NULL. */
 struct runner *runner_free(struct runner *r);

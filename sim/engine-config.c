@@ -32,8 +32,8 @@ static int set_string(char *dst, size_t size, const char *flag, const char *valu
 	if (!value || !*value)
 		return error_set(err, -EINVAL, "%s: expected a value", flag);
 	if (strlen(value) >= size)
-		return error_set(err, -EINVAL, "%s: value too long (at most %zu bytes): \"%.40s...\"", flag,
-				 size - 1, value);
+		return error_set(err, -EINVAL, "%s: value too long (at most %zu bytes): \"%.40s...\"", flag, size - 1,
+				 value);
 	memcpy(dst, value, strlen(value) + 1);
 	return 1;
 }
@@ -57,8 +57,7 @@ bool sim_engine_flag_takes_value(const char *flag)
 	return true;
 }
 
-int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value,
-				 struct error *err)
+int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value, struct error *err)
 {
 	const char *n = flag_name(flag);
 	char what[64];

@@ -228,4 +228,3 @@ bool sim_kv_req_admit_blocks(struct sim_engine *e, struct req *r, uint32_t budge
 	*ret_n_new = n_new;
 	return true;
 }
-

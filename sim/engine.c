@@ -493,8 +493,7 @@ static bool step_start(struct sim_engine *e, uint64_t t)
 		double s = e->cfg.extra_jitter_sigma;
 		dt *= exp(s * rng_normal(e->rng) - s * s / 2);
 	}
-	dt += (e->cfg.fault_step_usec + e->cfg.fault_step_per_seq_usec * (double)e->n_sched * e->n_sched / 64.0) *
-	      1e-6;
+	dt += (e->cfg.fault_step_usec + e->cfg.fault_step_per_seq_usec * (double)e->n_sched * e->n_sched / 64.0) * 1e-6;
 
 	e->in_flight = true;
 	e->step_start = t;

@@ -37,8 +37,8 @@ struct sim_engine;
  * set fields (or apply command-line flags), then sim_engine_config_resolve(). */
 struct sim_engine_config {
 	/* inputs (names; resolved into model/gpu/profile below) */
-	char model_name[SIM_NAME_MAX];   /* preset or HF id; also the served model name */
-	char model_config_path[1024];    /* HF config.json; "" = use the preset */
+	char model_name[SIM_NAME_MAX]; /* preset or HF id; also the served model name */
+	char model_config_path[1024];  /* HF config.json; "" = use the preset */
 	char gpu_name[16];
 	char profile_name[16];           /* "vllm" | "trtllm" */
 	char profile_path[1024];         /* JSON overrides; "" = none */
@@ -49,17 +49,17 @@ struct sim_engine_config {
 	uint32_t max_model_len;          /* 0 = the model's max_position_embeddings */
 	enum sim_quant quant;
 	enum sim_kv_dtype kv_dtype;
-	double gpu_memory_utilization;   /* 0.9 */
-	bool enable_prefix_caching;      /* true */
+	double gpu_memory_utilization;         /* 0.9 */
+	bool enable_prefix_caching;            /* true */
 	uint32_t long_prefill_token_threshold; /* 0 = off */
 	uint64_t seed;
-	double jitter_sigma;             /* log-normal sigma per step (0.03) */
+	double jitter_sigma; /* log-normal sigma per step (0.03) */
 	/* faults (off by default) */
-	double extra_jitter_sigma;       /* extra log-normal sigma per step */
-	double fault_step_usec;          /* extra cost of every step, µs */
-	double fault_step_per_seq_usec;  /* extra µs per scheduled sequence, growing with the batch:
+	double extra_jitter_sigma;      /* extra log-normal sigma per step */
+	double fault_step_usec;         /* extra cost of every step, µs */
+	double fault_step_per_seq_usec; /* extra µs per scheduled sequence, growing with the batch:
 	                                  * n_seq² / 64 × this (a cost shape the model does not have) */
-	double startup_scale;            /* multiplies the §4.5 start-up time (1 = realistic) */
+	double startup_scale;           /* multiplies the §4.5 start-up time (1 = realistic) */
 
 	/* resolved (sim_engine_config_resolve fills these from the names; a caller such
 	 * as the digital twin may then edit profile before sim_engine_new) */
@@ -81,8 +81,7 @@ void sim_engine_config_init(struct sim_engine_config *c);
  * --no-enable-prefix-caching (value ignored), --long-prefill-token-threshold.
  * Returns 1 when applied, 0 when the flag is not an engine flag, negative errno
  * with err naming flag and value when the value is bad. Clears `resolved`. */
-int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value,
-				 struct error *err);
+int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value, struct error *err);
 /* Whether flag (as above) takes a value (all but --no-enable-prefix-caching and
  * --enable-prefix-caching). */
 bool sim_engine_flag_takes_value(const char *flag);
@@ -98,9 +97,9 @@ int sim_engine_config_resolve(struct sim_engine_config *c, struct error *err);
 struct sim_engine_info {
 	struct sim_memory memory;
 	uint32_t max_model_len, max_num_seqs, max_num_batched_tokens;
-	uint64_t startup_usec;   /* §4.5 time × startup_scale */
-	double usd_per_hour;     /* GPU price × TP */
-	double weights_gib;      /* per GPU */
+	uint64_t startup_usec; /* §4.5 time × startup_scale */
+	double usd_per_hour;   /* GPU price × TP */
+	double weights_gib;    /* per GPU */
 };
 
 /* Callbacks, all optional. Times are the engine's (virtual or CLOCK_MONOTONIC) µs. */
@@ -162,7 +161,7 @@ struct sim_engine_stats {
 	uint64_t prefix_cache_queries;    /* prompt tokens looked up */
 	uint64_t prefix_cache_hits;       /* of those, served from the cache */
 	uint64_t steps;
-	uint64_t busy_usec;               /* Σ step durations */
+	uint64_t busy_usec; /* Σ step durations */
 	uint64_t requests_finished, requests_aborted;
 	uint32_t last_step_tokens, last_step_seqs;
 	uint64_t last_step_usec;

@@ -12,14 +12,14 @@
 #include <stdint.h>
 
 struct sim_faults {
-	uint64_t crash_after;      /* die (SIGKILL) on the request after this many; 0 = never */
-	uint64_t hang_after;       /* stop answering after this many requests; 0 = never */
-	bool fail_startup;         /* fail after the load delay with vLLM's engine-init error */
-	double http500_fraction;   /* [0, 1]: requests answered with HTTP 500 */
-	double bad_sse_fraction;   /* [0, 1]: streams that get one malformed chunk and end */
-	double jitter_sigma;       /* >= 0: extra log-normal sigma of every step time (the engine applies it) */
-	double step_overhead_ms;   /* >= 0: extra per-step cost, outside the performance model */
-	uint64_t rng_state;        /* splitmix64 state, from the seed */
+	uint64_t crash_after;    /* die (SIGKILL) on the request after this many; 0 = never */
+	uint64_t hang_after;     /* stop answering after this many requests; 0 = never */
+	bool fail_startup;       /* fail after the load delay with vLLM's engine-init error */
+	double http500_fraction; /* [0, 1]: requests answered with HTTP 500 */
+	double bad_sse_fraction; /* [0, 1]: streams that get one malformed chunk and end */
+	double jitter_sigma;     /* >= 0: extra log-normal sigma of every step time (the engine applies it) */
+	double step_overhead_ms; /* >= 0: extra per-step cost, outside the performance model */
+	uint64_t rng_state;      /* splitmix64 state, from the seed */
 };
 
 /* All faults off, random decisions seeded from seed. */

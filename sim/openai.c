@@ -100,7 +100,8 @@ static int ids_add_id_array(struct ids *a, const cJSON *arr, const char *path, s
 	size_t i = 0;
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		int r;
 
 		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX ||
@@ -148,7 +149,8 @@ static int parse_messages(const cJSON *root, struct ids *a, struct error *err)
 		return error_set(err, -EINVAL, "messages: missing");
 	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
 		return error_set(err, -EINVAL, "messages: expected a non-empty array");
-	cJSON_ArrayForEach(m, msgs) {
+	cJSON_ArrayForEach(m, msgs)
+	{
 		const cJSON *role, *content;
 		int r;
 
@@ -168,7 +170,8 @@ static int parse_messages(const cJSON *root, struct ids *a, struct error *err)
 			const cJSON *part;
 			size_t j = 0;
 
-			cJSON_ArrayForEach(part, content) {
+			cJSON_ArrayForEach(part, content)
+			{
 				const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
 
 				if (!cJSON_IsObject(part))
@@ -327,8 +330,8 @@ static int checked(int n, size_t size)
 	return n;
 }
 
-int sim_api_format_token_chunk(char *buf, size_t size, const struct sim_api_stream *s, uint32_t token_id,
-			       bool first, const char *finish_reason)
+int sim_api_format_token_chunk(char *buf, size_t size, const struct sim_api_stream *s, uint32_t token_id, bool first,
+			       const char *finish_reason)
 {
 	char fr[16];
 

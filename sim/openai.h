@@ -28,13 +28,13 @@ enum sim_api_kind {
 
 struct sim_api_request {
 	enum sim_api_kind kind;
-	char *model;             /* as sent, or NULL when omitted */
-	uint32_t *prompt_ids;    /* n_prompt ids */
+	char *model;          /* as sent, or NULL when omitted */
+	uint32_t *prompt_ids; /* n_prompt ids */
 	size_t n_prompt;
-	bool has_max_tokens;     /* max_tokens (or max_completion_tokens) was given */
+	bool has_max_tokens; /* max_tokens (or max_completion_tokens) was given */
 	uint32_t max_tokens;
 	bool stream;
-	bool include_usage;      /* stream_options.include_usage */
+	bool include_usage; /* stream_options.include_usage */
 	bool ignore_eos;
 };
 
@@ -70,8 +70,8 @@ struct sim_api_stream {
  * (size bytes). first marks the first token (chat: carries the role),
  * finish_reason is NULL or "length"/"stop". Returns the length written, or
  * -ENOBUFS when it does not fit (nothing usable written). */
-int sim_api_format_token_chunk(char *buf, size_t size, const struct sim_api_stream *s, uint32_t token_id,
-			       bool first, const char *finish_reason);
+int sim_api_format_token_chunk(char *buf, size_t size, const struct sim_api_stream *s, uint32_t token_id, bool first,
+			       const char *finish_reason);
 /* The usage chunk (choices: []) sent when stream_options.include_usage. */
 int sim_api_format_usage_chunk(char *buf, size_t size, const struct sim_api_stream *s, uint64_t prompt_tokens,
 			       uint64_t completion_tokens);

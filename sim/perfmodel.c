@@ -48,10 +48,10 @@ int sim_quant_from_string(const char *s, enum sim_quant *ret)
 		const char *name;
 		enum sim_quant q;
 	} table[] = {
-		{ "none", SIM_QUANT_NONE }, { "bf16", SIM_QUANT_NONE },  { "fp16", SIM_QUANT_NONE },
-		{ "auto", SIM_QUANT_NONE }, { "fp8", SIM_QUANT_FP8 },    { "int8", SIM_QUANT_INT8 },
-		{ "w8a8", SIM_QUANT_INT8 }, { "awq", SIM_QUANT_AWQ },    { "w4a16", SIM_QUANT_AWQ },
-		{ "gptq", SIM_QUANT_AWQ },  { "awq_marlin", SIM_QUANT_AWQ }, { "gptq_marlin", SIM_QUANT_AWQ },
+		{ "none", SIM_QUANT_NONE },  { "bf16", SIM_QUANT_NONE },      { "fp16", SIM_QUANT_NONE },
+		{ "auto", SIM_QUANT_NONE },  { "fp8", SIM_QUANT_FP8 },        { "int8", SIM_QUANT_INT8 },
+		{ "w8a8", SIM_QUANT_INT8 },  { "awq", SIM_QUANT_AWQ },        { "w4a16", SIM_QUANT_AWQ },
+		{ "gptq", SIM_QUANT_AWQ },   { "awq_marlin", SIM_QUANT_AWQ }, { "gptq_marlin", SIM_QUANT_AWQ },
 		{ "marlin", SIM_QUANT_AWQ },
 	};
 
@@ -109,10 +109,8 @@ int sim_model_from_hf_json(const cJSON *j, const char *what, struct sim_model *r
 		uint32_t *slot;
 		uint32_t max;
 	} req[] = {
-		{ "hidden_size", &m.hidden, 1u << 18 },
-		{ "num_hidden_layers", &m.layers, 4096 },
-		{ "num_attention_heads", &m.heads, 4096 },
-		{ "intermediate_size", &m.ffn, 1u << 22 },
+		{ "hidden_size", &m.hidden, 1u << 18 },    { "num_hidden_layers", &m.layers, 4096 },
+		{ "num_attention_heads", &m.heads, 4096 }, { "intermediate_size", &m.ffn, 1u << 22 },
 		{ "vocab_size", &m.vocab, 1u << 24 },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(req); i++) {
@@ -151,8 +149,8 @@ int sim_model_from_hf_json(const cJSON *j, const char *what, struct sim_model *r
 		return r;
 	/* A mixture of experts streams all experts but computes with the active ones;
 	 * this model is for dense ones only. */
-	for (const char *const *k = (const char *const[]){ "num_local_experts", "num_experts", "n_routed_experts",
-							    NULL };
+	for (const char *const *k =
+		     (const char *const[]){ "num_local_experts", "num_experts", "n_routed_experts", NULL };
 	     *k; k++) {
 		r = json_get_u32(j, what, *k, 0, UINT32_MAX, &experts, err);
 		if (r < 0)
@@ -188,13 +186,34 @@ static const struct {
 	size_t offset;
 	bool positive; /* must be > 0, else >= 0 */
 } profile_fields[] = {
-#define F(n, pos) { #n, offsetof(struct sim_profile, n), pos }
-	F(mfu_bf16, true),        F(mfu_bf16_a100, true),   F(mfu_fp8, true),        F(mfu_int8, true),
-	F(mbu_w, true),           F(mbu_kv, true),          F(f_attn, true),         F(awq_q_eff, true),
-	F(awq_q_eff_tokens, false), F(busbw_frac, true),    F(t_fixed_ms, false),    F(c_seq_us, false),
-	F(c_tok_us, false),       F(t_tp_ms, false),        F(engine_efficiency, true), F(act_graphs_gib, false),
-	F(act_base_gib, false),   F(act_nccl_gib, false),   F(start_proc_s, false),  F(start_tp_s, false),
-	F(load_gbps, true),       F(start_compile_s, false), F(start_profile_s, false), F(start_graphs_s, false),
+#define F(n, pos)                                                                                                      \
+	{                                                                                                              \
+#n, offsetof(struct sim_profile, n), pos                                                               \
+	}
+	F(mfu_bf16, true),
+	F(mfu_bf16_a100, true),
+	F(mfu_fp8, true),
+	F(mfu_int8, true),
+	F(mbu_w, true),
+	F(mbu_kv, true),
+	F(f_attn, true),
+	F(awq_q_eff, true),
+	F(awq_q_eff_tokens, false),
+	F(busbw_frac, true),
+	F(t_fixed_ms, false),
+	F(c_seq_us, false),
+	F(c_tok_us, false),
+	F(t_tp_ms, false),
+	F(engine_efficiency, true),
+	F(act_graphs_gib, false),
+	F(act_base_gib, false),
+	F(act_nccl_gib, false),
+	F(start_proc_s, false),
+	F(start_tp_s, false),
+	F(load_gbps, true),
+	F(start_compile_s, false),
+	F(start_profile_s, false),
+	F(start_graphs_s, false),
 #undef F
 };
 
@@ -240,7 +259,8 @@ int sim_profile_apply_json(struct sim_profile *p, const cJSON *j, const char *wh
 			if (strcmp(c->string, profile_fields[i].name) == 0)
 				break;
 		if (i == ELEMENTSOF(profile_fields))
-			return error_set(err, -EINVAL, "%s.%s: unknown key (a profile constant is one of mfu_bf16, "
+			return error_set(err, -EINVAL,
+					 "%s.%s: unknown key (a profile constant is one of mfu_bf16, "
 					 "mbu_w, t_fixed_ms, ...; see `goodput-sim --help`)",
 					 what, c->string);
 		if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || c->valuedouble < 0 ||
@@ -304,8 +324,7 @@ int sim_perf_init(struct sim_perf *p, const struct sim_model *m, const struct si
 		return error_set(err, -EINVAL, "--tensor-parallel-size: must be at least 1");
 	if (q >= _SIM_QUANT_MAX || kv >= _SIM_KV_MAX)
 		return error_set(err, -EINVAL, "quantization or KV dtype out of range");
-	if (m->layers == 0 || m->hidden == 0 || m->heads == 0 || m->kv_heads == 0 || m->head_dim == 0 ||
-	    m->vocab == 0)
+	if (m->layers == 0 || m->hidden == 0 || m->heads == 0 || m->kv_heads == 0 || m->head_dim == 0 || m->vocab == 0)
 		return error_set(err, -EINVAL, "model %s: incomplete architecture", m->name);
 
 	n.p_lin = m->params - emb * (m->tied ? 1.0 : 2.0);
@@ -450,8 +469,7 @@ int sim_perf_check_startup(const struct sim_perf *p, uint32_t gpus, uint32_t max
 				 mem->weights / SIM_GIB, mem->act_peak / SIM_GIB, mem->budget / SIM_GIB,
 				 p->gpu.mem_bytes / 1e9);
 	if (mem->kv_tokens < max_model_len) {
-		double need = ceil((double)max_model_len / mem->block_size) * mem->block_size *
-			      mem->kv_bytes_token_gpu;
+		double need = ceil((double)max_model_len / mem->block_size) * mem->block_size * mem->kv_bytes_token_gpu;
 		return error_set(err, -ENOSPC,
 				 "ValueError: To serve at least one request with the models's max seq len (%u), "
 				 "(%.2f GiB) KV cache is needed, which is larger than the available KV cache memory "
@@ -471,8 +489,7 @@ double sim_perf_startup_sec(const struct sim_perf *p)
 	       pr->start_compile_s + pr->start_profile_s + pr->start_graphs_s;
 }
 
-void sim_perf_default_batch(const struct sim_gpu *g, uint32_t *ret_max_num_batched_tokens,
-			    uint32_t *ret_max_num_seqs)
+void sim_perf_default_batch(const struct sim_gpu *g, uint32_t *ret_max_num_batched_tokens, uint32_t *ret_max_num_seqs)
 {
 	bool big = g->mem_bytes >= 70.0 * SIM_GIB && !g->a100_mfu;
 

@@ -22,7 +22,7 @@
 
 #include "error.h"
 
-#define SIM_GIB (1024.0 * 1024.0 * 1024.0)
+#define SIM_GIB      (1024.0 * 1024.0 * 1024.0)
 #define SIM_NAME_MAX 128
 
 /* ---- GPUs (§1) ---- */
@@ -56,11 +56,11 @@ struct sim_model {
 	uint32_t heads;          /* num_attention_heads */
 	uint32_t kv_heads;       /* num_key_value_heads */
 	uint32_t head_dim;
-	uint32_t ffn;            /* intermediate_size */
-	uint32_t vocab;          /* vocab_size */
-	uint32_t max_position;   /* max_position_embeddings: the default max_model_len */
-	bool tied;               /* tie_word_embeddings */
-	double params;           /* total parameters (published figure, or computed) */
+	uint32_t ffn;          /* intermediate_size */
+	uint32_t vocab;        /* vocab_size */
+	uint32_t max_position; /* max_position_embeddings: the default max_model_len */
+	bool tied;             /* tie_word_embeddings */
+	double params;         /* total parameters (published figure, or computed) */
 };
 
 /* Fills ret from a preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-7b,
@@ -111,29 +111,29 @@ int sim_kv_dtype_from_string(const char *s, enum sim_kv_dtype *ret);
 
 /* Every fitted constant, by name; the JSON keys are the field names. */
 struct sim_profile {
-	double mfu_bf16;       /* GEMM fraction of the BF16 peak */
-	double mfu_bf16_a100;  /* ... on A100 (0.65) */
-	double mfu_fp8;        /* fraction of the FP8 peak */
-	double mfu_int8;       /* fraction of the INT8 peak */
-	double mbu_w;          /* weight streaming fraction of HBM bandwidth */
-	double mbu_kv;         /* paged-attention KV read fraction */
-	double f_attn;         /* attention FLOP efficiency vs the BF16 peak */
-	double awq_q_eff;      /* W4A16 compute efficiency when compute-bound */
-	double awq_q_eff_tokens; /* ... applies when a step holds more tokens than this (64) */
-	double busbw_frac;     /* all-reduce bus bandwidth as a fraction of the link */
-	double t_fixed_ms;     /* per-step fixed overhead */
-	double c_seq_us;       /* per scheduled sequence */
-	double c_tok_us;       /* per scheduled token */
-	double t_tp_ms;        /* per extra TP rank */
+	double mfu_bf16;          /* GEMM fraction of the BF16 peak */
+	double mfu_bf16_a100;     /* ... on A100 (0.65) */
+	double mfu_fp8;           /* fraction of the FP8 peak */
+	double mfu_int8;          /* fraction of the INT8 peak */
+	double mbu_w;             /* weight streaming fraction of HBM bandwidth */
+	double mbu_kv;            /* paged-attention KV read fraction */
+	double f_attn;            /* attention FLOP efficiency vs the BF16 peak */
+	double awq_q_eff;         /* W4A16 compute efficiency when compute-bound */
+	double awq_q_eff_tokens;  /* ... applies when a step holds more tokens than this (64) */
+	double busbw_frac;        /* all-reduce bus bandwidth as a fraction of the link */
+	double t_fixed_ms;        /* per-step fixed overhead */
+	double c_seq_us;          /* per scheduled sequence */
+	double c_tok_us;          /* per scheduled token */
+	double t_tp_ms;           /* per extra TP rank */
 	double engine_efficiency; /* the whole step time is divided by this (1 = as modelled) */
 	/* memory (§4.3) */
 	double act_graphs_gib; /* CUDA graphs */
 	double act_base_gib;   /* non-torch memory */
 	double act_nccl_gib;   /* NCCL buffers when TP > 1 */
 	/* start-up (§4.5) */
-	double start_proc_s;   /* imports, tokenizer, workers */
-	double start_tp_s;     /* extra worker/NCCL spawn when TP > 1 */
-	double load_gbps;      /* weight load bandwidth, GB/s (page-cached NVMe) */
+	double start_proc_s; /* imports, tokenizer, workers */
+	double start_tp_s;   /* extra worker/NCCL spawn when TP > 1 */
+	double load_gbps;    /* weight load bandwidth, GB/s (page-cached NVMe) */
 	double start_compile_s;
 	double start_profile_s;
 	double start_graphs_s;
@@ -165,13 +165,13 @@ struct sim_perf {
 	enum sim_kv_dtype kv_dtype;
 	uint32_t tp;
 	/* derived */
-	double p_lin;          /* linear parameters (excl. embedding and lm_head) */
-	double w_stream;       /* bytes streamed per step over all ranks (linear + lm_head) */
-	double w_resident;     /* bytes resident over all ranks (+ untied embedding) */
-	double kv_bytes_token; /* KV bytes per token, all ranks (2·L·Hkv·hd·kvb) */
-	double kv_bytes_token_gpu; /* per GPU (÷TP, or ÷Hkv when TP > Hkv: replicated) */
+	double p_lin;                            /* linear parameters (excl. embedding and lm_head) */
+	double w_stream;                         /* bytes streamed per step over all ranks (linear + lm_head) */
+	double w_resident;                       /* bytes resident over all ranks (+ untied embedding) */
+	double kv_bytes_token;                   /* KV bytes per token, all ranks (2·L·Hkv·hd·kvb) */
+	double kv_bytes_token_gpu;               /* per GPU (÷TP, or ÷Hkv when TP > Hkv: replicated) */
 	double gemm_peak_small, gemm_peak_large; /* effective GEMM FLOP/s at T <= / > awq_q_eff_tokens */
-	double bw_w, bw_kv;    /* effective bandwidths */
+	double bw_w, bw_kv;                      /* effective bandwidths */
 	double attn_flops_rate;
 };
 
@@ -182,12 +182,12 @@ int sim_perf_init(struct sim_perf *p, const struct sim_model *m, const struct si
 
 /* A batch as the step time sees it: sums, so the hot path never walks a list. */
 struct sim_batch {
-	uint32_t n_decode;        /* sequences decoding one token */
-	uint64_t decode_ctx_sum;  /* Σ context of the decoding sequences */
-	uint32_t n_chunks;        /* prefill chunks */
-	uint64_t chunk_tokens;    /* Σ c_j */
+	uint32_t n_decode;         /* sequences decoding one token */
+	uint64_t decode_ctx_sum;   /* Σ context of the decoding sequences */
+	uint32_t n_chunks;         /* prefill chunks */
+	uint64_t chunk_tokens;     /* Σ c_j */
 	uint64_t chunk_offset_sum; /* Σ o_j (KV already cached for the chunk's sequence) */
-	double chunk_attn;        /* Σ c_j·(o_j + c_j/2) */
+	double chunk_attn;         /* Σ c_j·(o_j + c_j/2) */
 };
 
 static inline void sim_batch_add_decode(struct sim_batch *b, uint64_t ctx)
@@ -220,13 +220,13 @@ double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, s
 /* ---- memory, KV capacity and start-up checks (§4.3) ---- */
 
 struct sim_memory {
-	double budget;        /* mem × gpu_memory_utilization, per GPU */
-	double weights;       /* resident weights per GPU */
-	double act_peak;      /* activation + graphs + non-torch (+ NCCL) per GPU */
-	double kv_avail;      /* budget − weights − act_peak (may be negative) */
+	double budget;   /* mem × gpu_memory_utilization, per GPU */
+	double weights;  /* resident weights per GPU */
+	double act_peak; /* activation + graphs + non-torch (+ NCCL) per GPU */
+	double kv_avail; /* budget − weights − act_peak (may be negative) */
 	double kv_bytes_token_gpu;
-	uint64_t num_blocks;  /* KV blocks of block_size tokens */
-	uint64_t kv_tokens;   /* num_blocks · block_size */
+	uint64_t num_blocks; /* KV blocks of block_size tokens */
+	uint64_t kv_tokens;  /* num_blocks · block_size */
 	uint32_t block_size;
 };
 
@@ -251,5 +251,4 @@ double sim_perf_startup_sec(const struct sim_perf *p);
 
 /* The defaults vLLM's OpenAI server picks (PERFMODEL §4.1): 8192/1024 on >= 70 GiB GPUs other
  * than A100, else 2048/256. */
-void sim_perf_default_batch(const struct sim_gpu *g, uint32_t *ret_max_num_batched_tokens,
-			    uint32_t *ret_max_num_seqs);
+void sim_perf_default_batch(const struct sim_gpu *g, uint32_t *ret_max_num_batched_tokens, uint32_t *ret_max_num_seqs);

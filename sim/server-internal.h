@@ -56,13 +56,13 @@ struct sim_req {
 	bool too_large;
 
 	/* the completion */
-	bool handled;        /* the final access-handler call ran */
-	bool in_engine;      /* submitted and not finished/aborted */
-	bool finished;       /* the last token is known */
-	bool aborted;        /* client went away or fault: stop sending */
+	bool handled;   /* the final access-handler call ran */
+	bool in_engine; /* submitted and not finished/aborted */
+	bool finished;  /* the last token is known */
+	bool aborted;   /* client went away or fault: stop sending */
 	bool suspended;
-	bool done_sent;      /* [DONE] (or the full JSON) handed out */
-	bool bad_sse;        /* fault: send one malformed chunk mid-stream and end */
+	bool done_sent; /* [DONE] (or the full JSON) handed out */
+	bool bad_sse;   /* fault: send one malformed chunk mid-stream and end */
 	uint64_t id;
 	uint64_t arrival_usec;
 	uint32_t n_prompt, max_tokens, n_cached;
@@ -73,8 +73,8 @@ struct sim_req {
 	const char *finish_reason;
 
 	/* pacing */
-	size_t heap_idx;     /* index in server->heap, SIZE_MAX when not queued */
-	uint64_t deadline;   /* heap key */
+	size_t heap_idx;   /* index in server->heap, SIZE_MAX when not queued */
+	uint64_t deadline; /* heap key */
 	sd_event_source *rdhup;
 	struct sim_req *hash_next;
 	struct sim_req *all_prev, *all_next; /* every live request, for shutdown */
@@ -84,12 +84,12 @@ struct sim_server {
 	sd_event *event;
 	struct sim_server_config cfg;
 	struct sim_engine_config ecfg;
-	struct sim_engine *engine;     /* NULL when the start-up checks failed */
+	struct sim_engine *engine; /* NULL when the start-up checks failed */
 	struct error startup_err;
 	int startup_r;
 	const struct sim_engine_info *info;
 	char *served_name;
-	char *served_name_json;        /* JSON-escaped */
+	char *served_name_json; /* JSON-escaped */
 	uint32_t max_model_len;
 
 	struct MHD_Daemon *mhd;
@@ -97,7 +97,7 @@ struct sim_server {
 	sd_event_source *mhd_io, *mhd_timer, *pacer, *load_timer;
 	bool ready, hung, stopping, need_run;
 	uint64_t start_usec, load_usec;
-	uint64_t pacer_last_usec;      /* when the pacer last ran */
+	uint64_t pacer_last_usec; /* when the pacer last ran */
 
 	/* in-flight completions by id */
 	struct sim_req **buckets;
@@ -113,7 +113,7 @@ struct sim_server {
 
 	/* metrics */
 	struct sim_histogram ttft, tpot, e2e, lateness, queue_time;
-	uint64_t http_responses[6];     /* by status class 1xx..5xx ([0] unused) */
+	uint64_t http_responses[6]; /* by status class 1xx..5xx ([0] unused) */
 	uint64_t req_finished_length, req_aborted, faults_http500, faults_bad_sse;
 	uint64_t fixed_generation_tokens, fixed_prompt_tokens;
 };

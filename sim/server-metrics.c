@@ -16,12 +16,12 @@
 #include "server-internal.h"
 #include "time-util.h"
 
-static const double ttft_bounds[] = { 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5, 0.75,
+static const double ttft_bounds[] = { 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,  0.75,
 				      1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160., 640., 2560. };
 static const double tpot_bounds[] = { 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
 				      0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0 };
-static const double e2e_bounds[] = { 0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,    10.0,
-				     15.0, 20.0, 30.0, 40.0, 50.0,  60.0,  120.0, 240.0, 480.0, 960.0 };
+static const double e2e_bounds[] = { 0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,   5.0,   10.0, 15.0,
+				     20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0 };
 static const double late_bounds[] = { 0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002,
 				      0.003,   0.005,  0.0075, 0.01,   0.02,   0.05,    0.1,   0.25,   1.0 };
 
@@ -67,8 +67,7 @@ static void put_histogram(FILE *f, const char *name, const char *help, const cha
 	fprintf(f, "%s_sum{%s} %.9g\n%s_count{%s} %" PRIu64 "\n", name, labels, h->sum, name, labels, h->count);
 }
 
-static void put_metric(FILE *f, const char *type, const char *name, const char *help, const char *labels,
-		       double v)
+static void put_metric(FILE *f, const char *type, const char *name, const char *help, const char *labels, double v)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %.17g\n", name, help, name, type, name, labels, v);
 }
@@ -89,12 +88,12 @@ char *sim_server_render_metrics(struct sim_server *s)
 	if (!f)
 		return NULL;
 
-	put_metric(f, "gauge", "vllm:num_requests_running", "Number of requests in model execution batches.",
-		   labels, st.running);
+	put_metric(f, "gauge", "vllm:num_requests_running", "Number of requests in model execution batches.", labels,
+		   st.running);
 	put_metric(f, "gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels,
 		   st.waiting);
-	put_metric(f, "gauge", "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.",
-		   labels, st.kv_usage);
+	put_metric(f, "gauge", "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", labels,
+		   st.kv_usage);
 	put_metric(f, "gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels,
 		   st.kv_usage);
 	put_metric(f, "counter", "vllm:num_preemptions_total", "Cumulative number of preemptions.", labels,
@@ -103,18 +102,19 @@ char *sim_server_render_metrics(struct sim_server *s)
 		   (double)(st.prompt_tokens + s->fixed_prompt_tokens));
 	put_metric(f, "counter", "vllm:generation_tokens_total", "Number of generation tokens processed.", labels,
 		   (double)(st.generation_tokens + s->fixed_generation_tokens));
-	put_metric(f, "counter", "vllm:prefix_cache_queries_total",
-		   "Prefix-cache queries, in tokens.", labels, (double)st.prefix_cache_queries);
+	put_metric(f, "counter", "vllm:prefix_cache_queries_total", "Prefix-cache queries, in tokens.", labels,
+		   (double)st.prefix_cache_queries);
 	put_metric(f, "counter", "vllm:prefix_cache_hits_total", "Prefix-cache hits, in tokens.", labels,
 		   (double)st.prefix_cache_hits);
-	fprintf(f, "# HELP vllm:request_success_total Count of successfully processed requests.\n"
-		   "# TYPE vllm:request_success_total counter\n"
-		   "vllm:request_success_total{%s,finished_reason=\"length\"} %" PRIu64 "\n",
+	fprintf(f,
+		"# HELP vllm:request_success_total Count of successfully processed requests.\n"
+		"# TYPE vllm:request_success_total counter\n"
+		"vllm:request_success_total{%s,finished_reason=\"length\"} %" PRIu64 "\n",
 		labels, s->req_finished_length);
-	put_histogram(f, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-		      labels, &s->ttft);
-	put_histogram(f, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
-		      labels, &s->tpot);
+	put_histogram(f, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels,
+		      &s->ttft);
+	put_histogram(f, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", labels,
+		      &s->tpot);
 	put_histogram(f, "vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
 		      labels, &s->e2e);
 	put_histogram(f, "vllm:request_queue_time_seconds",
@@ -138,10 +138,9 @@ char *sim_server_render_metrics(struct sim_server *s)
 	put_metric(f, "gauge", "goodput_sim_kv_cache_used_blocks", "KV-cache blocks held by requests.", labels,
 		   (double)st.used_blocks);
 	put_metric(f, "counter", "goodput_sim_requests_aborted_total",
-		   "Requests dropped because the client went away (KV blocks freed).", labels,
-		   (double)s->req_aborted);
-	put_metric(f, "counter", "goodput_sim_fault_http500_total", "Requests answered 500 by --fault-http500.",
-		   labels, (double)s->faults_http500);
+		   "Requests dropped because the client went away (KV blocks freed).", labels, (double)s->req_aborted);
+	put_metric(f, "counter", "goodput_sim_fault_http500_total", "Requests answered 500 by --fault-http500.", labels,
+		   (double)s->faults_http500);
 	put_metric(f, "counter", "goodput_sim_fault_bad_sse_total", "Streams broken by --fault-bad-sse.", labels,
 		   (double)s->faults_bad_sse);
 	fprintf(f, "# HELP goodput_sim_http_responses_total HTTP responses by status class.\n"
@@ -162,8 +161,7 @@ char *sim_server_render_models(struct sim_server *s)
 
 	if (asprintf(&out,
 		     "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":%" PRIu64
-		     ",\"owned_by\":\"goodput-sim\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%" PRIu32
-		     "}]}",
+		     ",\"owned_by\":\"goodput-sim\",\"root\":\"%s\",\"parent\":null,\"max_model_len\":%" PRIu32 "}]}",
 		     s->served_name_json, (uint64_t)(real_usec() / USEC_PER_SEC), s->served_name_json,
 		     s->max_model_len) < 0)
 		return NULL;

@@ -301,7 +301,8 @@ void sim_req_observe_token(struct sim_server *s, struct sim_req *r, uint32_t i, 
 		sim_histogram_observe(&s->ttft, ttft);
 		sim_histogram_observe(&s->queue_time, ttft);
 	} else
-		sim_histogram_observe(&s->tpot, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->tokens[i - 1].sched_usec)));
+		sim_histogram_observe(&s->tpot,
+				      usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->tokens[i - 1].sched_usec)));
 	if (r->finished && i + 1 == r->n_tokens) {
 		sim_histogram_observe(&s->e2e, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec)));
 		s->req_finished_length++;
@@ -374,4 +375,3 @@ ssize_t sim_req_stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	/* sim_req_schedule may have resumed it at once (a token became due meanwhile). */
 	return 0;
 }
-

@@ -50,7 +50,7 @@
 #include "server-internal.h"
 #include "time-util.h"
 
-#define READER_BLOCK_SIZE 2048
+#define READER_BLOCK_SIZE       2048
 #define CONNECTION_MEMORY_LIMIT (16u * 1024u)
 #ifndef PACER_MIN_GAP_USEC
 #define PACER_MIN_GAP_USEC 100
@@ -84,9 +84,8 @@ static enum MHD_Result queue_buffer(struct sim_req *r, unsigned status, const ch
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-					      r->route == SIM_ROUTE_COMPLETIONS || r->route == SIM_ROUTE_CHAT ?
-						      "POST" :
-						      "GET");
+					      r->route == SIM_ROUTE_COMPLETIONS || r->route == SIM_ROUTE_CHAT ? "POST"
+													      : "GET");
 	ret = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	if (status / 100 >= 1 && status / 100 <= 5)
@@ -110,7 +109,9 @@ static void record_trace(struct sim_server *s, struct sim_req *r)
 		"{\"id\":%" PRIu64 ",\"arrival_usec\":%" PRIu64 ",\"stream\":%s,\"prompt_tokens\":%" PRIu32
 		",\"max_tokens\":%" PRIu32 ",\"cached_tokens\":%" PRIu32 ",\"finish\":\"%s\",\"tokens\":[",
 		r->id, r->arrival_usec, r->api.stream ? "true" : "false", r->n_prompt, r->max_tokens, r->n_cached,
-		r->aborted ? "abort" : r->finish_reason ? r->finish_reason : "none");
+		r->aborted         ? "abort"
+		: r->finish_reason ? r->finish_reason
+				   : "none");
 	for (uint32_t i = 0; i < r->n_tokens; i++)
 		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", r->tokens[i].sched_usec,
 			r->tokens[i].sent_usec);
@@ -174,8 +175,8 @@ static enum MHD_Result handle_completion(struct sim_req *r)
 		return MHD_YES; /* no response, ever */
 	}
 
-	k = sim_api_parse_request(r->route == SIM_ROUTE_CHAT ? SIM_API_CHAT : SIM_API_COMPLETIONS, r->body,
-				  r->body_len, &r->api, &err);
+	k = sim_api_parse_request(r->route == SIM_ROUTE_CHAT ? SIM_API_CHAT : SIM_API_COMPLETIONS, r->body, r->body_len,
+				  &r->api, &err);
 	if (k == -ENOMEM)
 		return MHD_NO;
 	if (k < 0)
@@ -330,8 +331,7 @@ static enum MHD_Result handle_final(struct sim_req *r, const char *url, const ch
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				 const char *version, const char *upload_data, size_t *upload_data_size,
-				 void **con_cls)
+				 const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct sim_server *s = cls;
 	struct sim_req *r = *con_cls;
@@ -573,15 +573,11 @@ static int server_listen(struct sim_server *s, const char *host, struct error *e
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)limit + 64)
 		limit = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
 
-	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
-				  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-				  MHD_OPTION_CONNECTION_LIMIT, limit,
+	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
+				  MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, limit,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_LIMIT,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-				  MHD_OPTION_END);
+				  MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->mhd)
 		return error_set(err, -EADDRNOTAVAIL, "cannot listen on %s port %u (address in use?)", host,

@@ -16,7 +16,7 @@
 #include "error.h"
 #include "faults.h"
 
-#define SIM_SERVER_DEFAULT_MAX_BODY (4u << 20)
+#define SIM_SERVER_DEFAULT_MAX_BODY        (4u << 20)
 #define SIM_SERVER_DEFAULT_MAX_CONNECTIONS 4096u
 
 struct sim_server_config {
@@ -25,8 +25,8 @@ struct sim_server_config {
 	const char *served_model_name; /* NULL = the engine's model name */
 	bool load_usec_set;            /* load_usec overrides the engine's start-up estimate */
 	uint64_t load_usec;
-	const char *trace_path;        /* JSONL per request; NULL = none */
-	double fixed_itl_ms;           /* > 0: bypass the engine, one token per this (benchmarks) */
+	const char *trace_path; /* JSONL per request; NULL = none */
+	double fixed_itl_ms;    /* > 0: bypass the engine, one token per this (benchmarks) */
 	uint32_t max_connections;
 	size_t max_body_bytes;
 	uint64_t seed;

@@ -22,10 +22,25 @@ enum {
 
 /* The engine flags simulate accepts (--seed is the workload's and seeds both). */
 static const char *const engine_flags[] = {
-	"model", "model-config", "gpu", "gpus", "tensor-parallel-size", "tp", "max-num-seqs",
-	"max-num-batched-tokens", "max-model-len", "quantization", "kv-cache-dtype", "gpu-memory-utilization",
-	"profile", "profile-file", "jitter", "enable-prefix-caching", "no-enable-prefix-caching",
-	"long-prefill-token-threshold", NULL,
+	"model",
+	"model-config",
+	"gpu",
+	"gpus",
+	"tensor-parallel-size",
+	"tp",
+	"max-num-seqs",
+	"max-num-batched-tokens",
+	"max-model-len",
+	"quantization",
+	"kv-cache-dtype",
+	"gpu-memory-utilization",
+	"profile",
+	"profile-file",
+	"jitter",
+	"enable-prefix-caching",
+	"no-enable-prefix-caching",
+	"long-prefill-token-threshold",
+	NULL,
 };
 
 static void help(void)
@@ -60,9 +75,12 @@ static int print_result(const struct probe_result *res, bool json, const struct 
 		if (search) {
 			/* The search's own figures beside the result at the found rate. */
 			if (json_add_number(j, "max_request_rate", search->max_rate) < 0 ||
-			    json_add_number(j, "saturated_request_throughput", search->saturated.request_throughput) < 0 ||
-			    json_add_number(j, "saturated_output_throughput", search->saturated.output_throughput) < 0 ||
-			    json_add_number(j, "usd_per_mtok", isfinite(search->usd_per_mtok) ? search->usd_per_mtok : -1) < 0 ||
+			    json_add_number(j, "saturated_request_throughput", search->saturated.request_throughput) <
+				    0 ||
+			    json_add_number(j, "saturated_output_throughput", search->saturated.output_throughput) <
+				    0 ||
+			    json_add_number(j, "usd_per_mtok",
+					    isfinite(search->usd_per_mtok) ? search->usd_per_mtok : -1) < 0 ||
 			    json_add_number(j, "search_runs", search->runs) < 0)
 				return -ENOMEM;
 		}
@@ -100,9 +118,10 @@ int sim_cmd_simulate(int argc, char **argv)
 	int c, r;
 
 	for (size_t i = 0; engine_flags[i]; i++)
-		own[k++] = (struct option){ engine_flags[i],
-					    sim_engine_flag_takes_value(engine_flags[i]) ? required_argument : no_argument,
-					    NULL, ARG_ENGINE_FIRST + (int)i };
+		own[k++] =
+			(struct option){ engine_flags[i],
+					 sim_engine_flag_takes_value(engine_flags[i]) ? required_argument : no_argument,
+					 NULL, ARG_ENGINE_FIRST + (int)i };
 	for (size_t i = 0; i < ELEMENTSOF(own_tail); i++)
 		own[k++] = own_tail[i];
 	own[k] = (struct option){ 0 };
@@ -131,7 +150,8 @@ int sim_cmd_simulate(int argc, char **argv)
 			return 2;
 		default:
 			if (c >= ARG_ENGINE_FIRST && c < ARG_ENGINE_FIRST + (int)ELEMENTSOF(engine_flags) - 1) {
-				r = sim_engine_config_apply_flag(&cfg, engine_flags[c - ARG_ENGINE_FIRST], optarg, &err);
+				r = sim_engine_config_apply_flag(&cfg, engine_flags[c - ARG_ENGINE_FIRST], optarg,
+								 &err);
 			} else {
 				r = probe_workload_flags_handle(c, optarg, argc, argv, &wf, &err);
 				if (r == 0) {

@@ -93,8 +93,7 @@ static void run_done(struct sim_run *run)
 
 /* Sends request i at t (the engine rejects prompts longer than max_model_len:
  * that request fails as the server would answer 400). */
-static int send_one(struct sim_run *run, const struct probe_request_spec *q, size_t i, uint64_t t,
-		    struct error *err)
+static int send_one(struct sim_run *run, const struct probe_request_spec *q, size_t i, uint64_t t, struct error *err)
 {
 	struct sim_req_state *s = &run->st[i];
 	struct error e = { 0 };
@@ -258,8 +257,8 @@ fail:
 }
 
 int sim_simulate(const struct sim_engine_config *cfg, const struct probe_workload *w, const struct probe_sla *sla,
-		 const double *pcts, size_t n_pcts, struct probe_result *ret_result, struct sim_simulate_stats *ret_stats,
-		 struct error *err)
+		 const double *pcts, size_t n_pcts, struct probe_result *ret_result,
+		 struct sim_simulate_stats *ret_stats, struct error *err)
 {
 	struct probe_request_result *reqs = NULL;
 	struct sim_simulate_stats st;
@@ -309,7 +308,8 @@ static int simulate_at(const struct sim_engine_config *cfg, const struct probe_w
 	} else {
 		c.request_rate = rate;
 		if (c.arrival == PROBE_ARRIVAL_INF)
-			c.arrival = c.burstiness > 0 && c.burstiness != 1.0 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
+			c.arrival =
+				c.burstiness > 0 && c.burstiness != 1.0 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
 	}
 	r = probe_workload_generate(&c, &w, err);
 	if (r < 0)

@@ -25,11 +25,11 @@
 
 /* Engine-side figures of one simulate run. */
 struct sim_simulate_stats {
-	struct sim_engine_stats engine; /* at the end of the run */
+	struct sim_engine_stats engine;      /* at the end of the run */
 	double kv_usage_mean, kv_usage_peak; /* step-weighted over the run */
 	double running_mean, waiting_mean;
 	uint32_t running_peak, waiting_peak;
-	uint64_t virtual_usec;          /* first send → last completion */
+	uint64_t virtual_usec; /* first send → last completion */
 };
 
 /* Runs w through an engine built from cfg (start-up checks apply: err has
@@ -47,16 +47,16 @@ int sim_simulate_requests(const struct sim_engine_config *cfg, const struct prob
  * 50/90/99); sla may be NULL. ret_result->server is filled from the engine
  * (KV usage, running, waiting, preemptions). */
 int sim_simulate(const struct sim_engine_config *cfg, const struct probe_workload *w, const struct probe_sla *sla,
-		 const double *pcts, size_t n_pcts, struct probe_result *ret_result, struct sim_simulate_stats *ret_stats,
-		 struct error *err);
+		 const double *pcts, size_t n_pcts, struct probe_result *ret_result,
+		 struct sim_simulate_stats *ret_stats, struct error *err);
 
 /* The result of a rate search. */
 struct sim_rate_search {
-	double max_rate;          /* largest tried rate meeting the SLA (req/s); 0 when none did */
-	struct probe_result at_max; /* its result (valid when max_rate > 0) */
+	double max_rate;               /* largest tried rate meeting the SLA (req/s); 0 when none did */
+	struct probe_result at_max;    /* its result (valid when max_rate > 0) */
 	struct probe_result saturated; /* the run at rate inf */
-	unsigned runs;            /* simulate runs spent */
-	double usd_per_mtok;      /* GPU $/h × TP ÷ (goodput at max_rate × 3600) × 1e6; INFINITY when none */
+	unsigned runs;                 /* simulate runs spent */
+	double usd_per_mtok;           /* GPU $/h × TP ÷ (goodput at max_rate × 3600) × 1e6; INFINITY when none */
 };
 
 /* Finds the largest request rate at which the workload (wcfg with its arrival

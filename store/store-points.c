@@ -178,12 +178,30 @@ static int lp_from_row(sqlite3_stmt *st, struct store_load_point *ret)
 	p.sla_met = sqlite3_column_int(st, c++) != 0;
 	p.completed = (uint32_t)sqlite3_column_int64(st, c++);
 	p.failed = (uint32_t)sqlite3_column_int64(st, c++);
-	double *d[] = { &p.mean_ttft_ms, &p.p50_ttft_ms, &p.p90_ttft_ms, &p.p99_ttft_ms, &p.mean_tpot_ms,
-			&p.p50_tpot_ms, &p.p90_tpot_ms, &p.p99_tpot_ms, &p.p99_itl_ms, &p.p99_e2el_ms,
-			&p.request_throughput, &p.output_throughput, &p.total_token_throughput,
-			&p.good_output_throughput, &p.request_goodput, &p.mean_concurrency, &p.kv_usage_peak,
-			&p.running_peak, &p.waiting_peak, &p.preemptions, &p.gpu_util_mean, &p.gpu_util_peak,
-			&p.gpu_mem_mean_mib, &p.gpu_mem_peak_mib };
+	double *d[] = { &p.mean_ttft_ms,
+			&p.p50_ttft_ms,
+			&p.p90_ttft_ms,
+			&p.p99_ttft_ms,
+			&p.mean_tpot_ms,
+			&p.p50_tpot_ms,
+			&p.p90_tpot_ms,
+			&p.p99_tpot_ms,
+			&p.p99_itl_ms,
+			&p.p99_e2el_ms,
+			&p.request_throughput,
+			&p.output_throughput,
+			&p.total_token_throughput,
+			&p.good_output_throughput,
+			&p.request_goodput,
+			&p.mean_concurrency,
+			&p.kv_usage_peak,
+			&p.running_peak,
+			&p.waiting_peak,
+			&p.preemptions,
+			&p.gpu_util_mean,
+			&p.gpu_util_peak,
+			&p.gpu_mem_mean_mib,
+			&p.gpu_mem_peak_mib };
 	for (size_t k = 0; k < ELEMENTSOF(d); k++)
 		*d[k] = store_col_double(st, c++);
 	if (r == 0)

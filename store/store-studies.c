@@ -15,14 +15,14 @@
 /* ---- names ---- */
 
 static const char *const study_state_names[_STORE_STUDY_STATE_MAX] = {
-	[STORE_STUDY_QUEUED] = "queued",   [STORE_STUDY_RUNNING] = "running", [STORE_STUDY_PAUSED] = "paused",
-	[STORE_STUDY_DONE] = "done",       [STORE_STUDY_FAILED] = "failed",   [STORE_STUDY_CANCELLED] = "cancelled",
+	[STORE_STUDY_QUEUED] = "queued", [STORE_STUDY_RUNNING] = "running", [STORE_STUDY_PAUSED] = "paused",
+	[STORE_STUDY_DONE] = "done",     [STORE_STUDY_FAILED] = "failed",   [STORE_STUDY_CANCELLED] = "cancelled",
 };
 
 static const char *const trial_state_names[_STORE_TRIAL_STATE_MAX] = {
-	[STORE_TRIAL_PENDING] = "pending",       [STORE_TRIAL_DEPLOYING] = "deploying",
-	[STORE_TRIAL_PROBING] = "probing",       [STORE_TRIAL_DONE] = "done",
-	[STORE_TRIAL_INFEASIBLE] = "infeasible", [STORE_TRIAL_FAILED] = "failed",
+	[STORE_TRIAL_PENDING] = "pending",         [STORE_TRIAL_DEPLOYING] = "deploying",
+	[STORE_TRIAL_PROBING] = "probing",         [STORE_TRIAL_DONE] = "done",
+	[STORE_TRIAL_INFEASIBLE] = "infeasible",   [STORE_TRIAL_FAILED] = "failed",
 	[STORE_TRIAL_INTERRUPTED] = "interrupted",
 };
 

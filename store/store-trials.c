@@ -112,8 +112,8 @@ static int trial_get_one(struct store *s, sqlite3_stmt *st, const char *what, co
 }
 
 /* Steps a SELECT of TRIAL_COLS into a new array. */
-static int trial_get_all(struct store *s, sqlite3_stmt *st, const char *what, struct store_trial **ret,
-			 size_t *ret_n, struct error *err)
+static int trial_get_all(struct store *s, sqlite3_stmt *st, const char *what, struct store_trial **ret, size_t *ret_n,
+			 struct error *err)
 {
 	struct store_trial *a = NULL;
 	size_t n = 0, cap = 0;
@@ -269,8 +269,7 @@ int store_trial_find(struct store *s, int64_t study_id, const char *kind, const 
 }
 
 /* Runs a one-parameter-id statement; -ENOENT when it changed nothing. */
-static int run_on_trial(struct store *s, enum store_stmt id, int64_t trial_id, const char *what,
-			struct error *err)
+static int run_on_trial(struct store *s, enum store_stmt id, int64_t trial_id, const char *what, struct error *err)
 {
 	sqlite3_stmt *st;
 	int r;
@@ -378,8 +377,7 @@ int store_trial_finish(struct store *s, int64_t id, const struct store_trial_out
 	int r;
 
 	if (!store_trial_state_is_final(o->state))
-		return error_set(err, -EINVAL, "%s: %s: state %s is not final", s->path, what,
-				 state_name(o->state));
+		return error_set(err, -EINVAL, "%s: %s: state %s is not final", s->path, what, state_name(o->state));
 	if (!store_failure_to_string(o->failure))
 		return error_set(err, -EINVAL, "%s: %s: invalid failure class %d", s->path, what, (int)o->failure);
 	r = store_stmt(s, STMT_TRIAL_FINISH, what, &st, err);
@@ -389,7 +387,8 @@ int store_trial_finish(struct store *s, int64_t id, const struct store_trial_out
 	if (r == 0)
 		r = store_bind_text(st, 2, store_trial_state_to_string(o->state));
 	if (r == 0)
-		r = store_bind_text(st, 3, o->failure == STORE_FAILURE_NONE ? NULL : store_failure_to_string(o->failure));
+		r = store_bind_text(st, 3,
+				    o->failure == STORE_FAILURE_NONE ? NULL : store_failure_to_string(o->failure));
 	if (r == 0)
 		r = store_bind_text(st, 4, o->failure_message);
 	if (r == 0)
@@ -407,8 +406,7 @@ int store_trial_finish(struct store *s, int64_t id, const struct store_trial_out
 	return trial_update_done(s, st, r, what, id, err);
 }
 
-int store_trial_history(struct store *s, int64_t study_id, struct store_trial **ret, size_t *ret_n,
-			struct error *err)
+int store_trial_history(struct store *s, int64_t study_id, struct store_trial **ret, size_t *ret_n, struct error *err)
 {
 	sqlite3_stmt *st;
 	int r;

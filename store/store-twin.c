@@ -65,8 +65,7 @@ int store_twin_calibration_upsert(struct store *s, const struct store_twin_calib
 	return store_step_done(s, st, what, err);
 }
 
-int store_twin_calibration_get(struct store *s, const char *key, struct store_twin_calibration *ret,
-			       struct error *err)
+int store_twin_calibration_get(struct store *s, const char *key, struct store_twin_calibration *ret, struct error *err)
 {
 	const char *what = "reading a twin calibration";
 	struct store_twin_calibration c = { 0 };

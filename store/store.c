@@ -135,19 +135,19 @@ _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration pe
 
 /* ---- statements ---- */
 
-#define STUDY_COLS                                                                                       \
-	"id, name, spec, engine, model, label, state, message, created_usec, started_usec, finished_usec," \
+#define STUDY_COLS                                                                                                     \
+	"id, name, spec, engine, model, label, state, message, created_usec, started_usec, finished_usec,"             \
 	" best_trial_id, seed, algorithm, nlopt_version"
-#define TRIAL_COLS                                                                                       \
-	"id, study_id, seq, kind, knobs, canonical_key, state, failure_class, failure_message,"             \
-	" deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok, started_usec, finished_usec,"  \
+#define TRIAL_COLS                                                                                                     \
+	"id, study_id, seq, kind, knobs, canonical_key, state, failure_class, failure_message,"                        \
+	" deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok, started_usec, finished_usec,"             \
 	" log_path, server_pgid, server_unit, host_json, predicted_cost"
-#define LP_COLS                                                                                          \
-	"id, trial_id, seq, phase, request_rate, max_concurrency, attainment, sla_met, completed, failed,"  \
-	" mean_ttft_ms, p50_ttft_ms, p90_ttft_ms, p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms,"     \
-	" p99_tpot_ms, p99_itl_ms, p99_e2el_ms, request_throughput, output_throughput,"                    \
-	" total_token_throughput, good_output_throughput, request_goodput, mean_concurrency,"               \
-	" kv_usage_peak, running_peak, waiting_peak, preemptions, gpu_util_mean, gpu_util_peak,"           \
+#define LP_COLS                                                                                                        \
+	"id, trial_id, seq, phase, request_rate, max_concurrency, attainment, sla_met, completed, failed,"             \
+	" mean_ttft_ms, p50_ttft_ms, p90_ttft_ms, p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms,"                \
+	" p99_tpot_ms, p99_itl_ms, p99_e2el_ms, request_throughput, output_throughput,"                                \
+	" total_token_throughput, good_output_throughput, request_goodput, mean_concurrency,"                          \
+	" kv_usage_peak, running_peak, waiting_peak, preemptions, gpu_util_mean, gpu_util_peak,"                       \
 	" gpu_mem_mean_mib, gpu_mem_peak_mib, result, created_usec"
 
 static const char *const stmt_sql[_STMT_MAX] = {
@@ -197,11 +197,12 @@ static const char *const stmt_sql[_STMT_MAX] = {
 				   " (SELECT best_trial_id FROM studies WHERE id = ?1)",
 	[STMT_TRIAL_BEST_COST] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 AND state = 'done'"
 				 " AND cost_per_mtok IS NOT NULL ORDER BY cost_per_mtok, seq LIMIT 1",
-	[STMT_TRIAL_BEST_FOR] = "SELECT " TRIAL_COLS " FROM trials WHERE id = (SELECT t.id FROM trials t"
-				" JOIN studies s ON t.study_id = s.id WHERE s.state = 'done' AND s.model = ?1"
-				" AND s.engine = ?2 AND (?3 IS NULL OR s.label = ?3) AND t.state = 'done'"
-				" AND t.cost_per_mtok IS NOT NULL AND (s.best_trial_id IS NULL OR t.id = s.best_trial_id)"
-				" ORDER BY t.cost_per_mtok, s.id, t.seq LIMIT 1)",
+	[STMT_TRIAL_BEST_FOR] =
+		"SELECT " TRIAL_COLS " FROM trials WHERE id = (SELECT t.id FROM trials t"
+		" JOIN studies s ON t.study_id = s.id WHERE s.state = 'done' AND s.model = ?1"
+		" AND s.engine = ?2 AND (?3 IS NULL OR s.label = ?3) AND t.state = 'done'"
+		" AND t.cost_per_mtok IS NOT NULL AND (s.best_trial_id IS NULL OR t.id = s.best_trial_id)"
+		" ORDER BY t.cost_per_mtok, s.id, t.seq LIMIT 1)",
 	[STMT_TRIAL_STUDY] = "SELECT study_id FROM trials WHERE id = ?1",
 	[STMT_LP_DELETE_TRIAL] = "DELETE FROM load_points WHERE trial_id = ?1",
 	[STMT_LP_INSERT] = "INSERT INTO load_points (trial_id, seq, phase, request_rate, max_concurrency,"
@@ -272,8 +273,9 @@ int store_sql_error(struct store *s, int rc, const char *what, struct error *err
 	if (!msg || !*msg || strcmp(msg, "not an error") == 0)
 		msg = sqlite3_errstr(rc);
 	if ((rc & 0xff) == SQLITE_FULL)
-		return error_set(err, r, "%s: %s: %s (the disk or the database's size limit is full; nothing "
-					 "committed earlier was lost)",
+		return error_set(err, r,
+				 "%s: %s: %s (the disk or the database's size limit is full; nothing "
+				 "committed earlier was lost)",
 				 s ? s->path : "store", what, msg);
 	return error_set(err, r, "%s: %s: %s", s ? s->path : "store", what, msg);
 }
@@ -488,7 +490,8 @@ static int pragma_text(struct store *s, const char *sql, char *buf, size_t size,
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return store_sql_error(s, rc, sql, err);
-	snprintf(buf, size, "%s", rc == SQLITE_ROW && sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
+	snprintf(buf, size, "%s",
+		 rc == SQLITE_ROW && sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
 	return 0;
 }
 
@@ -516,7 +519,8 @@ int store_open(const char *path, const struct store_open_options *opts, struct s
 		SQLITE_OPEN_NOMUTEX;
 	rc = sqlite3_open_v2(path, &s->db, flags, NULL);
 	if (rc != SQLITE_OK) {
-		r = store_sql_error(s, rc, s->read_only ? "opening the database read-only" : "opening the database", err);
+		r = store_sql_error(s, rc, s->read_only ? "opening the database read-only" : "opening the database",
+				    err);
 		return r;
 	}
 	sqlite3_extended_result_codes(s->db, 0);
@@ -534,9 +538,10 @@ int store_open(const char *path, const struct store_open_options *opts, struct s
 	if (s->read_only) {
 		if (version < o.target_version)
 			return error_set(err, version == 0 ? -ENOENT : -EPROTO,
-					 version == 0 ? "%s: not a goodput database (schema version %d)"
-						      : "%s: schema version %d is older than %d: open it read-write once "
-							"to migrate it",
+					 version == 0
+						 ? "%s: not a goodput database (schema version %d)"
+						 : "%s: schema version %d is older than %d: open it read-write once "
+						   "to migrate it",
 					 path, version, o.target_version);
 		*ret = TAKE_PTR(s);
 		return 0;

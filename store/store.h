@@ -36,9 +36,9 @@ enum store_open_flags {
 };
 
 struct store_open_options {
-	unsigned flags;          /* enum store_open_flags */
+	unsigned flags;           /* enum store_open_flags */
 	unsigned busy_timeout_ms; /* 0: 5000 */
-	int target_version;      /* 0: STORE_SCHEMA_VERSION; tests create older files with it */
+	int target_version;       /* 0: STORE_SCHEMA_VERSION; tests create older files with it */
 };
 
 /* Opens (creating when needed) and migrates the database at path. opts may be
@@ -82,13 +82,13 @@ int store_study_state_from_string(const char *s);
 
 struct store_study {
 	int64_t id;
-	char *name;        /* unique */
-	char *spec_json;   /* the study spec as submitted (canonical JSON) */
-	char *engine;      /* engine profile name (for "best for this model + engine") */
+	char *name;      /* unique */
+	char *spec_json; /* the study spec as submitted (canonical JSON) */
+	char *engine;    /* engine profile name (for "best for this model + engine") */
 	char *model;
-	char *label;       /* workload/SLA label; may be NULL */
+	char *label; /* workload/SLA label; may be NULL */
 	enum store_study_state state;
-	char *message;     /* why it failed or was cancelled; may be NULL */
+	char *message; /* why it failed or was cancelled; may be NULL */
 	uint64_t created_usec, started_usec, finished_usec;
 	int64_t best_trial_id; /* 0: none chosen yet */
 	/* what replaying the search needs */
@@ -120,7 +120,7 @@ int store_study_set_best(struct store *s, int64_t study_id, int64_t trial_id, st
 /* ---- trials ---- */
 
 enum store_trial_state {
-	STORE_TRIAL_PENDING,     /* recorded, not yet deployed */
+	STORE_TRIAL_PENDING, /* recorded, not yet deployed */
 	STORE_TRIAL_DEPLOYING,
 	STORE_TRIAL_PROBING,
 	STORE_TRIAL_DONE,        /* measured: max rate/goodput/cost set (cost NAN when the SLA was never met) */
@@ -162,15 +162,15 @@ struct store_trial {
 	enum store_failure failure;
 	char *failure_message;
 	double deploy_seconds;
-	double max_rate;          /* requests/s at the largest load meeting the SLA */
-	double max_goodput;       /* tokens/s counted for cost at that load */
-	double concurrency;       /* mean requests in flight at that load */
-	double cost_per_mtok;     /* $ per million tokens */
+	double max_rate;      /* requests/s at the largest load meeting the SLA */
+	double max_goodput;   /* tokens/s counted for cost at that load */
+	double concurrency;   /* mean requests in flight at that load */
+	double cost_per_mtok; /* $ per million tokens */
 	uint64_t started_usec, finished_usec;
 	char *log_path;
 	/* the server under test, so a restarted runner can kill an orphan */
-	int64_t server_pgid;      /* 0: none */
-	char *server_unit;        /* systemd unit name, or NULL */
+	int64_t server_pgid; /* 0: none */
+	char *server_unit;   /* systemd unit name, or NULL */
 	/* the host it ran on: engine version, GPU model, driver, count (JSON); may be NULL */
 	char *host_json;
 	/* what the digital twin predicted for it ($/Mtok); NAN: no prediction */
@@ -204,7 +204,7 @@ int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, str
 struct store_trial_outcome {
 	enum store_trial_state state; /* done, infeasible or failed */
 	enum store_failure failure;
-	const char *failure_message;  /* may be NULL */
+	const char *failure_message;                                              /* may be NULL */
 	double deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok; /* NAN: unknown */
 };
 
@@ -212,8 +212,7 @@ struct store_trial_outcome {
 int store_trial_finish(struct store *s, int64_t id, const struct store_trial_outcome *o, struct error *err);
 
 /* Every trial of a study in seq order: the optimizer's history. */
-int store_trial_history(struct store *s, int64_t study_id, struct store_trial **ret, size_t *ret_n,
-			struct error *err);
+int store_trial_history(struct store *s, int64_t study_id, struct store_trial **ret, size_t *ret_n, struct error *err);
 /* After a restart: trials of the study left in deploying/probing become
  * interrupted (to be redone). Returns how many. */
 int store_study_resume(struct store *s, int64_t study_id, struct error *err);
@@ -247,16 +246,15 @@ void store_twin_calibration_done(struct store_twin_calibration *c);
  * -EINVAL otherwise); updated is set to now. */
 int store_twin_calibration_upsert(struct store *s, const struct store_twin_calibration *c, struct error *err);
 /* -ENOENT when there is none for key. The caller owns *ret (store_twin_calibration_done). */
-int store_twin_calibration_get(struct store *s, const char *key, struct store_twin_calibration *ret,
-			       struct error *err);
+int store_twin_calibration_get(struct store *s, const char *key, struct store_twin_calibration *ret, struct error *err);
 
 /* ---- load points ---- */
 
 struct store_load_point {
 	int64_t id, trial_id;
-	uint32_t seq;           /* order within the trial */
-	char *phase;            /* "warmup", "saturation", "search", "confirm" ... */
-	double request_rate;    /* INFINITY for "inf" */
+	uint32_t seq;        /* order within the trial */
+	char *phase;         /* "warmup", "saturation", "search", "confirm" ... */
+	double request_rate; /* INFINITY for "inf" */
 	uint32_t max_concurrency;
 	double attainment;
 	bool sla_met;
@@ -271,7 +269,7 @@ struct store_load_point {
 	/* GPU telemetry during the load point (NVML): utilisation in % (the mean
 	 * over GPUs), memory used in MiB (summed over GPUs); NAN when unavailable */
 	double gpu_util_mean, gpu_util_peak, gpu_mem_mean_mib, gpu_mem_peak_mib;
-	char *result_json;      /* the full result object */
+	char *result_json; /* the full result object */
 	uint64_t created_usec;
 };
 

@@ -49,13 +49,16 @@ static int value_text(const cJSON *v, char *buf, size_t size)
 	return 0;
 }
 
-static int placeholder_value(const struct engine_render_params *params, const cJSON *knobs, const char *name,
-			     char *buf, size_t size)
+static int placeholder_value(const struct engine_render_params *params, const cJSON *knobs, const char *name, char *buf,
+			     size_t size)
 {
 	if (strcmp(name, "model") == 0)
 		snprintf(buf, size, "%s", params->model ? params->model : "");
 	else if (strcmp(name, "served_model") == 0)
-		snprintf(buf, size, "%s", params->served_model ? params->served_model : params->model ? params->model : "");
+		snprintf(buf, size, "%s",
+			 params->served_model ? params->served_model
+			 : params->model      ? params->model
+					      : "");
 	else if (strcmp(name, "host") == 0)
 		snprintf(buf, size, "%s", params->host ? params->host : "127.0.0.1");
 	else if (strcmp(name, "port") == 0)
@@ -139,8 +142,8 @@ static int check_tensor_parallel(const cJSON *knobs, unsigned gpu_count, struct 
 }
 
 /* Returns 1 with the value in buf, 0 when a named knob has no value. */
-static int render_derived(const struct engine_profile *p, const struct engine_derived *d, const cJSON *knobs,
-			  char *buf, size_t size, struct error *err)
+static int render_derived(const struct engine_profile *p, const struct engine_derived *d, const cJSON *knobs, char *buf,
+			  size_t size, struct error *err)
 {
 	double prod = 1;
 	const cJSON *e;
@@ -164,8 +167,8 @@ static int render_derived(const struct engine_profile *p, const struct engine_de
 	return 1;
 }
 
-int engine_profile_render(const struct engine_profile *p, const struct engine_render_params *params,
-			  const cJSON *knobs, struct engine_command *ret, struct error *err)
+int engine_profile_render(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
+			  struct engine_command *ret, struct error *err)
 {
 	_cleanup_(engine_command_done) struct engine_command c = { 0 };
 	size_t n_argv = 0, n_env = 0;
@@ -210,8 +213,8 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 			const cJSON *mapped = cJSON_GetObjectItemCaseSensitive(k->values, buf);
 
 			if (!mapped)
-				return error_set(err, -EINVAL, "knob %s: engine %s does not support \"%s\"", k->name, p->name,
-						 buf);
+				return error_set(err, -EINVAL, "knob %s: engine %s does not support \"%s\"", k->name,
+						 p->name, buf);
 			if (cJSON_IsNull(mapped))
 				continue;
 			snprintf(buf, sizeof(buf), "%s", mapped->valuestring);
@@ -289,8 +292,7 @@ static enum study_quant knobs_quant(const cJSON *knobs)
 	return v < 0 ? STUDY_QUANT_NONE : (enum study_quant)v;
 }
 
-static int need_checkpoint(const struct engine_profile *p, const struct study *s, enum study_quant q,
-			   struct error *err)
+static int need_checkpoint(const struct engine_profile *p, const struct study *s, enum study_quant q, struct error *err)
 {
 	const struct engine_knob *k = engine_profile_find_knob(p, OPT_KNOB_QUANTIZATION);
 
@@ -333,9 +335,10 @@ int engine_profile_check_study(const struct engine_profile *p, const struct stud
 		if (!(s->quantizations & (1u << q)))
 			continue;
 		if (q != STUDY_QUANT_NONE && !qk)
-			return error_set(err, -EINVAL, "quantizations: engine %s has no quantization flag for %s", p->name,
-					 study_quant_to_string((enum study_quant)q));
-		if (qk && qk->values && !cJSON_GetObjectItemCaseSensitive(qk->values, study_quant_to_string((enum study_quant)q)))
+			return error_set(err, -EINVAL, "quantizations: engine %s has no quantization flag for %s",
+					 p->name, study_quant_to_string((enum study_quant)q));
+		if (qk && qk->values &&
+		    !cJSON_GetObjectItemCaseSensitive(qk->values, study_quant_to_string((enum study_quant)q)))
 			return error_set(err, -EINVAL, "quantizations: engine %s does not support %s", p->name,
 					 study_quant_to_string((enum study_quant)q));
 		r = need_checkpoint(p, s, (enum study_quant)q, err);
@@ -348,8 +351,8 @@ int engine_profile_check_study(const struct engine_profile *p, const struct stud
 /* Appends s shell-quoted when it needs quoting. */
 static void append_quoted(char **buf, size_t *len, size_t *cap, const char *s)
 {
-	bool plain = *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") ==
-				   strlen(s);
+	bool plain = *s &&
+		     strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == strlen(s);
 	size_t need = strlen(s) * 4 + 4;
 
 	if (*len + need + 1 > *cap) {

@@ -23,8 +23,9 @@
 #include "macro.h"
 #include "time-util.h"
 
-static const char *const fixed_placeholders[] = { "model", "served_model", "host", "port", "gpu_type", "gpu_count",
-						  NULL };
+static const char *const fixed_placeholders[] = {
+	"model", "served_model", "host", "port", "gpu_type", "gpu_count", NULL
+};
 
 static bool is_canonical_knob(const char *name)
 {
@@ -41,8 +42,8 @@ const struct engine_knob *engine_profile_find_knob(const struct engine_profile *
 }
 
 /* Reads a NULL-terminated array of non-empty strings (array owned by the caller). */
-static int string_array(const cJSON *obj, const char *key, bool required, size_t max, const char ***ret,
-			size_t *ret_n, struct error *err)
+static int string_array(const cJSON *obj, const char *key, bool required, size_t max, const char ***ret, size_t *ret_n,
+			struct error *err)
 {
 	const cJSON *a = NULL, *item;
 	const char **v;
@@ -157,7 +158,8 @@ static int parse_knob(struct engine_profile *p, const cJSON *item, struct error 
 		return error_set(err, -EINVAL, "%s: more than %d knobs", path, ENGINE_MAX_KNOBS);
 	if (!item->string[0] || strlen(item->string) >= OPT_KNOB_NAME_MAX ||
 	    strspn(item->string, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(item->string))
-		return error_set(err, -EINVAL, "%s: knob names are [a-z0-9_], shorter than %d", path, OPT_KNOB_NAME_MAX);
+		return error_set(err, -EINVAL, "%s: knob names are [a-z0-9_], shorter than %d", path,
+				 OPT_KNOB_NAME_MAX);
 	if (engine_profile_find_knob(p, item->string))
 		return error_set(err, -EINVAL, "%s: duplicate key", path);
 	r = json_check_keys(item, path, keys, err);
@@ -173,16 +175,17 @@ static int parse_knob(struct engine_profile *p, const cJSON *item, struct error 
 	cJSON_ArrayForEach(v, k->values)
 	{
 		if (!cJSON_IsNull(v) && !(cJSON_IsString(v) && v->valuestring[0]))
-			return error_set(err, -EINVAL, "%s.values.%s: expected a flag value (string) or null", path, v->string);
-		if (strcmp(k->name, OPT_KNOB_QUANTIZATION) == 0 && study_quant_from_string(v->string) < 0)
-			return error_set(err, -EINVAL, "%s.values.%s: unknown quantization (none, fp8, int8, awq)", path,
+			return error_set(err, -EINVAL, "%s.values.%s: expected a flag value (string) or null", path,
 					 v->string);
+		if (strcmp(k->name, OPT_KNOB_QUANTIZATION) == 0 && study_quant_from_string(v->string) < 0)
+			return error_set(err, -EINVAL, "%s.values.%s: unknown quantization (none, fp8, int8, awq)",
+					 path, v->string);
 		if (!cJSON_IsNull(v))
 			all_null = false;
 	}
 	if (k->n_flags == 0 && (!k->values || !all_null))
-		return error_set(err, -EINVAL, "%s.flag: missing (only a knob whose values all map to null may omit it)",
-				 path);
+		return error_set(err, -EINVAL,
+				 "%s.flag: missing (only a knob whose values all map to null may omit it)", path);
 	r = json_get_array(item, path, "checkpoint_required", &a, err);
 	if (r < 0)
 		return r;
@@ -240,12 +243,14 @@ static int parse_derived(struct engine_profile *p, struct error *err)
 		{
 			if (cJSON_IsString(e)) {
 				if (!engine_profile_find_knob(p, e->valuestring))
-					return error_set(err, -EINVAL, "%s.product: \"%s\" is not a knob of this profile", path,
+					return error_set(err, -EINVAL,
+							 "%s.product: \"%s\" is not a knob of this profile", path,
 							 e->valuestring);
 				n_knob++;
 			} else if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0 ||
 				   e->valuedouble > 1e9)
-				return error_set(err, -EINVAL, "%s.product: expected knob names and numbers in (0, 1e9]", path);
+				return error_set(err, -EINVAL,
+						 "%s.product: expected knob names and numbers in (0, 1e9]", path);
 		}
 		if (n_knob == 0)
 			return error_set(err, -EINVAL, "%s.product: names no knob (a constant belongs in argv)", path);
@@ -257,9 +262,22 @@ static int parse_derived(struct engine_profile *p, struct error *err)
 
 static int parse_profile(struct engine_profile *p, struct error *err)
 {
-	static const char *const keys[] = { "name", "description", "argv", "knobs", "env", "gpu_env", "port",
-					    "health", "startup_timeout", "stop_timeout", "oom_patterns",
-					    "version_command", "metrics_path", "derived", "help_command", NULL };
+	static const char *const keys[] = { "name",
+					    "description",
+					    "argv",
+					    "knobs",
+					    "env",
+					    "gpu_env",
+					    "port",
+					    "health",
+					    "startup_timeout",
+					    "stop_timeout",
+					    "oom_patterns",
+					    "version_command",
+					    "metrics_path",
+					    "derived",
+					    "help_command",
+					    NULL };
 	static const char *const port_keys[] = { "mode", "announce_prefix", NULL };
 	static const char *const health_keys[] = { "path", "interval", NULL };
 	static const char *const port_modes[] = { "free", "announce", NULL };
@@ -434,8 +452,8 @@ int engine_profile_find(const char *name, const char *engines_dir, struct engine
 		return error_set(err, -EINVAL, "engine: empty profile name");
 	if (strchr(name, '/'))
 		return engine_profile_load_file(name, ret, err);
-	if (name[0] == '.' || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-				      strlen(name))
+	if (name[0] == '.' ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != strlen(name))
 		return error_set(err, -EINVAL, "engine: \"%s\" is not a profile name", name);
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		if (!dirs[i])
@@ -444,9 +462,9 @@ int engine_profile_find(const char *name, const char *engines_dir, struct engine
 		if (stat(path, &st) == 0)
 			return engine_profile_load_file(path, ret, err);
 	}
-	return error_set(err, -ENOENT, "engine: no profile \"%s\" in %s%s/etc/goodput/engines, %s/engines or %s/configs/engines",
-			 name, engines_dir ? engines_dir : "", engines_dir ? ", " : "", GOODPUT_DATADIR,
-			 GOODPUT_SOURCE_ROOT);
+	return error_set(
+		err, -ENOENT, "engine: no profile \"%s\" in %s%s/etc/goodput/engines, %s/engines or %s/configs/engines",
+		name, engines_dir ? engines_dir : "", engines_dir ? ", " : "", GOODPUT_DATADIR, GOODPUT_SOURCE_ROOT);
 }
 
 struct engine_profile *engine_profile_free(struct engine_profile *p)
@@ -463,7 +481,6 @@ struct engine_profile *engine_profile_free(struct engine_profile *p)
 	free(p);
 	return NULL;
 }
-
 
 static bool strv_has(const char **v, size_t n, const char *s)
 {

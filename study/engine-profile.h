@@ -45,11 +45,11 @@
 #include "study.h"
 
 #define ENGINE_PROFILE_MAX_BYTES (256 * 1024)
-#define ENGINE_MAX_KNOBS 16
-#define ENGINE_MAX_ARGS 256
-#define ENGINE_MAX_KNOB_FLAGS 4
-#define ENGINE_MAX_DERIVED 8
-#define ENGINE_MAX_PRODUCT 8
+#define ENGINE_MAX_KNOBS         16
+#define ENGINE_MAX_ARGS          256
+#define ENGINE_MAX_KNOB_FLAGS    4
+#define ENGINE_MAX_DERIVED       8
+#define ENGINE_MAX_PRODUCT       8
 
 enum engine_port_mode {
 	ENGINE_PORT_FREE,     /* the deployer finds a free port and passes it */
@@ -57,11 +57,11 @@ enum engine_port_mode {
 };
 
 struct engine_knob {
-	const char *name;   /* canonical or extra knob name */
-	const char *flag;   /* "--max-num-seqs": the first of flags, or NULL (values only) */
+	const char *name; /* canonical or extra knob name */
+	const char *flag; /* "--max-num-seqs": the first of flags, or NULL (values only) */
 	const char *flags[ENGINE_MAX_KNOB_FLAGS];
 	size_t n_flags;
-	const cJSON *values; /* value → flag value (string) or null (no flag); NULL = as is */
+	const cJSON *values;          /* value → flag value (string) or null (no flag); NULL = as is */
 	unsigned checkpoint_required; /* quantization knob: bit 1 << enum study_quant */
 };
 
@@ -72,8 +72,8 @@ struct engine_derived {
 };
 
 struct engine_profile {
-	cJSON *json;  /* owned; strings below point into it */
-	char *path;   /* where it was loaded from */
+	cJSON *json; /* owned; strings below point into it */
+	char *path;  /* where it was loaded from */
 	const char *name, *description;
 	const char **argv; /* template, NULL-terminated (array owned) */
 	size_t n_argv;
@@ -89,7 +89,7 @@ struct engine_profile {
 	const char *health_path;
 	uint64_t health_interval_usec;
 	uint64_t startup_timeout_usec, stop_timeout_usec;
-	const char **oom_patterns; /* NULL-terminated (array owned) */
+	const char **oom_patterns;    /* NULL-terminated (array owned) */
 	const char **version_command; /* NULL-terminated (array owned) or NULL */
 	const char *metrics_path;     /* or NULL */
 	const char **help_command;    /* NULL-terminated (array owned) or NULL */
@@ -122,7 +122,7 @@ struct engine_render_params {
 	const char *model;        /* checkpoint to load */
 	const char *served_model; /* name clients send; NULL = model */
 	const char *host;
-	uint16_t port;            /* 0 with ENGINE_PORT_ANNOUNCE */
+	uint16_t port; /* 0 with ENGINE_PORT_ANNOUNCE */
 	const char *gpu_type;
 	unsigned gpu_count;
 };
@@ -139,8 +139,8 @@ void engine_command_done(struct engine_command *c);
 /* Renders argv and env for knob values ({"max_num_seqs": 64, "quantization":
  * "fp8", ...}: numbers or strings). Knobs the profile does not map and
  * values a "values" table does not list are errors naming the knob. */
-int engine_profile_render(const struct engine_profile *p, const struct engine_render_params *params,
-			  const cJSON *knobs, struct engine_command *ret, struct error *err);
+int engine_profile_render(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
+			  struct engine_command *ret, struct error *err);
 
 /* Renders for a study: the checkpoint of the knobs' quantization (refusing a
  * quantization the profile needs a checkpoint for when the study names none),

@@ -77,7 +77,8 @@ static const struct key schema[] = {
 	  "environment); a non-zero exit marks the trial infeasible" },
 	{ "gpu", K_OBJECT, 0, 0, 0, NULL, true, NULL, "the hardware and its price" },
 	{ "gpu.type", K_STRING, OFF(gpu.type), 1, 64, NULL, true, NULL, "GPU model, e.g. H100, A100-80GB, L40S" },
-	{ "gpu.count", K_U32, OFF(gpu.count), 1, 64, NULL, false, "1", "GPUs on the host (tensor_parallel divides it)" },
+	{ "gpu.count", K_U32, OFF(gpu.count), 1, 64, NULL, false, "1",
+	  "GPUs on the host (tensor_parallel divides it)" },
 	{ "gpu.price_per_gpu_hour", K_DOUBLE, OFF(gpu.price_per_gpu_hour), 0, 1000, NULL, true, NULL,
 	  "$ per GPU-hour" },
 	{ "search_space", K_CUSTOM, 0, 0, 0, NULL, true, NULL,
@@ -86,7 +87,8 @@ static const struct key schema[] = {
 	{ "constraints", K_CUSTOM, 0, 0, 0, NULL, false, "[\"max_num_batched_tokens >= max_num_seqs\"]",
 	  "constraints between knobs, e.g. \"max_num_batched_tokens >= 2 * max_num_seqs\"" },
 	{ "workload", K_OBJECT, 0, 0, 0, NULL, true, NULL, "the requests (as `goodput probe` takes them)" },
-	{ "workload.dataset", K_ENUM, 0, 0, 0, study_dataset_names, false, "random", "random, sharegpt or custom (JSONL)" },
+	{ "workload.dataset", K_ENUM, 0, 0, 0, study_dataset_names, false, "random",
+	  "random, sharegpt or custom (JSONL)" },
 	{ "workload.dataset_path", K_STRING, OFF(workload.dataset_path), 1, 4096, NULL, false, NULL,
 	  "dataset file (sharegpt, custom)" },
 	{ "workload.input_len", K_DOUBLE, 0, 1, TOKENS_MAX, NULL, false, "1024", "mean prompt length, tokens" },
@@ -166,7 +168,8 @@ static const struct key schema[] = {
 	  "command: argv whose exit status 0 means ready" },
 	{ "deploy.command_timeout", K_DURATION, OFF(deploy.command_timeout_usec), 0.1, 86400, NULL, false, "120",
 	  "command: time the teardown and each health command may take" },
-	{ "deploy.host", K_STRING, OFF(deploy.host), 1, 255, NULL, false, "127.0.0.1", "address the server listens on" },
+	{ "deploy.host", K_STRING, OFF(deploy.host), 1, 255, NULL, false, "127.0.0.1",
+	  "address the server listens on" },
 	{ "deploy.startup_timeout", K_DURATION, OFF(deploy.startup_timeout_usec), 1, 86400, NULL, false,
 	  "the engine profile's", "time for /health to answer" },
 	{ "deploy.stop_timeout", K_DURATION, OFF(deploy.stop_timeout_usec), 0.1, 3600, NULL, false, "30",
@@ -304,10 +307,11 @@ static int get_duration(const cJSON *obj, const char *path, const struct key *k,
 		return 0;
 	if (cJSON_IsString(item)) {
 		if (parse_duration(item->valuestring, &sec) < 0 || sec < k->min || sec > k->max)
-			return error_set(err, -EINVAL,
-					 "%s: expected seconds in [%g, %g] or a duration like \"90s\", \"45m\", \"8h\", "
-					 "got \"%s\"",
-					 k->path, k->min, k->max, item->valuestring);
+			return error_set(
+				err, -EINVAL,
+				"%s: expected seconds in [%g, %g] or a duration like \"90s\", \"45m\", \"8h\", "
+				"got \"%s\"",
+				k->path, k->min, k->max, item->valuestring);
 	} else {
 		r = json_get_double(obj, path, leaf, k->min, k->max, &sec, err);
 		if (r <= 0)
@@ -387,8 +391,10 @@ static void *raw_field(struct study_raw *raw, const char *path, bool **ret_set)
 		{ "workload.input_len", offsetof(struct study_raw, input_len), -1 },
 		{ "workload.output_len", offsetof(struct study_raw, output_len), -1 },
 		{ "workload.range_ratio", offsetof(struct study_raw, range_ratio), -1 },
-		{ "workload.input_len_dist", offsetof(struct study_raw, input_dist), offsetof(struct study_raw, set_input_dist) },
-		{ "workload.output_len_dist", offsetof(struct study_raw, output_dist), offsetof(struct study_raw, set_output_dist) },
+		{ "workload.input_len_dist", offsetof(struct study_raw, input_dist),
+		  offsetof(struct study_raw, set_input_dist) },
+		{ "workload.output_len_dist", offsetof(struct study_raw, output_dist),
+		  offsetof(struct study_raw, set_output_dist) },
 		{ "workload.input_len_std", offsetof(struct study_raw, input_std), -1 },
 		{ "workload.output_len_std", offsetof(struct study_raw, output_std), -1 },
 		{ "workload.arrival", offsetof(struct study_raw, arrival), -1 },
@@ -457,7 +463,8 @@ static const char *type_name(const struct key *k, char *buf, size_t size)
 		size_t len = 0;
 		buf[0] = 0;
 		for (size_t i = 0; k->choices[i]; i++)
-			len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s", i ? "|" : "", k->choices[i]);
+			len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s", i ? "|" : "",
+						k->choices[i]);
 		return buf;
 	}
 	case K_DURATION:
@@ -475,7 +482,7 @@ void study_schema_print(FILE *f)
 		const struct key *k = &schema[i];
 		char buf[96];
 
-		fprintf(f, "  %s%s  (%s%s%s)\n      %s\n", k->path, k->required ? " *" : "", type_name(k, buf, sizeof(buf)),
-			k->def ? "; default " : "", k->def ? k->def : "", k->doc);
+		fprintf(f, "  %s%s  (%s%s%s)\n      %s\n", k->path, k->required ? " *" : "",
+			type_name(k, buf, sizeof(buf)), k->def ? "; default " : "", k->def ? k->def : "", k->doc);
 	}
 }

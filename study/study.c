@@ -37,8 +37,8 @@ static int parse_name(const struct study *s, struct error *err)
 	for (const char *p = s->name; *p; p++)
 		if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') || ('0' <= *p && *p <= '9') || *p == '_' ||
 		      *p == '.' || *p == '-'))
-			return error_set(err, -EINVAL, "name: \"%s\": only letters, digits, '_', '.' and '-' are allowed",
-					 s->name);
+			return error_set(err, -EINVAL,
+					 "name: \"%s\": only letters, digits, '_', '.' and '-' are allowed", s->name);
 	if (s->name[0] == '.' || s->name[0] == '-')
 		return error_set(err, -EINVAL, "name: \"%s\": must not start with '.' or '-'", s->name);
 	return 0;
@@ -122,8 +122,10 @@ static int parse_deploy_commands(struct study *s, struct error *err)
 					 keys[i].key, study_method_names[s->deploy.method]);
 	}
 	if (s->deploy.method == STUDY_DEPLOY_COMMAND && (!s->deploy.deploy_command || !s->deploy.teardown_command))
-		return error_set(err, -EINVAL, "deploy.%s: missing (\"method\": \"command\" needs deploy_command and "
-				 "teardown_command)", s->deploy.deploy_command ? "teardown_command" : "deploy_command");
+		return error_set(err, -EINVAL,
+				 "deploy.%s: missing (\"method\": \"command\" needs deploy_command and "
+				 "teardown_command)",
+				 s->deploy.deploy_command ? "teardown_command" : "deploy_command");
 	if (s->deploy.user_bus && s->deploy.method != STUDY_DEPLOY_SYSTEMD)
 		return error_set(err, -EINVAL, "deploy.user: only for \"method\": \"systemd\"");
 	return 0;
@@ -175,8 +177,9 @@ static int parse_quantizations(struct study *s, struct error *err)
 			int q = cJSON_IsString(item) ? study_quant_from_string(item->valuestring) : -EINVAL;
 
 			if (q < 0)
-				return error_set(err, -EINVAL,
-						 "quantizations[%zu]: expected one of \"none\", \"fp8\", \"int8\", \"awq\"", i);
+				return error_set(
+					err, -EINVAL,
+					"quantizations[%zu]: expected one of \"none\", \"fp8\", \"int8\", \"awq\"", i);
 			if (s->quantizations & (1u << q))
 				return error_set(err, -EINVAL, "quantizations[%zu]: \"%s\" is listed twice", i,
 						 item->valuestring);
@@ -248,8 +251,7 @@ static int parse_space(struct study *s, const struct study_options *opts, struct
 	r = parse_quantizations(s, err);
 	if (r < 0)
 		return r;
-	return opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, &s->space,
-				   err);
+	return opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, &s->space, err);
 }
 
 static int parse_request_rate(struct study *s, bool *ret_set, struct error *err)
@@ -297,8 +299,7 @@ static int parse_percentiles(struct study *s, struct error *err)
 	return 0;
 }
 
-static int add_bound(struct study *s, const char *key, enum probe_metric m, double pct, double ms,
-		     struct error *err)
+static int add_bound(struct study *s, const char *key, enum probe_metric m, double pct, double ms, struct error *err)
 {
 	if (s->sla.n_bounds >= PROBE_MAX_SLA_BOUNDS)
 		return error_set(err, -EINVAL, "sla.%s: more than %d bounds", key, PROBE_MAX_SLA_BOUNDS);
@@ -338,7 +339,8 @@ static int parse_sla(struct study *s, struct error *err)
 			char *end;
 			pct = strtod(key + 1, &end);
 			if (end == key + 1 || *end != '_' || !(pct > 0) || pct > 100)
-				return error_set(err, -EINVAL, "%s: unknown key (percentile bounds look like p99_tpot_ms)", p);
+				return error_set(err, -EINVAL,
+						 "%s: unknown key (percentile bounds look like p99_tpot_ms)", p);
 			snprintf(metric, sizeof(metric), "%.*s", (int)(len - 3 - (size_t)(end + 1 - key)), end + 1);
 		} else if (len > 3 && strcmp(key + len - 3, "_ms") == 0) {
 			snprintf(metric, sizeof(metric), "%.*s", (int)(len - 3), key);
@@ -346,8 +348,8 @@ static int parse_sla(struct study *s, struct error *err)
 			return error_set(err, -EINVAL, "%s: unknown key", p);
 		m = probe_metric_from_name(metric);
 		if (m < 0)
-			return error_set(err, -EINVAL, "%s: unknown metric \"%s\" (expected ttft, tpot, itl or e2el)", p,
-					 metric);
+			return error_set(err, -EINVAL, "%s: unknown metric \"%s\" (expected ttft, tpot, itl or e2el)",
+					 p, metric);
 		r = json_get_double(sla, "sla", key, 0.001, 3.6e6, &v, err);
 		if (r < 0)
 			return r;
@@ -358,7 +360,8 @@ static int parse_sla(struct study *s, struct error *err)
 	if (!attainment_set && probe_sla_has_request_bounds(&s->sla))
 		s->sla.attainment = PROBE_SLA_DEFAULT_ATTAINMENT;
 	if (attainment_set && !probe_sla_has_request_bounds(&s->sla))
-		return error_set(err, -EINVAL, "sla.attainment: needs a per-request bound (ttft_ms, tpot_ms, itl_ms or e2el_ms)");
+		return error_set(err, -EINVAL,
+				 "sla.attainment: needs a per-request bound (ttft_ms, tpot_ms, itl_ms or e2el_ms)");
 	return 0;
 }
 
@@ -373,7 +376,8 @@ static int parse_window(struct study *s, struct error *err)
 		return r;
 	if (sscanf(w, "%2u:%2u-%2u:%2u%n", &h1, &m1, &h2, &m2, &n) != 4 || (size_t)n != strlen(w) || h1 > 23 ||
 	    h2 > 24 || m1 > 59 || m2 > 59 || (h2 == 24 && m2 != 0))
-		return error_set(err, -EINVAL, "window: expected \"HH:MM-HH:MM\" (e.g. \"22:00-06:00\"), got \"%s\"", w);
+		return error_set(err, -EINVAL, "window: expected \"HH:MM-HH:MM\" (e.g. \"22:00-06:00\"), got \"%s\"",
+				 w);
 	s->window.set = true;
 	s->window.start_min = h1 * 60 + m1;
 	s->window.end_min = h2 * 60 + m2;
@@ -396,7 +400,8 @@ static int build_workload(struct study *s, const struct study_raw *raw, struct e
 	w->input.mean = raw->input_len;
 	w->output.mean = raw->output_len;
 	w->input.kind = raw->set_input_dist ? (enum probe_dist)raw->input_dist
-					    : uniform ? PROBE_DIST_UNIFORM : PROBE_DIST_FIXED;
+			: uniform           ? PROBE_DIST_UNIFORM
+					    : PROBE_DIST_FIXED;
 	w->output.kind = raw->set_output_dist ? (enum probe_dist)raw->output_dist : w->input.kind;
 	w->input.range_ratio = w->output.range_ratio = raw->range_ratio;
 	w->input.stddev = raw->input_std;
@@ -413,7 +418,8 @@ static int build_workload(struct study *s, const struct study_raw *raw, struct e
 		return error_set(err, -EINVAL, "workload.prefix_len: %u must be below input_len (%g)", w->prefix_len,
 				 raw->input_len);
 	if ((w->prefix_len > 0) != (w->prefix_group_size > 0))
-		return error_set(err, -EINVAL, "workload.prefix_group_size: set prefix_len and prefix_group_size together");
+		return error_set(err, -EINVAL,
+				 "workload.prefix_group_size: set prefix_len and prefix_group_size together");
 	/* The rate search sets the rate of each load point, so the process
 	 * follows burstiness unless the spec names one. */
 	if (raw->arrival >= 0)
@@ -421,11 +427,13 @@ static int build_workload(struct study *s, const struct study_raw *raw, struct e
 	else
 		w->arrival = w->burstiness == 1.0 ? PROBE_ARRIVAL_POISSON : PROBE_ARRIVAL_GAMMA;
 	if (w->arrival == PROBE_ARRIVAL_POISSON && w->burstiness != 1.0)
-		return error_set(err, -EINVAL, "workload.burstiness: %g, but arrival poisson has burstiness 1 (use gamma)",
+		return error_set(err, -EINVAL,
+				 "workload.burstiness: %g, but arrival poisson has burstiness 1 (use gamma)",
 				 w->burstiness);
 	if (w->arrival == PROBE_ARRIVAL_INF && !w->max_concurrency)
-		return error_set(err, -EINVAL,
-				 "workload.arrival: inf sends every request at once; set max_concurrency for a closed loop");
+		return error_set(
+			err, -EINVAL,
+			"workload.arrival: inf sends every request at once; set max_concurrency for a closed loop");
 	return 0;
 }
 
@@ -493,12 +501,14 @@ int study_from_json(const cJSON *j, const struct study_options *opts, struct stu
 	if (r < 0)
 		return r;
 	if (s->scenario == OPT_SCENARIO_ONLINE && probe_sla_empty(&s->sla))
-		return error_set(err, -EINVAL, "sla: an online study needs latency bounds (or use \"scenario\": \"offline\")");
+		return error_set(err, -EINVAL,
+				 "sla: an online study needs latency bounds (or use \"scenario\": \"offline\")");
 	if (s->scenario == OPT_SCENARIO_OFFLINE && !probe_sla_empty(&s->sla))
-		return error_set(err, -EINVAL, "sla: an offline study has no latency bounds (remove \"sla\" or use online)");
+		return error_set(err, -EINVAL,
+				 "sla: an offline study has no latency bounds (remove \"sla\" or use online)");
 	if (s->probe.max_rate > 0 && s->probe.max_rate <= s->probe.min_rate)
-		return error_set(err, -EINVAL, "probe.max_rate: %g must be above probe.min_rate (%g)", s->probe.max_rate,
-				 s->probe.min_rate);
+		return error_set(err, -EINVAL, "probe.max_rate: %g must be above probe.min_rate (%g)",
+				 s->probe.max_rate, s->probe.min_rate);
 	r = parse_space(s, opts, err);
 	if (r < 0)
 		return r;

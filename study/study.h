@@ -47,7 +47,7 @@ enum study_deploy_method {
 	STUDY_DEPLOY_COMMAND, /* operator hooks: deploy/teardown/health commands (deploy-command.c) */
 };
 
-#define STUDY_NAME_MAX 128
+#define STUDY_NAME_MAX       128
 #define STUDY_SPEC_MAX_BYTES (1024 * 1024)
 
 struct study {
@@ -62,8 +62,8 @@ struct study {
 		const char *checkpoints[_STUDY_QUANT_MAX]; /* NULL where none given */
 	} model;
 
-	unsigned quantizations;      /* allowed: bit 1 << enum study_quant */
-	const char **quality_check;  /* argv, NULL-terminated (array owned, strings in json); NULL = none */
+	unsigned quantizations;     /* allowed: bit 1 << enum study_quant */
+	const char **quality_check; /* argv, NULL-terminated (array owned, strings in json); NULL = none */
 
 	struct {
 		const char *type;          /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
@@ -96,10 +96,10 @@ struct study {
 
 	struct {
 		enum study_deploy_method method;
-		const char *host;            /* where the server listens (exec: 127.0.0.1) */
+		const char *host;              /* where the server listens (exec: 127.0.0.1) */
 		uint64_t startup_timeout_usec; /* 0: the engine profile's default */
-		uint64_t stop_timeout_usec;  /* SIGTERM → SIGKILL grace */
-		bool user_bus;               /* systemd: the user's service manager instead of the system's */
+		uint64_t stop_timeout_usec;    /* SIGTERM → SIGKILL grace */
+		bool user_bus;                 /* systemd: the user's service manager instead of the system's */
 		/* command: argv arrays (NULL-terminated, arrays owned, strings in json); health may be NULL */
 		const char **deploy_command, **teardown_command, **health_command;
 		uint64_t command_timeout_usec; /* teardown and health commands */

@@ -10,47 +10,46 @@
 
 #define TEST_SKIP 77
 
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			exit(1);                                                                   \
-		}                                                                                  \
+#define CHECK(cond)                                                                                                    \
+	do {                                                                                                           \
+		if (!(cond)) {                                                                                         \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                       \
+			exit(1);                                                                                       \
+		}                                                                                                      \
 	} while (0)
 
-#define CHECK_MSG(cond, ...)                                                                       \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);   \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			exit(1);                                                                   \
-		}                                                                                  \
+#define CHECK_MSG(cond, ...)                                                                                           \
+	do {                                                                                                           \
+		if (!(cond)) {                                                                                         \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                       \
+			fprintf(stderr, __VA_ARGS__);                                                                  \
+			fputc('\n', stderr);                                                                           \
+			exit(1);                                                                                       \
+		}                                                                                                      \
 	} while (0)
 
-#define CHECK_INT_EQ(a, b)                                                                         \
-	do {                                                                                       \
-		long long _a = (long long)(a), _b = (long long)(b);                                \
-		CHECK_MSG(_a == _b, "%lld != %lld", _a, _b);                                       \
+#define CHECK_INT_EQ(a, b)                                                                                             \
+	do {                                                                                                           \
+		long long _a = (long long)(a), _b = (long long)(b);                                                    \
+		CHECK_MSG(_a == _b, "%lld != %lld", _a, _b);                                                           \
 	} while (0)
 
-#define CHECK_STR_EQ(a, b)                                                                         \
-	do {                                                                                       \
-		const char *_a = (a), *_b = (b);                                                   \
-		CHECK_MSG(_a && _b && strcmp(_a, _b) == 0, "\"%s\" != \"%s\"", _a ? _a : "(null)", \
-			  _b ? _b : "(null)");                                                     \
+#define CHECK_STR_EQ(a, b)                                                                                             \
+	do {                                                                                                           \
+		const char *_a = (a), *_b = (b);                                                                       \
+		CHECK_MSG(_a &&_b &&strcmp(_a, _b) == 0, "\"%s\" != \"%s\"", _a ? _a : "(null)", _b ? _b : "(null)");  \
 	} while (0)
 
-#define CHECK_STR_CONTAINS(hay, needle)                                                            \
-	do {                                                                                       \
-		const char *_h = (hay), *_n = (needle);                                            \
-		CHECK_MSG(_h && strstr(_h, _n), "\"%s\" does not contain \"%s\"", _h ? _h : "(null)", _n); \
+#define CHECK_STR_CONTAINS(hay, needle)                                                                                \
+	do {                                                                                                           \
+		const char *_h = (hay), *_n = (needle);                                                                \
+		CHECK_MSG(_h &&strstr(_h, _n), "\"%s\" does not contain \"%s\"", _h ? _h : "(null)", _n);              \
 	} while (0)
 
 /* |a - b| <= tol * |b| */
-#define CHECK_REL(a, b, tol)                                                                       \
-	do {                                                                                       \
-		double _a = (a), _b = (b);                                                         \
-		CHECK_MSG(fabs(_a - _b) <= (tol) * fabs(_b), "%g vs %g: off by %+.1f%% (allowed %.1f%%)", _a, _b, \
-			  _b != 0 ? (_a - _b) / _b * 100 : 0.0, (tol) * 100);                       \
+#define CHECK_REL(a, b, tol)                                                                                           \
+	do {                                                                                                           \
+		double _a = (a), _b = (b);                                                                             \
+		CHECK_MSG(fabs(_a - _b) <= (tol)*fabs(_b), "%g vs %g: off by %+.1f%% (allowed %.1f%%)", _a, _b,        \
+			  _b != 0 ? (_a - _b) / _b * 100 : 0.0, (tol)*100);                                            \
 	} while (0)

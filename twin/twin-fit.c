@@ -34,19 +34,23 @@
 #include "macro.h"
 #include "twin-internal.h"
 
-#define RESIDUAL_CAP 3.0
+#define RESIDUAL_CAP   3.0
 #define FIT_PARAMS_MAX 16
 
 void twin_fit_options_init(struct twin_fit_options *o)
 {
 	*o = (struct twin_fit_options){
-		.maxeval = 60, .max_factor = 2.0, .prior = 0.002, .points_per_trial = 3, .max_trials = 6,
+		.maxeval = 60,
+		.max_factor = 2.0,
+		.prior = 0.002,
+		.points_per_trial = 3,
+		.max_trials = 6,
 		.restarts = 2,
 	};
 }
 
 struct fit_point {
-	size_t cfg;                   /* index in t->configs */
+	size_t cfg; /* index in t->configs */
 	const struct twin_point *pt;
 	struct probe_workload *w;
 };
@@ -125,9 +129,9 @@ static void choose_trials(struct twin *t, const struct twin_trial *trials, size_
 				}
 				if (!fresh)
 					continue;
-				if (pick == SIZE_MAX ||
-				    (trials[i].trial.outcome == OPT_OUTCOME_MEASURED &&
-				     (trials[pick].trial.outcome != OPT_OUTCOME_MEASURED || trials[i].trial.cost < trials[pick].trial.cost)))
+				if (pick == SIZE_MAX || (trials[i].trial.outcome == OPT_OUTCOME_MEASURED &&
+							 (trials[pick].trial.outcome != OPT_OUTCOME_MEASURED ||
+							  trials[i].trial.cost < trials[pick].trial.cost)))
 					pick = i;
 			}
 			if (pick == SIZE_MAX)
@@ -294,11 +298,11 @@ static void choose_active(struct twin *t, const struct fit_point *pts, size_t n,
 		a100 = cfg->gpu.a100_mfu;
 	}
 	c->n_active = 0;
-#define ADD(name)                                                                                          \
-	do {                                                                                               \
-		ssize_t _i = twin_profile_index(name);                                                            \
-		if (_i >= 0 && *sim_profile_field(&b, (size_t)_i) > 0 && c->n_active < FIT_PARAMS_MAX)     \
-			c->active[c->n_active++] = (size_t)_i;                                             \
+#define ADD(name)                                                                                                      \
+	do {                                                                                                           \
+		ssize_t _i = twin_profile_index(name);                                                                 \
+		if (_i >= 0 && *sim_profile_field(&b, (size_t)_i) > 0 && c->n_active < FIT_PARAMS_MAX)                 \
+			c->active[c->n_active++] = (size_t)_i;                                                         \
 	} while (0)
 	if (quant[SIM_QUANT_NONE] || quant[SIM_QUANT_AWQ] || (quant[SIM_QUANT_FP8] && a100))
 		ADD(a100 ? "mfu_bf16_a100" : "mfu_bf16");
@@ -526,8 +530,8 @@ int twin_evaluate(struct twin *t, const struct twin_trial *trials, size_t n, con
 	return cached_fit(t, trials, n, p, o, true, ret, err);
 }
 
-int twin_fit_report(struct twin *t, const struct twin_trial *trials, size_t n, const struct sim_profile *p,
-		    cJSON **ret, struct error *err)
+int twin_fit_report(struct twin *t, const struct twin_trial *trials, size_t n, const struct sim_profile *p, cJSON **ret,
+		    struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *arr = cJSON_CreateArray();
 	int r;
@@ -555,11 +559,13 @@ int twin_fit_report(struct twin *t, const struct twin_trial *trials, size_t n, c
 		    json_add_string(o, "outcome", opt_outcome_to_string(tr->trial.outcome)) < 0 ||
 		    json_add_string(o, "predicted_outcome", opt_outcome_to_string(pr.outcome)) < 0)
 			return -ENOMEM;
-		if (tr->trial.outcome == OPT_OUTCOME_MEASURED && json_add_number(o, "measured_cost", tr->trial.cost) < 0)
+		if (tr->trial.outcome == OPT_OUTCOME_MEASURED &&
+		    json_add_number(o, "measured_cost", tr->trial.cost) < 0)
 			return -ENOMEM;
 		if (pr.outcome == OPT_OUTCOME_MEASURED && json_add_number(o, "predicted_cost", pr.cost) < 0)
 			return -ENOMEM;
-		if (isfinite(tr->predicted_cost) && json_add_number(o, "predicted_cost_when_asked", tr->predicted_cost) < 0)
+		if (isfinite(tr->predicted_cost) &&
+		    json_add_number(o, "predicted_cost_when_asked", tr->predicted_cost) < 0)
 			return -ENOMEM;
 		pts = cJSON_AddArrayToObject(o, "points");
 		if (!pts)

@@ -9,16 +9,16 @@
 #include "twin.h"
 
 #define TWIN_RANKS_MAX 24
-#define TWIN_FITS_MAX 32
-#define TWIN_LB_SLACK 0.8 /* saturated-throughput cost × this is a lower bound on the SLA cost */
+#define TWIN_FITS_MAX  32
+#define TWIN_LB_SLACK  0.8 /* saturated-throughput cost × this is a lower bound on the SLA cost */
 
 /* Predictions of every configuration under one profile, filled lazily. */
 struct twin_rank {
 	bool used;
 	uint64_t stamp;
 	struct sim_profile profile;
-	double *lb;                    /* per config: lower bound on the cost (NAN = not computed) */
-	struct twin_prediction *pred;  /* per config, valid where have[] */
+	double *lb;                   /* per config: lower bound on the cost (NAN = not computed) */
+	struct twin_prediction *pred; /* per config, valid where have[] */
 	bool *have;
 };
 
@@ -34,9 +34,9 @@ struct twin {
 	struct twin_setup setup;
 	struct opt_config *configs; /* allowed configurations, ordinal order */
 	size_t n_configs;
-	int32_t *index_of;          /* grid ordinal -> index in configs, or -1 */
+	int32_t *index_of;             /* grid ordinal -> index in configs, or -1 */
 	struct sim_engine_config *cfg; /* per config: resolved with the base profile */
-	int8_t *startable;          /* per config: -1 unknown, 0 refused at start-up, 1 starts */
+	int8_t *startable;             /* per config: -1 unknown, 0 refused at start-up, 1 starts */
 	struct sim_profile base;
 	double usd_per_gpu_hour;
 	uint64_t clock;

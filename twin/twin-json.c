@@ -99,8 +99,7 @@ int twin_calibration_to_json(const struct twin_calibration *c, cJSON **ret)
 	return 0;
 }
 
-static int get_key_string(const cJSON *j, const char *what, const char *key, char *buf, size_t size,
-			  struct error *err)
+static int get_key_string(const cJSON *j, const char *what, const char *key, char *buf, size_t size, struct error *err)
 {
 	const char *s = NULL;
 	int r;
@@ -114,8 +113,8 @@ static int get_key_string(const cJSON *j, const char *what, const char *key, cha
 
 int twin_calibration_from_json(const cJSON *j, const char *what, struct twin_calibration *ret, struct error *err)
 {
-	static const char *const keys[] = { "engine", "engine_version", "gpu", "driver", "model", "fit_error",
-					    "cost_error", "trials", "points", "fitted", "profile", NULL };
+	static const char *const keys[] = { "engine",     "engine_version", "gpu",    "driver", "model",   "fit_error",
+					    "cost_error", "trials",         "points", "fitted", "profile", NULL };
 	struct twin_calibration c = { 0 };
 	const cJSON *prof = NULL, *fitted = NULL, *e;
 	char path[256];
@@ -206,4 +205,3 @@ int twin_calibration_write_profile(const struct twin_calibration *c, const char 
 		return error_set(err, -EIO, "%s: write failed", path);
 	return 0;
 }
-

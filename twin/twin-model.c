@@ -70,10 +70,9 @@ static int resolve_config(struct twin *t, size_t i, struct error *err)
 	for (size_t k = 0; k < t->space->n_knobs && r >= 0; k++)
 		for (size_t f = 0; f < ELEMENTSOF(knob_flags); f++)
 			if (strcmp(t->space->knobs[k].name, knob_flags[f][0]) == 0)
-				r = sim_engine_config_apply_flag(&c, knob_flags[f][1],
-								 opt_config_text(t->space, &t->configs[i], k, buf,
-										 sizeof(buf)),
-								 err);
+				r = sim_engine_config_apply_flag(
+					&c, knob_flags[f][1],
+					opt_config_text(t->space, &t->configs[i], k, buf, sizeof(buf)), err);
 	if (r < 0)
 		return r;
 	/* The host's GPUs: as set up, else the largest TP of the space. */
@@ -220,7 +219,8 @@ void twin_workload_at(const struct twin *t, double rate, uint32_t num_prompts, s
 	} else {
 		c.request_rate = rate;
 		if (c.arrival == PROBE_ARRIVAL_INF)
-			c.arrival = c.burstiness > 0 && c.burstiness != 1.0 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
+			c.arrival =
+				c.burstiness > 0 && c.burstiness != 1.0 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
 	}
 	*ret = c;
 }
@@ -426,7 +426,8 @@ int twin_rank_best(struct twin *t, const struct sim_profile *p, const bool *excl
 		r = predict_index(t, rk, i, err);
 		if (r < 0)
 			return r;
-		if (rk->pred[i].outcome == OPT_OUTCOME_MEASURED && rk->pred[i].cost * (discount ? discount[i] : 1.0) < best) {
+		if (rk->pred[i].outcome == OPT_OUTCOME_MEASURED &&
+		    rk->pred[i].cost * (discount ? discount[i] : 1.0) < best) {
 			best = rk->pred[i].cost * (discount ? discount[i] : 1.0);
 			bi = i;
 		}
@@ -484,7 +485,7 @@ int twin_point_from_result(const struct probe_result *r, struct twin_point *ret)
 const char *twin_figure_name(enum twin_figure f)
 {
 	static const char *const names[_TWIN_FIG_MAX] = {
-		"mean_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "mean_tpot_ms",
+		"mean_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",       "mean_tpot_ms",
 		"p50_tpot_ms",  "p90_tpot_ms", "p99_tpot_ms", "output_throughput",
 	};
 

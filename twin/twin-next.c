@@ -111,8 +111,8 @@ static bool same_except_monotone(const struct opt_space *s, const struct opt_con
 	return true;
 }
 
-int twin_design_initial(struct twin *t, const struct sim_profile *p, size_t n, struct opt_config *ret,
-			size_t *ret_n, struct error *err)
+int twin_design_initial(struct twin *t, const struct sim_profile *p, size_t n, struct opt_config *ret, size_t *ret_n,
+			struct error *err)
 {
 	/* Corners of the (batch, chunk) plane as signs on the normalised coordinates. */
 	static const int corners[][2] = { { -1, -1 }, { 1, 1 }, { 1, -1 }, { -1, 1 } };
@@ -197,7 +197,8 @@ static double pred_error(struct twin *t, const struct twin_trial *tr, size_t n, 
 		if (!informed || !isfinite(tr[i].predicted_cost) || tr[i].trial.confirm ||
 		    tr[i].trial.outcome == OPT_OUTCOME_FAILED)
 			continue;
-		e = tr[i].trial.outcome == OPT_OUTCOME_MEASURED ? log(tr[i].trial.cost / tr[i].predicted_cost) : log(2.0);
+		e = tr[i].trial.outcome == OPT_OUTCOME_MEASURED ? log(tr[i].trial.cost / tr[i].predicted_cost)
+								: log(2.0);
 		sq += e * e;
 		k++;
 	}
@@ -359,7 +360,8 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
 			if (ev.error > lim) {
 				c.drift = true;
 				snprintf(c.message, sizeof(c.message),
-					 "drift: the stored calibration is off by %.0f %% on the first trial (stored error "
+					 "drift: the stored calibration is off by %.0f %% on the first trial (stored "
+					 "error "
 					 "%.0f %%); recalibrating from scratch",
 					 ev.error * 100, warm->fit_error * 100);
 			}
@@ -504,7 +506,8 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
 	agree = pb.outcome == OPT_OUTCOME_MEASURED && fabs(log(c.opt.best.cost / pb.cost)) <= c.tol;
 	if (have_u && pu.cost * disc[u] < c.opt.best.cost * exp(-c.tol)) {
 		ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
-		snprintf(c.message, sizeof(c.message), "predicted %.1f %% below the best measured (twin error %.1f %%%s)",
+		snprintf(c.message, sizeof(c.message),
+			 "predicted %.1f %% below the best measured (twin error %.1f %%%s)",
 			 (1 - pu.cost / c.opt.best.cost) * 100, c.tol * 100,
 			 disc[u] < 1 ? ", more for a precision/TP not measured yet" : "");
 		goto out_ok;
@@ -518,7 +521,8 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
 		c.predicted_cost = pb.outcome == OPT_OUTCOME_MEASURED ? pb.cost : NAN;
 		snprintf(c.message, sizeof(c.message),
 			 "the best measured disagrees with the twin (%+.1f %%, error %.1f %%): measuring it again",
-			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0, c.tol * 100);
+			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0,
+			 c.tol * 100);
 		goto out_ok;
 	}
 	near_used = near_probes_used(t, h->trials, h->n, s->min_tol, c.warm ? warm->fitted : 0);
@@ -527,8 +531,8 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
 		snprintf(c.message, sizeof(c.message),
 			 "the best measured disagrees with the twin (%+.1f %%, error %.1f %%): next predicted best "
 			 "(near probe %u of %u)",
-			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0, c.tol * 100,
-			 near_used + 1, s->near_probes);
+			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0,
+			 c.tol * 100, near_used + 1, s->near_probes);
 		goto out_ok;
 	}
 	/* Near probes: nothing is predicted to win by more than the twin's error,
@@ -540,7 +544,8 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
 	    pu.cost * disc[u] < c.opt.best.cost * exp(c.tol) && near_used < s->near_probes) {
 		ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
 		snprintf(c.message, sizeof(c.message),
-			 "the twin ranks it %.1f %% above the best measured, within its error %.1f %%: near probe %u of %u",
+			 "the twin ranks it %.1f %% above the best measured, within its error %.1f %%: near probe %u "
+			 "of %u",
 			 (1 - pu.cost * disc[u] / pb.cost) * 100, c.tol * 100, near_used + 1, s->near_probes);
 		goto out_ok;
 	}

@@ -23,11 +23,11 @@
 #include "parse.h"
 #include "twin-internal.h"
 
-static const char *const outcome_names[] = {"measured", "infeasible", "sla_never_met", "failed", NULL};
-static const char *const ask_names[] = {"trial", "confirm", "done", NULL};
-static const char *const opt_phase_names[] = {"screen", "search", "confirm", "done", NULL};
-static const char *const reason_names[] = {"none", "converged", "budget", "exhausted", NULL};
-static const char *const twin_phase_names[] = {"design", "refine", "confirm", "fallback", "done", NULL};
+static const char *const outcome_names[] = { "measured", "infeasible", "sla_never_met", "failed", NULL };
+static const char *const ask_names[] = { "trial", "confirm", "done", NULL };
+static const char *const opt_phase_names[] = { "screen", "search", "confirm", "done", NULL };
+static const char *const reason_names[] = { "none", "converged", "budget", "exhausted", NULL };
+static const char *const twin_phase_names[] = { "design", "refine", "confirm", "fallback", "done", NULL };
 
 static int add_config(cJSON *o, const char *key, const struct opt_space *space, const struct opt_config *c)
 {
@@ -41,7 +41,7 @@ static int add_config(cJSON *o, const char *key, const struct opt_space *space, 
 }
 
 static int get_config(const cJSON *o, const char *what, const char *key, const struct opt_space *space,
-                      struct opt_config *ret, struct error *err)
+		      struct opt_config *ret, struct error *err)
 {
 	const char *s = NULL;
 	char path[256];
@@ -65,7 +65,7 @@ static int add_finite(cJSON *o, const char *key, double v)
 }
 
 static int get_enum_req(const cJSON *o, const char *what, const char *key, const char *const *names, int *ret,
-                        struct error *err)
+			struct error *err)
 {
 	char path[256];
 	int r = json_get_enum(o, what, key, names, ret, err);
@@ -96,9 +96,9 @@ static int point_to_json(const struct twin_point *p, cJSON **ret)
 
 static int point_from_json(const cJSON *o, const char *what, struct twin_point *ret, struct error *err)
 {
-	static const char *const keys[] = {"rate", "saturated", "figures", NULL};
+	static const char *const keys[] = { "rate", "saturated", "figures", NULL };
 	const char *fig_keys[_TWIN_FIG_MAX + 1];
-	struct twin_point p = {0};
+	struct twin_point p = { 0 };
 	const cJSON *figs = NULL;
 	bool sat = false;
 	char path[256];
@@ -176,11 +176,11 @@ int twin_history_to_json(const struct opt_space *space, const struct twin_histor
 }
 
 static int trial_from_json(const struct opt_space *space, const cJSON *o, const char *what, struct twin_trial *ret,
-                           struct error *err)
+			   struct error *err)
 {
-	static const char *const keys[] = {"config",   "outcome",        "cost",   "confirm",
-	                                   "max_rate", "predicted_cost", "points", NULL};
-	struct twin_trial t = {.predicted_cost = NAN};
+	static const char *const keys[] = { "config",   "outcome",        "cost",   "confirm",
+					    "max_rate", "predicted_cost", "points", NULL };
+	struct twin_trial t = { .predicted_cost = NAN };
 	const cJSON *pts = NULL, *e;
 	char path[256];
 	int outcome = 0, r;
@@ -224,7 +224,7 @@ static int trial_from_json(const struct opt_space *space, const cJSON *o, const 
 }
 
 int twin_history_from_json(const struct opt_space *space, const cJSON *j, const char *what, struct twin_history *ret,
-                           struct error *err)
+			   struct error *err)
 {
 	struct twin_history h;
 	const cJSON *e;
@@ -256,7 +256,10 @@ int twin_history_from_json(const struct opt_space *space, const cJSON *j, const 
 }
 
 /* Settings as tables: one place lists every field, for both directions. */
-enum field_type { FIELD_U32, FIELD_DOUBLE };
+enum field_type {
+	FIELD_U32,
+	FIELD_DOUBLE
+};
 
 struct field {
 	const char *name;
@@ -275,22 +278,22 @@ struct field {
 	}
 
 static const struct field plain_fields[] = {
-    U32(struct opt_settings, max_trials, 0, UINT32_MAX), U32(struct opt_settings, confirm_probes, 0, 100),
-    U32(struct opt_settings, max_attempts, 1, 100),      DBL(struct opt_settings, promising, 0, 1e6),
-    DBL(struct opt_settings, screen_level, 0, 1),
+	U32(struct opt_settings, max_trials, 0, UINT32_MAX), U32(struct opt_settings, confirm_probes, 0, 100),
+	U32(struct opt_settings, max_attempts, 1, 100),      DBL(struct opt_settings, promising, 0, 1e6),
+	DBL(struct opt_settings, screen_level, 0, 1),
 };
 
 static const struct field fit_fields[] = {
-    U32(struct twin_fit_options, maxeval, 0, 1000000),    DBL(struct twin_fit_options, max_factor, 0, 1e6),
-    DBL(struct twin_fit_options, prior, 0, 1e6),          U32(struct twin_fit_options, points_per_trial, 0, 1000),
-    U32(struct twin_fit_options, max_trials, 0, 1000000), U32(struct twin_fit_options, restarts, 0, 100),
+	U32(struct twin_fit_options, maxeval, 0, 1000000),    DBL(struct twin_fit_options, max_factor, 0, 1e6),
+	DBL(struct twin_fit_options, prior, 0, 1e6),          U32(struct twin_fit_options, points_per_trial, 0, 1000),
+	U32(struct twin_fit_options, max_trials, 0, 1000000), U32(struct twin_fit_options, restarts, 0, 100),
 };
 
 static const struct field settings_fields[] = {
-    U32(struct twin_settings, n_design, 0, 100),       U32(struct twin_settings, judge_after, 0, 1000),
-    DBL(struct twin_settings, max_fit_error, 0, 1e6),  DBL(struct twin_settings, max_pred_error, 0, 1e6),
-    DBL(struct twin_settings, min_tol, 0, 1e6),        DBL(struct twin_settings, drift_factor, 0, 1e6),
-    DBL(struct twin_settings, unfitted_error, 0, 1e6), U32(struct twin_settings, near_probes, 0, 1000),
+	U32(struct twin_settings, n_design, 0, 100),       U32(struct twin_settings, judge_after, 0, 1000),
+	DBL(struct twin_settings, max_fit_error, 0, 1e6),  DBL(struct twin_settings, max_pred_error, 0, 1e6),
+	DBL(struct twin_settings, min_tol, 0, 1e6),        DBL(struct twin_settings, drift_factor, 0, 1e6),
+	DBL(struct twin_settings, unfitted_error, 0, 1e6), U32(struct twin_settings, near_probes, 0, 1000),
 };
 
 #undef U32
@@ -301,7 +304,7 @@ static int fields_to_json(const void *base, const struct field *f, size_t n, cJS
 	for (size_t i = 0; i < n; i++) {
 		const char *p = (const char *)base + f[i].offset;
 		int r = f[i].type == FIELD_U32 ? json_add_number(o, f[i].name, *(const unsigned *)(const void *)p)
-		                               : add_finite(o, f[i].name, *(const double *)(const void *)p);
+					       : add_finite(o, f[i].name, *(const double *)(const void *)p);
 
 		if (r < 0)
 			return r;
@@ -311,7 +314,7 @@ static int fields_to_json(const void *base, const struct field *f, size_t n, cJS
 
 /* Fields absent from o keep the value *base has. */
 static int fields_from_json(void *base, const struct field *f, size_t n, const cJSON *o, const char *what,
-                            const char *const *extra_keys, struct error *err)
+			    const char *const *extra_keys, struct error *err)
 {
 	const char *keys[32];
 	size_t nk = 0;
@@ -370,8 +373,8 @@ int twin_settings_to_json(const struct twin_settings *s, cJSON **ret)
 
 int twin_settings_from_json(const cJSON *j, const char *what, struct twin_settings *ret, struct error *err)
 {
-	static const char *const top_extra[] = {"plain", "fit", NULL};
-	static const char *const plain_extra[] = {"seed", NULL};
+	static const char *const top_extra[] = { "plain", "fit", NULL };
+	static const char *const plain_extra[] = { "seed", NULL };
 	struct twin_settings s;
 	const cJSON *plain = NULL, *fit = NULL;
 	const char *seed = NULL;
@@ -395,7 +398,7 @@ int twin_settings_from_json(const cJSON *j, const char *what, struct twin_settin
 			char p2[256];
 
 			r = parse_u64(json_path_join(p2, sizeof(p2), path, "seed"), seed, 0, UINT64_MAX, &s.plain.seed,
-			              err);
+				      err);
 		}
 		if (r < 0)
 			return r;
@@ -428,10 +431,10 @@ static int result_to_json(cJSON *o, const char *key, const struct opt_space *spa
 }
 
 static int result_from_json(const cJSON *o, const char *what, const char *key, const struct opt_space *space,
-                            struct opt_result *ret, struct error *err)
+			    struct opt_result *ret, struct error *err)
 {
-	static const char *const keys[] = {"config", "cost", "n", "spread", NULL};
-	struct opt_result res = {.valid = true};
+	static const char *const keys[] = { "config", "cost", "n", "spread", NULL };
+	struct opt_result res = { .valid = true };
 	const cJSON *r_o = NULL;
 	char path[256];
 	uint32_t n = 0;
@@ -440,7 +443,7 @@ static int result_from_json(const cJSON *o, const char *what, const char *key, c
 	r = json_get_object(o, what, key, &r_o, err);
 	if (r <= 0) {
 		if (r == 0)
-			*ret = (struct opt_result){0};
+			*ret = (struct opt_result){ 0 };
 		return r;
 	}
 	json_path_join(path, sizeof(path), what, key);
@@ -521,7 +524,7 @@ static int fitted_from_json(const cJSON *arr, const char *what, uint64_t *ret, s
 /* The profile object with every constant present (none left at a default). */
 static int profile_from_json(const cJSON *prof, const char *what, struct sim_profile *ret, struct error *err)
 {
-	struct sim_profile p = {0};
+	struct sim_profile p = { 0 };
 	int r;
 
 	if (!cJSON_IsObject(prof))
@@ -538,12 +541,12 @@ static int profile_from_json(const cJSON *prof, const char *what, struct sim_pro
 
 static int fit_from_json(const cJSON *o, const char *what, struct twin_fit *ret, struct error *err)
 {
-	static const char *const keys[] = {"profile", "error_by_figure", "error",   "start_error", "trials", "points",
-	                                   "figures", "evals",           "skipped", "fitted",      NULL};
-	struct twin_fit f = {0};
+	static const char *const keys[] = { "profile", "error_by_figure", "error",   "start_error", "trials", "points",
+					    "figures", "evals",           "skipped", "fitted",      NULL };
+	struct twin_fit f = { 0 };
 	const cJSON *prof = NULL, *figs = NULL, *fitted = NULL;
-	uint32_t u[5] = {0};
-	static const char *const counts[5] = {"trials", "points", "figures", "evals", "skipped"};
+	uint32_t u[5] = { 0 };
+	static const char *const counts[5] = { "trials", "points", "figures", "evals", "skipped" };
 	char path[256];
 	int r;
 
@@ -579,7 +582,7 @@ static int fit_from_json(const cJSON *o, const char *what, struct twin_fit *ret,
 
 static bool profile_set(const struct sim_profile *p)
 {
-	struct sim_profile z = {0};
+	struct sim_profile z = { 0 };
 
 	return memcmp(p, &z, sizeof(z)) != 0;
 }
@@ -631,17 +634,18 @@ int twin_candidate_to_json(const struct opt_space *space, const struct twin_cand
 }
 
 int twin_candidate_from_json(const struct opt_space *space, const cJSON *j, const char *what,
-                             struct twin_candidate *ret, struct error *err)
+			     struct twin_candidate *ret, struct error *err)
 {
-	static const char *const keys[] = {
-	    "ask",      "opt_phase", "reason", "phase",      "attempt", "evaluated",  "inferred", "predicted_cost",
-	    "fallback", "warm",      "drift",  "calibrated", "tol",     "pred_error", "message",  "config",
-	    "best",     "runner_up", "fit",    NULL};
-	struct twin_candidate c = {.predicted_cost = NAN};
+	static const char *const keys[] = { "ask",      "opt_phase",  "reason",   "phase",
+					    "attempt",  "evaluated",  "inferred", "predicted_cost",
+					    "fallback", "warm",       "drift",    "calibrated",
+					    "tol",      "pred_error", "message",  "config",
+					    "best",     "runner_up",  "fit",      NULL };
+	struct twin_candidate c = { .predicted_cost = NAN };
 	const cJSON *fit = NULL;
 	const char *msg = NULL;
-	uint32_t u[3] = {0};
-	int e[4] = {0}, r;
+	uint32_t u[3] = { 0 };
+	int e[4] = { 0 }, r;
 	char path[256];
 
 	if (!cJSON_IsObject(j))
@@ -709,7 +713,7 @@ int twin_candidate_from_json(const struct opt_space *space, const cJSON *j, cons
 /* ---- a whole ask ---- */
 
 int twin_request_to_json(const struct opt_space *space, const struct twin_settings *s, const struct twin_history *h,
-                         const struct twin_calibration *warm, cJSON **ret)
+			 const struct twin_calibration *warm, cJSON **ret)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
 	cJSON *part = NULL;
@@ -739,13 +743,13 @@ int twin_request_to_json(const struct opt_space *space, const struct twin_settin
 }
 
 int twin_request_from_json(const struct opt_space *space, const cJSON *j, const char *what,
-                           struct twin_settings *ret_settings, struct twin_history *ret_history,
-                           struct twin_calibration *ret_warm, bool *ret_has_warm, struct error *err)
+			   struct twin_settings *ret_settings, struct twin_history *ret_history,
+			   struct twin_calibration *ret_warm, bool *ret_has_warm, struct error *err)
 {
-	static const char *const keys[] = {"settings", "history", "warm", NULL};
+	static const char *const keys[] = { "settings", "history", "warm", NULL };
 	const cJSON *sj = NULL, *hj = NULL, *wj = NULL;
 	struct twin_settings s;
-	struct twin_calibration w = {0};
+	struct twin_calibration w = { 0 };
 	struct twin_history h;
 	char path[256];
 	int r;

@@ -41,17 +41,17 @@
 #include "space.h"
 #include "workload.h"
 
-#define TWIN_POINTS_MAX 16
+#define TWIN_POINTS_MAX    16
 #define TWIN_KEY_FIELD_MAX 64
 
 /* ---- the study as the twin sees it ---- */
 
 struct twin_setup {
-	char model[SIM_NAME_MAX];  /* goodput-sim model preset or Hugging Face id */
-	char gpu[16];              /* GPU preset name */
-	unsigned gpus;             /* GPUs on the host (0 = the largest tensor_parallel) */
-	char profile[16];          /* base profile preset: "vllm" (default) or "trtllm" */
-	double usd_per_gpu_hour;   /* 0 = the GPU preset's price */
+	char model[SIM_NAME_MAX]; /* goodput-sim model preset or Hugging Face id */
+	char gpu[16];             /* GPU preset name */
+	unsigned gpus;            /* GPUs on the host (0 = the largest tensor_parallel) */
+	char profile[16];         /* base profile preset: "vllm" (default) or "trtllm" */
+	double usd_per_gpu_hour;  /* 0 = the GPU preset's price */
 	enum opt_scenario scenario;
 	enum opt_cost_tokens cost_tokens;
 	struct probe_workload_config workload; /* synthetic lengths; dataset_path is not read */
@@ -113,9 +113,9 @@ int twin_point_from_result(const struct probe_result *r, struct twin_point *ret)
 
 /* One real trial: the optimizer's view plus its load points. Plain data. */
 struct twin_trial {
-	struct opt_trial trial;  /* config, outcome, cost ($/Mtok), confirm */
-	double max_rate;         /* the max SLA rate measured (req/s); 0 = unknown */
-	double predicted_cost;   /* what twin_next predicted when it asked (NAN = none): store it */
+	struct opt_trial trial; /* config, outcome, cost ($/Mtok), confirm */
+	double max_rate;        /* the max SLA rate measured (req/s); 0 = unknown */
+	double predicted_cost;  /* what twin_next predicted when it asked (NAN = none): store it */
 	size_t n_points;
 	struct twin_point points[TWIN_POINTS_MAX];
 };
@@ -169,13 +169,13 @@ struct twin_fit_options {
 void twin_fit_options_init(struct twin_fit_options *o);
 
 struct twin_fit {
-	struct sim_profile profile;   /* the fitted constants */
-	double error;                 /* overall: exp(RMS of log(sim / measured)) − 1 */
+	struct sim_profile profile;            /* the fitted constants */
+	double error;                          /* overall: exp(RMS of log(sim / measured)) − 1 */
 	double error_by_figure[_TWIN_FIG_MAX]; /* the same per figure (0 when not measured) */
-	double start_error;           /* overall error of the base profile */
+	double start_error;                    /* overall error of the base profile */
 	unsigned n_trials, n_points, n_figures, evals;
-	unsigned n_skipped;           /* trials the model cannot run (refuses to start) */
-	uint64_t fitted;              /* bit i: sim_profile_field(i) was fitted */
+	unsigned n_skipped; /* trials the model cannot run (refuses to start) */
+	uint64_t fitted;    /* bit i: sim_profile_field(i) was fitted */
 };
 
 /* Fits the efficiency constants to every load point of the given trials
@@ -193,13 +193,13 @@ int twin_evaluate(struct twin *t, const struct twin_trial *trials, size_t n, con
 /* Predicted against measured for every trial, as a JSON array: [{"config":
  * key, "measured_cost", "predicted_cost", "points": [{"rate", "figures":
  * {name: [measured, simulated]}}]}]. For reports. */
-int twin_fit_report(struct twin *t, const struct twin_trial *trials, size_t n, const struct sim_profile *p,
-		    cJSON **ret, struct error *err);
+int twin_fit_report(struct twin *t, const struct twin_trial *trials, size_t n, const struct sim_profile *p, cJSON **ret,
+		    struct error *err);
 
 /* ---- calibrations across studies ---- */
 
 struct twin_calibration {
-	char engine[TWIN_KEY_FIELD_MAX];         /* engine profile name: "vllm", "sim" */
+	char engine[TWIN_KEY_FIELD_MAX]; /* engine profile name: "vllm", "sim" */
 	char engine_version[TWIN_KEY_FIELD_MAX];
 	char gpu[TWIN_KEY_FIELD_MAX];
 	char driver[TWIN_KEY_FIELD_MAX];
@@ -226,18 +226,18 @@ int twin_calibration_write_profile(const struct twin_calibration *c, const char 
 /* ---- the strategy ---- */
 
 struct twin_settings {
-	struct opt_settings plain;   /* seed, max_trials (budget), confirm_probes; used as is in the fallback */
+	struct opt_settings plain; /* seed, max_trials (budget), confirm_probes; used as is in the fallback */
 	struct twin_fit_options fit;
-	unsigned n_design;           /* design trials of a cold start (default 2) */
-	unsigned judge_after;        /* refits after the design before the fit is judged (default 2) */
-	double max_fit_error;        /* fit worse than this (and than 2.5 × min_tol, the noise) when judged ->
+	unsigned n_design;     /* design trials of a cold start (default 2) */
+	unsigned judge_after;  /* refits after the design before the fit is judged (default 2) */
+	double max_fit_error;  /* fit worse than this (and than 2.5 × min_tol, the noise) when judged ->
 	                              * fallback (default 0.08) */
-	double max_pred_error;       /* predicted-vs-measured cost error worse than this -> fallback (0.15) */
-	double min_tol;              /* the error floor: measurement noise (default 0.03) */
-	double drift_factor;         /* warm start: error > max(f × stored, stored + min_tol·2) is drift (2) */
-	double unfitted_error;       /* the twin's error for a configuration that depends on a constant not
+	double max_pred_error; /* predicted-vs-measured cost error worse than this -> fallback (0.15) */
+	double min_tol;        /* the error floor: measurement noise (default 0.03) */
+	double drift_factor;   /* warm start: error > max(f × stored, stored + min_tol·2) is drift (2) */
+	double unfitted_error; /* the twin's error for a configuration that depends on a constant not
 	                              * fitted yet (an untried precision or TP): ranked that much lower (0.10) */
-	unsigned near_probes;        /* after the margin rule stops: untested configurations the twin still
+	unsigned near_probes;  /* after the margin rule stops: untested configurations the twin still
 	                              * ranks above the best measured one that may be probed (default 2) */
 };
 void twin_settings_init(struct twin_settings *s);
@@ -252,17 +252,17 @@ enum twin_phase {
 const char *twin_phase_to_string(enum twin_phase p);
 
 struct twin_candidate {
-	struct opt_candidate opt;   /* ask, config, best, runner_up, evaluated, reason: as opt_next */
+	struct opt_candidate opt; /* ask, config, best, runner_up, evaluated, reason: as opt_next */
 	enum twin_phase phase;
-	double predicted_cost;      /* the twin's prediction for opt.config (NAN = none): store it with the trial */
-	bool fallback;              /* the fit was judged poor: the plain search runs */
-	bool warm;                  /* started from a stored calibration (and it still holds) */
-	bool drift;                 /* the stored calibration disagreed with the new measurements */
-	bool calibrated;            /* fit and calibration below are valid */
-	double tol;                 /* the twin's measured error used for agreement */
-	double pred_error;          /* predicted-vs-measured cost error of the twin's own asks (0 = none yet) */
-	struct twin_fit fit;        /* the current calibration's fit */
-	char message[256];          /* for people: why this ask / why done / why fallback / drift */
+	double predicted_cost; /* the twin's prediction for opt.config (NAN = none): store it with the trial */
+	bool fallback;         /* the fit was judged poor: the plain search runs */
+	bool warm;             /* started from a stored calibration (and it still holds) */
+	bool drift;            /* the stored calibration disagreed with the new measurements */
+	bool calibrated;       /* fit and calibration below are valid */
+	double tol;            /* the twin's measured error used for agreement */
+	double pred_error;     /* predicted-vs-measured cost error of the twin's own asks (0 = none yet) */
+	struct twin_fit fit;   /* the current calibration's fit */
+	char message[256];     /* for people: why this ask / why done / why fallback / drift */
 };
 
 /* Ask: the next thing to measure, or done. history holds every trial of the
@@ -276,8 +276,8 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
  * best (ret[0] is that configuration), then the extremes of the ordinal knobs
  * (batch and chunk) that the model can start: both at their largest, both at
  * their smallest, then mixed corners. Up to n configurations, distinct. */
-int twin_design_initial(struct twin *t, const struct sim_profile *p, size_t n, struct opt_config *ret,
-			size_t *ret_n, struct error *err);
+int twin_design_initial(struct twin *t, const struct sim_profile *p, size_t n, struct opt_config *ret, size_t *ret_n,
+			struct error *err);
 
 /* ---- running twin_next off the event loop ----
  *

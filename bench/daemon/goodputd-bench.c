@@ -319,8 +319,8 @@ static void print_top_mappings(unsigned top)
 			}
 		} else if (cur != SIZE_MAX && sscanf(line, "Rss: %ld", &v) == 1)
 			agg[cur].rss += v;
-		else if (cur != SIZE_MAX && (sscanf(line, "Private_Dirty: %ld", &v) == 1 ||
-					     sscanf(line, "Private_Clean: %ld", &v) == 1))
+		else if (cur != SIZE_MAX &&
+			 (sscanf(line, "Private_Dirty: %ld", &v) == 1 || sscanf(line, "Private_Clean: %ld", &v) == 1))
 			agg[cur].priv += v;
 	}
 	fclose(f);
@@ -542,11 +542,16 @@ static double parse_num(const char *what, const char *s, double min, double max)
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },	      { "goodputd", required_argument, NULL, 'g' },
-		{ "sim-dir", required_argument, NULL, 's' },  { "dry-run", no_argument, NULL, 'd' },
-		{ "clients", required_argument, NULL, 'c' },  { "rounds", required_argument, NULL, 'r' },
-		{ "trials", required_argument, NULL, 't' },   { "idle", required_argument, NULL, 'i' },
-		{ "check-p99-ms", required_argument, NULL, 'p' }, { "check-rss-mb", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "goodputd", required_argument, NULL, 'g' },
+		{ "sim-dir", required_argument, NULL, 's' },
+		{ "dry-run", no_argument, NULL, 'd' },
+		{ "clients", required_argument, NULL, 'c' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "trials", required_argument, NULL, 't' },
+		{ "idle", required_argument, NULL, 'i' },
+		{ "check-p99-ms", required_argument, NULL, 'p' },
+		{ "check-rss-mb", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .clients = 200, .rounds = 20, .trials = 8, .idle_sec = 5 };

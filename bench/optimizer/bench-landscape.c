@@ -52,13 +52,28 @@ static const struct spec specs[] = {
 		.search_space = "{\"max_num_seqs\": {\"min\": 8, \"max\": 1024, \"scale\": \"log2\"},"
 				"\"max_num_batched_tokens\": {\"min\": 512, \"max\": 32768, \"scale\": \"log2\"},"
 				"\"quantization\": [\"none\", \"fp8\", \"awq\"], \"tensor_parallel\": [1, 2, 4]}",
-		.params_b = 70, .kv_mb_per_token = 0.3125, .act_mb_per_token = 0.6,
-		.mem_gb = 80, .bw_tbs = 3.35, .tflops = 989, .fp8_speedup = 2, .usd_per_hour = 2.5,
-		.in_len = 1024, .out_len = 256, .ttft_ms = 2000, .tpot_ms = 60,
+		.params_b = 70,
+		.kv_mb_per_token = 0.3125,
+		.act_mb_per_token = 0.6,
+		.mem_gb = 80,
+		.bw_tbs = 3.35,
+		.tflops = 989,
+		.fp8_speedup = 2,
+		.usd_per_hour = 2.5,
+		.in_len = 1024,
+		.out_len = 256,
+		.ttft_ms = 2000,
+		.tpot_ms = 60,
 		/* A 70B chat assistant: answers streamed faster than reading speed. */
-		.sim = { .in_mean = 768, .in_range = 1.0 / 3, .out_mean = 192, .out_range = 1.0 / 3,
-			 .num_prompts = 200, .sla = "ttft:2000,tpot:75", .attainment = 0.9,
-			 .rel_tol = 0.02, .max_runs = 12 },
+		.sim = { .in_mean = 768,
+			 .in_range = 1.0 / 3,
+			 .out_mean = 192,
+			 .out_range = 1.0 / 3,
+			 .num_prompts = 200,
+			 .sla = "ttft:2000,tpot:75",
+			 .attainment = 0.9,
+			 .rel_tol = 0.02,
+			 .max_runs = 12 },
 	},
 	{
 		.name = "llama-3.1-8b on 2x L40S",
@@ -68,13 +83,28 @@ static const struct spec specs[] = {
 		.search_space = "{\"max_num_seqs\": {\"min\": 4, \"max\": 512, \"scale\": \"log2\"},"
 				"\"max_num_batched_tokens\": {\"min\": 256, \"max\": 16384, \"scale\": \"log2\"},"
 				"\"quantization\": [\"none\", \"fp8\", \"awq\"], \"tensor_parallel\": [1, 2]}",
-		.params_b = 8, .kv_mb_per_token = 0.125, .act_mb_per_token = 0.25,
-		.mem_gb = 48, .bw_tbs = 0.864, .tflops = 362, .fp8_speedup = 2, .usd_per_hour = 1.0,
-		.in_len = 1024, .out_len = 256, .ttft_ms = 1500, .tpot_ms = 40,
+		.params_b = 8,
+		.kv_mb_per_token = 0.125,
+		.act_mb_per_token = 0.25,
+		.mem_gb = 48,
+		.bw_tbs = 0.864,
+		.tflops = 362,
+		.fp8_speedup = 2,
+		.usd_per_hour = 1.0,
+		.in_len = 1024,
+		.out_len = 256,
+		.ttft_ms = 1500,
+		.tpot_ms = 40,
 		/* A small, snappy chat model: tighter latency bounds. */
-		.sim = { .in_mean = 768, .in_range = 1.0 / 3, .out_mean = 192, .out_range = 1.0 / 3,
-			 .num_prompts = 200, .sla = "ttft:1000,tpot:50", .attainment = 0.9,
-			 .rel_tol = 0.02, .max_runs = 12 },
+		.sim = { .in_mean = 768,
+			 .in_range = 1.0 / 3,
+			 .out_mean = 192,
+			 .out_range = 1.0 / 3,
+			 .num_prompts = 200,
+			 .sla = "ttft:1000,tpot:50",
+			 .attainment = 0.9,
+			 .rel_tol = 0.02,
+			 .max_runs = 12 },
 	},
 };
 
@@ -151,7 +181,7 @@ size_t bench_space_index(const struct bench_space *bs, const struct opt_config *
 
 /* ---- the sim landscape cache ---- */
 
-#define CACHE_MAGIC "goodput bench-optimizer landscape v1"
+#define CACHE_MAGIC  "goodput bench-optimizer landscape v1"
 #define CACHE_CHECKS 3
 
 static void describe(const struct spec *sp, char *buf, size_t size)
@@ -159,8 +189,8 @@ static void describe(const struct spec *sp, char *buf, size_t size)
 	const struct bench_workload *w = &sp->sim;
 
 	snprintf(buf, size, "%s|%s|%u|%s|in %.17g±%.17g|out %.17g±%.17g|n %u|%s|att %.17g|tol %.17g|runs %u", sp->model,
-		 sp->gpu, sp->gpus, sp->search_space, w->in_mean, w->in_range, w->out_mean, w->out_range, w->num_prompts,
-		 w->sla, w->attainment, w->rel_tol, w->max_runs);
+		 sp->gpu, sp->gpus, sp->search_space, w->in_mean, w->in_range, w->out_mean, w->out_range,
+		 w->num_prompts, w->sla, w->attainment, w->rel_tol, w->max_runs);
 }
 
 static uint64_t fnv1a(const char *s)
@@ -205,8 +235,9 @@ static int cache_load(const char *path, const char *key, struct bench_space *bs)
 		double cost;
 		enum opt_outcome out;
 
-		if (sscanf(line, "%" SCNu64 " %31s %la", &o, name, &cost) != 3 || o != opt_config_ordinal(bs->space, &bs->configs[k]) ||
-		    opt_outcome_from_string(name, &out) < 0 || (out == OPT_OUTCOME_MEASURED && !(cost > 0 && isfinite(cost))))
+		if (sscanf(line, "%" SCNu64 " %31s %la", &o, name, &cost) != 3 ||
+		    o != opt_config_ordinal(bs->space, &bs->configs[k]) || opt_outcome_from_string(name, &out) < 0 ||
+		    (out == OPT_OUTCOME_MEASURED && !(cost > 0 && isfinite(cost))))
 			return 0;
 		bs->truth[k++] = (struct bench_point){ .outcome = out, .cost = cost };
 	}
@@ -241,21 +272,23 @@ static int sim_landscape(const struct spec *sp, const char *cache_dir, struct be
 
 	describe(sp, key, sizeof(key));
 	if (cache_dir) {
-		if (snprintf(path, sizeof(path), "%s/bench-optimizer-%016" PRIx64 ".landscape", cache_dir, fnv1a(key)) >=
-		    (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/bench-optimizer-%016" PRIx64 ".landscape", cache_dir,
+			     fnv1a(key)) >= (int)sizeof(path))
 			return error_set(err, -ENAMETOOLONG, "--cache-dir: path too long");
 		if (cache_load(path, key, bs) > 0) {
 			bool ok = true;
 
 			for (size_t k = 0; k < bs->n; k++)
 				if (bs->truth[k].outcome == OPT_OUTCOME_MEASURED &&
-				    (bs->optimum_index == SIZE_MAX || bs->truth[k].cost < bs->truth[bs->optimum_index].cost))
+				    (bs->optimum_index == SIZE_MAX ||
+				     bs->truth[k].cost < bs->truth[bs->optimum_index].cost))
 					bs->optimum_index = k;
 			for (size_t j = 0; j < CACHE_CHECKS && ok && bs->optimum_index != SIZE_MAX; j++) {
 				size_t k = check_index(bs, j);
 				struct bench_point p;
 
-				r = bench_sim_eval(sp->model, sp->gpu, sp->gpus, &sp->sim, bs->space, &bs->configs[k], &p, err);
+				r = bench_sim_eval(sp->model, sp->gpu, sp->gpus, &sp->sim, bs->space, &bs->configs[k],
+						   &p, err);
 				if (r < 0)
 					return r;
 				ok = same_point(&p, &bs->truth[k]);
@@ -267,7 +300,8 @@ static int sim_landscape(const struct spec *sp, const char *cache_dir, struct be
 		}
 	}
 	for (size_t k = 0; k < bs->n; k++) {
-		r = bench_sim_eval(sp->model, sp->gpu, sp->gpus, &sp->sim, bs->space, &bs->configs[k], &bs->truth[k], err);
+		r = bench_sim_eval(sp->model, sp->gpu, sp->gpus, &sp->sim, bs->space, &bs->configs[k], &bs->truth[k],
+				   err);
 		if (r < 0)
 			return r;
 	}
@@ -308,9 +342,10 @@ int bench_space_new(size_t i, bool sim, const char *cache_dir, struct bench_spac
 		const struct bench_workload *w = &sp->sim;
 
 		snprintf(bs->workload, sizeof(bs->workload),
-			 "chat: %.0f–%.0f tokens in, %.0f–%.0f out, %u requests, SLA %s @ %.0f %%", w->in_mean * (1 - w->in_range),
-			 w->in_mean * (1 + w->in_range), w->out_mean * (1 - w->out_range), w->out_mean * (1 + w->out_range),
-			 w->num_prompts, w->sla, w->attainment * 100);
+			 "chat: %.0f–%.0f tokens in, %.0f–%.0f out, %u requests, SLA %s @ %.0f %%",
+			 w->in_mean * (1 - w->in_range), w->in_mean * (1 + w->in_range),
+			 w->out_mean * (1 - w->out_range), w->out_mean * (1 + w->out_range), w->num_prompts, w->sla,
+			 w->attainment * 100);
 		r = sim_landscape(sp, cache_dir, bs, err);
 		if (r < 0)
 			goto fail;

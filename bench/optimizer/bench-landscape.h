@@ -32,11 +32,11 @@ struct bench_space {
 	struct opt_config *configs; /* the allowed configurations, grid order */
 	struct bench_point *truth;  /* per configuration */
 	size_t n, n_feasible;
-	int32_t *index_of;          /* grid ordinal -> index in configs, or -1 */
+	int32_t *index_of; /* grid ordinal -> index in configs, or -1 */
 	double optimum;
 	size_t optimum_index;
-	bool from_cache;            /* sim: the landscape was read from the cache */
-	char workload[160];         /* sim: the workload and SLA, for people */
+	bool from_cache;    /* sim: the landscape was read from the cache */
+	char workload[160]; /* sim: the workload and SLA, for people */
 };
 
 size_t bench_n_spaces(void);

@@ -34,7 +34,7 @@
 #include "macro.h"
 #include "opt.h"
 
-#define TARGET 0.02
+#define TARGET      0.02
 #define NOT_REACHED 1e9
 
 static const unsigned budgets[] = { 10, 20, 30, 40, 60, 80 };
@@ -145,14 +145,15 @@ static int run_search(const struct ctx *x, uint64_t seed, struct trace *t)
 			}
 		}
 		t->regret[t->n++] = inc == SIZE_MAX ? INFINITY : bs->truth[inc].cost / bs->optimum - 1;
-		touched = touched || (tr.outcome == OPT_OUTCOME_MEASURED && bs->truth[i].cost <= bs->optimum * (1 + TARGET));
+		touched = touched ||
+			  (tr.outcome == OPT_OUTCOME_MEASURED && bs->truth[i].cost <= bs->optimum * (1 + TARGET));
 		if (getenv("BENCH_TRACE") && strtoull(getenv("BENCH_TRACE"), NULL, 10) == seed) {
 			char key[OPT_KEY_MAX];
 
 			(void)opt_config_key(bs->space, &c.config, key, sizeof(key));
-			fprintf(stderr, "%3zu %-7s %-7s %-90s %s %.3f  regret %.3f\n", h.n, opt_phase_to_string(c.phase),
-				opt_ask_to_string(c.ask), key, opt_outcome_to_string(tr.outcome), tr.cost / bs->optimum,
-				t->regret[t->n - 1]);
+			fprintf(stderr, "%3zu %-7s %-7s %-90s %s %.3f  regret %.3f\n", h.n,
+				opt_phase_to_string(c.phase), opt_ask_to_string(c.ask), key,
+				opt_outcome_to_string(tr.outcome), tr.cost / bs->optimum, t->regret[t->n - 1]);
 		}
 	}
 	if (getenv("BENCH_DEBUG"))
@@ -309,7 +310,8 @@ static int bench_one(const struct bench_space *bs, unsigned seeds, double sigma,
 			print_count(sum[m].p25);
 			print_count(sum[m].med);
 			print_count(sum[m].p75);
-			printf("  %5.0f %%  %5.1f%% |", sum[m].med < NOT_REACHED ? sum[m].med / (double)bs->n * 100 : 100.0,
+			printf("  %5.0f %%  %5.1f%% |",
+			       sum[m].med < NOT_REACHED ? sum[m].med / (double)bs->n * 100 : 100.0,
 			       sum[m].reached * 100);
 			for (size_t b = 0; b < N_BUDGETS; b++)
 				printf(" %6.1f", sum[m].regret[b] * 100);
@@ -320,14 +322,16 @@ static int bench_one(const struct bench_space *bs, unsigned seeds, double sigma,
 
 		if (!o || !cJSON_AddItemToArray(out, o))
 			return -ENOMEM;
-		if (json_add_string(o, "space", bs->name) < 0 || json_add_number(o, "configurations", (double)bs->n) < 0 ||
+		if (json_add_string(o, "space", bs->name) < 0 ||
+		    json_add_number(o, "configurations", (double)bs->n) < 0 ||
 		    json_add_number(o, "optimum", bs->optimum) < 0 || json_add_string(o, "optimum_config", key) < 0 ||
 		    json_add_string(o, "workload", bs->workload) < 0)
 			return -ENOMEM;
 		for (int m = 0; m < 3; m++) {
 			cJSON *mo = cJSON_AddObjectToObject(o, names[m]);
 
-			if (!mo || json_add_number(mo, "median_evals", sum[m].med < NOT_REACHED ? sum[m].med : NAN) < 0 ||
+			if (!mo ||
+			    json_add_number(mo, "median_evals", sum[m].med < NOT_REACHED ? sum[m].med : NAN) < 0 ||
 			    json_add_number(mo, "p25_evals", sum[m].p25 < NOT_REACHED ? sum[m].p25 : NAN) < 0 ||
 			    json_add_number(mo, "p75_evals", sum[m].p75 < NOT_REACHED ? sum[m].p75 : NAN) < 0 ||
 			    json_add_number(mo, "reached_fraction", sum[m].reached) < 0)
@@ -361,7 +365,8 @@ static int bench_one(const struct bench_space *bs, unsigned seeds, double sigma,
 static void dump(const struct bench_space *bs)
 {
 	const struct opt_space *s = bs->space;
-	int a = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_SEQS), b = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_BATCHED_TOKENS);
+	int a = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_SEQS),
+	    b = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_BATCHED_TOKENS);
 	int q = opt_space_knob_index(s, OPT_KNOB_QUANTIZATION), t = opt_space_knob_index(s, OPT_KNOB_TENSOR_PARALLEL);
 	char buf[64];
 
@@ -392,7 +397,8 @@ static void dump(const struct bench_space *bs)
 					else if (bs->truth[k].outcome == OPT_OUTCOME_MEASURED)
 						printf(" %6.3f", bs->truth[k].cost / bs->optimum);
 					else
-						printf(" %6s", bs->truth[k].outcome == OPT_OUTCOME_INFEASIBLE ? "oom" : "sla");
+						printf(" %6s",
+						       bs->truth[k].outcome == OPT_OUTCOME_INFEASIBLE ? "oom" : "sla");
 				}
 				printf("\n");
 			}
@@ -419,10 +425,14 @@ static void help(void)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "seeds", required_argument, NULL, 's' }, { "sigma", required_argument, NULL, 'n' },
-		{ "sim", no_argument, NULL, 'S' },         { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },        { "cache-dir", required_argument, NULL, 'C' },
-		{ "no-cache", no_argument, NULL, 'N' },    { "dump", no_argument, NULL, 'D' },
+		{ "seeds", required_argument, NULL, 's' },
+		{ "sigma", required_argument, NULL, 'n' },
+		{ "sim", no_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "no-cache", no_argument, NULL, 'N' },
+		{ "dump", no_argument, NULL, 'D' },
 		{ 0 },
 	};
 	unsigned seeds = 101;

@@ -53,8 +53,12 @@ int bench_sim_eval(const char *model, const char *gpu, unsigned gpus, const stru
 		return r;
 
 	probe_workload_config_init(&w);
-	w.input = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = wl->in_mean, .range_ratio = wl->in_range };
-	w.output = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = wl->out_mean, .range_ratio = wl->out_range };
+	w.input = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM,
+					      .mean = wl->in_mean,
+					      .range_ratio = wl->in_range };
+	w.output = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM,
+					       .mean = wl->out_mean,
+					       .range_ratio = wl->out_range };
 	w.num_prompts = wl->num_prompts;
 	w.lengths_only = true;
 	r = probe_sla_parse(wl->sla, &sla, err);

@@ -283,7 +283,8 @@ static int bench_starts(bool check)
 
 	/* Cold: the client opens 256 connections at once. */
 	run("paced:0:50000", n, 1, 0, &o);
-	printf("256 simultaneous starts, new connections: TTFT p50 %.3f / p99 %.3f / max %.3f ms (server holds %.0f ms)\n",
+	printf("256 simultaneous starts, new connections: TTFT p50 %.3f / p99 %.3f / max %.3f ms (server holds %.0f "
+	       "ms)\n",
 	       pct(o.ttft_ms, o.n_ttft, 50), pct(o.ttft_ms, o.n_ttft, 99), o.ttft_ms[o.n_ttft ? o.n_ttft - 1 : 0],
 	       hold_ms);
 	outcome_done(&o);
@@ -294,8 +295,8 @@ static int bench_starts(bool check)
 	printf("256 simultaneous starts, kept-alive connections: TTFT p50 %.3f / p99 %.3f / max %.3f ms; one alone "
 	       "%.3f ms: the client adds +%.3f ms at p99, +%.3f ms at max; the last request left %.3f ms after the "
 	       "start; %zu failed\n",
-	       pct(o.ttft_ms, o.n_ttft, 50), pct(o.ttft_ms, o.n_ttft, 99), o.ttft_ms[o.n_ttft ? o.n_ttft - 1 : 0],
-	       base, pct(o.ttft_ms, o.n_ttft, 99) - hold_ms, o.ttft_ms[o.n_ttft ? o.n_ttft - 1 : 0] - hold_ms,
+	       pct(o.ttft_ms, o.n_ttft, 50), pct(o.ttft_ms, o.n_ttft, 99), o.ttft_ms[o.n_ttft ? o.n_ttft - 1 : 0], base,
+	       pct(o.ttft_ms, o.n_ttft, 99) - hold_ms, o.ttft_ms[o.n_ttft ? o.n_ttft - 1 : 0] - hold_ms,
 	       usec_to_ms(o.last_send_usec - o.t0_usec), o.failed);
 	outcome_done(&o);
 	return check && o.failed > 0 ? 1 : 0;

@@ -26,7 +26,7 @@
 #include "stream-server.h"
 
 #define MAX_CONN 4096
-#define INBUF 65536
+#define INBUF    65536
 
 struct conn {
 	int fd;

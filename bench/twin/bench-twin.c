@@ -33,9 +33,9 @@
 #include "macro.h"
 #include "twin.h"
 
-#define TARGET 0.02
+#define TARGET      0.02
 #define NOT_REACHED 1e9
-#define TRACE_MAX 128
+#define TRACE_MAX   128
 
 struct spec {
 	const char *name, *model, *gpu;
@@ -57,8 +57,8 @@ static const struct spec specs[] = {
 };
 
 /* The constants a real GPU would have differently. */
-static const char *const perturbed[] = { "mfu_bf16", "mfu_fp8",    "mfu_int8",   "awq_q_eff", "mbu_w",   "mbu_kv",
-					 "f_attn",   "t_fixed_ms", "c_seq_us",   "c_tok_us",  "t_tp_ms", "busbw_frac" };
+static const char *const perturbed[] = { "mfu_bf16", "mfu_fp8",    "mfu_int8", "awq_q_eff", "mbu_w",   "mbu_kv",
+					 "f_attn",   "t_fixed_ms", "c_seq_us", "c_tok_us",  "t_tp_ms", "busbw_frac" };
 
 struct rng {
 	uint64_t s;
@@ -87,7 +87,7 @@ struct options {
 	unsigned instances, mismatch, prompts, budget, mismatch_budget;
 	double sigma, fault_seq, mismatch_seq;
 	bool json, verbose;
-	int only; /* --verbose for this instance only; -1 = all */
+	int only;            /* --verbose for this instance only; -1 = all */
 	double check_median; /* 0 = no check */
 };
 
@@ -95,15 +95,15 @@ struct options {
 struct instance {
 	const struct spec *sp;
 	struct opt_space *space;
-	struct twin_setup setup;  /* what the tuner knows */
-	struct twin *real;        /* the true model (with faults) */
-	struct twin *tuner;       /* the tuner's twin (cache shared across its studies) */
+	struct twin_setup setup; /* what the tuner knows */
+	struct twin *real;       /* the true model (with faults) */
+	struct twin *tuner;      /* the tuner's twin (cache shared across its studies) */
 	struct sim_profile truth;
 	double optimum;
 	size_t n_configs;
-	struct twin_trial *meas;  /* per grid ordinal: the noise-free measurement (lazy) */
+	struct twin_trial *meas; /* per grid ordinal: the noise-free measurement (lazy) */
 	bool *have;
-	double *true_cost;        /* per grid ordinal (INFINITY: not measured), lazy */
+	double *true_cost; /* per grid ordinal (INFINITY: not measured), lazy */
 };
 
 static void instance_free(struct instance *in)
@@ -139,8 +139,10 @@ static int instance_init(struct instance *in, const struct options *o, unsigned 
 	snprintf(in->setup.model, sizeof(in->setup.model), "%s", in->sp->model);
 	snprintf(in->setup.gpu, sizeof(in->setup.gpu), "%s", in->sp->gpu);
 	in->setup.gpus = in->sp->gpus;
-	in->setup.workload.input = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 768, .range_ratio = 1.0 / 3 };
-	in->setup.workload.output = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 192, .range_ratio = 1.0 / 3 };
+	in->setup.workload.input =
+		(struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 768, .range_ratio = 1.0 / 3 };
+	in->setup.workload.output =
+		(struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 192, .range_ratio = 1.0 / 3 };
 	in->setup.workload.num_prompts = o->prompts;
 	in->setup.workload.arrival = PROBE_ARRIVAL_POISSON;
 	in->setup.rel_tol = 0.02;
@@ -189,7 +191,8 @@ static int deploy(struct instance *in, const struct opt_config *c, double sigma,
 		if (r < 0)
 			return r;
 		in->have[o] = true;
-		in->true_cost[o] = in->meas[o].trial.outcome == OPT_OUTCOME_MEASURED ? in->meas[o].trial.cost : INFINITY;
+		in->true_cost[o] =
+			in->meas[o].trial.outcome == OPT_OUTCOME_MEASURED ? in->meas[o].trial.cost : INFINITY;
 	}
 	tr = in->meas[o];
 	if (tr.trial.outcome == OPT_OUTCOME_MEASURED) {
@@ -224,12 +227,13 @@ static void incumbent_tell(struct incumbent *inc, uint64_t o, size_t n, const st
 	inc->cnt[o]++;
 	inc->best = UINT64_MAX;
 	for (size_t k = 0; k < n; k++)
-		if (inc->cnt[k] && (inc->best == UINT64_MAX || inc->sum[k] / inc->cnt[k] < inc->sum[inc->best] / inc->cnt[inc->best]))
+		if (inc->cnt[k] &&
+		    (inc->best == UINT64_MAX || inc->sum[k] / inc->cnt[k] < inc->sum[inc->best] / inc->cnt[inc->best]))
 			inc->best = k;
 }
 
 struct study {
-	double to_target;    /* deployments until within 2 %, NOT_REACHED */
+	double to_target;     /* deployments until within 2 %, NOT_REACHED */
 	unsigned deployments; /* until done */
 	double final_regret;
 	bool fallback, drift, warm;
@@ -392,17 +396,29 @@ static void help(void)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "instances", required_argument, NULL, 'i' }, { "mismatch", required_argument, NULL, 'm' },
-		{ "prompts", required_argument, NULL, 'p' },   { "budget", required_argument, NULL, 'b' },
+		{ "instances", required_argument, NULL, 'i' },
+		{ "mismatch", required_argument, NULL, 'm' },
+		{ "prompts", required_argument, NULL, 'p' },
+		{ "budget", required_argument, NULL, 'b' },
 		{ "mismatch-budget", required_argument, NULL, 'B' },
-		{ "sigma", required_argument, NULL, 's' },     { "check-median", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },         { "only", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },            { "help", no_argument, NULL, 'h' },
+		{ "sigma", required_argument, NULL, 's' },
+		{ "check-median", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "only", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ "near-probes", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct options o = { .instances = 20, .mismatch = 8, .prompts = 48, .budget = 40, .mismatch_budget = 15,
-			     .sigma = 0.03, .fault_seq = 3.0, .mismatch_seq = 1000, .only = -1 };
+	struct options o = { .instances = 20,
+			     .mismatch = 8,
+			     .prompts = 48,
+			     .budget = 40,
+			     .mismatch_budget = 15,
+			     .sigma = 0.03,
+			     .fault_seq = 3.0,
+			     .mismatch_seq = 1000,
+			     .only = -1 };
 	/* per instance: deployments to 2 % (plain, twin, warm), until done (same) */
 	_cleanup_(freep) double *v = NULL, *mm = NULL;
 	double *to[3], *done[3], *mm_plain, *mm_twin, *mm_twin_same;
@@ -496,8 +512,8 @@ int main(int argc, char **argv)
 		if (r >= 0 && verbose)
 			fprintf(stderr, "instance %u warm:\n", i);
 		if (r >= 0)
-			r = run_study(&in, true, st.have_cal ? &st.cal : NULL, o.budget, o.sigma, 5000 + i, verbose, &sw,
-				      &err);
+			r = run_study(&in, true, st.have_cal ? &st.cal : NULL, o.budget, o.sigma, 5000 + i, verbose,
+				      &sw, &err);
 		if (r < 0) {
 			fprintf(stderr, "instance %u: %s\n", i, error_str(&err, r));
 			instance_free(&in);
@@ -515,13 +531,14 @@ int main(int argc, char **argv)
 		n_fallback += st.fallback;
 		warm_fewer += sw.deployments < st.deployments;
 		if (!o.json) {
-			printf("%4u %-11s %6" PRIu64 " %5s |", i, in.sp->name, opt_space_count(in.space), fault ? "yes" : "no");
+			printf("%4u %-11s %6" PRIu64 " %5s |", i, in.sp->name, opt_space_count(in.space),
+			       fault ? "yes" : "no");
 			print_count(sp.to_target);
 			print_count(st.to_target);
 			print_count(sw.to_target);
-			printf(" | %6u %6u %6u | %6.1f%% %6.1f%% %s%s%s\n", sp.deployments, st.deployments, sw.deployments,
-			       st.fit_error * 100, st.tol * 100, st.fallback ? "fallback " : "", sw.drift ? "drift " : "",
-			       sw.warm ? "" : "(warm start dropped)");
+			printf(" | %6u %6u %6u | %6.1f%% %6.1f%% %s%s%s\n", sp.deployments, st.deployments,
+			       sw.deployments, st.fit_error * 100, st.tol * 100, st.fallback ? "fallback " : "",
+			       sw.drift ? "drift " : "", sw.warm ? "" : "(warm start dropped)");
 			fflush(stdout);
 		}
 		instance_free(&in);
@@ -534,8 +551,8 @@ int main(int argc, char **argv)
 	if (o.mismatch && !o.json) {
 		printf("\nmismatch: a batch-squared step cost the twin cannot express (%.0f us x n^2/64), budget %u\n",
 		       o.mismatch_seq, o.mismatch_budget);
-		printf("%4s %-11s | %12s %12s %12s | %7s %6s %6s | %s\n", "seed", "space", "plain regret", "twin regret",
-		       "twin@plain#", "fit err", "plain#", "twin#", "twin says");
+		printf("%4s %-11s | %12s %12s %12s | %7s %6s %6s | %s\n", "seed", "space", "plain regret",
+		       "twin regret", "twin@plain#", "fit err", "plain#", "twin#", "twin says");
 	}
 	for (unsigned m = 0; m < o.mismatch; m++) {
 		struct instance in;
@@ -565,8 +582,9 @@ int main(int argc, char **argv)
 		n_fallback_mm += st.fallback;
 		if (!o.json)
 			printf("%4u %-11s | %11.1f%% %11.1f%% %11.1f%% | %6.1f%% %6u %6u | %s\n", m, in.sp->name,
-			       sp.final_regret * 100, st.final_regret * 100, mm_twin_same[n_mm - 1] * 100, st.fit_error * 100,
-			       sp.deployments, st.deployments, st.fallback ? "poor fit: fell back to the plain search" : "fit ok");
+			       sp.final_regret * 100, st.final_regret * 100, mm_twin_same[n_mm - 1] * 100,
+			       st.fit_error * 100, sp.deployments, st.deployments,
+			       st.fallback ? "poor fit: fell back to the plain search" : "fit ok");
 		instance_free(&in);
 	}
 	if (n_mm) {
@@ -586,7 +604,8 @@ int main(int argc, char **argv)
 		    json_add_number(j, "median_done_plain", med_done[0]) < 0 ||
 		    json_add_number(j, "median_done_twin", med_done[1]) < 0 ||
 		    json_add_number(j, "median_done_warm", med_done[2]) < 0 ||
-		    json_add_number(j, "reached_plain", reached[0]) < 0 || json_add_number(j, "reached_twin", reached[1]) < 0 ||
+		    json_add_number(j, "reached_plain", reached[0]) < 0 ||
+		    json_add_number(j, "reached_twin", reached[1]) < 0 ||
 		    json_add_number(j, "reached_warm", reached[2]) < 0 ||
 		    json_add_number(j, "false_fallbacks", n_fallback) < 0 ||
 		    json_add_number(j, "mismatch_seeds", n_mm) < 0 ||
@@ -602,7 +621,8 @@ int main(int argc, char **argv)
 	} else {
 		printf("\nmedian deployments to 2 %%: plain %.1f, twin %.1f, warm %.1f (reached %u, %u, %u of %u)\n",
 		       med_to[0], med_to[1], med_to[2], reached[0], reached[1], reached[2], n_run);
-		printf("median deployments until done: plain %.1f, twin %.1f, warm %.1f (warm fewer than cold on %u/%u)\n",
+		printf("median deployments until done: plain %.1f, twin %.1f, warm %.1f (warm fewer than cold on "
+		       "%u/%u)\n",
 		       med_done[0], med_done[1], med_done[2], warm_fewer, n_run);
 		printf("false fallbacks (healthy instances handed to the plain search): %u/%u\n", n_fallback, n_run);
 		if (n_mm)
@@ -619,8 +639,10 @@ int main(int argc, char **argv)
 			     med_mm_twin_same <= med_mm_plain + 1e-9;
 		if (!ok) {
 			fprintf(stderr,
-				"bench-twin: check failed (twin median %.1f, limit %.1f; warm %.1f; until done twin %.1f, "
-				"warm %.1f; mismatch fallbacks %u/%u, regret twin %.3f (same budget %.3f) vs plain %.3f)\n",
+				"bench-twin: check failed (twin median %.1f, limit %.1f; warm %.1f; until done twin "
+				"%.1f, "
+				"warm %.1f; mismatch fallbacks %u/%u, regret twin %.3f (same budget %.3f) vs plain "
+				"%.3f)\n",
 				med_to[1], o.check_median, med_to[2], med_done[1], med_done[2], n_fallback_mm, n_mm,
 				med_mm_twin, med_mm_twin_same, med_mm_plain);
 			return 1;

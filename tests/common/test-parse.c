@@ -28,7 +28,7 @@ static void test_u64(void)
 	CHECK_INT_EQ(parse_u64("--num-prompts", "101", 1, 100, &v, &err), -ERANGE);
 	CHECK_STR_CONTAINS(err.msg, "[1, 100]");
 	CHECK_INT_EQ(parse_u64("--x", NULL, 1, 100, &v, NULL), -EINVAL); /* err may be NULL */
-	CHECK_INT_EQ(v, 7);                                               /* untouched on failure */
+	CHECK_INT_EQ(v, 7);                                              /* untouched on failure */
 }
 
 static void test_i64_u32(void)

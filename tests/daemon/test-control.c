@@ -47,7 +47,8 @@ static cJSON *handler(const struct ctl_peer *peer, const struct ctl_request *req
 
 static void setup(struct fixture *f)
 {
-	struct ctl_limits l = { .max_connections = 2 * N_CLIENTS, .max_request_bytes = 4096,
+	struct ctl_limits l = { .max_connections = 2 * N_CLIENTS,
+				.max_request_bytes = 4096,
 				.idle_timeout_usec = 30 * USEC_PER_SEC };
 	struct error err = { 0 };
 	char dir[] = "/tmp/test-control-XXXXXX";

@@ -35,8 +35,10 @@ static void test_requests(void)
 	CHECK(!ctl_command_changes_state(r.command));
 	ctl_request_done(&r);
 
-	CHECK_INT_EQ(parse(" {\"command\":\"best\",\"model\":\"m\",\"engine\":\"vllm\",\"label\":\"chat\",\"id\":\"x\"} ",
-			   &r, &err), 0);
+	CHECK_INT_EQ(
+		parse(" {\"command\":\"best\",\"model\":\"m\",\"engine\":\"vllm\",\"label\":\"chat\",\"id\":\"x\"} ",
+		      &r, &err),
+		0);
 	CHECK_STR_EQ(r.model, "m");
 	CHECK_STR_EQ(r.engine, "vllm");
 	CHECK_STR_EQ(r.label, "chat");
@@ -122,7 +124,9 @@ static void test_config(void)
 	c = daemon_config_free(c);
 
 	CHECK_INT_EQ(config_from("{\"socket_group\":\"root\",\"prices\":{\"H100\":2.5},"
-				 "\"limits\":{\"max_connections\":8,\"idle_timeout\":0.5}}", &c, &err), 0);
+				 "\"limits\":{\"max_connections\":8,\"idle_timeout\":0.5}}",
+				 &c, &err),
+		     0);
 	CHECK_INT_EQ(c->socket_gid, 0);
 	CHECK_INT_EQ(c->limits.max_connections, 8);
 	CHECK_INT_EQ(c->limits.idle_timeout_usec, 500000);

@@ -133,10 +133,12 @@ static void test_sim(sd_event *e, const char *health)
 	CHECK(deploy_pick_free_port("127.0.0.1", &port, &err) == 0);
 	snprintf(port_s, sizeof(port_s), "%u", port);
 	knobs = cJSON_CreateObject();
-	CHECK(knobs && json_add_number(knobs, "max_num_seqs", 64) == 0 && json_add_string(knobs, "kv_cache_dtype", odd) == 0);
+	CHECK(knobs && json_add_number(knobs, "max_num_seqs", 64) == 0 &&
+	      json_add_string(knobs, "kv_cache_dtype", odd) == 0);
 	CHECK(deploy_hook_env(knobs, "study-x", 42, "llama-3.1-8b", "127.0.0.1", port, &hook_env) == 0);
-	d = start(e, health ? "sim-health" : "sim", (char *[]){ (char *)sim_path, (char *)"serve", (char *)"--host",
-								(char *)"127.0.0.1", (char *)"--port", port_s, NULL },
+	d = start(e, health ? "sim-health" : "sim",
+		  (char *[]){ (char *)sim_path, (char *)"serve", (char *)"--host", (char *)"127.0.0.1",
+			      (char *)"--port", port_s, NULL },
 		  "deploy-sim.sh", health, 30 * USEC_PER_SEC, hook_env, &o);
 	deploy_strv_free(hook_env);
 	deploy_test_run(e, &o.done, 40 * USEC_PER_SEC);
@@ -185,8 +187,8 @@ static void test_failing(sd_event *e)
 	unlink(path_of("teardown-ran"));
 
 	/* A CUDA OOM in its output is classified as out of memory. */
-	d = start(e, "failing-oom", (char *[]){ (char *)"engine", NULL }, "deploy-oom.sh", NULL, 30 * USEC_PER_SEC, NULL,
-		  &o);
+	d = start(e, "failing-oom", (char *[]){ (char *)"engine", NULL }, "deploy-oom.sh", NULL, 30 * USEC_PER_SEC,
+		  NULL, &o);
 	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_OOM, "%s", deploy_get_message(d));
@@ -241,8 +243,9 @@ int main(int argc, char **argv)
 	write_script("health.sh", "f=\"$(dirname \"$0\")/health-calls\"\n"
 				  "n=$(( $(cat \"$f\" 2>/dev/null || echo 0) + 1 )); echo $n > \"$f\"\n"
 				  "[ $n -ge 3 ]\n");
-	write_script("deploy-fail.sh", "echo 'Error from server (Forbidden): deployments.apps \"llm\" is forbidden' >&2\n"
-				       "exit 3\n");
+	write_script("deploy-fail.sh",
+		     "echo 'Error from server (Forbidden): deployments.apps \"llm\" is forbidden' >&2\n"
+		     "exit 3\n");
 	write_script("deploy-oom.sh", "echo 'torch.OutOfMemoryError: CUDA out of memory' >&2\nexit 1\n");
 	write_script("deploy-nourl.sh", "echo 'deployment.apps/llm patched'\nexit 0\n");
 	write_script("deploy-hang.sh", "echo 'waiting for rollout'\nexec sleep 600\n");

@@ -38,8 +38,9 @@ static bool group_gone(int64_t pgid)
 static void sim_command(const char *model, const char *gpu, const char *knobs, const char *const *more,
 			struct engine_command *ret)
 {
-	struct engine_render_params params = { .model = model, .host = "127.0.0.1", .port = 0, .gpu_type = gpu,
-					       .gpu_count = 1 };
+	struct engine_render_params params = {
+		.model = model, .host = "127.0.0.1", .port = 0, .gpu_type = gpu, .gpu_count = 1
+	};
 	struct error err = { 0 };
 	_cleanup_(cJSON_Deletep) cJSON *k = NULL;
 	size_t n = 0, m = 0;
@@ -116,8 +117,8 @@ static void test_oom(sd_event *e)
 	d = start(e, &c, "oom", 0, 0, 0, &o);
 	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_FAILED);
-	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_OOM, "%s: %s", deploy_failure_to_string(deploy_get_failure(d)),
-		  deploy_get_message(d));
+	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_OOM, "%s: %s",
+		  deploy_failure_to_string(deploy_get_failure(d)), deploy_get_message(d));
 	CHECK_STR_CONTAINS(deploy_get_message(d), "No available memory for the cache blocks");
 	CHECK(group_gone(deploy_get_pgid(d)));
 	deploy_free(d);

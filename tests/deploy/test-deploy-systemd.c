@@ -101,8 +101,8 @@ static void test_sim(sd_event *e, sd_bus *bus)
 	CHECK(deploy_unit_name("nspawn-demo", 1, unit, sizeof(unit)) == 0);
 	CHECK_STR_EQ(unit, "goodput-nspawn-demo-1.service");
 	d = start(e,
-		  (char *[]){ (char *)sim_path, (char *)"serve", (char *)"--host", (char *)"127.0.0.1", (char *)"--port",
-			      (char *)"0", (char *)"--served-model-name", (char *)"demo", NULL },
+		  (char *[]){ (char *)sim_path, (char *)"serve", (char *)"--host", (char *)"127.0.0.1",
+			      (char *)"--port", (char *)"0", (char *)"--served-model-name", (char *)"demo", NULL },
 		  unit, &o);
 	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_READY, "%s: %s", deploy_state_to_string(o.state), deploy_get_message(d));
@@ -152,8 +152,12 @@ static void test_bad_flag(sd_event *e, sd_bus *bus)
 	CHECK(goodput_units(bus, true) == 0);
 
 	/* A program that does not exist fails at once. */
-	struct engine_command c = { .argv = (char *[]){ (char *)"/nonexistent/server", NULL }, .env = (char *[]){ NULL } };
-	struct deploy_config cfg = { .command = &c, .log_path = "/tmp/x.log", .health_path = "/health", .port = 1,
+	struct engine_command c = { .argv = (char *[]){ (char *)"/nonexistent/server", NULL },
+				    .env = (char *[]){ NULL } };
+	struct deploy_config cfg = { .command = &c,
+				     .log_path = "/tmp/x.log",
+				     .health_path = "/health",
+				     .port = 1,
 				     .unit_name = "goodput-nspawn-demo-3.service" };
 	struct error err = { 0 };
 	CHECK(deploy_start(e, STUDY_DEPLOY_SYSTEMD, &cfg, deploy_test_on_event, &o, &d, &err) == -ENOENT);

@@ -107,8 +107,8 @@ static void realistic(const struct opt_space *s, const struct opt_config *c, con
 	b = MIN(b, bmax);
 	step_ms = (weights / 1.6 + 0.06 * b / tp + 1.5 * (tp - 1)) * (strcmp(q, "awq") == 0 ? 1.25 : 1);
 	tput = b / step_ms * 1000;
-	tput /= 1 + 600 / mbt;    /* small chunks: slow prefill, TTFT cuts the rate */
-	tput /= 1 + mbt / 40000;  /* large chunks: decode stalls, TPOT cuts the rate */
+	tput /= 1 + 600 / mbt;   /* small chunks: slow prefill, TTFT cuts the rate */
+	tput /= 1 + mbt / 40000; /* large chunks: decode stalls, TPOT cuts the rate */
 	t->outcome = OPT_OUTCOME_MEASURED;
 	t->cost = 2.5 * tp / (tput * 3600) * 1e6;
 	if (h->n > 0) /* noise-free for true_min() */
@@ -206,10 +206,10 @@ static void oom_above_32(const struct opt_space *s, const struct opt_config *c, 
 
 static void test_oom_inferred(void)
 {
-	_cleanup_(opt_space_freep) struct opt_space *s = space_new(
-		"{\"max_num_seqs\": {\"min\": 8, \"max\": 1024, \"scale\": \"log2\"},"
-		"\"max_num_batched_tokens\": [4096]}",
-		0);
+	_cleanup_(opt_space_freep) struct opt_space *s =
+		space_new("{\"max_num_seqs\": {\"min\": 8, \"max\": 1024, \"scale\": \"log2\"},"
+			  "\"max_num_batched_tokens\": [4096]}",
+			  0);
 	struct opt_history h;
 	struct opt_candidate c;
 	struct opt_settings set;
@@ -329,7 +329,9 @@ static void flat_edge(const struct opt_space *s, const struct opt_config *c, con
 
 	*t = (struct opt_trial){ .config = *c, .outcome = OPT_OUTCOME_MEASURED };
 	t->cost = (1 + 64 / b) * pow(1.02, log2(mbt / 256)) *
-		  (strcmp(q, "fp8") == 0 ? 0.7 : strcmp(q, "awq") == 0 ? 0.85 : 1.0);
+		  (strcmp(q, "fp8") == 0   ? 0.7
+		   : strcmp(q, "awq") == 0 ? 0.85
+					   : 1.0);
 	if (h->n > 0) /* noise-free for true_min() */
 		t->cost *= noise(h->n);
 }
@@ -378,8 +380,10 @@ static void test_edge_optimum(void)
 				reached = SIZE_MAX;
 		}
 		CHECK_INT_EQ(opt_config_key(s, &c.best.config, key, sizeof(key)), 0);
-		fprintf(stderr, "flat edge (seed %" PRIu64 "): within 3 %% after %zu deployments, %u of %" PRIu64
-			" deployed, best %s\n", seed, reached, c.evaluated, grid, key);
+		fprintf(stderr,
+			"flat edge (seed %" PRIu64 "): within 3 %% after %zu deployments, %u of %" PRIu64
+			" deployed, best %s\n",
+			seed, reached, c.evaluated, grid, key);
 		CHECK_MSG(reached <= 0.15 * (double)grid, "within 3 %% after %zu deployments", reached);
 		CHECK_STR_EQ(text(s, &c.best.config, "quantization"), "fp8");
 		CHECK(num(s, &c.best.config, "max_num_batched_tokens") <= 512);
@@ -438,7 +442,8 @@ static void test_reprobe(void)
 			CHECK_INT_EQ(opt_history_add(&part, &h.trials[i]), 0);
 		study(s, &set, flat_edge, &part, 1000);
 		CHECK_INT_EQ(part.n, h.n);
-		CHECK_MSG(memcmp(part.trials, h.trials, h.n * sizeof(h.trials[0])) == 0, "resume after %zu diverged", k);
+		CHECK_MSG(memcmp(part.trials, h.trials, h.n * sizeof(h.trials[0])) == 0, "resume after %zu diverged",
+			  k);
 		opt_history_done(&part);
 	}
 
@@ -478,10 +483,10 @@ static void flaky(const struct opt_space *s, const struct opt_config *c, const s
 
 static void test_failures(void)
 {
-	_cleanup_(opt_space_freep) struct opt_space *s = space_new(
-		"{\"max_num_seqs\": {\"min\": 16, \"max\": 1024, \"scale\": \"log2\"},"
-		"\"max_num_batched_tokens\": {\"min\": 1024, \"max\": 8192, \"scale\": \"log2\"}}",
-		0);
+	_cleanup_(opt_space_freep) struct opt_space *s =
+		space_new("{\"max_num_seqs\": {\"min\": 16, \"max\": 1024, \"scale\": \"log2\"},"
+			  "\"max_num_batched_tokens\": {\"min\": 1024, \"max\": 8192, \"scale\": \"log2\"}}",
+			  0);
 	struct opt_history h;
 	struct opt_candidate c;
 	struct opt_settings set;
@@ -520,8 +525,8 @@ static void test_failures(void)
 static void test_budget_exhaustion_confirm(void)
 {
 	_cleanup_(opt_space_freep) struct opt_space *s = space_new(realistic_space, 4);
-	_cleanup_(opt_space_freep) struct opt_space *tiny = space_new(
-		"{\"max_num_seqs\": [32, 64, 128], \"max_num_batched_tokens\": [4096]}", 0);
+	_cleanup_(opt_space_freep) struct opt_space *tiny =
+		space_new("{\"max_num_seqs\": [32, 64, 128], \"max_num_batched_tokens\": [4096]}", 0);
 	struct opt_history h;
 	struct opt_candidate c;
 	struct opt_settings set;
@@ -575,8 +580,9 @@ static void test_names_and_validation(void)
 	CHECK_INT_EQ(opt_history_add(&h, &(struct opt_trial){ .outcome = OPT_OUTCOME_MEASURED, .cost = NAN }), -EINVAL);
 	CHECK_INT_EQ(opt_history_add(&h, &(struct opt_trial){ .outcome = OPT_OUTCOME_MEASURED, .cost = 0 }), -EINVAL);
 	/* A configuration off the grid is refused. */
-	CHECK_INT_EQ(opt_history_add(&h, &(struct opt_trial){ .config = { .idx = { 5 } }, .outcome = OPT_OUTCOME_FAILED }),
-		     0);
+	CHECK_INT_EQ(
+		opt_history_add(&h, &(struct opt_trial){ .config = { .idx = { 5 } }, .outcome = OPT_OUTCOME_FAILED }),
+		0);
 	opt_settings_init(&set);
 	CHECK_INT_EQ(opt_next(s, &set, &h, &c, &err), -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "trial 0");

@@ -88,11 +88,11 @@ static void test_example(void)
 static void test_keys_stable(void)
 {
 	_cleanup_(opt_space_freep) struct opt_space *a = space_ok(example, 4, NULL);
-	_cleanup_(opt_space_freep) struct opt_space *b = space_ok(
-		"{\"search_space\": {\"max_num_seqs\": {\"scale\": \"log2\", \"max\": 512, \"min\": 8},"
-		"\"max_num_batched_tokens\": {\"max\": 16384, \"min\": 512, \"scale\": \"log2\"},"
-		"\"tensor_parallel\": [1, 2, 4], \"quantization\": [\"none\", \"fp8\", \"awq\"]}}",
-		4, NULL);
+	_cleanup_(opt_space_freep) struct opt_space *b =
+		space_ok("{\"search_space\": {\"max_num_seqs\": {\"scale\": \"log2\", \"max\": 512, \"min\": 8},"
+			 "\"max_num_batched_tokens\": {\"max\": 16384, \"min\": 512, \"scale\": \"log2\"},"
+			 "\"tensor_parallel\": [1, 2, 4], \"quantization\": [\"none\", \"fp8\", \"awq\"]}}",
+			 4, NULL);
 	_cleanup_(freep) struct opt_config *all = NULL;
 	struct error err = { 0 };
 	size_t n = 0;
@@ -142,14 +142,16 @@ static void test_errors(void)
 		    "search_space.max_num_seqs.scale");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 64, \"max\": 8}}}", 0,
 		    "search_space.max_num_seqs.min: min (64) is larger than max (8)");
-	space_fails("{\"search_space\": {\"max_num_seqs\": {\"max\": 8}}}", 0, "search_space.max_num_seqs.min: missing");
+	space_fails("{\"search_space\": {\"max_num_seqs\": {\"max\": 8}}}", 0,
+		    "search_space.max_num_seqs.min: missing");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 0, \"max\": 8}}}", 0, "search_space.max_num_seqs");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 500, \"scale\": \"log2\"}}}", 0,
 		    "search_space.max_num_seqs.max");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 100, \"step\": 8}}}", 0,
 		    "search_space.max_num_seqs.step");
-	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 64, \"scale\": \"log2\", \"step\": 2}}}",
-		    0, "search_space.max_num_seqs.step");
+	space_fails(
+		"{\"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 64, \"scale\": \"log2\", \"step\": 2}}}",
+		0, "search_space.max_num_seqs.step");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 1, \"max\": 100000}}}", 0,
 		    "search_space.max_num_seqs: more than 4096 values");
 	space_fails("{\"search_space\": {\"quantization\": []}}", 0, "search_space.quantization: empty list");
@@ -180,24 +182,24 @@ static void test_errors(void)
 static void test_constraints_and_extras(void)
 {
 	static const char *const extra[] = { "kv_cache_dtype", "gpu_memory_utilization", NULL };
-	_cleanup_(opt_space_freep) struct opt_space *d = space_ok(
-		"{\"search_space\": {\"max_num_seqs\": {\"min\": 64, \"max\": 1024, \"scale\": \"log2\"},"
-		"\"max_num_batched_tokens\": {\"min\": 256, \"max\": 4096, \"scale\": \"log2\"}}}",
-		0, NULL);
+	_cleanup_(opt_space_freep) struct opt_space *d =
+		space_ok("{\"search_space\": {\"max_num_seqs\": {\"min\": 64, \"max\": 1024, \"scale\": \"log2\"},"
+			 "\"max_num_batched_tokens\": {\"min\": 256, \"max\": 4096, \"scale\": \"log2\"}}}",
+			 0, NULL);
 	_cleanup_(opt_space_freep) struct opt_space *none = space_ok(
 		"{\"search_space\": {\"max_num_seqs\": {\"min\": 64, \"max\": 1024, \"scale\": \"log2\"},"
 		"\"max_num_batched_tokens\": {\"min\": 256, \"max\": 4096, \"scale\": \"log2\"}}, \"constraints\": []}",
 		0, NULL);
-	_cleanup_(opt_space_freep) struct opt_space *twice = space_ok(
-		"{\"search_space\": {\"max_num_seqs\": {\"min\": 64, \"max\": 1024, \"scale\": \"log2\"},"
-		"\"max_num_batched_tokens\": {\"min\": 256, \"max\": 4096, \"scale\": \"log2\"}},"
-		"\"constraints\": [\"max_num_batched_tokens >= 2 * max_num_seqs\", \"max_num_seqs != 128\"]}",
-		0, NULL);
-	_cleanup_(opt_space_freep) struct opt_space *x = space_ok(
-		"{\"search_space\": {\"max_num_seqs\": {\"min\": 16, \"max\": 256, \"step\": 16},"
-		"\"gpu_memory_utilization\": [0.95, 0.85, 0.9], \"kv_cache_dtype\": [\"auto\", \"fp8_e5m2\"],"
-		"\"max_num_batched_tokens\": {\"values\": [8192, 2048, 4096]}}}",
-		0, extra);
+	_cleanup_(opt_space_freep) struct opt_space *twice =
+		space_ok("{\"search_space\": {\"max_num_seqs\": {\"min\": 64, \"max\": 1024, \"scale\": \"log2\"},"
+			 "\"max_num_batched_tokens\": {\"min\": 256, \"max\": 4096, \"scale\": \"log2\"}},"
+			 "\"constraints\": [\"max_num_batched_tokens >= 2 * max_num_seqs\", \"max_num_seqs != 128\"]}",
+			 0, NULL);
+	_cleanup_(opt_space_freep) struct opt_space *x =
+		space_ok("{\"search_space\": {\"max_num_seqs\": {\"min\": 16, \"max\": 256, \"step\": 16},"
+			 "\"gpu_memory_utilization\": [0.95, 0.85, 0.9], \"kv_cache_dtype\": [\"auto\", \"fp8_e5m2\"],"
+			 "\"max_num_batched_tokens\": {\"values\": [8192, 2048, 4096]}}}",
+			 0, extra);
 	struct opt_config c = { 0 };
 	char key[OPT_KEY_MAX];
 	double u[OPT_KNOBS_MAX];

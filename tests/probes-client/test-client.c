@@ -223,10 +223,10 @@ static void test_timing(struct server *s)
 		 * machine can promise (the tight figure is a benchmark). */
 		d_first = (int64_t)(r->send_usec + r->ttft_usec) - (int64_t)sends[0];
 		d_last = (int64_t)(r->send_usec + r->e2e_usec) - (int64_t)sends[ns - 1];
-		CHECK_MSG(d_first >= 0 && d_first < slack(50000), "request %zu: first token seen %+" PRId64 " µs after sent", i,
-			  d_first);
-		CHECK_MSG(d_last >= 0 && d_last < slack(50000), "request %zu: last token seen %+" PRId64 " µs after sent", i,
-			  d_last);
+		CHECK_MSG(d_first >= 0 && d_first < slack(50000),
+			  "request %zu: first token seen %+" PRId64 " µs after sent", i, d_first);
+		CHECK_MSG(d_last >= 0 && d_last < slack(50000),
+			  "request %zu: last token seen %+" PRId64 " µs after sent", i, d_last);
 		worst_first = MAX(worst_first, (double)d_first);
 		worst_last = MAX(worst_last, (double)d_last);
 		/* TTFT is at least the server's 30 ms; TPOT matches the server's gaps. */
@@ -236,7 +236,8 @@ static void test_timing(struct server *s)
 			double tpot = probe_request_tpot_usec(&copy);
 			double server_tpot = (double)(sends[ns - 1] - sends[0]) / (double)(ns - 1);
 
-			CHECK_MSG(fabs(tpot - server_tpot) < (double)slack(5000), "TPOT %.0f µs vs server %.0f µs", tpot, server_tpot);
+			CHECK_MSG(fabs(tpot - server_tpot) < (double)slack(5000), "TPOT %.0f µs vs server %.0f µs",
+				  tpot, server_tpot);
 		}
 	}
 	fprintf(stderr, "timing: worst first-token lag %.0f µs, last-token lag %.0f µs\n", worst_first, worst_last);

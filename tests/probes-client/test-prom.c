@@ -5,17 +5,16 @@
 #include "prom.h"
 #include "tests.h"
 
-static const char vllm_page[] =
-	"# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
-	"# TYPE vllm:num_requests_running gauge\n"
-	"vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\n"
-	"vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 2.0\n"
-	"vllm:num_requests_waiting{model_name=\"a \\\"quoted\\\" name, with {braces}\"} 7\n"
-	"vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.25\n"
-	"vllm:num_preemptions_total{model_name=\"m\"} 10 1700000000000\n"
-	"vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 42\n"
-	"process_cpu_seconds_total 12.5\r\n"
-	"\n";
+static const char vllm_page[] = "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+				"# TYPE vllm:num_requests_running gauge\n"
+				"vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\n"
+				"vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 2.0\n"
+				"vllm:num_requests_waiting{model_name=\"a \\\"quoted\\\" name, with {braces}\"} 7\n"
+				"vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.25\n"
+				"vllm:num_preemptions_total{model_name=\"m\"} 10 1700000000000\n"
+				"vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 42\n"
+				"process_cpu_seconds_total 12.5\r\n"
+				"\n";
 
 static void test_parse(void)
 {
@@ -48,10 +47,18 @@ static void test_acc(void)
 {
 	struct probe_prom_acc a;
 	struct probe_server_metrics m;
-	struct probe_prom_sample s1 = { .have_running = true, .running = 2, .have_kv = true, .kv_usage = 0.2,
-					.have_preemptions = true, .preemptions = 5 };
-	struct probe_prom_sample s2 = { .have_running = true, .running = 6, .have_kv = true, .kv_usage = 0.6,
-					.have_preemptions = true, .preemptions = 9 };
+	struct probe_prom_sample s1 = { .have_running = true,
+					.running = 2,
+					.have_kv = true,
+					.kv_usage = 0.2,
+					.have_preemptions = true,
+					.preemptions = 5 };
+	struct probe_prom_sample s2 = { .have_running = true,
+					.running = 6,
+					.have_kv = true,
+					.kv_usage = 0.6,
+					.have_preemptions = true,
+					.preemptions = 9 };
 
 	probe_prom_acc_init(&a);
 	probe_prom_acc_result(&a, &m);

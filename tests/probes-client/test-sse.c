@@ -52,18 +52,17 @@ static int feed_split(const char *text, size_t max_event, const size_t *cuts, si
 	return r;
 }
 
-static const char framing[] =
-	": ping\r\n"
-	"data: {\"a\":1}\r\n\r\n"
-	"event: message\n"
-	"id: 7\n"
-	"data:no-space\n\n"
-	"data: line one\r"
-	"data: line two\r\r"
-	"retry: 10\n"
-	"data\n"
-	"\n"
-	"data: [DONE]\n\n";
+static const char framing[] = ": ping\r\n"
+			      "data: {\"a\":1}\r\n\r\n"
+			      "event: message\n"
+			      "id: 7\n"
+			      "data:no-space\n\n"
+			      "data: line one\r"
+			      "data: line two\r\r"
+			      "retry: 10\n"
+			      "data\n"
+			      "\n"
+			      "data: [DONE]\n\n";
 
 static const char framing_expected[] = "{\"a\":1}|no-space|line one\nline two||[DONE]|";
 
@@ -155,7 +154,8 @@ static void test_chunks(void)
 	CHECK_INT_EQ(PARSE("[DONE]"), 0);
 	CHECK(c.done);
 	CHECK_INT_EQ(PARSE("{\"id\":\"cmpl-1\",\"choices\":[{\"index\":0,\"text\":\" w1\",\"finish_reason\":null}],"
-			   "\"usage\":null}"), 0);
+			   "\"usage\":null}"),
+		     0);
 	CHECK(c.has_choices && c.has_content && !c.done && !c.is_error);
 	CHECK_INT_EQ(c.completion_tokens, -1);
 	/* chat: the role-only first delta has no content; content counts */
@@ -166,16 +166,19 @@ static void test_chunks(void)
 	CHECK_INT_EQ(PARSE("{\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\",\"content\":null}}]}"), 0);
 	CHECK(c.has_content);
 	/* only choices[0] counts; text elsewhere does not */
-	CHECK_INT_EQ(PARSE("{\"text\":\"x\",\"choices\":[{\"text\":\"\"},{\"text\":\"y\"}],\"x\":{\"text\":\"z\"}}"), 0);
+	CHECK_INT_EQ(PARSE("{\"text\":\"x\",\"choices\":[{\"text\":\"\"},{\"text\":\"y\"}],\"x\":{\"text\":\"z\"}}"),
+		     0);
 	CHECK(!c.has_content);
 	/* usage in a chunk of its own, and beside choices */
 	CHECK_INT_EQ(PARSE("{\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":34,"
-			   "\"total_tokens\":46}}"), 0);
+			   "\"total_tokens\":46}}"),
+		     0);
 	CHECK(!c.has_choices && !c.has_content);
 	CHECK_INT_EQ(c.completion_tokens, 34);
 	CHECK_INT_EQ(c.prompt_tokens, 12);
 	CHECK_INT_EQ(PARSE("{\"choices\":[{\"text\":\"end\",\"finish_reason\":\"length\"}],"
-			   "\"usage\":{\"completion_tokens\":5}}"), 0);
+			   "\"usage\":{\"completion_tokens\":5}}"),
+		     0);
 	CHECK(c.has_content);
 	CHECK_INT_EQ(c.completion_tokens, 5);
 	CHECK_INT_EQ(c.prompt_tokens, -1);
@@ -236,7 +239,7 @@ static int run_stream(const struct piece *pieces, size_t n, struct probe_request
 	return r;
 }
 
-#define TOK(t) "data: {\"choices\":[{\"index\":0,\"text\":\"" t "\"}]}\n\n"
+#define TOK(t)      "data: {\"choices\":[{\"index\":0,\"text\":\"" t "\"}]}\n\n"
 #define USAGE(p, c) "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":" #p ",\"completion_tokens\":" #c "}}\n\n"
 
 static void test_streams(void)
@@ -260,8 +263,11 @@ static void test_streams(void)
 	}
 	/* many tokens, usage absent: tokens counted from chunks, prompt from the workload */
 	{
-		struct piece p[] = { { TOK("a"), 2000 }, { TOK("b"), 2100 }, { TOK("c") TOK("d"), 2300 },
-				     { TOK("e"), 2700 }, { "data: [DONE]\n\n", 2800 } };
+		struct piece p[] = { { TOK("a"), 2000 },
+				     { TOK("b"), 2100 },
+				     { TOK("c") TOK("d"), 2300 },
+				     { TOK("e"), 2700 },
+				     { "data: [DONE]\n\n", 2800 } };
 
 		CHECK_INT_EQ(run_stream(p, ELEMENTSOF(p), &res, &error), 0);
 		CHECK(!error);

@@ -9,10 +9,10 @@
 #include "metrics.h"
 #include "tests.h"
 
-#define CLOSE(a, b)                                                                                \
-	do {                                                                                       \
-		double _x = (a), _y = (b);                                                         \
-		CHECK_MSG(fabs(_x - _y) <= 1e-9 * fmax(1, fabs(_y)), "%.17g != %.17g", _x, _y);    \
+#define CLOSE(a, b)                                                                                                    \
+	do {                                                                                                           \
+		double _x = (a), _y = (b);                                                                             \
+		CHECK_MSG(fabs(_x - _y) <= 1e-9 * fmax(1, fabs(_y)), "%.17g != %.17g", _x, _y);                        \
 	} while (0)
 
 static uint64_t gaps[10] = { 100000, 100000, 100000, 100000, 100000, 100000, 100000, 100000, 100000, 100000 };
@@ -21,14 +21,30 @@ static uint64_t gaps[10] = { 100000, 100000, 100000, 100000, 100000, 100000, 100
  * r1: one token at 200 ms; r2: failed with HTTP 500. */
 static void build(struct probe_request_result r[3])
 {
-	r[0] = (struct probe_request_result){ .index = 0, .success = true, .http_status = 200, .send_usec = 0,
-					      .ttft_usec = 100000, .e2e_usec = 1100000, .input_tokens = 50,
-					      .output_tokens = 11, .itl_usec = gaps, .n_itl = 10 };
-	r[1] = (struct probe_request_result){ .index = 1, .success = true, .http_status = 200, .send_usec = 500000,
-					      .ttft_usec = 200000, .e2e_usec = 200000, .input_tokens = 30,
+	r[0] = (struct probe_request_result){ .index = 0,
+					      .success = true,
+					      .http_status = 200,
+					      .send_usec = 0,
+					      .ttft_usec = 100000,
+					      .e2e_usec = 1100000,
+					      .input_tokens = 50,
+					      .output_tokens = 11,
+					      .itl_usec = gaps,
+					      .n_itl = 10 };
+	r[1] = (struct probe_request_result){ .index = 1,
+					      .success = true,
+					      .http_status = 200,
+					      .send_usec = 500000,
+					      .ttft_usec = 200000,
+					      .e2e_usec = 200000,
+					      .input_tokens = 30,
 					      .output_tokens = 1 };
-	r[2] = (struct probe_request_result){ .index = 2, .success = false, .http_status = 500, .send_usec = 900000,
-					      .e2e_usec = 5000, .input_tokens = 40 };
+	r[2] = (struct probe_request_result){ .index = 2,
+					      .success = false,
+					      .http_status = 500,
+					      .send_usec = 900000,
+					      .e2e_usec = 5000,
+					      .input_tokens = 40 };
 }
 
 static void test_percentiles(void)
@@ -55,8 +71,10 @@ static void test_percentiles(void)
 	struct probe_result res;
 
 	for (int i = 0; i < 7; i++)
-		r[i] = (struct probe_request_result){ .success = true, .ttft_usec = (uint64_t)(unsorted[i] * 1000),
-						      .e2e_usec = (uint64_t)(unsorted[i] * 1000), .output_tokens = 1 };
+		r[i] = (struct probe_request_result){ .success = true,
+						      .ttft_usec = (uint64_t)(unsorted[i] * 1000),
+						      .e2e_usec = (uint64_t)(unsorted[i] * 1000),
+						      .output_tokens = 1 };
 	CHECK_INT_EQ(probe_result_compute(r, 7, 1.0, pcts, 2, NULL, &res, NULL), 0);
 	CLOSE(res.stat[PROBE_METRIC_TTFT].mean_ms, 26.178571428571427);
 	CLOSE(res.stat[PROBE_METRIC_TTFT].std_ms, 32.732332826196455);
@@ -66,7 +84,7 @@ static void test_percentiles(void)
 	/* median of an even count is the mean of the middle two (np.median) */
 	CHECK_INT_EQ(probe_result_compute(r, 6, 1.0, NULL, 0, NULL, &res, NULL), 0);
 	CLOSE(res.stat[PROBE_METRIC_TTFT].median_ms, (7.25 + 12.0) / 2); /* of 0.5 3.5 7.25 12 42 100 */
-	CHECK_INT_EQ(res.stat[PROBE_METRIC_TPOT].n, 0); /* one-token replies have no TPOT */
+	CHECK_INT_EQ(res.stat[PROBE_METRIC_TPOT].n, 0);                  /* one-token replies have no TPOT */
 	CHECK(res.stat[PROBE_METRIC_TPOT].mean_ms == 0);
 }
 
@@ -202,7 +220,8 @@ static void test_sla_parse(void)
 	sla = (struct probe_sla){ 0 };
 	CHECK_INT_EQ(probe_sla_parse("ttft:500,tpot:50 p99:itl:80.5 e2el:2000", &sla, NULL), 0);
 	CHECK_INT_EQ(sla.n_bounds, 4);
-	CHECK(sla.bounds[2].percentile == 99 && sla.bounds[2].metric == PROBE_METRIC_ITL && sla.bounds[2].bound_ms == 80.5);
+	CHECK(sla.bounds[2].percentile == 99 && sla.bounds[2].metric == PROBE_METRIC_ITL &&
+	      sla.bounds[2].bound_ms == 80.5);
 	probe_sla_format(&sla, buf, sizeof(buf));
 	CHECK_STR_EQ(buf, "ttft<=500ms tpot<=50ms e2el<=2000ms @90%, p99 itl<=80.5ms");
 	probe_sla_to_string(&sla, buf, sizeof(buf));
@@ -232,8 +251,12 @@ static void test_json(void)
 	CHECK_INT_EQ(probe_result_compute(r, 3, 2.0, pcts, 4, &sla, &res, NULL), 0);
 	res.request_rate = INFINITY;
 	res.max_concurrency = 64;
-	res.server = (struct probe_server_metrics){ .present = true, .kv_usage_mean = 0.25, .kv_usage_peak = 0.5,
-						    .running_mean = 3.5, .running_peak = 8, .preemptions = 2,
+	res.server = (struct probe_server_metrics){ .present = true,
+						    .kv_usage_mean = 0.25,
+						    .kv_usage_peak = 0.5,
+						    .running_mean = 3.5,
+						    .running_peak = 8,
+						    .preemptions = 2,
 						    .samples = 12 };
 	CHECK_INT_EQ(probe_result_to_json(&res, &j), 0);
 	text = cJSON_PrintUnformatted(j);

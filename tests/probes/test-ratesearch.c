@@ -70,12 +70,13 @@ static struct probe_ratesearch_step search(const struct probe_ratesearch_config 
 		CHECK(isinf(step.rate) || (step.rate > 0 && step.rate <= s->capacity * 1.0000001));
 		pts[n++] = run(s, step.rate, step.num_requests, cfg->target);
 		if (getenv("RS_DEBUG"))
-			fprintf(stderr, "  rate %.3f n %u good %u (%s)\n", step.rate, pts[n - 1].n, pts[n - 1].good, step.why);
+			fprintf(stderr, "  rate %.3f n %u good %u (%s)\n", step.rate, pts[n - 1].n, pts[n - 1].good,
+				step.why);
 		finite += !isinf(step.rate);
 	}
 	if (getenv("RS_DEBUG"))
-		fprintf(stderr, "-> %s %.3f after %zu points (%s)\n", probe_ratesearch_action_name(step.action), step.rate,
-			finite, step.why);
+		fprintf(stderr, "-> %s %.3f after %zu points (%s)\n", probe_ratesearch_action_name(step.action),
+			step.rate, finite, step.why);
 	*ret_points = finite;
 	return step;
 }
@@ -131,10 +132,13 @@ static void q_requests(struct qserver *s, double rate, uint32_t n, struct probe_
 			ttft = s->prefill_ms * exp(0.05 * probe_rng_normal(&rng)) + 1000.0 * i / s->capacity;
 		} else {
 			tpot = q_tpot_ms(s, rho) * exp(q_sigma(rho) * probe_rng_normal(&rng));
-			ttft = s->prefill_ms * exp(0.05 * probe_rng_normal(&rng)) + q_wait_ms(s, rho, n) * probe_rng_exp(&rng);
+			ttft = s->prefill_ms * exp(0.05 * probe_rng_normal(&rng)) +
+			       q_wait_ms(s, rho, n) * probe_rng_exp(&rng);
 		}
 		reqs[i] = (struct probe_request_result){
-			.index = i, .success = true, .http_status = 200,
+			.index = i,
+			.success = true,
+			.http_status = 200,
 			.ttft_usec = (uint64_t)(ttft * 1000),
 			.e2e_usec = (uint64_t)((ttft + tpot * (s->out - 1)) * 1000),
 			.output_tokens = s->out,
@@ -208,8 +212,14 @@ static struct probe_ratesearch_step q_search(const struct probe_ratesearch_confi
  * by queueing/TTFT (kind 1), or by both bounds at once (kind 2). */
 static void q_make(struct qserver *s, int kind, double rho_knee, double f, bool drain, bool noisy)
 {
-	*s = (struct qserver){ .capacity = 100, .a_ms = 20, .f = f, .prefill_ms = 60, .service_ms = 40, .out = 128,
-			       .drain = drain, .noisy = noisy };
+	*s = (struct qserver){ .capacity = 100,
+			       .a_ms = 20,
+			       .f = f,
+			       .prefill_ms = 60,
+			       .service_ms = 40,
+			       .out = 128,
+			       .drain = drain,
+			       .noisy = noisy };
 	s->sla.attainment = 0.9;
 	s->sla.n_bounds = 2;
 	s->sla.bounds[0] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = 60000 };
@@ -256,15 +266,19 @@ static void test_queueing(void)
 					truth = q_truth(&s, &cfg, variant == 2 ? 4000 : 200);
 					st = q_search(&cfg, &s, &points);
 					if (table)
-						fprintf(stderr, "%d %.2f %d %d %.3f %.4f %zu %s\n", kind, fs[fi], variant != 1,
-							variant == 2, truth / s.capacity, st.rate / truth, points,
-							probe_ratesearch_action_name(st.action));
-					CHECK_MSG(st.action == PROBE_RATESEARCH_DONE || st.action == PROBE_RATESEARCH_ALWAYS,
-						  "kind %d knee %g: %s", kind, knees[i], probe_ratesearch_action_name(st.action));
+						fprintf(stderr, "%d %.2f %d %d %.3f %.4f %zu %s\n", kind, fs[fi],
+							variant != 1, variant == 2, truth / s.capacity, st.rate / truth,
+							points, probe_ratesearch_action_name(st.action));
+					CHECK_MSG(st.action == PROBE_RATESEARCH_DONE ||
+							  st.action == PROBE_RATESEARCH_ALWAYS,
+						  "kind %d knee %g: %s", kind, knees[i],
+						  probe_ratesearch_action_name(st.action));
 					/* never above the truth by more than the tolerance, nor below it */
-					CHECK_MSG(st.rate <= truth * (1 + cfg.tolerance) && st.rate >= truth / (knees[i] < 0.15 ? 1.25 : 1 + 2 * cfg.tolerance),
-						  "kind %d knee %g f %g variant %d: found %g, truth %g", kind, knees[i], fs[fi],
-						  variant, st.rate, truth);
+					CHECK_MSG(st.rate <= truth * (1 + cfg.tolerance) &&
+							  st.rate >= truth / (knees[i] < 0.15 ? 1.25
+											      : 1 + 2 * cfg.tolerance),
+						  "kind %d knee %g f %g variant %d: found %g, truth %g", kind, knees[i],
+						  fs[fi], variant, st.rate, truth);
 					CHECK_MSG(points <= 13, "kind %d knee %g: %zu points", kind, knees[i], points);
 					if (knees[i] >= 0.5) {
 						hi_total += points;
@@ -276,11 +290,13 @@ static void test_queueing(void)
 					total += points;
 					runs++;
 				}
-	fprintf(stderr, "queueing servers: %zu searches, at most %zu (mean %.2f) load points after saturation, "
-		"worst error %.1f%%\n", runs, worst, (double)total / (double)runs, worst_err * 100);
+	fprintf(stderr,
+		"queueing servers: %zu searches, at most %zu (mean %.2f) load points after saturation, "
+		"worst error %.1f%%\n",
+		runs, worst, (double)total / (double)runs, worst_err * 100);
 	/* knees at half of X_sat and above: at most 5 load points on average */
-	CHECK_MSG((double)hi_total / (double)hi_runs <= 5.0 && hi_worst <= 8, "knees >= 0.5: mean %.2f, worst %zu points",
-		  (double)hi_total / (double)hi_runs, hi_worst);
+	CHECK_MSG((double)hi_total / (double)hi_runs <= 5.0 && hi_worst <= 8,
+		  "knees >= 0.5: mean %.2f, worst %zu points", (double)hi_total / (double)hi_runs, hi_worst);
 }
 
 static void test_ratios(void)
@@ -297,8 +313,10 @@ static void test_ratios(void)
 	cfg.target = 0.5;
 	for (uint32_t i = 0; i < 10; i++)
 		reqs[i] = (struct probe_request_result){
-			.success = i != 8, .ttft_usec = (i + 1) * 100000ULL,
-			.e2e_usec = (i + 1) * 100000ULL + 10 * (10 - i) * 10000ULL, .output_tokens = 11,
+			.success = i != 8,
+			.ttft_usec = (i + 1) * 100000ULL,
+			.e2e_usec = (i + 1) * 100000ULL + 10 * (10 - i) * 10000ULL,
+			.output_tokens = 11,
 		};
 	CHECK_INT_EQ(probe_sla_parse("ttft:500,tpot:50", &sla, &err), 0);
 	CHECK_INT_EQ(probe_ratesearch_ratios(&cfg, &sla, reqs, 10, &pt), 0);
@@ -341,8 +359,11 @@ static void test_deterministic(void)
 	probe_ratesearch_config_init(&cfg);
 	for (size_t i = 0; i < ELEMENTSOF(truths); i++)
 		for (size_t k = 0; k < ELEMENTSOF(widths); k++) {
-			struct server s = { .capacity = 100, .truth = truths[i], .width = widths[k] * truths[i],
-					    .floor = 0.05, .sat_attain = 0.1 };
+			struct server s = { .capacity = 100,
+					    .truth = truths[i],
+					    .width = widths[k] * truths[i],
+					    .floor = 0.05,
+					    .sat_attain = 0.1 };
 			struct probe_ratesearch_step st;
 			size_t points;
 
@@ -352,7 +373,8 @@ static void test_deterministic(void)
 			/* the reported rate meets the SLA, and is within tolerance of the truth */
 			CHECK_MSG(st.rate <= s.truth * 1.000001 && st.rate >= s.truth / (1 + cfg.tolerance) * 0.98,
 				  "truth %g width %g: found %g", s.truth, s.width, st.rate);
-			CHECK_MSG(getenv("RS_DEBUG") || points <= (s.truth < 10 ? 11u : 9u), "truth %g width %g: %zu points", s.truth, s.width, points);
+			CHECK_MSG(getenv("RS_DEBUG") || points <= (s.truth < 10 ? 11u : 9u),
+				  "truth %g width %g: %zu points", s.truth, s.width, points);
 			worst = points > worst ? points : worst;
 		}
 	fprintf(stderr, "deterministic: at most %zu load points after saturation\n", worst);
@@ -387,8 +409,12 @@ static void test_noisy(void)
 	probe_ratesearch_config_init(&cfg);
 	for (size_t i = 0; i < ELEMENTSOF(truths); i++)
 		for (uint64_t seed = 1; seed <= 5; seed++) {
-			struct server s = { .capacity = 100, .truth = truths[i], .width = 0.02 * truths[i], .floor = 0.05,
-					    .sat_attain = 0.1, .noisy = true };
+			struct server s = { .capacity = 100,
+					    .truth = truths[i],
+					    .width = 0.02 * truths[i],
+					    .floor = 0.05,
+					    .sat_attain = 0.1,
+					    .noisy = true };
 			struct probe_ratesearch_step st;
 			size_t points;
 
@@ -397,7 +423,8 @@ static void test_noisy(void)
 			CHECK_MSG(st.action == PROBE_RATESEARCH_DONE, "truth %g seed %llu: %s", s.truth,
 				  (unsigned long long)seed, probe_ratesearch_action_name(st.action));
 			/* noise may cost a step on the conservative side, never a rate above the truth + tolerance */
-			CHECK_MSG(st.rate <= s.truth * (1 + cfg.tolerance) && st.rate >= s.truth * (1 - 3 * cfg.tolerance),
+			CHECK_MSG(st.rate <= s.truth * (1 + cfg.tolerance) &&
+					  st.rate >= s.truth * (1 - 3 * cfg.tolerance),
 				  "truth %g seed %llu: found %g", s.truth, (unsigned long long)seed, st.rate);
 			CHECK_MSG(points <= 10, "truth %g seed %llu: %zu points", s.truth, (unsigned long long)seed,
 				  points);

@@ -139,7 +139,9 @@ static void test_length_distributions(void)
 	CHECK_REL(mean_of(l, true, &sd), 339.9, 0.04);
 
 	/* clamping: a normal with a huge sd stays within [min, max] */
-	cfg.input = (struct probe_length_dist){ .kind = PROBE_DIST_NORMAL, .mean = 100, .stddev = 1000, .min = 10, .max = 150 };
+	cfg.input = (struct probe_length_dist){
+		.kind = PROBE_DIST_NORMAL, .mean = 100, .stddev = 1000, .min = 10, .max = 150
+	};
 	_cleanup_(probe_workload_freep) struct probe_workload *cl = gen(&cfg);
 	for (size_t i = 0; i < cl->n_requests; i++)
 		CHECK(cl->requests[i].input_len >= 10 && cl->requests[i].input_len <= 150);
@@ -279,13 +281,13 @@ static void test_datasets(void)
 	const char *p;
 
 	CHECK(mkdtemp(dir));
-	p = write_file("share.json",
-		       "[{\"conversations\": [{\"from\": \"human\", \"value\": \"hello there you\"},"
-		       "  {\"from\": \"gpt\", \"value\": \"one two three four five\"}]},"
-		       " {\"conversations\": [{\"from\": \"human\", \"value\": \"no answer\"}]},"
-		       " {\"id\": 7},"
-		       " {\"conversations\": [{\"from\": \"system\", \"value\": \"be nice\"}, {\"from\": \"human\", \"value\": \"a b\"},"
-		       "  {\"from\": \"gpt\", \"value\": \"x\"}]}]");
+	p = write_file("share.json", "[{\"conversations\": [{\"from\": \"human\", \"value\": \"hello there you\"},"
+				     "  {\"from\": \"gpt\", \"value\": \"one two three four five\"}]},"
+				     " {\"conversations\": [{\"from\": \"human\", \"value\": \"no answer\"}]},"
+				     " {\"id\": 7},"
+				     " {\"conversations\": [{\"from\": \"system\", \"value\": \"be nice\"}, {\"from\": "
+				     "\"human\", \"value\": \"a b\"},"
+				     "  {\"from\": \"gpt\", \"value\": \"x\"}]}]");
 	probe_workload_config_init(&cfg);
 	cfg.dataset = PROBE_DATASET_SHAREGPT;
 	cfg.dataset_path = p;
@@ -310,7 +312,8 @@ static void test_datasets(void)
 	_cleanup_(probe_workload_freep) struct probe_workload *w9 = gen(&cfg);
 	CHECK_INT_EQ(w9->requests[0].output_len, 9);
 
-	p = write_file("custom.jsonl", "{\"prompt\": \"alpha beta\", \"output_len\": 12}\n\n{\"prompt\": \"gamma\", \"extra\": 1}\n");
+	p = write_file("custom.jsonl",
+		       "{\"prompt\": \"alpha beta\", \"output_len\": 12}\n\n{\"prompt\": \"gamma\", \"extra\": 1}\n");
 	probe_workload_config_init(&cfg);
 	cfg.dataset = PROBE_DATASET_CUSTOM;
 	cfg.dataset_path = p;
@@ -339,7 +342,8 @@ static void test_datasets(void)
 	p = write_file("empty.jsonl", "\n\n");
 	CHECK(try_dataset(PROBE_DATASET_CUSTOM, p, &err) < 0);
 	CHECK_STR_CONTAINS(err.msg, "no prompts");
-	p = write_file("bad4.json", "[{\"conversations\": [{\"from\": \"human\", \"value\": \"a\"}]},\n {\"conversations\": {}}]");
+	p = write_file("bad4.json",
+		       "[{\"conversations\": [{\"from\": \"human\", \"value\": \"a\"}]},\n {\"conversations\": {}}]");
 	CHECK(try_dataset(PROBE_DATASET_SHAREGPT, p, &err) < 0);
 	CHECK_STR_CONTAINS(err.msg, "bad4.json: entry 1: conversations");
 	p = write_file("bad5.json", "[{\"conversations\": [{\"from\": \"human\", \"value\": 5}]}]");
@@ -410,7 +414,8 @@ static void test_flags(void)
 			     "--percentile-metrics", "ttft,e2el", "--seed", "9", "--ignore-eos", "extra"),
 			&f, &err, &ind);
 	CHECK_MSG(r == 0, "%s", err.msg);
-	CHECK(f.workload.arrival == PROBE_ARRIVAL_GAMMA && f.workload.request_rate == 4 && f.workload.burstiness == 0.5);
+	CHECK(f.workload.arrival == PROBE_ARRIVAL_GAMMA && f.workload.request_rate == 4 &&
+	      f.workload.burstiness == 0.5);
 	CHECK_INT_EQ(f.sla.n_bounds, 2);
 	CHECK(f.sla.attainment == 0.9);
 	CHECK_INT_EQ(f.workload.num_prompts, 10);
@@ -424,10 +429,11 @@ static void test_flags(void)
 	CHECK(f.workload.arrival == PROBE_ARRIVAL_INF && isinf(f.workload.request_rate));
 	CHECK_INT_EQ(parse_flags(ARGV("--request-rate", "3"), &f, &err, &ind), 0);
 	CHECK(f.workload.arrival == PROBE_ARRIVAL_POISSON);
-	CHECK_INT_EQ(parse_flags(ARGV("--request-rate", "3", "--arrival", "constant", "--sla", "ttft:100,p99:tpot:20",
-				      "--attainment", "0.95", "--input-len-dist", "lognormal", "--input-len-std", "0.3"),
-			 &f, &err, &ind),
-		     0);
+	CHECK_INT_EQ(
+		parse_flags(ARGV("--request-rate", "3", "--arrival", "constant", "--sla", "ttft:100,p99:tpot:20",
+				 "--attainment", "0.95", "--input-len-dist", "lognormal", "--input-len-std", "0.3"),
+			    &f, &err, &ind),
+		0);
 	CHECK(f.workload.arrival == PROBE_ARRIVAL_CONSTANT && f.sla.attainment == 0.95 && f.sla.n_bounds == 2);
 	CHECK(f.workload.input.kind == PROBE_DIST_LOGNORMAL && f.workload.input.stddev == 0.3);
 
@@ -478,8 +484,9 @@ static void test_flags(void)
 
 static void cleanup_dir(void)
 {
-	static const char *const names[] = { "share.json", "custom.jsonl", "bad1.jsonl", "bad2.jsonl", "bad3.jsonl",
-					     "empty.jsonl", "bad4.json", "bad5.json", "bad6.json", "bad7.json", "bad8.json" };
+	static const char *const names[] = { "share.json", "custom.jsonl", "bad1.jsonl", "bad2.jsonl",
+					     "bad3.jsonl", "empty.jsonl",  "bad4.json",  "bad5.json",
+					     "bad6.json",  "bad7.json",    "bad8.json" };
 	char path[256];
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {

@@ -133,8 +133,9 @@ static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial 
 	CHECK_MSG(store_trial_insert(s, study, t->kind, knobs, key, &id, &err) >= 0, "%s", err.msg);
 	CHECK(store_trial_set_state(s, id, STORE_TRIAL_DEPLOYING, &err) >= 0);
 	if (n == 1)
-		CHECK(store_trial_set_host(s, id, "{\"engine_version\":\"goodput-sim 0.1.0\",\"gpu\":\"L40S\",\"driver\":\"sim\"}",
-					   &err) >= 0);
+		CHECK(store_trial_set_host(
+			      s, id, "{\"engine_version\":\"goodput-sim 0.1.0\",\"gpu\":\"L40S\",\"driver\":\"sim\"}",
+			      &err) >= 0);
 	CHECK(store_trial_set_state(s, id, STORE_TRIAL_PROBING, &err) >= 0);
 	if (t->goodput > 0) {
 		uint32_t k = 0;
@@ -180,21 +181,27 @@ void fix_fill(struct store *s)
 		{ "search", 8, 512, "none", 1, STORE_TRIAL_DONE, 0, NULL, 1.0, 60 },
 		{ "search", 16, 1024, "none", 1, STORE_TRIAL_DONE, 0, NULL, 2.0, 120 },
 		{ "search", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, FIX_A_BEST_RATE, FIX_A_BEST_GOODPUT },
-		{ "search", 64, 2048, "fp8", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM, "CUDA out of memory (trial 4)", 0, 0 },
+		{ "search", 64, 2048, "fp8", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM,
+		  "CUDA out of memory (trial 4)", 0, 0 },
 		{ "search", 32, 2048, "none", 2, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET,
 		  "not even 0.5 req/s met the SLA", 0, 0 },
-		{ "search", 16, 512, "fp8", 2, STORE_TRIAL_FAILED, STORE_FAILURE_CRASHED, "server exited with status 1", 0, 0 },
+		{ "search", 16, 512, "fp8", 2, STORE_TRIAL_FAILED, STORE_FAILURE_CRASHED, "server exited with status 1",
+		  0, 0 },
 		{ "search", 32, 2048, "fp8", 2, STORE_TRIAL_DONE, 0, NULL, 6.0, 380 },
 		{ "confirm", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 3.8, 240 },
 	};
 	const struct fix_trial b[] = {
-		{ "search", 32, 1024, "fp8", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET, "TTFT over 2000 ms", 0, 0 },
+		{ "search", 32, 1024, "fp8", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET,
+		  "TTFT over 2000 ms", 0, 0 },
 		{ "search", 64, 2048, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 8.0, FIX_B_BEST_GOODPUT },
 	};
 	const struct fix_trial c[] = {
-		{ "search", 8, 512, "none", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET, "TTFT over 2000 ms", 0, 0 },
-		{ "search", 64, 2048, "none", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM, "No available memory for the cache blocks", 0, 0 },
-		{ "search", 16, 512, "fp8", 2, STORE_TRIAL_FAILED, STORE_FAILURE_STARTUP_TIMEOUT, "health never answered", 0, 0 },
+		{ "search", 8, 512, "none", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET, "TTFT over 2000 ms",
+		  0, 0 },
+		{ "search", 64, 2048, "none", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM,
+		  "No available memory for the cache blocks", 0, 0 },
+		{ "search", 16, 512, "fp8", 2, STORE_TRIAL_FAILED, STORE_FAILURE_STARTUP_TIMEOUT,
+		  "health never answered", 0, 0 },
 	};
 	const struct fix_trial d[] = {
 		{ "search", 16, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 3.0, 200 },

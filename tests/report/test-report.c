@@ -56,9 +56,16 @@ static void test_markdown_best(struct store *s)
 	CHECK_STR_CONTAINS(md, "--max-num-seqs 32 --max-num-batched-tokens 1024");
 	CHECK_STR_CONTAINS(md, "--quantization fp8");
 	/* every section */
-	const char *sections[] = { "## Scenario", "## Workload", "## SLA", "## Search space and budget",
-				   "## Best configuration", "## Re-probed best", "## All trials", "## Cost landscape",
-				   "## Search progress", "## GPU memory and server state" };
+	const char *sections[] = { "## Scenario",
+				   "## Workload",
+				   "## SLA",
+				   "## Search space and budget",
+				   "## Best configuration",
+				   "## Re-probed best",
+				   "## All trials",
+				   "## Cost landscape",
+				   "## Search progress",
+				   "## GPU memory and server state" };
 	for (size_t i = 0; i < ELEMENTSOF(sections); i++)
 		CHECK_STR_CONTAINS(md, sections[i]);
 	/* scenario: versions from the host JSON */
@@ -66,8 +73,11 @@ static void test_markdown_best(struct store *s)
 	CHECK_STR_CONTAINS(md, "L40S, 4 on the host, $0.99 per GPU-hour");
 	/* every trial with its failure reason */
 	CHECK_STR_CONTAINS(md, "CUDA out of memory (trial 4)");
-	CHECK_STR_CONTAINS(md, "| 4 | search | max\\_num\\_seqs=64 max\\_num\\_batched\\_tokens=2048 fp8 tp=1 | infeasible | oom |");
-	CHECK_STR_CONTAINS(md, "| 5 | search | max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=2048 none tp=2 | infeasible | sla\\_never\\_met |");
+	CHECK_STR_CONTAINS(
+		md,
+		"| 4 | search | max\\_num\\_seqs=64 max\\_num\\_batched\\_tokens=2048 fp8 tp=1 | infeasible | oom |");
+	CHECK_STR_CONTAINS(md, "| 5 | search | max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=2048 none tp=2 | "
+			       "infeasible | sla\\_never\\_met |");
 	CHECK_STR_CONTAINS(md, "| failed | crashed |");
 	CHECK_STR_CONTAINS(md, "server exited with status 1");
 	char row7[128];
@@ -94,14 +104,17 @@ static void test_markdown_best(struct store *s)
 	snprintf(gpu, sizeof(gpu), "| GPU memory used mean / peak (MiB) | %.0f / %.0f |", FIX_GPU_MEM_MEAN,
 		 FIX_GPU_MEM_PEAK);
 	CHECK_STR_CONTAINS(md, gpu);
-	CHECK_STR_CONTAINS(md, "| KV peak % | GPU util % mean | GPU util % peak | GPU mem MiB mean | GPU mem MiB peak |");
+	CHECK_STR_CONTAINS(md,
+			   "| KV peak % | GPU util % mean | GPU util % peak | GPU mem MiB mean | GPU mem MiB peak |");
 	snprintf(gpu, sizeof(gpu), "| 4.00 | search | 91.0 | yes |");
 	CHECK_STR_CONTAINS(md, gpu);
 	snprintf(gpu, sizeof(gpu), "| 55 | %.0f | %.0f | %.0f | %.0f |\n", FIX_GPU_UTIL_MEAN, FIX_GPU_UTIL_PEAK,
 		 FIX_GPU_MEM_MEAN, FIX_GPU_MEM_PEAK);
 	CHECK_STR_CONTAINS(md, gpu);
 	/* the server table: trial 3's row with KV/running/waiting/preemptions then the GPU figures */
-	snprintf(gpu, sizeof(gpu), "| 3 | max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=1024 fp8 tp=1 | 55 | 16 | 0 | 0 | %.0f | %.0f | %.0f | %.0f |",
+	snprintf(gpu, sizeof(gpu),
+		 "| 3 | max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=1024 fp8 tp=1 | 55 | 16 | 0 | 0 | %.0f | %.0f "
+		 "| %.0f | %.0f |",
 		 FIX_GPU_UTIL_MEAN, FIX_GPU_UTIL_PEAK, FIX_GPU_MEM_MEAN, FIX_GPU_MEM_PEAK);
 	CHECK_STR_CONTAINS(md, gpu);
 	CHECK(!strstr(md, "GPU telemetry: unavailable"));

@@ -88,7 +88,8 @@ static void track_planning(struct ctx *c, struct runner *r, const struct runner_
 		c->plan_start_usec = c->last_tick_usec = now;
 		if (c->pause_in_plan_after && c->trials_finished == c->pause_in_plan_after) {
 			c->pause_in_plan_after = 0;
-			CHECK(sd_event_add_time_relative(c->e, NULL, CLOCK_MONOTONIC, 20000, 1, on_pause_timer, r) >= 0);
+			CHECK(sd_event_add_time_relative(c->e, NULL, CLOCK_MONOTONIC, 20000, 1, on_pause_timer, r) >=
+			      0);
 		}
 	} else if (ev->status->phase != RUNNER_PLANNING && c->planning) {
 		c->planning = false;
@@ -124,7 +125,8 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 			CHECK_INT_EQ(st.phase, RUNNER_PAUSED);
 			CHECK_INT_EQ(runner_pause(r), -EALREADY);
 			/* resume from the loop, not from inside the callback */
-			CHECK(sd_event_add_time_relative(c->e, NULL, CLOCK_MONOTONIC, 1000, 1, on_resume_timer, r) >= 0);
+			CHECK(sd_event_add_time_relative(c->e, NULL, CLOCK_MONOTONIC, 1000, 1, on_resume_timer, r) >=
+			      0);
 		}
 		if (ev->status->phase == RUNNER_PROBING && ev->status->trial == 1)
 			runner_status_format(ev->status, c->status_line, sizeof(c->status_line));
@@ -266,7 +268,8 @@ static int64_t add_study_tp_first(struct store *s, const char *name)
 	CHECK(space);
 	copy = cJSON_CreateObject();
 	CHECK(copy);
-	CHECK(cJSON_AddItemToObject(copy, "tensor_parallel", cJSON_DetachItemFromObjectCaseSensitive(space, "tensor_parallel")));
+	CHECK(cJSON_AddItemToObject(copy, "tensor_parallel",
+				    cJSON_DetachItemFromObjectCaseSensitive(space, "tensor_parallel")));
 	while (space->child) {
 		cJSON *item = cJSON_DetachItemViaPointer(space, space->child);
 
@@ -437,8 +440,9 @@ int main(void)
 		x = add_study(s, "deploy-charged");
 		c = (struct ctx){ .stop_after = 2 };
 		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_STOPPED);
-		sql(path, "UPDATE trials SET started_usec = finished_usec - 3000000, deploy_seconds = 40 WHERE study_id ="
-			  " (SELECT id FROM studies WHERE name = 'deploy-charged')");
+		sql(path,
+		    "UPDATE trials SET started_usec = finished_usec - 3000000, deploy_seconds = 40 WHERE study_id ="
+		    " (SELECT id FROM studies WHERE name = 'deploy-charged')");
 		c = (struct ctx){ 0 };
 		CHECK_INT_EQ(run_opts(s, x, &c, 16 * 1000000ULL), RUNNER_END_DONE);
 		CHECK_STR_CONTAINS(c.message, "less than a deployment takes (40.0 s on average)");
@@ -455,7 +459,8 @@ int main(void)
 		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_DONE);
 		swa = quant_switches(s, a, qa, sizeof(qa));
 		swx = quant_switches(s, x, qx, sizeof(qx));
-		fprintf(stderr, "quantization switches: %u (%s) and, knobs listed TP first, %u (%s)\n", swa, qa, swx, qx);
+		fprintf(stderr, "quantization switches: %u (%s) and, knobs listed TP first, %u (%s)\n", swa, qa, swx,
+			qx);
 		CHECK_STR_EQ(qa, qx);
 		/* the screen covers 3 quantizations x 2 TP with 2 switches */
 		CHECK(strncmp(qa, "bf16/1 bf16/2 fp8/1 fp8/2 awq/1 awq/2 ", 38) == 0 ||

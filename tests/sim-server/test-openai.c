@@ -90,7 +90,8 @@ static void test_requests(void)
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\"", "invalid JSON");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\"} x", "unexpected data");
 	parse_fails(SIM_API_COMPLETIONS, "{}", "prompt: missing");
-	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": -1}", "max_tokens must be at least 1, got -1");
+	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": -1}",
+		    "max_tokens must be at least 1, got -1");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": 1.5}", "max_tokens");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": [1, -2]}", "prompt[1]");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": [\"a\", \"b\"]}", "one prompt");

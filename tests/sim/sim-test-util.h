@@ -6,8 +6,8 @@
 #include "tests.h"
 
 /* A deployment from preset names; kv_bytes 2 = auto, 1 = fp8. Aborts the test on error. */
-static inline struct sim_perf perf_of(const char *model, const char *gpu, const char *quant, uint32_t tp,
-				      int kv_bytes, const char *profile)
+static inline struct sim_perf perf_of(const char *model, const char *gpu, const char *quant, uint32_t tp, int kv_bytes,
+				      const char *profile)
 {
 	struct sim_model m;
 	struct sim_profile prof;

@@ -29,8 +29,8 @@ static double ttft1(const struct sim_perf *p, double isl, double budget)
 	return t;
 }
 
-static double steady(const struct sim_perf *p, double isl, double osl, uint32_t max_seqs, uint32_t budget,
-		     double gmu, uint32_t *ret_b)
+static double steady(const struct sim_perf *p, double isl, double osl, uint32_t max_seqs, uint32_t budget, double gmu,
+		     uint32_t *ret_b)
 {
 	struct sim_memory mem;
 	double cap, pf, bud, scale = 1.0, t;
@@ -97,13 +97,20 @@ int main(int argc, char **argv)
 		uint32_t tp, isl, osl;
 		double meas;
 	} thr[] = {
-		{ "C4", "llama-3.1-8b", "H100", 1, 128, 128, 28312 },   { "C4", "llama-3.1-8b", "H100", 1, 1000, 1000, 15220 },
-		{ "C4", "llama-3.1-8b", "H100", 1, 128, 2048, 22714 },  { "C4", "llama-3.1-8b", "H100", 1, 2048, 128, 3450 },
-		{ "C4", "llama-3.1-8b", "H100", 1, 2048, 2048, 9305 },  { "C4", "llama-3.1-8b", "H100", 1, 5000, 500, 3459 },
-		{ "C4", "llama-3.1-8b", "H200", 1, 1000, 1000, 17744 }, { "C4", "llama-3.1-8b", "H200", 1, 2048, 2048, 12194 },
-		{ "C5", "llama-3.1-70b", "H100", 2, 1000, 1000, 4205 }, { "C5", "llama-3.1-70b", "H100", 2, 128, 2048, 6651 },
-		{ "C5", "llama-3.1-70b", "H100", 2, 2048, 128, 762 },   { "C5", "llama-3.1-70b", "H100", 2, 2048, 2048, 3082 },
-		{ "C5", "llama-3.1-70b", "H200", 1, 1000, 1000, 2909 }, { "C5", "llama-3.1-70b", "H200", 1, 2048, 2048, 2003 },
+		{ "C4", "llama-3.1-8b", "H100", 1, 128, 128, 28312 },
+		{ "C4", "llama-3.1-8b", "H100", 1, 1000, 1000, 15220 },
+		{ "C4", "llama-3.1-8b", "H100", 1, 128, 2048, 22714 },
+		{ "C4", "llama-3.1-8b", "H100", 1, 2048, 128, 3450 },
+		{ "C4", "llama-3.1-8b", "H100", 1, 2048, 2048, 9305 },
+		{ "C4", "llama-3.1-8b", "H100", 1, 5000, 500, 3459 },
+		{ "C4", "llama-3.1-8b", "H200", 1, 1000, 1000, 17744 },
+		{ "C4", "llama-3.1-8b", "H200", 1, 2048, 2048, 12194 },
+		{ "C5", "llama-3.1-70b", "H100", 2, 1000, 1000, 4205 },
+		{ "C5", "llama-3.1-70b", "H100", 2, 128, 2048, 6651 },
+		{ "C5", "llama-3.1-70b", "H100", 2, 2048, 128, 762 },
+		{ "C5", "llama-3.1-70b", "H100", 2, 2048, 2048, 3082 },
+		{ "C5", "llama-3.1-70b", "H200", 1, 1000, 1000, 2909 },
+		{ "C5", "llama-3.1-70b", "H200", 1, 2048, 2048, 2003 },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(thr); i++) {
 		double v;
@@ -125,16 +132,13 @@ int main(int argc, char **argv)
 
 	/* C7/C8: vLLM 0.6 ShareGPT (ISL≈220, OSL≈200), 256 seqs, 2048 budget, gmu 0.9. */
 	p = perf_of("llama-3.1-8b", "H100", "none", 1, 2, "vllm");
-	add("C7", "vLLM 0.6 L3.1-8B BF16 TP1 ShareGPT", steady(&p, 220, 200, 256, 2048, 0.9, &b), 8088, "tok/s",
-	    true);
+	add("C7", "vLLM 0.6 L3.1-8B BF16 TP1 ShareGPT", steady(&p, 220, 200, 256, 2048, 0.9, &b), 8088, "tok/s", true);
 	p = perf_of("llama-3.1-70b", "H100", "none", 4, 2, "vllm");
-	add("C8", "vLLM 0.6 L3.1-70B BF16 TP4 ShareGPT", steady(&p, 220, 200, 256, 2048, 0.9, &b), 3543, "tok/s",
-	    true);
+	add("C8", "vLLM 0.6 L3.1-70B BF16 TP4 ShareGPT", steady(&p, 220, 200, 256, 2048, 0.9, &b), 3543, "tok/s", true);
 
 	/* C9: vLLM 0.6 Llama-3-8B BF16 H100, 10 concurrent decodes. */
 	p = perf_of("llama-3.1-8b", "H100", "none", 1, 2, "vllm");
-	add("C9", "vLLM 8B BF16 H100 decode step, 10 seqs", step_of(&p, 10, 400, 0, 0, 0, NULL) * 1e3, 7.2, "ms",
-	    true);
+	add("C9", "vLLM 8B BF16 H100 decode step, 10 seqs", step_of(&p, 10, 400, 0, 0, 0, NULL) * 1e3, 7.2, "ms", true);
 
 	/* C10: MLPerf v5.0 8×H100 llama2-70b offline, modelled as 4 × TP2 FP8 (printed only). */
 	p = perf_of("llama-2-70b", "H100", "fp8", 2, 1, "trtllm");
@@ -152,8 +156,10 @@ int main(int argc, char **argv)
 		double meas;
 		bool asserted;
 	} az[] = {
-		{ "llama-3.1-8b", 1, 1024, 1024, 2048, 11724, true }, { "llama-3.1-8b", 1, 128, 128, 2048, 15163, false },
-		{ "llama-3.1-8b", 1, 2048, 2048, 2048, 8026, true },  { "llama-3.1-70b", 8, 1024, 1024, 2048, 9125, false },
+		{ "llama-3.1-8b", 1, 1024, 1024, 2048, 11724, true },
+		{ "llama-3.1-8b", 1, 128, 128, 2048, 15163, false },
+		{ "llama-3.1-8b", 1, 2048, 2048, 2048, 8026, true },
+		{ "llama-3.1-70b", 8, 1024, 1024, 2048, 9125, false },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(az); i++) {
 		p = perf_of(az[i].model, "H100", "fp8", az[i].tp, 1, "trtllm");
@@ -180,7 +186,9 @@ int main(int argc, char **argv)
 		else
 			printf("%-4s %-62s pred %10.1f  meas %10.1f %-5s %+5.0f%% %s\n", pts[i].id, pts[i].label,
 			       pts[i].pred, pts[i].meas, pts[i].unit, e,
-			       !pts[i].asserted ? "(printed only)" : ok ? "ok" : "OUT OF ±20%");
+			       !pts[i].asserted ? "(printed only)"
+			       : ok             ? "ok"
+						: "OUT OF ±20%");
 		if (!ok)
 			bad++;
 	}

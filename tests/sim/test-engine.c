@@ -306,7 +306,7 @@ static void test_abort(void)
 	sim_engine_advance(e, 0);
 	sim_engine_get_stats(e, &s);
 	CHECK_INT_EQ(s.used_blocks, 2048 / 16); /* request 1's first chunk; request 2 waits */
-	CHECK(sim_engine_abort(e, 1) == 0); /* mid-prefill, in the step in flight */
+	CHECK(sim_engine_abort(e, 1) == 0);     /* mid-prefill, in the step in flight */
 	CHECK(sim_engine_abort(e, 1) == -ENOENT);
 	CHECK(sim_engine_abort(e, 77) == -ENOENT);
 	sim_engine_get_stats(e, &s);

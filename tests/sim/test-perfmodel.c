@@ -69,10 +69,11 @@ static void test_hf_config(void)
 	CHECK(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/config.json", dir);
 	/* Llama-3.1-8B's config.json (the relevant keys). */
-	write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, \"intermediate_size\": 14336,"
-			 " \"max_position_embeddings\": 131072, \"num_attention_heads\": 32, \"num_hidden_layers\": 32,"
-			 " \"num_key_value_heads\": 8, \"rope_theta\": 500000.0, \"tie_word_embeddings\": false,"
-			 " \"torch_dtype\": \"bfloat16\", \"vocab_size\": 128256}");
+	write_file(path,
+		   "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, \"intermediate_size\": 14336,"
+		   " \"max_position_embeddings\": 131072, \"num_attention_heads\": 32, \"num_hidden_layers\": 32,"
+		   " \"num_key_value_heads\": 8, \"rope_theta\": 500000.0, \"tie_word_embeddings\": false,"
+		   " \"torch_dtype\": \"bfloat16\", \"vocab_size\": 128256}");
 	CHECK_MSG(sim_model_from_hf_config(path, &m, &err) == 0, "%s", err.msg);
 	CHECK(sim_model_preset("llama-3.1-8b", &preset, &err) == 0);
 	CHECK_INT_EQ(m.head_dim, 128);
@@ -252,7 +253,8 @@ static void test_memory_and_startup(void)
 	struct sim_perf big = perf_of("llama-3.1-70b", "H100", "none", 1, 2, "vllm");
 	sim_perf_memory(&big, 0.9, 8192, 1024, 16, &mem);
 	CHECK(sim_perf_check_startup(&big, 1, 4096, 1024, 8192, &mem, &err) == -ENOMEM);
-	CHECK_STR_CONTAINS(err.msg, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`");
+	CHECK_STR_CONTAINS(err.msg,
+			   "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`");
 
 	/* 70B FP8 on one H100 (80 GB) at gmu 0.95: fits, but not a 131072 context (Lambda: ≈4k
 	 * served); at gmu 0.9 the weights alone (67.7 GiB) exceed the budget. */
@@ -273,7 +275,8 @@ static void test_memory_and_startup(void)
 	CHECK_STR_CONTAINS(err.msg, "tensor_parallel_size");
 	struct sim_perf q3 = perf_of("qwen2.5-7b", "H100", "none", 8, 2, "vllm");
 	CHECK(sim_perf_check_startup(&q3, 8, 4096, 256, 2048, NULL, &err) == -EINVAL);
-	CHECK_STR_CONTAINS(err.msg, "Total number of attention heads (28) must be divisible by tensor parallel size (8)");
+	CHECK_STR_CONTAINS(err.msg,
+			   "Total number of attention heads (28) must be divisible by tensor parallel size (8)");
 	CHECK(sim_perf_check_startup(&p, 1, 200000, 256, 2048, NULL, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "max_model_len (200000)");
 	CHECK(sim_perf_check_startup(&p, 1, 4096, 512, 256, NULL, &err) == -EINVAL);

@@ -11,8 +11,7 @@
 #include "simulate.h"
 #include "tests.h"
 
-static struct probe_workload *workload(uint32_t n, uint32_t in, uint32_t out, double rate, uint32_t conc,
-				       uint64_t seed)
+static struct probe_workload *workload(uint32_t n, uint32_t in, uint32_t out, double rate, uint32_t conc, uint64_t seed)
 {
 	struct probe_workload_config c;
 	struct probe_workload *w = NULL;
@@ -171,8 +170,8 @@ static void test_rate_search(void)
 	CHECK(probe_sla_parse("ttft:500,tpot:30", &sla, &err) == 0);
 	config(&c, "llama-3.1-8b", 1, 256, 2048);
 	CHECK_MSG(sim_find_max_rate(&c, &wc, &sla, 0.05, 14, &s, &err) == 0, "%s", err.msg);
-	printf("max rate %.2f req/s (goodput %.0f tok/s, %.3f $/Mtok) in %u runs; saturated %.0f tok/s\n",
-	       s.max_rate, s.at_max.good_output_throughput, s.usd_per_mtok, s.runs, s.saturated.output_throughput);
+	printf("max rate %.2f req/s (goodput %.0f tok/s, %.3f $/Mtok) in %u runs; saturated %.0f tok/s\n", s.max_rate,
+	       s.at_max.good_output_throughput, s.usd_per_mtok, s.runs, s.saturated.output_throughput);
 	CHECK(s.max_rate > 0 && s.max_rate < s.saturated.request_throughput);
 	CHECK(s.at_max.sla_met);
 	CHECK(s.runs <= 14);
@@ -191,9 +190,23 @@ static void test_rate_search(void)
 
 static void test_command(void)
 {
-	char *ok[] = { "simulate", "--model", "llama-3.1-8b", "--gpu", "A100", "--num-prompts", "20",
-		       "--random-input-len", "256", "--random-output-len", "32", "--request-rate", "5",
-		       "--max-num-seqs", "64", "--json", NULL };
+	char *ok[] = { "simulate",
+		       "--model",
+		       "llama-3.1-8b",
+		       "--gpu",
+		       "A100",
+		       "--num-prompts",
+		       "20",
+		       "--random-input-len",
+		       "256",
+		       "--random-output-len",
+		       "32",
+		       "--request-rate",
+		       "5",
+		       "--max-num-seqs",
+		       "64",
+		       "--json",
+		       NULL };
 	char *bad[] = { "simulate", "--max-num-seqs", "lots", NULL };
 	char *oom[] = { "simulate", "--model", "llama-3.1-70b", "--num-prompts", "5", NULL };
 

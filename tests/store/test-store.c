@@ -349,7 +349,9 @@ static void test_round_trip(void)
 static void test_uniqueness(void)
 {
 	_cleanup_(store_closep) struct store *s = open_rw(db_path("uniq.db"));
-	struct store_study st = { .name = (char *)"u", .spec_json = (char *)"{}", .algorithm = (char *)"a",
+	struct store_study st = { .name = (char *)"u",
+				  .spec_json = (char *)"{}",
+				  .algorithm = (char *)"a",
 				  .nlopt_version = (char *)"2.7.1" };
 	struct error err = { 0 };
 	int64_t study, a, b, c;
@@ -387,8 +389,12 @@ static void test_resume(void)
 	CHECK(store_trial_insert(s, study, "search", "{}", "b", &t2, &err) == 1);
 	CHECK(store_trial_insert(s, study, "search", "{}", "c", &t3, &err) == 1);
 	CHECK(store_trial_set_state(s, t1, STORE_TRIAL_DEPLOYING, &err) == 0);
-	struct store_trial_outcome o = { .state = STORE_TRIAL_DONE, .cost_per_mtok = 1, .max_rate = 1,
-					 .max_goodput = 1, .deploy_seconds = 1, .concurrency = 1 };
+	struct store_trial_outcome o = { .state = STORE_TRIAL_DONE,
+					 .cost_per_mtok = 1,
+					 .max_rate = 1,
+					 .max_goodput = 1,
+					 .deploy_seconds = 1,
+					 .concurrency = 1 };
 	CHECK(store_trial_finish(s, t1, &o, &err) == 0);
 	CHECK(store_trial_set_state(s, t2, STORE_TRIAL_DEPLOYING, &err) == 0);
 	CHECK(store_trial_set_state(s, t2, STORE_TRIAL_PROBING, &err) == 0);

@@ -64,11 +64,26 @@ static void test_vllm(void)
 	k = J("{\"max_num_seqs\": 128, \"max_num_batched_tokens\": 4096, \"quantization\": \"fp8\","
 	      " \"tensor_parallel\": 4, \"gpu_memory_utilization\": 0.95}");
 	CHECK_MSG(engine_profile_render_study(p, s, k, NULL, 8123, &c, &err) == 0, "%s", err.msg);
-	check_argv(c.argv, (const char *const[]){ "vllm", "serve", "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
-						  "--host", "127.0.0.1", "--port", "8123", "--served-model-name",
-						  "meta-llama/Llama-3.1-70B-Instruct", "--max-num-seqs", "128",
-						  "--max-num-batched-tokens", "4096", "--tensor-parallel-size", "4",
-						  "--quantization", "fp8", "--gpu-memory-utilization", "0.95", NULL });
+	check_argv(c.argv, (const char *const[]){ "vllm",
+						  "serve",
+						  "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+						  "--host",
+						  "127.0.0.1",
+						  "--port",
+						  "8123",
+						  "--served-model-name",
+						  "meta-llama/Llama-3.1-70B-Instruct",
+						  "--max-num-seqs",
+						  "128",
+						  "--max-num-batched-tokens",
+						  "4096",
+						  "--tensor-parallel-size",
+						  "4",
+						  "--quantization",
+						  "fp8",
+						  "--gpu-memory-utilization",
+						  "0.95",
+						  NULL });
 	check_argv(c.env, (const char *const[]){ "VLLM_NO_USAGE_STATS=1", "CUDA_VISIBLE_DEVICES=0,1,2,3", NULL });
 	_cleanup_(freep) char *shown = engine_command_format(&c);
 	CHECK_STR_CONTAINS(shown, "VLLM_NO_USAGE_STATS=1 CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve "
@@ -122,13 +137,32 @@ static void test_sim(void)
 	CHECK(p->port_mode == ENGINE_PORT_ANNOUNCE);
 	s = load_study("sim-demo.json", p);
 	CHECK_MSG(engine_profile_check_study(p, s, &err) == 0, "%s", err.msg);
-	k = J("{\"max_num_seqs\": 32, \"max_num_batched_tokens\": 1024, \"quantization\": \"awq\", \"tensor_parallel\": 2}");
+	k = J("{\"max_num_seqs\": 32, \"max_num_batched_tokens\": 1024, \"quantization\": \"awq\", "
+	      "\"tensor_parallel\": 2}");
 	CHECK_MSG(engine_profile_render_study(p, s, k, NULL, 0, &c, &err) == 0, "%s", err.msg);
-	check_argv(c.argv, (const char *const[]){ "goodput-sim", "serve", "--model", "llama-3.1-70b", "--gpu", "L40S",
-						  "--gpus", "4", "--host", "127.0.0.1", "--port", "0",
-						  "--served-model-name", "llama-3.1-70b", "--max-num-seqs", "32",
-						  "--max-num-batched-tokens", "1024", "--tensor-parallel-size", "2",
-						  "--quantization", "awq", NULL });
+	check_argv(c.argv, (const char *const[]){ "goodput-sim",
+						  "serve",
+						  "--model",
+						  "llama-3.1-70b",
+						  "--gpu",
+						  "L40S",
+						  "--gpus",
+						  "4",
+						  "--host",
+						  "127.0.0.1",
+						  "--port",
+						  "0",
+						  "--served-model-name",
+						  "llama-3.1-70b",
+						  "--max-num-seqs",
+						  "32",
+						  "--max-num-batched-tokens",
+						  "1024",
+						  "--tensor-parallel-size",
+						  "2",
+						  "--quantization",
+						  "awq",
+						  NULL });
 	CHECK(c.env && c.env[0] == NULL);
 	cJSON_Delete(k);
 	/* A study knob the profile lacks is caught before any deployment. */

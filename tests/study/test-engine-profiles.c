@@ -69,8 +69,7 @@ static void golden(const char *engine, const struct engine_render_params *params
 	check_strv(c.env, want_env);
 }
 
-static void refused(const char *engine, const struct engine_render_params *params, const char *knobs,
-		    const char *want)
+static void refused(const char *engine, const struct engine_render_params *params, const char *knobs, const char *want)
 {
 	_cleanup_(engine_profile_freep) struct engine_profile *p = load(engine);
 	_cleanup_(engine_command_done) struct engine_command c = { 0 };
@@ -86,11 +85,31 @@ static void test_sglang(void)
 	golden("sglang", &params8,
 	       "{\"max_num_seqs\": 128, \"max_num_batched_tokens\": 8192, \"tensor_parallel\": 2,"
 	       " \"quantization\": \"fp8\", \"gpu_memory_utilization\": 0.88, \"kv_cache_dtype\": \"fp8\"}",
-	       (const char *const[]){ "python3", "-m", "sglang.launch_server", "--model-path",
-				      "meta-llama/Llama-3.1-8B-Instruct", "--served-model-name", "llama", "--host",
-				      "127.0.0.1", "--port", "8123", "--enable-metrics", "--max-running-requests", "128",
-				      "--chunked-prefill-size", "8192", "--tp-size", "2", "--quantization", "fp8",
-				      "--mem-fraction-static", "0.88", "--kv-cache-dtype", "fp8_e4m3", NULL },
+	       (const char *const[]){ "python3",
+				      "-m",
+				      "sglang.launch_server",
+				      "--model-path",
+				      "meta-llama/Llama-3.1-8B-Instruct",
+				      "--served-model-name",
+				      "llama",
+				      "--host",
+				      "127.0.0.1",
+				      "--port",
+				      "8123",
+				      "--enable-metrics",
+				      "--max-running-requests",
+				      "128",
+				      "--chunked-prefill-size",
+				      "8192",
+				      "--tp-size",
+				      "2",
+				      "--quantization",
+				      "fp8",
+				      "--mem-fraction-static",
+				      "0.88",
+				      "--kv-cache-dtype",
+				      "fp8_e4m3",
+				      NULL },
 	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0,1", NULL });
 	/* Edge values: no quantization (no flag), TP 1, the largest batch. */
 	golden("sglang", &params8,
@@ -142,10 +161,27 @@ static void test_llamacpp(void)
 	golden("llamacpp", &one,
 	       "{\"max_num_seqs\": 16, \"max_num_batched_tokens\": 512, \"tensor_parallel\": 1,"
 	       " \"quantization\": \"none\"}",
-	       (const char *const[]){ "llama-server", "--model", "/models/llama-3.1-8b-f16.gguf", "--alias", "llama",
-				      "--host", "127.0.0.1", "--port", "8080", "--n-gpu-layers", "999", "--metrics",
-				      "--parallel", "16", "--batch-size", "512", "--ubatch-size", "512",
-				      "--ctx-size", "65536", NULL },
+	       (const char *const[]){ "llama-server",
+				      "--model",
+				      "/models/llama-3.1-8b-f16.gguf",
+				      "--alias",
+				      "llama",
+				      "--host",
+				      "127.0.0.1",
+				      "--port",
+				      "8080",
+				      "--n-gpu-layers",
+				      "999",
+				      "--metrics",
+				      "--parallel",
+				      "16",
+				      "--batch-size",
+				      "512",
+				      "--ubatch-size",
+				      "512",
+				      "--ctx-size",
+				      "65536",
+				      NULL },
 	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0", NULL });
 	/* Largest batch; no batch knob at all: no --parallel and no derived context. */
 	golden("llamacpp", &one, "{\"max_num_seqs\": 64}",
@@ -256,9 +292,9 @@ static void test_flags_list(void)
 
 	CHECK(engine_profile_flags(p, &flags) == 0);
 	/* "999" after --n-gpu-layers is a value, the program is not a flag. */
-	check_strv((char **)flags, (const char *const[]){ "--model", "--alias", "--host", "--port", "--n-gpu-layers",
-							  "--metrics", "--parallel", "--batch-size", "--ubatch-size",
-							  "--ctx-size", NULL });
+	check_strv((char **)flags,
+		   (const char *const[]){ "--model", "--alias", "--host", "--port", "--n-gpu-layers", "--metrics",
+					  "--parallel", "--batch-size", "--ubatch-size", "--ctx-size", NULL });
 }
 
 /* Every shipped profile loads, has a help and version command and a

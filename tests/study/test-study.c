@@ -14,11 +14,10 @@
 #include "tests.h"
 #include "time-util.h"
 
-static const char *minimal =
-	"{\"name\": \"t1\", \"engine\": \"sim\", \"model\": {\"name\": \"llama-3.1-8b\"},"
-	" \"gpu\": {\"type\": \"H100\", \"count\": 2, \"price_per_gpu_hour\": 2.5},"
-	" \"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 64, \"scale\": \"log2\"}},"
-	" \"workload\": {\"input_len\": 256}, \"sla\": {\"ttft_ms\": 500, \"tpot_ms\": 50}}";
+static const char *minimal = "{\"name\": \"t1\", \"engine\": \"sim\", \"model\": {\"name\": \"llama-3.1-8b\"},"
+			     " \"gpu\": {\"type\": \"H100\", \"count\": 2, \"price_per_gpu_hour\": 2.5},"
+			     " \"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 64, \"scale\": \"log2\"}},"
+			     " \"workload\": {\"input_len\": 256}, \"sla\": {\"ttft_ms\": 500, \"tpot_ms\": 50}}";
 
 static int parse_with(const char *text, const char *pointer_path, const char *json_value, struct study **ret,
 		      struct error *err)
@@ -116,8 +115,7 @@ static void test_examples(void)
 	CHECK(sim->probe.tolerance == 0.1);
 
 	struct study_options o = { .extra_knobs = (const char *const[]){ "gpu_memory_utilization", NULL } };
-	CHECK_MSG(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", &o, &vllm, &err) ==
-			  0,
+	CHECK_MSG(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", &o, &vllm, &err) == 0,
 		  "%s", err.msg);
 	CHECK_STR_EQ(study_checkpoint(vllm, STUDY_QUANT_FP8), "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8");
 	CHECK_STR_EQ(study_checkpoint(vllm, STUDY_QUANT_NONE), "meta-llama/Llama-3.1-70B-Instruct");
@@ -172,7 +170,8 @@ static void test_errors(void)
 	refused("quantizations", "[\"none\", \"fp4\"]", "quantizations[1]");
 	refused("quantizations", "[\"none\", \"none\"]", "listed twice");
 	refused("model.checkpoints", "{\"fp16\": \"x\"}", "model.checkpoints.fp16: unknown quantization");
-	refused("search_space.quantization", "[\"none\", \"fp8\"]", "search_space.quantization[1]: \"fp8\" is not among");
+	refused("search_space.quantization", "[\"none\", \"fp8\"]",
+		"search_space.quantization[1]: \"fp8\" is not among");
 	refused("quality_check", "[]", "quality_check");
 	refused("quality_check", "[\"eval\", 3]", "quality_check[1]");
 	/* the search space is checked by the optimizer, with the GPU count */

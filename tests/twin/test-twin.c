@@ -49,8 +49,10 @@ static void make_setup(struct twin_setup *s, double fault_seq)
 	snprintf(s->model, sizeof(s->model), "llama-3.1-8b");
 	snprintf(s->gpu, sizeof(s->gpu), "L40S");
 	s->gpus = 2;
-	s->workload.input = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 768, .range_ratio = 1.0 / 3 };
-	s->workload.output = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 192, .range_ratio = 1.0 / 3 };
+	s->workload.input =
+		(struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 768, .range_ratio = 1.0 / 3 };
+	s->workload.output =
+		(struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 192, .range_ratio = 1.0 / 3 };
 	s->workload.num_prompts = 16;
 	s->workload.arrival = PROBE_ARRIVAL_POISSON;
 	s->rel_tol = 0.05;
@@ -112,7 +114,8 @@ static void test_calibration(void)
 		"max_num_seqs=256,max_num_batched_tokens=4096,quantization=fp8,tensor_parallel=1",
 		"max_num_seqs=64,max_num_batched_tokens=4096,quantization=fp8,tensor_parallel=1",
 	};
-	struct opt_config unseen = config_of(s, "max_num_seqs=128,max_num_batched_tokens=1024,quantization=fp8,tensor_parallel=1");
+	struct opt_config unseen =
+		config_of(s, "max_num_seqs=128,max_num_batched_tokens=1024,quantization=fp8,tensor_parallel=1");
 	struct twin_prediction p_true, p_fit, p_base;
 
 	make_setup(&setup, 0);
@@ -134,8 +137,8 @@ static void test_calibration(void)
 	printf("calibration: error %.2f %% (start %.1f %%), %u points, %u evals; mfu_fp8 %.3f/%.3f mbu_w %.3f/%.3f\n",
 	       fit.error * 100, fit.start_error * 100, fit.n_points, fit.evals, *field(&fit.profile, "mfu_fp8"),
 	       *field(&truth, "mfu_fp8"), *field(&fit.profile, "mbu_w"), *field(&truth, "mbu_w"));
-	CHECK(fit.start_error > 0.05);       /* the defaults are visibly off ... */
-	CHECK(fit.error < 0.03);             /* ... the fit is not */
+	CHECK(fit.start_error > 0.05); /* the defaults are visibly off ... */
+	CHECK(fit.error < 0.03);       /* ... the fit is not */
 	CHECK(fit.error < fit.start_error / 3);
 	CHECK(fit.n_trials == 3 && fit.n_points >= 6);
 	/* Constants the data determine: within 10 % of the truth. */
@@ -458,8 +461,7 @@ static void check_same_candidate(const struct twin_candidate *a, const struct tw
  * twin_next and writes the candidate to a pipe; the parent reads it to EOF
  * and parses it back. */
 static void next_in_child(const struct opt_space *s, struct twin *tw, const struct twin_settings *set,
-			  const struct twin_history *h, const struct twin_calibration *warm,
-			  struct twin_candidate *ret)
+			  const struct twin_history *h, const struct twin_calibration *warm, struct twin_candidate *ret)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	_cleanup_(freep) char *buf = NULL;
@@ -647,8 +649,9 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} tests[] = {
-		{ "json", test_json },       { "calibration", test_calibration }, { "replay", test_replay },
-		{ "fallback", test_fallback }, { "drift", test_drift },           { "wire", test_wire },
+		{ "json", test_json },     { "calibration", test_calibration },
+		{ "replay", test_replay }, { "fallback", test_fallback },
+		{ "drift", test_drift },   { "wire", test_wire },
 	};
 	unsigned ran = 0;
 

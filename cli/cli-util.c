@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "exit-status.h"
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
@@ -38,7 +39,7 @@ int cli_print_json(int q, const cJSON *j)
 	if (q >= 0)
 		text = cJSON_Print(j);
 	if (!text)
-		return log_error_errno(ENOMEM, "out of memory"), 1;
+		return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 	printf("%s\n", text);
 	return 0;
 }

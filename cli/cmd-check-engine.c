@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "exit-status.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "log.h"
@@ -33,7 +34,6 @@
 #include "time-util.h"
 
 #define HELP_MAX_BYTES (4 * 1024 * 1024)
-#define EXIT_SKIPPED   77
 
 static void help(FILE *f)
 {
@@ -49,8 +49,9 @@ static void help(FILE *f)
 		   "  --json               machine-readable result\n"
 		   "  -h, --help           this text\n"
 		   "\n"
-		   "Exit status: 0 all flags found, 1 flags missing or the help failed,\n"
-		   "2 usage error, 77 the engine is not installed here (skipped).\n");
+		   "It fails (1) when flags are missing or the engine's help failed, and skips\n"
+		   "(77) when the engine's program is not installed here.\n"
+		   "\n" CLI_EXIT_STATUS_HELP);
 }
 
 /* Where a program would be run from: itself when it has a '/', else the
@@ -214,7 +215,7 @@ int cmd_check_engine(int argc, char **argv)
 			double sec;
 			if (parse_double("--timeout", optarg, 0.001, 3600, &sec, &err) < 0) {
 				log_error("%s", err.msg);
-				return 2;
+				return CLI_EXIT_USAGE;
 			}
 			timeout_usec = sec_to_usec(sec);
 			break;
@@ -226,31 +227,31 @@ int cmd_check_engine(int argc, char **argv)
 			help(stdout);
 			return 0;
 		default:
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
 		help(stderr);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	r = engine_profile_find(argv[optind], engines_dir, &p, &err);
 	if (r < 0) {
 		log_error("%s", err.msg);
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	r = engine_profile_flags(p, &flags);
 	if (r < 0)
-		return log_error_errno(r, "out of memory"), 1;
+		return log_error_errno(r, "out of memory"), CLI_EXIT_FAILED;
 	default_help[0] = p->argv[0];
 	help_argv = with_binary(p->help_command ? p->help_command : default_help, binary);
 	if (!help_argv)
-		return 1;
+		return CLI_EXIT_FAILED;
 	if (!find_program(help_argv[0], path, sizeof(path))) {
 		fprintf(json ? stderr : stdout,
 			"check-engine: %s: %s is not installed here (not found%s%s); skipped. "
 			"Use --binary PATH to name it.\n",
 			p->name, help_argv[0], strchr(help_argv[0], '/') ? "" : " in $PATH", "");
-		return EXIT_SKIPPED;
+		return CLI_EXIT_SKIPPED;
 	}
 	if (p->version_command) {
 		_cleanup_(freep) char *vout = NULL;
@@ -274,24 +275,24 @@ int cmd_check_engine(int argc, char **argv)
 	if (r == -ETIMEDOUT) {
 		log_error("check-engine: %s %s did not finish within %.0f s", help_argv[0],
 			  help_argv[1] ? help_argv[1] : "", usec_to_sec(timeout_usec));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (r < 0) {
 		log_error("check-engine: cannot run %s: %s", help_argv[0], strerror(-r));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && strlen(out) < 40)) {
 		log_error("check-engine: %s's help failed (%s %d): %s", help_argv[0],
 			  WIFEXITED(status) ? "exit status" : "signal",
 			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out);
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 
 	j = cJSON_CreateObject();
 	cJSON *present = cJSON_AddArrayToObject(j, "present"), *absent = cJSON_AddArrayToObject(j, "missing");
 	if (!j || !present || !absent || json_add_string(j, "profile", p->name) < 0 ||
 	    json_add_string(j, "program", path) < 0 || (version && json_add_string(j, "version", version) < 0))
-		return log_error_errno(-ENOMEM, "out of memory"), 1;
+		return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 	if (!json)
 		printf("%s: %s%s%s\n", p->name, path, version ? ", version " : "", version ? version : "");
 	for (size_t i = 0; flags[i]; i++, n_flags++) {
@@ -300,7 +301,7 @@ int cmd_check_engine(int argc, char **argv)
 
 		if (!s || !cJSON_AddItemToArray(ok ? present : absent, s)) {
 			cJSON_Delete(s);
-			return 1;
+			return CLI_EXIT_FAILED;
 		}
 		if (!ok)
 			missing++;
@@ -311,15 +312,15 @@ int cmd_check_engine(int argc, char **argv)
 		_cleanup_(cjson_freep) char *s = NULL;
 
 		if (json_add_bool(j, "ok", missing == 0) < 0)
-			return 1;
+			return CLI_EXIT_FAILED;
 		s = cJSON_Print(j);
 		if (!s)
-			return 1;
+			return CLI_EXIT_FAILED;
 		printf("%s\n", s);
 	} else if (missing)
 		printf("%zu of %zu flags missing: the profile does not match this version of %s\n", missing, n_flags,
 		       p->name);
 	else
 		printf("all %zu flags found\n", n_flags);
-	return missing ? 1 : 0;
+	return missing ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "exit-status.h"
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
@@ -81,6 +82,7 @@ static void help(const struct client_cmd *c)
 	if (c->command == CTL_SUBMIT)
 		printf("\nPermission: submit, cancel, pause and resume need root, goodputd's user or\n"
 		       "membership in the group named by socket_group in /etc/goodput/goodputd.json.\n");
+	printf("\n" CLI_EXIT_STATUS_HELP);
 }
 
 static int parse_args(const struct client_cmd *c, int argc, char **argv, struct client_args *a)
@@ -370,10 +372,10 @@ static int run_client(const char *name, int argc, char **argv)
 		if (strcmp(client_cmds[i].name, name) == 0)
 			c = &client_cmds[i];
 	if (!c)
-		return 2;
+		return CLI_EXIT_USAGE;
 	r = parse_args(c, argc, argv, &a);
 	if (r <= 0)
-		return r == 0 ? 0 : 2;
+		return r == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	r = build_request(c, &a, &req, &err);
 	if (r >= 0)
 		r = ctl_client_connect(a.socket, &fd, &err);
@@ -381,7 +383,7 @@ static int run_client(const char *name, int argc, char **argv)
 		r = ctl_client_call(fd, req, a.timeout_usec, &resp, &err);
 	if (r < 0) {
 		log_error("%s", error_str(&err, r));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (a.json) {
 		_cleanup_(cjson_freep) char *s = cJSON_Print(resp);
@@ -392,7 +394,7 @@ static int run_client(const char *name, int argc, char **argv)
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok"))) {
 		if (!a.json)
 			log_error("goodputd: %s", str(resp, "error"));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (a.json)
 		return 0;

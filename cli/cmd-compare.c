@@ -8,6 +8,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "exit-status.h"
 #include "log.h"
 #include "macro.h"
 #include "report.h"
@@ -31,7 +32,8 @@ static void help(void)
 	       "  --db FILE      the store (default ./goodput.db)\n"
 	       "  --db-b FILE    the store of STUDY_B (default: the same)\n"
 	       "  --json         print the comparison as JSON\n"
-	       "  -h, --help     this text\n");
+	       "  -h, --help     this text\n"
+	       "\n" CLI_EXIT_STATUS_HELP);
 }
 
 int cmd_compare(int argc, char **argv)
@@ -68,12 +70,12 @@ int cmd_compare(int argc, char **argv)
 			break;
 		default:
 			log_error("see 'goodput compare --help'");
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind + 2 != argc) {
 		log_error("expected two studies, STUDY_A and STUDY_B (see 'goodput compare --help')");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	q = store_open(db, &so, &sa, &err);
 	if (q >= 0 && db_b)
@@ -84,7 +86,7 @@ int cmd_compare(int argc, char **argv)
 		q = report_load(sb ? sb : sa, argv[optind + 1], NULL, &b, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = NULL;

@@ -8,6 +8,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "exit-status.h"
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
@@ -36,7 +37,8 @@ static void help(void)
 	       "  --headroom F             spare capacity on top of the load (default 0.2 = 20%%)\n"
 	       "  --db FILE                the store (default ./goodput.db)\n"
 	       "  --json                   print the plan as JSON\n"
-	       "  -h, --help               this text\n");
+	       "  -h, --help               this text\n"
+	       "\n" CLI_EXIT_STATUS_HELP);
 }
 
 int cmd_plan(int argc, char **argv)
@@ -74,7 +76,7 @@ int cmd_plan(int argc, char **argv)
 					 &err);
 			if (q < 0) {
 				log_error("%s", error_str(&err, q));
-				return 2;
+				return CLI_EXIT_USAGE;
 			}
 			by_tokens = c == ARG_TPS;
 			kinds++;
@@ -83,7 +85,7 @@ int cmd_plan(int argc, char **argv)
 			q = parse_double("--headroom", optarg, 0, 10, &headroom, &err);
 			if (q < 0) {
 				log_error("%s", error_str(&err, q));
-				return 2;
+				return CLI_EXIT_USAGE;
 			}
 			break;
 		case ARG_JSON:
@@ -91,23 +93,23 @@ int cmd_plan(int argc, char **argv)
 			break;
 		default:
 			log_error("see 'goodput plan --help'");
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
 		log_error("expected one STUDY (name or id) (see 'goodput plan --help')");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (kinds != 1) {
 		log_error("give exactly one of --rate and --tokens-per-second");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (cli_load_report(db, argv[optind], NULL, &s, &r) < 0)
-		return 1;
+		return CLI_EXIT_FAILED;
 	q = report_plan_study(r, load, by_tokens, headroom, &plan, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = NULL;

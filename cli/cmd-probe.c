@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "exit-status.h"
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
@@ -118,7 +119,8 @@ static void help(void)
 	       "  --save-result FILE       write the JSON result to FILE\n"
 	       "  --save-requests FILE     write one JSON line per request to FILE\n"
 	       "  --no-progress            no progress line on stderr\n"
-	       "  -h, --help               this help\n");
+	       "  -h, --help               this help\n"
+	       "\n" CLI_EXIT_STATUS_HELP);
 }
 
 static const char *rate_str(char *buf, size_t size, double rate)
@@ -389,14 +391,14 @@ int cmd_probe(int argc, char **argv)
 	uint32_t port = 0;
 	double d;
 	sigset_t mask;
-	int r, opt, ret = 1;
+	int r, opt, ret = CLI_EXIT_FAILED;
 
 	probe_workload_flags_init(&wf);
 	probe_config_init(&cfg);
 	cfg.client.api_key = getenv("OPENAI_API_KEY");
 	r = probe_workload_flags_merge_options(own_options, &opts);
 	if (r < 0)
-		return log_error_errno(r, "out of memory"), 1;
+		return log_error_errno(r, "out of memory"), CLI_EXIT_FAILED;
 	optind = 0;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		r = 0;
@@ -496,30 +498,30 @@ int cmd_probe(int argc, char **argv)
 			r = probe_workload_flags_handle(opt, optarg, argc, argv, &wf, &err);
 			if (r == 0) {
 				log_error("see 'goodput probe --help'");
-				ret = 2;
+				ret = CLI_EXIT_USAGE;
 				goto out;
 			}
 		}
 		if (r < 0) {
 			log_error("%s", error_str(&err, r));
-			ret = 2;
+			ret = CLI_EXIT_USAGE;
 			goto out;
 		}
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s' (see 'goodput probe --help')", argv[optind]);
-		ret = 2;
+		ret = CLI_EXIT_USAGE;
 		goto out;
 	}
 	r = probe_workload_flags_finish(&wf, &err);
 	if (r < 0) {
 		log_error("%s", error_str(&err, r));
-		ret = 2;
+		ret = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (cfg.client.base_url && (host || port)) {
 		log_error("--base-url and --host/--port: give one or the other");
-		ret = 2;
+		ret = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (!cfg.client.base_url) {
@@ -559,7 +561,7 @@ int cmd_probe(int argc, char **argv)
 	r = probe_new(e, &cfg, &p, &err);
 	if (r < 0) {
 		log_error("%s", error_str(&err, r));
-		ret = r == -EINVAL ? 2 : 1;
+		ret = r == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
 		goto out_curl;
 	}
 	r = probe_start(p, on_event, on_done, &c);
@@ -575,7 +577,7 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (c.result == -EINTR) {
 		log_error("interrupted");
-		ret = 130;
+		ret = CLI_EXIT_INTERRUPTED;
 		goto out_curl;
 	}
 	if (c.result < 0) {
@@ -597,11 +599,18 @@ int cmd_probe(int argc, char **argv)
 		printf("%s\n", s);
 	} else
 		print_table(p, &cfg);
-	ret = 0;
+	ret = CLI_EXIT_OK;
+	if (cfg.find_max_rate) {
+		struct probe_outcome o;
+
+		probe_get_outcome(p, &o);
+		if (o.search == PROBE_SEARCH_NEVER_MET)
+			ret = CLI_EXIT_SLA_NOT_MET;
+	}
 	if (save_result && save_json(save_result, json) < 0)
-		ret = 1;
+		ret = CLI_EXIT_FAILED;
 	if (save_requests && write_requests(save_requests, p) < 0)
-		ret = 1;
+		ret = CLI_EXIT_FAILED;
 out_curl:
 	p = probe_free(p);
 	curl_global_cleanup();

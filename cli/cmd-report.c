@@ -13,6 +13,7 @@
 
 #include "cli-util.h"
 #include "commands.h"
+#include "exit-status.h"
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
@@ -54,7 +55,8 @@ static void help(void)
 	       "                      the report into its state directory (reports/STUDY/)\n"
 	       "                      and prints the path, or with --markdown prints the\n"
 	       "                      Markdown; --out, --no-plots and --engines-dir do not apply\n"
-	       "  -h, --help          this text\n");
+	       "  -h, --help          this text\n"
+	       "\n" CLI_EXIT_STATUS_HELP);
 }
 
 /* `goodput report --socket PATH STUDY`: goodputd makes the report. */
@@ -68,31 +70,31 @@ static int report_from_daemon(const char *path, const char *study, bool markdown
 
 	if (!req || !cJSON_AddStringToObject(req, "command", "report") ||
 	    !cJSON_AddStringToObject(req, "study", study) || !cJSON_AddBoolToObject(req, "html", !markdown))
-		return log_error_errno(ENOMEM, "out of memory"), 1;
+		return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 	q = ctl_client_connect(path, &fd, &err);
 	if (q >= 0)
 		q = ctl_client_call(fd, req, REPORT_SOCKET_TIMEOUT_USEC, &resp, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (json) {
 		_cleanup_(cjson_freep) char *text = cJSON_Print(resp);
 
 		if (!text)
-			return log_error_errno(ENOMEM, "out of memory"), 1;
+			return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		printf("%s\n", text);
-		return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok")) ? 0 : 1;
+		return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok")) ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 	}
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok"))) {
 		e = cJSON_GetObjectItemCaseSensitive(resp, "error");
 		log_error("goodputd: %s", cJSON_IsString(e) ? e->valuestring : "request failed");
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	e = cJSON_GetObjectItemCaseSensitive(resp, markdown ? "markdown" : "html");
 	if (!cJSON_IsString(e)) {
 		log_error("goodputd's answer has no \"%s\"", markdown ? "markdown" : "html");
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (markdown)
 		fputs(e->valuestring, stdout);
@@ -153,36 +155,36 @@ int cmd_report(int argc, char **argv)
 			break;
 		default:
 			log_error("see 'goodput report --help'");
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
 		log_error("expected one STUDY (name or id), got %d arguments (see 'goodput report --help')",
 			  argc - optind);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (socket_path)
 		return report_from_daemon(socket_path, argv[optind], markdown, json);
 	if (cli_load_report(db, argv[optind], &ro, &s, &r) < 0)
-		return 1;
+		return CLI_EXIT_FAILED;
 	if (markdown) {
 		_cleanup_(freep) char *md = NULL;
 
 		q = report_render_markdown(r, &md);
 		if (q < 0)
-			return log_error_errno(q, "rendering the report failed"), 1;
+			return log_error_errno(q, "rendering the report failed"), CLI_EXIT_FAILED;
 		fputs(md, stdout);
 		return 0;
 	}
 	if (!out) {
 		if (asprintf(&outdir, "report-%s", argv[optind]) < 0)
-			return log_error_errno(ENOMEM, "out of memory"), 1;
+			return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		out = outdir;
 	}
 	q = report_write_files(r, out, &files, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	if (files.plot_note)
 		log_warning("%s", files.plot_note);

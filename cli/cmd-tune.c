@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "exit-status.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "log.h"
@@ -60,8 +61,8 @@ static void help(void)
 	       "  --help-spec          the reference of every study spec key\n"
 	       "  -h, --help           this text\n"
 	       "\n"
-	       "Exit status: 0 when the study finished, 1 on failure, 2 on usage errors,\n"
-	       "130 when stopped by a signal (resumable with --resume).\n");
+	       "A study stopped by a signal (130) is resumable with --resume.\n"
+	       "\n" CLI_EXIT_STATUS_HELP);
 }
 
 /* ---- progress ---- */
@@ -376,7 +377,7 @@ int cmd_tune(int argc, char **argv)
 	int64_t study_id = 0;
 	double d;
 	sigset_t mask;
-	int k, opt, ret = 1;
+	int k, opt, ret = CLI_EXIT_FAILED;
 
 	runner_options_init(&ro);
 	optind = 0;
@@ -428,18 +429,18 @@ int cmd_tune(int argc, char **argv)
 			return 0;
 		default:
 			log_error("see 'goodput tune --help'");
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 		if (k < 0) {
 			log_error("%s", error_str(&err, k));
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
 		spec_path = argv[optind++];
 	if (optind < argc) {
 		log_error("unexpected argument '%s' (see 'goodput tune --help')", argv[optind]);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	/* `--resume NAME` (a separate word) arrives as the positional argument */
 	if (resume && !resume_name && spec_path && !looks_like_file(spec_path)) {
@@ -448,7 +449,7 @@ int cmd_tune(int argc, char **argv)
 	}
 	if (!spec_path && !resume_name) {
 		log_error("a study spec (STUDY.json) or --resume NAME is needed (see 'goodput tune --help')");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (spec_path) {
 		k = load_spec(spec_path, ro.engines_dir, &study, &err);
@@ -460,21 +461,21 @@ int cmd_tune(int argc, char **argv)
 	name = resume_name ? resume_name : study->name;
 	if (ro.dry_run && !strstr(name, ".dry-run")) {
 		if (asprintf(&name_buf, "%s.dry-run", name) < 0)
-			return log_error_errno(-ENOMEM, "out of memory"), 1;
+			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		name = name_buf;
 	}
 	if (!ro.log_dir) {
 		const char *slash = strrchr(db, '/');
 
 		if (asprintf(&log_dir_buf, "%.*sgoodput-logs", slash ? (int)(slash - db + 1) : 0, db) < 0)
-			return log_error_errno(-ENOMEM, "out of memory"), 1;
+			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		ro.log_dir = log_dir_buf;
 	}
 
 	k = store_open(db, NULL, &store, &err);
 	if (k < 0) {
 		log_error("%s", error_str(&err, k));
-		return 1;
+		return CLI_EXIT_FAILED;
 	}
 	k = store_study_get_by_name(store, name, &row, &err);
 	if (k >= 0) {
@@ -483,27 +484,27 @@ int cmd_tune(int argc, char **argv)
 			log_error("study %s exists in %s (state %s): continue it with --resume, or use another --db",
 				  name, db, store_study_state_to_string(row.state));
 			store_study_done(&row);
-			return 1;
+			return CLI_EXIT_FAILED;
 		}
 		store_study_done(&row);
 	} else if (k != -ENOENT) {
 		log_error("%s", error_str(&err, k));
-		return 1;
+		return CLI_EXIT_FAILED;
 	} else if (!study) {
 		log_error("no study named %s in %s", name, db);
-		return 1;
+		return CLI_EXIT_FAILED;
 	} else {
 		k = runner_study_insert(store, study, name, &study_id, &err);
 		if (k < 0) {
 			log_error("%s", error_str(&err, k));
-			return 1;
+			return CLI_EXIT_FAILED;
 		}
 	}
 
 	c.tty = isatty(STDERR_FILENO) && !c.quiet;
 	k = sd_event_new(&e);
 	if (k < 0)
-		return log_error_errno(k, "cannot create the event loop"), 1;
+		return log_error_errno(k, "cannot create the event loop"), CLI_EXIT_FAILED;
 	c.event = e;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -512,7 +513,7 @@ int cmd_tune(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (sd_event_add_signal(e, NULL, SIGINT, on_signal, &c) < 0 ||
 	    sd_event_add_signal(e, NULL, SIGTERM, on_signal, &c) < 0)
-		return log_error("cannot watch signals"), 1;
+		return log_error("cannot watch signals"), CLI_EXIT_FAILED;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	k = runner_new(e, store, study_id, &ro, &c.runner, &err);
@@ -533,7 +534,9 @@ int cmd_tune(int argc, char **argv)
 	}
 	if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, db) < 0)
 		goto out;
-	ret = c.end == RUNNER_END_DONE ? 0 : c.end == RUNNER_END_STOPPED ? 130 : 1;
+	ret = c.end == RUNNER_END_DONE      ? CLI_EXIT_OK
+	      : c.end == RUNNER_END_STOPPED ? CLI_EXIT_INTERRUPTED
+					    : CLI_EXIT_FAILED;
 out:
 	c.runner = runner_free(c.runner);
 	curl_global_cleanup();

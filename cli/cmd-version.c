@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "exit-status.h"
 #include "config.h"
 #include "macro.h"
 
@@ -12,7 +13,8 @@ int cmd_version(int argc, char **argv)
 	int major, minor, bugfix;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("Usage: goodput version\n\nPrints goodput's version and its libraries' versions.\n");
+		printf("Usage: goodput version\n\nPrints goodput's version and its libraries' "
+		       "versions.\n\n" CLI_EXIT_STATUS_HELP);
 		return 0;
 	}
 	nlopt_version(&major, &minor, &bugfix);

@@ -1,7 +1,8 @@
 /* commands.h — the subcommands of the `goodput` command line. Each lives in
  * its own file as `int cmd_<name>(int argc, char **argv)`, argv[0] being the
- * subcommand's name; it returns the process exit code (0 ok, 1 failure,
- * 2 usage error). goodput.c lists them in its dispatch table. */
+ * subcommand's name; it returns the process exit code, one of exit-status.h's
+ * table, and prints that table in its --help. goodput.c lists them in its
+ * dispatch table. */
 #pragma once
 
 int cmd_version(int argc, char **argv);

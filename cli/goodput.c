@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "exit-status.h"
 #include "config.h"
 #include "log.h"
 #include "macro.h"
@@ -43,7 +44,7 @@ static void help(FILE *f)
 		   "Commands:\n");
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
 		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nRun 'goodput COMMAND --help' for a command's options.\n");
+	fprintf(f, "\nRun 'goodput COMMAND --help' for a command's options.\n\n" CLI_EXIT_STATUS_HELP);
 }
 
 int main(int argc, char **argv)
@@ -61,16 +62,16 @@ int main(int argc, char **argv)
 			log_set_max_level(LOG_DEBUG);
 		} else {
 			log_error("unknown option '%s' (see 'goodput --help')", argv[i]);
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (i >= argc) {
 		help(stderr);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	for (size_t c = 0; c < ELEMENTSOF(commands); c++)
 		if (strcmp(argv[i], commands[c].name) == 0)
 			return commands[c].run(argc - i, argv + i);
 	log_error("unknown command '%s' (see 'goodput --help')", argv[i]);
-	return 2;
+	return CLI_EXIT_USAGE;
 }

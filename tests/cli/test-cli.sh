@@ -13,3 +13,15 @@ set -e
 [ "$rc" = 2 ] || fail "unknown command exits $rc, expected 2"
 grep -q "unknown command 'no-such-command'" err.txt || fail "unknown command not named"
 rm -f err.txt
+
+# One exit-status table, printed the same by goodput --help and every
+# command's --help (the list is taken from goodput --help itself).
+table=$("$goodput" --help | sed -n '/^Exit status/,$p')
+[ -n "$table" ] || fail "goodput --help has no exit-status table"
+echo "$table" | grep -q '^  3 ' || fail "the table lacks code 3"
+for cmd in $("$goodput" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }'); do
+	"$goodput" "$cmd" --help >help.txt 2>&1 || fail "$cmd --help exits non-zero"
+	sed -n '/^Exit status/,$p' help.txt >tail.txt
+	[ "$(cat tail.txt)" = "$table" ] || fail "$cmd --help does not end with the exit-status table"
+done
+rm -f help.txt tail.txt

@@ -12,10 +12,7 @@
  * program is not installed here: absence is a fact to report, not a failure
  * of the profile. The engine's version (version_command) is printed too. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "commands.h"
 #include "exit-status.h"
 #include "engine-profile.h"
@@ -30,7 +28,6 @@
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
-#include "spawn-util.h"
 #include "time-util.h"
 
 #define HELP_MAX_BYTES (4 * 1024 * 1024)
@@ -82,64 +79,26 @@ static bool find_program(const char *prog, char *buf, size_t size)
 }
 
 /* Runs argv (no shell) in its own process group with stdout and stderr into
- * one buffer, killing the group after the timeout. This is a command-line
- * program with no event loop, so it waits with poll(). */
-static int run_capture(char *const *argv, uint64_t timeout_usec, char **ret_out, int *ret_status)
+ * one buffer, killing the group after the timeout. */
+static int run_capture(char *const *argv, uint64_t timeout_usec, char **ret_out, struct child_exit *ret_exit)
 {
-	_cleanup_(freep) char *buf = NULL;
-	int fd, r, status = 0;
-	size_t len = 0, cap = 65536;
-	uint64_t deadline = mono_usec() + timeout_usec;
-	bool timed_out = false;
-	pid_t pid;
+	struct child_options o = {
+		.argv = argv,
+		.output = CHILD_OUTPUT_CAPTURE,
+		.capture_max = HELP_MAX_BYTES,
+		.timeout_usec = timeout_usec,
+	};
+	_cleanup_(freep) char *out = NULL;
+	struct child_exit how;
+	int r;
 
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	fd = spawn_piped(argv, &pid);
-	if (fd < 0)
-		return fd;
-	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		uint64_t now = mono_usec();
-		ssize_t n;
-
-		if (now >= deadline) {
-			timed_out = true;
-			break;
-		}
-		r = poll(&pfd, 1, (int)MIN((deadline - now) / 1000 + 1, 1000));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			continue;
-		if (len + 4096 + 1 > cap && cap < HELP_MAX_BYTES) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, MIN(cap - len - 1, (size_t)65536));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* EOF (or the cap): the output is complete */
-		len += (size_t)n;
-	}
-	close(fd);
-	if (timed_out)
-		(void)kill(-pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (timed_out)
+	r = child_run(&o, &how, &out);
+	if (r < 0)
+		return r;
+	if (how.timed_out)
 		return -ETIMEDOUT;
-	buf[len] = 0;
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] == 0)
-			buf[i] = ' ';
-	*ret_out = TAKE_PTR(buf);
-	*ret_status = status;
+	*ret_out = TAKE_PTR(out);
+	*ret_exit = how;
 	return 0;
 }
 
@@ -200,7 +159,8 @@ int cmd_check_engine(int argc, char **argv)
 	bool json = false;
 	char path[4096];
 	size_t missing = 0, n_flags = 0;
-	int c, r, status = 0;
+	struct child_exit status;
+	int c, r;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -255,14 +215,13 @@ int cmd_check_engine(int argc, char **argv)
 	}
 	if (p->version_command) {
 		_cleanup_(freep) char *vout = NULL;
-		int vstatus;
+		struct child_exit vexit;
 
 		version_argv = with_binary(p->version_command, binary);
 		/* The version command may name another program (python3 -c ...): only
 		 * run it when that one is here too. */
 		if (version_argv && find_program(version_argv[0], path, sizeof(path)) &&
-		    run_capture(version_argv, timeout_usec, &vout, &vstatus) == 0 && WIFEXITED(vstatus) &&
-		    WEXITSTATUS(vstatus) == 0) {
+		    run_capture(version_argv, timeout_usec, &vout, &vexit) == 0 && child_exit_ok(&vexit)) {
 			char *nl;
 			/* the last non-empty line: banners come first */
 			while ((nl = strrchr(vout, '\n')) && nl[1] == 0)
@@ -281,10 +240,11 @@ int cmd_check_engine(int argc, char **argv)
 		log_error("check-engine: cannot run %s: %s", help_argv[0], strerror(-r));
 		return CLI_EXIT_FAILED;
 	}
-	if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && strlen(out) < 40)) {
-		log_error("check-engine: %s's help failed (%s %d): %s", help_argv[0],
-			  WIFEXITED(status) ? "exit status" : "signal",
-			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out);
+	if (status.code != CLD_EXITED || (status.status != 0 && strlen(out) < 40)) {
+		char how[64];
+
+		log_error("check-engine: %s's help failed (%s): %s", help_argv[0],
+			  child_exit_to_string(&status, how, sizeof(how)), out);
 		return CLI_EXIT_FAILED;
 	}
 

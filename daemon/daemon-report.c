@@ -6,25 +6,23 @@
  * report — HTML with inline SVG plots, Markdown with plot files — is written
  * into STATE_DIR/reports/<study>/ and the answer names report.html. Plots are
  * drawn by gnuplot, 30-50 ms each and a second or more for a whole report,
- * which the loop must not wait for: a forked child opens the store
+ * which the loop must not wait for: a forked child (child.h) opens the store
  * read-only (an SQLite connection must not cross a fork), writes the files
- * and exits, and the answer is deferred (ctl_server_defer) until
- * sd_event_add_child reports it done. The child's error message, if any,
- * comes back through a pipe. At most DAEMON_REPORT_JOBS run at once and one
+ * and exits, and the answer is deferred (ctl_server_defer) until its exit is
+ * seen. The child's error message, if any, comes back as its captured
+ * output. At most DAEMON_REPORT_JOBS run at once and one
  * per study; writing files is for privileged peers only (it costs disk and
  * CPU), the Markdown is for anyone who may read. */
 #include "daemon-internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "json-util.h"
 #include "log.h"
 #include "report.h"
@@ -37,27 +35,20 @@ struct daemon_report_job {
 	char *study;     /* the study's name */
 	char *dir;       /* where the child writes the report */
 	char *html_path; /* ... and its report.html */
-	pid_t pid;
-	int err_fd; /* read end of the child's error pipe */
-	sd_event_source *child;
+	struct child *child;
 };
 
 static struct daemon_report_job *job_free(struct daemon_report_job *j)
 {
 	if (!j)
 		return NULL;
-	if (j->child) {
-		/* The daemon stops before the child finished: do not leave it. */
-		(void)sd_event_source_send_child_signal(j->child, SIGKILL, NULL, 0);
-		j->child = sd_event_source_disable_unref(j->child);
-		(void)waitpid(j->pid, NULL, 0);
-	}
+	/* The daemon stops before the child finished: do not leave it. */
+	child_free(j->child);
 	ctl_pending_answer(j->pending, NULL);
 	cJSON_Delete(j->id);
 	free(j->study);
 	free(j->dir);
 	free(j->html_path);
-	safe_close(j->err_fd);
 	free(j);
 	return NULL;
 }
@@ -88,61 +79,58 @@ static void job_fail(struct daemon_report_job *j)
 	job_free(j);
 }
 
-static int on_report_child(sd_event_source *s, const siginfo_t *si, void *userdata)
+static void on_report_exit(struct child *c, const struct child_exit *how, void *userdata)
 {
 	struct daemon_report_job *j = userdata;
 	cJSON *answer;
 
-	j->child = sd_event_source_disable_unref(j->child);
-	if (si->si_code == CLD_EXITED && si->si_status == 0) {
+	if (child_exit_ok(how)) {
 		answer = ctl_response_ok(j->id);
 		if (answer && (json_add_string(answer, "study", j->study) < 0 ||
 			       json_add_string(answer, "html", j->html_path) < 0))
 			answer = (cJSON_Delete(answer), NULL);
 		log_info("report of study %s written: %s", j->study, j->html_path);
 	} else {
-		char msg[ERROR_MSG_MAX] = "";
-		ssize_t n = read(j->err_fd, msg, sizeof(msg) - 1);
+		char msg[ERROR_MSG_MAX], how_text[64];
+		const char *out = child_get_output(c, NULL);
 
-		msg[n > 0 ? n : 0] = '\0';
-		if (!msg[0])
-			snprintf(msg, sizeof(msg), "the report writer %s %d",
-				 si->si_code == CLD_EXITED ? "exited with" : "was killed by signal", si->si_status);
+		if (*out)
+			snprintf(msg, sizeof(msg), "%s", out);
+		else
+			snprintf(msg, sizeof(msg), "the report writer %s",
+				 child_exit_to_string(how, how_text, sizeof(how_text)));
 		answer = ctl_response_error(j->id, "report of study %s: %s", j->study, msg);
 		log_warning("report of study %s: %s", j->study, msg);
 	}
 	ctl_pending_answer(j->pending, answer);
 	j->pending = NULL;
 	job_fail(j);
-	return 0;
 }
 
-/* In the child: write the report, exit. Never returns. */
-static _Noreturn void report_child(struct daemon *d, const char *study, const char *dir, int err_fd)
+/* In the child: write the report; the exit status says whether it worked,
+ * the message why not. */
+static int report_child(void *userdata, int err_fd)
 {
+	struct daemon_report_job *j = userdata;
 	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
-	struct report_options ro = { .engines_dir = d->config->engines_dir };
+	struct report_options ro = { .engines_dir = j->d->config->engines_dir };
 	struct store *s = NULL;
 	struct error err = { 0 };
 	char *path = NULL;
-	sigset_t ss;
 	int r;
 
-	/* The loop's blocked signals must not reach gnuplot. */
-	sigemptyset(&ss);
-	(void)sigprocmask(SIG_SETMASK, &ss, NULL);
-	r = store_open(d->db_path, &so, &s, &err);
+	r = store_open(j->d->db_path, &so, &s, &err);
 	if (r >= 0)
-		r = report_write_html(s, study, dir, &ro, &path, &err);
+		r = report_write_html(s, j->study, j->dir, &ro, &path, &err);
 	free(path);
 	store_close(s);
 	if (r < 0) {
 		const char *m = error_str(&err, r);
 
 		(void)!write(err_fd, m, strlen(m));
-		_exit(1);
+		return 1;
 	}
-	_exit(0);
+	return 0;
 }
 
 /* reports/<name>, or reports/study-<id> for a name that starts with a dot. */
@@ -165,8 +153,12 @@ static int report_dir(struct daemon *d, const struct store_study *st, char **ret
 static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req,
 			  const struct store_study *st)
 {
+	struct child_options o = { .fork_fn = report_child,
+				   .output = CHILD_OUTPUT_CAPTURE,
+				   .capture_max = ERROR_MSG_MAX - 1,
+				   .description = "report-writer" };
 	struct daemon_report_job *j;
-	int pipefd[2], r;
+	int r;
 
 	if (!peer->privileged)
 		return ctl_response_error(req->id,
@@ -187,7 +179,7 @@ static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const s
 	if (!j)
 		return NULL;
 	j->d = d;
-	j->err_fd = -1;
+	o.fork_userdata = j;
 	j->next = d->report_jobs;
 	d->report_jobs = j;
 	d->n_report_jobs++;
@@ -205,39 +197,19 @@ static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const s
 		job_fail(j);
 		return NULL;
 	}
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		r = -errno;
-		job_fail(j);
-		return ctl_response_error(req->id, "pipe: %s", strerror(-r));
-	}
-	j->err_fd = pipefd[0];
-	j->pid = fork();
-	if (j->pid < 0) {
-		r = -errno;
-		safe_close(pipefd[1]);
-		job_fail(j);
-		return ctl_response_error(req->id, "fork: %s", strerror(-r));
-	}
-	if (j->pid == 0)
-		report_child(d, j->study, j->dir, pipefd[1]);
-	safe_close(pipefd[1]);
-	/* Non-blocking: the child's message is read once it has exited. */
-	(void)fcntl(j->err_fd, F_SETFL, O_NONBLOCK);
-	r = sd_event_add_child(d->event, &j->child, j->pid, WEXITED, on_report_child, j);
+	r = child_spawn(d->event, &o, on_report_exit, j, &j->child);
 	if (r < 0) {
-		(void)kill(j->pid, SIGKILL);
-		(void)waitpid(j->pid, NULL, 0);
 		job_fail(j);
-		return ctl_response_error(req->id, "watching the report writer: %s", strerror(-r));
+		return ctl_response_error(req->id, "starting the report writer: %s", strerror(-r));
 	}
-	(void)sd_event_source_set_description(j->child, "report-writer");
 	j->pending = ctl_server_defer(d->ctl);
 	if (!j->pending) {
 		job_fail(j); /* kills the child */
 		return NULL;
 	}
-	log_info("writing the report of study %s for uid %u (pid %d)", st->name, (unsigned)peer->uid, (int)j->pid);
-	return NULL; /* answered by on_report_child */
+	log_info("writing the report of study %s for uid %u (pid %d)", st->name, (unsigned)peer->uid,
+		 (int)child_get_pid(j->child));
+	return NULL; /* answered by on_report_exit */
 }
 
 cJSON *daemon_handle_report(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req)

@@ -13,18 +13,15 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "json-util.h"
-#include "spawn-util.h"
 #include "time-util.h"
 
 /* The NVML ABI, as its header declares it (only what is used). */
@@ -321,16 +318,12 @@ int gpu_telemetry_describe(struct gpu_telemetry *t, char *model, size_t model_si
 #define VERSION_MAX_BYTES 65536
 
 struct host_info_job {
-	sd_event *event;
 	struct gpu_telemetry *telemetry;
 	host_info_fn cb;
 	void *userdata;
-	pid_t pid;
-	int fd;
-	sd_event_source *io, *child, *timer, *defer;
-	char *out;
-	size_t len;
-	bool eof, exited, ok, reported;
+	struct child *child; /* the version command */
+	sd_event_source *defer;
+	bool reported;
 };
 
 /* The version: the last non-empty line of the output (banners and warnings come first). */
@@ -344,7 +337,8 @@ static char *last_line(char *s)
 	return start ? start + 1 : s;
 }
 
-static void report(struct host_info_job *j)
+/* version: the version command's output, NULL when it failed or is absent. */
+static void report(struct host_info_job *j, char *version)
 {
 	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
 	char model[96], driver[80], *json = NULL;
@@ -359,8 +353,8 @@ static void report(struct host_info_job *j)
 		j->cb(j, NULL, j->userdata);
 		return;
 	}
-	if (j->ok && j->out && *last_line(j->out))
-		r = json_add_string(o, "engine_version", last_line(j->out));
+	if (version && *last_line(version))
+		r = json_add_string(o, "engine_version", last_line(version));
 	else
 		r = cJSON_AddNullToObject(o, "engine_version") ? 0 : -ENOMEM;
 	if (r >= 0 && j->telemetry &&
@@ -393,117 +387,48 @@ static void report(struct host_info_job *j)
 	j->cb(j, json, j->userdata);
 }
 
-static void maybe_report(struct host_info_job *j)
+static void on_version_exit(struct child *c, const struct child_exit *how, void *userdata)
 {
-	if (j->eof && j->exited)
-		report(j);
-}
+	_cleanup_(freep) char *out = strdup(child_get_output(c, NULL));
 
-static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct host_info_job *j = userdata;
-	char buf[4096];
-	ssize_t n = read(fd, buf, sizeof(buf));
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n > 0 && j->len + (size_t)n < VERSION_MAX_BYTES) {
-		char *nb = realloc(j->out, j->len + (size_t)n + 1);
-		if (nb) {
-			memcpy(nb + j->len, buf, (size_t)n);
-			j->len += (size_t)n;
-			nb[j->len] = 0;
-			j->out = nb;
-		}
-		return 0;
-	}
-	if (n > 0)
-		return 0; /* over the cap: drain and drop */
-	j->eof = true;
-	j->io = sd_event_source_disable_unref(j->io);
-	j->fd = safe_close(j->fd);
-	maybe_report(j);
-	return 0;
-}
-
-static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata)
-{
-	struct host_info_job *j = userdata;
-
-	j->exited = true;
-	j->ok = si->si_code == CLD_EXITED && si->si_status == 0;
-	j->pid = 0;
-	j->child = sd_event_source_disable_unref(j->child);
-	j->timer = sd_event_source_disable_unref(j->timer);
-	maybe_report(j);
-	return 0;
-}
-
-static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct host_info_job *j = userdata;
-
-	if (j->pid > 0)
-		(void)kill(-j->pid, SIGKILL);
-	return 0;
+	report(userdata, child_exit_ok(how) ? out : NULL);
 }
 
 static int on_defer(sd_event_source *s, void *userdata)
 {
-	report(userdata);
+	report(userdata, NULL);
 	return 0;
-}
-
-/* Spawns argv with stdout+stderr into a pipe; returns the read end. */
-static int spawn_version(char *const *argv, pid_t *ret_pid)
-{
-	int fd;
-
-	(void)spawn_block_sigchld();
-	fd = spawn_piped(argv, ret_pid);
-	if (fd < 0)
-		return fd;
-	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
-	return fd;
 }
 
 int host_info_start(sd_event *e, const struct engine_profile *p, struct gpu_telemetry *t, uint64_t timeout_usec,
 		    host_info_fn cb, void *userdata, struct host_info_job **ret)
 {
+	struct child_options o = {
+		.argv = p ? (char *const *)p->version_command : NULL,
+		.output = CHILD_OUTPUT_CAPTURE,
+		.capture_max = VERSION_MAX_BYTES,
+		.timeout_usec = timeout_usec ? timeout_usec : 60 * USEC_PER_SEC,
+		.description = "host-info-version",
+	};
 	struct host_info_job *j = calloc(1, sizeof(*j));
 	int r;
 
 	if (!j)
 		return -ENOMEM;
-	j->event = sd_event_ref(e);
 	j->telemetry = t;
 	j->cb = cb;
 	j->userdata = userdata;
-	j->fd = -1;
-	r = sd_event_add_defer(e, &j->defer, on_defer, j);
-	if (r >= 0)
-		r = sd_event_source_set_enabled(j->defer, SD_EVENT_OFF);
-	if (r < 0) {
-		host_info_job_free(j);
-		return r;
-	}
 	/* No version command, or a program that cannot start: report at once (version null). */
-	if (!p || !p->version_command || (j->fd = spawn_version((char *const *)p->version_command, &j->pid)) < 0) {
-		j->fd = -1;
-		(void)sd_event_source_set_enabled(j->defer, SD_EVENT_ONESHOT);
+	if (o.argv && child_spawn(e, &o, on_version_exit, j, &j->child) >= 0) {
 		*ret = j;
 		return 0;
 	}
-	r = sd_event_add_io(e, &j->io, j->fd, EPOLLIN, on_io, j);
-	if (r >= 0)
-		r = sd_event_add_child(e, &j->child, j->pid, WEXITED, on_child, j);
-	if (r >= 0)
-		r = sd_event_add_time_relative(e, &j->timer, CLOCK_MONOTONIC,
-					       timeout_usec ? timeout_usec : 60 * USEC_PER_SEC, 1000, on_timeout, j);
+	r = sd_event_add_defer(e, &j->defer, on_defer, j);
 	if (r < 0) {
 		host_info_job_free(j);
 		return r;
 	}
+	(void)sd_event_source_set_description(j->defer, "host-info");
 	*ret = j;
 	return 0;
 }
@@ -512,18 +437,8 @@ struct host_info_job *host_info_job_free(struct host_info_job *j)
 {
 	if (!j)
 		return NULL;
-	sd_event_source_disable_unref(j->io);
-	sd_event_source_disable_unref(j->child);
-	sd_event_source_disable_unref(j->timer);
+	child_free(j->child);
 	sd_event_source_disable_unref(j->defer);
-	safe_close(j->fd);
-	if (j->pid > 0) {
-		(void)kill(-j->pid, SIGKILL);
-		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
-	sd_event_unref(j->event);
-	free(j->out);
 	free(j);
 	return NULL;
 }

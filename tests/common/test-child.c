@@ -1,0 +1,281 @@
+/* The child-process helper against real processes: exit statuses decoded
+ * into words, output captured (capped without blocking the child), the
+ * environment and signal state a child starts with, a program that cannot
+ * run failing at once, a timeout ending a child that ignores SIGTERM, what
+ * a leader leaves behind in its group still reachable, a forked function,
+ * and freeing a running child killing and reaping it. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "tests.h"
+#include "time-util.h"
+
+struct outcome {
+	bool done;
+	struct child_exit ex;
+	char output[4096];
+	bool truncated;
+	size_t len;
+	unsigned calls;
+};
+
+static void on_exit_cb(struct child *c, const struct child_exit *how, void *userdata)
+{
+	struct outcome *o = userdata;
+	const char *out = child_get_output(c, &o->truncated);
+
+	o->done = true;
+	o->calls++;
+	o->ex = *how;
+	o->len = strlen(out);
+	snprintf(o->output, sizeof(o->output), "%s", out);
+}
+
+static void run_until(sd_event *e, bool *flag, uint64_t timeout_usec)
+{
+	uint64_t deadline = mono_usec() + timeout_usec;
+
+	while (!*flag && mono_usec() < deadline)
+		CHECK(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
+	CHECK_MSG(*flag, "no exit within %.0f s", usec_to_sec(timeout_usec));
+}
+
+static void run_for(sd_event *e, uint64_t usec)
+{
+	uint64_t end = mono_usec() + usec;
+
+	while (mono_usec() < end)
+		CHECK(sd_event_run(e, end - mono_usec()) >= 0);
+}
+
+static bool is_zombie(pid_t pid)
+{
+	char path[64], buf[256];
+	FILE *f;
+	bool z = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	if (fgets(buf, sizeof(buf), f)) {
+		const char *p = strrchr(buf, ')');
+		z = p && p[1] == ' ' && p[2] == 'Z';
+	}
+	fclose(f);
+	return z;
+}
+
+static struct child *spawn_sh(sd_event *e, const char *script, const struct child_options *base, struct outcome *o)
+{
+	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)script, NULL };
+	struct child_options opts = *base;
+	struct child *c = NULL;
+
+	opts.argv = argv;
+	CHECK_INT_EQ(child_spawn(e, &opts, on_exit_cb, o, &c), 0);
+	return c;
+}
+
+static void test_status_and_capture(sd_event *e)
+{
+	struct child_options o = { .output = CHILD_OUTPUT_CAPTURE, .description = "test" };
+	struct outcome out = { 0 };
+	char buf[128];
+	struct child *c;
+
+	c = spawn_sh(e, "echo out; echo err >&2; exit 3", &o, &out);
+	CHECK(child_get_pid(c) > 1 && child_is_running(c));
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(!child_is_running(c));
+	CHECK_INT_EQ(out.ex.code, CLD_EXITED);
+	CHECK_INT_EQ(out.ex.status, 3);
+	CHECK(!child_exit_ok(&out.ex) && !out.ex.timed_out);
+	CHECK_STR_EQ(child_exit_to_string(&out.ex, buf, sizeof(buf)), "exited with status 3");
+	CHECK_STR_EQ(out.output, "out\nerr\n");
+	c = child_free(c);
+
+	memset(&out, 0, sizeof(out));
+	c = spawn_sh(e, "kill -9 $$", &o, &out);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK_STR_EQ(child_exit_to_string(&out.ex, buf, sizeof(buf)), "killed by signal 9 (Killed)");
+	child_free(c);
+
+	/* The child's environment is envp alone, its signal mask empty although ours blocks SIGCHLD. */
+	memset(&out, 0, sizeof(out));
+	o.envp = (char *[]){ (char *)"GOODPUT_TEST_FOO=bar baz", (char *)"PATH=/usr/bin:/bin", NULL };
+	c = spawn_sh(e, "echo \"$GOODPUT_TEST_FOO\"; grep SigBlk /proc/self/status; test -t 0 || cat", &o, &out);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(child_exit_ok(&out.ex));
+	CHECK_STR_EQ(out.output, "bar baz\nSigBlk:\t0000000000000000\n"); /* stdin is /dev/null: cat ends at once */
+	child_free(c);
+}
+
+static void test_capture_cap(sd_event *e)
+{
+	struct child_options o = { .output = CHILD_OUTPUT_CAPTURE, .capture_max = 1000 };
+	struct outcome out = { 0 };
+	struct child *c;
+
+	/* 1 MiB, far more than a pipe holds: the child must not block on it. */
+	c = spawn_sh(e, "head -c 1048576 /dev/zero | tr '\\0' x", &o, &out);
+	run_until(e, &out.done, 20 * USEC_PER_SEC);
+	CHECK(child_exit_ok(&out.ex));
+	CHECK(out.truncated);
+	CHECK_INT_EQ(out.len, 1000);
+	child_free(c);
+}
+
+static void test_cannot_run(sd_event *e)
+{
+	struct child_options o = { .argv = (char *[]){ (char *)"/nonexistent/program", NULL } };
+	struct child *c = NULL;
+
+	CHECK_INT_EQ(child_spawn(e, &o, on_exit_cb, NULL, &c), -ENOENT);
+	CHECK(c == NULL);
+	o.argv = (char *[]){ (char *)"no-such-program-in-path-xyz", NULL };
+	CHECK_INT_EQ(child_spawn(e, &o, on_exit_cb, NULL, &c), -ENOENT);
+	o.argv = NULL;
+	CHECK_INT_EQ(child_spawn(e, &o, on_exit_cb, NULL, &c), -EINVAL);
+}
+
+static void test_timeout(sd_event *e)
+{
+	struct child_options o = { .timeout_usec = 200 * USEC_PER_MSEC, .kill_grace_usec = 300 * USEC_PER_MSEC };
+	struct outcome out = { 0 };
+	uint64_t t0 = mono_usec();
+	struct child *c;
+
+	/* SIGTERM is ignored (and so by the sleeps it starts): SIGKILL ends it after the grace. */
+	c = spawn_sh(e, "trap '' TERM; while :; do sleep 0.05; done", &o, &out);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(out.ex.timed_out && !child_exit_ok(&out.ex));
+	CHECK_INT_EQ(out.ex.code, CLD_KILLED);
+	CHECK_INT_EQ(out.ex.status, SIGKILL);
+	CHECK(mono_usec() - t0 >= 450 * USEC_PER_MSEC);
+	CHECK(mono_usec() - t0 < 5 * USEC_PER_SEC);
+	CHECK_INT_EQ(out.calls, 1);
+	child_free(c);
+
+	/* A timeout taken away, then re-armed; SIGTERM ends a child that does not ignore it. */
+	memset(&out, 0, sizeof(out));
+	c = spawn_sh(e, "exec sleep 30", &o, &out);
+	CHECK_INT_EQ(child_set_timeout(c, 0), 0);
+	run_for(e, 500 * USEC_PER_MSEC);
+	CHECK(!out.done && child_is_running(c));
+	CHECK_INT_EQ(child_set_timeout(c, 100 * USEC_PER_MSEC), 0);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(out.ex.timed_out && out.ex.code == CLD_KILLED && out.ex.status == SIGTERM);
+	child_free(c);
+
+	/* child_terminate without a timeout does not count as one. */
+	memset(&out, 0, sizeof(out));
+	o.timeout_usec = 0;
+	c = spawn_sh(e, "exec sleep 30", &o, &out);
+	child_terminate(c, 0);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(!out.ex.timed_out && out.ex.code == CLD_KILLED && out.ex.status == SIGKILL);
+	child_free(c);
+}
+
+/* A leader that exits leaves a process in its group: the group is still
+ * reachable through the child, and the exit callback is not held back by
+ * the straggler keeping the capture pipe open. */
+static void test_straggler(sd_event *e)
+{
+	struct child_options o = { .output = CHILD_OUTPUT_CAPTURE };
+	struct outcome out = { 0 };
+	struct child *c;
+	pid_t straggler;
+
+	c = spawn_sh(e, "sleep 30 & echo $!", &o, &out);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(child_exit_ok(&out.ex));
+	straggler = (pid_t)atoi(out.output);
+	CHECK(straggler > 1);
+	CHECK_INT_EQ(getpgid(straggler), child_get_pid(c));
+	CHECK_INT_EQ(child_kill(c, 0), 0);
+	CHECK_INT_EQ(child_kill(c, SIGKILL), 0);
+	for (unsigned i = 0; i < 100 && getpgid(straggler) == child_get_pid(c) && !is_zombie(straggler); i++)
+		usleep(10000);
+	CHECK(getpgid(straggler) != child_get_pid(c) || is_zombie(straggler));
+	child_free(c);
+}
+
+static int forked(void *userdata, int out_fd)
+{
+	const char *text = userdata;
+
+	return write(out_fd, text, strlen(text)) == (ssize_t)strlen(text) ? 7 : 1;
+}
+
+static void test_fork(sd_event *e)
+{
+	struct child_options o = { .fork_fn = forked,
+				   .fork_userdata = (void *)"hello from the copy",
+				   .output = CHILD_OUTPUT_CAPTURE };
+	struct outcome out = { 0 };
+	struct child *c = NULL;
+
+	CHECK_INT_EQ(child_spawn(e, &o, on_exit_cb, &out, &c), 0);
+	CHECK_INT_EQ(getpgid(child_get_pid(c)), child_get_pid(c));
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(out.ex.code == CLD_EXITED && out.ex.status == 7);
+	CHECK_STR_EQ(out.output, "hello from the copy");
+	child_free(c);
+}
+
+static void test_free_running(sd_event *e)
+{
+	struct child_options o = { 0 };
+	struct outcome out = { 0 };
+	struct child *c;
+	pid_t pid;
+
+	c = spawn_sh(e, "sleep 30", &o, &out);
+	pid = child_get_pid(c);
+	child_free(c);
+	/* killed and reaped: the pid is gone, not a zombie */
+	CHECK(kill(pid, 0) < 0 && errno == ESRCH);
+	CHECK(!out.done);
+}
+
+static void test_run(void)
+{
+	struct child_options o = { .argv = (char *[]){ (char *)"/bin/sh", (char *)"-c", (char *)"echo hi; exit 2",
+						       NULL },
+				   .output = CHILD_OUTPUT_CAPTURE };
+	struct child_exit ex;
+	char *out = NULL;
+
+	CHECK_INT_EQ(child_run(&o, &ex, &out), 0);
+	CHECK(ex.code == CLD_EXITED && ex.status == 2);
+	CHECK_STR_EQ(out, "hi\n");
+	free(out);
+	o.argv = (char *[]){ (char *)"/bin/sleep", (char *)"30", NULL };
+	o.timeout_usec = 100 * USEC_PER_MSEC;
+	CHECK_INT_EQ(child_run(&o, &ex, NULL), 0);
+	CHECK(ex.timed_out && ex.status == SIGKILL);
+}
+
+int main(void)
+{
+	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+
+	CHECK(sd_event_new(&e) >= 0);
+	test_status_and_capture(e);
+	test_capture_cap(e);
+	test_cannot_run(e);
+	test_timeout(e);
+	test_straggler(e);
+	test_fork(e);
+	test_free_running(e);
+	test_run();
+	return 0;
+}

@@ -114,22 +114,31 @@ static const char *show(const cJSON *item, char *buf, size_t size)
 	return buf;
 }
 
-static int wrong(const cJSON *item, const char *path, const char *key, const char *expect, struct error *err)
+const char *json_path_or_root(const char *path)
 {
-	char p[256], v[72];
-
-	return error_set(err, -EINVAL, "%s: expected %s, got %s", json_path_join(p, sizeof(p), path, key), expect,
-			 show(item, v, sizeof(v)));
+	return path && *path ? path : "(root)";
 }
 
-static const cJSON *lookup(const cJSON *obj, const char *key)
+int json_wrong(const cJSON *v, const char *path, const char *expect, struct error *err)
+{
+	char shown[72];
+
+	return error_set(err, -EINVAL, "%s: expected %s, got %s", json_path_or_root(path), expect,
+			 show(v, shown, sizeof(shown)));
+}
+
+/* The value of key in obj, or NULL when it is absent or null; its path goes to p. */
+static const cJSON *lookup(const cJSON *obj, const char *path, const char *key, char *p, size_t size)
 {
 	const cJSON *item;
 
 	if (!cJSON_IsObject(obj))
 		return NULL;
 	item = cJSON_GetObjectItemCaseSensitive(obj, key);
-	return cJSON_IsNull(item) ? NULL : item;
+	if (!item || cJSON_IsNull(item))
+		return NULL;
+	json_path_join(p, size, path, key);
+	return item;
 }
 
 static bool is_integral(double v)
@@ -137,24 +146,87 @@ static bool is_integral(double v)
 	return isfinite(v) && floor(v) == v;
 }
 
+int json_value_u64(const cJSON *v, const char *path, uint64_t min, uint64_t max, uint64_t *ret, struct error *err)
+{
+	char expect[96];
+	double d;
+
+	snprintf(expect, sizeof(expect), "an integer in [%" PRIu64 ", %" PRIu64 "]", min, max);
+	if (!cJSON_IsNumber(v))
+		return json_wrong(v, path, expect, err);
+	d = v->valuedouble;
+	/* Above 2^53 a double no longer holds every integer: refuse rather than round. */
+	if (!is_integral(d) || d < (double)min || d > (double)max || d > 9007199254740992.0)
+		return json_wrong(v, path, expect, err);
+	*ret = (uint64_t)d;
+	return 0;
+}
+
+int json_value_double(const cJSON *v, const char *path, double min, double max, double *ret, struct error *err)
+{
+	char expect[96];
+
+	snprintf(expect, sizeof(expect), "a number in [%g, %g]", min, max);
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min || v->valuedouble > max)
+		return json_wrong(v, path, expect, err);
+	*ret = v->valuedouble;
+	return 0;
+}
+
+int json_value_bool(const cJSON *v, const char *path, bool *ret, struct error *err)
+{
+	if (!cJSON_IsBool(v))
+		return json_wrong(v, path, "true or false", err);
+	*ret = cJSON_IsTrue(v);
+	return 0;
+}
+
+int json_value_string(const cJSON *v, const char *path, size_t max_len, const char **ret, struct error *err)
+{
+	if (!cJSON_IsString(v) || !v->valuestring)
+		return json_wrong(v, path, "a string", err);
+	if (!v->valuestring[0])
+		return error_set(err, -EINVAL, "%s: must not be empty", json_path_or_root(path));
+	if (max_len && strlen(v->valuestring) > max_len)
+		return error_set(err, -EINVAL, "%s: longer than %zu characters", json_path_or_root(path), max_len);
+	*ret = v->valuestring;
+	return 0;
+}
+
+void json_choices_format(const char *const *choices, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; choices[i] && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s\"%s\"", i ? ", " : "", choices[i]);
+}
+
+int json_value_enum(const cJSON *v, const char *path, const char *const *choices, int *ret, struct error *err)
+{
+	char expect[256] = "one of ";
+
+	if (cJSON_IsString(v) && v->valuestring)
+		for (int i = 0; choices[i]; i++)
+			if (strcmp(v->valuestring, choices[i]) == 0) {
+				*ret = i;
+				return 0;
+			}
+	json_choices_format(choices, expect + strlen(expect), sizeof(expect) - strlen(expect));
+	return json_wrong(v, path, expect, err);
+}
+
 int json_get_u64(const cJSON *obj, const char *path, const char *key, uint64_t min, uint64_t max, uint64_t *ret,
 		 struct error *err)
 {
-	const cJSON *item = lookup(obj, key);
-	char expect[96];
-	double v;
+	char p[256];
+	const cJSON *item = lookup(obj, path, key, p, sizeof(p));
+	int r;
 
 	if (!item)
 		return 0;
-	snprintf(expect, sizeof(expect), "an integer in [%" PRIu64 ", %" PRIu64 "]", min, max);
-	if (!cJSON_IsNumber(item))
-		return wrong(item, path, key, expect, err);
-	v = item->valuedouble;
-	/* Above 2^53 a double no longer holds every integer: refuse rather than round. */
-	if (!is_integral(v) || v < (double)min || v > (double)max || v > 9007199254740992.0)
-		return wrong(item, path, key, expect, err);
-	*ret = (uint64_t)v;
-	return 1;
+	r = json_value_u64(item, p, min, max, ret, err);
+	return r < 0 ? r : 1;
 }
 
 int json_get_u32(const cJSON *obj, const char *path, const char *key, uint32_t min, uint32_t max, uint32_t *ret,
@@ -172,69 +244,63 @@ int json_get_u32(const cJSON *obj, const char *path, const char *key, uint32_t m
 int json_get_double(const cJSON *obj, const char *path, const char *key, double min, double max, double *ret,
 		    struct error *err)
 {
-	const cJSON *item = lookup(obj, key);
-	char expect[96];
+	char p[256];
+	const cJSON *item = lookup(obj, path, key, p, sizeof(p));
+	int r;
 
 	if (!item)
 		return 0;
-	snprintf(expect, sizeof(expect), "a number in [%g, %g]", min, max);
-	if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < min || item->valuedouble > max)
-		return wrong(item, path, key, expect, err);
-	*ret = item->valuedouble;
-	return 1;
+	r = json_value_double(item, p, min, max, ret, err);
+	return r < 0 ? r : 1;
 }
 
 int json_get_bool(const cJSON *obj, const char *path, const char *key, bool *ret, struct error *err)
 {
-	const cJSON *item = lookup(obj, key);
+	char p[256];
+	const cJSON *item = lookup(obj, path, key, p, sizeof(p));
+	int r;
 
 	if (!item)
 		return 0;
-	if (!cJSON_IsBool(item))
-		return wrong(item, path, key, "true or false", err);
-	*ret = cJSON_IsTrue(item);
-	return 1;
+	r = json_value_bool(item, p, ret, err);
+	return r < 0 ? r : 1;
 }
 
 int json_get_string(const cJSON *obj, const char *path, const char *key, size_t max_len, const char **ret,
 		    struct error *err)
 {
-	const cJSON *item = lookup(obj, key);
 	char p[256];
+	const cJSON *item = lookup(obj, path, key, p, sizeof(p));
+	int r;
 
 	if (!item)
 		return 0;
-	if (!cJSON_IsString(item) || !item->valuestring)
-		return wrong(item, path, key, "a string", err);
-	if (!item->valuestring[0])
-		return error_set(err, -EINVAL, "%s: must not be empty", json_path_join(p, sizeof(p), path, key));
-	if (max_len && strlen(item->valuestring) > max_len)
-		return error_set(err, -EINVAL, "%s: longer than %zu characters",
-				 json_path_join(p, sizeof(p), path, key), max_len);
-	*ret = item->valuestring;
-	return 1;
+	r = json_value_string(item, p, max_len, ret, err);
+	return r < 0 ? r : 1;
 }
 
 int json_get_array(const cJSON *obj, const char *path, const char *key, const cJSON **ret, struct error *err)
 {
-	const cJSON *item = lookup(obj, key);
+	char p[256];
+	const cJSON *item = lookup(obj, path, key, p, sizeof(p));
 
 	if (!item)
 		return 0;
 	if (!cJSON_IsArray(item))
-		return wrong(item, path, key, "an array", err);
+		return json_wrong(item, p, "an array", err);
 	*ret = item;
 	return 1;
 }
 
 int json_get_object(const cJSON *obj, const char *path, const char *key, const cJSON **ret, struct error *err)
 {
-	const cJSON *item = lookup(obj, key);
+	char p[256];
+	const cJSON *item = lookup(obj, path, key, p, sizeof(p));
 
 	if (!item)
 		return 0;
 	if (!cJSON_IsObject(item))
-		return wrong(item, path, key, "an object", err);
+		return json_wrong(item, p, "an object", err);
 	*ret = item;
 	return 1;
 }
@@ -242,21 +308,14 @@ int json_get_object(const cJSON *obj, const char *path, const char *key, const c
 int json_get_enum(const cJSON *obj, const char *path, const char *key, const char *const *choices, int *ret,
 		  struct error *err)
 {
-	const cJSON *item = lookup(obj, key);
-	char expect[256] = "one of ";
-	size_t n = strlen(expect);
+	char p[256];
+	const cJSON *item = lookup(obj, path, key, p, sizeof(p));
+	int r;
 
 	if (!item)
 		return 0;
-	if (cJSON_IsString(item) && item->valuestring)
-		for (int i = 0; choices[i]; i++)
-			if (strcmp(item->valuestring, choices[i]) == 0) {
-				*ret = i;
-				return 1;
-			}
-	for (int i = 0; choices[i] && n < sizeof(expect); i++)
-		n += (size_t)snprintf(expect + n, sizeof(expect) - n, "%s\"%s\"", i ? ", " : "", choices[i]);
-	return wrong(item, path, key, expect, err);
+	r = json_value_enum(item, p, choices, ret, err);
+	return r < 0 ? r : 1;
 }
 
 static int missing(const char *path, const char *key, struct error *err)

@@ -30,6 +30,21 @@ int json_parse_file(const char *path, size_t max_bytes, cJSON **ret, struct erro
 /* Child path "a.b" + "c" -> "a.b.c" (or "c" for the root); returns buf. */
 char *json_path_join(char *buf, size_t size, const char *path, const char *key);
 
+/* Checks of one value whose path is known ("workload.input_len"): 0 and
+ * *ret set, or a negative errno with err naming the path and the value. */
+int json_value_u64(const cJSON *v, const char *path, uint64_t min, uint64_t max, uint64_t *ret, struct error *err);
+int json_value_double(const cJSON *v, const char *path, double min, double max, double *ret, struct error *err);
+int json_value_bool(const cJSON *v, const char *path, bool *ret, struct error *err);
+/* As json_get_string: *ret points into v; empty refused; max_len 0 = no limit. */
+int json_value_string(const cJSON *v, const char *path, size_t max_len, const char **ret, struct error *err);
+int json_value_enum(const cJSON *v, const char *path, const char *const *choices, int *ret, struct error *err);
+/* "PATH: expected EXPECT, got VALUE" (the value shortened); returns -EINVAL. */
+int json_wrong(const cJSON *v, const char *path, const char *expect, struct error *err);
+/* The path as errors show it: "(root)" for the root. */
+const char *json_path_or_root(const char *path);
+/* The choices as "\"a\", \"b\", \"c\"" into buf. */
+void json_choices_format(const char *const *choices, char *buf, size_t size);
+
 int json_get_u64(const cJSON *obj, const char *path, const char *key, uint64_t min, uint64_t max, uint64_t *ret,
 		 struct error *err);
 int json_get_u32(const cJSON *obj, const char *path, const char *key, uint32_t min, uint32_t max, uint32_t *ret,

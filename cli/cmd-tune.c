@@ -59,6 +59,8 @@ static void help(void)
 	       "  --json               print the summary as JSON on stdout\n"
 	       "  -q, --quiet          no progress on stderr\n"
 	       "  --help-spec          the reference of every study spec key\n"
+	       "  --help-spec --json-schema\n"
+	       "                       the same as a JSON Schema (draft 2020-12) for editors and validators\n"
 	       "  -h, --help           this text\n"
 	       "\n"
 	       "A study stopped by a signal (130) is resumable with --resume.\n"
@@ -347,7 +349,29 @@ enum {
 	ARG_CONFIRM,
 	ARG_JSON,
 	ARG_HELP_SPEC,
+	ARG_JSON_SCHEMA,
 };
+
+/* --help-spec: the study spec's reference, as text or as a JSON Schema. */
+static int print_spec_reference(bool json_schema)
+{
+	_cleanup_(cJSON_Deletep) cJSON *schema = NULL;
+	_cleanup_(cjson_freep) char *text = NULL;
+	int r;
+
+	if (!json_schema) {
+		study_schema_print(stdout);
+		return 0;
+	}
+	r = study_schema_json(&schema);
+	if (r < 0)
+		return log_error_errno(r, "the study spec's JSON Schema: %s", strerror(-r)), 1;
+	text = cJSON_Print(schema);
+	if (!text)
+		return log_error_errno(-ENOMEM, "out of memory"), 1;
+	puts(text);
+	return 0;
+}
 
 int cmd_tune(int argc, char **argv)
 {
@@ -363,6 +387,7 @@ int cmd_tune(int argc, char **argv)
 						 { "confirm", required_argument, NULL, ARG_CONFIRM },
 						 { "json", no_argument, NULL, ARG_JSON },
 						 { "help-spec", no_argument, NULL, ARG_HELP_SPEC },
+						 { "json-schema", no_argument, NULL, ARG_JSON_SCHEMA },
 						 { 0 } };
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
 	_cleanup_(store_closep) struct store *store = NULL;
@@ -373,7 +398,7 @@ int cmd_tune(int argc, char **argv)
 	struct tune_ctx c = { .end = RUNNER_END_NONE };
 	struct error err = { 0 };
 	const char *db = "goodput.db", *resume_name = NULL, *spec_path = NULL, *name;
-	bool resume = false;
+	bool resume = false, help_spec = false, json_schema = false;
 	int64_t study_id = 0;
 	double d;
 	sigset_t mask;
@@ -425,8 +450,11 @@ int cmd_tune(int argc, char **argv)
 			c.json = true;
 			break;
 		case ARG_HELP_SPEC:
-			study_schema_print(stdout);
-			return 0;
+			help_spec = true;
+			break;
+		case ARG_JSON_SCHEMA:
+			json_schema = true;
+			break;
 		default:
 			log_error("see 'goodput tune --help'");
 			return CLI_EXIT_USAGE;
@@ -435,6 +463,12 @@ int cmd_tune(int argc, char **argv)
 			log_error("%s", error_str(&err, k));
 			return CLI_EXIT_USAGE;
 		}
+	}
+	if (help_spec)
+		return print_spec_reference(json_schema);
+	if (json_schema) {
+		log_error("--json-schema goes with --help-spec (see 'goodput tune --help')");
+		return 2;
 	}
 	if (optind < argc)
 		spec_path = argv[optind++];

@@ -1,27 +1,26 @@
-/* study-internal.h — what the study's schema table (study-schema.c) shares
- * with the parser of the keys that need code (study.c). */
+/* study-internal.h — what the study spec's table (study-schema.c) shares
+ * with the checks that span several keys (study.c). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "json-dispatch.h"
 #include "study.h"
 
-/* Values the table reads that study.c translates (enums, lengths). */
-struct study_raw {
-	int input_dist, output_dist, arrival, dataset, scenario, cost_tokens, method;
-	double input_std, output_std, range_ratio, input_len, output_len;
-	bool set_input_dist, set_output_dist;
+/* A study while its spec is dispatched: the table's offsets count from
+ * here. Keys whose absence means "derived from other keys" land beside the
+ * study, with a value that says "not given". */
+struct study_parse {
+	struct study s;
+	int input_dist, output_dist, arrival; /* -1: not given */
+	double attainment;                    /* NAN: not given */
 };
+
+/* The study spec: every key, its type, range, default and documentation. */
+extern const struct json_field study_fields[];
 
 extern const char *const study_dataset_names[];
 extern const char *const study_dist_names[];
-extern const char *const study_arrival_names[];
 extern const char *const study_method_names[];
 extern const char *const study_quant_names[];
-
-/* The object at a dotted path ("workload", "model.checkpoints"), or NULL. */
-const cJSON *study_object_at(const cJSON *root, const char *path);
-/* The generic pass: refuses unknown keys of every declared object and reads
- * every plain key into s (or raw). */
-int study_schema_apply(struct study *s, struct study_raw *raw, struct error *err);

@@ -2,10 +2,11 @@
  * on which hardware, with which budget.
  *
  * A spec is one JSON object with snake_case keys (configs/studies/ has
- * examples). Every key is declared once, in the schema table of study.c,
- * with its type, range, default and a line of documentation; the parser, the
- * unknown-key check and the reference text (study_schema_print, shown by
- * `goodput tune --help-spec`) all read that table. Unknown keys and
+ * examples). Every key is declared once, in the table of study-schema.c,
+ * with its type, range, default and a line of documentation; the parser
+ * (common/json-dispatch.h), the unknown-key check, the reference text
+ * (study_schema_print, shown by `goodput tune --help-spec`) and the JSON
+ * Schema (study_schema_json) all read that table. Unknown keys and
  * out-of-range values are errors that name the key path
  * ("workload.input_len: expected an integer in [1, 1048576], got 0").
  *
@@ -148,3 +149,7 @@ bool study_in_window(const struct study *s, uint64_t realtime_usec);
 
 /* The reference of every key: path, type, range/default and description. */
 void study_schema_print(FILE *f);
+/* The same as a JSON Schema (draft 2020-12) for editors and validators:
+ * types, ranges, enums, required keys, descriptions, no unknown keys. The
+ * caller owns *ret (cJSON_Delete). */
+int study_schema_json(cJSON **ret);

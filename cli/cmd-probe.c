@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "commands.h"
 #include "exit-status.h"
 #include "json-util.h"

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "commands.h"
 #include "exit-status.h"
 #include "engine-profile.h"

@@ -3,6 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <curl/curl.h>
+#include <nlopt.h>
+#include <sqlite3.h>
+
 #include "commands.h"
 #include "exit-status.h"
 #include "config.h"

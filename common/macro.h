@@ -1,8 +1,9 @@
 /* macro.h — the few macros every goodput program uses: scope-bound cleanup
  * (_cleanup_ + TAKE_PTR/TAKE_FD), array sizes, and cleanup helpers for the
- * handles of the libraries goodput links (curl, SQLite, cJSON, NLopt,
- * sd-event). Each helper accepts NULL, so a cleanup variable may be left
- * unset on any path. */
+ * handles of the libraries common links (cJSON, sd-event). Each helper
+ * accepts NULL, so a cleanup variable may be left unset on any path. The
+ * rooms that link curl, SQLite and NLopt keep those handles' helpers
+ * (probes/curl-util.h, store/sqlite-util.h, optimizer/opt-internal.h). */
 #pragma once
 
 #include <errno.h>
@@ -11,9 +12,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
-#include <nlopt.h>
-#include <sqlite3.h>
 #include <systemd/sd-event.h>
 
 #define _cleanup_(f)   __attribute__((cleanup(f)))
@@ -80,13 +78,7 @@ static inline void fclosep(FILE **f)
 		fclose(*f);
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
-DEFINE_TRIVIAL_CLEANUP_FUNC(CURLM *, curl_multi_cleanup)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
-DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3 *, sqlite3_close_v2)
-DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt *, sqlite3_finalize)
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
-DEFINE_TRIVIAL_CLEANUP_FUNC(nlopt_opt, nlopt_destroy)
 /* sd-event.h already provides sd_event_unrefp and sd_event_source_unrefp. */
 
 /* cJSON_free takes void *, so the typed wrapper keeps freep-style use simple. */

@@ -7,7 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <nlopt.h>
+
+#include "macro.h"
 #include "opt.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(nlopt_opt, nlopt_destroy)
 
 #define REPROBES_MAX 4
 

@@ -29,6 +29,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <nlopt.h>
+
 #include "config.h"
 #include "cost.h"
 #include "deploy.h"

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include "sqlite-util.h"
 #include "store.h"
 
 /* Every statement the store runs, prepared once per connection on first use. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 
 #include "client.h"
 #include "macro.h"

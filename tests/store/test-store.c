@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "sqlite-util.h"
 #include "store.h"
 #include "tests.h"
 

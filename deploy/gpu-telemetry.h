@@ -7,7 +7,7 @@
  * Sampling runs on the caller's sd-event loop: a timer reads utilisation and
  * memory of every GPU (NVML calls take microseconds) between start and stop.
  *
- * Use in the runner (per trial):
+ * Use (deploy-host.c holds one per study run):
  *   gpu_telemetry_new(e, 0, &t)            once per study (or per process)
  *   gpu_telemetry_start(t)                 when a load point starts
  *   gpu_telemetry_stop(t); gpu_telemetry_get(t, &stats)   when it ends

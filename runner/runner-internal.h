@@ -1,6 +1,20 @@
-/* runner-internal.h — the runner's state, shared by runner.c (life cycle,
- * status, history) and runner-trial.c (one trial: deploy, quality check,
- * probe, outcome, teardown; dry-run evaluation). Not for other modules. */
+/* runner-internal.h — the runner's state and the trial object, shared by
+ * the runner's files. Not for other modules.
+ *
+ *   runner.c            life cycle, status, history, the step source
+ *   runner-trial.c      the trial loop: ask the planner, record each proposed
+ *                       trial, hand it to the evaluator, record its outcome,
+ *                       see its server gone, go on
+ *   runner-host.c       glue to the host (deploy-host.h): facts recorded with
+ *                       trials, GPU figures of load points, hygiene; the
+ *                       wall-time budget
+ *   runner-planner.c, runner-plan-twin.c      the planners (runner-planner.h)
+ *   runner-eval-deploy.c, runner-quality.c,
+ *   runner-eval-dry.c, runner-dryrun.c        the evaluators (runner-evaluator.h)
+ *
+ * Calls run one way: the planners and evaluators know the trial and the
+ * runner's state, never each other; the trial loop reaches them only
+ * through their interfaces. */
 #pragma once
 
 #include <math.h>
@@ -10,21 +24,20 @@
 
 #include <cjson/cJSON.h>
 
-#include "deploy.h"
+#include "deploy-host.h"
 #include "engine-profile.h"
-#include "gpu-telemetry.h"
 #include "opt.h"
 #include "probe.h"
+#include "runner-evaluator.h"
+#include "runner-planner.h"
 #include "runner.h"
 #include "store.h"
 #include "study.h"
-#include "twin.h"
 
 enum runner_action {
 	RUNNER_ACTION_NONE,
-	RUNNER_ACTION_PLAN,     /* ask the optimizer, start the next trial */
-	RUNNER_ACTION_DRY_EVAL, /* evaluate the current trial in virtual time */
-	RUNNER_ACTION_FINISH,   /* end with pending_end */
+	RUNNER_ACTION_PLAN,   /* ask the planner, start the proposed trials */
+	RUNNER_ACTION_FINISH, /* end with pending_end */
 };
 
 enum runner_request {
@@ -32,6 +45,23 @@ enum runner_request {
 	RUNNER_REQUEST_PAUSE,
 	RUNNER_REQUEST_STOP,
 	RUNNER_REQUEST_CANCEL,
+};
+
+/* One trial in flight: from the planner's proposal to its server gone. */
+struct runner_trial {
+	struct runner *runner;
+	struct runner_proposal proposal; /* what the planner asked for */
+	int64_t id;                      /* store id */
+	unsigned seq;                    /* within the study, 1-based */
+	char kind[64];                   /* "search", "confirm-1", "dry-run-retry-2", ... */
+	cJSON *knobs;                    /* the configuration as the store and the engine profile read it */
+	char knobs_text[256];            /* "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1" */
+	char *log_path;                  /* the server's log (NULL: no server) */
+	enum runner_phase phase;         /* DEPLOYING, QUALITY_CHECK, PROBING, TEARDOWN */
+	bool open;                       /* recorded and not yet finished in the store */
+	double deploy_seconds;           /* start to ready (NAN: never ready, or a dry run) */
+	unsigned n_points;               /* load points stored */
+	void *eval;                      /* the evaluator's state of this trial */
 };
 
 struct runner {
@@ -44,11 +74,21 @@ struct runner {
 	struct study *study;
 	struct engine_profile *profile;
 	struct opt_settings settings;
+
+	/* the finished trials, in the order they were told: the planners'
+	 * history, with each entry's store id and max goodput */
 	struct opt_history history;
-	int64_t *trial_ids;    /* store id of each history entry */
-	double *trial_goodput; /* max goodput of each history entry */
+	int64_t *trial_ids;
+	double *trial_goodput;
 	size_t n_trial_ids;
 	struct opt_result best;
+
+	const struct runner_evaluator *evaluator;
+	struct runner_planner *planner;
+	bool asking;                                 /* an answer of the planner is awaited */
+	bool plan_waits_host;                        /* the planner waits for the host facts */
+	struct runner_trial *trials[RUNNER_ASK_MAX]; /* in flight */
+	size_t n_trials;
 
 	runner_event_fn cb;
 	void *userdata;
@@ -63,22 +103,6 @@ struct runner {
 	struct runner_status status;
 	char message[ERROR_MSG_MAX];
 
-	/* the current trial */
-	struct opt_candidate cand;
-	int64_t trial_id;
-	char kind[64];
-	cJSON *knobs;
-	char *log_path;
-	struct deployment *deploy;
-	struct probe *probe;
-	pid_t qc_pid;
-	sd_event_source *qc_child, *qc_timer, *settle_timer;
-	unsigned n_points;
-	bool points_failed; /* some load point had failed requests */
-	int probe_result;   /* the probe's result while waiting for the deployer's verdict */
-	bool trial_open;    /* started and not yet finished in the store */
-	double deploy_seconds;
-
 	/* wall time: what stored trials of earlier runs took (a resumed study
 	 * does not restart its clock), and the measured deploy times that the
 	 * budget is charged with before a new deployment starts */
@@ -86,44 +110,24 @@ struct runner {
 	double deploy_sum_s;
 	unsigned deploy_n;
 
-	/* the host (runner-host.c): GPU telemetry, host facts, hygiene */
-	struct gpu_telemetry *gpu;
-	double gpu_idle_mib; /* GPU memory in use at start (NAN: no NVML) */
-	struct host_info_job *host_job;
-	char *host_json;          /* engine version, GPU model, driver, count; NULL until known */
+	/* the host (runner-host.c; NULL in a dry run) */
+	struct deploy_host *host;
 	uint64_t host_since_usec; /* CLOCK_REALTIME start of this run */
-	sd_event_source *hygiene_timer;
-	uint64_t hygiene_start_usec;
-
-	/* the twin strategy (runner-twin.c): "search.strategy": "twin" */
-	bool twin_on;
-	struct twin *twin;
-	struct twin_settings twin_settings;
-	struct twin_candidate twin_cand; /* the last answer (valid once twin_asked) */
-	bool twin_asked;
-	bool twin_wait_host; /* the first ask waits for the host facts (the warm key) */
-	bool twin_key_known;
-	struct twin_calibration twin_keycal; /* key fields only */
-	char twin_key[5 * TWIN_KEY_FIELD_MAX + SIM_NAME_MAX];
-	struct twin_calibration twin_warm;
-	bool twin_have_warm;
-	struct twin_history twin_hist; /* rebuilt before each ask */
-	pid_t twin_pid;                /* the child computing twin_next (0: none) */
-	int twin_fd;                   /* its pipe's read end (-1: none) */
-	sd_event_source *twin_io, *twin_child;
-	char *twin_buf;
-	size_t twin_len;
-	bool twin_eof, twin_exited;
-	int twin_status; /* the child's siginfo code/status */
-	int twin_code;
-	uint64_t twin_ask_usec;
 };
 
+/* runner.c */
 void runner_emit(struct runner *r, const struct runner_event *ev);
 void runner_set_phase(struct runner *r, enum runner_phase p);
 void runner_schedule(struct runner *r, enum runner_action a);
 void runner_finish(struct runner *r, enum runner_end end);
+/* A store error or another failure the study cannot go on after: ends the
+ * study (FAILED) from the step source. */
 void runner_fail(struct runner *r, const char *msg);
+/* True once runner_fail was called: callbacks of what is still running
+ * return at once (runner_finish frees it). */
+bool runner_failing(const struct runner *r);
+/* Nothing of a trial is left running: act on a pending pause/stop/cancel.
+ * Returns true when it did (the caller must not continue). */
 bool runner_settle_request(struct runner *r);
 void runner_update_best(struct runner *r);
 int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id, double goodput);
@@ -131,7 +135,9 @@ int runner_best_trial_id(struct runner *r, const struct opt_config *c);
 bool runner_kind_is_confirm(const char *kind);
 void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, char *buf, size_t size);
 
-/* The outcome of a trial, as runner-trial.c and runner-quality.c decide it. */
+/* ---- runner-trial.c: the trial loop ---- */
+
+/* The outcome of a trial, as an evaluator decides it. */
 struct trial_result {
 	enum store_trial_state state;
 	enum store_failure failure;
@@ -146,50 +152,49 @@ static inline void trial_result_init(struct trial_result *t, enum store_trial_st
 	};
 }
 
-/* runner-trial.c */
-/* Records the outcome, tells the optimizer, tears the server down. */
-void runner_finish_trial(struct runner *r, const struct trial_result *t);
-void runner_start_probe(struct runner *r);
-/* runner-quality.c */
-void runner_start_quality_check(struct runner *r);
-void runner_kill_quality_check(struct runner *r);
-
+/* The plan step: asks the planner for what to measure next (or finishes). */
 void runner_plan(struct runner *r);
-/* Goes on with r->cand (asked of opt_next or the twin): a trial, or done
- * with done_message (NULL: opt_next's reason). */
-void runner_plan_candidate(struct runner *r, const char *done_message);
-
-/* runner-twin.c */
-/* Sets up the twin when the study asks for it (strategy "twin"). */
-int runner_twin_init(struct runner *r, struct error *err);
-void runner_twin_free(struct runner *r);
-/* Asks the twin in a child process; the answer continues with runner_plan_candidate. */
-void runner_twin_ask(struct runner *r);
-/* Kills the child of an ask in flight (pause, stop, cancel, free). */
-void runner_twin_kill(struct runner *r);
-/* The host facts arrived: an ask that waited for them goes on. */
-void runner_twin_host_known(struct runner *r);
-void runner_dry_step(struct runner *r);
-/* pause/stop/cancel asked: abort what runs (trial → interrupted), tear down. */
+/* The planner's callback: an answer that came later, or the error that ended the ask. */
+void runner_on_answer(struct runner_planner *p, int k, const struct runner_answer *a, const char *message,
+		      void *userdata);
+/* For evaluators: the trial's phase (the runner's status follows it). */
+void runner_trial_set_phase(struct runner_trial *t, enum runner_phase p);
+/* The probe offers a new rate (status). */
+void runner_trial_set_rate(struct runner_trial *t, double rate);
+/* Stores a load point (gpu may be NULL) and, when announce, emits it as a
+ * RUNNER_EVENT_LOAD_POINT. < 0 when the store failed (the study fails). */
+int runner_trial_load_point(struct runner_trial *t, const char *phase, const struct probe_result *res,
+			    const struct store_gpu_figures *gpu, bool announce);
+/* Records the outcome, tells the history, tears the server down. */
+void runner_trial_finish(struct runner_trial *t, const struct trial_result *res);
+/* The trial's server is gone (or there was none): its record is cleared and
+ * the runner goes on. */
+void runner_trial_gone(struct runner_trial *t);
+/* pause/stop/cancel asked: aborts what runs (trials → interrupted), tears
+ * servers down, then settles the request. */
 void runner_halt(struct runner *r);
-/* Frees the trial's probe, deployment (killing it) and quality check. */
-void runner_trial_release(struct runner *r);
+/* Frees every trial in flight (killing servers) and drops an ask in flight. */
+void runner_release_trials(struct runner *r);
 
-/* runner-host.c */
-/* Opens NVML (absence is normal), reads the idle GPU memory and starts the
- * host facts job; never fails the study. Not for dry runs. */
+/* ---- runner-host.c ---- */
+
+/* Opens the host (GPU telemetry; absence is normal) and starts gathering
+ * its facts; never fails the study. Not for dry runs. */
 void runner_host_start(struct runner *r);
 void runner_host_free(struct runner *r);
-/* Records the host facts with a new trial when they are known (else the
- * host job's callback does it). */
+/* Records the host facts with a new trial when they are known (else they
+ * follow once they are). */
 int runner_host_record(struct runner *r, int64_t trial_id, struct error *err);
 /* GPU sampling around one load point; stop fills ret (NAN: unavailable). */
 void runner_gpu_point_start(struct runner *r);
 void runner_gpu_point_stop(struct runner *r, struct store_gpu_figures *ret);
-/* The server is gone: once GPU memory is back near its idle level (or a
+/* No server is left: once GPU memory is back near its idle level (or a
  * minute passed; at once without NVML), act on a pending request or plan
  * the next trial. */
 void runner_after_server_gone(struct runner *r);
+/* Stops waiting for GPU memory (a request to act on at once). Returns true
+ * when a wait was ended. */
+bool runner_host_stop_waiting(struct runner *r);
 /* Whether the wall-time budget is spent, or too little of it is left for a
  * deployment (message filled). */
 bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size);

@@ -3,171 +3,183 @@
  * without a shell once the server is ready, the knob values and the base
  * URL in its environment (GOODPUT_BASE_URL, GOODPUT_MODEL, GOODPUT_STUDY,
  * GOODPUT_KNOBS, GOODPUT_KNOB_<NAME>), its output appended to the trial's
- * log. Exit status 0 lets the probe start; anything else, a signal or an
- * hour without an answer marks the trial infeasible (quality_check_failed),
- * and the search goes on. Watched by an sd-event child source: nothing
- * blocks. */
+ * log. Exit status 0 passes; anything else, a signal or an hour without an
+ * answer fails it (the deploy evaluator marks the trial infeasible,
+ * quality_check_failed, and the search goes on). Watched by an sd-event
+ * child source: nothing blocks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include "deploy.h"
 #include "runner-internal.h"
+#include "runner-quality.h"
+#include "spawn-util.h"
 #include "time-util.h"
 
 extern char **environ;
 
 #define QUALITY_CHECK_TIMEOUT_USEC (60 * 60 * USEC_PER_SEC)
 
-void runner_kill_quality_check(struct runner *r)
+struct runner_quality {
+	pid_t pid; /* 0: reaped */
+	sd_event_source *child, *timer;
+	const char *program;
+	char *log_path;
+	runner_quality_fn cb;
+	void *userdata;
+};
+
+static inline void strv_freep(char ***p)
 {
-	r->qc_child = sd_event_source_disable_unref(r->qc_child);
-	r->qc_timer = sd_event_source_disable_unref(r->qc_timer);
-	if (r->qc_pid > 0) {
-		(void)kill(-r->qc_pid, SIGKILL);
-		/* SIGKILLed: the wait is immediate */
-		(void)waitpid(r->qc_pid, NULL, 0);
-		r->qc_pid = 0;
-	}
+	deploy_strv_free(*p);
 }
 
-static int on_qc_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+struct runner_quality *runner_quality_free(struct runner_quality *q)
 {
-	struct runner *r = userdata;
-	struct trial_result t;
+	if (!q)
+		return NULL;
+	q->child = sd_event_source_disable_unref(q->child);
+	q->timer = sd_event_source_disable_unref(q->timer);
+	if (q->pid > 0) {
+		(void)kill(-q->pid, SIGKILL);
+		/* SIGKILLed: the wait is immediate */
+		(void)waitpid(q->pid, NULL, 0);
+	}
+	free(q->log_path);
+	free(q);
+	return NULL;
+}
 
-	if (r->action == RUNNER_ACTION_FINISH)
-		return 0; /* failing: runner_finish frees everything */
+static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct runner_quality *q = userdata;
+	char why[128];
 
-	trial_result_init(&t, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
-	snprintf(t.message, sizeof(t.message), "quality check did not finish in %llu s",
+	snprintf(why, sizeof(why), "quality check did not finish in %llu s",
 		 (unsigned long long)(QUALITY_CHECK_TIMEOUT_USEC / USEC_PER_SEC));
-	runner_finish_trial(r, &t);
+	q->cb(q, false, why, q->userdata);
 	return 0;
 }
 
-static int on_qc_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
+static int on_check_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
 {
-	struct runner *r = userdata;
-	struct trial_result t;
+	struct runner_quality *q = userdata;
+	char why[ERROR_MSG_MAX];
 
-	if (r->action == RUNNER_ACTION_FINISH)
-		return 0; /* failing: runner_finish frees everything */
-
-	r->qc_pid = 0; /* reaped by sd-event */
-	r->qc_child = sd_event_source_disable_unref(r->qc_child);
-	r->qc_timer = sd_event_source_disable_unref(r->qc_timer);
+	q->pid = 0; /* reaped by sd-event */
+	q->child = sd_event_source_disable_unref(q->child);
+	q->timer = sd_event_source_disable_unref(q->timer);
 	if (si->si_code == CLD_EXITED && si->si_status == 0) {
-		runner_start_probe(r);
+		q->cb(q, true, NULL, q->userdata);
 		return 0;
 	}
-	trial_result_init(&t, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
 	if (si->si_code == CLD_EXITED)
-		snprintf(t.message, sizeof(t.message), "quality check %s exited with status %d (log: %s)",
-			 r->study->quality_check[0], si->si_status, r->log_path);
+		snprintf(why, sizeof(why), "quality check %s exited with status %d (log: %s)", q->program,
+			 si->si_status, q->log_path);
 	else
-		snprintf(t.message, sizeof(t.message), "quality check %s killed by signal %d (log: %s)",
-			 r->study->quality_check[0], si->si_status, r->log_path);
-	runner_finish_trial(r, &t);
+		snprintf(why, sizeof(why), "quality check %s killed by signal %d (log: %s)", q->program, si->si_status,
+			 q->log_path);
+	q->cb(q, false, why, q->userdata);
+	return 0;
+}
+
+static int env_add(char **envp, size_t *n, const char *key, const char *value)
+{
+	if (asprintf(&envp[*n], "%s=%s", key, value) < 0) {
+		envp[*n] = NULL;
+		return -ENOMEM;
+	}
+	(*n)++;
 	return 0;
 }
 
 /* GOODPUT_BASE_URL, GOODPUT_MODEL, GOODPUT_STUDY, GOODPUT_KNOBS (JSON) and
  * GOODPUT_KNOB_<NAME> for each knob, on top of our environment. */
-static char **qc_environment(struct runner *r)
+static char **environment(const struct runner_trial *t, const char *base_url)
 {
+	const struct runner *r = t->runner;
+	const struct opt_space *space = r->study->space;
+	_cleanup_(cjson_freep) char *knobs = cJSON_PrintUnformatted(t->knobs);
+	_cleanup_(strv_freep) char **envp = NULL;
 	size_t n_env = 0, n = 0;
-	char **envp;
-	_cleanup_(cjson_freep) char *knobs = cJSON_PrintUnformatted(r->knobs);
 
 	while (environ[n_env])
 		n_env++;
-	envp = calloc(n_env + r->study->space->n_knobs + 5, sizeof(char *));
+	envp = calloc(n_env + space->n_knobs + 5, sizeof(char *));
 	if (!envp || !knobs)
-		goto oom;
+		return NULL;
 	for (size_t i = 0; i < n_env; i++)
 		if (strncmp(environ[i], "GOODPUT_", 8) != 0 && !(envp[n++] = strdup(environ[i])))
-			goto oom;
-	if (asprintf(&envp[n++], "GOODPUT_BASE_URL=%s", deploy_get_base_url(r->deploy)) < 0 ||
-	    asprintf(&envp[n++], "GOODPUT_MODEL=%s", r->study->model.name) < 0 ||
-	    asprintf(&envp[n++], "GOODPUT_STUDY=%s", r->row.name) < 0 ||
-	    asprintf(&envp[n++], "GOODPUT_KNOBS=%s", knobs) < 0)
-		goto oom;
-	for (size_t k = 0; k < r->study->space->n_knobs; k++) {
-		char v[64], name[OPT_KNOB_NAME_MAX];
-		const char *val = opt_config_text(r->study->space, &r->cand.config, k, v, sizeof(v));
+			return NULL;
+	if (env_add(envp, &n, "GOODPUT_BASE_URL", base_url) < 0 ||
+	    env_add(envp, &n, "GOODPUT_MODEL", r->study->model.name) < 0 ||
+	    env_add(envp, &n, "GOODPUT_STUDY", r->row.name) < 0 || env_add(envp, &n, "GOODPUT_KNOBS", knobs) < 0)
+		return NULL;
+	for (size_t k = 0; k < space->n_knobs; k++) {
+		char v[64], key[OPT_KNOB_NAME_MAX + 16];
+		const char *val = opt_config_text(space, &t->proposal.config, k, v, sizeof(v));
 
-		snprintf(name, sizeof(name), "%s", r->study->space->knobs[k].name);
-		for (char *p = name; *p; p++)
+		snprintf(key, sizeof(key), "GOODPUT_KNOB_%s", space->knobs[k].name);
+		for (char *p = key; *p; p++)
 			if (*p >= 'a' && *p <= 'z')
 				*p = (char)(*p - 'a' + 'A');
-		if (asprintf(&envp[n++], "GOODPUT_KNOB_%s=%s", name, val) < 0)
-			goto oom;
+		if (env_add(envp, &n, key, val) < 0)
+			return NULL;
 	}
-	return envp;
-oom:
-	for (size_t i = 0; envp && i < n; i++)
-		free(envp[i]);
-	free(envp);
-	return NULL;
+	return TAKE_PTR(envp);
 }
 
-void runner_start_quality_check(struct runner *r)
+/* Spawns the check with its output appended to the log: 0, or -errno. */
+static int spawn_check(const struct runner_trial *t, char **envp, pid_t *ret_pid)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t empty, def;
-	struct trial_result t;
-	char **envp = qc_environment(r);
-	pid_t pid;
+	_cleanup_(closep) int fd = -1;
+
+	fd = open(t->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	/* argv straight from the spec: no shell */
+	return spawn_process((char *const *)t->runner->study->quality_check, envp, fd, ret_pid);
+}
+
+int runner_quality_start(const struct runner_trial *t, const char *base_url, runner_quality_fn cb, void *userdata,
+			 struct runner_quality **ret, struct error *err)
+{
+	const char *program = t->runner->study->quality_check[0];
+	sd_event *e = t->runner->event;
+	_cleanup_(strv_freep) char **envp = environment(t, base_url);
+	struct runner_quality *q;
 	int k;
 
-	if (!envp) {
-		runner_fail(r, "out of memory");
-		return;
+	if (!envp)
+		return error_set(err, -ENOMEM, "out of memory");
+	q = calloc(1, sizeof(*q));
+	if (!q || !(q->log_path = strdup(t->log_path))) {
+		free(q);
+		return error_set(err, -ENOMEM, "out of memory");
 	}
-	sigemptyset(&empty);
-	sigemptyset(&def);
-	sigaddset(&def, SIGPIPE);
-	sigaddset(&def, SIGINT);
-	sigaddset(&def, SIGTERM);
-	sigaddset(&def, SIGCHLD);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, r->log_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setsigmask(&attr, &empty);
-	posix_spawnattr_setsigdefault(&attr, &def);
-	/* argv straight from the spec: no shell */
-	k = -posix_spawnp(&pid, r->study->quality_check[0], &fa, &attr, (char *const *)r->study->quality_check, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	for (size_t i = 0; envp[i]; i++)
-		free(envp[i]);
-	free(envp);
+	q->program = program;
+	q->cb = cb;
+	q->userdata = userdata;
+	k = spawn_check(t, envp, &q->pid);
 	if (k < 0) {
-		trial_result_init(&t, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
-		snprintf(t.message, sizeof(t.message), "quality check %s could not be started: %s",
-			 r->study->quality_check[0], strerror(-k));
-		runner_finish_trial(r, &t);
-		return;
+		runner_quality_free(q);
+		error_set(err, k, "quality check %s could not be started: %s", program, strerror(-k));
+		return RUNNER_QUALITY_NOT_STARTED;
 	}
-	r->qc_pid = pid;
-	k = sd_event_add_child(r->event, &r->qc_child, pid, WEXITED, on_qc_exit, r);
+	k = sd_event_add_child(e, &q->child, q->pid, WEXITED, on_check_exit, q);
 	if (k >= 0)
-		k = sd_event_add_time_relative(r->event, &r->qc_timer, CLOCK_MONOTONIC, QUALITY_CHECK_TIMEOUT_USEC,
-					       USEC_PER_SEC, on_qc_timeout, r);
+		k = sd_event_add_time_relative(e, &q->timer, CLOCK_MONOTONIC, QUALITY_CHECK_TIMEOUT_USEC, USEC_PER_SEC,
+					       on_timeout, q);
 	if (k < 0) {
-		runner_fail(r, "cannot watch the quality check");
-		return;
+		runner_quality_free(q);
+		return error_set(err, k, "cannot watch the quality check");
 	}
-	(void)sd_event_source_set_description(r->qc_child, "runner-quality-check");
-	runner_set_phase(r, RUNNER_QUALITY_CHECK);
+	(void)sd_event_source_set_description(q->child, "runner-quality-check");
+	*ret = q;
+	return RUNNER_QUALITY_RUNNING;
 }

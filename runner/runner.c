@@ -1,44 +1,38 @@
 /* runner.c — the study runner: one tuning study as a state machine on an
- * sd-event loop (runner.h has the picture).
+ * sd-event loop (runner.h has the picture): its life cycle (create, start,
+ * pause, resume, stop, cancel, finish), its status, its history, and the
+ * step source the trial loop (runner-trial.c) runs from.
  *
  * Everything happens in callbacks: a one-shot defer source runs the next
- * step (ask the optimizer, start a trial, finish the study), the deployer
- * reports ready/failed/stopped, the probe reports load points and its end,
- * a child source watches the quality check. No call here waits for anything,
- * so goodputd answers its socket while a study runs.
+ * step (ask the planner, finish the study), the evaluator reports from its
+ * deployer, probe, quality check or dry-run step, the twin planner from its
+ * child. No call here waits for anything, so goodputd answers its socket
+ * while a study runs.
  *
- * The optimizer is pure: its history is rebuilt from the store's trials when
- * the runner is created and extended in memory as trials finish, in the same
- * order and with the same (bit-exact) costs, so a restarted runner replays
- * the search exactly. Every state change of a trial is committed before the
- * runner acts on it; a trial caught mid-way by a crash is redone (the
- * optimizer asks for the same configuration again; store_trial_insert hands
- * back the existing row).
+ * The planners are pure replays: the history is rebuilt from the store's
+ * trials when the runner is created and extended in memory as trials
+ * finish, in the same order and with the same (bit-exact) costs, so a
+ * restarted runner replays the search exactly. Every state change of a
+ * trial is committed before the runner acts on it; a trial caught mid-way
+ * by a crash is redone (the planner asks for the same configuration again;
+ * store_trial_insert hands back the existing row).
  *
  * Trial kinds (one row per study, configuration and kind): "search",
  * "search-retry-N" (a failed configuration deployed again), "confirm-N" (the
- * optimizer's re-probes), each prefixed "dry-run-" in a dry run. */
+ * planner's re-probes), each prefixed "dry-run-" in a dry run. */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <nlopt.h>
 
-#include "config.h"
-#include "cost.h"
 #include "deploy.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "log.h"
 #include "opt.h"
-#include "probe.h"
 #include "runner-internal.h"
 #include "store.h"
 #include "time-util.h"
@@ -354,6 +348,32 @@ int runner_study_insert(struct store *store, const struct study *study, const ch
 	return store_study_insert(store, &st, ret_id, err);
 }
 
+/* The planner the study asks for ("search.strategy"). */
+static int make_planner(struct runner *r, struct error *err)
+{
+	const struct runner_planner_env env = {
+		.event = r->event,
+		.store = r->store,
+		.study_id = r->study_id,
+		.study_name = r->row.name,
+		.study = r->study,
+		.profile = r->profile,
+		.settings = &r->settings,
+		.dry_run = r->opts.dry_run,
+	};
+	const char *strategy = r->study->search.strategy;
+	int k;
+
+	if (strategy && strcmp(strategy, "twin") == 0)
+		k = runner_planner_twin_new(&env, runner_on_answer, r, &r->planner, err);
+	else
+		k = runner_planner_search_new(&env, runner_on_answer, r, &r->planner, err);
+	if (k < 0)
+		return k;
+	runner_planner_describe(r->planner, r->status.twin, sizeof(r->status.twin));
+	return 0;
+}
+
 int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct runner_options *opts,
 	       struct runner **ret, struct error *err)
 {
@@ -367,7 +387,6 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	if (!r)
 		return error_set(err, -ENOMEM, "out of memory");
 	r->event = sd_event_ref(e);
-	r->twin_fd = -1;
 	r->store = store;
 	r->study_id = study_id;
 	opt_history_init(&r->history);
@@ -378,6 +397,7 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	if ((opts && opts->engines_dir && !(r->engines_dir = strdup(opts->engines_dir))) ||
 	    !(r->log_dir = strdup(opts && opts->log_dir ? opts->log_dir : ".")))
 		return error_set(err, -ENOMEM, "out of memory");
+	r->evaluator = r->opts.dry_run ? &runner_evaluator_dry : &runner_evaluator_deploy;
 
 	k = store_study_get(store, study_id, &r->row, err);
 	if (k < 0)
@@ -411,11 +431,9 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	r->wall_budget_usec =
 		r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec : r->study->budget.max_wall_time_usec;
 	r->status.max_trials = r->settings.max_trials;
-	k = runner_twin_init(r, err);
+	k = make_planner(r, err);
 	if (k < 0)
 		return error_prefix(err, k, "study %s", r->row.name);
-	if (r->twin_on)
-		snprintf(r->status.twin, sizeof(r->status.twin), "twin");
 
 	k = load_history(r, err);
 	if (k < 0)
@@ -428,8 +446,8 @@ struct runner *runner_free(struct runner *r)
 {
 	if (!r)
 		return NULL;
-	runner_trial_release(r);
-	runner_twin_free(r);
+	runner_release_trials(r);
+	r->planner = runner_planner_free(r->planner);
 	runner_host_free(r);
 	r->step_source = sd_event_source_disable_unref(r->step_source);
 	r->wall_timer = sd_event_source_disable_unref(r->wall_timer);
@@ -457,9 +475,6 @@ static int on_step(sd_event_source *s, void *userdata)
 	switch (a) {
 	case RUNNER_ACTION_PLAN:
 		runner_plan(r);
-		break;
-	case RUNNER_ACTION_DRY_EVAL:
-		runner_dry_step(r);
 		break;
 	case RUNNER_ACTION_FINISH:
 		runner_finish(r, r->pending_end);
@@ -495,7 +510,8 @@ void runner_finish(struct runner *r, enum runner_end end)
 	int k = 0;
 
 	r->wall_timer = sd_event_source_disable_unref(r->wall_timer);
-	runner_trial_release(r);
+	runner_release_trials(r);
+	(void)runner_host_stop_waiting(r);
 	switch (end) {
 	case RUNNER_END_DONE:
 		state = STORE_STUDY_DONE;
@@ -536,6 +552,11 @@ void runner_fail(struct runner *r, const char *msg)
 	/* the trial's server and probe are freed by runner_finish, from the
 	 * step source: this may run inside one of their callbacks */
 	runner_schedule(r, RUNNER_ACTION_FINISH);
+}
+
+bool runner_failing(const struct runner *r)
+{
+	return r->action == RUNNER_ACTION_FINISH;
 }
 
 /* The id of the best configuration's first measured trial. */

@@ -1,0 +1,509 @@
+/* runner-eval-deploy.c — the evaluator of a real server: deploy the
+ * configuration, run the operator's quality check (runner-quality.c) once
+ * the server is ready, probe the largest load that meets the SLA, and turn
+ * the result into an outcome and a cost. Each step commits the trial's new
+ * state to the store before acting, and each wait is an event source:
+ * nothing here blocks.
+ *
+ * A server that dies is seen two ways: the deployer's child source (FAILED)
+ * and the probe's failed requests. The probe may finish first (connection
+ * refused is instant), so a probe that saw failed requests waits a moment
+ * for the deployer's verdict before the trial's outcome is decided: a crash
+ * then fails only this trial. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cost.h"
+#include "deploy.h"
+#include "runner-internal.h"
+#include "runner-quality.h"
+#include "time-util.h"
+
+#define SETTLE_USEC (1 * USEC_PER_SEC)
+
+/* What one trial holds while it is measured. */
+struct deploy_trial {
+	struct deployment *deploy;
+	struct runner_quality *quality;
+	struct probe *probe;
+	sd_event_source *settle_timer;
+	int probe_result;   /* the probe's result while waiting for the deployer's verdict */
+	bool points_failed; /* some load point had failed requests */
+};
+
+static struct deploy_trial *state_of(const struct runner_trial *t)
+{
+	return t->eval;
+}
+
+/* ---- probing ---- */
+
+static void on_probe_event(struct probe *p, const struct probe_event *ev, void *userdata)
+{
+	struct runner_trial *t = userdata;
+	struct deploy_trial *d = state_of(t);
+	struct store_gpu_figures gpu;
+
+	if (runner_failing(t->runner))
+		return; /* runner_finish frees everything */
+
+	if (ev->kind == PROBE_EVENT_LOAD_POINT_START) {
+		runner_trial_set_rate(t, ev->rate);
+		runner_gpu_point_start(t->runner);
+		return;
+	}
+	if (ev->kind != PROBE_EVENT_LOAD_POINT_DONE || !ev->point)
+		return;
+	runner_gpu_point_stop(t->runner, &gpu);
+	if (ev->point->result.failed > 0)
+		d->points_failed = true;
+	(void)runner_trial_load_point(t, ev->point->saturation ? "saturation" : "search", &ev->point->result, &gpu,
+				      true);
+}
+
+static void outcome_from_point(const struct runner_trial *t, const struct probe_result *pt, double max_rate,
+			       struct trial_result *res)
+{
+	const struct study *s = t->runner->study;
+	struct opt_throughput tp = { 0 };
+	double tps, in_per_req;
+	int k;
+
+	if (s->scenario == OPT_SCENARIO_OFFLINE) {
+		tp.saturated_output_tps = pt->output_throughput;
+		tp.saturated_input_tps = pt->duration_s > 0 ? (double)pt->total_input_tokens / pt->duration_s : 0;
+	} else {
+		in_per_req = pt->completed > 0 ? (double)pt->total_input_tokens / pt->completed : 0;
+		tp.good_output_tps = pt->good_output_throughput;
+		tp.good_input_tps = pt->request_goodput * in_per_req;
+	}
+	tps = opt_cost_tokens_per_sec(s->scenario, s->cost_tokens, &tp);
+	trial_result_init(res, STORE_TRIAL_DONE, STORE_FAILURE_NONE);
+	k = opt_cost_per_mtok(s->gpu.price_per_gpu_hour, opt_cost_gpus_per_replica(s->space, &t->proposal.config), tps,
+			      &res->cost);
+	if (k < 0) {
+		trial_result_init(res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
+		snprintf(res->message, sizeof(res->message), "no tokens counted at the best load");
+		return;
+	}
+	res->max_rate = max_rate;
+	res->max_goodput = tps;
+	res->concurrency = pt->mean_concurrency;
+}
+
+static void classify_probe(struct runner_trial *t, int result)
+{
+	const struct study *s = t->runner->study;
+	struct deploy_trial *d = state_of(t);
+	const struct probe_load_point *points;
+	struct probe_outcome o;
+	struct trial_result res;
+	size_t n;
+
+	if (result < 0) {
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
+		snprintf(res.message, sizeof(res.message), "probe failed: %s", probe_error(d->probe));
+		runner_trial_finish(t, &res);
+		return;
+	}
+	points = probe_load_points(d->probe, &n);
+	probe_get_outcome(d->probe, &o);
+	if (s->scenario == OPT_SCENARIO_OFFLINE) {
+		if (n == 0 || points[n - 1].result.completed == 0) {
+			trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
+			snprintf(res.message, sizeof(res.message), "no request completed");
+		} else
+			outcome_from_point(t, &points[n - 1].result, points[n - 1].result.request_throughput, &res);
+	} else if (o.search == PROBE_SEARCH_NEVER_MET || !(o.max_rate > 0) || o.best_point >= n) {
+		char sla[128];
+
+		probe_sla_format(&s->sla, sla, sizeof(sla));
+		trial_result_init(&res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
+		snprintf(res.message, sizeof(res.message), "no load met the SLA (%s) in %zu load points", sla, n);
+	} else
+		outcome_from_point(t, &points[o.best_point].result, o.max_rate, &res);
+	runner_trial_finish(t, &res);
+}
+
+static int on_settle(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct runner_trial *t = userdata;
+	struct deploy_trial *d = state_of(t);
+
+	if (runner_failing(t->runner))
+		return 0; /* runner_finish frees everything */
+
+	d->settle_timer = sd_event_source_disable_unref(d->settle_timer);
+	/* the deployer would have said FAILED by now if the server had died */
+	classify_probe(t, d->probe_result);
+	return 0;
+}
+
+static void on_probe_done(struct probe *p, int result, void *userdata)
+{
+	struct runner_trial *t = userdata;
+	struct deploy_trial *d = state_of(t);
+	int k;
+
+	if (runner_failing(t->runner))
+		return; /* runner_finish frees everything */
+
+	if (result < 0 || d->points_failed) {
+		d->probe_result = result;
+		k = sd_event_add_time_relative(t->runner->event, &d->settle_timer, CLOCK_MONOTONIC, SETTLE_USEC, 1000,
+					       on_settle, t);
+		if (k >= 0) {
+			(void)sd_event_source_set_description(d->settle_timer, "runner-settle");
+			return;
+		}
+	}
+	classify_probe(t, result);
+}
+
+static void probe_config(const struct runner_trial *t, struct probe_config *pc)
+{
+	const struct study *s = t->runner->study;
+
+	probe_config_init(pc);
+	pc->client.base_url = deploy_get_base_url(state_of(t)->deploy);
+	pc->client.model = s->model.name;
+	pc->client.ignore_eos = s->workload.ignore_eos;
+	if (s->probe.request_timeout_usec > 0)
+		pc->client.request_timeout_usec = s->probe.request_timeout_usec;
+	pc->workload = s->workload;
+	memcpy(pc->percentiles, s->percentiles, sizeof(pc->percentiles));
+	pc->n_percentiles = s->n_percentiles;
+	pc->run.metrics_path = t->runner->profile->metrics_path;
+	if (s->scenario == OPT_SCENARIO_OFFLINE) {
+		pc->find_max_rate = false;
+		pc->workload.arrival = PROBE_ARRIVAL_INF;
+	} else {
+		pc->sla = s->sla;
+		pc->find_max_rate = true;
+		if (s->probe.tolerance > 0)
+			pc->rate_tolerance = s->probe.tolerance;
+		if (s->probe.max_steps > 0)
+			pc->max_load_points = s->probe.max_steps;
+		pc->min_rate = s->probe.min_rate;
+		pc->max_rate = s->probe.max_rate;
+	}
+}
+
+static void start_probe(struct runner_trial *t)
+{
+	struct runner *r = t->runner;
+	struct deploy_trial *d = state_of(t);
+	struct probe_config pc;
+	struct trial_result res;
+	struct error err = { 0 };
+	int k;
+
+	probe_config(t, &pc);
+	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PROBING, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
+	t->n_points = 0;
+	d->points_failed = false;
+	k = probe_new(r->event, &pc, &d->probe, &err);
+	if (k >= 0) {
+		k = probe_start(d->probe, on_probe_event, on_probe_done, t);
+		if (k < 0)
+			error_set(&err, k, "%s", probe_error(d->probe));
+	}
+	if (k < 0) {
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
+		snprintf(res.message, sizeof(res.message), "probe could not start: %s", error_str(&err, k));
+		runner_trial_finish(t, &res);
+		return;
+	}
+	runner_trial_set_phase(t, RUNNER_PROBING);
+}
+
+/* ---- the quality check ---- */
+
+static void on_quality(struct runner_quality *q, bool passed, const char *why, void *userdata)
+{
+	struct runner_trial *t = userdata;
+	struct deploy_trial *d = state_of(t);
+	struct trial_result res;
+
+	if (runner_failing(t->runner))
+		return; /* runner_finish frees everything */
+
+	d->quality = runner_quality_free(d->quality);
+	if (passed) {
+		start_probe(t);
+		return;
+	}
+	trial_result_init(&res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
+	snprintf(res.message, sizeof(res.message), "%s", why);
+	runner_trial_finish(t, &res);
+}
+
+static void start_quality_check(struct runner_trial *t)
+{
+	struct deploy_trial *d = state_of(t);
+	struct trial_result res;
+	struct error err = { 0 };
+	int k;
+
+	k = runner_quality_start(t, deploy_get_base_url(d->deploy), on_quality, t, &d->quality, &err);
+	if (k < 0) {
+		runner_fail(t->runner, error_str(&err, k));
+		return;
+	}
+	if (k == RUNNER_QUALITY_NOT_STARTED) {
+		trial_result_init(&res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
+		snprintf(res.message, sizeof(res.message), "%s", err.msg);
+		runner_trial_finish(t, &res);
+		return;
+	}
+	runner_trial_set_phase(t, RUNNER_QUALITY_CHECK);
+}
+
+/* ---- deployment ---- */
+
+static void deploy_failed(struct runner_trial *t, struct deployment *dep)
+{
+	struct trial_result res;
+
+	switch (deploy_get_failure(dep)) {
+	case DEPLOY_FAILURE_OOM:
+		trial_result_init(&res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM);
+		break;
+	case DEPLOY_FAILURE_STARTUP_TIMEOUT:
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_STARTUP_TIMEOUT);
+		break;
+	default:
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_CRASHED);
+		break;
+	}
+	snprintf(res.message, sizeof(res.message), "%s%s", t->phase == RUNNER_PROBING ? "crashed while probing: " : "",
+		 deploy_get_message(dep));
+	runner_trial_finish(t, &res);
+}
+
+static void on_deploy(struct deployment *dep, enum deploy_state state, void *userdata)
+{
+	struct runner_trial *t = userdata;
+
+	if (runner_failing(t->runner))
+		return; /* runner_finish frees everything */
+
+	switch (state) {
+	case DEPLOY_READY:
+		if (t->phase != RUNNER_DEPLOYING || !t->open)
+			return;
+		t->deploy_seconds = deploy_get_startup_seconds(dep);
+		if (t->runner->study->quality_check)
+			start_quality_check(t);
+		else
+			start_probe(t);
+		return;
+	case DEPLOY_FAILED:
+		if (t->open)
+			deploy_failed(t, dep);
+		else
+			runner_trial_gone(t);
+		return;
+	case DEPLOY_STOPPED:
+		runner_trial_gone(t);
+		return;
+	default:
+		return;
+	}
+}
+
+static int ensure_dir(const char *path)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* The method-specific part of a deployment: the unit name (systemd), the
+ * hooks and their environment (command). *ret_env is the caller's to free. */
+static int deploy_method_config(const struct runner_trial *t, struct deploy_config *cfg, const char *host,
+				uint16_t port, char *unit, size_t unit_size, char ***ret_env, struct error *err)
+{
+	const struct study *s = t->runner->study;
+	int k;
+
+	*ret_env = NULL;
+	switch (s->deploy.method) {
+	case STUDY_DEPLOY_SYSTEMD:
+		k = deploy_unit_name(t->runner->row.name, t->id, unit, unit_size);
+		if (k < 0)
+			return error_set(err, k, "cannot name the unit of trial %u", t->seq);
+		cfg->unit_name = unit;
+		cfg->user_bus = s->deploy.user_bus;
+		return 0;
+	case STUDY_DEPLOY_COMMAND:
+		cfg->deploy_command = s->deploy.deploy_command;
+		cfg->teardown_command = s->deploy.teardown_command;
+		cfg->health_command = s->deploy.health_command;
+		cfg->command_timeout_usec = s->deploy.command_timeout_usec;
+		k = deploy_hook_env(t->knobs, t->runner->row.name, t->id, s->model.name, host, port, ret_env);
+		if (k < 0)
+			return error_set(err, k, "cannot build the deploy hooks' environment");
+		cfg->hook_env = (const char *const *)*ret_env;
+		return 0;
+	case STUDY_DEPLOY_EXEC:
+		return 0;
+	}
+	return error_set(err, -EINVAL, "unknown deploy method %d", (int)s->deploy.method);
+}
+
+/* Renders the engine's command for the trial and starts the deployment. */
+static int launch(struct runner_trial *t, struct error *err)
+{
+	struct runner *r = t->runner;
+	struct engine_command cmd = { 0 };
+	struct deploy_config cfg;
+	const char *host = r->study->deploy.host ? r->study->deploy.host : "127.0.0.1";
+	bool command = r->study->deploy.method == STUDY_DEPLOY_COMMAND;
+	char unit[256] = "", **hook_env = NULL;
+	uint16_t port = 0;
+	int k = 0;
+
+	/* The command method's hooks report a URL, not an announce line: they
+	 * always get a port (free here; on another host only a suggestion). */
+	if (r->profile->port_mode == ENGINE_PORT_FREE || command) {
+		k = deploy_pick_free_port(host, &port, err);
+		if (k < 0 && command)
+			k = deploy_pick_free_port("127.0.0.1", &port, err);
+	}
+	if (k >= 0)
+		k = engine_profile_render_study(r->profile, r->study, t->knobs, host, port, &cmd, err);
+	if (k >= 0) {
+		deploy_config_from_profile(&cfg, r->profile, &cmd, t->log_path, host, port,
+					   r->study->deploy.startup_timeout_usec, r->study->deploy.stop_timeout_usec);
+		k = deploy_method_config(t, &cfg, host, port, unit, sizeof(unit), &hook_env, err);
+	}
+	if (k >= 0)
+		k = deploy_start(r->event, r->study->deploy.method, &cfg, on_deploy, t, &state_of(t)->deploy, err);
+	deploy_strv_free(hook_env); /* deploy_start copied it */
+	engine_command_done(&cmd);
+	return k;
+}
+
+static void deploy_eval_start(struct runner_trial *t)
+{
+	struct runner *r = t->runner;
+	struct deploy_trial *d;
+	struct trial_result res;
+	struct error err = { 0 };
+	char msg[ERROR_MSG_MAX];
+	int k;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		runner_fail(r, "out of memory");
+		return;
+	}
+	t->eval = d;
+	k = runner_host_record(r, t->id, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
+	k = ensure_dir(r->log_dir);
+	if (k < 0) {
+		snprintf(msg, sizeof(msg), "log directory %s: %s", r->log_dir, strerror(-k));
+		runner_fail(r, msg);
+		return;
+	}
+	if (asprintf(&t->log_path, "%s/%s-trial-%03u-%s.log", r->log_dir, r->row.name, t->seq, t->kind) < 0) {
+		t->log_path = NULL;
+		runner_fail(r, "out of memory");
+		return;
+	}
+	k = launch(t, &err);
+	if (k < 0) {
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_DEPLOY_ERROR);
+		snprintf(res.message, sizeof(res.message), "%s", error_str(&err, k));
+		runner_trial_finish(t, &res);
+		return;
+	}
+	k = store_trial_set_server(r->store, t->id, deploy_get_pgid(d->deploy), deploy_get_unit(d->deploy), t->log_path,
+				   &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
+	runner_trial_set_phase(t, RUNNER_DEPLOYING);
+}
+
+/* ---- the evaluator ---- */
+
+static void deploy_eval_abort(struct runner_trial *t)
+{
+	struct deploy_trial *d = state_of(t);
+
+	if (!d)
+		return;
+	d->settle_timer = sd_event_source_disable_unref(d->settle_timer);
+	d->quality = runner_quality_free(d->quality);
+	d->probe = probe_free(d->probe);
+}
+
+static enum runner_server deploy_eval_server(const struct runner_trial *t)
+{
+	const struct deploy_trial *d = state_of(t);
+
+	if (!d || !d->deploy)
+		return RUNNER_SERVER_NONE;
+	switch (deploy_get_state(d->deploy)) {
+	case DEPLOY_STARTING:
+	case DEPLOY_READY:
+		return RUNNER_SERVER_RUNNING;
+	case DEPLOY_STOPPING:
+		return RUNNER_SERVER_STOPPING;
+	default:
+		return RUNNER_SERVER_NONE;
+	}
+}
+
+static int deploy_eval_record_server(struct runner_trial *t, struct error *err)
+{
+	const struct deploy_trial *d = state_of(t);
+
+	if (deploy_get_pgid(d->deploy) <= 0 && !deploy_get_unit(d->deploy))
+		return 0;
+	return store_trial_set_server(t->runner->store, t->id, deploy_get_pgid(d->deploy), deploy_get_unit(d->deploy),
+				      t->log_path, err);
+}
+
+static int deploy_eval_stop_server(struct runner_trial *t)
+{
+	return deploy_stop(state_of(t)->deploy);
+}
+
+static void deploy_eval_release(struct runner_trial *t)
+{
+	struct deploy_trial *d = state_of(t);
+
+	if (!d)
+		return;
+	deploy_eval_abort(t);
+	d->deploy = deploy_free(d->deploy);
+	free(d);
+	t->eval = NULL;
+}
+
+const struct runner_evaluator runner_evaluator_deploy = {
+	.kind = "search",
+	.confirm_prefix = "",
+	.start = deploy_eval_start,
+	.abort = deploy_eval_abort,
+	.server = deploy_eval_server,
+	.record_server = deploy_eval_record_server,
+	.stop_server = deploy_eval_stop_server,
+	.release = deploy_eval_release,
+};

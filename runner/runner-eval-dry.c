@@ -1,0 +1,146 @@
+/* runner-eval-dry.c — the evaluator of a dry run: the configuration is
+ * evaluated in virtual time (runner_dry_evaluate: the sim core's engine
+ * model, milliseconds), from a deferred step of the loop so that a pause or
+ * stop asked in between is acted on. The trial is stored as a real one is —
+ * host {"dry_run": true}, its load points (the saturated run and the one at
+ * the max rate), its outcome — and kinds "dry-run", "dry-run-retry-N",
+ * "dry-run-confirm-N". A confirmation runs the engine with another jitter
+ * seed: a re-probe. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runner-dryrun.h"
+#include "runner-internal.h"
+
+struct dry_trial {
+	sd_event_source *step;
+};
+
+static void dry_result(const struct runner_dry_result *res, struct trial_result *ret)
+{
+	if (res->infeasible) {
+		trial_result_init(ret, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM);
+		snprintf(ret->message, sizeof(ret->message), "%s", res->message);
+	} else if (res->sla_never_met) {
+		trial_result_init(ret, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
+		snprintf(ret->message, sizeof(ret->message), "%s", res->message);
+	} else {
+		trial_result_init(ret, STORE_TRIAL_DONE, STORE_FAILURE_NONE);
+		ret->max_rate = res->max_rate;
+		ret->max_goodput = res->tokens_per_sec;
+		ret->concurrency = res->concurrency;
+		ret->cost = res->cost_per_mtok;
+	}
+}
+
+/* Evaluates the trial and stores what it measured; < 0 when the study fails. */
+static int evaluate(struct runner_trial *t, struct trial_result *ret)
+{
+	struct runner *r = t->runner;
+	struct runner_dry_result *res;
+	struct error err = { 0 };
+	unsigned variant = 0;
+	int k;
+
+	res = malloc(sizeof(*res));
+	if (!res) {
+		runner_fail(r, "out of memory");
+		return -ENOMEM;
+	}
+	if (t->proposal.ask == OPT_ASK_CONFIRM)
+		variant = 1000 + t->seq;
+	k = runner_dry_evaluate(r->study, &t->proposal.config, variant, res, &err);
+	if (k < 0) {
+		free(res);
+		runner_fail(r, error_str(&err, k));
+		return k;
+	}
+	if (res->have_saturated)
+		k = runner_trial_load_point(t, "saturation", &res->saturated, NULL, false);
+	if (k >= 0 && res->have_point)
+		k = runner_trial_load_point(t, r->study->scenario == OPT_SCENARIO_OFFLINE ? "saturation" : "search",
+					    &res->point, NULL, true);
+	if (k >= 0)
+		dry_result(res, ret);
+	free(res);
+	return k;
+}
+
+static int on_step(sd_event_source *s, void *userdata)
+{
+	struct runner_trial *t = userdata;
+	struct dry_trial *d = t->eval;
+	struct trial_result res;
+
+	d->step = sd_event_source_disable_unref(d->step);
+	if (runner_failing(t->runner) || runner_settle_request(t->runner))
+		return 0;
+	if (evaluate(t, &res) >= 0)
+		runner_trial_finish(t, &res);
+	return 0;
+}
+
+static void dry_start(struct runner_trial *t)
+{
+	struct runner *r = t->runner;
+	struct dry_trial *d;
+	struct error err = { 0 };
+	int k;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		runner_fail(r, "out of memory");
+		return;
+	}
+	t->eval = d;
+	k = store_trial_set_host(r->store, t->id, "{\"dry_run\":true}", &err);
+	if (k >= 0)
+		k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PROBING, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
+	runner_trial_set_phase(t, RUNNER_PROBING);
+	k = sd_event_add_defer(r->event, &d->step, on_step, t);
+	if (k < 0) {
+		runner_fail(r, "runner: cannot add an event source");
+		return;
+	}
+	(void)sd_event_source_set_description(d->step, "runner-dry-run");
+}
+
+static void dry_abort(struct runner_trial *t)
+{
+	struct dry_trial *d = t->eval;
+
+	if (d)
+		d->step = sd_event_source_disable_unref(d->step);
+}
+
+static enum runner_server dry_server(const struct runner_trial *t)
+{
+	return RUNNER_SERVER_NONE;
+}
+
+static int dry_stop_server(struct runner_trial *t)
+{
+	return -ESRCH;
+}
+
+static void dry_release(struct runner_trial *t)
+{
+	dry_abort(t);
+	free(t->eval);
+	t->eval = NULL;
+}
+
+const struct runner_evaluator runner_evaluator_dry = {
+	.kind = "dry-run",
+	.confirm_prefix = "dry-run-",
+	.start = dry_start,
+	.abort = dry_abort,
+	.server = dry_server,
+	.stop_server = dry_stop_server,
+	.release = dry_release,
+};

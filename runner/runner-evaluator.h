@@ -1,0 +1,55 @@
+/* runner-evaluator.h — what turns a configuration into a measured trial.
+ *
+ * Two evaluators: deploy + quality check + probe on a real server
+ * (runner-eval-deploy.c, with runner-quality.c), and the dry run in virtual
+ * time (runner-eval-dry.c, over runner-dryrun.c). The runner records the
+ * trial (runner_trial_begin) and hands it to the evaluator; the evaluator
+ * reports from the loop, through the trial:
+ *
+ *   runner_trial_set_phase(t, DEPLOYING | QUALITY_CHECK | PROBING)
+ *   runner_trial_load_point(t, ...)     each load point as it ends (stored, an event)
+ *   runner_trial_finish(t, &result)     the outcome: stored, told to the planner;
+ *                                       the runner then stops the server (stop_server)
+ *   runner_trial_gone(t)                the server is gone (after stop_server, or it died)
+ *
+ * A configuration that cannot be measured (out of memory, a crash, the SLA
+ * never met, a failed quality check) is an outcome; what the study cannot go
+ * on after (a store error) goes to runner_fail. Each trial's state of its
+ * evaluator hangs off the trial (t->eval), so several trials may be in
+ * flight at once. Internal to runner/. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "error.h"
+
+struct runner_trial;
+
+enum runner_server {
+	RUNNER_SERVER_NONE,     /* no server (any longer) */
+	RUNNER_SERVER_RUNNING,  /* starting or ready */
+	RUNNER_SERVER_STOPPING, /* being torn down: runner_trial_gone follows */
+};
+
+struct runner_evaluator {
+	/* The trials' kinds: KIND, KIND-retry-N for a failed configuration
+	 * deployed again, PREFIXconfirm-N for re-probes. */
+	const char *kind;
+	const char *confirm_prefix;
+	/* Begins measuring t (stored, state deploying). */
+	void (*start)(struct runner_trial *t);
+	/* Stops measuring (probe, quality check, a pending step); a server stays. */
+	void (*abort)(struct runner_trial *t);
+	/* The state of the trial's server. */
+	enum runner_server (*server)(const struct runner_trial *t);
+	/* Records the running server with the trial, so that a restarted runner
+	 * finds it (NULL: there is never a server). */
+	int (*record_server)(struct runner_trial *t, struct error *err);
+	/* Begins the teardown of a RUNNING server; ≥ 0: runner_trial_gone follows. */
+	int (*stop_server)(struct runner_trial *t);
+	/* Frees t->eval (a server still up is killed). */
+	void (*release)(struct runner_trial *t);
+};
+
+extern const struct runner_evaluator runner_evaluator_deploy;
+extern const struct runner_evaluator runner_evaluator_dry;

@@ -1,0 +1,127 @@
+/* runner-planner.h — what the runner asks for the next configurations: a
+ * planner proposes configurations to measure (or says the study is done)
+ * and is told results through the history it is asked with.
+ *
+ * Two planners: the NLopt replay search (runner-plan-search.c, opt_next)
+ * and the digital twin (runner-plan-twin.c, twin_next in a forked child).
+ * Both are replays: an answer depends only on the study, the history and
+ * (for the twin) a stored calibration, so a restarted runner asks the same
+ * questions and gets the same answers.
+ *
+ * An ask names how many configurations are wanted (k) and which ones are in
+ * flight (pending, not yet in the history): a runner with free GPU sets may
+ * ask for several at once, a planner fills the pending ones with stand-in
+ * values of its own choosing so that the replay stays exact. Today's
+ * planners answer k = 1 with nothing pending and refuse more
+ * (-EOPNOTSUPP).
+ *
+ * An answer comes at once (runner_planner_ask returns RUNNER_ASK_ANSWERED
+ * and fills *ret) or later from the loop (RUNNER_ASK_PENDING: the planner's
+ * callback gets it, or the error that ended the ask). A planner that needs
+ * the host facts before its first answer says so (RUNNER_ASK_WAIT_HOST):
+ * the runner asks again once they are known. Internal to runner/. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "engine-profile.h"
+#include "error.h"
+#include "opt.h"
+#include "store.h"
+#include "study.h"
+
+/* Trials one ask may propose (and the runner may hold in flight). */
+#define RUNNER_ASK_MAX 16
+
+/* What the planner is asked with. */
+struct runner_ask {
+	/* The study's finished trials in the order they were told (the
+	 * replay's history); trial_ids[i] is the store id of history->trials[i]. */
+	const struct opt_history *history;
+	const int64_t *trial_ids;
+	/* Configurations of the trials in flight (no outcome yet). */
+	const struct opt_config *pending;
+	size_t n_pending;
+	size_t k;              /* configurations wanted, 1 ≤ k ≤ RUNNER_ASK_MAX */
+	const char *host_json; /* the host facts; NULL while unknown (always in a dry run) */
+	bool host_pending;     /* the host facts are being gathered (an ask may wait for them) */
+};
+
+/* One configuration to measure. */
+struct runner_proposal {
+	enum opt_ask ask; /* OPT_ASK_TRIAL or OPT_ASK_CONFIRM (a re-probe) */
+	struct opt_config config;
+	unsigned attempt;      /* 1, or 2.. when a FAILED configuration is deployed again */
+	double predicted_cost; /* what the planner expects it to cost ($/Mtok); NAN: no prediction */
+};
+
+struct runner_answer {
+	size_t n; /* proposals, 0 ≤ n ≤ k; 0 means done */
+	struct runner_proposal proposals[RUNNER_ASK_MAX];
+	/* done: why */
+	enum opt_done_reason reason;
+	char message[256]; /* for people; "" = the reason's name */
+};
+
+enum runner_ask_result {
+	RUNNER_ASK_ANSWERED,  /* *ret holds the answer */
+	RUNNER_ASK_PENDING,   /* the callback brings it */
+	RUNNER_ASK_WAIT_HOST, /* ask again once the host facts are known */
+};
+
+struct runner_planner;
+
+/* A later answer (r ≥ 0, a set) or the error that ended the ask (r < 0,
+ * message set). The planner may be freed inside. */
+typedef void (*runner_answer_fn)(struct runner_planner *p, int r, const struct runner_answer *a, const char *message,
+				 void *userdata);
+
+struct runner_planner_ops {
+	/* Returns an enum runner_ask_result, or -errno with err set. At most
+	 * one ask is in flight. */
+	int (*ask)(struct runner_planner *p, const struct runner_ask *a, struct runner_answer *ret, struct error *err);
+	/* Drops the ask in flight (no callback follows). */
+	void (*cancel)(struct runner_planner *p);
+	/* Its state for the status line ("twin refine, warm, fit error 3.1%"); "" when it has none. */
+	void (*describe)(const struct runner_planner *p, char *buf, size_t size);
+	void (*free)(struct runner_planner *p);
+};
+
+/* The part every planner starts with. */
+struct runner_planner {
+	const struct runner_planner_ops *ops;
+	runner_answer_fn cb;
+	void *userdata;
+};
+
+/* What a planner may read (all borrowed: they outlive the planner). */
+struct runner_planner_env {
+	sd_event *event;
+	struct store *store;
+	int64_t study_id;
+	const char *study_name;
+	const struct study *study;
+	const struct engine_profile *profile;
+	const struct opt_settings *settings; /* the search's: seed, budget, confirmations */
+	bool dry_run;
+};
+
+/* The NLopt replay search: opt_next, answered at once. */
+int runner_planner_search_new(const struct runner_planner_env *env, runner_answer_fn cb, void *userdata,
+			      struct runner_planner **ret, struct error *err);
+/* The digital twin ("search.strategy": "twin"): twin_next in a forked child,
+ * warm-started from the calibration stored for this engine, GPU, driver and
+ * model (the first ask waits for the host facts), its calibration stored
+ * when the study is done. Errors name the spec key the twin cannot use. */
+int runner_planner_twin_new(const struct runner_planner_env *env, runner_answer_fn cb, void *userdata,
+			    struct runner_planner **ret, struct error *err);
+
+int runner_planner_ask(struct runner_planner *p, const struct runner_ask *a, struct runner_answer *ret,
+		       struct error *err);
+void runner_planner_cancel(struct runner_planner *p);
+void runner_planner_describe(const struct runner_planner *p, char *buf, size_t size);
+struct runner_planner *runner_planner_free(struct runner_planner *p);

@@ -275,290 +275,401 @@ static void ask(struct twin *t, size_t i, enum twin_phase phase, double predicte
 	c->predicted_cost = predicted;
 }
 
-int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_history *h,
-	      const struct twin_calibration *warm, struct twin_candidate *ret, struct error *err)
+/* One ask: its inputs and what it has found out so far. */
+struct next {
+	struct twin *t;
+	const struct twin_settings *s;
+	const struct twin_history *h;
+	const struct twin_calibration *warm;
+	struct twin_candidate c;
+	struct opt_history oh; /* h as the plain search sees it */
+	struct seen *seen;     /* per config */
+	bool *excl;            /* per config: never to be asked */
+	double *disc;          /* per config: the ranking's optimism */
+	struct sim_profile base;
+	unsigned n_real; /* distinct configurations deployed */
+};
+
+static void next_done(struct next *n)
 {
-	struct twin_candidate c = { .predicted_cost = NAN };
-	struct opt_history oh;
-	_cleanup_(freep) struct seen *seen = calloc(t->n_configs, sizeof(struct seen));
-	_cleanup_(freep) bool *excl = calloc(t->n_configs, sizeof(bool));
-	_cleanup_(freep) double *disc = calloc(t->n_configs, sizeof(double));
-	struct sim_profile base = t->base, P;
-	struct twin_prediction pu = { 0 }, pb = { 0 };
-	unsigned n_real = 0, inferred = 0, n_lead, near_used;
-	size_t u = SIZE_MAX;
-	double cost_sq = 0, cost_err, fit_limit;
-	unsigned cost_n = 0;
-	bool have_u, agree;
+	opt_history_done(&n->oh);
+	free(n->seen);
+	free(n->excl);
+	free(n->disc);
+}
+
+/* Whether configs[i] is ruled out by an out-of-memory trial: larger or
+ * equal batch knobs, all else equal. */
+static bool dominated(const struct twin *t, size_t i, const struct opt_trial *f)
+{
+	bool dom = f->outcome == OPT_OUTCOME_INFEASIBLE;
+
+	for (size_t q = 0; q < t->space->n_knobs && dom; q++)
+		dom = t->space->knobs[q].memory_monotone ? t->configs[i].idx[q] >= f->config.idx[q]
+							 : t->configs[i].idx[q] == f->config.idx[q];
+	return dom;
+}
+
+/* Reads the history: what was tried and measured, the best so far, and
+ * what is never to be asked — what was tried, what the model cannot start,
+ * what an out-of-memory trial rules out. */
+static int next_init(struct next *n, struct twin *t, const struct twin_settings *s, const struct twin_history *h,
+		     const struct twin_calibration *warm, struct error *err)
+{
+	unsigned inferred = 0;
 	int r;
 
-	if (!seen || !excl || !disc)
+	*n = (struct next){ .t = t, .s = s, .h = h, .warm = warm, .c = { .predicted_cost = NAN }, .base = t->base };
+	opt_history_init(&n->oh);
+	n->seen = calloc(t->n_configs, sizeof(struct seen));
+	n->excl = calloc(t->n_configs, sizeof(bool));
+	n->disc = calloc(t->n_configs, sizeof(double));
+	if (!n->seen || !n->excl || !n->disc)
 		return -ENOMEM;
-	opt_history_init(&oh);
 	for (size_t k = 0; k < h->n; k++) {
 		ssize_t i = twin_index(t, &h->trials[k].trial.config);
 
-		if (i < 0) {
-			opt_history_done(&oh);
+		if (i < 0)
 			return error_set(err, -EINVAL, "twin: trial %zu: configuration not in the space", k);
-		}
-		r = opt_history_add(&oh, &h->trials[k].trial);
-		if (r < 0) {
-			opt_history_done(&oh);
+		r = opt_history_add(&n->oh, &h->trials[k].trial);
+		if (r < 0)
 			return error_set(err, r, "twin: trial %zu: bad outcome or cost", k);
-		}
-		if (!seen[i].tried)
-			n_real++;
-		seen[i].tried = true;
+		if (!n->seen[i].tried)
+			n->n_real++;
+		n->seen[i].tried = true;
 		if (h->trials[k].trial.outcome == OPT_OUTCOME_MEASURED) {
-			seen[i].measured = true;
-			seen[i].sum += h->trials[k].trial.cost;
-			seen[i].n++;
+			n->seen[i].measured = true;
+			n->seen[i].sum += h->trials[k].trial.cost;
+			n->seen[i].n++;
 		}
 	}
-	opt_best(t->space, &oh, &c.opt.best, &c.opt.runner_up);
-	/* Never ask for what was tried, what the model cannot start, or what an
-	 * out-of-memory trial rules out (larger batch knobs, all else equal). */
+	opt_best(t->space, &n->oh, &n->c.opt.best, &n->c.opt.runner_up);
 	for (size_t i = 0; i < t->n_configs; i++) {
-		excl[i] = seen[i].tried || !twin_startable(t, i);
-		for (size_t k = 0; k < h->n && !excl[i]; k++) {
-			const struct opt_config *f = &h->trials[k].trial.config;
-			bool dom = h->trials[k].trial.outcome == OPT_OUTCOME_INFEASIBLE;
-
-			for (size_t q = 0; q < t->space->n_knobs && dom; q++)
-				dom = t->space->knobs[q].memory_monotone ? t->configs[i].idx[q] >= f->idx[q]
-									 : t->configs[i].idx[q] == f->idx[q];
-			if (dom) {
-				excl[i] = true;
+		n->excl[i] = n->seen[i].tried || !twin_startable(t, i);
+		for (size_t k = 0; k < h->n && !n->excl[i]; k++)
+			if (dominated(t, i, &h->trials[k].trial)) {
+				n->excl[i] = true;
 				inferred++;
 			}
-		}
 	}
-	c.opt.evaluated = n_real;
-	c.opt.inferred = inferred;
+	n->c.opt.evaluated = n->n_real;
+	n->c.opt.inferred = inferred;
+	return 0;
+}
 
-	/* 1. warm start and drift */
-	if (warm) {
-		for (size_t k = 0; k < h->n; k++) {
-			struct twin_fit ev;
-			double lim;
+/* 1. Warm start and drift: the stored calibration holds unless the first
+ * trial it knows every constant of is off by more than it allows. */
+static int check_warm(struct next *n, struct error *err)
+{
+	const struct twin_calibration *warm = n->warm;
+	const struct twin_settings *s = n->s;
+	int r;
 
-			ssize_t ci = twin_index(t, &h->trials[k].trial.config);
+	if (!warm)
+		return 0;
+	for (size_t k = 0; k < n->h->n; k++) {
+		const struct twin_trial *tr = &n->h->trials[k];
+		ssize_t ci = twin_index(n->t, &tr->trial.config);
+		struct twin_fit ev;
+		double lim;
 
-			/* Judge only on a trial the stored calibration knows every constant of:
-			 * an untried precision is not drift. */
-			if (h->trials[k].n_points == 0 || h->trials[k].trial.outcome == OPT_OUTCOME_INFEASIBLE ||
-			    h->trials[k].trial.outcome == OPT_OUTCOME_FAILED ||
-			    (twin_specific_fields(t, (size_t)ci) & ~warm->fitted))
-				continue;
-			r = twin_evaluate(t, &h->trials[k], 1, &warm->profile, &s->fit, &ev, err);
-			if (r == -ENODATA)
-				continue;
-			if (r < 0)
-				goto out;
-			lim = MAX(s->drift_factor * MAX(warm->fit_error, s->min_tol), warm->fit_error + 2 * s->min_tol);
-			if (ev.error > lim) {
-				c.drift = true;
-				snprintf(c.message, sizeof(c.message),
-					 "drift: the stored calibration is off by %.0f %% on the first trial (stored "
-					 "error "
-					 "%.0f %%); recalibrating from scratch",
-					 ev.error * 100, warm->fit_error * 100);
-			}
-			break;
-		}
-		c.warm = !c.drift;
-		if (c.warm)
-			base = warm->profile;
-	}
-
-	/* 2. design */
-	if (!c.warm) {
-		struct opt_config design[DESIGN_MAX];
-		size_t nd = 0;
-
-		r = twin_design_initial(t, &t->base, MIN((size_t)s->n_design, (size_t)DESIGN_MAX), design, &nd, err);
+		/* Judge only on a trial the stored calibration knows every constant of:
+		 * an untried precision is not drift. */
+		if (tr->n_points == 0 || tr->trial.outcome == OPT_OUTCOME_INFEASIBLE ||
+		    tr->trial.outcome == OPT_OUTCOME_FAILED || (twin_specific_fields(n->t, (size_t)ci) & ~warm->fitted))
+			continue;
+		r = twin_evaluate(n->t, tr, 1, &warm->profile, &s->fit, &ev, err);
+		if (r == -ENODATA)
+			continue;
 		if (r < 0)
-			goto out;
-		for (size_t d = 0; d < nd; d++) {
-			ssize_t i = twin_index(t, &design[d]);
+			return r;
+		lim = MAX(s->drift_factor * MAX(warm->fit_error, s->min_tol), warm->fit_error + 2 * s->min_tol);
+		if (ev.error > lim) {
+			n->c.drift = true;
+			snprintf(
+				n->c.message, sizeof(n->c.message),
+				"drift: the stored calibration is off by %.0f %% on the first trial (stored error %.0f "
+				"%%); recalibrating from scratch",
+				ev.error * 100, warm->fit_error * 100);
+		}
+		break;
+	}
+	n->c.warm = !n->c.drift;
+	if (n->c.warm)
+		n->base = warm->profile;
+	return 0;
+}
 
-			if (i >= 0 && !excl[i]) {
-				ask(t, (size_t)i, TWIN_PHASE_DESIGN, NAN, &c);
-				if (!c.drift)
-					snprintf(c.message, sizeof(c.message), "design trial %zu of %zu", d + 1, nd);
-				goto out_ok;
-			}
+/* 2. Design (cold start): the first design configuration not tried yet.
+ * 1 when it asks. */
+static int ask_design(struct next *n, struct error *err)
+{
+	struct opt_config design[DESIGN_MAX];
+	size_t nd = 0;
+	int r;
+
+	if (n->c.warm)
+		return 0;
+	r = twin_design_initial(n->t, &n->t->base, MIN((size_t)n->s->n_design, (size_t)DESIGN_MAX), design, &nd, err);
+	if (r < 0)
+		return r;
+	for (size_t d = 0; d < nd; d++) {
+		ssize_t i = twin_index(n->t, &design[d]);
+
+		if (i >= 0 && !n->excl[i]) {
+			ask(n->t, (size_t)i, TWIN_PHASE_DESIGN, NAN, &n->c);
+			if (!n->c.drift)
+				snprintf(n->c.message, sizeof(n->c.message), "design trial %zu of %zu", d + 1, nd);
+			return 1;
 		}
 	}
+	return 0;
+}
 
-	/* 3. judge the fit on fixed prefixes: the history up to the first trial of
-	 * the k-th distinct configuration, for k from the end of the design to
-	 * judge_after beyond it. Poor on any of them means poor for good: later
-	 * calls see the same prefixes, so the fallback is sticky and replays. */
+/* The history up to the first trial of the k-th distinct configuration:
+ * its length, and in *ret_distinct how many it holds. */
+static int judged_prefix(const struct next *n, unsigned k, size_t *ret_len, unsigned *ret_distinct)
+{
+	bool *first = calloc(n->t->n_configs, sizeof(bool));
+	unsigned distinct = 0;
+	size_t L;
+
+	if (!first)
+		return -ENOMEM;
+	for (L = 0; L < n->h->n && distinct < k; L++) {
+		ssize_t i = twin_index(n->t, &n->h->trials[L].trial.config);
+
+		if (!first[i]) {
+			first[i] = true;
+			distinct++;
+		}
+	}
+	free(first);
+	*ret_len = L;
+	*ret_distinct = distinct;
+	return 0;
+}
+
+/* 3. Judge the fit on fixed prefixes: the history up to the first trial of
+ * the k-th distinct configuration, for k from the end of the design to
+ * judge_after beyond it. Poor on any of them means poor for good: later
+ * calls see the same prefixes, so the fallback is sticky and replays; the
+ * plain search then answers. 1 when it does. */
+static int judge(struct next *n, struct error *err)
+{
+	const struct twin_settings *s = n->s;
 	/* A twin that can describe the server fits down to the measurement noise
 	 * (a residual of about min_tol); the limit sits well above that and well
 	 * below what an inexpressible cost leaves (bench-twin: judged fits of 20
 	 * healthy instances <= 5 %, of a batch-squared step cost >= 13 %). */
-	fit_limit = MAX(s->max_fit_error, 2.5 * s->min_tol);
-	n_lead = c.warm ? 1 : s->n_design;
-	for (unsigned k = MAX(n_lead, 1u); k <= MIN(n_real, n_lead + s->judge_after); k++) {
+	double fit_limit = MAX(s->max_fit_error, 2.5 * s->min_tol);
+	unsigned n_lead = n->c.warm ? 1 : s->n_design;
+	int r;
+
+	for (unsigned k = MAX(n_lead, 1u); k <= MIN(n->n_real, n_lead + s->judge_after); k++) {
 		struct twin_fit fj;
-		_cleanup_(freep) bool *first = calloc(t->n_configs, sizeof(bool));
-		unsigned distinct = 0;
-		size_t L = 0;
+		unsigned distinct;
+		size_t L;
 		double pe;
 
-		if (!first) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (L = 0; L < h->n && distinct < k; L++) {
-			ssize_t i = twin_index(t, &h->trials[L].trial.config);
-
-			if (!first[i]) {
-				first[i] = true;
-				distinct++;
-			}
-		}
-		r = twin_calibrate(t, h->trials, L, &base, &s->fit, &fj, err);
+		r = judged_prefix(n, k, &L, &distinct);
+		if (r < 0)
+			return r;
+		r = twin_calibrate(n->t, n->h->trials, L, &n->base, &s->fit, &fj, err);
 		if (r == -ENODATA)
 			continue; /* nothing ran yet (out of memory, say): nothing to judge */
 		if (r < 0)
-			goto out;
-		pe = pred_error(t, h->trials, L, c.warm ? warm->fitted : 0);
+			return r;
+		pe = pred_error(n->t, n->h->trials, L, n->c.warm ? n->warm->fitted : 0);
 		if (fj.error <= fit_limit && pe <= s->max_pred_error)
 			continue;
-		c.fallback = true;
-		c.fit = fj;
-		r = opt_next(t->space, &s->plain, &oh, &c.opt, err);
+		n->c.fallback = true;
+		n->c.fit = fj;
+		r = opt_next(n->t->space, &s->plain, &n->oh, &n->c.opt, err);
 		if (r < 0)
-			goto out;
-		c.opt.evaluated = n_real;
-		c.phase = c.opt.ask == OPT_ASK_DONE ? TWIN_PHASE_DONE : TWIN_PHASE_FALLBACK;
-		c.pred_error = pe;
-		snprintf(c.message, sizeof(c.message),
+			return r;
+		n->c.opt.evaluated = n->n_real;
+		n->c.phase = n->c.opt.ask == OPT_ASK_DONE ? TWIN_PHASE_DONE : TWIN_PHASE_FALLBACK;
+		n->c.pred_error = pe;
+		snprintf(n->c.message, sizeof(n->c.message),
 			 "poor fit: the twin cannot describe this server (fit error %.0f %%, prediction error %.0f %% "
 			 "after %u trials; limits %.0f %% / %.0f %%): continuing as the plain search",
 			 fj.error * 100, pe * 100, distinct, fit_limit * 100, s->max_pred_error * 100);
-		goto out_ok;
+		return 1;
 	}
+	return 0;
+}
 
-	if (s->plain.max_trials && n_real >= s->plain.max_trials) {
-		finish(s, OPT_DONE_BUDGET, &c);
-		snprintf(c.message, sizeof(c.message), "budget: %u configurations deployed", n_real);
-		goto out_ok;
-	}
+/* Done (or confirming first), with a message when none was given. */
+static void finish_with_message(struct next *n, enum opt_done_reason reason)
+{
+	finish(n->s, reason, &n->c);
+	if (!n->c.drift && !n->c.message[0])
+		snprintf(n->c.message, sizeof(n->c.message), "%s: %s", opt_done_reason_to_string(n->c.opt.reason),
+			 n->c.calibrated
+				 ? "nothing untested is predicted to beat the best by more than the twin's error"
+				 : "no calibration");
+}
 
-	/* 4. refine */
-	r = twin_calibrate(t, h->trials, h->n, &base, &s->fit, &c.fit, err);
+/* 4. Calibrate on every trial; the twin's error (tol) is its relative cost
+ * error on the measured configurations near the top, floored at the noise;
+ * a configuration depending on a constant not fitted yet is ranked
+ * optimistically by the prior's error. */
+static int calibrate(struct next *n, struct error *err)
+{
+	const struct twin_settings *s = n->s;
+	struct twin *t = n->t;
+	double cost_sq = 0, cost_err;
+	unsigned cost_n = 0;
+	int r;
+
+	r = twin_calibrate(t, n->h->trials, n->h->n, &n->base, &s->fit, &n->c.fit, err);
 	if (r < 0 && r != -ENODATA)
-		goto out;
-	c.calibrated = r >= 0;
-	if (!c.calibrated)
-		c.fit = (struct twin_fit){ .profile = base };
-	P = c.fit.profile;
+		return r;
+	n->c.calibrated = r >= 0;
+	if (!n->c.calibrated)
+		n->c.fit = (struct twin_fit){ .profile = n->base };
 	for (size_t i = 0; i < t->n_configs; i++) {
+		const struct seen *sn = &n->seen[i];
 		struct twin_prediction pr;
 		double e;
 
 		/* The error that matters is near the top: far corners of the space
 		 * (a tiny batch) may be off without changing any decision. */
-		if (!seen[i].measured || (c.opt.best.valid && seen[i].sum / seen[i].n > c.opt.best.cost * 1.5))
+		if (!sn->measured || (n->c.opt.best.valid && sn->sum / sn->n > n->c.opt.best.cost * 1.5))
 			continue;
-		r = twin_predict(t, &P, &t->configs[i], &pr, err);
+		r = twin_predict(t, &n->c.fit.profile, &t->configs[i], &pr, err);
 		if (r < 0)
-			goto out;
-		e = pr.outcome == OPT_OUTCOME_MEASURED ? log(seen[i].sum / seen[i].n / pr.cost) : 1.0;
+			return r;
+		e = pr.outcome == OPT_OUTCOME_MEASURED ? log(sn->sum / sn->n / pr.cost) : 1.0;
 		cost_sq += e * e;
 		cost_n++;
 	}
 	cost_err = cost_n ? exp(sqrt(cost_sq / cost_n)) - 1 : 0;
-	c.pred_error = pred_error(t, h->trials, h->n, c.warm ? warm->fitted : 0);
-	c.tol = MAX(s->min_tol, cost_err);
-
-	/* Where the twin has not fitted a constant the configuration depends on
-	 * (an untried precision or TP), its error is the prior's: rank it
-	 * optimistically by that much. */
+	n->c.pred_error = pred_error(t, n->h->trials, n->h->n, n->c.warm ? n->warm->fitted : 0);
+	n->c.tol = MAX(s->min_tol, cost_err);
 	for (size_t i = 0; i < t->n_configs; i++) {
-		uint64_t known = c.fit.fitted | (c.warm ? warm->fitted : 0);
+		uint64_t known = n->c.fit.fitted | (n->c.warm ? n->warm->fitted : 0);
 
-		disc[i] = (twin_specific_fields(t, i) & ~known) ? exp(-s->unfitted_error) : 1.0;
+		n->disc[i] = (twin_specific_fields(t, i) & ~known) ? exp(-s->unfitted_error) : 1.0;
 	}
-	r = twin_rank_best(t, &P, excl, disc, &u, &pu, err);
+	return 0;
+}
+
+/* Measure the best again: one measurement off its prediction is as likely
+ * noise as a wrong twin. */
+static void ask_best_again(struct next *n, const struct twin_prediction *pb)
+{
+	struct twin_candidate *c = &n->c;
+
+	c->opt.ask = OPT_ASK_CONFIRM;
+	c->opt.phase = OPT_PHASE_CONFIRM;
+	c->opt.config = c->opt.best.config;
+	c->phase = TWIN_PHASE_CONFIRM;
+	c->predicted_cost = pb->outcome == OPT_OUTCOME_MEASURED ? pb->cost : NAN;
+	snprintf(c->message, sizeof(c->message),
+		 "the best measured disagrees with the twin (%+.1f %%, error %.1f %%): measuring it again",
+		 pb->outcome == OPT_OUTCOME_MEASURED ? (c->opt.best.cost / pb->cost - 1) * 100 : 100.0, c->tol * 100);
+}
+
+/* 4. Refine: rank the untested configurations under the fitted profile and
+ * ask for the predicted best when it beats the best measured by more than
+ * the twin's error; measure a best that disagrees with its prediction again;
+ * then near probes; else done. Always answers. */
+static int refine(struct next *n, struct error *err)
+{
+	const struct twin_settings *s = n->s;
+	struct twin_candidate *c = &n->c;
+	struct twin_prediction pu = { 0 }, pb = { 0 };
+	const struct sim_profile *P = &c->fit.profile;
+	unsigned near_used;
+	size_t u = SIZE_MAX;
+	bool have_u, agree;
+	int r;
+
+	r = twin_rank_best(n->t, P, n->excl, n->disc, &u, &pu, err);
 	if (r < 0 && r != -ENOENT)
-		goto out;
+		return r;
 	have_u = r >= 0;
-	if (!c.opt.best.valid) {
-		if (have_u) {
-			ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
-			snprintf(c.message, sizeof(c.message), "%s",
-				 h->n == 0 ? "warm start: the stored calibration's best"
-					   : "the twin's best (nothing measured meets the SLA yet)");
-			goto out_ok;
+	if (!c->opt.best.valid) {
+		if (!have_u) {
+			finish_with_message(n, OPT_DONE_EXHAUSTED);
+			return 1;
 		}
-		finish(s, OPT_DONE_EXHAUSTED, &c);
-		goto done_msg;
+		ask(n->t, u, TWIN_PHASE_REFINE, pu.cost, c);
+		snprintf(c->message, sizeof(c->message), "%s",
+			 n->h->n == 0 ? "warm start: the stored calibration's best"
+				      : "the twin's best (nothing measured meets the SLA yet)");
+		return 1;
 	}
-	r = twin_predict(t, &P, &c.opt.best.config, &pb, err);
+	r = twin_predict(n->t, P, &c->opt.best.config, &pb, err);
 	if (r < 0)
-		goto out;
-	agree = pb.outcome == OPT_OUTCOME_MEASURED && fabs(log(c.opt.best.cost / pb.cost)) <= c.tol;
-	if (have_u && pu.cost * disc[u] < c.opt.best.cost * exp(-c.tol)) {
-		ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
-		snprintf(c.message, sizeof(c.message),
+		return r;
+	agree = pb.outcome == OPT_OUTCOME_MEASURED && fabs(log(c->opt.best.cost / pb.cost)) <= c->tol;
+	if (have_u && pu.cost * n->disc[u] < c->opt.best.cost * exp(-c->tol)) {
+		ask(n->t, u, TWIN_PHASE_REFINE, pu.cost, c);
+		snprintf(c->message, sizeof(c->message),
 			 "predicted %.1f %% below the best measured (twin error %.1f %%%s)",
-			 (1 - pu.cost / c.opt.best.cost) * 100, c.tol * 100,
-			 disc[u] < 1 ? ", more for a precision/TP not measured yet" : "");
-		goto out_ok;
+			 (1 - pu.cost / c->opt.best.cost) * 100, c->tol * 100,
+			 n->disc[u] < 1 ? ", more for a precision/TP not measured yet" : "");
+		return 1;
 	}
-	if (!agree && c.opt.best.n < 2) {
-		/* One measurement off its prediction is as likely noise as a wrong twin. */
-		c.opt.ask = OPT_ASK_CONFIRM;
-		c.opt.phase = OPT_PHASE_CONFIRM;
-		c.opt.config = c.opt.best.config;
-		c.phase = TWIN_PHASE_CONFIRM;
-		c.predicted_cost = pb.outcome == OPT_OUTCOME_MEASURED ? pb.cost : NAN;
-		snprintf(c.message, sizeof(c.message),
-			 "the best measured disagrees with the twin (%+.1f %%, error %.1f %%): measuring it again",
-			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0,
-			 c.tol * 100);
-		goto out_ok;
+	if (!agree && c->opt.best.n < 2) {
+		ask_best_again(n, &pb);
+		return 1;
 	}
-	near_used = near_probes_used(t, h->trials, h->n, s->min_tol, c.warm ? warm->fitted : 0);
-	if (!agree && have_u && pu.cost * disc[u] < c.opt.best.cost * exp(c.tol) && near_used < s->near_probes) {
-		ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
-		snprintf(c.message, sizeof(c.message),
+	near_used = near_probes_used(n->t, n->h->trials, n->h->n, s->min_tol, c->warm ? n->warm->fitted : 0);
+	if (!agree && have_u && pu.cost * n->disc[u] < c->opt.best.cost * exp(c->tol) && near_used < s->near_probes) {
+		ask(n->t, u, TWIN_PHASE_REFINE, pu.cost, c);
+		snprintf(c->message, sizeof(c->message),
 			 "the best measured disagrees with the twin (%+.1f %%, error %.1f %%): next predicted best "
 			 "(near probe %u of %u)",
-			 pb.outcome == OPT_OUTCOME_MEASURED ? (c.opt.best.cost / pb.cost - 1) * 100 : 100.0,
-			 c.tol * 100, near_used + 1, s->near_probes);
-		goto out_ok;
+			 pb.outcome == OPT_OUTCOME_MEASURED ? (c->opt.best.cost / pb.cost - 1) * 100 : 100.0,
+			 c->tol * 100, near_used + 1, s->near_probes);
+		return 1;
 	}
 	/* Near probes: nothing is predicted to win by more than the twin's error,
 	 * but the twin still ranks an untested configuration above the best
 	 * measured one. Compared prediction against prediction, the twin's
 	 * systematic error cancels, so that ranking is worth a few deployments
 	 * when the margin is wider than the gap still open to the optimum. */
-	if (have_u && pb.outcome == OPT_OUTCOME_MEASURED && pu.cost * disc[u] < pb.cost &&
-	    pu.cost * disc[u] < c.opt.best.cost * exp(c.tol) && near_used < s->near_probes) {
-		ask(t, u, TWIN_PHASE_REFINE, pu.cost, &c);
-		snprintf(c.message, sizeof(c.message),
+	if (have_u && pb.outcome == OPT_OUTCOME_MEASURED && pu.cost * n->disc[u] < pb.cost &&
+	    pu.cost * n->disc[u] < c->opt.best.cost * exp(c->tol) && near_used < s->near_probes) {
+		ask(n->t, u, TWIN_PHASE_REFINE, pu.cost, c);
+		snprintf(c->message, sizeof(c->message),
 			 "the twin ranks it %.1f %% above the best measured, within its error %.1f %%: near probe %u "
 			 "of %u",
-			 (1 - pu.cost * disc[u] / pb.cost) * 100, c.tol * 100, near_used + 1, s->near_probes);
-		goto out_ok;
+			 (1 - pu.cost * n->disc[u] / pb.cost) * 100, c->tol * 100, near_used + 1, s->near_probes);
+		return 1;
 	}
-	finish(s, have_u ? OPT_DONE_CONVERGED : OPT_DONE_EXHAUSTED, &c);
-done_msg:
-	if (!c.drift && !c.message[0])
-		snprintf(c.message, sizeof(c.message), "%s: %s", opt_done_reason_to_string(c.opt.reason),
-			 c.calibrated ? "nothing untested is predicted to beat the best by more than the twin's error"
-				      : "no calibration");
-out_ok:
-	r = 0;
-	*ret = c;
-out:
-	opt_history_done(&oh);
-	return r;
+	finish_with_message(n, have_u ? OPT_DONE_CONVERGED : OPT_DONE_EXHAUSTED);
+	return 1;
+}
+
+int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_history *h,
+	      const struct twin_calibration *warm, struct twin_candidate *ret, struct error *err)
+{
+	struct next n;
+	int r;
+
+	r = next_init(&n, t, s, h, warm, err);
+	if (r >= 0)
+		r = check_warm(&n, err);
+	if (r == 0)
+		r = ask_design(&n, err);
+	if (r == 0)
+		r = judge(&n, err);
+	if (r == 0 && s->plain.max_trials && n.n_real >= s->plain.max_trials) {
+		finish(s, OPT_DONE_BUDGET, &n.c);
+		snprintf(n.c.message, sizeof(n.c.message), "budget: %u configurations deployed", n.n_real);
+		r = 1;
+	}
+	if (r == 0)
+		r = calibrate(&n, err);
+	if (r == 0)
+		r = refine(&n, err);
+	if (r >= 0)
+		*ret = n.c;
+	next_done(&n);
+	return r < 0 ? r : 0;
 }

@@ -288,41 +288,17 @@ int twin_design_initial(struct twin *t, const struct sim_profile *p, size_t n, s
  * twin_candidate_to_json's text to a pipe and _exit()s; the loop watches the
  * pipe (sd_event_add_io) and the child (sd_event_add_child), reads the text
  * to EOF and turns it back into the candidate with twin_candidate_from_json.
- * A helper program (exec instead of fork) reads the inputs as one request
- * object instead: twin_request_to_json / twin_next_json. All of it is
- * bit-exact, so the answer is the one twin_next gives in process: doubles
- * are raw "%.17g" nodes (cJSON's own printing is exact only to an epsilon),
- * which is also why a tree these functions build must be printed and parsed
- * again before the _from_json functions can read it. */
+ * It is bit-exact, so the answer is the one twin_next gives in process:
+ * doubles are raw "%.17g" nodes (cJSON's own printing is exact only to an
+ * epsilon), which is also why a tree twin_candidate_to_json builds must be
+ * printed and parsed again before twin_candidate_from_json can read it. */
 
-/* The history as an array of trials: {"config": key, "outcome", "cost",
- * "confirm", "max_rate", "predicted_cost", "points": [{"rate" | "saturated":
- * true, "figures": {name: value}}]}. The caller owns *ret. */
-int twin_history_to_json(const struct opt_space *space, const struct twin_history *h, cJSON **ret);
-/* Reads it back (ret is initialised; the caller calls twin_history_done).
- * Errors name the JSON path of the bad field (`what` is the array's). */
-int twin_history_from_json(const struct opt_space *space, const cJSON *j, const char *what, struct twin_history *ret,
-			   struct error *err);
-/* Every field of the settings (the seed as a decimal string); absent fields
- * read back as twin_settings_init's defaults. */
-int twin_settings_to_json(const struct twin_settings *s, cJSON **ret);
-int twin_settings_from_json(const cJSON *j, const char *what, struct twin_settings *ret, struct error *err);
 /* The candidate: {"ask", "opt_phase", "reason", "phase", "config" (unless
  * done), "best", "runner_up" (when valid), "predicted_cost" (unless none),
  * flags, "tol", "pred_error", "fit" (once made), "message", ...}. */
 int twin_candidate_to_json(const struct opt_space *space, const struct twin_candidate *c, cJSON **ret);
 int twin_candidate_from_json(const struct opt_space *space, const cJSON *j, const char *what,
 			     struct twin_candidate *ret, struct error *err);
-/* One ask's inputs as {"settings", "history", "warm"?}, and back (ret_history
- * is initialised; the caller calls twin_history_done). */
-int twin_request_to_json(const struct opt_space *space, const struct twin_settings *s, const struct twin_history *h,
-			 const struct twin_calibration *warm, cJSON **ret);
-int twin_request_from_json(const struct opt_space *space, const cJSON *j, const char *what,
-			   struct twin_settings *ret_settings, struct twin_history *ret_history,
-			   struct twin_calibration *ret_warm, bool *ret_has_warm, struct error *err);
-/* What a helper runs: a request's text in, twin_next, the candidate's JSON
- * text out (*ret is the caller's to free()). */
-int twin_next_json(struct twin *t, const char *request, size_t len, char **ret, struct error *err);
 
 /* The calibration to store at the end of a study (key fields from the caller). */
 void twin_calibration_from_fit(const struct twin_fit *f, double cost_error, struct twin_calibration *ret);

@@ -11,11 +11,10 @@
  * stored with it and its load points; then it runs twin_next.
  *
  * twin_next costs seconds of CPU, so it never runs on the loop: the planner
- * forks a child, which inherits the twin, settings, history and warm
- * calibration, computes the answer, writes it as one JSON text
- * (twin_candidate_to_json, bit-exact) to a pipe and _exit()s. The loop
- * reads the pipe (an io source) and watches the child (a child source);
- * once both ended, the answer goes to the planner's callback. A child that
+ * forks a child (child.h), which inherits the twin, settings, history and
+ * warm calibration, computes the answer and writes it as one JSON text
+ * (twin_candidate_to_json, bit-exact) to the pipe the loop captures; once
+ * it has exited, the answer goes to the planner's callback. A child that
  * dies or answers nonsense ends the ask with an error that says so; cancel
  * kills it.
  *
@@ -24,20 +23,18 @@
  * carries what the twin predicted for it, which the runner stores with the
  * trial for the report. */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
 #include "runner-planner.h"
-#include "spawn-util.h"
 #include "time-util.h"
 #include "twin.h"
 
@@ -60,14 +57,7 @@ struct twin_planner {
 
 	struct twin_history hist; /* rebuilt before each ask */
 
-	/* the child computing twin_next */
-	pid_t pid; /* 0: none */
-	int fd;    /* its pipe's read end (-1: none) */
-	sd_event_source *io, *child;
-	char *buf;
-	size_t len;
-	bool eof, exited;
-	int code, status; /* the child's siginfo code and status */
+	struct child *child; /* computing twin_next (NULL: no ask in flight) */
 	uint64_t ask_usec;
 };
 
@@ -268,7 +258,7 @@ static int build_history(struct twin_planner *t, const struct runner_ask *a, str
 
 /* ---- the child ---- */
 
-static void write_all(int fd, const char *s, size_t len)
+static int write_all(int fd, const char *s, size_t len)
 {
 	while (len > 0) {
 		ssize_t w = write(fd, s, len);
@@ -276,14 +266,18 @@ static void write_all(int fd, const char *s, size_t len)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			_exit(3);
+			return -EIO;
 		s += w;
 		len -= (size_t)w;
 	}
+	return 0;
 }
 
-_noreturn_ static void twin_child(struct twin_planner *t, int fd)
+/* In the forked copy: twin_next, its answer (or its error) as one JSON
+ * text on out_fd. Returns the exit status. */
+static int twin_child(void *userdata, int out_fd)
 {
+	struct twin_planner *t = userdata;
 	struct twin_candidate cand;
 	struct error err = { 0 };
 	cJSON *j = NULL;
@@ -296,14 +290,14 @@ _noreturn_ static void twin_child(struct twin_planner *t, int fd)
 	if (k < 0) {
 		j = cJSON_CreateObject();
 		if (!j || !cJSON_AddStringToObject(j, "error", error_str(&err, k)))
-			_exit(2);
+			return 2;
 	}
 	text = cJSON_PrintUnformatted(j);
 	if (!text)
-		_exit(2);
-	write_all(fd, text, strlen(text));
-	write_all(fd, "\n", 1);
-	_exit(k < 0 ? 1 : 0);
+		return 2;
+	if (write_all(out_fd, text, strlen(text)) < 0 || write_all(out_fd, "\n", 1) < 0)
+		return 3;
+	return k < 0 ? 1 : 0;
 }
 
 /* ---- the parent ---- */
@@ -312,18 +306,8 @@ static void twin_cancel(struct runner_planner *p)
 {
 	struct twin_planner *t = (struct twin_planner *)p;
 
-	t->io = sd_event_source_disable_unref(t->io);
-	t->child = sd_event_source_disable_unref(t->child);
-	if (t->pid > 0) {
-		/* it only computes: gone at once, so reaping it here does not wait */
-		(void)kill(t->pid, SIGKILL);
-		(void)waitpid(t->pid, NULL, 0);
-		t->pid = 0;
-	}
-	t->fd = t->fd >= 0 ? safe_close(t->fd) : -1;
-	free(t->buf);
-	t->buf = NULL;
-	t->len = 0;
+	/* it only computes: gone at once, so reaping it does not wait */
+	t->child = child_free(t->child);
 }
 
 static void twin_describe(const struct runner_planner *p, char *buf, size_t size)
@@ -342,34 +326,31 @@ static void twin_describe(const struct runner_planner *p, char *buf, size_t size
 		 c->drift ? ", drift" : "", c->fallback ? ", fallback" : "", fit);
 }
 
-/* Ends the ask with an error (the planner may be freed in the callback). */
-static void fail_ask(struct twin_planner *t, int r, const char *msg)
-{
-	twin_cancel(&t->base);
-	t->base.cb(&t->base, r, NULL, msg, t->base.userdata);
-}
-
-/* The child's answer as the runner's; -errno with msg when there is none. */
-static int read_answer(struct twin_planner *t, struct twin_candidate *ret, char *msg, size_t size)
+/* The child's answer; -errno with msg when there is none. */
+static int read_answer(struct twin_planner *t, const struct child_exit *how, struct twin_candidate *ret, char *msg,
+		       size_t size)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	struct error err = { 0 };
+	bool truncated = false;
+	const char *text = child_get_output(t->child, &truncated);
 	const cJSON *e;
+	char buf[128];
 	int k;
 
-	j = t->len ? cJSON_ParseWithLength(t->buf, t->len) : NULL;
+	if (truncated) {
+		snprintf(msg, size, "twin: the planning process's answer is too large");
+		return -E2BIG;
+	}
+	j = text[0] ? cJSON_ParseWithLength(text, strlen(text)) : NULL;
 	e = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
 	if (cJSON_IsString(e)) {
 		snprintf(msg, size, "twin: %s", e->valuestring);
 		return -EIO;
 	}
-	if (t->code != CLD_EXITED || t->status != 0 || !j) {
-		if (t->code == CLD_EXITED)
-			snprintf(msg, size, "twin: the planning process exited with status %d%s", t->status,
-				 j ? "" : " without an answer");
-		else
-			snprintf(msg, size, "twin: the planning process died of signal %d (%s)", t->status,
-				 strsignal(t->status));
+	if (!child_exit_ok(how) || !j) {
+		snprintf(msg, size, "twin: the planning process %s%s", child_exit_to_string(how, buf, sizeof(buf)),
+			 how->code == CLD_EXITED && !j ? " without an answer" : "");
 		return -ECHILD;
 	}
 	k = twin_candidate_from_json(t->env.study->space, j, "candidate", ret, &err);
@@ -380,19 +361,16 @@ static int read_answer(struct twin_planner *t, struct twin_candidate *ret, char 
 	return 0;
 }
 
-static void twin_answer(struct twin_planner *t)
+static void on_child_exit(struct child *c, const struct child_exit *how, void *userdata)
 {
+	struct twin_planner *t = userdata;
 	struct runner_answer a = { 0 };
 	struct twin_candidate cand;
 	char msg[ERROR_MSG_MAX], status[128];
 	int k;
 
-	/* sd-event reaps it after the child callback; reap it here in case */
-	if (t->pid > 0)
-		(void)waitpid(t->pid, NULL, WNOHANG);
-	t->pid = 0;
-	k = read_answer(t, &cand, msg, sizeof(msg));
-	twin_cancel(&t->base);
+	k = read_answer(t, how, &cand, msg, sizeof(msg));
+	t->child = child_free(t->child);
 	if (k < 0) {
 		t->base.cb(&t->base, k, NULL, msg, t->base.userdata);
 		return;
@@ -413,101 +391,26 @@ static void twin_answer(struct twin_planner *t)
 							   .attempt = cand.opt.attempt,
 							   .predicted_cost = cand.predicted_cost };
 	}
+	/* the planner may be freed in the callback: touch nothing after it */
 	t->base.cb(&t->base, 0, &a, NULL, t->base.userdata);
-}
-
-static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct twin_planner *t = userdata;
-	char buf[65536];
-	ssize_t n;
-
-	for (;;) {
-		n = read(fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0)
-			break;
-		if (t->len + (size_t)n > TWIN_ANSWER_MAX) {
-			fail_ask(t, -E2BIG, "twin: the planning process's answer is too large");
-			return 0;
-		}
-		char *b = realloc(t->buf, t->len + (size_t)n + 1);
-		if (!b) {
-			fail_ask(t, -ENOMEM, "out of memory reading the twin's answer");
-			return 0;
-		}
-		memcpy(b + t->len, buf, (size_t)n);
-		t->buf = b;
-		t->len += (size_t)n;
-		t->buf[t->len] = 0;
-	}
-	/* EOF (or an error): the child closed its end */
-	t->io = sd_event_source_disable_unref(t->io);
-	t->eof = true;
-	if (t->exited)
-		twin_answer(t);
-	return 0;
-}
-
-static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata)
-{
-	struct twin_planner *t = userdata;
-
-	t->child = sd_event_source_disable_unref(t->child);
-	t->exited = true;
-	t->code = si->si_code;
-	t->status = si->si_status;
-	if (t->eof)
-		twin_answer(t);
-	else if (si->si_code != CLD_EXITED) {
-		/* killed: its pipe may be held open by nobody else, but do not wait on it */
-		t->io = sd_event_source_disable_unref(t->io);
-		t->eof = true;
-		twin_answer(t);
-	}
-	return 0;
 }
 
 /* Forks the child for one ask and watches it. */
 static int start_child(struct twin_planner *t, struct error *err)
 {
-	int fds[2], k;
-	pid_t pid;
+	const struct child_options o = {
+		.fork_fn = twin_child,
+		.fork_userdata = t,
+		.output = CHILD_OUTPUT_CAPTURE,
+		.capture_max = TWIN_ANSWER_MAX,
+		.description = "runner-twin",
+	};
+	int k;
 
-	k = spawn_block_sigchld();
-	if (k < 0 || pipe2(fds, O_CLOEXEC) < 0)
-		return error_set(err, k < 0 ? k : -errno, "twin: cannot create the planning process's pipe");
-	pid = fork();
-	if (pid < 0) {
-		k = -errno;
-		safe_close(fds[0]);
-		safe_close(fds[1]);
-		return error_set(err, k, "twin: fork: %s", strerror(-k));
-	}
-	if (pid == 0) {
-		safe_close(fds[0]);
-		twin_child(t, fds[1]);
-	}
-	safe_close(fds[1]);
-	t->pid = pid;
-	t->fd = fds[0];
-	t->eof = t->exited = false;
-	t->len = 0;
 	t->ask_usec = mono_usec();
-	(void)fcntl(t->fd, F_SETFL, O_NONBLOCK);
-	k = sd_event_add_io(t->env.event, &t->io, t->fd, EPOLLIN, on_io, t);
-	if (k >= 0) {
-		(void)sd_event_source_set_description(t->io, "runner-twin-pipe");
-		k = sd_event_add_child(t->env.event, &t->child, pid, WEXITED, on_child, t);
-	}
-	if (k < 0) {
-		twin_cancel(&t->base);
-		return error_set(err, k, "twin: cannot watch the planning process");
-	}
-	(void)sd_event_source_set_description(t->child, "runner-twin-child");
+	k = child_spawn(t->env.event, &o, on_child_exit, t, &t->child);
+	if (k < 0)
+		return error_set(err, k, "twin: cannot start the planning process: %s", strerror(-k));
 	return 0;
 }
 
@@ -518,7 +421,7 @@ static int twin_ask(struct runner_planner *p, const struct runner_ask *a, struct
 
 	if (a->k != 1 || a->n_pending > 0)
 		return error_set(err, -EOPNOTSUPP, "twin: plans one trial at a time");
-	if (t->pid > 0)
+	if (t->child)
 		return error_set(err, -EBUSY, "twin: an ask is in flight");
 	if (!t->key_known) {
 		/* the key needs the host facts: wait for them (not in a dry run) */
@@ -598,7 +501,6 @@ int runner_planner_twin_new(const struct runner_planner_env *env, runner_answer_
 		return error_set(err, -ENOMEM, "out of memory");
 	t->base = (struct runner_planner){ .ops = &twin_ops, .cb = cb, .userdata = userdata };
 	t->env = *env;
-	t->fd = -1;
 	twin_history_init(&t->hist);
 	k = twin_new(env->study->space, &setup, &t->twin, err);
 	if (k < 0) {

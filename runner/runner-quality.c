@@ -5,20 +5,19 @@
  * GOODPUT_KNOBS, GOODPUT_KNOB_<NAME>), its output appended to the trial's
  * log. Exit status 0 passes; anything else, a signal or an hour without an
  * answer fails it (the deploy evaluator marks the trial infeasible,
- * quality_check_failed, and the search goes on). Watched by an sd-event
- * child source: nothing blocks. */
+ * quality_check_failed, and the search goes on). A child of child.h,
+ * watched on the loop: nothing blocks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
+#include "child.h"
 #include "deploy.h"
 #include "runner-internal.h"
 #include "runner-quality.h"
-#include "spawn-util.h"
 #include "time-util.h"
 
 extern char **environ;
@@ -26,8 +25,7 @@ extern char **environ;
 #define QUALITY_CHECK_TIMEOUT_USEC (60 * 60 * USEC_PER_SEC)
 
 struct runner_quality {
-	pid_t pid; /* 0: reaped */
-	sd_event_source *child, *timer;
+	struct child *child;
 	const char *program;
 	char *log_path;
 	runner_quality_fn cb;
@@ -43,49 +41,32 @@ struct runner_quality *runner_quality_free(struct runner_quality *q)
 {
 	if (!q)
 		return NULL;
-	q->child = sd_event_source_disable_unref(q->child);
-	q->timer = sd_event_source_disable_unref(q->timer);
-	if (q->pid > 0) {
-		(void)kill(-q->pid, SIGKILL);
-		/* SIGKILLed: the wait is immediate */
-		(void)waitpid(q->pid, NULL, 0);
-	}
+	/* a check still running is SIGKILLed: reaping it is immediate */
+	child_free(q->child);
 	free(q->log_path);
 	free(q);
 	return NULL;
 }
 
-static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct runner_quality *q = userdata;
-	char why[128];
-
-	snprintf(why, sizeof(why), "quality check did not finish in %llu s",
-		 (unsigned long long)(QUALITY_CHECK_TIMEOUT_USEC / USEC_PER_SEC));
-	q->cb(q, false, why, q->userdata);
-	return 0;
-}
-
-static int on_check_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
+static void on_check_exit(struct child *c, const struct child_exit *how, void *userdata)
 {
 	struct runner_quality *q = userdata;
 	char why[ERROR_MSG_MAX];
 
-	q->pid = 0; /* reaped by sd-event */
-	q->child = sd_event_source_disable_unref(q->child);
-	q->timer = sd_event_source_disable_unref(q->timer);
-	if (si->si_code == CLD_EXITED && si->si_status == 0) {
+	if (child_exit_ok(how)) {
 		q->cb(q, true, NULL, q->userdata);
-		return 0;
+		return;
 	}
-	if (si->si_code == CLD_EXITED)
-		snprintf(why, sizeof(why), "quality check %s exited with status %d (log: %s)", q->program,
-			 si->si_status, q->log_path);
+	if (how->timed_out)
+		snprintf(why, sizeof(why), "quality check did not finish in %llu s",
+			 (unsigned long long)(QUALITY_CHECK_TIMEOUT_USEC / USEC_PER_SEC));
+	else if (how->code == CLD_EXITED)
+		snprintf(why, sizeof(why), "quality check %s exited with status %d (log: %s)", q->program, how->status,
+			 q->log_path);
 	else
-		snprintf(why, sizeof(why), "quality check %s killed by signal %d (log: %s)", q->program, si->si_status,
+		snprintf(why, sizeof(why), "quality check %s killed by signal %d (log: %s)", q->program, how->status,
 			 q->log_path);
 	q->cb(q, false, why, q->userdata);
-	return 0;
 }
 
 static int env_add(char **envp, size_t *n, const char *key, const char *value)
@@ -134,24 +115,19 @@ static char **environment(const struct runner_trial *t, const char *base_url)
 	return TAKE_PTR(envp);
 }
 
-/* Spawns the check with its output appended to the log: 0, or -errno. */
-static int spawn_check(const struct runner_trial *t, char **envp, pid_t *ret_pid)
-{
-	_cleanup_(closep) int fd = -1;
-
-	fd = open(t->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	/* argv straight from the spec: no shell */
-	return spawn_process((char *const *)t->runner->study->quality_check, envp, fd, ret_pid);
-}
-
 int runner_quality_start(const struct runner_trial *t, const char *base_url, runner_quality_fn cb, void *userdata,
 			 struct runner_quality **ret, struct error *err)
 {
 	const char *program = t->runner->study->quality_check[0];
-	sd_event *e = t->runner->event;
 	_cleanup_(strv_freep) char **envp = environment(t, base_url);
+	_cleanup_(closep) int fd = -1;
+	struct child_options o = {
+		/* argv straight from the spec: no shell */
+		.argv = (char *const *)t->runner->study->quality_check,
+		.output = CHILD_OUTPUT_FD,
+		.timeout_usec = QUALITY_CHECK_TIMEOUT_USEC,
+		.description = "runner-quality-check",
+	};
 	struct runner_quality *q;
 	int k;
 
@@ -165,21 +141,15 @@ int runner_quality_start(const struct runner_trial *t, const char *base_url, run
 	q->program = program;
 	q->cb = cb;
 	q->userdata = userdata;
-	k = spawn_check(t, envp, &q->pid);
+	o.envp = envp;
+	fd = open(t->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	o.out_fd = fd;
+	k = fd < 0 ? -errno : child_spawn(t->runner->event, &o, on_check_exit, q, &q->child);
 	if (k < 0) {
 		runner_quality_free(q);
 		error_set(err, k, "quality check %s could not be started: %s", program, strerror(-k));
 		return RUNNER_QUALITY_NOT_STARTED;
 	}
-	k = sd_event_add_child(e, &q->child, q->pid, WEXITED, on_check_exit, q);
-	if (k >= 0)
-		k = sd_event_add_time_relative(e, &q->timer, CLOCK_MONOTONIC, QUALITY_CHECK_TIMEOUT_USEC, USEC_PER_SEC,
-					       on_timeout, q);
-	if (k < 0) {
-		runner_quality_free(q);
-		return error_set(err, k, "cannot watch the quality check");
-	}
-	(void)sd_event_source_set_description(q->child, "runner-quality-check");
 	*ret = q;
 	return RUNNER_QUALITY_RUNNING;
 }

@@ -16,14 +16,14 @@ typedef void (*runner_quality_fn)(struct runner_quality *q, bool passed, const c
 
 enum {
 	RUNNER_QUALITY_RUNNING,     /* cb follows */
-	RUNNER_QUALITY_NOT_STARTED, /* the check's program could not be started: err says why (the trial's outcome) */
+	RUNNER_QUALITY_NOT_STARTED, /* the check could not be started: err says why (the trial's outcome) */
 };
 
 /* Starts the check of trial t, whose server answers at base_url: argv
  * without a shell, the knobs and the URL in its environment, its output
- * appended to the trial's log, an hour at most. Returns RUNNER_QUALITY_*,
- * or -errno with err set when the study cannot go on (out of memory, the
- * loop refused a source). */
+ * appended to the trial's log, an hour at most (then killed: a failure).
+ * Returns RUNNER_QUALITY_*, or -ENOMEM with err set (the study cannot go
+ * on). */
 int runner_quality_start(const struct runner_trial *t, const char *base_url, runner_quality_fn cb, void *userdata,
 			 struct runner_quality **ret, struct error *err);
 /* Kills a check still running; accepts NULL. */

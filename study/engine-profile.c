@@ -1,7 +1,8 @@
 /* engine-profile.c — loading and validating engine profiles.
  *
  * A profile is data (configs/engines/NAME.json, see engine-profile.h): the
- * loader checks every key and every placeholder once, so that rendering a
+ * loader checks every key (one json_dispatch table, profile_fields, with a
+ * nested table per knob) and every placeholder once, so that rendering a
  * configuration later can only fail on the configuration's own values (a
  * knob the engine lacks, a quantization it cannot run). Rendering never
  * produces a shell string: it fills an argv array and "NAME=value"
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +21,10 @@
 
 #include "config.h"
 #include "engine-profile-internal.h"
+#include "json-dispatch.h"
 #include "json-util.h"
 #include "macro.h"
+#include "study-internal.h"
 #include "time-util.h"
 
 static const char *const fixed_placeholders[] = {
@@ -39,46 +43,6 @@ const struct engine_knob *engine_profile_find_knob(const struct engine_profile *
 		if (strcmp(p->knobs[i].name, name) == 0)
 			return &p->knobs[i];
 	return NULL;
-}
-
-/* Reads a NULL-terminated array of non-empty strings (array owned by the caller). */
-static int string_array(const cJSON *obj, const char *key, bool required, size_t max, const char ***ret, size_t *ret_n,
-			struct error *err)
-{
-	const cJSON *a = NULL, *item;
-	const char **v;
-	size_t n, i = 0;
-	int r;
-
-	r = json_get_array(obj, "", key, &a, err);
-	if (r < 0)
-		return r;
-	if (r == 0) {
-		if (required)
-			return error_set(err, -EINVAL, "%s: missing", key);
-		*ret = NULL;
-		if (ret_n)
-			*ret_n = 0;
-		return 0;
-	}
-	n = (size_t)cJSON_GetArraySize(a);
-	if (n > max || (required && n == 0))
-		return error_set(err, -EINVAL, "%s: expected 1 to %zu strings", key, max);
-	v = calloc(n + 1, sizeof(char *));
-	if (!v)
-		return -ENOMEM;
-	cJSON_ArrayForEach(item, a)
-	{
-		if (!cJSON_IsString(item) || !item->valuestring[0]) {
-			free(v);
-			return error_set(err, -EINVAL, "%s[%zu]: expected a non-empty string", key, i);
-		}
-		v[i++] = item->valuestring;
-	}
-	*ret = v;
-	if (ret_n)
-		*ret_n = n;
-	return 0;
 }
 
 /* Every {name} in s must be a fixed placeholder or a mapped knob. */
@@ -111,228 +75,222 @@ static int check_flag(const char *flag, const char *where, struct error *err)
 	return 0;
 }
 
-/* "flag": "--x" or ["--x", "--y"] (or absent: checked by the caller). */
-static int parse_knob_flags(struct engine_knob *k, const cJSON *item, const char *path, struct error *err)
+/* ---- knobs ---- */
+
+/* knobs.K.flag: "--x" or ["--x", "--y"]. */
+static int parse_knob_flags(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(item, "flag"), *e;
-	char where[160];
+	struct engine_knob *k = base;
+	const cJSON *e;
 	int r;
 
-	snprintf(where, sizeof(where), "%s.flag", path);
-	if (!f || cJSON_IsNull(f))
-		return 0;
-	if (cJSON_IsString(f)) {
-		r = check_flag(f->valuestring, where, err);
+	(void)f;
+	if (cJSON_IsString(v)) {
+		r = check_flag(v->valuestring, path, err);
 		if (r < 0)
 			return r;
-		k->flags[k->n_flags++] = f->valuestring;
-	} else if (cJSON_IsArray(f) && cJSON_GetArraySize(f) >= 1 && cJSON_GetArraySize(f) <= ENGINE_MAX_KNOB_FLAGS) {
-		cJSON_ArrayForEach(e, f)
+		k->flags[k->n_flags++] = v->valuestring;
+	} else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) >= 1 && cJSON_GetArraySize(v) <= ENGINE_MAX_KNOB_FLAGS) {
+		cJSON_ArrayForEach(e, v)
 		{
 			if (!cJSON_IsString(e))
-				return error_set(err, -EINVAL, "%s: expected flag strings", where);
-			r = check_flag(e->valuestring, where, err);
+				return error_set(err, -EINVAL, "%s: expected flag strings", path);
+			r = check_flag(e->valuestring, path, err);
 			if (r < 0)
 				return r;
 			k->flags[k->n_flags++] = e->valuestring;
 		}
 	} else
-		return error_set(err, -EINVAL, "%s: expected a flag or an array of 1 to %d flags", where,
+		return error_set(err, -EINVAL, "%s: expected a flag or an array of 1 to %d flags", path,
 				 ENGINE_MAX_KNOB_FLAGS);
 	k->flag = k->flags[0];
 	return 0;
 }
 
-static int parse_knob(struct engine_profile *p, const cJSON *item, struct error *err)
+/* knobs.K.values: value → flag value (string) or null; quantization values are quantization names. */
+static int parse_knob_values(const cJSON *v, const char *path, const struct json_field *f, void *base,
+			     struct error *err)
 {
-	static const char *const keys[] = { "flag", "values", "checkpoint_required", NULL };
-	_Static_assert(ENGINE_MAX_KNOB_FLAGS >= 1, "a knob has at least one flag");
-	struct engine_knob *k = &p->knobs[p->n_knobs];
-	char path[128];
-	const cJSON *a = NULL, *v;
-	bool all_null = true;
+	struct engine_knob *k = base;
+	const cJSON *e;
+	char p[160];
 	int r;
 
-	snprintf(path, sizeof(path), "knobs.%s", item->string);
+	r = json_dispatch_store(v, path, f, base, err);
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach(e, v)
+	{
+		json_path_join(p, sizeof(p), path, e->string);
+		if (!cJSON_IsNull(e) && !(cJSON_IsString(e) && e->valuestring[0]))
+			return error_set(err, -EINVAL, "%s: expected a flag value (string) or null", p);
+		if (strcmp(k->name, OPT_KNOB_QUANTIZATION) == 0 && study_quant_from_string(e->string) < 0)
+			return error_set(err, -EINVAL, "%s: unknown quantization (none, fp8, int8, awq)", p);
+	}
+	return 0;
+}
+
+static int parse_checkpoint_required(const cJSON *v, const char *path, const struct json_field *f, void *base,
+				     struct error *err)
+{
+	struct engine_knob *k = base;
+
+	if (strcmp(k->name, OPT_KNOB_QUANTIZATION) != 0)
+		return error_set(err, -EINVAL, "%s: only for the quantization knob", path);
+	return json_dispatch_store(v, path, f, base, err);
+}
+
+#define KNOB(field) offsetof(struct engine_knob, field)
+
+static const struct json_field knob_fields[] = {
+	{ "flag", JSON_ANY, .callback = parse_knob_flags,
+	  .schema = "{\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"array\", \"minItems\": 1, \"maxItems\": "
+		    "4, \"items\": {\"type\": \"string\"}}]}",
+	  .doc = "the flag, or flags, each knob value is passed with (\"--max-num-seqs\")" },
+	{ "values", JSON_OBJECT, KNOB(values), .callback = parse_knob_values,
+	  .schema = "{\"additionalProperties\": {\"type\": [\"string\", \"null\"], \"minLength\": 1}}",
+	  .def = "values as they are",
+	  .doc = "knob value → flag value, or null for no flag (\"fp8\": \"fp8\", \"none\": null)" },
+	{ "checkpoint_required", JSON_ENUM_SET, KNOB(checkpoint_required), .callback = parse_checkpoint_required,
+	  .choices = study_quant_names, .doc = "quantizations that need the study to name a checkpoint" },
+	{ 0 },
+};
+
+static bool knob_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 0 && n < OPT_KNOB_NAME_MAX && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+/* knobs.K: one knob, dispatched into the next slot of the profile. */
+static int parse_knob(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct engine_profile *p = base;
+	struct engine_knob *k = &p->knobs[p->n_knobs];
+	bool all_null = true;
+	const cJSON *e;
+	int r;
+
 	if (p->n_knobs >= ENGINE_MAX_KNOBS)
 		return error_set(err, -EINVAL, "%s: more than %d knobs", path, ENGINE_MAX_KNOBS);
-	if (!item->string[0] || strlen(item->string) >= OPT_KNOB_NAME_MAX ||
-	    strspn(item->string, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(item->string))
+	if (!knob_name_ok(v->string))
 		return error_set(err, -EINVAL, "%s: knob names are [a-z0-9_], shorter than %d", path,
 				 OPT_KNOB_NAME_MAX);
-	if (engine_profile_find_knob(p, item->string))
-		return error_set(err, -EINVAL, "%s: duplicate key", path);
-	r = json_check_keys(item, path, keys, err);
+	k->name = v->string;
+	r = json_dispatch(v, path, f->fields, 0, k, err);
 	if (r < 0)
 		return r;
-	k->name = item->string;
-	r = parse_knob_flags(k, item, path, err);
-	if (r < 0)
-		return r;
-	r = json_get_object(item, path, "values", &k->values, err);
-	if (r < 0)
-		return r;
-	cJSON_ArrayForEach(v, k->values)
-	{
-		if (!cJSON_IsNull(v) && !(cJSON_IsString(v) && v->valuestring[0]))
-			return error_set(err, -EINVAL, "%s.values.%s: expected a flag value (string) or null", path,
-					 v->string);
-		if (strcmp(k->name, OPT_KNOB_QUANTIZATION) == 0 && study_quant_from_string(v->string) < 0)
-			return error_set(err, -EINVAL, "%s.values.%s: unknown quantization (none, fp8, int8, awq)",
-					 path, v->string);
-		if (!cJSON_IsNull(v))
-			all_null = false;
-	}
+	cJSON_ArrayForEach(e, k->values) all_null = all_null && cJSON_IsNull(e);
 	if (k->n_flags == 0 && (!k->values || !all_null))
 		return error_set(err, -EINVAL,
 				 "%s.flag: missing (only a knob whose values all map to null may omit it)", path);
-	r = json_get_array(item, path, "checkpoint_required", &a, err);
-	if (r < 0)
-		return r;
-	if (r > 0 && strcmp(k->name, OPT_KNOB_QUANTIZATION) != 0)
-		return error_set(err, -EINVAL, "%s.checkpoint_required: only for the quantization knob", path);
-	cJSON_ArrayForEach(v, a)
-	{
-		int q = cJSON_IsString(v) ? study_quant_from_string(v->valuestring) : -EINVAL;
-
-		if (q < 0)
-			return error_set(err, -EINVAL, "%s.checkpoint_required: expected quantization names", path);
-		k->checkpoint_required |= 1u << q;
-	}
 	p->n_knobs++;
 	return 0;
 }
 
+static const struct json_field knobs_fields[] = {
+	{ "<knob>", JSON_OBJECT, .pattern = "*", .fields = knob_fields, .callback = parse_knob,
+	  .doc = "a knob the engine takes: a canonical one (max_num_seqs, max_num_batched_tokens, quantization, "
+		 "tensor_parallel) or an extra one a study may search ([a-z0-9_])" },
+	{ 0 },
+};
+
+/* ---- the other keys ---- */
+
+#define OFF(field) offsetof(struct engine_profile, field)
+
 /* "derived": [{"flag": "--ctx-size", "product": ["max_num_seqs", 4096]}, ...] */
-static int parse_derived(struct engine_profile *p, struct error *err)
+static const struct json_field derived_fields[] = {
+	{ "flag", JSON_STRING, offsetof(struct engine_derived, flag), .flags = JSON_MANDATORY, .max = 128,
+	  .doc = "the flag" },
+	{ "product", JSON_ARRAY, offsetof(struct engine_derived, product), .flags = JSON_MANDATORY, .min = 1,
+	  .max = ENGINE_MAX_PRODUCT, .doc = "knob names and numbers whose product is the flag's value" },
+	{ 0 },
+};
+
+static int check_product(const struct engine_profile *p, const struct engine_derived *d, const char *path,
+			 struct error *err)
 {
-	static const char *const keys[] = { "flag", "product", NULL };
-	const cJSON *a = NULL, *item, *e;
-	size_t i = 0;
-	int r;
+	size_t n_knob = 0;
+	const cJSON *e;
 
-	r = json_get_array(p->json, "", "derived", &a, err);
-	if (r <= 0)
-		return r;
-	if (cJSON_GetArraySize(a) > ENGINE_MAX_DERIVED)
-		return error_set(err, -EINVAL, "derived: at most %d entries", ENGINE_MAX_DERIVED);
-	cJSON_ArrayForEach(item, a)
+	cJSON_ArrayForEach(e, d->product)
 	{
-		struct engine_derived *d = &p->derived[i];
-		char path[64], where[96];
-		size_t n_knob = 0;
-
-		snprintf(path, sizeof(path), "derived[%zu]", i);
-		if (!cJSON_IsObject(item))
-			return error_set(err, -EINVAL, "%s: expected an object", path);
-		r = json_check_keys(item, path, keys, err);
-		if (r >= 0)
-			r = json_require_string(item, path, "flag", 128, &d->flag, err);
-		if (r < 0)
-			return r;
-		snprintf(where, sizeof(where), "%s.flag", path);
-		r = check_flag(d->flag, where, err);
-		if (r < 0)
-			return r;
-		d->product = cJSON_GetObjectItemCaseSensitive(item, "product");
-		if (!cJSON_IsArray(d->product) || cJSON_GetArraySize(d->product) < 1 ||
-		    cJSON_GetArraySize(d->product) > ENGINE_MAX_PRODUCT)
-			return error_set(err, -EINVAL, "%s.product: expected 1 to %d knob names and numbers", path,
-					 ENGINE_MAX_PRODUCT);
-		cJSON_ArrayForEach(e, d->product)
-		{
-			if (cJSON_IsString(e)) {
-				if (!engine_profile_find_knob(p, e->valuestring))
-					return error_set(err, -EINVAL,
-							 "%s.product: \"%s\" is not a knob of this profile", path,
-							 e->valuestring);
-				n_knob++;
-			} else if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0 ||
-				   e->valuedouble > 1e9)
-				return error_set(err, -EINVAL,
-						 "%s.product: expected knob names and numbers in (0, 1e9]", path);
-		}
-		if (n_knob == 0)
-			return error_set(err, -EINVAL, "%s.product: names no knob (a constant belongs in argv)", path);
-		i++;
+		if (cJSON_IsString(e)) {
+			if (!engine_profile_find_knob(p, e->valuestring))
+				return error_set(err, -EINVAL, "%s.product: \"%s\" is not a knob of this profile", path,
+						 e->valuestring);
+			n_knob++;
+		} else if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0 ||
+			   e->valuedouble > 1e9)
+			return error_set(err, -EINVAL, "%s.product: expected knob names and numbers in (0, 1e9]", path);
 	}
-	p->n_derived = i;
+	if (n_knob == 0)
+		return error_set(err, -EINVAL, "%s.product: names no knob (a constant belongs in argv)", path);
 	return 0;
 }
 
-static int parse_profile(struct engine_profile *p, struct error *err)
+static int parse_derived(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
-	static const char *const keys[] = { "name",
-					    "description",
-					    "argv",
-					    "knobs",
-					    "env",
-					    "gpu_env",
-					    "port",
-					    "health",
-					    "startup_timeout",
-					    "stop_timeout",
-					    "oom_patterns",
-					    "version_command",
-					    "metrics_path",
-					    "derived",
-					    "help_command",
-					    NULL };
-	static const char *const port_keys[] = { "mode", "announce_prefix", NULL };
-	static const char *const health_keys[] = { "path", "interval", NULL };
-	static const char *const port_modes[] = { "free", "announce", NULL };
-	const cJSON *j = p->json, *knobs = NULL, *o = NULL, *item;
-	double sec;
-	size_t n_extra = 0;
-	int r, mode = 0;
+	struct engine_profile *p = base;
+	const cJSON *item;
+	int r;
 
-	r = json_check_keys(j, "", keys, err);
-	if (r < 0)
-		return r;
-	r = json_require_string(j, "", "name", 64, &p->name, err);
-	if (r < 0)
-		return r;
-	r = json_get_string(j, "", "description", 2048, &p->description, err);
-	if (r < 0)
-		return r;
-	r = json_require_object(j, "", "knobs", &knobs, err);
-	if (r < 0)
-		return r;
-	cJSON_ArrayForEach(item, knobs)
+	(void)f;
+	cJSON_ArrayForEach(item, v)
 	{
-		r = parse_knob(p, item, err);
+		struct engine_derived *d = &p->derived[p->n_derived];
+		char where[64], flag_where[96];
+
+		snprintf(where, sizeof(where), "%s[%zu]", path, p->n_derived);
+		r = json_dispatch(item, where, derived_fields, 0, d, err);
+		if (r < 0)
+			return r;
+		snprintf(flag_where, sizeof(flag_where), "%s.flag", where);
+		r = check_flag(d->flag, flag_where, err);
+		if (r >= 0)
+			r = check_product(p, d, where, err);
+		if (r < 0)
+			return r;
+		p->n_derived++;
+	}
+	return 0;
+}
+
+static int parse_argv(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct engine_profile *p = base;
+	int r;
+
+	r = json_dispatch_store(v, path, f, base, err);
+	if (r < 0)
+		return r;
+	for (p->n_argv = 0; p->argv[p->n_argv]; p->n_argv++) {
+		char where[64];
+
+		snprintf(where, sizeof(where), "%s[%zu]", path, p->n_argv);
+		r = check_placeholders(p, p->argv[p->n_argv], where, err);
 		if (r < 0)
 			return r;
 	}
-	p->extra_knobs = calloc(p->n_knobs + 1, sizeof(char *));
-	if (!p->extra_knobs)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_knobs; i++)
-		if (!is_canonical_knob(p->knobs[i].name))
-			p->extra_knobs[n_extra++] = p->knobs[i].name;
+	return 0;
+}
 
-	r = parse_derived(p, err);
-	if (r < 0)
-		return r;
-	r = string_array(j, "argv", true, ENGINE_MAX_ARGS, &p->argv, &p->n_argv, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < p->n_argv; i++) {
-		char where[32];
+static int parse_env(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct engine_profile *p = base;
+	const cJSON *item;
+	int r;
 
-		snprintf(where, sizeof(where), "argv[%zu]", i);
-		r = check_placeholders(p, p->argv[i], where, err);
-		if (r < 0)
-			return r;
-	}
-	r = json_get_object(j, "", "env", &p->env, err);
+	r = json_dispatch_store(v, path, f, base, err);
 	if (r < 0)
 		return r;
-	cJSON_ArrayForEach(item, p->env)
+	cJSON_ArrayForEach(item, v)
 	{
 		char where[128];
 
-		snprintf(where, sizeof(where), "env.%s", item->string);
+		json_path_join(where, sizeof(where), path, item->string);
 		if (!item->string[0] || strchr(item->string, '='))
 			return error_set(err, -EINVAL, "%s: not a variable name", where);
 		if (!cJSON_IsString(item))
@@ -341,71 +299,94 @@ static int parse_profile(struct engine_profile *p, struct error *err)
 		if (r < 0)
 			return r;
 	}
-	r = json_get_string(j, "", "gpu_env", 64, &p->gpu_env, err);
-	if (r < 0)
-		return r;
+	return 0;
+}
 
-	r = json_get_object(j, "", "port", &o, err);
+/* health.path, metrics_path: HTTP paths. */
+static int parse_http_path(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	int r;
+
+	r = json_dispatch_store(v, path, f, base, err);
 	if (r < 0)
 		return r;
-	if (o) {
-		r = json_check_keys(o, "port", port_keys, err);
-		if (r >= 0)
-			r = json_get_enum(o, "port", "mode", port_modes, &mode, err);
-		if (r >= 0)
-			r = json_get_string(o, "port", "announce_prefix", 128, &p->announce_prefix, err);
-		if (r < 0)
-			return r;
-	}
-	p->port_mode = (enum engine_port_mode)mode;
+	if (v->valuestring[0] != '/')
+		return error_set(err, -EINVAL, "%s: \"%s\" does not start with '/'", path, v->valuestring);
+	return 0;
+}
+
+static const char *const port_modes[] = { "free", "announce", NULL };
+_Static_assert(sizeof(enum engine_port_mode) == sizeof(int) && ENGINE_PORT_ANNOUNCE == 1,
+	       "port.mode is stored as the index of its name");
+
+static const struct json_field port_fields[] = {
+	{ "mode", JSON_ENUM, OFF(port_mode), .choices = port_modes, .def = "free",
+	  .doc = "free (the deployer picks a free port) or announce (the server binds port 0 and prints where)" },
+	{ "announce_prefix", JSON_STRING, OFF(announce_prefix), .max = 128,
+	  .doc = "announce: what the server prints before HOST:PORT" },
+	{ 0 },
+};
+
+static const struct json_field health_fields[] = {
+	{ "path", JSON_STRING, OFF(health_path), .callback = parse_http_path, .flags = JSON_MANDATORY, .max = 256,
+	  .doc = "HTTP path that answers 200 when the server is ready" },
+	{ "interval", JSON_SECONDS, OFF(health_interval_usec), .min = 0.01, .max = 60, .def = "1",
+	  .doc = "seconds between polls" },
+	{ 0 },
+};
+
+static const struct json_field profile_fields[] = {
+	{ "name", JSON_STRING, OFF(name), .flags = JSON_MANDATORY, .max = 64, .doc = "the profile's name" },
+	{ "description", JSON_STRING, OFF(description), .max = 2048, .doc = "what it serves with" },
+	/* knobs first: argv, env and derived name them */
+	{ "knobs", JSON_OBJECT, .fields = knobs_fields, .flags = JSON_MANDATORY, .doc = "how each knob becomes flags" },
+	{ "derived", JSON_ARRAY, .callback = parse_derived, .max = ENGINE_MAX_DERIVED,
+	  .doc = "flags whose value is a product of knob values and constants" },
+	{ "argv", JSON_STRV, OFF(argv), .callback = parse_argv, .flags = JSON_MANDATORY, .min = 1,
+	  .max = ENGINE_MAX_ARGS, .doc = "the program and its fixed arguments, with placeholders" },
+	{ "env", JSON_OBJECT, OFF(env), .callback = parse_env,
+	  .doc = "environment of the server: NAME → value with placeholders" },
+	{ "gpu_env", JSON_STRING, OFF(gpu_env), .max = 64,
+	  .doc = "variable set to the GPUs of a trial (0..tensor_parallel−1)" },
+	{ "port", JSON_OBJECT, .fields = port_fields, .doc = "how the server's port is chosen" },
+	{ "health", JSON_OBJECT, .fields = health_fields, .flags = JSON_MANDATORY, .doc = "readiness" },
+	{ "startup_timeout", JSON_SECONDS, OFF(startup_timeout_usec), .min = 1, .max = 86400, .def = "600",
+	  .doc = "time for the health path to answer" },
+	{ "stop_timeout", JSON_SECONDS, OFF(stop_timeout_usec), .min = 0.1, .max = 3600, .def = "30",
+	  .doc = "grace between SIGTERM and SIGKILL" },
+	{ "oom_patterns", JSON_STRV, OFF(oom_patterns), .max = 64, .doc = "log substrings that mean out of memory" },
+	{ "version_command", JSON_STRV, OFF(version_command), .max = 16, .doc = "argv printing the engine's version" },
+	{ "metrics_path", JSON_STRING, OFF(metrics_path), .callback = parse_http_path, .max = 256,
+	  .doc = "Prometheus metrics path" },
+	{ "help_command", JSON_STRV, OFF(help_command), .max = 16, .def = "argv[0] --help",
+	  .doc = "argv printing every flag, read by `goodput check-engine`" },
+	{ 0 },
+};
+
+static int parse_profile(struct engine_profile *p, struct error *err)
+{
+	size_t n_extra = 0;
+	int r;
+
+	p->health_interval_usec = USEC_PER_SEC;
+	p->startup_timeout_usec = 600 * USEC_PER_SEC;
+	p->stop_timeout_usec = 30 * USEC_PER_SEC;
+	r = json_dispatch(p->json, "", profile_fields, 0, p, err);
+	if (r < 0)
+		return r;
 	if (p->port_mode == ENGINE_PORT_ANNOUNCE && !p->announce_prefix)
 		return error_set(err, -EINVAL, "port.announce_prefix: missing (needed by mode \"announce\")");
-
-	o = NULL;
-	r = json_require_object(j, "", "health", &o, err);
-	if (r >= 0)
-		r = json_check_keys(o, "health", health_keys, err);
-	if (r >= 0)
-		r = json_require_string(o, "health", "path", 256, &p->health_path, err);
-	if (r < 0)
-		return r;
-	if (p->health_path[0] != '/')
-		return error_set(err, -EINVAL, "health.path: \"%s\" does not start with '/'", p->health_path);
-	sec = 1;
-	r = json_get_double(o, "health", "interval", 0.01, 60, &sec, err);
-	if (r < 0)
-		return r;
-	p->health_interval_usec = sec_to_usec(sec);
-	sec = 600;
-	r = json_get_double(j, "", "startup_timeout", 1, 86400, &sec, err);
-	if (r < 0)
-		return r;
-	p->startup_timeout_usec = sec_to_usec(sec);
-	sec = 30;
-	r = json_get_double(j, "", "stop_timeout", 0.1, 3600, &sec, err);
-	if (r < 0)
-		return r;
-	p->stop_timeout_usec = sec_to_usec(sec);
-
-	r = string_array(j, "oom_patterns", false, 64, &p->oom_patterns, NULL, err);
-	if (r < 0)
-		return r;
+	p->extra_knobs = calloc(p->n_knobs + 1, sizeof(char *));
+	if (!p->extra_knobs)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_knobs; i++)
+		if (!is_canonical_knob(p->knobs[i].name))
+			p->extra_knobs[n_extra++] = p->knobs[i].name;
 	if (!p->oom_patterns) {
 		p->oom_patterns = calloc(1, sizeof(char *));
 		if (!p->oom_patterns)
 			return -ENOMEM;
 	}
-	r = string_array(j, "version_command", false, 16, &p->version_command, NULL, err);
-	if (r < 0)
-		return r;
-	r = string_array(j, "help_command", false, 16, &p->help_command, NULL, err);
-	if (r < 0)
-		return r;
-	r = json_get_string(j, "", "metrics_path", 256, &p->metrics_path, err);
-	if (r < 0)
-		return r;
-	if (p->metrics_path && p->metrics_path[0] != '/')
-		return error_set(err, -EINVAL, "metrics_path: \"%s\" does not start with '/'", p->metrics_path);
 	return 0;
 }
 

@@ -211,6 +211,21 @@ static void test_invalid_profiles(void)
 	refused("{" BASE ", \"knobs\": {}, \"port\": {\"mode\": \"announce\"}}", "port.announce_prefix");
 	refused("{" BASE ", \"knobs\": {}, \"startup_timeout\": 0}", "startup_timeout");
 	refused("{" BASE ", \"knobs\": {}, \"env\": {\"A\": 1}}", "env.A");
+	refused("{" BASE ", \"knobs\": {}, \"Name\": \"y\"}", "Name: unknown key");
+	refused("{" BASE ", \"knobs\": {\"max_num_seqs\": {\"flag\": \"--a\"}, \"max_num_seqs\": {\"flag\": \"--b\"}}}",
+		"knobs.max_num_seqs: duplicate key");
+	refused("{" BASE ", \"knobs\": {\"Max\": {\"flag\": \"--a\"}}}", "knobs.Max: knob names are [a-z0-9_]");
+	refused("{" BASE ", \"knobs\": {\"max_num_seqs\": {\"flag\": \"--a\", \"checkpoint_required\": [\"fp8\"]}}}",
+		"knobs.max_num_seqs.checkpoint_required: only for the quantization knob");
+	refused("{" BASE ", \"knobs\": {\"quantization\": {\"flag\": \"--q\", \"checkpoint_required\": [\"fp9\"]}}}",
+		"knobs.quantization.checkpoint_required[0]: expected one of");
+	refused("{" BASE ", \"knobs\": {}, \"stop_timeout\": \"30s\"}",
+		"stop_timeout: expected a number in [0.1, 3600]");
+	refused("{" BASE ", \"knobs\": {\"max_num_seqs\": {\"flag\": \"--a\"}},"
+		" \"derived\": [{\"flag\": \"--ctx\", \"product\": [4096]}]}",
+		"derived[0].product: names no knob");
+	refused("{" BASE ", \"knobs\": {}, \"derived\": [{\"product\": [4096]}]}", "derived[0].flag: missing");
+	refused("{" BASE ", \"knobs\": {}, \"metrics_path\": \"metrics\"}", "metrics_path: \"metrics\" does not start");
 }
 
 int main(void)

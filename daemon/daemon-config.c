@@ -1,17 +1,19 @@
 /* daemon-config.c — parses goodputd.json (see daemon-config.h for the keys).
  *
  * The daemon reads this file at start and on SIGHUP; a reload that fails
- * keeps the configuration in force, so every check happens here, before the
- * daemon swaps the new object in. */
+ * keeps the configuration in force, so every check happens here (one
+ * json_dispatch table), before the daemon swaps the new object in. */
 #include "daemon-config.h"
 
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "json-dispatch.h"
 #include "json-util.h"
 #include "macro.h"
 #include "time-util.h"
@@ -35,54 +37,71 @@ int daemon_config_new_default(struct daemon_config **ret)
 	return 0;
 }
 
-static int parse_limits(struct daemon_config *c, const cJSON *limits, const char *what, struct error *err)
+static int resolve_group(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
-	static const char *const keys[] = { "max_connections", "max_request_bytes", "idle_timeout",
-					    "max_queued_studies", NULL };
-	uint64_t bytes;
-	double idle;
+	struct daemon_config *c = base;
+	struct group *g;
 	int r;
 
-	r = json_check_keys(limits, "limits", keys, err);
+	r = json_dispatch_store(v, path, f, base, err);
 	if (r < 0)
 		return r;
-	r = json_get_u32(limits, "limits", "max_connections", 1, 65536, &c->limits.max_connections, err);
-	if (r < 0)
-		return r;
-	r = json_get_u64(limits, "limits", "max_request_bytes", 1024, 64 * 1024 * 1024, &bytes, err);
-	if (r < 0)
-		return r;
-	if (r > 0)
-		c->limits.max_request_bytes = (size_t)bytes;
-	r = json_get_double(limits, "limits", "idle_timeout", 0.1, 86400, &idle, err);
-	if (r < 0)
-		return r;
-	if (r > 0)
-		c->limits.idle_timeout_usec = sec_to_usec(idle);
-	r = json_get_u32(limits, "limits", "max_queued_studies", 1, 100000, &c->limits.max_queued_studies, err);
-	if (r < 0)
-		return r;
+	errno = 0;
+	g = getgrnam(c->socket_group);
+	if (!g)
+		return error_set(err, errno > 0 ? -errno : -ENOENT, "%s: no group \"%s\" on this host", path,
+				 c->socket_group);
+	c->socket_gid = g->gr_gid;
 	return 0;
 }
 
-static int parse_prices(const cJSON *prices, struct error *err)
+static int check_prices(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
 	const cJSON *p;
+	int r;
 
-	cJSON_ArrayForEach(p, prices)
+	r = json_dispatch_store(v, path, f, base, err);
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach(p, v)
 	{
 		if (!cJSON_IsNumber(p) || !isfinite(p->valuedouble) || p->valuedouble < 0 || p->valuedouble > 1000)
-			return error_set(err, -EINVAL, "prices.%s: expected a price in [0, 1000] $/GPU-hour",
-					 p->string ? p->string : "?");
+			return error_set(err, -EINVAL, "%s.%s: expected a price in [0, 1000] $/GPU-hour", path,
+					 p->string);
 	}
 	return 0;
 }
 
+#define OFF(field) offsetof(struct daemon_config, field)
+
+static const struct json_field limits_fields[] = {
+	{ "max_connections", JSON_U32, OFF(limits.max_connections), .min = 1, .max = 65536, .def = "512",
+	  .doc = "control-socket clients at once" },
+	{ "max_request_bytes", JSON_SIZE, OFF(limits.max_request_bytes), .min = 1024, .max = 64 * 1024 * 1024,
+	  .def = "1048576", .doc = "longest request line (a submitted spec)" },
+	{ "idle_timeout", JSON_SECONDS, OFF(limits.idle_timeout_usec), .min = 0.1, .max = 86400, .def = "60",
+	  .doc = "seconds a client may stay silent" },
+	{ "max_queued_studies", JSON_U32, OFF(limits.max_queued_studies), .min = 1, .max = 100000, .def = "100",
+	  .doc = "studies waiting or running at once" },
+	{ 0 },
+};
+
+static const struct json_field config_fields[] = {
+	{ "socket_group", JSON_STRING, OFF(socket_group), .callback = resolve_group, .max = 256,
+	  .def = "none (root and the daemon's user only)",
+	  .doc = "group whose members may change state (submit, cancel, pause, resume)" },
+	{ "engines_dir", JSON_STRING, OFF(engines_dir), .max = 4096,
+	  .doc = "where engine profiles are looked for first" },
+	{ "prices", JSON_OBJECT, OFF(prices), .callback = check_prices,
+	  .schema = "{\"additionalProperties\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1000}}",
+	  .doc = "$/GPU-hour by gpu.type, for studies that give none" },
+	{ "limits", JSON_OBJECT, .fields = limits_fields, .doc = "what clients may ask of the daemon" },
+	{ 0 },
+};
+
 int daemon_config_from_json(const cJSON *j, const char *what, struct daemon_config **ret, struct error *err)
 {
-	static const char *const keys[] = { "socket_group", "engines_dir", "prices", "limits", NULL };
 	_cleanup_(daemon_config_freep) struct daemon_config *c = NULL;
-	const cJSON *limits = NULL, *prices = NULL;
 	int r;
 
 	if (!cJSON_IsObject(j))
@@ -93,49 +112,11 @@ int daemon_config_from_json(const cJSON *j, const char *what, struct daemon_conf
 	c->json = cJSON_Duplicate(j, true);
 	if (!c->json)
 		return error_set(err, -ENOMEM, "out of memory");
-
-	r = json_check_keys(c->json, "", keys, err);
+	r = json_dispatch(c->json, "", config_fields, 0, c, err);
 	if (r < 0)
-		goto fail;
-	r = json_get_string(c->json, "", "socket_group", 256, &c->socket_group, err);
-	if (r < 0)
-		goto fail;
-	if (c->socket_group) {
-		struct group *g;
-
-		errno = 0;
-		g = getgrnam(c->socket_group);
-		if (!g) {
-			r = error_set(err, errno > 0 ? -errno : -ENOENT, "socket_group: no group \"%s\" on this host",
-				      c->socket_group);
-			goto fail;
-		}
-		c->socket_gid = g->gr_gid;
-	}
-	r = json_get_string(c->json, "", "engines_dir", 4096, &c->engines_dir, err);
-	if (r < 0)
-		goto fail;
-	r = json_get_object(c->json, "", "prices", &prices, err);
-	if (r < 0)
-		goto fail;
-	if (prices) {
-		r = parse_prices(prices, err);
-		if (r < 0)
-			goto fail;
-		c->prices = prices;
-	}
-	r = json_get_object(c->json, "", "limits", &limits, err);
-	if (r < 0)
-		goto fail;
-	if (limits) {
-		r = parse_limits(c, limits, what, err);
-		if (r < 0)
-			goto fail;
-	}
+		return error_prefix(err, r, "%s", what);
 	*ret = TAKE_PTR(c);
 	return 0;
-fail:
-	return error_prefix(err, r, "%s", what);
 }
 
 int daemon_config_load(const char *path, bool missing_ok, struct daemon_config **ret, struct error *err)

@@ -143,7 +143,17 @@ static void test_config(void)
 	CHECK_STR_CONTAINS(err.msg, "limits.max_connections");
 	CHECK(config_from("{\"prices\":{\"H100\":\"cheap\"}}", &c, &err) < 0);
 	CHECK_STR_CONTAINS(err.msg, "prices.H100");
+	CHECK(config_from("{\"limits\":{\"max_request_bytes\":4096,\"idle_timeot\":1}}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "goodputd.json: limits.idle_timeot: unknown key");
+	CHECK(config_from("{\"engines_dir\":\"/a\",\"engines_dir\":\"/b\"}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "engines_dir: duplicate key");
+	CHECK(config_from("{\"limits\":{\"max_request_bytes\":512}}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "limits.max_request_bytes: expected an integer in [1024, 67108864], got 512");
 	CHECK(c == NULL);
+	CHECK_INT_EQ(config_from("{\"limits\":{\"max_request_bytes\":4096}}", &c, &err), 0);
+	CHECK_INT_EQ(c->limits.max_request_bytes, 4096);
+	CHECK_INT_EQ(c->limits.max_connections, 512); /* the defaults stay */
+	c = daemon_config_free(c);
 
 	CHECK_INT_EQ(daemon_config_load("/nonexistent/goodputd.json", true, &c, &err), 0);
 	c = daemon_config_free(c);

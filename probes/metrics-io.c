@@ -13,9 +13,11 @@
  * adds goodput's SLA lines at the end. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "json-dispatch.h"
 #include "json-util.h"
 #include "macro.h"
 #include "metrics.h"
@@ -144,143 +146,154 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 	return 0;
 }
 
-static int get_num(const cJSON *j, const char *key, bool required, double *ret, struct error *err)
-{
-	int r = required ? json_require_double(j, "", key, -1e300, 1e300, ret, err)
-			 : json_get_double(j, "", key, -1e300, 1e300, ret, err);
+/* ---- reading a result back ---- */
 
-	return r < 0 ? r : 0;
+static int read_rate(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct probe_result *res = base;
+
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "inf") == 0) {
+		res->request_rate = INFINITY;
+		return 0;
+	}
+	return json_value_double(v, path, f->min, f->max, &res->request_rate, err);
 }
 
-static int get_u32(const cJSON *j, const char *key, uint32_t *ret, struct error *err)
+static int read_percentiles(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
-	uint64_t v;
-	int r = json_require_u64(j, "", key, 0, UINT32_MAX, &v, err);
+	struct probe_result *res = base;
+	const cJSON *item;
 
-	if (r < 0)
-		return r;
-	*ret = (uint32_t)v;
+	(void)f;
+	cJSON_ArrayForEach(item, v)
+	{
+		if (res->n_percentiles >= PROBE_MAX_PERCENTILES || !cJSON_IsNumber(item) ||
+		    !(item->valuedouble >= 0 && item->valuedouble <= 100))
+			return error_set(err, -EINVAL, "%s: expected at most %d numbers in [0, 100]", path,
+					 PROBE_MAX_PERCENTILES);
+		res->percentiles[res->n_percentiles++] = item->valuedouble;
+	}
 	return 0;
 }
 
-static int read_server(const cJSON *j, struct probe_server_metrics *s, struct error *err)
+/* "p99_ttft_ms": the percentile's slot of that metric, when metric_percentiles lists it. */
+static int read_percentile_stat(const cJSON *v, const char *path, const struct json_field *f, void *base,
+				struct error *err)
 {
-	const cJSON *o = NULL;
-	double samples = 0;
+	struct probe_result *res = base;
+
+	(void)path;
+	(void)f;
+	(void)err;
+	for (int m = 0; m < _PROBE_METRIC_MAX; m++)
+		for (size_t k = 0; k < res->n_percentiles; k++) {
+			char w[32], key[64];
+
+			pct_word(res->percentiles[k], w, sizeof(w));
+			snprintf(key, sizeof(key), "p%s_%s_ms", w, probe_metric_name(m));
+			if (strcmp(key, v->string) == 0) {
+				res->stat[m].pct_ms[k] = v->valuedouble;
+				return 0;
+			}
+		}
+	return 0; /* a percentile this result does not list */
+}
+
+/* "sla": the bounds as probe_sla_to_string wrote them; "" = none. */
+static int read_sla(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct probe_result *res = base;
 	int r;
 
-	r = json_get_object(j, "", "server", &o, err);
-	if (r <= 0)
-		return r;
-	s->present = true;
-	if ((r = json_get_double(o, "server", "kv_cache_usage_mean", 0, 1e9, &s->kv_usage_mean, err)) < 0 ||
-	    (r = json_get_double(o, "server", "kv_cache_usage_peak", 0, 1e9, &s->kv_usage_peak, err)) < 0 ||
-	    (r = json_get_double(o, "server", "num_requests_running_mean", 0, 1e9, &s->running_mean, err)) < 0 ||
-	    (r = json_get_double(o, "server", "num_requests_running_peak", 0, 1e9, &s->running_peak, err)) < 0 ||
-	    (r = json_get_double(o, "server", "num_requests_waiting_mean", 0, 1e9, &s->waiting_mean, err)) < 0 ||
-	    (r = json_get_double(o, "server", "num_requests_waiting_peak", 0, 1e9, &s->waiting_peak, err)) < 0 ||
-	    (r = json_get_double(o, "server", "num_preemptions", 0, 1e18, &s->preemptions, err)) < 0 ||
-	    (r = json_get_double(o, "server", "samples", 0, 1e18, &samples, err)) < 0)
-		return r;
-	s->samples = (size_t)samples;
-	return 0;
+	(void)f;
+	if (!cJSON_IsString(v))
+		return json_wrong(v, path, "a string", err);
+	if (!v->valuestring[0])
+		return 0;
+	r = probe_sla_parse(v->valuestring, &res->sla, err);
+	return r < 0 ? error_prefix(err, r, "%s", path) : 0;
 }
+
+static int read_server(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct probe_result *res = base;
+
+	res->server.present = true;
+	return json_dispatch(v, path, f->fields, JSON_ALLOW_UNKNOWN, base, err);
+}
+
+#define OFF(field)  offsetof(struct probe_result, field)
+#define ANY_NUMBER  .min = -1e300, .max = 1e300
+#define INTEGER_MAX 9007199254740992.0
+
+/* The statistics of one metric, as stat_key() names them. */
+// clang-format off
+#define METRIC_ROWS(m, name)                                                                            \
+	{ "mean_" name "_ms", JSON_DOUBLE, OFF(stat[m].mean_ms), .flags = JSON_NULLABLE, ANY_NUMBER },     \
+	{ "median_" name "_ms", JSON_DOUBLE, OFF(stat[m].median_ms), .flags = JSON_NULLABLE, ANY_NUMBER }, \
+	{ "std_" name "_ms", JSON_DOUBLE, OFF(stat[m].std_ms), .flags = JSON_NULLABLE, ANY_NUMBER },       \
+	{ "n_" name, JSON_SIZE, OFF(stat[m].n), .flags = JSON_NULLABLE, .max = INTEGER_MAX }
+// clang-format on
+
+static const struct json_field server_fields[] = {
+	{ "kv_cache_usage_mean", JSON_DOUBLE, OFF(server.kv_usage_mean), .flags = JSON_NULLABLE, .max = 1e9 },
+	{ "kv_cache_usage_peak", JSON_DOUBLE, OFF(server.kv_usage_peak), .flags = JSON_NULLABLE, .max = 1e9 },
+	{ "num_requests_running_mean", JSON_DOUBLE, OFF(server.running_mean), .flags = JSON_NULLABLE, .max = 1e9 },
+	{ "num_requests_running_peak", JSON_DOUBLE, OFF(server.running_peak), .flags = JSON_NULLABLE, .max = 1e9 },
+	{ "num_requests_waiting_mean", JSON_DOUBLE, OFF(server.waiting_mean), .flags = JSON_NULLABLE, .max = 1e9 },
+	{ "num_requests_waiting_peak", JSON_DOUBLE, OFF(server.waiting_peak), .flags = JSON_NULLABLE, .max = 1e9 },
+	{ "num_preemptions", JSON_DOUBLE, OFF(server.preemptions), .flags = JSON_NULLABLE, .max = 1e18 },
+	{ "samples", JSON_SIZE, OFF(server.samples), .flags = JSON_NULLABLE, .max = INTEGER_MAX },
+	{ 0 },
+};
+
+/* The result object. Null is "not measured" (the writer turns NaN into
+ * null); the rows are in the order the reading needs: metric_percentiles
+ * before the p<P>_<metric>_ms keys, sla before attainment_target. */
+static const struct json_field result_fields[] = {
+	{ "request_rate", JSON_ANY, .callback = read_rate, .flags = JSON_NULLABLE, .min = 0, .max = 1e300 },
+	{ "burstiness", JSON_DOUBLE, OFF(burstiness), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "max_concurrency", JSON_U32, OFF(max_concurrency), .flags = JSON_NULLABLE, .max = UINT32_MAX },
+	{ "num_prompts", JSON_U32, OFF(num_prompts), .flags = JSON_MANDATORY, .max = UINT32_MAX },
+	{ "completed", JSON_U32, OFF(completed), .flags = JSON_MANDATORY, .max = UINT32_MAX },
+	{ "failed", JSON_U32, OFF(failed), .flags = JSON_MANDATORY, .max = UINT32_MAX },
+	{ "total_input_tokens", JSON_U64, OFF(total_input_tokens), .flags = JSON_MANDATORY, .max = INTEGER_MAX },
+	{ "total_output_tokens", JSON_U64, OFF(total_output_tokens), .flags = JSON_MANDATORY, .max = INTEGER_MAX },
+	{ "duration", JSON_DOUBLE, OFF(duration_s), .flags = JSON_MANDATORY | JSON_NULLABLE, ANY_NUMBER },
+	{ "request_throughput", JSON_DOUBLE, OFF(request_throughput), .flags = JSON_MANDATORY | JSON_NULLABLE,
+	  ANY_NUMBER },
+	{ "output_throughput", JSON_DOUBLE, OFF(output_throughput), .flags = JSON_MANDATORY | JSON_NULLABLE,
+	  ANY_NUMBER },
+	{ "total_token_throughput", JSON_DOUBLE, OFF(total_token_throughput), .flags = JSON_MANDATORY | JSON_NULLABLE,
+	  ANY_NUMBER },
+	{ "request_goodput", JSON_DOUBLE, OFF(request_goodput), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "max_concurrent_requests", JSON_DOUBLE, OFF(max_concurrent_requests), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "mean_concurrency", JSON_DOUBLE, OFF(mean_concurrency), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "attainment", JSON_DOUBLE, OFF(attainment), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "good_output_throughput", JSON_DOUBLE, OFF(good_output_throughput), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "metric_percentiles", JSON_ARRAY, .callback = read_percentiles, .flags = JSON_NULLABLE },
+	METRIC_ROWS(PROBE_METRIC_TTFT, "ttft"),
+	METRIC_ROWS(PROBE_METRIC_TPOT, "tpot"),
+	METRIC_ROWS(PROBE_METRIC_ITL, "itl"),
+	METRIC_ROWS(PROBE_METRIC_E2EL, "e2el"),
+	{ "p<P>_<metric>_ms", JSON_DOUBLE, .pattern = "p*_ms", .callback = read_percentile_stat, .flags = JSON_NULLABLE,
+	  ANY_NUMBER },
+	{ "sla", JSON_ANY, .callback = read_sla, .flags = JSON_NULLABLE },
+	{ "attainment_target", JSON_DOUBLE, OFF(sla.attainment), .flags = JSON_NULLABLE, .min = 0, .max = 1 },
+	{ "sla_met", JSON_BOOL, OFF(sla_met), .flags = JSON_NULLABLE },
+	{ "server", JSON_OBJECT, .fields = server_fields, .callback = read_server, .flags = JSON_NULLABLE },
+	{ 0 },
+};
 
 int probe_result_from_json(const cJSON *j, struct probe_result *ret, struct error *err)
 {
 	struct probe_result res = { .burstiness = 1.0 };
-	const cJSON *rate, *arr = NULL, *item;
-	const char *sla = NULL;
-	double v;
-	bool b;
-	char key[64];
 	int r;
 
 	if (!cJSON_IsObject(j))
 		return error_set(err, -EINVAL, "result: expected a JSON object");
-	rate = cJSON_GetObjectItemCaseSensitive(j, "request_rate");
-	if (cJSON_IsString(rate) && strcmp(rate->valuestring, "inf") == 0)
-		res.request_rate = INFINITY;
-	else if ((r = json_get_double(j, "", "request_rate", 0, 1e300, &res.request_rate, err)) < 0)
-		return r;
-	if ((r = get_num(j, "burstiness", false, &res.burstiness, err)) < 0)
-		return r;
-	if ((r = json_get_u32(j, "", "max_concurrency", 0, UINT32_MAX, &res.max_concurrency, err)) < 0)
-		return r;
-	if ((r = get_u32(j, "num_prompts", &res.num_prompts, err)) < 0 ||
-	    (r = get_u32(j, "completed", &res.completed, err)) < 0 ||
-	    (r = get_u32(j, "failed", &res.failed, err)) < 0 ||
-	    (r = json_require_u64(j, "", "total_input_tokens", 0, UINT64_MAX, &res.total_input_tokens, err)) < 0 ||
-	    (r = json_require_u64(j, "", "total_output_tokens", 0, UINT64_MAX, &res.total_output_tokens, err)) < 0 ||
-	    (r = get_num(j, "duration", true, &res.duration_s, err)) < 0 ||
-	    (r = get_num(j, "request_throughput", true, &res.request_throughput, err)) < 0 ||
-	    (r = get_num(j, "output_throughput", true, &res.output_throughput, err)) < 0 ||
-	    (r = get_num(j, "total_token_throughput", true, &res.total_token_throughput, err)) < 0 ||
-	    (r = get_num(j, "request_goodput", false, &res.request_goodput, err)) < 0 ||
-	    (r = get_num(j, "max_concurrent_requests", false, &res.max_concurrent_requests, err)) < 0 ||
-	    (r = get_num(j, "mean_concurrency", false, &res.mean_concurrency, err)) < 0 ||
-	    (r = get_num(j, "attainment", false, &res.attainment, err)) < 0 ||
-	    (r = get_num(j, "good_output_throughput", false, &res.good_output_throughput, err)) < 0)
-		return r;
-
-	r = json_get_array(j, "", "metric_percentiles", &arr, err);
-	if (r < 0)
-		return r;
-	if (arr) {
-		cJSON_ArrayForEach(item, arr)
-		{
-			if (res.n_percentiles >= PROBE_MAX_PERCENTILES || !cJSON_IsNumber(item) ||
-			    !(item->valuedouble >= 0 && item->valuedouble <= 100))
-				return error_set(err, -EINVAL,
-						 "metric_percentiles: expected at most %d numbers in [0, 100]",
-						 PROBE_MAX_PERCENTILES);
-			res.percentiles[res.n_percentiles++] = item->valuedouble;
-		}
-	}
-	for (int m = 0; m < _PROBE_METRIC_MAX; m++) {
-		struct probe_stat *s = &res.stat[m];
-
-		stat_key(key, sizeof(key), "mean", m);
-		if ((r = get_num(j, key, false, &s->mean_ms, err)) < 0)
-			return r;
-		stat_key(key, sizeof(key), "median", m);
-		if ((r = get_num(j, key, false, &s->median_ms, err)) < 0)
-			return r;
-		stat_key(key, sizeof(key), "std", m);
-		if ((r = get_num(j, key, false, &s->std_ms, err)) < 0)
-			return r;
-		for (size_t k = 0; k < res.n_percentiles; k++) {
-			char w[32];
-
-			pct_word(res.percentiles[k], w, sizeof(w));
-			snprintf(key, sizeof(key), "p%s_%s_ms", w, probe_metric_name(m));
-			if ((r = get_num(j, key, false, &s->pct_ms[k], err)) < 0)
-				return r;
-		}
-		snprintf(key, sizeof(key), "n_%s", probe_metric_name(m));
-		v = 0;
-		if ((r = get_num(j, key, false, &v, err)) < 0)
-			return r;
-		s->n = v > 0 ? (size_t)v : 0;
-	}
-
-	r = json_get_string(j, "", "sla", 0, &sla, err);
-	if (r < 0 && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "sla")))
-		r = 0; /* "" = no SLA */
-	if (r < 0)
-		return r;
-	if (sla) {
-		r = probe_sla_parse(sla, &res.sla, err);
-		if (r < 0)
-			return error_prefix(err, r, "sla");
-	}
-	if ((r = json_get_double(j, "", "attainment_target", 0, 1, &res.sla.attainment, err)) < 0)
-		return r;
-	b = false;
-	if ((r = json_get_bool(j, "", "sla_met", &b, err)) < 0)
-		return r;
-	res.sla_met = b;
-	r = read_server(j, &res.server, err);
+	/* Results from older versions may carry keys this one no longer writes. */
+	r = json_dispatch(j, "", result_fields, JSON_ALLOW_UNKNOWN, &res, err);
 	if (r < 0)
 		return r;
 	*ret = res;

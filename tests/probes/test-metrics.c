@@ -300,6 +300,54 @@ static void test_json(void)
 	CHECK_STR_CONTAINS(err.msg, "completed");
 }
 
+#define RESULT_BASE                                                                                                    \
+	"\"num_prompts\": 2, \"completed\": 2, \"failed\": 0, \"total_input_tokens\": 80, \"total_output_tokens\": "   \
+	"12,"                                                                                                          \
+	" \"request_throughput\": 1, \"output_throughput\": 6, \"total_token_throughput\": 46"
+
+static int result_from(const char *text, struct probe_result *ret, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(text);
+
+	CHECK_MSG(j, "not JSON: %s", text);
+	return probe_result_from_json(j, ret, err);
+}
+
+/* Results as the store keeps them: null is "not measured", keys of other
+ * versions pass, percentile keys follow metric_percentiles. */
+static void test_json_read(void)
+{
+	struct probe_result r;
+	struct error err = { 0 };
+
+	CHECK_MSG(result_from("{" RESULT_BASE ", \"duration\": 2, \"max_concurrency\": null,"
+			      " \"p99.9_ttft_ms\": 5, \"metric_percentiles\": [50, 99.9], \"p50_ttft_ms\": 3,"
+			      " \"p90_ttft_ms\": 4, \"mean_ttft_ms\": null, \"future_key\": 1, \"sla\": \"\","
+			      " \"server\": {\"samples\": 3, \"newer\": 2}}",
+			      &r, &err) == 0,
+		  "%s", err.msg);
+	CHECK(r.request_rate == 0 && r.burstiness == 1 && r.max_concurrency == 0 && r.duration_s == 2);
+	CHECK_INT_EQ(r.n_percentiles, 2);
+	CHECK(r.stat[PROBE_METRIC_TTFT].pct_ms[0] == 3 && r.stat[PROBE_METRIC_TTFT].pct_ms[1] == 5);
+	CHECK(r.stat[PROBE_METRIC_TTFT].mean_ms == 0);
+	CHECK(probe_sla_empty(&r.sla));
+	CHECK(r.server.present && r.server.samples == 3);
+
+	CHECK_INT_EQ(result_from("{" RESULT_BASE "}", &r, &err), -EINVAL);
+	CHECK_STR_EQ(err.msg, "duration: missing");
+	CHECK_INT_EQ(result_from("{" RESULT_BASE ", \"duration\": null}", &r, &err), -EINVAL);
+	CHECK_STR_EQ(err.msg, "duration: missing");
+	CHECK_INT_EQ(result_from("{" RESULT_BASE ", \"duration\": 2, \"completed\": 3}", &r, &err), -EINVAL);
+	CHECK_STR_EQ(err.msg, "completed: duplicate key");
+	CHECK_INT_EQ(result_from("{" RESULT_BASE ", \"duration\": 2, \"request_rate\": \"fast\"}", &r, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "request_rate: expected a number");
+	CHECK_INT_EQ(result_from("{" RESULT_BASE ", \"duration\": 2, \"server\": {\"samples\": -1}}", &r, &err),
+		     -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "server.samples: expected an integer");
+	CHECK_INT_EQ(result_from("{" RESULT_BASE ", \"duration\": 2, \"sla\": \"ttft:x\"}", &r, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "sla: ");
+}
+
 static void test_print(void)
 {
 	struct probe_request_result r[3];
@@ -339,6 +387,7 @@ int main(void)
 	test_goodput();
 	test_sla_parse();
 	test_json();
+	test_json_read();
 	test_print();
 	return 0;
 }

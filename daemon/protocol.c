@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +20,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "json-dispatch.h"
 #include "json-util.h"
 #include "store.h"
 #include "time-util.h"
 
-static const char *const command_names[_CTL_COMMAND_MAX] = {
+static const char *const command_names[_CTL_COMMAND_MAX + 1] = {
 	[CTL_SUBMIT] = "submit", [CTL_STATUS] = "status", [CTL_LIST] = "list",
 	[CTL_BEST] = "best",     [CTL_TRIALS] = "trials", [CTL_CANCEL] = "cancel",
 	[CTL_PAUSE] = "pause",   [CTL_RESUME] = "resume", [CTL_REPORT] = "report",
@@ -47,76 +49,104 @@ bool ctl_command_changes_state(enum ctl_command c)
 	return c == CTL_SUBMIT || c == CTL_CANCEL || c == CTL_PAUSE || c == CTL_RESUME;
 }
 
-/* The keys each command accepts besides "command" and "id". */
-static const char *const *command_keys(enum ctl_command c)
-{
-	static const char *const none[] = { "command", "id", NULL };
-	static const char *const study[] = { "command", "id", "study", NULL };
-	static const char *const best[] = { "command", "id", "study", "model", "engine", "label", NULL };
-	static const char *const report[] = { "command", "id", "study", "html", NULL };
+/* ---- requests ---- */
 
+static int read_id(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct ctl_request *r = base;
+
+	(void)f;
+	if (!cJSON_IsNumber(v) && !cJSON_IsString(v))
+		return json_wrong(v, path, "a number or a string", err);
+	r->id = v;
+	return 0;
+}
+
+static int read_spec(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct ctl_request *r = base;
+
+	(void)f;
+	if (!cJSON_IsObject(v))
+		return error_set(err, -EINVAL, "%s: expected the study spec as an object", path);
+	r->spec = v;
+	return 0;
+}
+
+#define REQ(field) offsetof(struct ctl_request, field)
+
+_Static_assert(sizeof(enum ctl_command) == sizeof(int), "command is stored as the index of its name");
+
+/* The keys every request has; command was read (and its name checked) first. */
+// clang-format off
+#define COMMON_ROWS                                                                                         \
+	{ "command", JSON_ENUM, REQ(command), .flags = JSON_MANDATORY, .choices = command_names,            \
+	  .doc = "what to do" },                                                                            \
+	{ "id", JSON_ANY, .callback = read_id, .doc = "echoed in the response (a number or a string)" }
+// clang-format on
+
+static const struct json_field plain_fields[] = {
+	COMMON_ROWS,
+	{ 0 },
+};
+
+static const struct json_field study_fields[] = {
+	COMMON_ROWS,
+	{ "study", JSON_STRING, REQ(study), .flags = JSON_NULLABLE, .max = 1024, .doc = "a study name" },
+	{ 0 },
+};
+
+static const struct json_field submit_fields[] = {
+	COMMON_ROWS,
+	{ "study", JSON_ANY, .callback = read_spec, .doc = "the study spec (an object)" },
+	{ 0 },
+};
+
+static const struct json_field best_fields[] = {
+	COMMON_ROWS,
+	{ "study", JSON_STRING, REQ(study), .flags = JSON_NULLABLE, .max = 1024, .doc = "a study name" },
+	{ "model", JSON_STRING, REQ(model), .flags = JSON_NULLABLE, .max = 1024, .doc = "model, without a study" },
+	{ "engine", JSON_STRING, REQ(engine), .flags = JSON_NULLABLE, .max = 1024, .doc = "engine, without a study" },
+	{ "label", JSON_STRING, REQ(label), .flags = JSON_NULLABLE, .max = 4096, .doc = "the studies' label" },
+	{ 0 },
+};
+
+static const struct json_field report_fields[] = {
+	COMMON_ROWS,
+	{ "study", JSON_STRING, REQ(study), .flags = JSON_NULLABLE, .max = 1024, .doc = "a study name" },
+	{ "html", JSON_BOOL, REQ(html), .def = "false", .doc = "write the HTML report instead of answering Markdown" },
+	{ 0 },
+};
+
+static const struct json_field *command_fields(enum ctl_command c)
+{
 	switch (c) {
 	case CTL_SUBMIT:
+		return submit_fields;
 	case CTL_TRIALS:
 	case CTL_CANCEL:
 	case CTL_PAUSE:
 	case CTL_RESUME:
-		return study;
+		return study_fields;
 	case CTL_BEST:
-		return best;
+		return best_fields;
 	case CTL_REPORT:
-		return report;
+		return report_fields;
 	default:
-		return none;
+		return plain_fields;
 	}
 }
 
-static int parse_fields(struct ctl_request *r, struct error *err)
+/* What a command needs beyond its keys' types. */
+static int check_request(const struct ctl_request *r, struct error *err)
 {
-	const cJSON *j = r->json;
-	int k, q;
-
-	r->id = cJSON_GetObjectItemCaseSensitive(j, "id");
-	if (r->id && !cJSON_IsNumber(r->id) && !cJSON_IsString(r->id))
-		return error_set(err, -EINVAL, "id: expected a number or a string");
-
-	if (r->command == CTL_SUBMIT) {
-		const cJSON *spec = cJSON_GetObjectItemCaseSensitive(j, "study");
-
-		if (!spec)
-			return error_set(err, -EINVAL, "study: missing (submit takes the study spec as an object)");
-		if (!cJSON_IsObject(spec))
-			return error_set(err, -EINVAL, "study: expected the study spec as an object");
-		r->spec = spec;
-		return 0;
-	}
-
-	k = json_get_string(j, "", "study", 1024, &r->study, err);
-	if (k < 0)
-		return k;
+	if (r->command == CTL_SUBMIT && !r->spec)
+		return error_set(err, -EINVAL, "study: missing (submit takes the study spec as an object)");
 	if ((r->command == CTL_TRIALS || r->command == CTL_CANCEL || r->command == CTL_REPORT) && !r->study)
 		return error_set(err, -EINVAL, "study: missing (%s takes a study name)",
 				 ctl_command_to_string(r->command));
-	if (r->command == CTL_REPORT) {
-		const cJSON *html = cJSON_GetObjectItemCaseSensitive(j, "html");
-
-		if (html && !cJSON_IsBool(html))
-			return error_set(err, -EINVAL, "html: expected true or false");
-		r->html = cJSON_IsTrue(html);
-		return 0;
-	}
 	if (r->command != CTL_BEST)
 		return 0;
-
-	q = json_get_string(j, "", "model", 1024, &r->model, err);
-	if (q < 0)
-		return q;
-	q = json_get_string(j, "", "engine", 1024, &r->engine, err);
-	if (q < 0)
-		return q;
-	q = json_get_string(j, "", "label", 4096, &r->label, err);
-	if (q < 0)
-		return q;
 	if (r->study && (r->model || r->engine || r->label))
 		return error_set(err, -EINVAL, "best: give either \"study\" or \"model\" + \"engine\" [+ \"label\"]");
 	if (!r->study && (!r->model || !r->engine))
@@ -148,11 +178,10 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *ret, str
 			      name);
 		goto fail;
 	}
-	r.command = (enum ctl_command)c;
-	k = json_check_keys(r.json, "", command_keys(r.command), err);
+	k = json_dispatch(r.json, "", command_fields((enum ctl_command)c), 0, &r, err);
 	if (k < 0)
 		goto fail;
-	k = parse_fields(&r, err);
+	k = check_request(&r, err);
 	if (k < 0)
 		goto fail;
 	*ret = r;

@@ -53,6 +53,9 @@ static void test_requests(void)
 	CHECK_INT_EQ(parse("{\"command\":\"pause\"}", &r, &err), 0);
 	CHECK(r.study == NULL);
 	ctl_request_done(&r);
+	CHECK_INT_EQ(parse("{\"command\":\"pause\",\"study\":null}", &r, &err), 0); /* null: as if absent */
+	CHECK(r.study == NULL);
+	ctl_request_done(&r);
 
 	CHECK_INT_EQ(parse("{\"command\":\"report\",\"study\":\"a\",\"html\":true}", &r, &err), 0);
 	CHECK_INT_EQ(r.command, CTL_REPORT);
@@ -80,7 +83,9 @@ static void test_requests(void)
 	expect_error("{\"command\":\"submit\",\"study\":\"name\"}", "as an object");
 	expect_error("{\"command\":\"best\"}", "needs \"study\"");
 	expect_error("{\"command\":\"best\",\"study\":\"a\",\"model\":\"m\"}", "either");
-	expect_error("{\"command\":\"status\",\"id\":[1]}", "id:");
+	expect_error("{\"command\":\"status\",\"id\":[1]}", "id: expected a number or a string, got [1]");
+	expect_error("{\"command\":\"status\",\"Id\":1}", "Id: unknown key");
+	expect_error("{\"command\":\"best\",\"model\":\"m\",\"engine\":7}", "engine: expected a string, got 7");
 	expect_error("{\"command\":\"status\",\"command\":\"list\"}", "duplicate");
 }
 

@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-dispatch.h"
 #include "json-util.h"
 #include "macro.h"
 #include "parse.h"
@@ -102,41 +104,54 @@ static const char *format_number(double v, char *buf, size_t size)
 	return buf;
 }
 
+/* A range knob as written: {"min": 8, "max": 256, "scale": "log2"}. */
+struct range_spec {
+	uint64_t min, max, step; /* step 0: not given */
+	int scale;
+	bool categorical; /* read again by parse_knob, which sees every form */
+};
+
+static const char *const scales[] = { "linear", "log2", NULL };
+
+static const struct json_field range_fields[] = {
+	{ "min", JSON_U64, offsetof(struct range_spec, min), .flags = JSON_MANDATORY, .max = INT_KNOB_MAX,
+	  .doc = "smallest value" },
+	{ "max", JSON_U64, offsetof(struct range_spec, max), .flags = JSON_MANDATORY, .max = INT_KNOB_MAX,
+	  .doc = "largest value" },
+	{ "scale", JSON_ENUM, offsetof(struct range_spec, scale), .choices = scales, .def = "linear",
+	  .doc = "linear, or log2 (min, 2·min, 4·min ... max)" },
+	{ "step", JSON_U64, offsetof(struct range_spec, step), .min = 1, .max = INT_KNOB_MAX, .def = "1",
+	  .doc = "linear only: distance between values" },
+	{ "categorical", JSON_BOOL, offsetof(struct range_spec, categorical), .def = "false",
+	  .doc = "search the values one by one instead of by NLopt" },
+	{ 0 },
+};
+
 static int parse_range(struct opt_knob *k, const cJSON *obj, const char *path, struct error *err)
 {
-	static const char *const keys[] = { "min", "max", "scale", "step", "categorical", NULL };
-	static const char *const scales[] = { "linear", "log2", NULL };
-	uint64_t min, max, step = 1;
-	int scale = 0, r;
+	struct range_spec spec = { 0 };
+	uint64_t min, max, step;
 	char p[256];
+	int r;
 
-	r = json_check_keys(obj, path, keys, err);
+	r = json_dispatch(obj, path, range_fields, 0, &spec, err);
 	if (r < 0)
 		return r;
-	r = json_require_u64(obj, path, "min", 0, INT_KNOB_MAX, &min, err);
-	if (r < 0)
-		return r;
-	r = json_require_u64(obj, path, "max", 0, INT_KNOB_MAX, &max, err);
-	if (r < 0)
-		return r;
-	r = json_get_enum(obj, path, "scale", scales, &scale, err);
-	if (r < 0)
-		return r;
-	r = json_get_u64(obj, path, "step", 1, INT_KNOB_MAX, &step, err);
-	if (r < 0)
-		return r;
+	min = spec.min;
+	max = spec.max;
+	step = spec.step ? spec.step : 1;
 	if (min > max)
 		return error_set(err, -EINVAL, "%s: min (%" PRIu64 ") is larger than max (%" PRIu64 ")",
 				 json_path_join(p, sizeof(p), path, "min"), min, max);
 	k->kind = OPT_KNOB_RANGE;
-	k->scale = scale == 1 ? OPT_SCALE_LOG2 : OPT_SCALE_LINEAR;
+	k->scale = spec.scale == 1 ? OPT_SCALE_LOG2 : OPT_SCALE_LINEAR;
 	k->min = (int64_t)min;
 	k->max = (int64_t)max;
 	k->step = (int64_t)step;
 	if (k->scale == OPT_SCALE_LOG2) {
 		uint64_t v;
 
-		if (r > 0)
+		if (spec.step)
 			return error_set(err, -EINVAL, "%s: only a linear range takes a step",
 					 json_path_join(p, sizeof(p), path, "step"));
 		if (min == 0)
@@ -239,6 +254,19 @@ static int parse_list(struct opt_knob *k, const cJSON *arr, const char *path, st
 	return 0;
 }
 
+/* A list knob written as an object: {"values": [...], "categorical": false}. */
+struct list_spec {
+	const cJSON *values;
+	bool categorical; /* read again by parse_knob, which sees every form */
+};
+
+static const struct json_field list_fields[] = {
+	{ "values", JSON_ARRAY, offsetof(struct list_spec, values), .flags = JSON_MANDATORY, .doc = "the values" },
+	{ "categorical", JSON_BOOL, offsetof(struct list_spec, categorical),
+	  .doc = "false: search the (sorted) values by NLopt" },
+	{ 0 },
+};
+
 static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, const struct opt_space_options *o,
 		      struct error *err)
 {
@@ -253,16 +281,12 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 	if (cJSON_IsArray(item)) {
 		r = parse_list(k, item, path, err);
 	} else if (cJSON_IsObject(item) && cJSON_GetObjectItemCaseSensitive(item, "values")) {
-		static const char *const keys[] = { "values", "categorical", NULL };
-		const cJSON *values;
+		struct list_spec spec = { 0 };
 
-		r = json_check_keys(item, path, keys, err);
+		r = json_dispatch(item, path, list_fields, 0, &spec, err);
 		if (r < 0)
 			return r;
-		r = json_get_array(item, path, "values", &values, err);
-		if (r < 0)
-			return r;
-		r = parse_list(k, values, json_path_join(p, sizeof(p), path, "values"), err);
+		r = parse_list(k, spec.values, json_path_join(p, sizeof(p), path, "values"), err);
 	} else if (cJSON_IsObject(item)) {
 		r = parse_range(k, item, path, err);
 	} else

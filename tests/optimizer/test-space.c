@@ -144,6 +144,12 @@ static void test_errors(void)
 		    "search_space.max_num_seqs.min: min (64) is larger than max (8)");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"max\": 8}}}", 0,
 		    "search_space.max_num_seqs.min: missing");
+	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 1, \"min\": 2, \"max\": 8}}}", 0,
+		    "search_space.max_num_seqs.min: duplicate key");
+	space_fails("{\"search_space\": {\"max_num_seqs\": {\"values\": null}}}", 0,
+		    "search_space.max_num_seqs.values: expected an array, got null");
+	space_fails("{\"search_space\": {\"max_num_seqs\": {\"values\": [8, 16], \"categorial\": true}}}", 0,
+		    "search_space.max_num_seqs.categorial: unknown key");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 0, \"max\": 8}}}", 0, "search_space.max_num_seqs");
 	space_fails("{\"search_space\": {\"max_num_seqs\": {\"min\": 8, \"max\": 500, \"scale\": \"log2\"}}}", 0,
 		    "search_space.max_num_seqs.max");

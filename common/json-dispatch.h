@@ -93,6 +93,16 @@ int json_dispatch_store(const cJSON *v, const char *path, const struct json_fiel
 /* "90", "90s", "45m", "8h", "1h30m", "2d" → seconds; -EINVAL otherwise. */
 int json_parse_duration(const char *s, double *ret);
 
+/* Calls fn for every row with its full path ("workload.input_len"), a row
+ * before the rows of its nested table; stops at fn's first negative return
+ * and returns it. What a man page or any other reference is written from. */
+typedef int (*json_field_visit_fn)(const struct json_field *f, const char *path, void *userdata);
+int json_fields_walk(const struct json_field *table, const char *prefix, json_field_visit_fn fn, void *userdata);
+
+/* A row's type as the reference shows it: "integer 1..64", "online|offline",
+ * "duration", "array of strings" ...; buf holds it when it is built. */
+const char *json_field_type_text(const struct json_field *f, char *buf, size_t size);
+
 /* The reference of every row, recursively, one key per entry:
  *   "  workload.input_len  (number 1..131072; default 1024)\n      mean prompt length, tokens\n"
  * with " *" after mandatory keys; prefix is the path of the table ("" at the root). */

@@ -12,7 +12,7 @@
 
 /* ---- the reference text ---- */
 
-static const char *type_text(const struct json_field *f, char *buf, size_t size)
+const char *json_field_type_text(const struct json_field *f, char *buf, size_t size)
 {
 	size_t n = 0;
 
@@ -52,18 +52,38 @@ static const char *type_text(const struct json_field *f, char *buf, size_t size)
 	return "see text";
 }
 
-void json_fields_print(FILE *out, const struct json_field *table, const char *prefix)
+int json_fields_walk(const struct json_field *table, const char *prefix, json_field_visit_fn fn, void *userdata)
 {
 	for (const struct json_field *f = table; f->name; f++) {
-		char path[256], type[160];
+		char path[256];
+		int r;
 
 		json_path_join(path, sizeof(path), prefix, f->name);
-		fprintf(out, "  %s%s  (%s%s%s)\n      %s\n", path, f->flags & JSON_MANDATORY ? " *" : "",
-			type_text(f, type, sizeof(type)), f->def ? "; default " : "", f->def ? f->def : "",
-			f->doc ? f->doc : "");
-		if (f->type == JSON_OBJECT && f->fields)
-			json_fields_print(out, f->fields, path);
+		r = fn(f, path, userdata);
+		if (r < 0)
+			return r;
+		if (f->type == JSON_OBJECT && f->fields) {
+			r = json_fields_walk(f->fields, path, fn, userdata);
+			if (r < 0)
+				return r;
+		}
 	}
+	return 0;
+}
+
+static int print_row(const struct json_field *f, const char *path, void *userdata)
+{
+	char type[160];
+
+	fprintf(userdata, "  %s%s  (%s%s%s)\n      %s\n", path, f->flags & JSON_MANDATORY ? " *" : "",
+		json_field_type_text(f, type, sizeof(type)), f->def ? "; default " : "", f->def ? f->def : "",
+		f->doc ? f->doc : "");
+	return 0;
+}
+
+void json_fields_print(FILE *out, const struct json_field *table, const char *prefix)
+{
+	json_fields_walk(table, prefix, print_row, out);
 }
 
 /* ---- the JSON Schema ---- */

@@ -257,6 +257,26 @@ static void test_reference(void)
 	free(buf);
 }
 
+static int collect_path(const struct json_field *f, const char *path, void *userdata)
+{
+	char *buf = userdata;
+
+	(void)f;
+	strcat(buf, path);
+	strcat(buf, " ");
+	return strcmp(path, "p<N>_ms") == 0 ? -ECANCELED : 0;
+}
+
+static void test_walk(void)
+{
+	char paths[1024] = "";
+
+	/* parents before their nested rows; fn's error stops the walk */
+	CHECK_INT_EQ(json_fields_walk(fields, "", collect_path, paths), -ECANCELED);
+	CHECK_STR_CONTAINS(paths, "name count seed ");
+	CHECK_STR_CONTAINS(paths, " health health.path health.interval value p<N>_ms ");
+}
+
 static const cJSON *at(const cJSON *o, const char *path)
 {
 	char buf[256], *save = NULL;
@@ -299,6 +319,7 @@ int main(void)
 	test_errors();
 	test_allow_unknown();
 	test_reference();
+	test_walk();
 	test_schema();
 	return 0;
 }

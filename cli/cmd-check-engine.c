@@ -51,33 +51,6 @@ static void help(FILE *f)
 		   "\n" CLI_EXIT_STATUS_HELP);
 }
 
-/* Where a program would be run from: itself when it has a '/', else the
- * first executable in $PATH. */
-static bool find_program(const char *prog, char *buf, size_t size)
-{
-	const char *path = getenv("PATH");
-
-	if (strchr(prog, '/')) {
-		snprintf(buf, size, "%s", prog);
-		return access(prog, X_OK) == 0;
-	}
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (const char *p = path; *p;) {
-		const char *e = strchr(p, ':');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		struct stat st;
-
-		snprintf(buf, size, "%.*s/%s", (int)n, n ? p : ".", prog);
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-			return true;
-		p += n;
-		if (*p == ':')
-			p++;
-	}
-	return false;
-}
-
 /* Runs argv (no shell) in its own process group with stdout and stderr into
  * one buffer, killing the group after the timeout. */
 static int run_capture(char *const *argv, uint64_t timeout_usec, char **ret_out, struct child_exit *ret_exit)
@@ -157,7 +130,7 @@ int cmd_check_engine(int argc, char **argv)
 	uint64_t timeout_usec = 60 * USEC_PER_SEC;
 	struct error err = { 0 };
 	bool json = false;
-	char path[4096];
+	_cleanup_(freep) char *path = NULL;
 	size_t missing = 0, n_flags = 0;
 	struct child_exit status;
 	int c, r;
@@ -206,7 +179,7 @@ int cmd_check_engine(int argc, char **argv)
 	help_argv = with_binary(p->help_command ? p->help_command : default_help, binary);
 	if (!help_argv)
 		return CLI_EXIT_FAILED;
-	if (!find_program(help_argv[0], path, sizeof(path))) {
+	if (child_find_program(help_argv[0], &path) < 0) {
 		fprintf(json ? stderr : stdout,
 			"check-engine: %s: %s is not installed here (not found%s%s); skipped. "
 			"Use --binary PATH to name it.\n",
@@ -220,7 +193,7 @@ int cmd_check_engine(int argc, char **argv)
 		version_argv = with_binary(p->version_command, binary);
 		/* The version command may name another program (python3 -c ...): only
 		 * run it when that one is here too. */
-		if (version_argv && find_program(version_argv[0], path, sizeof(path)) &&
+		if (version_argv && child_find_program(version_argv[0], NULL) >= 0 &&
 		    run_capture(version_argv, timeout_usec, &vout, &vexit) == 0 && child_exit_ok(&vexit)) {
 			char *nl;
 			/* the last non-empty line: banners come first */

@@ -96,33 +96,34 @@ const char *child_get_output(const struct child *c, bool *ret_truncated)
 
 /* ---- spawning ---- */
 
-/* Whether prog can be executed, the way posix_spawnp looks for it: a path
- * as it is, a name in $PATH. posix_spawnp reports this itself, but not under
- * every runtime (valgrind runs the child as a fork whose exec error is an exit
- * status 127): checking first makes "cannot run" an error of the spawn everywhere. */
-static int check_program(const char *prog)
+int child_find_program(const char *prog, char **ret)
 {
 	const char *path = getenv("PATH");
 	char buf[4096];
 	int r = -ENOENT;
 
-	if (strchr(prog, '/'))
-		return access(prog, X_OK) < 0 ? -errno : 0;
-	for (const char *p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+	if (strchr(prog, '/')) {
+		if (access(prog, X_OK) < 0)
+			return -errno;
+		snprintf(buf, sizeof(buf), "%s", prog);
+		r = 0;
+	}
+	for (const char *p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; r != 0 && *p;) {
 		size_t n = strcspn(p, ":");
 		struct stat st;
 
 		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? p : ".", prog);
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
-			if (access(buf, X_OK) == 0)
-				return 0;
-			r = -EACCES;
-		}
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+			r = access(buf, X_OK) == 0 ? 0 : -EACCES;
 		p += n;
 		if (*p == ':')
 			p++;
 	}
-	return r;
+	if (r < 0)
+		return r;
+	if (ret && !(*ret = strdup(buf)))
+		return -ENOMEM;
+	return 0;
 }
 
 static int spawn_argv(const struct child_options *o, int out_fd, pid_t *ret_pid)
@@ -132,7 +133,10 @@ static int spawn_argv(const struct child_options *o, int out_fd, pid_t *ret_pid)
 	sigset_t empty, all;
 	int r;
 
-	r = check_program(o->argv[0]);
+	/* posix_spawnp reports a program it cannot execute itself, but not under
+	 * every runtime (valgrind runs the child as a fork whose exec error is an
+	 * exit status 127): looking first makes it an error of the spawn everywhere. */
+	r = child_find_program(o->argv[0], NULL);
 	if (r < 0)
 		return r;
 	sigemptyset(&empty);

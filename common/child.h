@@ -103,6 +103,12 @@ bool child_exit_ok(const struct child_exit *e);
  * output is handed to *ret_output (may be NULL; the caller frees it). */
 int child_run(const struct child_options *o, struct child_exit *ret_exit, char **ret_output);
 
+/* Where prog would be run from, as posix_spawnp looks for it: itself when it
+ * has a '/', else the first executable file of that name in $PATH. -ENOENT
+ * when there is none, -EACCES when one is there but not executable. *ret
+ * (may be NULL) gets the path; the caller frees it. */
+int child_find_program(const char *prog, char **ret);
+
 /* Blocks SIGCHLD in the calling process, as sd_event_add_child() requires.
  * Returns 0 or a negative errno. */
 int child_block_sigchld(void);

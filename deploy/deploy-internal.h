@@ -1,18 +1,51 @@
-/* deploy-internal.h — what the generic part of the deployers (deploy.c)
- * shares with each method (deploy-exec.c, later systemd and command). */
+/* deploy-internal.h — what the deployment object and its start-up phase
+ * (deploy.c, deploy-startup.c, deploy-util.c) share with each method
+ * (deploy-exec.c, deploy-systemd.c, deploy-command.c).
+ *
+ * A method supplies only what varies between ways of running a server: how
+ * it is started and torn down, how its end is seen, and — when the method
+ * learns them its own way — where it listens and whether it is healthy. The
+ * rest is written once in deploy-startup.c: the log's header and offset, the
+ * poll that finds the address and checks health through the probe's HTTP
+ * client, the start-up timeout, the classification of a server that ended
+ * (crashed, out of memory) with the last lines of its log, and the wait
+ * after a teardown until everything has ended and the port is free. */
 #pragma once
 
+#include "client.h"
 #include "deploy.h"
 #include "macro.h"
 
 struct deploy_ops {
 	const char *name;
-	/* Starts the server described by d->cfg; fills d->pgid. */
+	size_t state_size; /* of the method's own state, d->impl (zeroed, freed after destroy) */
+	/* Starts the server (opening the log with deploy_log_open); fills
+	 * d->pgid where there is a process group. */
 	int (*start)(struct deployment *d, struct error *err);
-	/* Begins teardown; the method calls deploy_finish() when it is done. */
-	int (*stop)(struct deployment *d);
-	/* Frees the method's state, killing the server hard when it still runs. */
+	/* Learns where the server listens in the method's own way (sets it with
+	 * deploy_set_base_url), called on each poll until it returns true; may
+	 * fail the deployment (deploy_abort). NULL: the configured port, or the
+	 * one the server's announce line names. */
+	bool (*find_address)(struct deployment *d);
+	/* Starts one health check of the method's own, which reports through
+	 * deploy_health_done(). NULL: GET the health path through the probe's
+	 * HTTP client. */
+	int (*check_health)(struct deployment *d, struct error *err);
+	/* Begins tearing down what the method started (called once). */
+	void (*terminate)(struct deployment *d);
+	/* Whether everything the method started has ended. */
+	bool (*gone)(struct deployment *d);
+	/* How long a teardown may take before the deployment reports anyway
+	 * (NULL: the stop timeout). */
+	uint64_t (*teardown_usec)(const struct deployment *d);
+	/* Releases what the method's state holds, killing what still runs. */
 	void (*destroy)(struct deployment *d);
+	/* The server listens on this host: a teardown ends once its port is free. */
+	bool wait_port_free;
+	/* For the start-up timeout's message: what was missing while the
+	 * address was unknown ("the deploy command reported no GOODPUT_BASE_URL=
+	 * line"; NULL: the server's announce line). */
+	const char *no_address_text;
 };
 
 extern const struct deploy_ops deploy_exec_ops;
@@ -42,23 +75,72 @@ struct deployment {
 	char base_url[256];
 	int64_t pgid;
 	uint64_t start_usec, ready_usec; /* CLOCK_MONOTONIC */
+	sd_event_source *notify_source;  /* deferred callback */
 
-	sd_event_source *notify_source; /* deferred callback */
-	void *impl;                     /* the method's own state */
+	/* the start-up phase and the teardown wait (deploy-startup.c) */
+	bool log_marked;      /* log_offset is set */
+	uint64_t log_offset;  /* where this run's output starts in the log */
+	uint64_t scan_offset; /* how far the log was scanned for the address */
+	bool address_known, health_in_flight;
+	struct probe_client *client; /* health GETs */
+	sd_event_source *poll_source, *timeout_source, *reap_source;
+	enum deploy_state final_state; /* after the teardown: STOPPED or FAILED */
+	uint64_t reap_deadline_usec;
+
+	void *impl; /* the method's own state */
 };
+
+/* ---- the start-up phase (deploy-startup.c) ---- */
+
+/* Arms the poll and the start-up timeout once the method has started. */
+int deploy_startup_begin(struct deployment *d, struct error *err);
+/* One GET of the health path through the probe's HTTP client. */
+int deploy_health_get(struct deployment *d, struct error *err);
+/* A health check of the method's own has finished. */
+void deploy_health_done(struct deployment *d, bool healthy);
+/* The server ended by itself (how: "exited with status 1", "unit X failed"):
+ * while starting or serving, the deployment fails — out of memory when its
+ * log says so, crashed otherwise — and is torn down. */
+void deploy_server_ended(struct deployment *d, const char *how);
+/* Fails the deployment with a message and tears it down. */
+void deploy_abort(struct deployment *d, enum deploy_failure f, const char *fmt, ...) _printf_(3, 4);
+/* Tears down (ops->terminate) and reports final (STOPPED or FAILED) once
+ * everything has ended and the port is free, or the time for it ran out. */
+void deploy_teardown(struct deployment *d, enum deploy_state final);
+/* Stops the start-up phase's timers and health checks. */
+void deploy_startup_end(struct deployment *d);
+
+/* Opens the log for appending and writes "==> goodput: <what>: <command>"
+ * (nothing when what is NULL); the first call marks where this run's output
+ * starts. Returns the descriptor (the caller closes it). */
+int deploy_log_open(struct deployment *d, const char *what, char *const *argv, char *const *env, struct error *err);
+/* The last lines of this run's output (NULL when it cannot be read). */
+char *deploy_tail(struct deployment *d);
+
+/* ---- the object (deploy.c) ---- */
 
 /* Moves to state and schedules the callback (READY, STOPPED, FAILED). */
 void deploy_set_state(struct deployment *d, enum deploy_state state);
-/* Records a failure; the message is formatted and owned by d. */
+/* Records a failure; the first one wins. The message is owned by d. */
 void deploy_set_failure(struct deployment *d, enum deploy_failure f, const char *fmt, ...) _printf_(3, 4);
-/* Sets port and base_url. */
+void deploy_set_failurev(struct deployment *d, enum deploy_failure f, const char *fmt, va_list ap) _printf_(3, 0);
+/* Adds "; text" to the message. */
+void deploy_append_message(struct deployment *d, const char *fmt, ...) _printf_(2, 3);
+
+/* ---- pieces (deploy-util.c) ---- */
+
+/* Sets port and base URL. */
 void deploy_set_port(struct deployment *d, const char *host, uint16_t port);
-/* Whether the log since offset contains one of the out-of-memory patterns. */
-bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset);
-/* Scans complete lines of the log from *offset for "<prefix>HOST:PORT" (the
- * announce line) and sets host, port and base URL; advances *offset. Returns
- * true once found. */
-bool deploy_scan_announce(struct deployment *d, const char *prefix, uint64_t *offset);
 /* Sets the base URL (and port, when the URL names one) from a URL a hook reported. */
 int deploy_set_base_url(struct deployment *d, const char *url);
+/* Whether the log since offset contains one of the out-of-memory patterns. */
+bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset);
+/* Calls match on each complete line of the log from d->scan_offset on,
+ * advancing it, until match returns true (then returns true). */
+bool deploy_log_scan(struct deployment *d, bool (*match)(struct deployment *d, char *line));
+/* match for deploy_log_scan: "<announce_prefix>HOST:PORT" sets host, port and base URL. */
+bool deploy_match_announce(struct deployment *d, char *line);
+/* environ with each layer's NAME=value entries replacing same-named ones,
+ * later layers winning. The strings are borrowed: free only the array. */
+char **deploy_environment(char **const *layers, size_t n_layers);
 char **deploy_strv_copy(char *const *v);

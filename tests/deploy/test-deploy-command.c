@@ -4,7 +4,9 @@
  * shell), and its teardown script stops the server; a health command can
  * replace the HTTP check; a deploy script that fails is classified with its
  * output and torn down; one that exits without a URL fails; one that hangs
- * runs into the start-up timeout, is killed and torn down.
+ * runs into the start-up timeout, is killed and torn down; one that is the
+ * server itself (runs in the foreground) serves past the start-up timeout
+ * and ends with the deployment.
  *
  * Usage: test-deploy-command PATH-TO-goodput-sim */
 #include <errno.h>
@@ -226,6 +228,43 @@ static void test_hanging(sd_event *e)
 	deploy_free(d);
 }
 
+/* The deploy command execs the server: it stays the deployment's process
+ * group leader and outlives the start-up timeout while serving. */
+static void test_foreground(sd_event *e)
+{
+	struct deploy_outcome o = { 0 };
+	struct error err = { 0 };
+	struct deployment *d;
+	char port_s[16], **hook_env = NULL;
+	uint16_t port;
+	int64_t pgid;
+
+	CHECK(deploy_pick_free_port("127.0.0.1", &port, &err) == 0);
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	CHECK(deploy_hook_env(NULL, "study-f", 7, NULL, "127.0.0.1", port, &hook_env) == 0);
+	d = start(e, "foreground",
+		  (char *[]){ (char *)sim_path, (char *)"serve", (char *)"--host", (char *)"127.0.0.1",
+			      (char *)"--port", port_s, NULL },
+		  "deploy-foreground.sh", NULL, 2 * USEC_PER_SEC, hook_env, &o);
+	deploy_strv_free(hook_env);
+	pgid = deploy_get_pgid(d);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+	CHECK_MSG(o.state == DEPLOY_READY, "%s: %s", deploy_state_to_string(o.state), deploy_get_message(d));
+	/* Past the start-up timeout (and the grace a hook's own timeout would have had). */
+	for (uint64_t end = mono_usec() + 4 * USEC_PER_SEC; mono_usec() < end;)
+		CHECK(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
+	CHECK(o.calls == 1 && deploy_get_state(d) == DEPLOY_READY);
+	CHECK(kill(-(pid_t)pgid, 0) == 0);
+	CHECK(deploy_stop(d) == 0);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+	CHECK_MSG(o.state == DEPLOY_STOPPED && o.calls == 2, "%s: %s", deploy_state_to_string(o.state),
+		  deploy_get_message(d));
+	CHECK(kill(-(pid_t)pgid, 0) < 0 && errno == ESRCH);
+	CHECK(deploy_port_is_free("127.0.0.1", port));
+	deploy_free(d);
+	unlink(path_of("teardown-ran"));
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
@@ -249,12 +288,14 @@ int main(int argc, char **argv)
 	write_script("deploy-oom.sh", "echo 'torch.OutOfMemoryError: CUDA out of memory' >&2\nexit 1\n");
 	write_script("deploy-nourl.sh", "echo 'deployment.apps/llm patched'\nexit 0\n");
 	write_script("deploy-hang.sh", "echo 'waiting for rollout'\nexec sleep 600\n");
+	write_script("deploy-foreground.sh", "echo \"GOODPUT_BASE_URL=http://127.0.0.1:$GOODPUT_PORT\"\nexec \"$@\"\n");
 	CHECK(sd_event_default(&e) >= 0);
 
 	test_sim(e, NULL);
 	test_sim(e, "health.sh");
 	test_failing(e);
 	test_hanging(e);
+	test_foreground(e);
 
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;

@@ -25,7 +25,7 @@ nspawn_boot gptune \
 	--bind-ro="$goodput:/opt/goodput/goodput" \
 	--bind-ro="$sim:/opt/goodput/goodput-sim" \
 	--bind-ro="$src/configs/engines:/opt/goodput/engines" \
-	--bind-ro="$src/tests/tune/tune-systemd-inner.py:/opt/goodput/tune-systemd-inner.py"
+	--bind-ro="$src/tests/runner/tune-systemd-inner.py:/opt/goodput/tune-systemd-inner.py"
 nspawn_require_finished "the test"
 
 cat "$nspawn_dir/results/test.log" >&2

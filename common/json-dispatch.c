@@ -342,7 +342,8 @@ static int dispatch_row(const cJSON *obj, const char *path, const struct json_fi
 	if (f->pattern) {
 		cJSON_ArrayForEach(item, obj)
 		{
-			if (find_row(table, item->string) != f || (cJSON_IsNull(item) && (f->flags & JSON_NULLABLE)))
+			if (fnmatch(f->pattern, item->string, 0) != 0 || find_row(table, item->string) != f ||
+			    (cJSON_IsNull(item) && (f->flags & JSON_NULLABLE)))
 				continue;
 			r = dispatch_value(item, json_path_join(p, sizeof(p), path, item->string), f, flags, base, err);
 			if (r < 0)

@@ -149,28 +149,27 @@ static bool is_integral(double v)
 int json_value_u64(const cJSON *v, const char *path, uint64_t min, uint64_t max, uint64_t *ret, struct error *err)
 {
 	char expect[96];
-	double d;
+	double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
 
-	snprintf(expect, sizeof(expect), "an integer in [%" PRIu64 ", %" PRIu64 "]", min, max);
-	if (!cJSON_IsNumber(v))
-		return json_wrong(v, path, expect, err);
-	d = v->valuedouble;
 	/* Above 2^53 a double no longer holds every integer: refuse rather than round. */
-	if (!is_integral(d) || d < (double)min || d > (double)max || d > 9007199254740992.0)
-		return json_wrong(v, path, expect, err);
-	*ret = (uint64_t)d;
-	return 0;
+	if (is_integral(d) && d >= (double)min && d <= (double)max && d <= 9007199254740992.0) {
+		*ret = (uint64_t)d;
+		return 0;
+	}
+	snprintf(expect, sizeof(expect), "an integer in [%" PRIu64 ", %" PRIu64 "]", min, max);
+	return json_wrong(v, path, expect, err);
 }
 
 int json_value_double(const cJSON *v, const char *path, double min, double max, double *ret, struct error *err)
 {
 	char expect[96];
 
+	if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= min && v->valuedouble <= max) {
+		*ret = v->valuedouble;
+		return 0;
+	}
 	snprintf(expect, sizeof(expect), "a number in [%g, %g]", min, max);
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min || v->valuedouble > max)
-		return json_wrong(v, path, expect, err);
-	*ret = v->valuedouble;
-	return 0;
+	return json_wrong(v, path, expect, err);
 }
 
 int json_value_bool(const cJSON *v, const char *path, bool *ret, struct error *err)

@@ -254,7 +254,7 @@ static const char *money(char *buf, size_t size, double v)
 	if (isnan(v))
 		snprintf(buf, size, "-");
 	else
-		snprintf(buf, size, "$%.3f", v);
+		snprintf(buf, size, "$%.4f", v); /* as goodput tune and goodput report print it */
 	return buf;
 }
 
@@ -316,7 +316,10 @@ static void print_best(const cJSON *r)
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "final")) ? "" : ", best so far");
 	printf("engine:   %s, model %s\n", str(st, "engine"), str(st, "model"));
 	printf("knobs:    %s\n", k);
-	printf("cost:     %s/Mtok\n", money(m, sizeof(m), num(b, "cost_per_mtok")));
+	printf("cost:     %s/Mtok", money(m, sizeof(m), num(b, "cost_per_mtok")));
+	if (num(b, "measurements") > 1)
+		printf(" (mean of %.0f measurements, spread %.1f%%)", num(b, "measurements"), num(b, "spread") * 100);
+	printf("\n");
 	printf("goodput:  %.1f tok/s at %.3g req/s\n", num(b, "max_goodput"), num(b, "max_rate"));
 	printf("trial:    %.0f (%s)\n", num(b, "seq"), str(b, "kind"));
 	if (cJSON_IsObject(files))

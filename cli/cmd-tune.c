@@ -173,137 +173,180 @@ static int add_latency(cJSON *o, const char *key, double p50, double p90, double
 	return 0;
 }
 
-static int summary(struct tune_ctx *c, struct store *store, int64_t study_id, const char *db_path)
-{
-	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
-	struct store_study st = { 0 };
-	struct store_trial best = { 0 }, *trials = NULL;
-	struct store_load_point *lp = NULL;
-	const struct store_load_point *at = NULL;
-	struct runner_best rb;
-	struct error err = { 0 };
-	_cleanup_(freep) char *command = NULL;
-	size_t n_trials = 0, n_lp = 0;
-	unsigned counts[_STORE_TRIAL_STATE_MAX] = { 0 };
+/* What the summary shows, read once from the store. */
+struct summary {
+	struct store_study st;
+	size_t n_trials;
+	unsigned counts[_STORE_TRIAL_STATE_MAX];
 	bool have_best;
+	struct store_study_best best; /* the study's answer: the one cost everything shows */
+	char knobs[256], runner_up_knobs[256];
+	struct store_load_point *lp;
+	size_t n_lp;
+	const struct store_load_point *at; /* the best's load point at its max rate */
+	char *command;
+};
+
+static void summary_done(struct summary *s)
+{
+	store_study_done(&s->st);
+	store_study_best_done(&s->best);
+	store_load_point_array_free(s->lp, s->n_lp);
+	free(s->command);
+}
+
+static void describe(const struct runner *r, const char *key, const char *knobs_json, char *buf, size_t size)
+{
+	if (!key || runner_describe_config(r, key, buf, size) < 0)
+		snprintf(buf, size, "%s", knobs_json ? knobs_json : "?");
+}
+
+static int summary_load(const struct tune_ctx *c, struct store *store, int64_t study_id, struct summary *s)
+{
+	struct store_trial *trials = NULL;
+	struct error err = { 0 };
 	int k;
 
-	k = store_study_get(store, study_id, &st, &err);
+	k = store_study_get(store, study_id, &s->st, &err);
 	if (k >= 0)
-		k = store_trial_history(store, study_id, &trials, &n_trials, &err);
-	if (k < 0) {
-		store_study_done(&st);
+		k = store_trial_history(store, study_id, &trials, &s->n_trials, &err);
+	if (k < 0)
 		return log_error_errno(k, "%s", error_str(&err, k));
+	for (size_t i = 0; i < s->n_trials; i++)
+		s->counts[trials[i].state]++;
+	store_trial_array_free(trials, s->n_trials);
+	k = store_study_best(store, study_id, &s->best, &err);
+	if (k == -ENOENT)
+		return 0;
+	if (k < 0)
+		return log_error_errno(k, "%s", error_str(&err, k));
+	s->have_best = true;
+	describe(c->runner, s->best.trial.canonical_key, s->best.trial.knobs_json, s->knobs, sizeof(s->knobs));
+	if (s->best.have_runner_up)
+		describe(c->runner, s->best.runner_up_key, s->best.runner_up_knobs_json, s->runner_up_knobs,
+			 sizeof(s->runner_up_knobs));
+	if (store_load_point_list(store, s->best.trial.id, &s->lp, &s->n_lp, &err) >= 0)
+		s->at = point_at_max(s->lp, s->n_lp, s->best.trial.max_rate);
+	if (runner_format_command(c->runner, s->best.trial.knobs_json, "127.0.0.1", 8000, &s->command, &err) < 0)
+		log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
+	return 0;
+}
+
+/* The best configuration as JSON into o. */
+static int best_json(const struct summary *s, cJSON *o)
+{
+	const struct store_study_best *b = &s->best;
+	const struct store_trial *t = &b->trial;
+	cJSON *knobs = cJSON_Parse(t->knobs_json), *conf;
+
+	if (!knobs || !cJSON_AddItemToObject(o, "knobs", knobs)) {
+		cJSON_Delete(knobs);
+		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n_trials; i++)
-		counts[trials[i].state]++;
-	runner_get_best(c->runner, &rb);
-	have_best = store_study_best_trial(store, study_id, &best, &err) >= 0;
-	if (have_best) {
-		if (store_load_point_list(store, best.id, &lp, &n_lp, &err) >= 0)
-			at = point_at_max(lp, n_lp, best.max_rate);
-		if (runner_format_command(c->runner, best.knobs_json, "127.0.0.1", 8000, &command, &err) < 0)
-			log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
+	if (json_add_number(o, "trial_id", (double)t->id) < 0 ||
+	    json_add_number(o, "cost_per_mtok", b->cost_per_mtok) < 0 || json_add_number(o, "measurements", b->n) < 0 ||
+	    json_add_number(o, "spread", b->spread) < 0 ||
+	    json_add_number(o, "trial_cost_per_mtok", t->cost_per_mtok) < 0 ||
+	    json_add_number(o, "max_goodput", t->max_goodput) < 0 || json_add_number(o, "max_rate", t->max_rate) < 0 ||
+	    json_add_number(o, "concurrency", t->concurrency) < 0 ||
+	    (s->command && json_add_string(o, "command", s->command) < 0))
+		return -ENOMEM;
+	conf = cJSON_AddObjectToObject(o, "confirm");
+	if (!conf || json_add_number(conf, "measurements", b->n) < 0 || json_add_number(conf, "spread", b->spread) < 0)
+		return -ENOMEM;
+	if (b->have_runner_up && (json_add_string(conf, "runner_up", s->runner_up_knobs) < 0 ||
+				  json_add_number(conf, "runner_up_cost_per_mtok", b->runner_up_cost_per_mtok) < 0 ||
+				  json_add_number(conf, "runner_up_measurements", b->runner_up_n) < 0 ||
+				  json_add_number(conf, "runner_up_spread", b->runner_up_spread) < 0))
+		return -ENOMEM;
+	if (s->at && (add_latency(o, "ttft_ms", s->at->p50_ttft_ms, s->at->p90_ttft_ms, s->at->p99_ttft_ms,
+				  s->at->mean_ttft_ms) < 0 ||
+		      add_latency(o, "tpot_ms", s->at->p50_tpot_ms, s->at->p90_tpot_ms, s->at->p99_tpot_ms,
+				  s->at->mean_tpot_ms) < 0 ||
+		      json_add_number(o, "attainment", s->at->attainment) < 0))
+		return -ENOMEM;
+	return 0;
+}
+
+static int summary_json(const struct tune_ctx *c, const struct summary *s, const char *db_path)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
+	_cleanup_(cjson_freep) char *text = NULL;
+	const struct store_study *st = &s->st;
+	cJSON *b;
+
+	if (!root || json_add_string(root, "study", st->name) < 0 ||
+	    json_add_string(root, "state", store_study_state_to_string(st->state)) < 0 ||
+	    json_add_string(root, "end", runner_end_to_string(c->end)) < 0 ||
+	    (st->message && json_add_string(root, "message", st->message) < 0) ||
+	    json_add_string(root, "db", db_path) < 0 || json_add_number(root, "trials", (double)s->n_trials) < 0 ||
+	    json_add_number(root, "done", s->counts[STORE_TRIAL_DONE]) < 0 ||
+	    json_add_number(root, "infeasible", s->counts[STORE_TRIAL_INFEASIBLE]) < 0 ||
+	    json_add_number(root, "failed", s->counts[STORE_TRIAL_FAILED]) < 0)
+		return log_error_errno(-ENOMEM, "out of memory building the summary");
+	if (s->have_best) {
+		b = cJSON_AddObjectToObject(root, "best");
+		if (!b || best_json(s, b) < 0)
+			return log_error_errno(-ENOMEM, "out of memory building the summary");
 	}
+	text = cJSON_Print(root);
+	if (!text)
+		return log_error_errno(-ENOMEM, "out of memory building the summary");
+	printf("%s\n", text);
+	return 0;
+}
 
-	if (c->json) {
-		cJSON *b, *conf;
+static void summary_text(const struct summary *s, const char *db_path)
+{
+	const struct store_study *st = &s->st;
+	const struct store_study_best *b = &s->best;
 
-		root = cJSON_CreateObject();
-		if (!root || json_add_string(root, "study", st.name) < 0 ||
-		    json_add_string(root, "state", store_study_state_to_string(st.state)) < 0 ||
-		    json_add_string(root, "end", runner_end_to_string(c->end)) < 0 ||
-		    (st.message && json_add_string(root, "message", st.message) < 0) ||
-		    json_add_string(root, "db", db_path) < 0 || json_add_number(root, "trials", (double)n_trials) < 0 ||
-		    json_add_number(root, "done", counts[STORE_TRIAL_DONE]) < 0 ||
-		    json_add_number(root, "infeasible", counts[STORE_TRIAL_INFEASIBLE]) < 0 ||
-		    json_add_number(root, "failed", counts[STORE_TRIAL_FAILED]) < 0)
-			goto oom;
-		if (have_best) {
-			cJSON *knobs = cJSON_Parse(best.knobs_json);
-
-			b = cJSON_AddObjectToObject(root, "best");
-			if (!b || !knobs || !cJSON_AddItemToObject(b, "knobs", knobs)) {
-				cJSON_Delete(knobs);
-				goto oom;
-			}
-			if (json_add_number(b, "trial_id", (double)best.id) < 0 ||
-			    json_add_number(b, "cost_per_mtok", best.cost_per_mtok) < 0 ||
-			    json_add_number(b, "mean_cost_per_mtok", rb.valid ? rb.cost_per_mtok : best.cost_per_mtok) <
-				    0 ||
-			    json_add_number(b, "max_goodput", best.max_goodput) < 0 ||
-			    json_add_number(b, "max_rate", best.max_rate) < 0 ||
-			    json_add_number(b, "concurrency", best.concurrency) < 0 ||
-			    (command && json_add_string(b, "command", command) < 0))
-				goto oom;
-			conf = cJSON_AddObjectToObject(b, "confirm");
-			if (!conf || json_add_number(conf, "measurements", rb.n) < 0 ||
-			    json_add_number(conf, "spread", rb.spread) < 0)
-				goto oom;
-			if (rb.runner_up_valid &&
-			    (json_add_string(conf, "runner_up", rb.runner_up_knobs) < 0 ||
-			     json_add_number(conf, "runner_up_cost_per_mtok", rb.runner_up_cost_per_mtok) < 0 ||
-			     json_add_number(conf, "runner_up_spread", rb.runner_up_spread) < 0))
-				goto oom;
-			if (at && (add_latency(b, "ttft_ms", at->p50_ttft_ms, at->p90_ttft_ms, at->p99_ttft_ms,
-					       at->mean_ttft_ms) < 0 ||
-				   add_latency(b, "tpot_ms", at->p50_tpot_ms, at->p90_tpot_ms, at->p99_tpot_ms,
-					       at->mean_tpot_ms) < 0 ||
-				   json_add_number(b, "attainment", at->attainment) < 0))
-				goto oom;
+	printf("Study %s: %s%s%s%s\n", st->name, store_study_state_to_string(st->state), st->message ? " (" : "",
+	       st->message ? st->message : "", st->message ? ")" : "");
+	printf("Trials: %zu (%u measured, %u infeasible, %u failed)\n", s->n_trials, s->counts[STORE_TRIAL_DONE],
+	       s->counts[STORE_TRIAL_INFEASIBLE], s->counts[STORE_TRIAL_FAILED]);
+	if (!s->have_best)
+		printf(st->state == STORE_STUDY_DONE ? "No configuration met the SLA.\n"
+						     : "No configuration measured yet.\n");
+	else {
+		printf("\nBest configuration: %s\n", s->knobs);
+		printf("  knobs:           %s\n", b->trial.knobs_json);
+		printf("  cost:            $%.4f per million tokens", b->cost_per_mtok);
+		if (b->n > 1)
+			printf(" (mean of %u measurements, spread %.1f%%)", b->n, b->spread * 100);
+		printf("\n  max goodput:     %.1f tokens/s at %.2f requests/s (concurrency %.1f)\n",
+		       b->trial.max_goodput, b->trial.max_rate, b->trial.concurrency);
+		if (s->at) {
+			printf("  TTFT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n",
+			       s->at->mean_ttft_ms, s->at->p50_ttft_ms, s->at->p90_ttft_ms, s->at->p99_ttft_ms);
+			printf("  TPOT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n",
+			       s->at->mean_tpot_ms, s->at->p50_tpot_ms, s->at->p90_tpot_ms, s->at->p99_tpot_ms);
+			printf("  SLA attainment:  %.1f%%\n", s->at->attainment * 100);
 		}
-		{
-			_cleanup_(cjson_freep) char *s = cJSON_Print(root);
-
-			if (!s)
-				goto oom;
-			printf("%s\n", s);
-		}
-	} else {
-		printf("Study %s: %s%s%s%s\n", st.name, store_study_state_to_string(st.state), st.message ? " (" : "",
-		       st.message ? st.message : "", st.message ? ")" : "");
-		printf("Trials: %zu (%u measured, %u infeasible, %u failed)\n", n_trials, counts[STORE_TRIAL_DONE],
-		       counts[STORE_TRIAL_INFEASIBLE], counts[STORE_TRIAL_FAILED]);
-		if (!have_best)
-			printf(st.state == STORE_STUDY_DONE ? "No configuration met the SLA.\n"
-							    : "No configuration measured yet.\n");
-		else {
-			printf("\nBest configuration: %s\n", rb.valid ? rb.knobs : best.knobs_json);
-			printf("  knobs:           %s\n", best.knobs_json);
-			printf("  cost:            $%.4f per million tokens",
-			       rb.valid ? rb.cost_per_mtok : best.cost_per_mtok);
-			if (rb.valid && rb.n > 1)
-				printf(" (mean of %u measurements, spread %.1f%%)", rb.n, rb.spread * 100);
-			printf("\n  max goodput:     %.1f tokens/s at %.2f requests/s (concurrency %.1f)\n",
-			       best.max_goodput, best.max_rate, best.concurrency);
-			if (at) {
-				printf("  TTFT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n",
-				       at->mean_ttft_ms, at->p50_ttft_ms, at->p90_ttft_ms, at->p99_ttft_ms);
-				printf("  TPOT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n",
-				       at->mean_tpot_ms, at->p50_tpot_ms, at->p90_tpot_ms, at->p99_tpot_ms);
-				printf("  SLA attainment:  %.1f%%\n", at->attainment * 100);
-			}
-			if (rb.runner_up_valid)
-				printf("  runner-up:       %s at $%.4f/Mtok (%u measurement%s, spread %.1f%%)\n",
-				       rb.runner_up_knobs, rb.runner_up_cost_per_mtok, rb.runner_up_n,
-				       rb.runner_up_n == 1 ? "" : "s", rb.runner_up_spread * 100);
-			if (command)
-				printf("\nRun it:\n  %s\n", command);
-		}
-		if (st.state == STORE_STUDY_RUNNING)
-			printf("\nStopped; continue with: goodput tune --resume %s --db %s%s\n", st.name, db_path,
-			       strstr(st.name, ".dry-run") ? " --dry-run" : "");
+		if (b->have_runner_up)
+			printf("  runner-up:       %s at $%.4f/Mtok (%u measurement%s, spread %.1f%%)\n",
+			       s->runner_up_knobs, b->runner_up_cost_per_mtok, b->runner_up_n,
+			       b->runner_up_n == 1 ? "" : "s", b->runner_up_spread * 100);
+		if (s->command)
+			printf("\nRun it:\n  %s\n", s->command);
 	}
-	k = 0;
-	goto out;
-oom:
-	k = log_error_errno(-ENOMEM, "out of memory building the summary");
-out:
-	store_load_point_array_free(lp, n_lp);
-	store_trial_done(&best);
-	store_trial_array_free(trials, n_trials);
-	store_study_done(&st);
-	return k;
+	if (st->state == STORE_STUDY_RUNNING)
+		printf("\nStopped; continue with: goodput tune --resume %s --db %s%s\n", st->name, db_path,
+		       strstr(st->name, ".dry-run") ? " --dry-run" : "");
+}
+
+static int summary(struct tune_ctx *c, struct store *store, int64_t study_id, const char *db_path)
+{
+	struct summary s = { 0 };
+	int k;
+
+	k = summary_load(c, store, study_id, &s);
+	if (k >= 0 && c->json)
+		k = summary_json(c, &s, db_path);
+	else if (k >= 0)
+		summary_text(&s, db_path);
+	summary_done(&s);
+	return k < 0 ? k : 0;
 }
 
 /* ---- the study ---- */

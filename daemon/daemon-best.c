@@ -1,8 +1,9 @@
 /* daemon-best.c — the best configuration of a finished study, written for
  * the operator into STATE_DIR/best/:
  *
- *   <study>.json  the study, the winning knobs, its measured figures and the
- *                 launch command (argv and environment)
+ *   <study>.json  the study, the winning knobs, its cost (store_study_best:
+ *                 the mean of its measurements, their count and spread), its
+ *                 measured figures and the launch command (argv and environment)
  *   <study>.env   GOODPUT_* variables for a production unit's EnvironmentFile=
  *                 (GOODPUT_MAX_NUM_SEQS=64, GOODPUT_QUANTIZATION=fp8, ...) plus
  *                 the environment the engine profile sets
@@ -137,7 +138,7 @@ static int add_strv(cJSON *j, const char *key, char **v)
 
 struct best_ctx {
 	struct store_study st;
-	struct store_trial t;
+	struct store_study_best b; /* the study's answer: its cost, and its first measurement */
 	cJSON *knobs;
 	struct engine_command cmd;
 	char *cmdline;
@@ -146,7 +147,7 @@ struct best_ctx {
 static void best_ctx_done(struct best_ctx *c)
 {
 	store_study_done(&c->st);
-	store_trial_done(&c->t);
+	store_study_best_done(&c->b);
 	cJSON_Delete(c->knobs);
 	engine_command_done(&c->cmd);
 	free(c->cmdline);
@@ -192,12 +193,13 @@ static int write_json(struct daemon *d, struct best_ctx *c, struct error *err)
 	    json_add_string(j, "model", c->st.model) < 0 ||
 	    (c->st.label && json_add_string(j, "label", c->st.label) < 0) ||
 	    !cJSON_AddItemToObject(j, "knobs", cJSON_Duplicate(c->knobs, true)) ||
-	    json_add_number(j, "cost_per_mtok", c->t.cost_per_mtok) < 0 ||
-	    json_add_number(j, "max_goodput", c->t.max_goodput) < 0 ||
-	    json_add_number(j, "max_rate", c->t.max_rate) < 0 || add_strv(j, "command", c->cmd.argv) < 0 ||
+	    json_add_number(j, "cost_per_mtok", c->b.cost_per_mtok) < 0 ||
+	    json_add_number(j, "measurements", c->b.n) < 0 || json_add_number(j, "spread", c->b.spread) < 0 ||
+	    json_add_number(j, "max_goodput", c->b.trial.max_goodput) < 0 ||
+	    json_add_number(j, "max_rate", c->b.trial.max_rate) < 0 || add_strv(j, "command", c->cmd.argv) < 0 ||
 	    add_strv(j, "environment", c->cmd.env) < 0 || json_add_string(j, "command_line", c->cmdline) < 0)
 		return error_set(err, -ENOMEM, "out of memory");
-	r = ctl_trial_to_json(&c->t, &trial);
+	r = ctl_trial_to_json(&c->b.trial, &trial);
 	if (r < 0 || !cJSON_AddItemToObject(j, "trial", trial)) {
 		cJSON_Delete(trial);
 		return error_set(err, -ENOMEM, "out of memory");
@@ -228,9 +230,13 @@ static int write_env_and_cmd(struct daemon *d, struct best_ctx *c, struct error 
 	env_line(f, "GOODPUT_ENGINE", c->st.engine);
 	env_line(f, "GOODPUT_MODEL", c->st.model);
 	env_knobs(f, c->knobs);
-	snprintf(num, sizeof(num), "%.6g", c->t.cost_per_mtok);
+	snprintf(num, sizeof(num), "%.6g", c->b.cost_per_mtok);
 	env_line(f, "GOODPUT_COST_PER_MTOK", num);
-	snprintf(num, sizeof(num), "%.6g", c->t.max_goodput);
+	snprintf(num, sizeof(num), "%u", c->b.n);
+	env_line(f, "GOODPUT_COST_MEASUREMENTS", num);
+	snprintf(num, sizeof(num), "%.6g", c->b.spread);
+	env_line(f, "GOODPUT_COST_SPREAD", num);
+	snprintf(num, sizeof(num), "%.6g", c->b.trial.max_goodput);
 	env_line(f, "GOODPUT_MAX_GOODPUT", num);
 	for (size_t i = 0; c->cmd.env && c->cmd.env[i]; i++) {
 		const char *eq = strchr(c->cmd.env[i], '=');
@@ -259,11 +265,11 @@ int daemon_write_best(struct daemon *d, int64_t study_id, struct error *err)
 
 	r = store_study_get(d->store, study_id, &c.st, err);
 	if (r >= 0)
-		r = store_study_best_trial(d->store, study_id, &c.t, err);
+		r = store_study_best(d->store, study_id, &c.b, err);
 	if (r >= 0) {
-		c.knobs = cJSON_Parse(c.t.knobs_json ? c.t.knobs_json : "{}");
+		c.knobs = cJSON_Parse(c.b.trial.knobs_json ? c.b.trial.knobs_json : "{}");
 		if (!c.knobs)
-			r = error_set(err, -EINVAL, "trial %u: its knobs are not JSON", c.t.seq);
+			r = error_set(err, -EINVAL, "trial %u: its knobs are not JSON", c.b.trial.seq);
 	}
 	if (r >= 0)
 		r = render(d, &c, err);

@@ -27,19 +27,6 @@
 #include "json-util.h"
 #include "log.h"
 
-/* The study's best $/Mtok so far, or NAN. */
-static double best_cost(struct daemon *d, int64_t study_id)
-{
-	struct store_trial t = { 0 };
-	double c = NAN;
-
-	if (store_study_best_trial(d->store, study_id, &t, NULL) >= 0) {
-		c = t.cost_per_mtok;
-		store_trial_done(&t);
-	}
-	return c;
-}
-
 static cJSON *oom(void)
 {
 	return NULL; /* control.c answers "out of memory" */
@@ -50,12 +37,18 @@ static cJSON *store_error(const struct ctl_request *req, const struct error *err
 	return ctl_response_error(req->id, "%s", error_str(err, r));
 }
 
-/* cost: the study's best $/Mtok when the caller knows it, else NAN (looked up). */
-static int add_study_cost(struct daemon *d, cJSON *resp, const char *key, const struct store_study *st, double cost)
+/* The study with its answer (best, when the caller has it: else looked up). */
+static int add_study_best(struct daemon *d, cJSON *resp, const char *key, const struct store_study *st,
+			  const struct store_study_best *best)
 {
+	struct store_study_best b = { 0 };
 	cJSON *j = NULL;
-	int r = ctl_study_to_json(st, isnan(cost) ? best_cost(d, st->id) : cost, &j);
+	int r;
 
+	if (!best && store_study_best(d->store, st->id, &b, NULL) >= 0)
+		best = &b;
+	r = ctl_study_to_json(st, best, &j);
+	store_study_best_done(&b);
 	if (r < 0)
 		return r;
 	if (!cJSON_AddItemToObject(resp, key, j)) {
@@ -67,7 +60,7 @@ static int add_study_cost(struct daemon *d, cJSON *resp, const char *key, const 
 
 static int add_study(struct daemon *d, cJSON *resp, const char *key, const struct store_study *st)
 {
-	return add_study_cost(d, resp, key, st, NAN);
+	return add_study_best(d, resp, key, st, NULL);
 }
 
 static int add_current(struct daemon *d, cJSON *resp)
@@ -89,6 +82,8 @@ static int add_current(struct daemon *d, cJSON *resp)
 		return -ENOMEM;
 	if (st.have_best) {
 		if (json_add_number(j, "best_cost_per_mtok", st.best_cost_per_mtok) < 0 ||
+		    json_add_number(j, "best_measurements", st.best_n) < 0 ||
+		    json_add_number(j, "best_spread", st.best_spread) < 0 ||
 		    json_add_number(j, "best_max_goodput", st.best_max_goodput) < 0 ||
 		    json_add_string(j, "best_knobs", st.best_knobs) < 0)
 			return -ENOMEM;
@@ -148,9 +143,12 @@ static cJSON *handle_list(struct daemon *d, const struct ctl_request *req)
 		return store_error(req, &err, r);
 	arr = cJSON_AddArrayToObject(resp, "studies");
 	for (size_t i = 0; i < n && r >= 0; i++) {
+		struct store_study_best b = { 0 };
+		bool have = store_study_best(d->store, a[i].id, &b, NULL) >= 0;
 		cJSON *j = NULL;
 
-		r = arr ? ctl_study_to_json(&a[i], best_cost(d, a[i].id), &j) : -ENOMEM;
+		r = arr ? ctl_study_to_json(&a[i], have ? &b : NULL, &j) : -ENOMEM;
+		store_study_best_done(&b);
 		if (r >= 0 && !cJSON_AddItemToArray(arr, j)) {
 			cJSON_Delete(j);
 			r = -ENOMEM;
@@ -160,77 +158,43 @@ static cJSON *handle_list(struct daemon *d, const struct ctl_request *req)
 	return r < 0 ? oom() : TAKE_PTR(resp);
 }
 
-/* The finished (done) study for model + engine [+ label] whose best is cheapest. */
-static int find_best_study(struct daemon *d, const struct ctl_request *req, struct store_study *ret, struct error *err)
-{
-	struct store_study *a = NULL;
-	size_t n = 0, pick = SIZE_MAX;
-	double pick_cost = INFINITY;
-	int r;
-
-	r = store_study_list(d->store, &a, &n, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < n; i++) {
-		double c;
-
-		if (a[i].state != STORE_STUDY_DONE || !a[i].model || !a[i].engine ||
-		    strcmp(a[i].model, req->model) != 0 || strcmp(a[i].engine, req->engine) != 0)
-			continue;
-		if (req->label && (!a[i].label || strcmp(a[i].label, req->label) != 0))
-			continue;
-		c = best_cost(d, a[i].id);
-		if (!isnan(c) && c < pick_cost) {
-			pick = i;
-			pick_cost = c;
-		}
-	}
-	if (pick != SIZE_MAX) {
-		*ret = a[pick];
-		a[pick] = (struct store_study){ 0 }; /* handed over */
-	}
-	store_study_array_free(a, n);
-	if (pick == SIZE_MAX)
-		return error_set(err, -ENOENT, "no finished study with a result for model \"%s\", engine \"%s\"%s%s%s",
-				 req->model, req->engine, req->label ? ", label \"" : "", req->label ? req->label : "",
-				 req->label ? "\"" : "");
-	return 0;
-}
-
 static cJSON *handle_best(struct daemon *d, const struct ctl_request *req)
 {
 	_cleanup_(cJSON_Deletep) cJSON *resp = NULL;
 	struct store_study st = { 0 };
-	struct store_trial t = { 0 };
+	struct store_study_best b = { 0 };
 	struct error err = { 0 };
-	cJSON *tj = NULL;
+	cJSON *bj = NULL;
 	int r;
 
-	if (req->study)
+	if (req->study) {
 		r = store_study_get_by_name(d->store, req->study, &st, &err);
-	else
-		r = find_best_study(d, req, &st, &err);
-	if (r == -ENOENT && req->study)
-		return ctl_response_error(req->id, "no study named \"%s\"", req->study);
-	if (r < 0)
-		return store_error(req, &err, r);
-	r = store_study_best_trial(d->store, st.id, &t, &err);
+		if (r == -ENOENT)
+			return ctl_response_error(req->id, "no study named \"%s\"", req->study);
+		if (r >= 0)
+			r = store_study_best(d->store, st.id, &b, &err);
+		if (r == -ENOENT) {
+			cJSON *e =
+				ctl_response_error(req->id, "study %s (%s) has no configuration that met the SLA yet",
+						   st.name, store_study_state_to_string(st.state));
+
+			store_study_done(&st);
+			return e;
+		}
+	} else
+		r = store_best_for(d->store, req->model, req->engine, req->label, &st, &b, &err);
 	if (r < 0) {
-		cJSON *e = r == -ENOENT ? ctl_response_error(req->id,
-							     "study %s (%s) has no configuration that met the SLA yet",
-							     st.name, store_study_state_to_string(st.state))
-					: store_error(req, &err, r);
 		store_study_done(&st);
-		return e;
+		return store_error(req, &err, r);
 	}
 	resp = ctl_response_ok(req->id);
-	r = resp ? add_study_cost(d, resp, "study", &st, t.cost_per_mtok) : -ENOMEM;
+	r = resp ? add_study_best(d, resp, "study", &st, &b) : -ENOMEM;
 	if (r >= 0)
 		r = json_add_bool(resp, "final", st.state == STORE_STUDY_DONE);
 	if (r >= 0)
-		r = ctl_trial_to_json(&t, &tj);
-	if (r >= 0 && !cJSON_AddItemToObject(resp, "best", tj)) {
-		cJSON_Delete(tj);
+		r = ctl_best_to_json(&b, &bj);
+	if (r >= 0 && !cJSON_AddItemToObject(resp, "best", bj)) {
+		cJSON_Delete(bj);
 		r = -ENOMEM;
 	}
 	if (r >= 0 && st.state == STORE_STUDY_DONE) {
@@ -243,7 +207,7 @@ static cJSON *handle_best(struct daemon *d, const struct ctl_request *req)
 		    json_add_string(files, "env", env) < 0 || json_add_string(files, "command", cmd) < 0)
 			r = -ENOMEM;
 	}
-	store_trial_done(&t);
+	store_study_best_done(&b);
 	store_study_done(&st);
 	return r < 0 ? oom() : TAKE_PTR(resp);
 }

@@ -287,7 +287,7 @@ static int add_time(cJSON *j, const char *key, uint64_t usec)
 	return json_add_string(j, key, format_iso8601(buf, sizeof(buf), usec));
 }
 
-int ctl_study_to_json(const struct store_study *st, double best_cost, cJSON **ret)
+int ctl_study_to_json(const struct store_study *st, const struct store_study_best *best, cJSON **ret)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
 
@@ -300,7 +300,9 @@ int ctl_study_to_json(const struct store_study *st, double best_cost, cJSON **re
 	    add_time(j, "created", st->created_usec) < 0 || add_time(j, "started", st->started_usec) < 0 ||
 	    add_time(j, "finished", st->finished_usec) < 0 ||
 	    json_add_number(j, "best_trial_id", (double)st->best_trial_id) < 0 ||
-	    add_number_or_null(j, "best_cost_per_mtok", best_cost) < 0)
+	    add_number_or_null(j, "best_cost_per_mtok", best ? best->cost_per_mtok : NAN) < 0 ||
+	    add_number_or_null(j, "best_measurements", best ? best->n : NAN) < 0 ||
+	    add_number_or_null(j, "best_spread", best ? best->spread : NAN) < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(j);
 	return 0;
@@ -334,6 +336,23 @@ int ctl_trial_to_json(const struct store_trial *t, cJSON **ret)
 	    add_number_or_null(j, "cost_per_mtok", t->cost_per_mtok) < 0 ||
 	    add_time(j, "started", t->started_usec) < 0 || add_time(j, "finished", t->finished_usec) < 0 ||
 	    add_string_or_null(j, "log_path", t->log_path) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(j);
+	return 0;
+}
+
+int ctl_best_to_json(const struct store_study_best *b, cJSON **ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	int r;
+
+	r = ctl_trial_to_json(&b->trial, &j);
+	if (r < 0)
+		return r;
+	cJSON_DeleteItemFromObjectCaseSensitive(j, "cost_per_mtok");
+	if (add_number_or_null(j, "cost_per_mtok", b->cost_per_mtok) < 0 ||
+	    json_add_number(j, "measurements", b->n) < 0 || add_number_or_null(j, "spread", b->spread) < 0 ||
+	    add_number_or_null(j, "trial_cost_per_mtok", b->trial.cost_per_mtok) < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(j);
 	return 0;

@@ -27,6 +27,7 @@
 
 struct store_study;
 struct store_trial;
+struct store_study_best;
 
 #define CTL_DEFAULT_SOCKET "/run/goodputd.sock"
 /* A request line (a submitted spec is the largest) and a response line. */
@@ -77,9 +78,15 @@ cJSON *ctl_response_error(const cJSON *id, const char *fmt, ...) _printf_(2, 3);
 int ctl_format_line(const cJSON *j, char **ret, size_t *ret_len);
 
 /* The wire form of a study row and of a trial row (knobs as an object).
- * best_cost is the study's best $/Mtok so far (NAN: none yet). */
-int ctl_study_to_json(const struct store_study *st, double best_cost, cJSON **ret);
+ * best (NULL: none yet) is the study's answer (store_study_best): its cost
+ * as best_cost_per_mtok, with best_measurements and best_spread. */
+int ctl_study_to_json(const struct store_study *st, const struct store_study_best *best, cJSON **ret);
 int ctl_trial_to_json(const struct store_trial *t, cJSON **ret);
+/* The study's answer: the row of its first measurement (ctl_trial_to_json)
+ * with cost_per_mtok the study's cost (the mean of its measurements),
+ * measurements and spread, and that one measurement's cost as
+ * trial_cost_per_mtok. */
+int ctl_best_to_json(const struct store_study_best *b, cJSON **ret);
 
 /* ---- the client side ---- */
 

@@ -46,6 +46,7 @@ struct report *report_free(struct report *r)
 	free(r->launch_error);
 	cJSON_Delete(r->host_owned);
 	free(r->study_ref);
+	store_study_best_done(&r->answer);
 	free(r);
 	return NULL;
 }
@@ -118,16 +119,12 @@ static int load_trials(struct report *r, struct store *s, struct error *err)
 
 static void find_best(struct report *r, struct store *s)
 {
-	struct store_trial b = { 0 };
-
 	r->best = -1;
-	if (store_study_best_trial(s, r->study.id, &b, NULL) < 0)
+	if (store_study_best(s, r->study.id, &r->answer, NULL) < 0)
 		return;
 	for (size_t i = 0; i < r->n_trials; i++)
-		if (r->trials[i].t.id == b.id && r->trials[i].t.state == STORE_TRIAL_DONE &&
-		    isfinite(r->trials[i].t.cost_per_mtok))
+		if (r->trials[i].t.id == r->answer.trial.id)
 			r->best = (long)i;
-	store_trial_done(&b);
 }
 
 static char *strdup_err(const struct error *e, int q)
@@ -355,37 +352,42 @@ void report_sla_text(const struct report *r, char *buf, size_t size)
 	probe_sla_format(&r->parsed->sla, buf, size);
 }
 
+double report_cost(const struct report *r)
+{
+	return r->best >= 0 ? r->answer.cost_per_mtok : NAN;
+}
+
+const char *report_cost_note(const struct report *r, char *buf, size_t size)
+{
+	if (r->best >= 0 && r->answer.n > 1)
+		snprintf(buf, size, ", the mean of %u measurements, spread %.1f%%", r->answer.n,
+			 r->answer.spread * 100);
+	else if (size > 0)
+		buf[0] = 0;
+	return buf;
+}
+
 void report_best_spread(const struct report *r, struct report_spread *ret)
 {
 	const struct report_trial *b = report_best(r);
 	struct report_spread sp = { 0 };
 
-	if (b && b->t.canonical_key) {
-		for (size_t i = 0; i < r->n_trials; i++) {
-			const struct report_trial *t = &r->trials[i];
+	for (size_t i = 0; b && b->t.canonical_key && i < r->n_trials; i++) {
+		const struct report_trial *t = &r->trials[i];
 
-			if (t->t.state != STORE_TRIAL_DONE || !t->t.canonical_key ||
-			    strcmp(t->t.canonical_key, b->t.canonical_key) != 0 || !isfinite(t->t.max_goodput))
-				continue;
-			if (sp.n == 0) {
-				sp.goodput_min = sp.goodput_max = t->t.max_goodput;
-				sp.cost_min = sp.cost_max = t->t.cost_per_mtok;
-			}
-			sp.goodput_min = MIN(sp.goodput_min, t->t.max_goodput);
-			sp.goodput_max = MAX(sp.goodput_max, t->t.max_goodput);
-			sp.goodput_mean += t->t.max_goodput;
-			if (isfinite(t->t.cost_per_mtok)) {
-				sp.cost_min = MIN(sp.cost_min, t->t.cost_per_mtok);
-				sp.cost_max = MAX(sp.cost_max, t->t.cost_per_mtok);
-				sp.cost_mean += t->t.cost_per_mtok;
-			}
-			sp.n++;
-		}
+		if (t->t.state != STORE_TRIAL_DONE || !t->t.canonical_key ||
+		    strcmp(t->t.canonical_key, b->t.canonical_key) != 0 || !isfinite(t->t.cost_per_mtok) ||
+		    !(t->t.cost_per_mtok > 0) || !isfinite(t->t.max_goodput))
+			continue;
+		if (sp.n == 0)
+			sp.goodput_min = sp.goodput_max = t->t.max_goodput;
+		sp.goodput_min = MIN(sp.goodput_min, t->t.max_goodput);
+		sp.goodput_max = MAX(sp.goodput_max, t->t.max_goodput);
+		sp.goodput_mean += t->t.max_goodput;
+		sp.n++;
 	}
-	if (sp.n > 0) {
+	if (sp.n > 0)
 		sp.goodput_mean /= (double)sp.n;
-		sp.cost_mean /= (double)sp.n;
-	}
 	if (sp.n <= 1)
 		sp = (struct report_spread){ .n = sp.n };
 	*ret = sp;

@@ -219,7 +219,7 @@ static const char *fmt_time(char *buf, size_t size, uint64_t usec)
 static void section_title(struct doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
-	char t[256], now[64], knobs[256], c1[32], c2[32], c3[32];
+	char t[256], now[64], knobs[256], c1[32], c2[32], c3[32], over[96];
 	size_t failed = 0, infeasible = 0, done = 0, nocost = 0;
 
 	snprintf(t, sizeof(t), "goodput report: %s", r->study.name);
@@ -240,9 +240,9 @@ static void section_title(struct doc *d, const struct report *r)
 	if (b) {
 		report_knobs_short(b, knobs, sizeof(knobs));
 		note(d, "verdict",
-		     "Best configuration: %s at $%s per million tokens (max goodput %s tokens/s at %s req/s, %u GPU%s "
-		     "per replica).",
-		     knobs, report_fmt(c1, sizeof(c1), 4, b->t.cost_per_mtok),
+		     "Best configuration: %s at $%s per million tokens%s (max goodput %s tokens/s at %s req/s, %u "
+		     "GPU%s per replica).",
+		     knobs, report_fmt(c1, sizeof(c1), 4, report_cost(r)), report_cost_note(r, over, sizeof(over)),
 		     report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), report_fmt(c3, sizeof(c3), 2, b->t.max_rate),
 		     b->gpus, b->gpus == 1 ? "" : "s");
 	} else if (r->n_trials == 0) {
@@ -555,7 +555,7 @@ static void section_best(struct doc *d, const struct report *r)
 	}
 	lp = report_trial_best_lp(b);
 	table_start(d, 2, (const char *const[]){ "at max goodput", "value" });
-	kv(d, "$/Mtok", "%s", report_fmt(c[0], 32, 4, b->t.cost_per_mtok));
+	kv(d, "$/Mtok (the mean of its measurements)", "%s", report_fmt(c[0], 32, 4, report_cost(r)));
 	kv(d, "max goodput (tokens/s counted for cost)", "%s", report_fmt(c[0], 32, 1, b->t.max_goodput));
 	kv(d, "max request rate under the SLA (req/s)", "%s", report_fmt(c[0], 32, 3, b->t.max_rate));
 	kv(d, "mean concurrency", "%s", report_fmt(c[0], 32, 1, b->t.concurrency));
@@ -609,23 +609,27 @@ static void section_spread(struct doc *d, const struct report *r)
 		return;
 	heading(d, 2, "spread", "Re-probed best");
 	report_best_spread(r, &sp);
-	if (sp.n <= 1) {
+	if (r->answer.n <= 1 || sp.n <= 1) {
 		para(d,
 		     "The best configuration was measured once (no confirmation re-probe was recorded), so its spread "
 		     "is unknown.");
 		return;
 	}
-	para(d, "The best configuration was measured %zu times (search and confirmation re-probes):", sp.n);
+	para(d,
+	     "The best configuration was measured %u times (search and confirmation re-probes); its cost is "
+	     "the mean:",
+	     r->answer.n);
 	table_start(d, 5, (const char *const[]){ "figure", "mean", "min", "max", "spread (max−min)/mean" });
 	snprintf(c[3], 32, "%.1f%%", (sp.goodput_max - sp.goodput_min) / sp.goodput_mean * 100);
 	row(d, NULL,
 	    (const char *const[]){ "max goodput (tokens/s)", report_fmt(c[0], 32, 1, sp.goodput_mean),
 				   report_fmt(c[1], 32, 1, sp.goodput_min), report_fmt(c[2], 32, 1, sp.goodput_max),
 				   c[3] });
-	snprintf(c[3], 32, "%.1f%%", (sp.cost_max - sp.cost_min) / sp.cost_mean * 100);
+	snprintf(c[3], 32, "%.1f%%", r->answer.spread * 100);
 	row(d, NULL,
-	    (const char *const[]){ "$/Mtok", report_fmt(c[0], 32, 4, sp.cost_mean),
-				   report_fmt(c[1], 32, 4, sp.cost_min), report_fmt(c[2], 32, 4, sp.cost_max), c[3] });
+	    (const char *const[]){ "$/Mtok", report_fmt(c[0], 32, 4, r->answer.cost_per_mtok),
+				   report_fmt(c[1], 32, 4, r->answer.cost_min),
+				   report_fmt(c[2], 32, 4, r->answer.cost_max), c[3] });
 	table_end(d);
 }
 
@@ -731,17 +735,9 @@ static void section_progress(struct doc *d, const struct report *r)
 		if (isfinite(r->trials[i].t.deploy_seconds))
 			deploy += r->trials[i].t.deploy_seconds;
 	if (b) {
-		size_t first = 0;
-
-		/* the first trial that reached the final best cost */
-		for (size_t i = 0; i < r->n_trials; i++)
-			if (r->trials[i].t.state == STORE_TRIAL_DONE &&
-			    r->trials[i].t.cost_per_mtok <= b->t.cost_per_mtok) {
-				first = i;
-				break;
-			}
-		para(d, "The best cost was first reached at trial %u of %zu. Deploying servers took %s in all.",
-		     r->trials[first].t.seq, r->n_trials, format_duration(buf, sizeof(buf), sec_to_usec(deploy)));
+		para(d,
+		     "The best configuration was first measured at trial %u of %zu. Deploying servers took %s in all.",
+		     b->t.seq, r->n_trials, format_duration(buf, sizeof(buf), sec_to_usec(deploy)));
 	}
 	plot(d, REPORT_PLOT_PROGRESS);
 }

@@ -34,8 +34,9 @@ struct report {
 	char *profile_error;
 	struct report_trial *trials;
 	size_t n_trials;
-	long best;            /* index into trials; -1 when no configuration met the SLA */
-	char *launch_command; /* of the best; NULL with launch_error */
+	long best; /* index into trials (the best configuration's first measurement); -1 when none met the SLA */
+	struct store_study_best answer; /* the study's answer (store_study_best), valid when best >= 0 */
+	char *launch_command;           /* of the best; NULL with launch_error */
 	char *launch_error;
 	const cJSON *host; /* host JSON of the best trial, else of the last trial that has one (into a trial) */
 	cJSON *host_owned;
@@ -45,6 +46,12 @@ struct report {
 
 /* Helpers over the loaded data (report-data.c). */
 const struct report_trial *report_best(const struct report *r);
+/* The study's cost: the mean of its best configuration's measurements
+ * (store_study_best, as everywhere), NAN without a best. */
+double report_cost(const struct report *r);
+/* What the cost is over: ", the mean of 2 measurements, spread 1.6%"; ""
+ * for one measurement or without a best. */
+const char *report_cost_note(const struct report *r, char *buf, size_t size);
 /* A knob's value as text ("128", "fp8"; "-" when absent) into buf. */
 const char *report_knob_text(const struct report_trial *t, const char *knob, char *buf, size_t size);
 /* A knob's numeric value, or NAN. */
@@ -67,12 +74,12 @@ double report_price(const struct report *r);
 unsigned report_host_gpus(const struct report *r);
 /* The study's SLA as text ("ttft<=2000ms tpot<=100ms @90%"), "none" when it has none. */
 void report_sla_text(const struct report *r, char *buf, size_t size);
-/* The re-probes of the best (same canonical key, finished as done): n, mean,
- * min, max of max goodput and of $/Mtok. n = 0 when the best was probed once. */
+/* The measurements of the best (same canonical key, done with a cost, as
+ * store_study_best counts them): n, mean, min, max of max goodput. n <= 1
+ * leaves the figures 0. */
 struct report_spread {
 	size_t n;
 	double goodput_mean, goodput_min, goodput_max;
-	double cost_mean, cost_min, cost_max;
 };
 void report_best_spread(const struct report *r, struct report_spread *ret);
 /* The study's workload regenerated from its spec (lengths only, measured

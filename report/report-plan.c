@@ -173,7 +173,7 @@ static void compare(const struct report *a, const struct report *b, struct compa
 	c->same_workload = same_section(a, b, "workload");
 	c->same_sla = same_section(a, b, "sla");
 	if (c->best_a && c->best_b)
-		c->cost_change = (c->best_b->t.cost_per_mtok - c->best_a->t.cost_per_mtok) / c->best_a->t.cost_per_mtok;
+		c->cost_change = (report_cost(b) - report_cost(a)) / report_cost(a);
 	if (!c->best_a || !c->best_a->t.canonical_key) {
 		c->verdict = REPORT_OLD_BEST_NONE;
 		return;
@@ -209,16 +209,16 @@ static void compare(const struct report *a, const struct report *b, struct compa
 
 static void print_side(FILE *f, const char *label, const struct report *r, const struct report_trial *b)
 {
-	char knobs[256], c1[32], c2[32];
+	char knobs[256], c1[32], c2[32], note[96];
 
 	if (!b) {
 		fprintf(f, "%s %s: no configuration met the SLA (%zu trials)\n", label, r->study.name, r->n_trials);
 		return;
 	}
 	report_knobs_short(b, knobs, sizeof(knobs));
-	fprintf(f, "%s %s: best %s: $%s/Mtok, max goodput %s tokens/s (%zu trials)\n", label, r->study.name, knobs,
-		report_fmt(c1, sizeof(c1), 4, b->t.cost_per_mtok), report_fmt(c2, sizeof(c2), 1, b->t.max_goodput),
-		r->n_trials);
+	fprintf(f, "%s %s: best %s: $%s/Mtok%s, max goodput %s tokens/s (%zu trials)\n", label, r->study.name, knobs,
+		report_fmt(c1, sizeof(c1), 4, report_cost(r)), report_cost_note(r, note, sizeof(note)),
+		report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), r->n_trials);
 }
 
 int report_compare_print(struct report *a, struct report *b, FILE *f, enum report_old_best *ret_verdict)
@@ -241,8 +241,7 @@ int report_compare_print(struct report *a, struct report *b, FILE *f, enum repor
 		fprintf(f, "winner: %s\n",
 			same ? "the same configuration won in both" : "a different configuration won in B");
 		fprintf(f, "cost change: %+.1f%% ($%s -> $%s per Mtok)\n", c.cost_change * 100,
-			report_fmt(c1, sizeof(c1), 4, c.best_a->t.cost_per_mtok),
-			report_fmt(c2, sizeof(c2), 4, c.best_b->t.cost_per_mtok));
+			report_fmt(c1, sizeof(c1), 4, report_cost(a)), report_fmt(c2, sizeof(c2), 4, report_cost(b)));
 	} else if (c.best_a) {
 		fprintf(f, "cost change: B found no configuration that meets the SLA\n");
 	} else if (c.best_b) {
@@ -294,7 +293,8 @@ static int side_json(cJSON *o, const char *key, const struct report *r, const st
 	if (!b)
 		return q || !cJSON_AddNullToObject(s, "best") ? -ENOMEM : 0;
 	q |= json_add_string(s, "best", b->t.canonical_key ? b->t.canonical_key : "");
-	q |= json_add_number(s, "cost_per_mtok", b->t.cost_per_mtok);
+	q |= json_add_number(s, "cost_per_mtok", report_cost(r));
+	q |= json_add_number(s, "measurements", r->answer.n);
 	q |= json_add_number(s, "max_goodput", b->t.max_goodput);
 	return q ? -ENOMEM : 0;
 }

@@ -169,7 +169,7 @@ int report_write_files(struct report *r, const char *dir, struct report_files *r
 void report_summary_print(struct report *r, FILE *f)
 {
 	const struct report_trial *b = report_best(r);
-	char knobs[256], c1[32], c2[32], c3[32], sla[256];
+	char knobs[256], c1[32], c2[32], c3[32], sla[256], note[96];
 
 	report_sla_text(r, sla, sizeof(sla));
 	fprintf(f, "study %s (%s): %s on %s, %zu trials\n", r->study.name, store_study_state_to_string(r->study.state),
@@ -181,9 +181,10 @@ void report_summary_print(struct report *r, FILE *f)
 	}
 	report_knobs_short(b, knobs, sizeof(knobs));
 	fprintf(f, "best: %s (trial %u)\n", knobs, b->t.seq);
-	fprintf(f, "cost: $%s/Mtok; max goodput %s tokens/s at %s req/s; %u GPU%s per replica\n",
-		report_fmt(c1, sizeof(c1), 4, b->t.cost_per_mtok), report_fmt(c2, sizeof(c2), 1, b->t.max_goodput),
-		report_fmt(c3, sizeof(c3), 3, b->t.max_rate), b->gpus, b->gpus == 1 ? "" : "s");
+	fprintf(f, "cost: $%s/Mtok%s; max goodput %s tokens/s at %s req/s; %u GPU%s per replica\n",
+		report_fmt(c1, sizeof(c1), 4, report_cost(r)), report_cost_note(r, note, sizeof(note)),
+		report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), report_fmt(c3, sizeof(c3), 3, b->t.max_rate), b->gpus,
+		b->gpus == 1 ? "" : "s");
 	if (r->launch_command)
 		fprintf(f, "launch: %s\n", r->launch_command);
 	else
@@ -227,7 +228,9 @@ int report_summary_json(struct report *r, cJSON **ret)
 		}
 		q |= json_add_number(bj, "trial", b->t.seq);
 		q |= json_add_string(bj, "canonical_key", b->t.canonical_key ? b->t.canonical_key : "");
-		q |= add_num_or_null(bj, "cost_per_mtok", b->t.cost_per_mtok);
+		q |= add_num_or_null(bj, "cost_per_mtok", report_cost(r));
+		q |= json_add_number(bj, "measurements", r->answer.n);
+		q |= add_num_or_null(bj, "spread", r->answer.spread);
 		q |= add_num_or_null(bj, "max_goodput", b->t.max_goodput);
 		q |= add_num_or_null(bj, "max_rate", b->t.max_rate);
 		q |= json_add_number(bj, "gpus_per_replica", b->gpus);

@@ -76,12 +76,10 @@ struct runner {
 	struct opt_settings settings;
 
 	/* the finished trials, in the order they were told: the planners'
-	 * history, with each entry's store id and max goodput */
+	 * history, with each entry's store id */
 	struct opt_history history;
 	int64_t *trial_ids;
-	double *trial_goodput;
 	size_t n_trial_ids;
-	struct opt_result best;
 
 	const struct runner_evaluator *evaluator;
 	struct runner_planner *planner;
@@ -129,9 +127,9 @@ bool runner_failing(const struct runner *r);
 /* Nothing of a trial is left running: act on a pending pause/stop/cancel.
  * Returns true when it did (the caller must not continue). */
 bool runner_settle_request(struct runner *r);
-void runner_update_best(struct runner *r);
-int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id, double goodput);
-int runner_best_trial_id(struct runner *r, const struct opt_config *c);
+/* The status's best: the study's answer as the store gives it (store_study_best). */
+int runner_update_best(struct runner *r, struct error *err);
+int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id);
 bool runner_kind_is_confirm(const char *kind);
 void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, char *buf, size_t size);
 

@@ -299,12 +299,16 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	}
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;
-	k = runner_history_push(r, &ot, t->id, res->max_goodput);
+	k = runner_history_push(r, &ot, t->id);
 	if (k < 0) {
 		runner_fail(r, "out of memory adding a trial to the history");
 		return;
 	}
-	runner_update_best(r);
+	k = runner_update_best(r, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
 	if (res->state == STORE_TRIAL_DONE)
 		log_debug("trial %u: $%.4f/Mtok", t->seq, res->cost);
 	/* teardown from here on: a pause/stop asked in the callbacks below

@@ -153,55 +153,42 @@ void runner_set_phase(struct runner *r, enum runner_phase p)
 	runner_emit(r, &(struct runner_event){ .kind = RUNNER_EVENT_PHASE });
 }
 
-void runner_update_best(struct runner *r)
+int runner_describe_config(const struct runner *r, const char *canonical_key, char *buf, size_t size)
 {
-	struct opt_result best, second;
+	struct opt_config c;
+	int k;
 
-	opt_best(r->study->space, &r->history, &best, &second);
-	r->status.have_best = best.valid;
-	if (!best.valid)
-		return;
-	r->best = best;
-	r->status.best_cost_per_mtok = best.cost;
-	runner_knobs_text(r->study->space, &best.config, r->status.best_knobs, sizeof(r->status.best_knobs));
-	r->status.best_trial_id = 0;
-	r->status.best_max_goodput = NAN;
-	for (size_t i = 0; i < r->n_trial_ids; i++)
-		if (memcmp(&r->history.trials[i].config, &best.config, sizeof(best.config)) == 0 &&
-		    r->history.trials[i].outcome == OPT_OUTCOME_MEASURED) {
-			r->status.best_trial_id = r->trial_ids[i];
-			r->status.best_max_goodput = r->trial_goodput[i];
-			break;
-		}
+	k = opt_config_from_key(r->study->space, canonical_key, &c, NULL);
+	if (k < 0)
+		return k;
+	runner_knobs_text(r->study->space, &c, buf, size);
+	return 0;
 }
 
-void runner_get_best(const struct runner *r, struct runner_best *ret)
+int runner_update_best(struct runner *r, struct error *err)
 {
-	struct opt_result best, second;
-	struct runner_best b = { 0 };
+	struct store_study_best b = { 0 };
+	int k;
 
-	opt_best(r->study->space, &r->history, &best, &second);
-	if (best.valid) {
-		b.valid = true;
-		b.cost_per_mtok = best.cost;
-		b.n = best.n;
-		b.spread = best.spread;
-		runner_knobs_text(r->study->space, &best.config, b.knobs, sizeof(b.knobs));
-		for (size_t i = 0; i < r->n_trial_ids; i++)
-			if (memcmp(&r->history.trials[i].config, &best.config, sizeof(best.config)) == 0 &&
-			    r->history.trials[i].outcome == OPT_OUTCOME_MEASURED) {
-				b.trial_id = r->trial_ids[i];
-				break;
-			}
+	k = store_study_best(r->store, r->study_id, &b, err);
+	if (k == -ENOENT) {
+		r->status.have_best = false;
+		return 0;
 	}
-	if (second.valid) {
-		b.runner_up_valid = true;
-		b.runner_up_cost_per_mtok = second.cost;
-		b.runner_up_n = second.n;
-		b.runner_up_spread = second.spread;
-		runner_knobs_text(r->study->space, &second.config, b.runner_up_knobs, sizeof(b.runner_up_knobs));
-	}
-	*ret = b;
+	if (k < 0)
+		return k;
+	r->status.have_best = true;
+	r->status.best_cost_per_mtok = b.cost_per_mtok;
+	r->status.best_n = b.n;
+	r->status.best_spread = b.spread;
+	r->status.best_max_goodput = b.trial.max_goodput;
+	r->status.best_trial_id = b.trial.id;
+	if (!b.trial.canonical_key ||
+	    runner_describe_config(r, b.trial.canonical_key, r->status.best_knobs, sizeof(r->status.best_knobs)) < 0)
+		snprintf(r->status.best_knobs, sizeof(r->status.best_knobs), "%s",
+			 b.trial.knobs_json ? b.trial.knobs_json : "");
+	store_study_best_done(&b);
+	return 0;
 }
 
 int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port, char **ret,
@@ -259,10 +246,9 @@ static bool trial_to_opt(const struct store_trial *t, struct opt_trial *ret)
 	return true;
 }
 
-int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id, double goodput)
+int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id)
 {
 	int64_t *ids;
-	double *gp;
 	int k;
 
 	k = opt_history_add(&r->history, t);
@@ -272,13 +258,7 @@ int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t tri
 	if (!ids)
 		return -ENOMEM;
 	r->trial_ids = ids;
-	gp = realloc(r->trial_goodput, (r->n_trial_ids + 1) * sizeof(*gp));
-	if (!gp)
-		return -ENOMEM;
-	r->trial_goodput = gp;
-	r->trial_ids[r->n_trial_ids] = trial_id;
-	r->trial_goodput[r->n_trial_ids] = goodput;
-	r->n_trial_ids++;
+	r->trial_ids[r->n_trial_ids++] = trial_id;
 	return 0;
 }
 
@@ -301,7 +281,7 @@ static int load_history(struct runner *r, struct error *err)
 			error_prefix(err, k, "trial %u", t[i].seq);
 			break;
 		}
-		k = runner_history_push(r, &ot, t[i].id, t[i].max_goodput);
+		k = runner_history_push(r, &ot, t[i].id);
 		if (k < 0) {
 			error_set(err, k, "trial %u: cannot add it to the history", t[i].seq);
 			break;
@@ -319,8 +299,7 @@ static int load_history(struct runner *r, struct error *err)
 	store_trial_array_free(t, n);
 	if (k < 0)
 		return k;
-	runner_update_best(r);
-	return 0;
+	return runner_update_best(r, err);
 }
 
 /* ---- creation ---- */
@@ -456,7 +435,6 @@ struct runner *runner_free(struct runner *r)
 	store_study_done(&r->row);
 	opt_history_done(&r->history);
 	free(r->trial_ids);
-	free(r->trial_goodput);
 	free(r->engines_dir);
 	free(r->log_dir);
 	sd_event_unref(r->event);
@@ -501,6 +479,27 @@ void runner_schedule(struct runner *r, enum runner_action a)
 	(void)sd_event_source_set_enabled(r->step_source, SD_EVENT_ONESHOT);
 }
 
+/* The planner's answer, recorded as the study's choice: the configuration
+ * with the lowest mean measured cost (opt_best over the history), as its
+ * first measured trial; the status then shows the study's answer as the
+ * store gives it. */
+static int record_best(struct runner *r, struct error *err)
+{
+	struct opt_result best;
+	int k;
+
+	opt_best(r->study->space, &r->history, &best, NULL);
+	if (!best.valid)
+		return 0;
+	for (size_t i = 0; i < r->n_trial_ids; i++)
+		if (memcmp(&r->history.trials[i].config, &best.config, sizeof(best.config)) == 0 &&
+		    r->history.trials[i].outcome == OPT_OUTCOME_MEASURED) {
+			k = store_study_set_best(r->store, r->study_id, r->trial_ids[i], err);
+			return k < 0 ? k : runner_update_best(r, err);
+		}
+	return 0;
+}
+
 /* Called by the final step: the study's last state is committed, then the
  * FINISHED event (the callee may free the runner in it). */
 void runner_finish(struct runner *r, enum runner_end end)
@@ -526,11 +525,8 @@ void runner_finish(struct runner *r, enum runner_end end)
 		state = STORE_STUDY_RUNNING; /* stopped: resumable */
 		break;
 	}
-	if (end == RUNNER_END_DONE && r->best.valid) {
-		k = runner_best_trial_id(r, &r->best.config);
-		if (k > 0)
-			k = store_study_set_best(r->store, r->study_id, r->status.best_trial_id, &err);
-	}
+	if (end == RUNNER_END_DONE)
+		k = record_best(r, &err);
 	if (k >= 0 && (end != RUNNER_END_STOPPED || r->row.state != STORE_STUDY_RUNNING))
 		k = store_study_set_state(r->store, r->study_id, state, r->message[0] ? r->message : NULL, &err);
 	if (k < 0) {
@@ -557,18 +553,6 @@ void runner_fail(struct runner *r, const char *msg)
 bool runner_failing(const struct runner *r)
 {
 	return r->action == RUNNER_ACTION_FINISH;
-}
-
-/* The id of the best configuration's first measured trial. */
-int runner_best_trial_id(struct runner *r, const struct opt_config *c)
-{
-	for (size_t i = 0; i < r->n_trial_ids; i++)
-		if (memcmp(&r->history.trials[i].config, c, sizeof(*c)) == 0 &&
-		    r->history.trials[i].outcome == OPT_OUTCOME_MEASURED) {
-			r->status.best_trial_id = r->trial_ids[i];
-			return 1;
-		}
-	return 0;
 }
 
 static int on_wall_timer(sd_event_source *s, uint64_t usec, void *userdata)

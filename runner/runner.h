@@ -2,13 +2,31 @@
  * caller's sd-event loop. Used by `goodput tune` (foreground) and by goodputd
  * (which answers its socket while a study runs), so it never blocks.
  *
+ * The room owns the study's life cycle (start, pause, resume, stop, cancel,
+ * resume after a crash), its trial loop, the two planners and the two
+ * evaluators, and its status. It may use deploy/ (deployments, the host),
+ * optimizer/ (the search and the cost model), twin/, probes/, store/,
+ * study/ and the sim core (dry runs); nothing below calls back into it.
+ *
+ * Inside (runner-internal.h has the files):
+ *
+ *   planner ─ answers "next configuration(s)" from the history, or done:
+ *             the NLopt replay search (opt_next), or the twin (twin_next in a
+ *             forked child, "search.strategy": "twin")
+ *   trial   ─ one proposal in flight (struct runner_trial): recorded before
+ *             anything runs, measured by the evaluator, its outcome committed
+ *             and told to the history, its server torn down
+ *   evaluator ─ turns a configuration into a measured trial: deploy + quality
+ *             check + probe on a real server, or the engine model in virtual
+ *             time (dry run)
+ *
  * One trial:
  *
- *   opt_next ──► PENDING (stored) ──► DEPLOYING (stored; deploy_start, pgid stored)
+ *   planner ──► PENDING (stored) ──► DEPLOYING (stored; deploy_start, pgid stored)
  *      ──► ready ──► [QUALITY_CHECK: the study's quality_check argv, knobs in env]
  *      ──► PROBING (stored; find-max-rate, every load point stored as it ends)
  *      ──► outcome (done / infeasible / failed, cost, stored) ──► TEARDOWN
- *      ──► next trial, or confirmations asked by the optimizer, or DONE.
+ *      ──► next trial, or confirmations asked by the planner, or DONE.
  *
  * Every state change is committed to the store before it is acted on. On
  * start the runner calls store_study_resume (trials left deploying/probing
@@ -18,7 +36,9 @@
  * being stored as usual with kinds "dry-run", "dry-run-retry-N" and
  * "dry-run-confirm-N" (instead of "search", "search-retry-N", "confirm-N")
  * and host_json {"dry_run":true}. A budget of wall time is checked between
- * trials: a trial in flight runs to its end.
+ * trials: a trial in flight runs to its end. The status's best is the
+ * study's answer as the store gives it (store_study_best): the same figure
+ * `goodput report` and goodputd show.
  *
  * Ownership: the runner borrows the loop and the store (both must outlive
  * it) and reads the study spec from the store's studies row (spec_json). */
@@ -90,10 +110,13 @@ struct runner_status {
 	char knobs[256];        /* current trial "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1" */
 	unsigned load_points;   /* load points finished in the current trial */
 	double current_rate;    /* request rate being probed (0 none) */
+	/* the study's answer so far, as store_study_best gives it */
 	bool have_best;
-	double best_cost_per_mtok; /* best so far ($/Mtok) */
-	double best_max_goodput;   /* its tokens/s */
-	int64_t best_trial_id;
+	double best_cost_per_mtok; /* the mean of its measurements ($/Mtok) */
+	unsigned best_n;           /* ... over this many */
+	double best_spread;        /* (max − min) / mean */
+	double best_max_goodput;   /* tokens/s of its first measurement */
+	int64_t best_trial_id;     /* its first measurement */
 	char best_knobs[256];
 	const char *message; /* why FAILED / last error, or NULL; valid until the next event */
 	char twin[128];      /* the twin strategy's state ("twin refine, warm, fit error 3.1%"); "" otherwise */
@@ -167,24 +190,10 @@ int runner_study_insert(struct store *store, const struct study *study, const ch
 /* A snapshot of the status; strings point into the runner. */
 void runner_get_status(const struct runner *r, struct runner_status *ret);
 
-/* The answer so far: the configuration with the lowest mean measured cost
- * (confirmations included), its first measured trial, how many measurements
- * the mean is over and their relative spread (max − min) / mean. */
-struct runner_best {
-	bool valid;
-	int64_t trial_id;
-	double cost_per_mtok;
-	unsigned n;
-	double spread;
-	char knobs[256];
-	bool runner_up_valid;
-	double runner_up_cost_per_mtok;
-	unsigned runner_up_n;
-	double runner_up_spread;
-	char runner_up_knobs[256];
-};
-
-void runner_get_best(const struct runner *r, struct runner_best *ret);
+/* The knobs of a stored trial (its canonical_key) as the status shows them:
+ * "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1". -EINVAL when
+ * the key is not a configuration of the study's space. */
+int runner_describe_config(const struct runner *r, const char *canonical_key, char *buf, size_t size);
 
 /* The command line that runs the study's engine with knobs (a JSON object
  * such as a trial's knobs_json), on host:port, shell-quoted for people

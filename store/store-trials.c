@@ -1,7 +1,7 @@
 /* store-trials.c — the rows of the trials table: inserting a trial once per
  * (study, canonical key, kind), moving it through its states, finishing it
- * with its outcome, the optimizer's history, resuming after a restart and
- * the best trial of a study or of a model + engine. Changes of more than one
+ * with its outcome, the optimizer's history and resuming after a restart
+ * (a study's answer is store-best.c). Changes of more than one
  * row run inside store_tx_begin/end, so they happen whole or not at all, also
  * when the disk fills up half-way. */
 #include <errno.h>
@@ -425,57 +425,6 @@ int store_study_resume(struct store *s, int64_t study_id, struct error *err)
 	int r = run_on_trial(s, STMT_TRIAL_INTERRUPT, study_id, "marking interrupted trials", err);
 
 	return r < 0 ? r : sqlite3_changes(s->db);
-}
-
-int store_study_best_trial(struct store *s, int64_t study_id, struct store_trial *ret, struct error *err)
-{
-	const char *what = "finding the best trial";
-	char missing[96];
-	sqlite3_stmt *st;
-	int r;
-
-	r = store_stmt(s, STMT_TRIAL_BEST_CHOSEN, what, &st, err);
-	if (r < 0)
-		return r;
-	r = store_bind_int64(st, 1, study_id);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	r = trial_get_one(s, st, what, "", ret, err);
-	if (r != -ENOENT)
-		return r;
-	r = store_stmt(s, STMT_TRIAL_BEST_COST, what, &st, err);
-	if (r < 0)
-		return r;
-	r = store_bind_int64(st, 1, study_id);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	snprintf(missing, sizeof(missing), "study %lld has no measured trial yet", (long long)study_id);
-	return trial_get_one(s, st, what, missing, ret, err);
-}
-
-int store_best_trial_for(struct store *s, const char *model, const char *engine, const char *label,
-			 struct store_trial *ret, struct error *err)
-{
-	const char *what = "finding the best configuration";
-	char missing[512];
-	sqlite3_stmt *st;
-	int r;
-
-	if (!model || !engine)
-		return error_set(err, -EINVAL, "%s: %s: a model and an engine are needed", s->path, what);
-	r = store_stmt(s, STMT_TRIAL_BEST_FOR, what, &st, err);
-	if (r < 0)
-		return r;
-	r = store_bind_text(st, 1, model);
-	if (r == 0)
-		r = store_bind_text(st, 2, engine);
-	if (r == 0)
-		r = store_bind_text(st, 3, label);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	snprintf(missing, sizeof(missing), "no finished study of %.150s on %.60s%s%.150s%s", model, engine,
-		 label ? " labelled \"" : "", label ? label : "", label ? "\"" : "");
-	return trial_get_one(s, st, what, missing, ret, err);
 }
 
 int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, struct error *err)

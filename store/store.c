@@ -193,16 +193,6 @@ static const char *const stmt_sql[_STMT_MAX] = {
 	[STMT_TRIAL_HISTORY] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 ORDER BY seq",
 	[STMT_TRIAL_INTERRUPT] = "UPDATE trials SET state = 'interrupted'"
 				 " WHERE study_id = ?1 AND state IN ('deploying', 'probing')",
-	[STMT_TRIAL_BEST_CHOSEN] = "SELECT " TRIAL_COLS " FROM trials WHERE id ="
-				   " (SELECT best_trial_id FROM studies WHERE id = ?1)",
-	[STMT_TRIAL_BEST_COST] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 AND state = 'done'"
-				 " AND cost_per_mtok IS NOT NULL ORDER BY cost_per_mtok, seq LIMIT 1",
-	[STMT_TRIAL_BEST_FOR] =
-		"SELECT " TRIAL_COLS " FROM trials WHERE id = (SELECT t.id FROM trials t"
-		" JOIN studies s ON t.study_id = s.id WHERE s.state = 'done' AND s.model = ?1"
-		" AND s.engine = ?2 AND (?3 IS NULL OR s.label = ?3) AND t.state = 'done'"
-		" AND t.cost_per_mtok IS NOT NULL AND (s.best_trial_id IS NULL OR t.id = s.best_trial_id)"
-		" ORDER BY t.cost_per_mtok, s.id, t.seq LIMIT 1)",
 	[STMT_TRIAL_STUDY] = "SELECT study_id FROM trials WHERE id = ?1",
 	[STMT_LP_DELETE_TRIAL] = "DELETE FROM load_points WHERE trial_id = ?1",
 	[STMT_LP_INSERT] = "INSERT INTO load_points (trial_id, seq, phase, request_rate, max_concurrency,"

@@ -216,16 +216,38 @@ int store_trial_history(struct store *s, int64_t study_id, struct store_trial **
 /* After a restart: trials of the study left in deploying/probing become
  * interrupted (to be redone). Returns how many. */
 int store_study_resume(struct store *s, int64_t study_id, struct error *err);
-/* The study's answer: its chosen best trial when set, else the done trial
- * with the lowest $/Mtok (earliest on ties). -ENOENT when none has a cost. */
-int store_study_best_trial(struct store *s, int64_t study_id, struct store_trial *ret, struct error *err);
+/* ---- the study's answer ---- */
 
+/* One figure shown everywhere (store-best.c): the chosen configuration —
+ * the runner's recorded choice (best_trial_id) once the study is done, until
+ * then the configuration with the lowest mean cost (ties: the one measured
+ * first) — and its cost: the mean of all its measurements (trials finished
+ * as done with a cost, the search's and the re-probes), with their count
+ * and spread. */
+struct store_study_best {
+	struct store_trial trial;  /* the configuration's first measurement: knobs, goodput, rate, load points */
+	double cost_per_mtok;      /* the mean of its measurements ($/Mtok) */
+	unsigned n;                /* measurements */
+	double cost_min, cost_max; /* their range */
+	double spread;             /* (max − min) / mean; 0 for one */
+	/* the runner-up: the lowest mean among the other configurations */
+	bool have_runner_up;
+	char *runner_up_key, *runner_up_knobs_json;
+	double runner_up_cost_per_mtok; /* NAN: none */
+	unsigned runner_up_n;
+	double runner_up_spread;
+};
+
+/* Frees the strings of an embedded answer (and zeroes it). */
+void store_study_best_done(struct store_study_best *b);
+/* The study's answer. -ENOENT when nothing was measured yet. The caller owns
+ * *ret (store_study_best_done). */
+int store_study_best(struct store *s, int64_t study_id, struct store_study_best *ret, struct error *err);
 /* The cheapest answer over finished (`done`) studies of a model on an
- * engine (and label, when not NULL): each study's chosen best trial, or its
- * cheapest measured one. The trial's study_id names the study. -ENOENT when
- * there is none. */
-int store_best_trial_for(struct store *s, const char *model, const char *engine, const char *label,
-			 struct store_trial *ret, struct error *err);
+ * engine (and label, when not NULL): the study (ret_study, the caller's to
+ * store_study_done) and its answer. -ENOENT when there is none. */
+int store_best_for(struct store *s, const char *model, const char *engine, const char *label,
+		   struct store_study *ret_study, struct store_study_best *ret, struct error *err);
 
 /* ---- twin calibrations ---- */
 

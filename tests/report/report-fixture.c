@@ -188,7 +188,7 @@ void fix_fill(struct store *s)
 		{ "search", 16, 512, "fp8", 2, STORE_TRIAL_FAILED, STORE_FAILURE_CRASHED, "server exited with status 1",
 		  0, 0 },
 		{ "search", 32, 2048, "fp8", 2, STORE_TRIAL_DONE, 0, NULL, 6.0, 380 },
-		{ "confirm", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 3.8, 240 },
+		{ "confirm", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 3.8, FIX_A_CONFIRM_GOODPUT },
 	};
 	const struct fix_trial b[] = {
 		{ "search", 32, 1024, "fp8", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET,

@@ -19,7 +19,10 @@ try:
     con = sqlite3.connect(db)
     name, = con.execute("select name from studies").fetchone()
     n_trials, = con.execute("select count(*) from trials").fetchone()
-    cost, = con.execute("select min(cost_per_mtok) from trials where state = 'done'").fetchone()
+    # the study's cost: the mean of every measurement of the chosen configuration
+    cost, = con.execute("select avg(t.cost_per_mtok) from trials t join studies s on s.id = t.study_id"
+                        " where t.state = 'done' and t.cost_per_mtok is not null and t.canonical_key ="
+                        " (select canonical_key from trials where id = s.best_trial_id)").fetchone()
     con.close()
     p = subprocess.run([goodput, "report", "--db", db, name, "--out", os.path.join(tmp, "out"), "--json"],
                        check=True, capture_output=True, text=True, timeout=120)

@@ -13,7 +13,8 @@
  * the loop keeps ticking meanwhile, each trial the twin predicted carries
  * its predicted cost, and a second study starts warm from the calibration
  * the first stored, and finishes though paused while the twin plans (the
- * child is killed and the ask made again on resume). */
+ * child is killed and the ask made again on resume). The best the status
+ * shows after every trial is the store's answer (store_study_best). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -48,7 +49,28 @@ struct ctx {
 	uint64_t plan_start_usec, last_tick_usec, plan_longest_usec, plan_max_gap_usec;
 	unsigned plan_ticks, pause_in_plan_after;
 	bool warm_seen;
+	/* the live best against the store's answer after every trial */
+	struct store *best_store;
+	unsigned best_checked;
 };
+
+/* The runner's status shows the study's answer exactly as store_study_best gives it. */
+static void check_live_best(struct ctx *c, const struct runner_status *st)
+{
+	struct store_study_best b = { 0 };
+	struct error err = { 0 };
+	int k = store_study_best(c->best_store, st->study_id, &b, &err);
+
+	CHECK_MSG(k >= 0 || k == -ENOENT, "%s", err.msg);
+	CHECK(st->have_best == (k >= 0));
+	if (k >= 0) {
+		CHECK(st->best_cost_per_mtok == b.cost_per_mtok && st->best_n == b.n && st->best_spread == b.spread);
+		CHECK_INT_EQ(st->best_trial_id, b.trial.id);
+		CHECK(st->best_max_goodput == b.trial.max_goodput);
+	}
+	store_study_best_done(&b);
+	c->best_checked++;
+}
 
 #define TICK_USEC (20 * 1000)
 
@@ -133,6 +155,8 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 		break;
 	case RUNNER_EVENT_TRIAL_FINISHED:
 		c->trials_finished++;
+		if (c->best_store)
+			check_live_best(c, ev->status);
 		if (c->trials_finished == c->pause_after)
 			CHECK_INT_EQ(runner_pause(r), 0);
 		if (c->trials_finished == c->stop_after)
@@ -143,6 +167,8 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 			CHECK(store_debug_set_max_page_count(c->store, 1) == 0);
 		break;
 	case RUNNER_EVENT_FINISHED:
+		if (c->best_store)
+			check_live_best(c, ev->status);
 		c->end = ev->end;
 		snprintf(c->message, sizeof(c->message), "%s", ev->status->message ? ev->status->message : "");
 		sd_event_exit(c->e, 0);
@@ -346,11 +372,12 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/t.db", dir);
 	CHECK(store_open(path, NULL, &s, &err) >= 0);
 
-	/* reference: straight through */
+	/* reference: straight through; its live best is the store's answer all along */
 	a = add_study(s, "straight");
-	c = (struct ctx){ 0 };
+	c = (struct ctx){ .best_store = s };
 	CHECK_INT_EQ(run(s, a, &c), RUNNER_END_DONE);
 	CHECK(c.trials_finished >= 4);
+	CHECK_INT_EQ(c.best_checked, c.trials_finished + 1);
 	CHECK_STR_CONTAINS(c.status_line, "trial 1/12 probing max_num_seqs=");
 
 	/* paused after 2, resumed, stopped after 4; then a new runner finishes it */
@@ -370,14 +397,14 @@ int main(void)
 	free(la);
 	free(lb);
 	{
-		struct store_trial ta = { 0 }, tb = { 0 };
+		struct store_study_best ta = { 0 }, tb = { 0 };
 
-		CHECK(store_study_best_trial(s, a, &ta, &err) >= 0);
-		CHECK(store_study_best_trial(s, b, &tb, &err) >= 0);
-		CHECK_STR_EQ(ta.canonical_key, tb.canonical_key);
-		CHECK(ta.cost_per_mtok == tb.cost_per_mtok);
-		store_trial_done(&ta);
-		store_trial_done(&tb);
+		CHECK(store_study_best(s, a, &ta, &err) >= 0);
+		CHECK(store_study_best(s, b, &tb, &err) >= 0);
+		CHECK_STR_EQ(ta.trial.canonical_key, tb.trial.canonical_key);
+		CHECK(ta.cost_per_mtok == tb.cost_per_mtok && ta.n == tb.n);
+		store_study_best_done(&ta);
+		store_study_best_done(&tb);
 	}
 
 	/* cancel */

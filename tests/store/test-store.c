@@ -314,15 +314,18 @@ static void test_round_trip(void)
 	CHECK(lps[0].result_json && lps[0].result_json[0] == '{');
 	store_load_point_array_free(lps, n);
 
-	/* Best: the cheapest done trial, until the runner records its choice. */
-	CHECK(store_study_best_trial(s, study, &t, &err) == 0);
-	CHECK_INT_EQ(t.id, trial);
-	store_trial_done(&t);
+	/* The answer: the only measured configuration, until the runner records its choice. */
+	struct store_study_best b = { 0 };
+	CHECK(store_study_best(s, study, &b, &err) == 0);
+	CHECK_INT_EQ(b.trial.id, trial);
+	CHECK(b.cost_per_mtok == cost && b.n == 1 && b.spread == 0 && !b.have_runner_up);
+	store_study_best_done(&b);
 	CHECK_INT_EQ(store_study_set_best(s, study, 999, &err), -EINVAL);
+	/* a recorded choice that was never measured does not hide the measured one */
 	CHECK(store_study_set_best(s, study, other, &err) == 0);
-	CHECK(store_study_best_trial(s, study, &t, &err) == 0);
-	CHECK_INT_EQ(t.id, other);
-	store_trial_done(&t);
+	CHECK(store_study_best(s, study, &b, &err) == 0);
+	CHECK_INT_EQ(b.trial.id, trial);
+	store_study_best_done(&b);
 
 	CHECK(store_study_set_state(s, study, STORE_STUDY_DONE, NULL, &err) == 0);
 	CHECK(store_study_list(s, &list, &n, &err) == 0);
@@ -332,19 +335,80 @@ static void test_round_trip(void)
 	store_study_array_free(list, n);
 
 	/* Across studies: the best answer for this model + engine. */
-	CHECK(store_best_trial_for(s, "llama-3.1-8b", "sim", NULL, &t, &err) == -ENOENT); /* chosen best has no cost */
 	CHECK(store_study_set_best(s, study, trial, &err) == 0);
-	CHECK_MSG(store_best_trial_for(s, "llama-3.1-8b", "sim", NULL, &t, &err) == 0, "%s", err.msg);
-	CHECK_INT_EQ(t.id, trial);
-	store_trial_done(&t);
-	CHECK_INT_EQ(store_best_trial_for(s, "llama-3.1-8b", "sim", "other label", &t, &err), -ENOENT);
+	CHECK_MSG(store_best_for(s, "llama-3.1-8b", "sim", NULL, &st, &b, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(st.id, study);
+	CHECK_INT_EQ(b.trial.id, trial);
+	CHECK(b.cost_per_mtok == cost);
+	store_study_best_done(&b);
+	store_study_done(&st);
+	CHECK_INT_EQ(store_best_for(s, "llama-3.1-8b", "sim", "other label", &st, &b, &err), -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, "other label");
-	CHECK_INT_EQ(store_best_trial_for(s, "llama-3.1-70b", "sim", NULL, &t, &err), -ENOENT);
+	CHECK_INT_EQ(store_best_for(s, "llama-3.1-70b", "sim", NULL, &st, &b, &err), -ENOENT);
 
 	/* No measured trial: a clear "none yet". */
 	int64_t empty = add_study(s, "empty");
-	CHECK_INT_EQ(store_study_best_trial(s, empty, &t, &err), -ENOENT);
+	CHECK_INT_EQ(store_study_best(s, empty, &b, &err), -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, "no measured trial");
+}
+
+static int64_t add_done(struct store *s, int64_t study, const char *kind, const char *key, double cost)
+{
+	struct store_trial_outcome o = {
+		.state = STORE_TRIAL_DONE,
+		.deploy_seconds = NAN,
+		.max_rate = 1,
+		.max_goodput = 100 / cost,
+		.concurrency = 1,
+		.cost_per_mtok = cost,
+	};
+	struct error err = { 0 };
+	char knobs[64];
+	int64_t id;
+
+	snprintf(knobs, sizeof(knobs), "{\"k\":\"%s\"}", key);
+	CHECK(store_trial_insert(s, study, kind, knobs, key, &id, &err) == 1);
+	CHECK(store_trial_set_state(s, id, STORE_TRIAL_DEPLOYING, &err) == 0);
+	if (!isfinite(cost))
+		o.max_goodput = NAN;
+	CHECK_MSG(store_trial_finish(s, id, &o, &err) == 0, "%s", err.msg);
+	return id;
+}
+
+/* The study's cost is the mean of its chosen configuration's measurements,
+ * with their count and spread; the lowest mean wins until the runner records
+ * its choice (ties: the configuration measured first). */
+static void test_study_best(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("best.db"));
+	struct store_study_best b = { 0 };
+	struct error err = { 0 };
+	int64_t study = add_study(s, "mean"), a1, b1;
+
+	a1 = add_done(s, study, "search", "a", 1.0);
+	b1 = add_done(s, study, "search", "b", 0.75);
+	add_done(s, study, "search", "c", NAN); /* done, the SLA never met: not a measurement */
+	add_done(s, study, "confirm-1", "a", 0.5);
+	CHECK(store_study_best(s, study, &b, &err) == 0);
+	/* a: (1.0 + 0.5) / 2 = 0.75, a tie with b, and measured first */
+	CHECK_INT_EQ(b.trial.id, a1);
+	CHECK(b.cost_per_mtok == 0.75 && b.n == 2 && b.cost_min == 0.5 && b.cost_max == 1.0);
+	CHECK(fabs(b.spread - 0.5 / 0.75) < 1e-15);
+	CHECK(b.trial.cost_per_mtok == 1.0); /* the row is its first measurement */
+	CHECK(b.have_runner_up && b.runner_up_cost_per_mtok == 0.75 && b.runner_up_n == 1);
+	CHECK_STR_EQ(b.runner_up_key, "b");
+	CHECK_STR_EQ(b.runner_up_knobs_json, "{\"k\":\"b\"}");
+	store_study_best_done(&b);
+
+	/* the runner's recorded choice is the answer, at the mean of all its measurements */
+	CHECK(store_study_set_best(s, study, b1, &err) == 0);
+	add_done(s, study, "confirm-1", "b", 1.25);
+	CHECK(store_study_best(s, study, &b, &err) == 0);
+	CHECK_INT_EQ(b.trial.id, b1);
+	CHECK(b.cost_per_mtok == 1.0 && b.n == 2 && b.spread == 0.5);
+	CHECK(b.have_runner_up && b.runner_up_cost_per_mtok == 0.75 && b.runner_up_n == 2);
+	CHECK_STR_EQ(b.runner_up_key, "a");
+	store_study_best_done(&b);
 }
 
 static void test_uniqueness(void)
@@ -558,6 +622,7 @@ int main(void)
 	test_migrate_from_v1();
 	test_newer_file_refused();
 	test_round_trip();
+	test_study_best();
 	test_uniqueness();
 	test_resume();
 	test_disk_full();

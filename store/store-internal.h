@@ -3,6 +3,8 @@
  * Not installed, not for other modules. */
 #pragma once
 
+#include <stddef.h>
+
 #include <sqlite3.h>
 
 #include "sqlite-util.h"
@@ -47,6 +49,54 @@ struct store {
 
 /* Returns the statement, reset and with bindings cleared, or a -errno with err set. */
 int store_stmt(struct store *s, enum store_stmt id, const char *what, sqlite3_stmt **ret, struct error *err);
+
+/* A value for a statement's parameter, made with STORE_INT, STORE_DOUBLE
+ * (NAN binds NULL) or STORE_TEXT (NULL binds NULL). */
+struct store_value {
+	enum {
+		STORE_VALUE_INT,
+		STORE_VALUE_DOUBLE,
+		STORE_VALUE_TEXT,
+	} type;
+	int64_t i;
+	double d;
+	const char *t;
+};
+
+#define STORE_INT(v)                                                                                                   \
+	{                                                                                                              \
+		.type = STORE_VALUE_INT, .i = (int64_t)(v)                                                             \
+	}
+#define STORE_DOUBLE(v)                                                                                                \
+	{                                                                                                              \
+		.type = STORE_VALUE_DOUBLE, .d = (v)                                                                   \
+	}
+#define STORE_TEXT(v)                                                                                                  \
+	{                                                                                                              \
+		.type = STORE_VALUE_TEXT, .t = (v)                                                                     \
+	}
+/* The values and their count, for store_query and store_exec. */
+#define STORE_VALUES(...)                                                                                              \
+	(const struct store_value[]){ __VA_ARGS__ },                                                                   \
+		sizeof((const struct store_value[]){ __VA_ARGS__ }) / sizeof(struct store_value)
+
+/* The statement id with values bound to ?1, ?2, ... (store_stmt + binds). */
+int store_query(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+		sqlite3_stmt **ret, struct error *err);
+/* Steps the statement id with values once: SQLITE_ROW (read the row, then
+ * sqlite3_reset *ret), SQLITE_DONE or SQLITE_CONSTRAINT (reset already), or
+ * a negative errno with err set. */
+int store_step_once(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+		    sqlite3_stmt **ret, struct error *err);
+/* Runs the INSERT id with values: 1 and the new row's id in *ret_id (may be
+ * NULL), 0 when it inserted nothing (ON CONFLICT DO NOTHING), -EEXIST when
+ * a constraint refused it. */
+int store_insert(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+		 int64_t *ret_id, struct error *err);
+/* Runs the statement id with values to completion; returns the number of
+ * rows it changed. */
+int store_exec(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+	       struct error *err);
 /* Translates an SQLite result code to -errno and fills err with
  * "<file>: <what>: <sqlite message>". */
 int store_sql_error(struct store *s, int rc, const char *what, struct error *err);
@@ -67,6 +117,84 @@ int store_grow(void **a, size_t *cap, size_t n, size_t size);
 int store_bind_text(sqlite3_stmt *st, int idx, const char *v);
 int store_bind_double(sqlite3_stmt *st, int idx, double v);
 int store_bind_int64(sqlite3_stmt *st, int idx, int64_t v);
+/* ---- rows (store-rows.c) ---- */
+
+enum store_column_type {
+	STORE_COL_INT64,  /* int64_t; NULL reads as 0 */
+	STORE_COL_UINT64, /* uint64_t (times in µs); NULL reads as 0 */
+	STORE_COL_UINT32, /* uint32_t; NULL reads as 0 */
+	STORE_COL_BOOL,   /* bool, from an integer */
+	STORE_COL_DOUBLE, /* double; NULL reads as NAN */
+	STORE_COL_TEXT,   /* char *, copied; NULL stays NULL */
+	STORE_COL_ENUM,   /* an enum stored by name, read through from_string */
+};
+
+/* One column of a row: its SQL name and the field of the struct it fills. */
+struct store_column {
+	const char *name;
+	enum store_column_type type;
+	size_t offset;
+	bool required;                     /* NULL is an error (-EBADMSG) */
+	int (*from_string)(const char *s); /* STORE_COL_ENUM: the value, or < 0 for an unknown name */
+	int if_null, if_unknown;           /* STORE_COL_ENUM: the value for NULL, for an unknown name */
+};
+
+/* A kind of row: its columns in SELECT order and the struct's size. */
+struct store_row {
+	const struct store_column *columns;
+	size_t n_columns;
+	size_t size;
+};
+
+/* Table entries: a column named like its field, one named otherwise, and an
+ * enum stored by name. */
+#define STORE_COLUMN(type, st, field)                                                                                  \
+	{                                                                                                              \
+#field, STORE_COL_##type, offsetof(st, field), false, NULL, 0, 0                                       \
+	}
+#define STORE_COLUMN_AS(type, st, field, sql)                                                                          \
+	{                                                                                                              \
+		sql, STORE_COL_##type, offsetof(st, field), false, NULL, 0, 0                                          \
+	}
+#define STORE_COLUMN_ENUM(st, field, sql, from_string, if_null, if_unknown)                                            \
+	{                                                                                                              \
+		sql, STORE_COL_ENUM, offsetof(st, field), false, from_string, if_null, if_unknown                      \
+	}
+
+extern const struct store_row store_study_row, store_trial_row, store_load_point_row, store_twin_calibration_row;
+
+/* Frees the strings of a row of type t and zeroes it; accepts NULL. */
+void store_row_done(const struct store_row *t, void *row);
+/* store_row_done on n rows, then frees the array. */
+void store_row_array_free(const struct store_row *t, void *a, size_t n);
+
+/* "SELECT <t's columns> <rest>", allocated (NULL: out of memory). */
+char *store_row_select(const struct store_row *t, const char *rest);
+/* "INSERT INTO table (<t's columns but the first, the id>) VALUES (?1, ...)",
+ * allocated (NULL: out of memory). */
+char *store_row_insert(const struct store_row *t, const char *table);
+/* The kind of row the statement id reads or inserts (NULL for others). */
+const struct store_row *store_stmt_row(enum store_stmt id);
+/* Runs the SELECT id of a row with values, expecting at most one row, read
+ * into ret: -ENOENT with "<path>: missing" when there is none. */
+int store_get(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+	      const char *missing, void *ret, struct error *err);
+/* Runs the SELECT id of a row with values into a new array of rows. */
+int store_list(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n_values,
+	       void **ret, size_t *ret_n, struct error *err);
+
+/* Define the public x_done(type *) and x_array_free(type *, n) of a row. */
+#define STORE_ROW_DONE_FUNC(row, type, name)                                                                           \
+	void name(type *v)                                                                                             \
+	{                                                                                                              \
+		store_row_done(&(row), v);                                                                             \
+	}
+#define STORE_ROW_ARRAY_FREE_FUNC(row, type, name)                                                                     \
+	void name(type *a, size_t n)                                                                                   \
+	{                                                                                                              \
+		store_row_array_free(&(row), a, n);                                                                    \
+	}
+
 /* Column helpers: NULL reads as NULL/NAN/0. Text is strdup'ed (-ENOMEM). */
 int store_col_text(sqlite3_stmt *st, int col, char **ret);
 double store_col_double(sqlite3_stmt *st, int col);

@@ -10,23 +10,53 @@
 #include "store-internal.h"
 #include "time-util.h"
 
+/* ---- the row ---- */
+
+#define COL(type, field) STORE_COLUMN(type, struct store_load_point, field)
+static const struct store_column lp_columns[] = { COL(INT64, id),
+						  COL(INT64, trial_id),
+						  COL(UINT32, seq),
+						  COL(TEXT, phase),
+						  COL(DOUBLE, request_rate),
+						  COL(UINT32, max_concurrency),
+						  COL(DOUBLE, attainment),
+						  COL(BOOL, sla_met),
+						  COL(UINT32, completed),
+						  COL(UINT32, failed),
+						  COL(DOUBLE, mean_ttft_ms),
+						  COL(DOUBLE, p50_ttft_ms),
+						  COL(DOUBLE, p90_ttft_ms),
+						  COL(DOUBLE, p99_ttft_ms),
+						  COL(DOUBLE, mean_tpot_ms),
+						  COL(DOUBLE, p50_tpot_ms),
+						  COL(DOUBLE, p90_tpot_ms),
+						  COL(DOUBLE, p99_tpot_ms),
+						  COL(DOUBLE, p99_itl_ms),
+						  COL(DOUBLE, p99_e2el_ms),
+						  COL(DOUBLE, request_throughput),
+						  COL(DOUBLE, output_throughput),
+						  COL(DOUBLE, total_token_throughput),
+						  COL(DOUBLE, good_output_throughput),
+						  COL(DOUBLE, request_goodput),
+						  COL(DOUBLE, mean_concurrency),
+						  COL(DOUBLE, kv_usage_peak),
+						  COL(DOUBLE, running_peak),
+						  COL(DOUBLE, waiting_peak),
+						  COL(DOUBLE, preemptions),
+						  COL(DOUBLE, gpu_util_mean),
+						  COL(DOUBLE, gpu_util_peak),
+						  COL(DOUBLE, gpu_mem_mean_mib),
+						  COL(DOUBLE, gpu_mem_peak_mib),
+						  STORE_COLUMN_AS(TEXT, struct store_load_point, result_json, "result"),
+						  COL(UINT64, created_usec) };
+#undef COL
+
+const struct store_row store_load_point_row = { lp_columns, ELEMENTSOF(lp_columns), sizeof(struct store_load_point) };
+
+STORE_ROW_DONE_FUNC(store_load_point_row, struct store_load_point, store_load_point_done)
+STORE_ROW_ARRAY_FREE_FUNC(store_load_point_row, struct store_load_point, store_load_point_array_free)
+
 /* ---- load points ---- */
-
-void store_load_point_done(struct store_load_point *lp)
-{
-	if (!lp)
-		return;
-	free(lp->phase);
-	free(lp->result_json);
-	*lp = (struct store_load_point){ 0 };
-}
-
-void store_load_point_array_free(struct store_load_point *a, size_t n)
-{
-	for (size_t i = 0; a && i < n; i++)
-		store_load_point_done(&a[i]);
-	free(a);
-}
 
 /* The p-th percentile of metric m, or NAN when the result does not carry it. */
 static double pct(const struct probe_result *r, enum probe_metric m, double p)
@@ -65,8 +95,7 @@ int store_load_point_insert_gpu(struct store *s, int64_t trial_id, uint32_t seq,
 	const char *what = "inserting a load point";
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	_cleanup_(cjson_freep) char *json = NULL;
-	sqlite3_stmt *st;
-	int r, rc, i = 1;
+	int r;
 
 	r = probe_result_to_json(res, &j);
 	if (r < 0)
@@ -74,179 +103,38 @@ int store_load_point_insert_gpu(struct store *s, int64_t trial_id, uint32_t seq,
 	json = cJSON_PrintUnformatted(j);
 	if (!json)
 		return error_set(err, -ENOMEM, "%s: %s: out of memory", s->path, what);
-	r = store_stmt(s, STMT_LP_INSERT, what, &st, err);
-	if (r < 0)
-		return r;
-	r = store_bind_int64(st, i++, trial_id);
-	if (r == 0)
-		r = store_bind_int64(st, i++, seq);
-	if (r == 0)
-		r = store_bind_text(st, i++, phase ? phase : "search");
-	if (r == 0)
-		r = store_bind_double(st, i++, res->request_rate);
-	if (r == 0)
-		r = store_bind_int64(st, i++, res->max_concurrency);
-	if (r == 0)
-		r = store_bind_double(st, i++, res->attainment);
-	if (r == 0)
-		r = store_bind_int64(st, i++, res->sla_met);
-	if (r == 0)
-		r = store_bind_int64(st, i++, res->completed);
-	if (r == 0)
-		r = store_bind_int64(st, i++, res->failed);
-	if (r == 0)
-		r = store_bind_double(st, i++, mean(res, PROBE_METRIC_TTFT));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_TTFT, 50));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_TTFT, 90));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_TTFT, 99));
-	if (r == 0)
-		r = store_bind_double(st, i++, mean(res, PROBE_METRIC_TPOT));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_TPOT, 50));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_TPOT, 90));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_TPOT, 99));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_ITL, 99));
-	if (r == 0)
-		r = store_bind_double(st, i++, pct(res, PROBE_METRIC_E2EL, 99));
-	if (r == 0)
-		r = store_bind_double(st, i++, res->request_throughput);
-	if (r == 0)
-		r = store_bind_double(st, i++, res->output_throughput);
-	if (r == 0)
-		r = store_bind_double(st, i++, res->total_token_throughput);
-	if (r == 0)
-		r = store_bind_double(st, i++, res->good_output_throughput);
-	if (r == 0)
-		r = store_bind_double(st, i++, res->request_goodput);
-	if (r == 0)
-		r = store_bind_double(st, i++, res->mean_concurrency);
-	if (r == 0)
-		r = store_bind_double(st, i++, server(res, res->server.kv_usage_peak));
-	if (r == 0)
-		r = store_bind_double(st, i++, server(res, res->server.running_peak));
-	if (r == 0)
-		r = store_bind_double(st, i++, server(res, res->server.waiting_peak));
-	if (r == 0)
-		r = store_bind_double(st, i++, server(res, res->server.preemptions));
-	if (r == 0)
-		r = store_bind_text(st, i++, json);
-	if (r == 0)
-		r = store_bind_int64(st, i++, (int64_t)real_usec());
 	if (!gpu)
 		gpu = &none;
-	if (r == 0)
-		r = store_bind_double(st, i++, gpu->util_mean);
-	if (r == 0)
-		r = store_bind_double(st, i++, gpu->util_peak);
-	if (r == 0)
-		r = store_bind_double(st, i++, gpu->mem_mean_mib);
-	if (r == 0)
-		r = store_bind_double(st, i++, gpu->mem_peak_mib);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+	r = store_insert(
+		s, STMT_LP_INSERT, what,
+		STORE_VALUES(
+			STORE_INT(trial_id), STORE_INT(seq), STORE_TEXT(phase ? phase : "search"),
+			STORE_DOUBLE(res->request_rate), STORE_INT(res->max_concurrency), STORE_DOUBLE(res->attainment),
+			STORE_INT(res->sla_met), STORE_INT(res->completed), STORE_INT(res->failed),
+			STORE_DOUBLE(mean(res, PROBE_METRIC_TTFT)), STORE_DOUBLE(pct(res, PROBE_METRIC_TTFT, 50)),
+			STORE_DOUBLE(pct(res, PROBE_METRIC_TTFT, 90)), STORE_DOUBLE(pct(res, PROBE_METRIC_TTFT, 99)),
+			STORE_DOUBLE(mean(res, PROBE_METRIC_TPOT)), STORE_DOUBLE(pct(res, PROBE_METRIC_TPOT, 50)),
+			STORE_DOUBLE(pct(res, PROBE_METRIC_TPOT, 90)), STORE_DOUBLE(pct(res, PROBE_METRIC_TPOT, 99)),
+			STORE_DOUBLE(pct(res, PROBE_METRIC_ITL, 99)), STORE_DOUBLE(pct(res, PROBE_METRIC_E2EL, 99)),
+			STORE_DOUBLE(res->request_throughput), STORE_DOUBLE(res->output_throughput),
+			STORE_DOUBLE(res->total_token_throughput), STORE_DOUBLE(res->good_output_throughput),
+			STORE_DOUBLE(res->request_goodput), STORE_DOUBLE(res->mean_concurrency),
+			STORE_DOUBLE(server(res, res->server.kv_usage_peak)),
+			STORE_DOUBLE(server(res, res->server.running_peak)),
+			STORE_DOUBLE(server(res, res->server.waiting_peak)),
+			STORE_DOUBLE(server(res, res->server.preemptions)), STORE_DOUBLE(gpu->util_mean),
+			STORE_DOUBLE(gpu->util_peak), STORE_DOUBLE(gpu->mem_mean_mib), STORE_DOUBLE(gpu->mem_peak_mib),
+			STORE_TEXT(json), STORE_INT(real_usec())),
+		ret_id, err);
+	if (r == -EEXIST)
 		return error_set(err, -EEXIST, "%s: %s: trial %lld has no such trial or load point %u exists already",
 				 s->path, what, (long long)trial_id, seq);
-	if (rc != SQLITE_DONE)
-		return store_sql_error(s, rc, what, err);
-	if (ret_id)
-		*ret_id = sqlite3_last_insert_rowid(s->db);
-	return 0;
-}
-
-static int lp_from_row(sqlite3_stmt *st, struct store_load_point *ret)
-{
-	struct store_load_point p = { 0 };
-	int r = 0, c = 0;
-
-	p.id = sqlite3_column_int64(st, c++);
-	p.trial_id = sqlite3_column_int64(st, c++);
-	p.seq = (uint32_t)sqlite3_column_int64(st, c++);
-	if (r == 0)
-		r = store_col_text(st, c++, &p.phase);
-	p.request_rate = store_col_double(st, c++);
-	p.max_concurrency = (uint32_t)sqlite3_column_int64(st, c++);
-	p.attainment = store_col_double(st, c++);
-	p.sla_met = sqlite3_column_int(st, c++) != 0;
-	p.completed = (uint32_t)sqlite3_column_int64(st, c++);
-	p.failed = (uint32_t)sqlite3_column_int64(st, c++);
-	double *d[] = { &p.mean_ttft_ms,
-			&p.p50_ttft_ms,
-			&p.p90_ttft_ms,
-			&p.p99_ttft_ms,
-			&p.mean_tpot_ms,
-			&p.p50_tpot_ms,
-			&p.p90_tpot_ms,
-			&p.p99_tpot_ms,
-			&p.p99_itl_ms,
-			&p.p99_e2el_ms,
-			&p.request_throughput,
-			&p.output_throughput,
-			&p.total_token_throughput,
-			&p.good_output_throughput,
-			&p.request_goodput,
-			&p.mean_concurrency,
-			&p.kv_usage_peak,
-			&p.running_peak,
-			&p.waiting_peak,
-			&p.preemptions,
-			&p.gpu_util_mean,
-			&p.gpu_util_peak,
-			&p.gpu_mem_mean_mib,
-			&p.gpu_mem_peak_mib };
-	for (size_t k = 0; k < ELEMENTSOF(d); k++)
-		*d[k] = store_col_double(st, c++);
-	if (r == 0)
-		r = store_col_text(st, c++, &p.result_json);
-	p.created_usec = (uint64_t)sqlite3_column_int64(st, c++);
-	if (r < 0) {
-		store_load_point_done(&p);
-		return r;
-	}
-	*ret = p;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 int store_load_point_list(struct store *s, int64_t trial_id, struct store_load_point **ret, size_t *ret_n,
 			  struct error *err)
 {
-	const char *what = "listing load points";
-	struct store_load_point *a = NULL;
-	size_t n = 0, cap = 0;
-	sqlite3_stmt *st;
-	int r, rc;
-
-	r = store_stmt(s, STMT_LP_LIST, what, &st, err);
-	if (r < 0)
-		return r;
-	r = store_bind_int64(st, 1, trial_id);
-	if (r < 0)
-		return error_set(err, r, "%s: %s: binding failed", s->path, what);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		r = store_grow((void **)&a, &cap, n, sizeof(*a));
-		if (r == 0)
-			r = lp_from_row(st, &a[n]);
-		if (r < 0) {
-			sqlite3_reset(st);
-			store_load_point_array_free(a, n);
-			return error_set(err, r, "%s: %s: out of memory", s->path, what);
-		}
-		n++;
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		store_load_point_array_free(a, n);
-		return store_sql_error(s, rc, what, err);
-	}
-	*ret = a;
-	*ret_n = n;
-	return 0;
+	return store_list(s, STMT_LP_LIST, "listing load points", STORE_VALUES(STORE_INT(trial_id)), (void **)ret,
+			  ret_n, err);
 }

@@ -135,76 +135,63 @@ _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration pe
 
 /* ---- statements ---- */
 
-#define STUDY_COLS                                                                                                     \
-	"id, name, spec, engine, model, label, state, message, created_usec, started_usec, finished_usec,"             \
-	" best_trial_id, seed, algorithm, nlopt_version"
-#define TRIAL_COLS                                                                                                     \
-	"id, study_id, seq, kind, knobs, canonical_key, state, failure_class, failure_message,"                        \
-	" deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok, started_usec, finished_usec,"             \
-	" log_path, server_pgid, server_unit, host_json, predicted_cost"
-#define LP_COLS                                                                                                        \
-	"id, trial_id, seq, phase, request_rate, max_concurrency, attainment, sla_met, completed, failed,"             \
-	" mean_ttft_ms, p50_ttft_ms, p90_ttft_ms, p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms,"                \
-	" p99_tpot_ms, p99_itl_ms, p99_e2el_ms, request_throughput, output_throughput,"                                \
-	" total_token_throughput, good_output_throughput, request_goodput, mean_concurrency,"                          \
-	" kv_usage_peak, running_peak, waiting_peak, preemptions, gpu_util_mean, gpu_util_peak,"                       \
-	" gpu_mem_mean_mib, gpu_mem_peak_mib, result, created_usec"
+/* Every statement: its SQL; or for a SELECT of a row, what follows the
+ * column list (made from the row's table); or for an INSERT of a whole row,
+ * the table it goes into. */
+struct stmt_def {
+	const struct store_row *row;
+	const char *sql;
+	bool insert;
+};
 
-static const char *const stmt_sql[_STMT_MAX] = {
-	[STMT_STUDY_INSERT] = "INSERT INTO studies (name, spec, engine, model, label, state, created_usec, seed,"
-			      " algorithm, nlopt_version) VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9)",
-	[STMT_STUDY_GET] = "SELECT " STUDY_COLS " FROM studies WHERE id = ?1",
-	[STMT_STUDY_GET_BY_NAME] = "SELECT " STUDY_COLS " FROM studies WHERE name = ?1",
-	[STMT_STUDY_LIST] = "SELECT " STUDY_COLS " FROM studies ORDER BY id",
-	[STMT_STUDY_SET_STATE] = "UPDATE studies SET state = ?2, message = ?3,"
-				 " started_usec = CASE WHEN ?2 = 'running' AND started_usec IS NULL THEN ?4"
-				 " ELSE started_usec END,"
-				 " finished_usec = CASE WHEN ?2 IN ('done', 'failed', 'cancelled') THEN ?4"
-				 " ELSE NULL END WHERE id = ?1",
-	[STMT_STUDY_SET_BEST] = "UPDATE studies SET best_trial_id = ?2 WHERE id = ?1"
-				" AND EXISTS (SELECT 1 FROM trials WHERE id = ?2 AND study_id = ?1)",
-	[STMT_TRIAL_NEXT_SEQ] = "SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE study_id = ?1",
-	[STMT_TRIAL_INSERT] = "INSERT INTO trials (study_id, seq, kind, knobs, canonical_key, state)"
-			      " VALUES (?1, ?2, ?3, ?4, ?5, 'pending')"
-			      " ON CONFLICT (study_id, canonical_key, kind) DO NOTHING",
-	[STMT_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = ?1",
-	[STMT_TRIAL_FIND] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 AND kind = ?2"
-			    " AND canonical_key = ?3",
-	[STMT_TRIAL_SET_STATE] = "UPDATE trials SET state = ?2 WHERE id = ?1",
-	[STMT_TRIAL_SET_STARTED] = "UPDATE trials SET started_usec = ?2, finished_usec = NULL WHERE id = ?1",
-	[STMT_TRIAL_CLEAR_OUTCOME] = "UPDATE trials SET failure_class = NULL, failure_message = NULL,"
-				     " deploy_seconds = NULL, max_rate = NULL, max_goodput = NULL, concurrency = NULL,"
-				     " cost_per_mtok = NULL WHERE id = ?1",
-	[STMT_TRIAL_SET_SERVER] = "UPDATE trials SET server_pgid = ?2, server_unit = ?3,"
-				  " log_path = COALESCE(?4, log_path) WHERE id = ?1",
-	[STMT_TRIAL_SET_HOST] = "UPDATE trials SET host_json = ?2 WHERE id = ?1",
-	[STMT_TRIAL_SET_PREDICTED] = "UPDATE trials SET predicted_cost = ?2 WHERE id = ?1",
-	[STMT_TWIN_CAL_UPSERT] = "INSERT INTO twin_calibrations (key, engine, engine_version, gpu, driver, model,"
-				 " calibration_json, fit_error, cost_error, study_id, updated_usec)"
-				 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-				 " ON CONFLICT (key) DO UPDATE SET engine = ?2, engine_version = ?3, gpu = ?4,"
-				 " driver = ?5, model = ?6, calibration_json = ?7, fit_error = ?8, cost_error = ?9,"
-				 " study_id = ?10, updated_usec = ?11",
-	[STMT_TWIN_CAL_GET] = "SELECT key, engine, engine_version, gpu, driver, model, calibration_json, fit_error,"
-			      " cost_error, study_id, updated_usec FROM twin_calibrations WHERE key = ?1",
-	[STMT_TRIAL_FINISH] = "UPDATE trials SET state = ?2, failure_class = ?3, failure_message = ?4,"
-			      " deploy_seconds = ?5, max_rate = ?6, max_goodput = ?7, concurrency = ?8,"
-			      " cost_per_mtok = ?9, finished_usec = ?10, server_pgid = NULL WHERE id = ?1",
-	[STMT_TRIAL_HISTORY] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?1 ORDER BY seq",
-	[STMT_TRIAL_INTERRUPT] = "UPDATE trials SET state = 'interrupted'"
-				 " WHERE study_id = ?1 AND state IN ('deploying', 'probing')",
-	[STMT_TRIAL_STUDY] = "SELECT study_id FROM trials WHERE id = ?1",
-	[STMT_LP_DELETE_TRIAL] = "DELETE FROM load_points WHERE trial_id = ?1",
-	[STMT_LP_INSERT] = "INSERT INTO load_points (trial_id, seq, phase, request_rate, max_concurrency,"
-			   " attainment, sla_met, completed, failed, mean_ttft_ms, p50_ttft_ms, p90_ttft_ms,"
-			   " p99_ttft_ms, mean_tpot_ms, p50_tpot_ms, p90_tpot_ms, p99_tpot_ms, p99_itl_ms,"
-			   " p99_e2el_ms, request_throughput, output_throughput, total_token_throughput,"
-			   " good_output_throughput, request_goodput, mean_concurrency, kv_usage_peak,"
-			   " running_peak, waiting_peak, preemptions, result, created_usec, gpu_util_mean,"
-			   " gpu_util_peak, gpu_mem_mean_mib, gpu_mem_peak_mib) VALUES (?1, ?2, ?3,"
-			   " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-			   " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35)",
-	[STMT_LP_LIST] = "SELECT " LP_COLS " FROM load_points WHERE trial_id = ?1 ORDER BY seq",
+static const struct stmt_def stmt_defs[_STMT_MAX] = {
+	[STMT_STUDY_INSERT] = { NULL,
+				"INSERT INTO studies (name, spec, engine, model, label, state, created_usec, seed,"
+				" algorithm, nlopt_version) VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9)" },
+	[STMT_STUDY_GET] = { &store_study_row, "FROM studies WHERE id = ?1" },
+	[STMT_STUDY_GET_BY_NAME] = { &store_study_row, "FROM studies WHERE name = ?1" },
+	[STMT_STUDY_LIST] = { &store_study_row, "FROM studies ORDER BY id" },
+	[STMT_STUDY_SET_STATE] = { NULL, "UPDATE studies SET state = ?2, message = ?3,"
+					 " started_usec = CASE WHEN ?2 = 'running' AND started_usec IS NULL THEN ?4"
+					 " ELSE started_usec END,"
+					 " finished_usec = CASE WHEN ?2 IN ('done', 'failed', 'cancelled') THEN ?4"
+					 " ELSE NULL END WHERE id = ?1" },
+	[STMT_STUDY_SET_BEST] = { NULL, "UPDATE studies SET best_trial_id = ?2 WHERE id = ?1"
+					" AND EXISTS (SELECT 1 FROM trials WHERE id = ?2 AND study_id = ?1)" },
+	[STMT_TRIAL_NEXT_SEQ] = { NULL, "SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE study_id = ?1" },
+	[STMT_TRIAL_INSERT] = { NULL, "INSERT INTO trials (study_id, seq, kind, knobs, canonical_key, state)"
+				      " VALUES (?1, ?2, ?3, ?4, ?5, 'pending')"
+				      " ON CONFLICT (study_id, canonical_key, kind) DO NOTHING" },
+	[STMT_TRIAL_GET] = { &store_trial_row, "FROM trials WHERE id = ?1" },
+	[STMT_TRIAL_FIND] = { &store_trial_row,
+			      "FROM trials WHERE study_id = ?1 AND kind = ?2 AND canonical_key = ?3" },
+	[STMT_TRIAL_SET_STATE] = { NULL, "UPDATE trials SET state = ?2 WHERE id = ?1" },
+	[STMT_TRIAL_SET_STARTED] = { NULL, "UPDATE trials SET started_usec = ?2, finished_usec = NULL WHERE id = ?1" },
+	[STMT_TRIAL_CLEAR_OUTCOME] = { NULL, "UPDATE trials SET failure_class = NULL, failure_message = NULL,"
+					     " deploy_seconds = NULL, max_rate = NULL, max_goodput = NULL,"
+					     " concurrency = NULL, cost_per_mtok = NULL WHERE id = ?1" },
+	[STMT_TRIAL_SET_SERVER] = { NULL, "UPDATE trials SET server_pgid = ?2, server_unit = ?3,"
+					  " log_path = COALESCE(?4, log_path) WHERE id = ?1" },
+	[STMT_TRIAL_SET_HOST] = { NULL, "UPDATE trials SET host_json = ?2 WHERE id = ?1" },
+	[STMT_TRIAL_SET_PREDICTED] = { NULL, "UPDATE trials SET predicted_cost = ?2 WHERE id = ?1" },
+	[STMT_TWIN_CAL_UPSERT] = { NULL,
+				   "INSERT INTO twin_calibrations (key, engine, engine_version, gpu, driver, model,"
+				   " calibration_json, fit_error, cost_error, study_id, updated_usec)"
+				   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+				   " ON CONFLICT (key) DO UPDATE SET engine = ?2, engine_version = ?3, gpu = ?4,"
+				   " driver = ?5, model = ?6, calibration_json = ?7, fit_error = ?8, cost_error = ?9,"
+				   " study_id = ?10, updated_usec = ?11" },
+	[STMT_TWIN_CAL_GET] = { &store_twin_calibration_row, "FROM twin_calibrations WHERE key = ?1" },
+	[STMT_TRIAL_FINISH] = { NULL, "UPDATE trials SET state = ?2, failure_class = ?3, failure_message = ?4,"
+				      " deploy_seconds = ?5, max_rate = ?6, max_goodput = ?7, concurrency = ?8,"
+				      " cost_per_mtok = ?9, finished_usec = ?10, server_pgid = NULL WHERE id = ?1" },
+	[STMT_TRIAL_HISTORY] = { &store_trial_row, "FROM trials WHERE study_id = ?1 ORDER BY seq" },
+	[STMT_TRIAL_INTERRUPT] = { NULL, "UPDATE trials SET state = 'interrupted'"
+					 " WHERE study_id = ?1 AND state IN ('deploying', 'probing')" },
+	[STMT_TRIAL_STUDY] = { NULL, "SELECT study_id FROM trials WHERE id = ?1" },
+	[STMT_LP_DELETE_TRIAL] = { NULL, "DELETE FROM load_points WHERE trial_id = ?1" },
+	[STMT_LP_INSERT] = { &store_load_point_row, "load_points", true },
+	[STMT_LP_LIST] = { &store_load_point_row, "FROM load_points WHERE trial_id = ?1 ORDER BY seq" },
 };
 
 /* ---- errors ---- */
@@ -272,12 +259,25 @@ int store_sql_error(struct store *s, int rc, const char *what, struct error *err
 
 /* ---- statement cache ---- */
 
+const struct store_row *store_stmt_row(enum store_stmt id)
+{
+	return stmt_defs[id].row;
+}
+
 int store_stmt(struct store *s, enum store_stmt id, const char *what, sqlite3_stmt **ret, struct error *err)
 {
 	int rc;
 
 	if (!s->stmts[id]) {
-		rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[id], NULL);
+		const struct stmt_def *def = &stmt_defs[id];
+		_cleanup_(freep) char *made = !def->row     ? NULL
+					      : def->insert ? store_row_insert(def->row, def->sql)
+							    : store_row_select(def->row, def->sql);
+
+		if (def->row && !made)
+			return error_set(err, -ENOMEM, "%s: %s: out of memory", s->path, what);
+		rc = sqlite3_prepare_v3(s->db, made ? made : def->sql, -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[id],
+					NULL);
 		if (rc != SQLITE_OK)
 			return store_sql_error(s, rc, what, err);
 	}
@@ -285,6 +285,89 @@ int store_stmt(struct store *s, enum store_stmt id, const char *what, sqlite3_st
 	sqlite3_clear_bindings(s->stmts[id]);
 	*ret = s->stmts[id];
 	return 0;
+}
+
+static int bind_value(sqlite3_stmt *st, int idx, const struct store_value *v)
+{
+	switch (v->type) {
+	case STORE_VALUE_INT:
+		return store_bind_int64(st, idx, v->i);
+	case STORE_VALUE_DOUBLE:
+		return store_bind_double(st, idx, v->d);
+	case STORE_VALUE_TEXT:
+		return store_bind_text(st, idx, v->t);
+	}
+	return -EINVAL;
+}
+
+int store_query(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+		sqlite3_stmt **ret, struct error *err)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	r = store_stmt(s, id, what, &st, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		r = bind_value(st, (int)i + 1, &values[i]);
+		if (r < 0)
+			return error_set(err, r, "%s: %s: binding failed", s->path, what);
+	}
+	*ret = st;
+	return 0;
+}
+
+int store_step_once(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+		    sqlite3_stmt **ret, struct error *err)
+{
+	sqlite3_stmt *st;
+	int r, rc;
+
+	r = store_query(s, id, what, values, n, &st, err);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*ret = st;
+		return rc;
+	}
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE || (rc & 0xff) == SQLITE_CONSTRAINT)
+		return rc & 0xff;
+	return store_sql_error(s, rc, what, err);
+}
+
+int store_insert(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+		 int64_t *ret_id, struct error *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = store_step_once(s, id, what, values, n, &st, err);
+	if (rc == SQLITE_ROW)
+		sqlite3_reset(st);
+	if (rc < 0)
+		return rc;
+	if (rc == SQLITE_CONSTRAINT)
+		return error_set(err, -EEXIST, "%s: %s: refused by a constraint", s->path, what);
+	if (sqlite3_changes(s->db) == 0)
+		return 0;
+	if (ret_id)
+		*ret_id = sqlite3_last_insert_rowid(s->db);
+	return 1;
+}
+
+int store_exec(struct store *s, enum store_stmt id, const char *what, const struct store_value *values, size_t n,
+	       struct error *err)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	r = store_query(s, id, what, values, n, &st, err);
+	if (r >= 0)
+		r = store_step_done(s, st, what, err);
+	return r < 0 ? r : sqlite3_changes(s->db);
 }
 
 int store_step_done(struct store *s, sqlite3_stmt *st, const char *what, struct error *err)

@@ -614,6 +614,38 @@ static void test_twin_calibrations(void)
 	CHECK_INT_EQ(store_twin_calibration_upsert(s, &c, &err), -EINVAL);
 }
 
+/* Rows that another writer left: state and failure names that only a newer
+ * goodput knows read back as failed and crashed rather than as nothing;
+ * columns left NULL read as "none". */
+static void test_foreign_rows(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("foreign.db"));
+	_cleanup_(sqlite3_close_v2p) sqlite3 *db = NULL;
+	struct store_study st = { 0 };
+	struct store_trial t = { 0 };
+	struct error err = { 0 };
+
+	CHECK(sqlite3_open(db_path("foreign.db"), &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db,
+			   "INSERT INTO studies (id, name, spec, state, created_usec, seed, algorithm, nlopt_version)"
+			   " VALUES (5, 'future', '{}', 'hibernating', 1, 7, 'LN_SBPLX', '2.7.1');"
+			   "INSERT INTO trials (id, study_id, seq, kind, knobs, canonical_key, state, failure_class)"
+			   " VALUES (9, 5, 1, 'search', '{}', 'k', 'migrating', 'gpu_fell_off_the_bus');"
+			   "INSERT INTO trials (id, study_id, seq, kind, knobs, canonical_key, state)"
+			   " VALUES (10, 5, 2, 'search', '{}', 'k2', 'done');",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	CHECK_MSG(store_study_get(s, 5, &st, &err) == 0, "%s", err.msg);
+	CHECK(st.state == STORE_STUDY_FAILED && st.seed == 7 && !st.label && st.best_trial_id == 0);
+	store_study_done(&st);
+	CHECK_MSG(store_trial_get(s, 9, &t, &err) == 0, "%s", err.msg);
+	CHECK(t.state == STORE_TRIAL_FAILED && t.failure == STORE_FAILURE_CRASHED && t.seq == 1);
+	store_trial_done(&t);
+	CHECK_MSG(store_trial_get(s, 10, &t, &err) == 0, "%s", err.msg);
+	CHECK(t.state == STORE_TRIAL_DONE && t.failure == STORE_FAILURE_NONE && isnan(t.cost_per_mtok));
+	CHECK(!t.failure_message && !t.server_unit && t.server_pgid == 0);
+	store_trial_done(&t);
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir));
@@ -628,6 +660,7 @@ int main(void)
 	test_disk_full();
 	test_concurrent_reader();
 	test_twin_calibrations();
+	test_foreign_rows();
 	CHECK(nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) == 0);
 	return 0;
 }

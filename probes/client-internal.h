@@ -1,5 +1,6 @@
-/* client-internal.h — the state shared by client.c (pool, curl ↔ sd-event,
- * lifetime) and client-transfer.c (request body, write callback, completion).
+/* client-internal.h — the state shared by client.c (pool, sending,
+ * completion, lifetime), client-poll.c (curl ↔ sd-event) and
+ * client-transfer.c (request body, write callback, a transfer's end).
  * Not a public API: client.h is. */
 #pragma once
 
@@ -41,18 +42,28 @@ struct req {
 	char curl_err[CURL_ERROR_SIZE];
 };
 
-/* One watched socket. curl_multi_cleanup does not always report the sockets
- * it closes, so the client keeps its own list to free what is left. */
+/* One watched socket in the client's epoll set. curl_multi_cleanup does not
+ * always report the sockets it closes, so the client keeps its own list to
+ * free what is left. */
 struct sock {
-	sd_event_source *source;
+	int fd;
+	uint32_t events; /* as registered */
 	struct sock *prev, *next;
 };
 
 struct probe_client {
 	sd_event *event;
-	struct sock *socks;
 	CURLM *multi;
-	sd_event_source *timer;
+	/* client-poll.c: curl's sockets in a private epoll set, which is one
+	 * sd-event source; curl's timer */
+	int epoll_fd;
+	sd_event_source *sockets_source, *timer;
+	struct sock *socks;
+	size_t n_socks;
+	struct epoll_event *ready; /* one epoll_wait's worth */
+	size_t ready_cap;
+	bool in_batch, timer_pending; /* curl's timer requests wait for the batch's end */
+	long timer_ms;
 	char *url, *base_url;
 	char *model;
 	bool chat;
@@ -63,10 +74,24 @@ struct probe_client {
 	size_t n_active;
 	struct req *idle;
 	size_t n_idle;
-	bool processing;
 };
 
 #define req_set_error(q, ...) probe_stream_set_error(&(q)->st, __VA_ARGS__)
+
+/* ---- client.c ---- */
+
+/* Hands every finished transfer to its callback. */
+void probe_client_process_done(struct probe_client *c);
+
+/* ---- client-poll.c ---- */
+
+/* Creates the epoll set and its sd-event source and installs curl's socket
+ * and timer callbacks on c->multi. On failure the caller frees with
+ * probe_client_poll_done(). c->epoll_fd must be -1 before. */
+int probe_client_poll_init(struct probe_client *c);
+/* Forgets every socket and frees what poll_init made (after
+ * curl_multi_cleanup, which may still report sockets). */
+void probe_client_poll_done(struct probe_client *c);
 
 /* ---- client-transfer.c ---- */
 

@@ -1,29 +1,23 @@
 /* client.c — libcurl's multi interface driven by an sd-event loop, sending
  * streaming OpenAI requests and timing every token.
  *
- * curl tells us which sockets to watch (socket callback: one sd-event I/O
- * source per socket, kept in curl's per-socket pointer) and when to call it
- * back (timer callback: one sd-event time source, accuracy 1 µs). A timeout
- * of 0 ms is scheduled like any other rather than acted on inside the
- * callback, because curl forbids re-entering curl_multi_socket_action from
- * its own callbacks. Finished transfers are collected after every action.
- *
  * Each request owns a pooled easy handle and its SSE parser; handles go back
  * to an idle list so a load point of thousands of requests allocates a few
  * hundred once. Connections are kept alive by the multi's connection cache.
  * Timing happens in the write callback: one clock read per network read,
- * shared by the events in it.
+ * shared by the events in it. Finished transfers are collected after every
+ * batch of socket actions.
  *
- * This file holds the pool, sending, curl ↔ sd-event and the lifetime;
- * client-transfer.c holds what happens to one transfer (its body, the write
- * and pre-request callbacks, its completion). */
+ * This file holds the pool, sending, completion and the lifetime;
+ * client-poll.c connects curl to sd-event (every ready socket served in one
+ * wake-up); client-transfer.c holds what happens to one transfer (its body,
+ * the write and pre-request callbacks, its end). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 #include "client-internal.h"
 #include "client.h"
@@ -245,7 +239,7 @@ int probe_client_get(struct probe_client *c, const char *path, size_t max_bytes,
 
 /* ---- completion ---- */
 
-static void process_done(struct probe_client *c)
+void probe_client_process_done(struct probe_client *c)
 {
 	CURLMsg *msg;
 	int left;
@@ -266,124 +260,6 @@ static void process_done(struct probe_client *c)
 			probe_client_finish_get(c, q, msg->data.result);
 		req_release(c, q);
 	}
-}
-
-/* ---- curl ↔ sd-event ---- */
-
-static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct probe_client *c = userdata;
-	int action = 0, running;
-
-	if (revents & EPOLLIN)
-		action |= CURL_CSELECT_IN;
-	if (revents & EPOLLOUT)
-		action |= CURL_CSELECT_OUT;
-	if (revents & (EPOLLERR | EPOLLHUP))
-		action |= CURL_CSELECT_ERR;
-	(void)curl_multi_socket_action(c->multi, fd, action, &running);
-	process_done(c);
-	return 0;
-}
-
-static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct probe_client *c = userdata;
-	int running;
-
-	(void)curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	process_done(c);
-	return 0;
-}
-
-static void sock_free(struct probe_client *c, struct sock *k)
-{
-	if (k->prev)
-		k->prev->next = k->next;
-	else
-		c->socks = k->next;
-	if (k->next)
-		k->next->prev = k->prev;
-	sd_event_source_disable_unref(k->source);
-	free(k);
-}
-
-static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-	struct probe_client *c = userp;
-	struct sock *k = socketp;
-	uint32_t events = 0;
-	int r;
-
-	if (what == CURL_POLL_REMOVE) {
-		if (k) {
-			(void)curl_multi_assign(c->multi, fd, NULL);
-			sock_free(c, k);
-		}
-		return 0;
-	}
-	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-		events |= EPOLLIN;
-	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-		events |= EPOLLOUT;
-	if (k) {
-		r = sd_event_source_set_io_events(k->source, events);
-		if (r >= 0)
-			r = sd_event_source_set_enabled(k->source, SD_EVENT_ON);
-		return r < 0 ? -1 : 0;
-	}
-	k = calloc(1, sizeof(*k));
-	if (!k)
-		return -1;
-	r = sd_event_add_io(c->event, &k->source, fd, events, on_io, c);
-	if (r < 0) {
-		free(k);
-		return -1;
-	}
-	(void)sd_event_source_set_description(k->source, "probe-curl-io");
-	k->next = c->socks;
-	if (c->socks)
-		c->socks->prev = k;
-	c->socks = k;
-	if (curl_multi_assign(c->multi, fd, k) != CURLM_OK) {
-		sock_free(c, k);
-		return -1;
-	}
-	return 0;
-}
-
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct probe_client *c = userp;
-	uint64_t when;
-	int r;
-
-	if (timeout_ms < 0)
-		return c->timer && sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
-	when = mono_usec() + (uint64_t)timeout_ms * USEC_PER_MSEC;
-	if (!c->timer) {
-		r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, when, 1, on_timer, c);
-		if (r < 0)
-			return -1;
-		(void)sd_event_source_set_description(c->timer, "probe-curl-timer");
-		return 0;
-	}
-	/* curl repeats the same deadline after nearly every action, rounded to
-	 * milliseconds; moving the timer by that rounding would reprogram the
-	 * kernel timer once per token for nothing. */
-	{
-		uint64_t cur;
-		int enabled;
-
-		if (sd_event_source_get_enabled(c->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
-		    sd_event_source_get_time(c->timer, &cur) >= 0 && timeout_ms > 0 &&
-		    (cur > when ? cur - when : when - cur) <= USEC_PER_MSEC)
-			return 0;
-	}
-	r = sd_event_source_set_time(c->timer, when);
-	if (r >= 0)
-		r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
-	return r < 0 ? -1 : 0;
 }
 
 /* ---- lifetime ---- */
@@ -444,6 +320,7 @@ int probe_client_new(sd_event *e, const struct probe_client_config *cfg, struct 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->epoll_fd = -1;
 	c->cfg = *cfg;
 	c->cfg.headers = NULL;
 	c->cfg.n_headers = 0;
@@ -496,15 +373,14 @@ list_done:
 	c->multi = curl_multi_init();
 	if (!c->multi)
 		goto fail;
-	if (curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
-	    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) != CURLM_OK ||
-	    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_cb) != CURLM_OK ||
-	    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c) != CURLM_OK ||
-	    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L) != CURLM_OK ||
+	if (curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L) != CURLM_OK ||
 	    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 4096L) != CURLM_OK) {
 		r = -EINVAL;
 		goto fail;
 	}
+	r = probe_client_poll_init(c);
+	if (r < 0)
+		goto fail;
 	*ret = c;
 	return 0;
 fail:
@@ -538,9 +414,7 @@ struct probe_client *probe_client_free(struct probe_client *c)
 	/* Closing the multi calls socket_cb(REMOVE) for the sockets still open. */
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
-	while (c->socks)
-		sock_free(c, c->socks);
-	sd_event_source_disable_unref(c->timer);
+	probe_client_poll_done(c);
 	curl_slist_free_all(c->headers);
 	curl_slist_free_all(c->get_headers);
 	free(c->url);

@@ -1,8 +1,13 @@
 /* probe-client-bench.c — what the probe's client itself costs, so that the
- * instrument never limits the measurement (issue 4's figures):
+ * instrument never limits the measurement:
  *
- *   burst:  CPU µs per streamed token and tokens/s ingested when the server
- *           writes whole responses at once (coalesced chunks);
+ *   burst:  N streams whose tokens arrive together, one per stream every
+ *           PACE ms (the server emits a token to every running stream per
+ *           step, as an engine does): the client's ITL p50/p99 against the
+ *           true pace, its TTFT against the server's first send, and CPU µs
+ *           per token, user and system apart, with the spread over runs;
+ *   coalesced: CPU µs per streamed token and tokens/s ingested when the
+ *           server writes whole responses at once (coalesced chunks);
  *   paced:  CPU µs per token when every token arrives alone, and whether
  *           the client's ITL p50/p99 stay within 1 ms of the server's actual
  *           send gaps at 10k..100k paced tokens/s (100 streams);
@@ -11,9 +16,15 @@
  *           request), against one request alone.
  *
  * The server is bench/probe/stream-server.c in a forked child, recording its
- * send gaps in shared memory. CPU is the bench process's own (getrusage), so
- * the server's work is not counted. --quick runs a small version of each
- * (a test); --check fails when a quick figure is absurd (a broken client). */
+ * send gaps and first-token send times in shared memory. CPU is the bench
+ * process's own (getrusage), so the server's work is not counted.
+ *
+ * Without arguments every figure is measured (the burst shape at N = 64,
+ * 100, 250, 500, 1000 streams × 10 ms and 100, 250 × 2 ms); `--burst N
+ * --pace MS [--tokens T] [--runs K]` measures one burst shape. --quick runs
+ * a small version of each (a test); --check fails when a figure is absurd
+ * (a broken client): a failed request, no ITL, or a burst ITL p50 more than
+ * a tenth of the pace away from it. */
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -23,6 +34,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,13 +52,19 @@ static struct bench_server_stats *stats;
 static char base_url[64];
 static bool quick;
 
-static uint64_t cpu_usec(void)
+static uint64_t tv_usec(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000u + (uint64_t)tv->tv_usec;
+}
+
+/* This process's CPU time, user and system. */
+static void cpu_usec(uint64_t *ret_user, uint64_t *ret_sys)
 {
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
-	       (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+	*ret_user = tv_usec(&ru.ru_utime);
+	*ret_sys = tv_usec(&ru.ru_stime);
 }
 
 static pid_t start_server(int *ret_stop)
@@ -89,7 +107,9 @@ static struct probe_workload *make_workload(size_t n, uint32_t output_len)
 		w->requests[i].prompt_ids = calloc(4, sizeof(uint32_t));
 		if (!w->requests[i].prompt_ids)
 			exit(1);
-		for (int k = 0; k < 4; k++)
+		/* the first token id names the request to the server */
+		w->requests[i].prompt_ids[0] = (uint32_t)i;
+		for (int k = 1; k < 4; k++)
 			w->requests[i].prompt_ids[k] = 1000 + (uint32_t)k;
 	}
 	return w;
@@ -102,11 +122,14 @@ static void on_done(struct probe_run *run, void *userdata)
 
 struct outcome {
 	double wall_s;
-	uint64_t cpu_usec, tokens;
+	uint64_t cpu_usec, user_usec, sys_usec, tokens;
 	uint64_t t0_usec, last_send_usec; /* run start, latest actual send */
 	size_t failed;
 	double *itl_ms, *ttft_ms;
 	size_t n_itl, n_ttft;
+	/* client's first-token time − server's first send, ms (sorted) */
+	double *ttft_err_ms;
+	size_t n_ttft_err;
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -163,7 +186,7 @@ static void run(const char *model, size_t n, uint32_t output_len, uint32_t conc,
 	struct probe_run_config rc;
 	struct probe_run *r = NULL;
 	const struct probe_request_result *res;
-	uint64_t t0, c0;
+	uint64_t t0, u0, s0, u1, s1;
 	size_t nres;
 	bool done = false;
 
@@ -171,14 +194,19 @@ static void run(const char *model, size_t n, uint32_t output_len, uint32_t conc,
 	rc.metrics_path = NULL;
 	rc.max_concurrency = conc;
 	memset(o, 0, sizeof(*o));
+	memset(stats->gap_hist, 0, sizeof(stats->gap_hist));
+	memset(stats->first_send_usec, 0, MIN(n, (size_t)BENCH_MAX_REQUESTS) * sizeof(uint64_t));
 	t0 = mono_usec();
-	c0 = cpu_usec();
+	cpu_usec(&u0, &s0);
 	if (probe_run_start(event, c, w, &rc, on_done, &done, &r) < 0)
 		exit(1);
 	while (!done)
 		if (sd_event_run(event, UINT64_MAX) < 0)
 			exit(1);
-	o->cpu_usec = cpu_usec() - c0;
+	cpu_usec(&u1, &s1);
+	o->user_usec = u1 - u0;
+	o->sys_usec = s1 - s0;
+	o->cpu_usec = o->user_usec + o->sys_usec;
 	o->wall_s = usec_to_sec(mono_usec() - t0);
 	res = probe_run_results(r, &nres);
 	o->t0_usec = t0;
@@ -193,15 +221,27 @@ static void run(const char *model, size_t n, uint32_t output_len, uint32_t conc,
 	}
 	o->itl_ms = calloc(o->n_itl + 1, sizeof(double));
 	o->ttft_ms = calloc(nres + 1, sizeof(double));
+	o->ttft_err_ms = calloc(nres + 1, sizeof(double));
+	if (!o->itl_ms || !o->ttft_ms || !o->ttft_err_ms)
+		exit(1);
 	o->n_itl = 0;
 	for (size_t i = 0; i < nres; i++) {
+		uint64_t first_send = res[i].index < BENCH_MAX_REQUESTS
+					      ? __atomic_load_n(&stats->first_send_usec[res[i].index], __ATOMIC_RELAXED)
+					      : 0;
+
 		for (size_t k = 0; k < res[i].n_itl; k++)
 			o->itl_ms[o->n_itl++] = usec_to_ms(res[i].itl_usec[k]);
-		if (res[i].success)
-			o->ttft_ms[o->n_ttft++] = usec_to_ms(res[i].ttft_usec);
+		if (!res[i].success)
+			continue;
+		o->ttft_ms[o->n_ttft++] = usec_to_ms(res[i].ttft_usec);
+		if (first_send > 0)
+			o->ttft_err_ms[o->n_ttft_err++] =
+				((double)(res[i].send_usec + res[i].ttft_usec) - (double)first_send) / 1000.0;
 	}
 	qsort(o->itl_ms, o->n_itl, sizeof(double), cmp_double);
 	qsort(o->ttft_ms, o->n_ttft, sizeof(double), cmp_double);
+	qsort(o->ttft_err_ms, o->n_ttft_err, sizeof(double), cmp_double);
 	probe_run_free(r);
 	probe_workload_free(w);
 }
@@ -210,6 +250,7 @@ static void outcome_done(struct outcome *o)
 {
 	free(o->itl_ms);
 	free(o->ttft_ms);
+	free(o->ttft_err_ms);
 }
 
 static double server_gap_pct(double p)
@@ -229,7 +270,7 @@ static double server_gap_pct(double p)
 	return NAN;
 }
 
-static int bench_burst(bool check)
+static int bench_coalesced(bool check)
 {
 	struct outcome o;
 	size_t n = quick ? 32 : 256;
@@ -238,7 +279,7 @@ static int bench_burst(bool check)
 
 	run("burst", n, tokens, 16, &o);
 	per_token = (double)o.cpu_usec / (double)o.tokens;
-	printf("burst (coalesced chunks): %zu requests x %u tokens, 16 streams: %.3f CPU us/token, "
+	printf("coalesced chunks: %zu requests x %u tokens, 16 streams: %.3f CPU us/token, "
 	       "%.0f tokens/s ingested (%.0f per CPU second), %zu failed\n",
 	       n, tokens, per_token, (double)o.tokens / o.wall_s, 1e6 / per_token, o.failed);
 	outcome_done(&o);
@@ -255,7 +296,6 @@ static int bench_paced(double rate, double seconds, bool check)
 	double c50, c99, s50, s99, per_token;
 	bool faithful;
 
-	memset(stats->gap_hist, 0, sizeof(stats->gap_hist));
 	snprintf(model, sizeof(model), "paced:%llu", (unsigned long long)itl);
 	run(model, streams, tokens, 0, &o);
 	per_token = (double)o.cpu_usec / (double)o.tokens;
@@ -270,6 +310,92 @@ static int bench_paced(double rate, double seconds, bool check)
 	       o.failed);
 	outcome_done(&o);
 	return check && (o.failed > 0 || !isfinite(c50)) ? 1 : 0;
+}
+
+/* A figure over several runs: its smallest and largest value. */
+struct spread {
+	double lo, hi;
+	size_t n;
+};
+
+static void spread_add(struct spread *s, double v)
+{
+	if (s->n++ == 0 || v < s->lo)
+		s->lo = v;
+	if (s->n == 1 || v > s->hi)
+		s->hi = v;
+}
+
+/* "lo..hi" with the given decimals (and a sign when signed), or one value. */
+static const char *spread_str(char *buf, size_t size, const struct spread *s, int decimals, bool sign)
+{
+	char lo[24], hi[24];
+
+	snprintf(lo, sizeof(lo), sign ? "%+.*f" : "%.*f", decimals, s->lo);
+	snprintf(hi, sizeof(hi), sign ? "%+.*f" : "%.*f", decimals, s->hi);
+	if (strcmp(lo, hi) == 0)
+		snprintf(buf, size, "%s", lo);
+	else
+		snprintf(buf, size, "%s..%s", lo, hi);
+	return buf;
+}
+
+struct burst_figures {
+	struct spread itl50_err, itl99_err, srv50, srv99, ttft50_err, ttft99_err, ttft_max_err;
+	struct spread user, sys, total, rate;
+	size_t failed;
+};
+
+/* N streams whose tokens arrive together every pace_ms: the client's ITL
+ * against the true pace, its first-token time against the server's first
+ * send, and its CPU per token. A first short run opens the connections, so
+ * that the measured runs see kept-alive streams only (as a load point after
+ * warm-up does). */
+static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs, bool check)
+{
+	uint64_t pace_usec = (uint64_t)llround(pace_ms * 1000);
+	struct burst_figures f = { 0 };
+	char model[64], b[10][64];
+	struct outcome o;
+	bool bad = false;
+
+	snprintf(model, sizeof(model), "tick:%llu", (unsigned long long)pace_usec);
+	run(model, n, 2, 0, &o);
+	outcome_done(&o);
+	for (unsigned k = 0; k < runs; k++) {
+		double itl50, itl99;
+
+		run(model, n, tokens, 0, &o);
+		itl50 = pct(o.itl_ms, o.n_itl, 50);
+		itl99 = pct(o.itl_ms, o.n_itl, 99);
+		spread_add(&f.itl50_err, itl50 - pace_ms);
+		spread_add(&f.itl99_err, itl99 - pace_ms);
+		spread_add(&f.srv50, server_gap_pct(50));
+		spread_add(&f.srv99, server_gap_pct(99));
+		spread_add(&f.ttft50_err, pct(o.ttft_err_ms, o.n_ttft_err, 50));
+		spread_add(&f.ttft99_err, pct(o.ttft_err_ms, o.n_ttft_err, 99));
+		spread_add(&f.ttft_max_err, o.n_ttft_err ? o.ttft_err_ms[o.n_ttft_err - 1] : NAN);
+		spread_add(&f.user, (double)o.user_usec / (double)MAX(o.tokens, 1u));
+		spread_add(&f.sys, (double)o.sys_usec / (double)MAX(o.tokens, 1u));
+		spread_add(&f.total, (double)o.cpu_usec / (double)MAX(o.tokens, 1u));
+		spread_add(&f.rate, (double)o.tokens / o.wall_s);
+		f.failed += o.failed;
+		if (o.n_itl == 0 || !(fabs(itl50 - pace_ms) <= pace_ms / 10))
+			bad = true;
+		outcome_done(&o);
+	}
+	printf("burst %4zu streams x %5.2f ms, %u tokens, %u run%s (min..max):\n"
+	       "  ITL error vs the pace: p50 %s ms, p99 %s ms (server's own step gaps p50 %s, p99 %s ms)\n"
+	       "  TTFT error vs the server's first send: p50 %s ms, p99 %s ms, max %s ms\n"
+	       "  CPU per token: user %s us + system %s us = %s us; %s tokens/s; %zu failed\n",
+	       n, pace_ms, tokens, runs, runs == 1 ? "" : "s", spread_str(b[0], 64, &f.itl50_err, 3, true),
+	       spread_str(b[1], 64, &f.itl99_err, 3, true), spread_str(b[2], 64, &f.srv50, 3, false),
+	       spread_str(b[3], 64, &f.srv99, 3, false), spread_str(b[4], 64, &f.ttft50_err, 3, false),
+	       spread_str(b[5], 64, &f.ttft99_err, 3, false), spread_str(b[6], 64, &f.ttft_max_err, 3, false),
+	       spread_str(b[7], 64, &f.user, 2, false), spread_str(b[8], 64, &f.sys, 2, false),
+	       spread_str(b[9], 64, &f.total, 2, false), spread_str(model, sizeof(model), &f.rate, 0, false), f.failed);
+	fflush(stdout);
+	return check && (f.failed > 0 || bad) ? 1 : 0;
 }
 
 /* The server holds every first token for 50 ms, as a real prefill would, so
@@ -304,37 +430,104 @@ static int bench_starts(bool check)
 	return check && o.failed > 0 ? 1 : 0;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: probe-client-bench [--quick] [--check]\n"
+		   "       probe-client-bench --burst N --pace MS [--tokens T] [--runs K] [--check]\n"
+		   "\n"
+		   "Without --burst: every figure (coalesced chunks, paced streams, simultaneous\n"
+		   "starts, the burst shape at 64..1000 streams x 10 ms and 100, 250 x 2 ms).\n"
+		   "--burst: N streams whose tokens arrive together every MS ms, T tokens each\n"
+		   "(default 256), K measured runs (default 3).\n");
+}
+
+/* Every burst shape of the full run: a 2-core machine cannot serve faster
+ * paces than 2 ms beyond 250 streams, whoever serves. */
+static int bench_burst_all(bool check)
+{
+	static const struct {
+		size_t n;
+		double pace_ms;
+	} shapes[] = { { 64, 10 }, { 100, 10 }, { 250, 10 }, { 500, 10 }, { 1000, 10 }, { 100, 2 }, { 250, 2 } };
+	int fails = 0;
+
+	if (quick)
+		return bench_burst(32, 10, 64, 1, check);
+	for (size_t i = 0; i < ELEMENTSOF(shapes); i++)
+		fails += bench_burst(shapes[i].n, shapes[i].pace_ms, 256, 3, check);
+	return fails;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	bool check = false;
 	int stop, status, fails = 0;
+	unsigned long burst = 0, tokens = 256, runs = 3;
+	double pace_ms = 0;
 	pid_t pid;
 
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--quick") == 0)
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end = NULL;
+
+		if (strcmp(a, "--quick") == 0)
 			quick = true;
-		else if (strcmp(argv[i], "--check") == 0)
+		else if (strcmp(a, "--check") == 0)
 			check = true;
+		else if (strcmp(a, "--burst") == 0 && v)
+			burst = strtoul(argv[++i], &end, 10);
+		else if (strcmp(a, "--pace") == 0 && v)
+			pace_ms = strtod(argv[++i], &end);
+		else if (strcmp(a, "--tokens") == 0 && v)
+			tokens = strtoul(argv[++i], &end, 10);
+		else if (strcmp(a, "--runs") == 0 && v)
+			runs = strtoul(argv[++i], &end, 10);
 		else {
-			printf("Usage: probe-client-bench [--quick] [--check]\n");
-			return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+			usage(strcmp(a, "--help") == 0 ? stdout : stderr);
+			return strcmp(a, "--help") == 0 ? 0 : 2;
+		}
+		if (end && *end) {
+			fprintf(stderr, "%s: not a number: %s\n", a, argv[i]);
+			return 2;
 		}
 	}
+	if ((burst > 0) != (pace_ms > 0) || burst > 4000 || pace_ms > 10000 || tokens < 2 || tokens > 100000 ||
+	    runs < 1 || runs > 100) {
+		fprintf(stderr, "--burst N (1..4000) and --pace MS (> 0) go together; --tokens 2..100000, "
+				"--runs 1..100\n");
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	pid = start_server(&stop);
 	if (sd_event_new(&event) < 0)
 		return 1;
-	fails += bench_burst(check);
-	if (quick)
-		fails += bench_paced(10000, 0.5, check);
+	if (burst > 0)
+		fails += bench_burst(burst, pace_ms, (uint32_t)tokens, (unsigned)runs, check);
 	else {
-		const double rates[] = { 10000, 25000, 50000, 75000, 100000 };
+		fails += bench_coalesced(check);
+		if (quick)
+			fails += bench_paced(10000, 0.5, check);
+		else {
+			const double rates[] = { 10000, 25000, 50000, 75000, 100000 };
 
-		for (size_t i = 0; i < ELEMENTSOF(rates); i++)
-			fails += bench_paced(rates[i], 3, check);
+			for (size_t i = 0; i < ELEMENTSOF(rates); i++)
+				fails += bench_paced(rates[i], 3, check);
+		}
+		fails += bench_starts(check);
+		fails += bench_burst_all(check);
 	}
-	fails += bench_starts(check);
 	for (size_t i = 0; i < ELEMENTSOF(clients); i++) {
 		probe_client_free(clients[i]);
 		free(client_models[i]);

@@ -8,8 +8,16 @@
  * per ITL per stream at absolute deadlines (one heap of due streams, waits
  * with epoll_pwait2's nanosecond timeout). The first token goes out as soon
  * as the request is read, or after TTFT_USEC with "paced:ITL_USEC:TTFT_USEC"
- * (ITL 0: the rest at once). The actual gaps between a stream's sends are
- * recorded in a histogram in shared memory for the parent to read. */
+ * (ITL 0: the rest at once).
+ *
+ * "tick:PACE_USEC" is what an engine does: every PACE_USEC one step emits
+ * one token to every running stream at once. A stream joins at the next
+ * step after its request is read; all streams share one grid of absolute
+ * step times, so their tokens arrive together.
+ *
+ * The actual gaps between a stream's sends are recorded in a histogram, and
+ * each request's first-token send time under its id (the first token id of
+ * its prompt), in shared memory for the parent to read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -38,12 +46,20 @@ struct conn {
 	bool streaming;
 	uint32_t left, sent;
 	uint64_t itl_usec, ttft_usec, due_usec, last_send_usec;
+	uint32_t id;  /* the request's id (first prompt token id) */
+	bool tick;    /* paced by the common step instead of its own deadline */
 	int heap_pos; /* -1 when not waiting */
+	int step_pos; /* in steppers[], -1 when not there */
 };
 
 static struct conn *conns[MAX_CONN];
 static struct conn *heap[MAX_CONN];
 static int heap_n;
+/* The streams paced by the common step, and when the next step is due (0:
+ * none running; the grid starts again with the next stream). */
+static struct conn *steppers[MAX_CONN];
+static int n_steppers;
+static uint64_t step_pace_usec, step_due_usec;
 static struct bench_server_stats *stats;
 
 static uint64_t now_usec(void)
@@ -111,6 +127,26 @@ static void heap_remove(struct conn *c)
 	c->heap_pos = -1;
 }
 
+static void step_add(struct conn *c, uint64_t now)
+{
+	if (n_steppers == 0)
+		step_due_usec = now + c->itl_usec;
+	step_pace_usec = c->itl_usec;
+	c->step_pos = n_steppers;
+	steppers[n_steppers++] = c;
+}
+
+static void step_remove(struct conn *c)
+{
+	int i = c->step_pos;
+
+	if (i < 0)
+		return;
+	steppers[i] = steppers[--n_steppers];
+	steppers[i]->step_pos = i;
+	c->step_pos = -1;
+}
+
 static void out_add(struct conn *c, const char *s, size_t n)
 {
 	if (c->out_len + n > c->out_cap) {
@@ -174,6 +210,7 @@ static bool flush_out(struct conn *c)
 static void close_conn(int ep, struct conn *c)
 {
 	heap_remove(c);
+	step_remove(c);
 	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	conns[c->fd] = NULL;
@@ -184,6 +221,8 @@ static void close_conn(int ep, struct conn *c)
 static void send_token(struct conn *c, uint64_t now)
 {
 	out_token(c, c->sent);
+	if (c->sent == 0 && c->id < BENCH_MAX_REQUESTS)
+		__atomic_store_n(&stats->first_send_usec[c->id], now, __ATOMIC_RELAXED);
 	if (c->sent > 0) {
 		uint64_t gap = now - c->last_send_usec;
 
@@ -222,12 +261,22 @@ static bool handle_input(struct conn *c)
 		if (p)
 			max_tokens = (uint32_t)strtoul(p + 13, NULL, 10);
 		c->itl_usec = c->ttft_usec = 0;
+		c->tick = false;
 		p = strstr(c->in + head, "\"paced:");
 		if (p) {
 			c->itl_usec = strtoull(p + 7, &p, 10);
 			if (*p == ':')
 				c->ttft_usec = strtoull(p + 1, NULL, 10);
 		}
+		p = strstr(c->in + head, "\"tick:");
+		if (p) {
+			c->itl_usec = strtoull(p + 6, NULL, 10);
+			c->tick = c->itl_usec > 0;
+		}
+		c->id = UINT32_MAX;
+		p = strstr(c->in + head, "\"prompt\":[");
+		if (p)
+			c->id = (uint32_t)strtoul(p + 10, NULL, 10);
 		memmove(c->in, c->in + head + body, c->in_len - head - body);
 		c->in_len -= head + body;
 		__atomic_fetch_add(&stats->requests, 1, __ATOMIC_RELAXED);
@@ -241,7 +290,9 @@ static bool handle_input(struct conn *c)
 		c->streaming = true;
 		c->left = max_tokens > 0 ? max_tokens : 1;
 		c->sent = 0;
-		if (c->ttft_usec > 0) {
+		if (c->tick)
+			step_add(c, now_usec());
+		else if (c->ttft_usec > 0) {
 			c->due_usec = now_usec() + c->ttft_usec;
 			heap_push(c);
 		} else if (c->itl_usec == 0) {
@@ -282,6 +333,27 @@ static void on_readable(int ep, struct conn *c)
 		close_conn(ep, c);
 }
 
+/* One step: a token to every running stream, then every write. The grid
+ * holds when a step is a little late (the next one comes sooner); a step
+ * later than a whole pace starts it again from now. */
+static void step(int ep, uint64_t now)
+{
+	for (int i = 0; i < n_steppers; i++)
+		send_token(steppers[i], now);
+	/* backwards: removing moves the last stream into the hole */
+	for (int i = n_steppers - 1; i >= 0; i--) {
+		struct conn *c = steppers[i];
+
+		if (!c->streaming)
+			step_remove(c);
+		if (!flush_out(c))
+			close_conn(ep, c);
+	}
+	step_due_usec += step_pace_usec;
+	if (step_due_usec <= now)
+		step_due_usec = now + step_pace_usec;
+}
+
 void bench_server_run(int listen_fd, int stop_fd, struct bench_server_stats *shared)
 {
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -298,9 +370,13 @@ void bench_server_run(int listen_fd, int stop_fd, struct bench_server_stats *sha
 		uint64_t now;
 		int n;
 
-		if (heap_n > 0) {
+		if (heap_n > 0 || n_steppers > 0) {
+			uint64_t due = heap_n > 0 ? heap[0]->due_usec : UINT64_MAX, wait;
+
+			if (n_steppers > 0 && step_due_usec < due)
+				due = step_due_usec;
 			now = now_usec();
-			uint64_t wait = heap[0]->due_usec > now ? heap[0]->due_usec - now : 0;
+			wait = due > now ? due - now : 0;
 
 			ts.tv_sec = (time_t)(wait / 1000000u);
 			ts.tv_nsec = (long)(wait % 1000000u) * 1000;
@@ -328,6 +404,7 @@ void bench_server_run(int listen_fd, int stop_fd, struct bench_server_stats *sha
 						abort();
 					c->fd = cfd;
 					c->heap_pos = -1;
+					c->step_pos = -1;
 					setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 					conns[cfd] = c;
 					ev.events = EPOLLIN;
@@ -355,5 +432,7 @@ void bench_server_run(int listen_fd, int stop_fd, struct bench_server_stats *sha
 			if (!flush_out(c))
 				close_conn(ep, c);
 		}
+		if (n_steppers > 0 && step_due_usec <= now)
+			step(ep, now);
 	}
 }

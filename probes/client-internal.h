@@ -25,7 +25,9 @@ struct req {
 	CURL *easy;
 	enum req_kind kind;
 	bool configured; /* the handle holds the options of a stream request already */
-	bool active;
+	bool active;     /* in the active list: handed to curl, or queued to be */
+	bool queued;     /* waits in the start queue, not yet on the multi */
+	struct req *start_next;
 	void *userdata;
 	probe_client_stream_fn stream_done;
 	probe_client_get_fn get_done;
@@ -64,6 +66,9 @@ struct probe_client {
 	size_t ready_cap;
 	bool in_batch, timer_pending; /* curl's timer requests wait for the batch's end */
 	long timer_ms;
+	/* client.c: streams waiting to be handed to curl, a slice per wake-up */
+	struct req *start_head, *start_tail;
+	sd_event_source *start_source;
 	char *url, *base_url;
 	char *model;
 	bool chat;
@@ -92,6 +97,11 @@ int probe_client_poll_init(struct probe_client *c);
 /* Forgets every socket and frees what poll_init made (after
  * curl_multi_cleanup, which may still report sockets). */
 void probe_client_poll_done(struct probe_client *c);
+/* Hands every socket that is ready now to curl, then collects finished
+ * transfers; what on_sockets does, for a caller outside it. */
+void probe_client_serve_ready(struct probe_client *c);
+/* Runs curl's due timers (new transfers) as one batch. */
+void probe_client_run_timers(struct probe_client *c);
 
 /* ---- client-transfer.c ---- */
 

@@ -60,14 +60,13 @@ static void end_batch(struct probe_client *c)
 	probe_client_process_done(c);
 }
 
-static int on_sockets(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+void probe_client_serve_ready(struct probe_client *c)
 {
-	struct probe_client *c = userdata;
 	int n;
 
 	n = epoll_wait(c->epoll_fd, c->ready, (int)c->ready_cap, 0);
 	if (n <= 0)
-		return 0; /* EINTR, or taken already: the set stays readable if not */
+		return; /* EINTR, or nothing: the set stays readable if anything is */
 	c->in_batch = true;
 	/* The fd, not a pointer to our record of it: serving one socket may
 	 * make curl close another that is further down this batch. A stale fd
@@ -75,17 +74,26 @@ static int on_sockets(sd_event_source *s, int fd, uint32_t revents, void *userda
 	for (int i = 0; i < n; i++)
 		act(c, c->ready[i].data.fd, c->ready[i].events);
 	end_batch(c);
-	return 0;
 }
 
-static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+void probe_client_run_timers(struct probe_client *c)
 {
-	struct probe_client *c = userdata;
 	int running;
 
 	c->in_batch = true;
 	(void)curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	end_batch(c);
+}
+
+static int on_sockets(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	probe_client_serve_ready(userdata);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	probe_client_run_timers(userdata);
 	return 0;
 }
 

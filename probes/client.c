@@ -8,6 +8,15 @@
  * shared by the events in it. Finished transfers are collected after every
  * batch of socket actions.
  *
+ * Streams are not handed to curl the moment they are sent: they wait in a
+ * start queue that a defer source empties START_SLICE at a time, serving
+ * every ready socket before each slice. Starting a request costs curl tens
+ * of microseconds (a connection to pick, the request to write, the reply's
+ * head to read); hundreds started in one go would leave the first tokens
+ * of the first streams unread — and late-stamped — until the last had
+ * left. A request's send time is when curl writes it, so the queue's wait
+ * is not charged to the server.
+ *
  * This file holds the pool, sending, completion and the lifetime;
  * client-poll.c connects curl to sd-event (every ready socket served in one
  * wake-up); client-transfer.c holds what happens to one transfer (its body,
@@ -26,6 +35,7 @@
 #include "time-util.h"
 
 #define IDLE_MAX         1024
+#define START_SLICE      16   /* streams handed to curl per wake-up */
 #define ERROR_BODY_MAX   2048 /* how much of a non-200 body goes into the error */
 #define ITL_PREALLOC_MAX 4096
 
@@ -93,6 +103,24 @@ static struct req *req_get(struct probe_client *c)
 	return q;
 }
 
+/* Takes q out of the start queue (a rare walk: only for cancels). */
+static void start_unqueue(struct probe_client *c, struct req *q)
+{
+	struct req **p = &c->start_head, *prev = NULL;
+
+	while (*p && *p != q) {
+		prev = *p;
+		p = &(*p)->start_next;
+	}
+	if (*p) {
+		*p = q->start_next;
+		if (c->start_tail == q)
+			c->start_tail = prev;
+	}
+	q->start_next = NULL;
+	q->queued = false;
+}
+
 static void req_unlink(struct probe_client *c, struct req *q)
 {
 	if (q->prev)
@@ -109,10 +137,12 @@ static void req_unlink(struct probe_client *c, struct req *q)
 /* Takes q off the multi and puts it back into the idle list (or frees it). */
 static void req_release(struct probe_client *c, struct req *q)
 {
-	if (q->active) {
+	if (q->queued)
+		start_unqueue(c, q);
+	else if (q->active)
 		(void)curl_multi_remove_handle(c->multi, q->easy);
+	if (q->active)
 		req_unlink(c, q);
-	}
 	if (c->n_idle >= IDLE_MAX) {
 		req_free(q);
 		return;
@@ -154,19 +184,95 @@ static int req_common_opts(struct probe_client *c, struct req *q, const char *ur
 	return cc == CURLE_OK ? 0 : -EINVAL;
 }
 
-static int req_start(struct probe_client *c, struct req *q)
+static void req_link(struct probe_client *c, struct req *q)
 {
-	CURLMcode mc;
-
-	mc = curl_multi_add_handle(c->multi, q->easy);
-	if (mc != CURLM_OK)
-		return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
 	q->active = true;
 	q->next = c->active;
 	if (c->active)
 		c->active->prev = q;
 	c->active = q;
 	c->n_active++;
+}
+
+static int req_add(struct probe_client *c, struct req *q)
+{
+	CURLMcode mc;
+
+	mc = curl_multi_add_handle(c->multi, q->easy);
+	if (mc != CURLM_OK)
+		return mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+	return 0;
+}
+
+/* Hands q to curl now (GETs). */
+static int req_start(struct probe_client *c, struct req *q)
+{
+	int r;
+
+	r = req_add(c, q);
+	if (r < 0)
+		return r;
+	req_link(c, q);
+	return 0;
+}
+
+static int on_start(sd_event_source *s, void *userdata);
+
+/* Queues stream q for the next start slice. */
+static int req_queue(struct probe_client *c, struct req *q)
+{
+	int r;
+
+	if (!c->start_source) {
+		r = sd_event_add_defer(c->event, &c->start_source, on_start, c);
+		if (r < 0)
+			return r;
+		(void)sd_event_source_set_description(c->start_source, "probe-curl-start");
+	}
+	if (!c->start_head) { /* a defer source is one-shot when made */
+		r = sd_event_source_set_enabled(c->start_source, SD_EVENT_ON);
+		if (r < 0)
+			return r;
+	}
+	q->queued = true;
+	q->start_next = NULL;
+	if (c->start_tail)
+		c->start_tail->start_next = q;
+	else
+		c->start_head = q;
+	c->start_tail = q;
+	req_link(c, q);
+	return 0;
+}
+
+/* Ready sockets first (their tokens are timed when read), then a slice of
+ * queued streams, which curl starts in the same call. */
+static int on_start(sd_event_source *s, void *userdata)
+{
+	struct probe_client *c = userdata;
+
+	probe_client_serve_ready(c);
+	for (size_t k = 0; k < START_SLICE && c->start_head; k++) {
+		struct req *q = c->start_head;
+		int r;
+
+		c->start_head = q->start_next;
+		if (!c->start_head)
+			c->start_tail = NULL;
+		q->start_next = NULL;
+		q->queued = false;
+		r = req_add(c, q);
+		if (r < 0) {
+			/* ends like any failed request: through its callback */
+			req_set_error(q, "could not start the request: %s", strerror(-r));
+			req_unlink(c, q);
+			probe_client_finish_stream(c, q, CURLE_FAILED_INIT);
+			req_release(c, q);
+		}
+	}
+	if (!c->start_head)
+		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	probe_client_run_timers(c);
 	return 0;
 }
 
@@ -200,7 +306,7 @@ int probe_client_send(struct probe_client *c, const struct probe_request_spec *s
 		q->res.send_usec = mono_usec();
 		probe_stream_begin(&q->st, &q->res, q->res.send_usec,
 				   MIN((size_t)spec->output_len, (size_t)ITL_PREALLOC_MAX));
-		r = req_start(c, q);
+		r = req_queue(c, q);
 	}
 	if (r < 0) {
 		req_release(c, q);
@@ -415,6 +521,7 @@ struct probe_client *probe_client_free(struct probe_client *c)
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
 	probe_client_poll_done(c);
+	sd_event_source_disable_unref(c->start_source);
 	curl_slist_free_all(c->headers);
 	curl_slist_free_all(c->get_headers);
 	free(c->url);

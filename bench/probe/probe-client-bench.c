@@ -26,6 +26,7 @@
  * (a broken client): a failed request, no ITL, or a burst ITL p50 more than
  * a tenth of the pace away from it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -67,30 +68,60 @@ static void cpu_usec(uint64_t *ret_user, uint64_t *ret_sys)
 	*ret_sys = tv_usec(&ru.ru_stime);
 }
 
+/* The server is this program again (`--serve LISTEN STOP STATS`, three
+ * inherited descriptors; STATS a memfd both map), exec'd in a child: under
+ * `valgrind --tool=callgrind` (which does not follow exec by default) only
+ * the client is instrumented and the server runs at full speed, so the
+ * client's instruction counts are exact and reproducible on a busy machine. */
 static pid_t start_server(int *ret_stop)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
-	int fd, p[2];
+	char self[4096], fds[3][16];
+	int fd, p[2], mfd;
+	ssize_t n;
 	pid_t pid;
 
-	stats = mmap(NULL, sizeof(*stats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	mfd = memfd_create("bench-server-stats", 0);
+	if (n <= 0 || mfd < 0 || ftruncate(mfd, sizeof(*stats)) < 0)
+		exit(1);
+	self[n] = '\0';
+	stats = mmap(NULL, sizeof(*stats), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	if (stats == MAP_FAILED)
 		exit(1);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4096) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&a, &len) < 0 || pipe(p) < 0)
 		exit(1);
 	snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%u", ntohs(a.sin_port));
+	snprintf(fds[0], sizeof(fds[0]), "%d", fd);
+	snprintf(fds[1], sizeof(fds[1]), "%d", p[0]);
+	snprintf(fds[2], sizeof(fds[2]), "%d", mfd);
 	pid = fork();
 	if (pid == 0) {
 		close(p[1]);
-		bench_server_run(fd, p[0], stats);
+		execl(self, self, "--serve", fds[0], fds[1], fds[2], (char *)NULL);
+		_exit(127);
 	}
 	close(fd);
 	close(p[0]);
+	close(mfd);
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
 	*ret_stop = p[1];
 	return pid;
+}
+
+/* The child's side of start_server(). */
+static int serve(char **argv)
+{
+	int fd = atoi(argv[0]), stop = atoi(argv[1]), mfd = atoi(argv[2]);
+	struct bench_server_stats *shared;
+
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (shared == MAP_FAILED)
+		return 1;
+	bench_server_run(fd, stop, shared);
 }
 
 static struct probe_workload *make_workload(size_t n, uint32_t output_len)
@@ -342,7 +373,7 @@ static const char *spread_str(char *buf, size_t size, const struct spread *s, in
 
 struct burst_figures {
 	struct spread itl50_err, itl99_err, srv50, srv99, ttft50_err, ttft99_err, ttft_max_err;
-	struct spread user, sys, total, rate;
+	struct spread user, sys, total, rate, last_send;
 	size_t failed;
 };
 
@@ -355,7 +386,7 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 {
 	uint64_t pace_usec = (uint64_t)llround(pace_ms * 1000);
 	struct burst_figures f = { 0 };
-	char model[64], b[10][64];
+	char model[64], b[11][64];
 	struct outcome o;
 	bool bad = false;
 
@@ -379,6 +410,7 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 		spread_add(&f.sys, (double)o.sys_usec / (double)MAX(o.tokens, 1u));
 		spread_add(&f.total, (double)o.cpu_usec / (double)MAX(o.tokens, 1u));
 		spread_add(&f.rate, (double)o.tokens / o.wall_s);
+		spread_add(&f.last_send, usec_to_ms(o.last_send_usec - o.t0_usec));
 		f.failed += o.failed;
 		if (o.n_itl == 0 || !(fabs(itl50 - pace_ms) <= pace_ms / 10))
 			bad = true;
@@ -386,14 +418,16 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 	}
 	printf("burst %4zu streams x %5.2f ms, %u tokens, %u run%s (min..max):\n"
 	       "  ITL error vs the pace: p50 %s ms, p99 %s ms (server's own step gaps p50 %s, p99 %s ms)\n"
-	       "  TTFT error vs the server's first send: p50 %s ms, p99 %s ms, max %s ms\n"
+	       "  TTFT error vs the server's first send: p50 %s ms, p99 %s ms, max %s ms; the last request "
+	       "left %s ms after the start\n"
 	       "  CPU per token: user %s us + system %s us = %s us; %s tokens/s; %zu failed\n",
 	       n, pace_ms, tokens, runs, runs == 1 ? "" : "s", spread_str(b[0], 64, &f.itl50_err, 3, true),
 	       spread_str(b[1], 64, &f.itl99_err, 3, true), spread_str(b[2], 64, &f.srv50, 3, false),
 	       spread_str(b[3], 64, &f.srv99, 3, false), spread_str(b[4], 64, &f.ttft50_err, 3, false),
 	       spread_str(b[5], 64, &f.ttft99_err, 3, false), spread_str(b[6], 64, &f.ttft_max_err, 3, false),
-	       spread_str(b[7], 64, &f.user, 2, false), spread_str(b[8], 64, &f.sys, 2, false),
-	       spread_str(b[9], 64, &f.total, 2, false), spread_str(model, sizeof(model), &f.rate, 0, false), f.failed);
+	       spread_str(b[10], 64, &f.last_send, 1, false), spread_str(b[7], 64, &f.user, 2, false),
+	       spread_str(b[8], 64, &f.sys, 2, false), spread_str(b[9], 64, &f.total, 2, false),
+	       spread_str(model, sizeof(model), &f.rate, 0, false), f.failed);
 	fflush(stdout);
 	return check && (f.failed > 0 || bad) ? 1 : 0;
 }
@@ -476,6 +510,8 @@ int main(int argc, char **argv)
 	double pace_ms = 0;
 	pid_t pid;
 
+	if (argc == 5 && strcmp(argv[1], "--serve") == 0)
+		return serve(argv + 2);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		char *end = NULL;

@@ -7,6 +7,7 @@
  * turns curl's result into a probe_request_result or a GET answer. client.c
  * owns the pool, the multi handle and the sd-event glue. */
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -193,13 +194,14 @@ size_t probe_client_on_write(char *ptr, size_t size, size_t nmemb, void *userdat
 /* The request is about to be written to its connection (new or reused):
  * that is its send time. Between probe_client_send() and here the request
  * only waited in this process — for curl to get to it, or for a connection —
- * and that wait is the client's, not the server's. */
+ * and that wait is the client's, not the server's. With ttft_include_connect
+ * the time it was handed in stays, as vLLM's client counts. */
 int probe_client_on_prereq(void *userdata, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
 			   int conn_local_port)
 {
 	struct req *q = userdata;
 
-	if (q->kind == REQ_STREAM) {
+	if (q->kind == REQ_STREAM && !q->client->cfg.ttft_include_connect) {
 		q->res.send_usec = mono_usec();
 		q->st.send_usec = q->st.last_usec = q->res.send_usec;
 	}
@@ -208,6 +210,94 @@ int probe_client_on_prereq(void *userdata, char *conn_primary_ip, char *conn_loc
 
 /* ---- completion ---- */
 
+/* The part of curl's TLS message that names the problem: OpenSSL's reason
+ * after its last "::" ("error:0A00010B:SSL routines::wrong version
+ * number"), or what follows curl's own prefix ("SSL certificate problem:
+ * self-signed certificate"). */
+static const char *tls_reason(const char *msg)
+{
+	const char *p = NULL, *t;
+
+	for (t = strstr(msg, "::"); t; t = strstr(t + 2, "::"))
+		p = t + 2;
+	if (!p && (t = strrchr(msg, ':')))
+		p = t + 1;
+	if (!p)
+		return msg;
+	while (*p == ' ')
+		p++;
+	return *p ? p : msg;
+}
+
+static bool is_tls_error(CURLcode code)
+{
+	switch (code) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_CLIENTCERT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Why a transfer failed at the transport level, in words that are the same
+ * for every request failing the same way (no elapsed times, no addresses
+ * curl adds), so that a summary can count them: "connection refused",
+ * "timeout after 30 s", "TLS: wrong version number". */
+static void set_transport_error(struct probe_client *c, struct req *q, CURLcode code)
+{
+	const char *msg = q->curl_err[0] ? q->curl_err : curl_easy_strerror(code);
+	long os_errno = 0;
+
+	(void)curl_easy_getinfo(q->easy, CURLINFO_OS_ERRNO, &os_errno);
+	if (code == CURLE_OPERATION_TIMEDOUT) {
+		curl_off_t connect_usec = 0;
+
+		(void)curl_easy_getinfo(q->easy, CURLINFO_CONNECT_TIME_T, &connect_usec);
+		if (connect_usec == 0 && q->status == 0)
+			req_set_error(q, "connect timeout after %g s", usec_to_sec(c->cfg.connect_timeout_usec));
+		else
+			req_set_error(q, "timeout after %g s", usec_to_sec(c->cfg.request_timeout_usec));
+	} else if (code == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED)
+		req_set_error(q, "connection refused");
+	else if (code == CURLE_COULDNT_CONNECT && os_errno > 0)
+		req_set_error(q, "could not connect: %s", strerror((int)os_errno));
+	else if (is_tls_error(code))
+		req_set_error(q, "TLS: %s", tls_reason(msg));
+	else if (code == CURLE_GOT_NOTHING)
+		req_set_error(q, "connection closed before a response");
+	else if (q->st.chunks > 0 || q->status != 0)
+		req_set_error(q, "connection failed mid-response: %s", msg);
+	else
+		req_set_error(q, "%s", msg);
+}
+
+/* "HTTP 500: " and the first non-empty line of the body (capped): a server
+ * that fails every request the same way gives one reason. */
+static void set_http_error(struct req *q)
+{
+	const char *p = q->resp ? q->resp : "", *end = p + q->resp_len;
+	size_t n;
+
+	while (p < end && (*p == '\n' || *p == '\r' || *p == ' '))
+		p++;
+	for (n = 0; p + n < end && p[n] != '\n' && p[n] != '\r';)
+		n++;
+	req_set_error(q, "HTTP %ld: %.*s", q->status, (int)MIN(n, (size_t)200), p);
+}
+
 void probe_client_finish_stream(struct probe_client *c, struct req *q, CURLcode code)
 {
 	struct probe_request_result *res = &q->res;
@@ -215,23 +305,11 @@ void probe_client_finish_stream(struct probe_client *c, struct req *q, CURLcode 
 	res->http_status = (int)q->status;
 	if (code == CURLE_OK && q->status == 200)
 		(void)probe_stream_end(&q->st);
-	if (code != CURLE_OK) {
-		if (code == CURLE_OPERATION_TIMEDOUT)
-			req_set_error(q, "request timed out after %.1f s (%s)",
-				      usec_to_sec(mono_usec() - res->send_usec), q->curl_err);
-		else if (q->st.chunks > 0 || q->status != 0)
-			req_set_error(q, "connection failed mid-response: %s",
-				      q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
-		else
-			req_set_error(q, "%s", q->curl_err[0] ? q->curl_err : curl_easy_strerror(code));
-	} else if (q->status != 200) {
-		/* Keep the error's text on one line. */
-		for (size_t i = 0; i < q->resp_len; i++)
-			if (q->resp[i] == '\n' || q->resp[i] == '\r')
-				q->resp[i] = ' ';
-		req_set_error(q, "HTTP %ld: %.*s", q->status, (int)MIN(q->resp_len, (size_t)400),
-			      q->resp ? q->resp : "");
-	} else if (q->st.chunks == 0)
+	if (code != CURLE_OK)
+		set_transport_error(c, q, code);
+	else if (q->status != 200)
+		set_http_error(q);
+	else if (q->st.chunks == 0)
 		req_set_error(q, "no content in the response (%" PRIu64 " SSE events%s)", q->st.sse.events,
 			      q->st.done_seen ? ", [DONE] seen" : "");
 

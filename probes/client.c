@@ -176,6 +176,8 @@ static int req_common_opts(struct probe_client *c, struct req *q, const char *ur
 	SET(CURLOPT_TIMEOUT_MS, (long)(timeout_usec / USEC_PER_MSEC));
 	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)(c->cfg.connect_timeout_usec / USEC_PER_MSEC));
 	SET(CURLOPT_HTTPHEADER, q->kind == REQ_GET ? c->get_headers : c->headers);
+	if (c->cfg.fresh_connections && q->kind == REQ_STREAM)
+		SET(CURLOPT_FORBID_REUSE, 1L);
 	if (c->cfg.insecure) {
 		SET(CURLOPT_SSL_VERIFYPEER, 0L);
 		SET(CURLOPT_SSL_VERIFYHOST, 0L);

@@ -8,8 +8,10 @@
  * CLOCK_MONOTONIC µs taken in curl's write callback, when the bytes arrive;
  * the send time is when the request is written to its connection (curl's
  * pre-request callback), so time spent queued inside this process before
- * that (many requests started at once) is not charged to the server. A
- * request that never reached a connection keeps the time it was handed in.
+ * that (many requests started at once) and opening a connection is not
+ * charged to the server. A request that never reached a connection keeps
+ * the time it was handed in; so does every request with
+ * ttft_include_connect, as vLLM's client counts.
  *
  * A request fails — with an error naming why — on connection errors, HTTP
  * status other than 200, an error object in the stream, a stream that is
@@ -49,6 +51,8 @@ struct probe_client_config {
 	bool ignore_eos;               /* send "ignore_eos": true (only then: strict servers refuse unknown fields) */
 	bool include_usage;            /* send stream_options.include_usage (default true) */
 	bool insecure;                 /* https without certificate checks */
+	bool ttft_include_connect;     /* send time = handed in, not written (see top) */
+	bool fresh_connections;        /* a new connection per request (vLLM's client), no keep-alive */
 	uint64_t request_timeout_usec; /* whole request; 0 = none (default 10 min) */
 	uint64_t connect_timeout_usec; /* default 10 s */
 	size_t max_event_bytes;        /* SSE event cap; 0 = PROBE_SSE_MAX_EVENT_DEFAULT */

@@ -3,7 +3,8 @@
  *
  * The JSON is goodput's one result object (DESIGN.md): vLLM's key names for
  * what vLLM reports ("completed", "mean_ttft_ms", "p99_tpot_ms",
- * "request_goodput", "request_rate": "inf" for an unbounded rate, ...) so
+ * "request_goodput" — null, as vLLM writes it, when the SLA has no
+ * per-request bound —, "request_rate": "inf" for an unbounded rate, ...) so
  * scripts written for `vllm bench serve --save-result` read it unchanged, and
  * goodput's own keys beside them ("attainment", "good_output_throughput",
  * "sla_met", "sla", "metric_percentiles", "server"). Numbers are written with
@@ -97,10 +98,15 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 	q |= json_add_number(o, "total_input_tokens", (double)r->total_input_tokens);
 	q |= json_add_number(o, "total_output_tokens", (double)r->total_output_tokens);
 	q |= json_add_number(o, "request_throughput", r->request_throughput);
-	q |= json_add_number(o, "request_goodput", r->request_goodput);
+	/* vLLM writes null without --goodput: there is no goodput to speak of */
+	if (probe_sla_has_request_bounds(&r->sla))
+		q |= json_add_number(o, "request_goodput", r->request_goodput);
+	else if (!cJSON_AddNullToObject(o, "request_goodput"))
+		q = -ENOMEM;
 	q |= json_add_number(o, "output_throughput", r->output_throughput);
 	q |= json_add_number(o, "total_token_throughput", r->total_token_throughput);
 	q |= json_add_number(o, "max_concurrent_requests", r->max_concurrent_requests);
+	q |= json_add_number(o, "max_output_tokens_per_s", r->max_output_tokens_per_s);
 	q |= json_add_number(o, "mean_concurrency", r->mean_concurrency);
 	for (int m = 0; m < _PROBE_METRIC_MAX; m++) {
 		const struct probe_stat *s = &r->stat[m];
@@ -268,6 +274,7 @@ static const struct json_field result_fields[] = {
 	  ANY_NUMBER },
 	{ "request_goodput", JSON_DOUBLE, OFF(request_goodput), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "max_concurrent_requests", JSON_DOUBLE, OFF(max_concurrent_requests), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "max_output_tokens_per_s", JSON_DOUBLE, OFF(max_output_tokens_per_s), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "mean_concurrency", JSON_DOUBLE, OFF(mean_concurrency), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "attainment", JSON_DOUBLE, OFF(attainment), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "good_output_throughput", JSON_DOUBLE, OFF(good_output_throughput), .flags = JSON_NULLABLE, ANY_NUMBER },
@@ -296,6 +303,9 @@ int probe_result_from_json(const cJSON *j, struct probe_result *ret, struct erro
 	r = json_dispatch(j, "", result_fields, JSON_ALLOW_UNKNOWN, &res, err);
 	if (r < 0)
 		return r;
+	/* null goodput: no per-request bounds, so every completed request was good */
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "request_goodput")))
+		res.request_goodput = res.request_throughput;
 	*ret = res;
 	return 0;
 }
@@ -346,11 +356,12 @@ void probe_result_print(FILE *f, const struct probe_result *r)
 	line_u(f, "Total input tokens:", (unsigned long long)r->total_input_tokens);
 	line_u(f, "Total generated tokens:", (unsigned long long)r->total_output_tokens);
 	line_f(f, "Request throughput (req/s):", r->request_throughput);
-	if (!probe_sla_empty(&r->sla))
+	if (probe_sla_has_request_bounds(&r->sla))
 		line_f(f, "Request goodput (req/s):", r->request_goodput);
 	line_f(f, "Output token throughput (tok/s):", r->output_throughput);
-	line_f(f, "Total Token throughput (tok/s):", r->total_token_throughput);
+	line_f(f, "Peak output token throughput (tok/s):", r->max_output_tokens_per_s);
 	line_f(f, "Peak concurrent requests:", r->max_concurrent_requests);
+	line_f(f, "Total Token throughput (tok/s):", r->total_token_throughput);
 	for (int m = 0; m < _PROBE_METRIC_MAX; m++) {
 		const struct probe_stat *s = &r->stat[m];
 		char label[64];

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "time-util.h"
 
 void probe_request_result_done(struct probe_request_result *r)
 {
@@ -174,6 +175,53 @@ static int peak_concurrency(const struct probe_request_result *reqs, size_t n, d
 	return 0;
 }
 
+#define PEAK_BUCKETS_MAX (10u * 1000 * 1000) /* one-second buckets: 115 days */
+
+/* vLLM's max_output_tokens_per_s: the most content chunks (vLLM counts
+ * the first token and each gap after it) of the successful requests in one
+ * one-second bucket, buckets counted from their earliest send. */
+static int peak_output_rate(const struct probe_request_result *reqs, size_t n, double *ret)
+{
+	_cleanup_(freep) uint32_t *bucket = NULL;
+	uint64_t t0 = UINT64_MAX, end = 0, peak = 0;
+	size_t n_buckets;
+
+	for (size_t i = 0; i < n; i++)
+		if (reqs[i].success) {
+			t0 = MIN(t0, reqs[i].send_usec);
+			end = MAX(end, reqs[i].send_usec + reqs[i].e2e_usec);
+		}
+	*ret = 0;
+	if (t0 == UINT64_MAX)
+		return 0;
+	n_buckets = (size_t)((end - t0 + USEC_PER_SEC - 1) / USEC_PER_SEC) + 1;
+	if (n_buckets > PEAK_BUCKETS_MAX)
+		return 0;
+	bucket = calloc(n_buckets, sizeof(*bucket));
+	if (!bucket)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t;
+
+		if (!reqs[i].success)
+			continue;
+		t = reqs[i].send_usec + reqs[i].ttft_usec;
+		for (size_t g = 0;; g++) {
+			size_t b = (size_t)((t - t0) / USEC_PER_SEC);
+
+			if (b < n_buckets) {
+				bucket[b]++;
+				peak = MAX(peak, (uint64_t)bucket[b]);
+			}
+			if (g >= reqs[i].n_itl)
+				break;
+			t += reqs[i].itl_usec[g];
+		}
+	}
+	*ret = (double)peak;
+	return 0;
+}
+
 /* Whether the percentile bounds hold (see metrics.h). */
 static int percentile_bounds_hold(const struct probe_request_result *reqs, size_t n_reqs, uint32_t failed,
 				  const struct probe_sla *sla, bool *ret)
@@ -255,6 +303,8 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 	res.total_token_throughput = (double)(res.total_input_tokens + res.total_output_tokens) / duration_s;
 	res.mean_concurrency = (double)sum_e2e / 1e6 / duration_s;
 	r = peak_concurrency(reqs, n_reqs, &res.max_concurrent_requests);
+	if (r >= 0)
+		r = peak_output_rate(reqs, n_reqs, &res.max_output_tokens_per_s);
 	if (r < 0)
 		return error_set(err, r, "metrics: out of memory");
 
@@ -284,5 +334,57 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 	else
 		res.sla_met = res.failed == 0 && n_reqs > 0;
 	*ret = res;
+	return 0;
+}
+
+/* ---- failures ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_reason(const void *a, const void *b)
+{
+	const struct probe_failure_reason *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->reason, y->reason);
+}
+
+int probe_failure_reasons(const struct probe_request_result *reqs, size_t n, struct probe_failure_reason **ret,
+			  size_t *ret_n)
+{
+	_cleanup_(freep) const char **texts = NULL;
+	struct probe_failure_reason *out;
+	size_t n_failed = 0, n_out = 0;
+
+	for (size_t i = 0; i < n; i++)
+		n_failed += !reqs[i].success;
+	*ret = NULL;
+	*ret_n = 0;
+	if (n_failed == 0)
+		return 0;
+	texts = calloc(n_failed, sizeof(*texts));
+	out = calloc(n_failed, sizeof(*out));
+	if (!texts || !out) {
+		free(out);
+		return -ENOMEM;
+	}
+	n_failed = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!reqs[i].success)
+			texts[n_failed++] = reqs[i].error ? reqs[i].error : "unknown error";
+	qsort(texts, n_failed, sizeof(*texts), cmp_str);
+	for (size_t i = 0; i < n_failed; i++) {
+		if (n_out > 0 && strcmp(out[n_out - 1].reason, texts[i]) == 0)
+			out[n_out - 1].count++;
+		else
+			out[n_out++] = (struct probe_failure_reason){ .reason = texts[i], .count = 1 };
+	}
+	qsort(out, n_out, sizeof(*out), cmp_reason);
+	*ret = out;
+	*ret_n = n_out;
 	return 0;
 }

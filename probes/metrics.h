@@ -129,6 +129,7 @@ struct probe_result {
 	/* throughputs over duration_s */
 	double request_throughput, output_throughput, total_token_throughput;
 	double max_concurrent_requests; /* peak in flight, from the send/finish times */
+	double max_output_tokens_per_s; /* vLLM's: most content chunks in one second */
 	double mean_concurrency;        /* Σ E2E / duration: Little's law */
 	/* latencies */
 	size_t n_percentiles;
@@ -154,6 +155,22 @@ struct probe_result {
  * server metrics are left for the caller to fill in (rate 0, burstiness 1). */
 int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s, const double *pcts,
 			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err);
+
+/* One reason requests failed for, and how many did. */
+struct probe_failure_reason {
+	const char *reason; /* a failed request's error text, borrowed from the requests */
+	uint32_t count;
+};
+
+/* The distinct errors of the failed requests among reqs, most frequent
+ * first (equal counts: alphabetical). The client words a failure the same
+ * way for every request failing the same way ("connection refused",
+ * "HTTP 500: <first line of the body>"), so equal texts are equal causes.
+ * A failed request without a text counts as "unknown error". *ret is
+ * free()d by the caller and borrows the texts from reqs; NULL when none
+ * failed. 0 or -ENOMEM. */
+int probe_failure_reasons(const struct probe_request_result *reqs, size_t n, struct probe_failure_reason **ret,
+			  size_t *ret_n);
 
 /* numpy.percentile(x, p) (linear interpolation) of n sorted samples; 0 when n is 0. */
 double probe_percentile_sorted(const double *x, size_t n, double p);

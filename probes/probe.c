@@ -68,6 +68,8 @@ const char *probe_search_outcome_name(enum probe_search_outcome o)
 		return "never_met";
 	case PROBE_SEARCH_CLIENT_LIMIT:
 		return "client_limit";
+	case PROBE_SEARCH_SERVER_FAILED:
+		return "server_failed";
 	}
 	return "unknown";
 }
@@ -101,6 +103,7 @@ int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, s
 	p->cfg.client = (struct probe_client_config){ 0 }; /* strings belong to the caller; the client has copies */
 	p->client = TAKE_PTR(c);
 	p->outcome.best_point = SIZE_MAX;
+	p->outcome.failed_point = SIZE_MAX;
 	probe_ratesearch_config_init(&p->search);
 	p->search.tolerance = cfg->rate_tolerance;
 	p->search.num_requests = cfg->workload.num_prompts;
@@ -325,6 +328,48 @@ static int add_point(struct probe *p, struct probe_run *run)
 	return 0;
 }
 
+/* Whether point i's requests that completed meet the SLA on their own:
+ * then what kept the point from meeting it was the requests that failed. */
+static bool completed_meet_sla(struct probe *p, size_t i)
+{
+	const struct probe_load_point *pt = &p->points[i];
+	_cleanup_(freep) struct probe_request_result *ok = NULL;
+	struct probe_result res;
+	struct error err = { 0 };
+	size_t n = 0;
+
+	if (pt->result.completed == 0)
+		return false;
+	ok = calloc(pt->n_requests, sizeof(*ok));
+	if (!ok)
+		return false;
+	/* shallow copies: ok[] borrows the requests' arrays and frees nothing */
+	for (size_t k = 0; k < pt->n_requests; k++)
+		if (pt->requests[k].success)
+			ok[n++] = pt->requests[k];
+	return probe_result_compute(ok, n, pt->result.duration_s, p->cfg.percentiles, p->cfg.n_percentiles, &p->cfg.sla,
+				    &res, &err) >= 0 &&
+	       res.sla_met;
+}
+
+/* After a search that never met the SLA: was it the failures? Judged at
+ * the lowest finite rate tried (the saturation run when there is none). */
+static void blame_failures(struct probe *p)
+{
+	size_t low = SIZE_MAX;
+
+	for (size_t i = 0; i < p->n_points; i++)
+		if (!p->points[i].saturation &&
+		    (low == SIZE_MAX || p->points[i].result.request_rate < p->points[low].result.request_rate))
+			low = i;
+	if (low == SIZE_MAX && p->n_points > 0)
+		low = p->n_points - 1;
+	if (low != SIZE_MAX && p->points[low].result.failed > 0 && completed_meet_sla(p, low)) {
+		p->outcome.search = PROBE_SEARCH_SERVER_FAILED;
+		p->outcome.failed_point = low;
+	}
+}
+
 static void on_run_done(struct probe_run *run, void *userdata)
 {
 	struct probe *p = userdata;
@@ -356,11 +401,23 @@ static void on_run_done(struct probe_run *run, void *userdata)
 		finish(p, 0);
 		return;
 	}
+	if (p->points[p->n_points - 1].result.completed == 0) {
+		/* a server that completes nothing is broken, not slow: no rate will do */
+		p->outcome.search = PROBE_SEARCH_SERVER_FAILED;
+		p->outcome.failed_point = p->n_points - 1;
+		p->outcome.max_rate = 0;
+		p->outcome.best_point = SIZE_MAX;
+		finish(p, 0);
+		return;
+	}
 	r = search_next(p, &rate);
 	if (r > 0)
 		r = start_point(p, rate, isinf(rate));
-	else
+	else if (r == 0) {
+		if (p->outcome.search == PROBE_SEARCH_NEVER_MET)
+			blame_failures(p);
 		r = -1; /* the search is over */
+	}
 	if (r < 0)
 		finish(p, r == -1 ? 0 : r);
 }

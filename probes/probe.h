@@ -12,7 +12,12 @@
  * load point meets the SLA with confidence, stopping when the bracket is
  * within rate_tolerance (relative). Each point sends fresh prompts (seed +
  * point number) so that a prefix cache does not flatter later points.
- * Warm-up requests are sent before the first load point only. */
+ * Warm-up requests are sent before the first load point only.
+ *
+ * A server that fails requests is told apart from one that is too slow: the
+ * search stops at a load point where every request failed, and a search
+ * that never met the SLA is put down to failures when, at the lowest rate
+ * tried, the requests that completed would have met it on their own. */
 #pragma once
 
 #include <stdbool.h>
@@ -56,10 +61,12 @@ struct probe_load_point {
 };
 
 enum probe_search_outcome {
-	PROBE_SEARCH_NONE,         /* a single load point was asked for */
-	PROBE_SEARCH_FOUND,        /* max_rate meets the SLA, a slightly higher rate does not */
-	PROBE_SEARCH_NEVER_MET,    /* even the lowest rate tried missed the SLA */
-	PROBE_SEARCH_CLIENT_LIMIT, /* the SLA held even at saturation: the server outran the load */
+	PROBE_SEARCH_NONE,          /* a single load point was asked for */
+	PROBE_SEARCH_FOUND,         /* max_rate meets the SLA, a slightly higher rate does not */
+	PROBE_SEARCH_NEVER_MET,     /* even the lowest rate tried missed the SLA */
+	PROBE_SEARCH_CLIENT_LIMIT,  /* the SLA held even at saturation: the server outran the load */
+	PROBE_SEARCH_SERVER_FAILED, /* requests failed: every one at a load point, or at the lowest
+	                             * rate tried more than the SLA allows while the rest met it */
 };
 
 const char *probe_search_outcome_name(enum probe_search_outcome o);
@@ -69,6 +76,7 @@ struct probe_outcome {
 	double max_rate;        /* requests/s meeting the SLA (0 when none) */
 	double saturation_rate; /* completed requests/s at saturation */
 	size_t best_point;      /* index of the load point at max_rate, or SIZE_MAX */
+	size_t failed_point;    /* SERVER_FAILED: the load point that shows it, else SIZE_MAX */
 };
 
 enum probe_event_kind {

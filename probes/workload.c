@@ -118,9 +118,9 @@ uint32_t probe_workload_draw_length(const struct probe_length_dist *d, struct pr
 
 	switch (d->kind) {
 	case PROBE_DIST_UNIFORM: {
-		/* vLLM: np.random.randint(int(len·(1−r)), int(len·(1+r)) + 1) */
-		uint64_t a = (uint64_t)(d->mean * (1.0 - d->range_ratio));
-		uint64_t b = (uint64_t)(d->mean * (1.0 + d->range_ratio));
+		/* vLLM: np.random.randint(floor(len·(1−r)), ceil(len·(1+r)) + 1) */
+		uint64_t a = (uint64_t)floor(d->mean * (1.0 - d->range_ratio));
+		uint64_t b = (uint64_t)ceil(d->mean * (1.0 + d->range_ratio));
 
 		v = (double)(a + probe_rng_below(rng, b - a + 1));
 		break;

@@ -40,7 +40,8 @@ enum probe_dataset {
 
 enum probe_dist {
 	PROBE_DIST_FIXED,     /* always mean */
-	PROBE_DIST_UNIFORM,   /* [mean·(1−range_ratio), mean·(1+range_ratio)], as vLLM's --random-range-ratio */
+	PROBE_DIST_UNIFORM,   /* integers in [⌊mean·(1−range_ratio)⌋, ⌈mean·(1+range_ratio)⌉], as vLLM's
+	                       * current --random-range-ratio */
 	PROBE_DIST_NORMAL,    /* mean, stddev; clamped to [min, max] */
 	PROBE_DIST_LOGNORMAL, /* median = mean, sigma = stddev (of the log); clamped to [min, max] */
 };

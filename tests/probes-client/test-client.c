@@ -366,7 +366,7 @@ static void test_failures(struct server *s)
 	expect_failure(s->base_url, "big", &cfg, 200, "larger than the 65536-byte limit");
 	probe_client_config_init(&cfg);
 	cfg.request_timeout_usec = 700 * USEC_PER_MSEC;
-	expect_failure(s->base_url, "hang", &cfg, 200, "timed out");
+	expect_failure(s->base_url, "hang", &cfg, 200, "timeout after 0.7 s");
 	/* Nobody listens on the port of a server that is gone. */
 	{
 		struct server gone;
@@ -375,7 +375,7 @@ static void test_failures(struct server *s)
 		snprintf(refused, sizeof(refused), "%s", gone.base_url);
 		server_stop(&gone);
 	}
-	expect_failure(refused, "ok", NULL, 0, "onnect");
+	expect_failure(refused, "ok", NULL, 0, "connection refused");
 	/* A strict server refuses unknown fields: ignore_eos only when asked. */
 	send_one(s->base_url, "strict", NULL, NULL, &o);
 	CHECK_MSG(o.r.success, "%s", o.r.error);

@@ -380,6 +380,46 @@ static void test_print(void)
 	free(buf);
 }
 
+/* vLLM's max_output_tokens_per_s: chunks per one-second bucket from the
+ * earliest send. r0's chunks come at 0.1..1.1 s (nine in the first second),
+ * r1's one at 0.7 s: ten in the first bucket; the failed r2 counts not. */
+static void test_peak_output(void)
+{
+	struct probe_request_result r[3];
+	struct probe_result res;
+	struct error err = { 0 };
+
+	build(r);
+	CHECK_INT_EQ(probe_result_compute(r, 3, 2.0, NULL, 0, NULL, &res, &err), 0);
+	CLOSE(res.max_output_tokens_per_s, 10);
+}
+
+static void test_failure_reasons(void)
+{
+	struct probe_request_result r[6] = {
+		{ .success = false, .error = "connection refused" },
+		{ .success = true },
+		{ .success = false, .error = "HTTP 500: x" },
+		{ .success = false, .error = "connection refused" },
+		{ .success = false },
+		{ .success = false, .error = "connection refused" },
+	};
+	_cleanup_(freep) struct probe_failure_reason *why = NULL;
+	struct probe_failure_reason *none = NULL;
+	size_t n = 99;
+
+	CHECK_INT_EQ(probe_failure_reasons(r, 6, &why, &n), 0);
+	CHECK_INT_EQ(n, 3);
+	CHECK_STR_EQ(why[0].reason, "connection refused");
+	CHECK_INT_EQ(why[0].count, 3);
+	/* equal counts: alphabetical */
+	CHECK_STR_EQ(why[1].reason, "HTTP 500: x");
+	CHECK_INT_EQ(why[1].count, 1);
+	CHECK_STR_EQ(why[2].reason, "unknown error");
+	CHECK_INT_EQ(probe_failure_reasons(r + 1, 1, &none, &n), 0);
+	CHECK(!none && n == 0);
+}
+
 int main(void)
 {
 	test_percentiles();
@@ -389,5 +429,7 @@ int main(void)
 	test_json();
 	test_json_read();
 	test_print();
+	test_peak_output();
+	test_failure_reasons();
 	return 0;
 }

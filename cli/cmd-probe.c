@@ -2,12 +2,15 @@
  * its own, with `vllm bench serve`'s flag names and report, plus goodput's
  * SLA, goodput and --find-max-rate.
  *
- * The command parses flags (workload and SLA flags through
- * probes/workload-flags.h, shared with goodput-sim), runs a probe on one
- * sd-event loop, prints a progress line on stderr while it runs, and then
- * the vLLM-like table or --json. --save-result writes the JSON to a file,
- * --save-requests one line per request. The API key never appears in any
- * output. */
+ * The command parses its flags (workload and SLA flags through
+ * probes/workload-flags.h, shared with goodput-sim) into a probe
+ * configuration, runs the probe on one sd-event loop with a progress line
+ * on stderr, hands the outcome to probe-output.c (table or --json, the
+ * vLLM-readable result file, the per-request lines, why requests failed)
+ * and turns it into the exit status of exit-status.h: 1 when every request
+ * failed (an unreachable server among them) or the search found a server
+ * that fails requests, 3 when the search never met the SLA. The API key
+ * never appears in any output. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,16 +19,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "commands.h"
 #include "exit-status.h"
-#include "json-util.h"
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
+#include "probe-output.h"
 #include "probe.h"
 #include "time-util.h"
 #include "workload-flags.h"
@@ -41,6 +45,11 @@ enum {
 	ARG_HEADER,
 	ARG_API_KEY,
 	ARG_SAVE_RESULT,
+	ARG_RESULT_DIR,
+	ARG_RESULT_FILENAME,
+	ARG_SAVE_DETAILED,
+	ARG_METADATA,
+	ARG_LABEL,
 	ARG_SAVE_REQUESTS,
 	ARG_JSON,
 	ARG_FIND_MAX_RATE,
@@ -48,6 +57,8 @@ enum {
 	ARG_MAX_LOAD_POINTS,
 	ARG_REQUEST_TIMEOUT,
 	ARG_PROMPT_FORMAT,
+	ARG_TTFT_INCLUDE_CONNECT,
+	ARG_NO_KEEP_ALIVE,
 	ARG_NO_PROGRESS,
 	ARG_NO_METRICS,
 	ARG_INSECURE,
@@ -63,7 +74,12 @@ static const struct option own_options[] = {
 	{ "model", required_argument, NULL, ARG_MODEL },
 	{ "header", required_argument, NULL, ARG_HEADER },
 	{ "api-key", required_argument, NULL, ARG_API_KEY },
-	{ "save-result", required_argument, NULL, ARG_SAVE_RESULT },
+	{ "save-result", optional_argument, NULL, ARG_SAVE_RESULT },
+	{ "result-dir", required_argument, NULL, ARG_RESULT_DIR },
+	{ "result-filename", required_argument, NULL, ARG_RESULT_FILENAME },
+	{ "save-detailed", no_argument, NULL, ARG_SAVE_DETAILED },
+	{ "metadata", required_argument, NULL, ARG_METADATA },
+	{ "label", required_argument, NULL, ARG_LABEL },
 	{ "save-requests", required_argument, NULL, ARG_SAVE_REQUESTS },
 	{ "json", no_argument, NULL, ARG_JSON },
 	{ "find-max-rate", no_argument, NULL, ARG_FIND_MAX_RATE },
@@ -71,6 +87,8 @@ static const struct option own_options[] = {
 	{ "max-load-points", required_argument, NULL, ARG_MAX_LOAD_POINTS },
 	{ "request-timeout", required_argument, NULL, ARG_REQUEST_TIMEOUT },
 	{ "prompt-format", required_argument, NULL, ARG_PROMPT_FORMAT },
+	{ "ttft-include-connect", no_argument, NULL, ARG_TTFT_INCLUDE_CONNECT },
+	{ "no-keep-alive", no_argument, NULL, ARG_NO_KEEP_ALIVE },
 	{ "no-progress", no_argument, NULL, ARG_NO_PROGRESS },
 	{ "no-server-metrics", no_argument, NULL, ARG_NO_METRICS },
 	{ "insecure", no_argument, NULL, ARG_INSECURE },
@@ -78,14 +96,21 @@ static const struct option own_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-struct ctx {
-	sd_event *event;
-	bool json, progress, tty;
-	uint64_t start_usec, last_progress_usec;
-	size_t progress_len;
-	unsigned percentile_metrics;
-	int result;
-	bool done;
+/* What the command line asked for. Strings point into argv unless owned
+ * (base_url_buf, header_buf). */
+struct probe_args {
+	struct probe_config cfg;
+	struct probe_workload_flags wf;
+	struct cli_probe_output out;
+	const char *host;
+	uint32_t port;
+	char *base_url_buf;
+	const char *headers[MAX_HEADERS];
+	char *header_buf[MAX_HEADERS];
+	size_t n_headers;
+	bool save_result;
+	const char *result_file, *result_dir, *save_requests;
+	bool json, progress;
 };
 
 static void help(void)
@@ -97,6 +122,10 @@ static void help(void)
 	       "under an SLA, like `vllm bench serve`; --find-max-rate searches for the largest\n"
 	       "request rate that meets the SLA.\n"
 	       "\n"
+	       "TTFT runs from the moment a request is written to its connection to its first\n"
+	       "token: opening connections and waiting inside goodput are not charged to the\n"
+	       "server. E2E starts at the same moment; TPOT and ITL are the gaps between tokens.\n"
+	       "\n"
 	       "Server:\n"
 	       "  --base-url URL           server URL (default http://127.0.0.1:8000)\n"
 	       "  --host HOST, --port N    instead of --base-url\n"
@@ -106,6 +135,10 @@ static void help(void)
 	       "  --api-key KEY            bearer token (default: $OPENAI_API_KEY)\n"
 	       "  --prompt-format ids|text token-id arrays (default for completions) or text\n"
 	       "  --request-timeout SEC    per request (default 600)\n"
+	       "  --ttft-include-connect   start TTFT and E2E when a request is handed to the client,\n"
+	       "                           before its connection is opened, as vLLM's client does\n"
+	       "  --no-keep-alive          a new connection for every request, as vLLM's client opens;\n"
+	       "                           with --ttft-include-connect, compares with its figures\n"
 	       "  --max-event-bytes N      largest SSE event accepted (default 1048576)\n"
 	       "  --insecure               https without certificate checks\n"
 	       "  --no-server-metrics      do not scrape /metrics during load points\n"
@@ -113,17 +146,268 @@ static void help(void)
 	       "Workload, arrivals and SLA (vllm bench serve's names):\n");
 	probe_workload_flags_help(stdout);
 	printf("\n"
-	       "Search and output:\n"
+	       "Search:\n"
 	       "  --find-max-rate          saturation run, then search the largest rate meeting the SLA\n"
 	       "  --rate-tolerance F       stop when the bracket is within F (default 0.05)\n"
 	       "  --max-load-points N      finite-rate points before the search gives up (default 12)\n"
-	       "  --json                   print the result as JSON (vLLM's key names)\n"
-	       "  --save-result FILE       write the JSON result to FILE\n"
-	       "  --save-requests FILE     write one JSON line per request to FILE\n"
+	       "\n"
+	       "Output (vllm bench serve's names; the result is the file vLLM writes):\n"
+	       "  --json                   print the result as JSON on stdout\n"
+	       "  --save-result [FILE]     write the result to FILE, by default to vLLM's name\n"
+	       "                           LABEL-RATEqps[-concurrencyN]-MODEL-DATE.json\n"
+	       "  --result-dir DIR         ... in DIR (made if missing; implies --save-result)\n"
+	       "  --result-filename NAME   ... named NAME (implies --save-result)\n"
+	       "  --save-detailed          add the per-request arrays (input_lens, output_lens,\n"
+	       "                           ttfts and itls in seconds, errors)\n"
+	       "  --metadata KEY=VALUE...  extra keys of the result (several words, or repeated)\n"
+	       "  --label NAME             the result's label (default: the backend, openai or\n"
+	       "                           openai-chat)\n"
+	       "  --save-requests FILE     write one JSON line per request to FILE (ms)\n"
 	       "  --no-progress            no progress line on stderr\n"
 	       "  -h, --help               this help\n"
+	       "\n"
+	       "Failed requests are listed by reason with their counts. The probe fails (1)\n"
+	       "when every request failed, the server unreachable included; with\n"
+	       "--find-max-rate also when the server failed requests (all of a load point's, or\n"
+	       "at the lowest rate more than the SLA allows while the rest met it), and it\n"
+	       "exits 3 when the server answered but never met the SLA.\n"
 	       "\n" CLI_EXIT_STATUS_HELP);
 }
+
+/* ---- flags ---- */
+
+static int add_header(struct probe_args *a, const char *arg, struct error *err)
+{
+	const char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg)
+		return error_set(err, -EINVAL, "--header: expected NAME=VALUE, got \"%s\"", arg);
+	if (a->n_headers >= MAX_HEADERS)
+		return error_set(err, -E2BIG, "--header: at most %d headers", MAX_HEADERS);
+	if (asprintf(&a->header_buf[a->n_headers], "%.*s: %s", (int)(eq - arg), arg, eq + 1) < 0) {
+		a->header_buf[a->n_headers] = NULL;
+		return error_set(err, -ENOMEM, "out of memory");
+	}
+	a->headers[a->n_headers] = a->header_buf[a->n_headers];
+	a->n_headers++;
+	return 0;
+}
+
+/* vLLM's nargs="*": the KEY=VALUE words after --metadata are its too. */
+static int add_metadata(struct probe_args *a, const char *arg, int argc, char **argv, struct error *err)
+{
+	for (;;) {
+		if (cli_probe_metadata_check(arg) < 0)
+			return error_set(err, -EINVAL, "--metadata: expected KEY=VALUE, got \"%s\"", arg);
+		if (a->out.n_metadata >= CLI_PROBE_MAX_METADATA)
+			return error_set(err, -E2BIG, "--metadata: at most %d items", CLI_PROBE_MAX_METADATA);
+		a->out.metadata[a->out.n_metadata++] = arg;
+		if (optind >= argc || argv[optind][0] == '-' || !strchr(argv[optind], '='))
+			return 0;
+		arg = argv[optind++];
+	}
+}
+
+/* The server and client flags: 0 taken, -ENOENT not one of them. */
+static int client_option(struct probe_args *a, int opt, const char *arg, struct error *err)
+{
+	struct probe_client_config *cc = &a->cfg.client;
+	uint64_t v;
+	double d;
+	int r = 0;
+
+	switch (opt) {
+	case ARG_BASE_URL:
+		cc->base_url = arg;
+		return 0;
+	case ARG_HOST:
+		a->host = arg;
+		return 0;
+	case ARG_PORT:
+		return parse_u32("--port", arg, 1, 65535, &a->port, err);
+	case ARG_ENDPOINT:
+		cc->endpoint = arg;
+		return 0;
+	case ARG_MODEL:
+		cc->model = a->out.model = arg;
+		return 0;
+	case ARG_HEADER:
+		return add_header(a, arg, err);
+	case ARG_API_KEY:
+		cc->api_key = arg;
+		return 0;
+	case ARG_REQUEST_TIMEOUT:
+		r = parse_double("--request-timeout", arg, 0.001, 86400, &d, err);
+		if (r >= 0)
+			cc->request_timeout_usec = sec_to_usec(d);
+		return r;
+	case ARG_PROMPT_FORMAT:
+		if (strcmp(arg, "ids") == 0)
+			cc->prompt_format = PROBE_PROMPT_IDS;
+		else if (strcmp(arg, "text") == 0)
+			cc->prompt_format = PROBE_PROMPT_TEXT;
+		else
+			return error_set(err, -EINVAL, "--prompt-format: expected ids or text, got \"%s\"", arg);
+		return 0;
+	case ARG_TTFT_INCLUDE_CONNECT:
+		cc->ttft_include_connect = true;
+		return 0;
+	case ARG_NO_KEEP_ALIVE:
+		cc->fresh_connections = true;
+		return 0;
+	case ARG_INSECURE:
+		cc->insecure = true;
+		return 0;
+	case ARG_MAX_EVENT_BYTES:
+		r = parse_u64("--max-event-bytes", arg, 1024, 256u << 20, &v, err);
+		if (r >= 0)
+			cc->max_event_bytes = (size_t)v;
+		return r;
+	default:
+		return -ENOENT;
+	}
+}
+
+/* The search and output flags: 0 taken, -ENOENT not one of them. */
+static int output_option(struct probe_args *a, int opt, const char *arg, int argc, char **argv, struct error *err)
+{
+	switch (opt) {
+	case ARG_SAVE_RESULT:
+		a->save_result = true;
+		/* vLLM's --save-result takes no value; goodput's took a FILE */
+		if (!arg && optind < argc && argv[optind][0] != '-')
+			arg = argv[optind++];
+		if (arg)
+			a->result_file = arg;
+		return 0;
+	case ARG_RESULT_DIR:
+		a->save_result = true;
+		a->result_dir = arg;
+		return 0;
+	case ARG_RESULT_FILENAME:
+		a->save_result = true;
+		if (a->result_file && strcmp(a->result_file, arg) != 0)
+			return error_set(err, -EINVAL, "--result-filename: the file is named by --save-result already");
+		a->result_file = arg;
+		return 0;
+	case ARG_SAVE_DETAILED:
+		a->out.detailed = true;
+		return 0;
+	case ARG_METADATA:
+		return add_metadata(a, arg, argc, argv, err);
+	case ARG_LABEL:
+		a->out.label = arg;
+		return 0;
+	case ARG_SAVE_REQUESTS:
+		a->save_requests = arg;
+		return 0;
+	case ARG_JSON:
+		a->json = true;
+		return 0;
+	case ARG_NO_PROGRESS:
+		a->progress = false;
+		return 0;
+	case ARG_NO_METRICS:
+		a->cfg.run.metrics_path = NULL;
+		return 0;
+	case ARG_FIND_MAX_RATE:
+		a->cfg.find_max_rate = true;
+		return 0;
+	case ARG_RATE_TOLERANCE:
+		return parse_double("--rate-tolerance", arg, 1e-4, 0.9, &a->cfg.rate_tolerance, err);
+	case ARG_MAX_LOAD_POINTS:
+		return parse_u32("--max-load-points", arg, 1, 100, &a->cfg.max_load_points, err);
+	default:
+		return -ENOENT;
+	}
+}
+
+/* After the loop: what flags say together. */
+static int finish_args(struct probe_args *a, struct error *err)
+{
+	struct probe_client_config *cc = &a->cfg.client;
+	int r;
+
+	r = probe_workload_flags_finish(&a->wf, err);
+	if (r < 0)
+		return r;
+	if (cc->base_url && (a->host || a->port))
+		return error_set(err, -EINVAL, "--base-url and --host/--port: give one or the other");
+	if (!cc->base_url) {
+		if (asprintf(&a->base_url_buf, "http://%s:%u", a->host ? a->host : "127.0.0.1",
+			     a->port ? a->port : 8000) < 0) {
+			a->base_url_buf = NULL;
+			return error_set(err, -ENOMEM, "out of memory");
+		}
+		cc->base_url = a->base_url_buf;
+	}
+	cc->headers = a->headers;
+	cc->n_headers = a->n_headers;
+	cc->ignore_eos = a->wf.workload.ignore_eos;
+	a->cfg.workload = a->wf.workload;
+	a->cfg.sla = a->wf.sla;
+	memcpy(a->cfg.percentiles, a->wf.percentiles, sizeof(a->cfg.percentiles));
+	a->cfg.n_percentiles = a->wf.n_percentiles;
+	a->out.backend = probe_endpoint_is_chat(cc->endpoint) ? "openai-chat" : "openai";
+	return 0;
+}
+
+static void probe_args_done(struct probe_args *a)
+{
+	for (size_t i = 0; i < a->n_headers; i++)
+		free(a->header_buf[i]);
+	free(a->base_url_buf);
+}
+
+/* 1: run the probe; 0: --help was printed; < 0: a usage error, logged. */
+static int parse_args(int argc, char **argv, struct probe_args *a)
+{
+	_cleanup_(freep) struct option *opts = NULL;
+	struct error err = { 0 };
+	int r, opt;
+
+	*a = (struct probe_args){ .progress = true };
+	probe_workload_flags_init(&a->wf);
+	probe_config_init(&a->cfg);
+	a->cfg.client.api_key = getenv("OPENAI_API_KEY");
+	a->out.started = time(NULL);
+	r = probe_workload_flags_merge_options(own_options, &opts);
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		if (opt == 'h') {
+			help();
+			return 0;
+		}
+		r = client_option(a, opt, optarg, &err);
+		if (r == -ENOENT)
+			r = output_option(a, opt, optarg, argc, argv, &err);
+		if (r == -ENOENT) {
+			r = probe_workload_flags_handle(opt, optarg, argc, argv, &a->wf, &err);
+			if (r == 0) /* getopt's '?' lands here: it has said what was wrong */
+				return log_error_errno(-EINVAL, "see 'goodput probe --help'");
+		}
+		if (r < 0)
+			return log_error_errno(r, "%s", error_str(&err, r));
+	}
+	if (optind < argc)
+		return log_error_errno(-EINVAL, "unexpected argument '%s' (see 'goodput probe --help')", argv[optind]);
+	r = finish_args(a, &err);
+	if (r < 0)
+		return log_error_errno(r, "%s", error_str(&err, r));
+	return 1;
+}
+
+/* ---- running ---- */
+
+struct ctx {
+	sd_event *event;
+	bool progress, tty;
+	uint64_t last_progress_usec;
+	size_t progress_len;
+	int result;
+};
 
 static const char *rate_str(char *buf, size_t size, double rate)
 {
@@ -142,12 +426,33 @@ static void clear_progress(struct ctx *c)
 	}
 }
 
-static void on_event(struct probe *p, const struct probe_event *ev, void *userdata)
+static void show_progress(struct ctx *c, const struct probe_event *ev)
 {
-	struct ctx *c = userdata;
+	const struct probe_run_progress *pr = &ev->progress;
 	char rb[32], el[32], line[256];
 	uint64_t now = mono_usec();
 	int n;
+
+	/* A terminal gets a line rewritten in place; a log a line every 10 s. */
+	if (!c->tty && now - c->last_progress_usec < 10 * USEC_PER_SEC)
+		return;
+	c->last_progress_usec = now;
+	n = snprintf(line, sizeof(line), "%s%u/%u requests done (%u failed), %s elapsed, rate %s",
+		     pr->warmup ? "warm-up: " : "", pr->done, pr->total, pr->failed,
+		     format_duration(el, sizeof(el), pr->elapsed_usec),
+		     rate_str(rb, sizeof(rb), pr->elapsed_usec > 0 ? pr->done / usec_to_sec(pr->elapsed_usec) : 0));
+	if (c->tty) {
+		clear_progress(c);
+		fprintf(stderr, "%s", line);
+		c->progress_len = n > 0 ? (size_t)n : 0;
+	} else
+		fprintf(stderr, "%s\n", line);
+}
+
+static void on_event(struct probe *p, const struct probe_event *ev, void *userdata)
+{
+	struct ctx *c = userdata;
+	char rb[32];
 
 	if (!c->progress)
 		return;
@@ -158,23 +463,7 @@ static void on_event(struct probe *p, const struct probe_event *ev, void *userda
 			ev->saturation ? "saturation" : "search", rate_str(rb, sizeof(rb), ev->rate));
 		return;
 	case PROBE_EVENT_PROGRESS:
-		/* A terminal gets a line rewritten in place; a log a line every 10 s. */
-		if (!c->tty && now - c->last_progress_usec < 10 * USEC_PER_SEC)
-			return;
-		c->last_progress_usec = now;
-		n = snprintf(line, sizeof(line), "%s%u/%u requests done (%u failed), %s elapsed, rate %s",
-			     ev->progress.warmup ? "warm-up: " : "", ev->progress.done, ev->progress.total,
-			     ev->progress.failed, format_duration(el, sizeof(el), ev->progress.elapsed_usec),
-			     rate_str(rb, sizeof(rb),
-				      ev->progress.elapsed_usec > 0
-					      ? ev->progress.done / usec_to_sec(ev->progress.elapsed_usec)
-					      : 0));
-		if (c->tty) {
-			clear_progress(c);
-			fprintf(stderr, "%s", line);
-			c->progress_len = n > 0 ? (size_t)n : 0;
-		} else
-			fprintf(stderr, "%s\n", line);
+		show_progress(c, ev);
 		return;
 	case PROBE_EVENT_LOAD_POINT_DONE:
 		clear_progress(c);
@@ -190,7 +479,6 @@ static void on_done(struct probe *p, int r, void *userdata)
 	struct ctx *c = userdata;
 
 	c->result = r;
-	c->done = true;
 	(void)sd_event_exit(c->event, 0);
 }
 
@@ -202,353 +490,31 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(c->event, 0);
 }
 
-static cJSON *build_json(const struct probe *p, const struct probe_config *cfg)
+/* Streams need a descriptor each: as many as the hard limit allows. */
+static void raise_open_files(void)
 {
-	_cleanup_(cJSON_Deletep) cJSON *root = NULL, *arr = NULL;
-	const struct probe_load_point *pts;
-	struct probe_outcome o;
-	size_t n;
+	struct rlimit rl;
 
-	pts = probe_load_points(p, &n);
-	probe_get_outcome(p, &o);
-	if (!cfg->find_max_rate) {
-		if (n == 0 || probe_result_to_json(&pts[0].result, &root) < 0)
-			return NULL;
-		return TAKE_PTR(root);
-	}
-	root = cJSON_CreateObject();
-	arr = cJSON_CreateArray();
-	if (!root || !arr)
-		return NULL;
-	if (json_add_string(root, "search", probe_search_outcome_name(o.search)) < 0 ||
-	    json_add_number(root, "max_request_rate", o.max_rate) < 0 ||
-	    json_add_number(root, "saturation_request_rate", o.saturation_rate) < 0 ||
-	    json_add_number(root, "rate_tolerance", cfg->rate_tolerance) < 0 ||
-	    json_add_number(root, "num_load_points", (double)n) < 0)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		cJSON *j = NULL;
-
-		if (probe_result_to_json(&pts[i].result, &j) < 0)
-			return NULL;
-		if (!cJSON_AddBoolToObject(j, "saturation", pts[i].saturation) || !cJSON_AddItemToArray(arr, j)) {
-			cJSON_Delete(j);
-			return NULL;
-		}
-	}
-	if (o.best_point < n) {
-		cJSON *best = NULL;
-
-		if (probe_result_to_json(&pts[o.best_point].result, &best) < 0)
-			return NULL;
-		if (!cJSON_AddItemToObject(root, "best", best)) {
-			cJSON_Delete(best);
-			return NULL;
-		}
-	}
-	if (!cJSON_AddItemToObject(root, "load_points", arr))
-		return NULL;
-	arr = NULL;
-	return TAKE_PTR(root);
-}
-
-static int write_requests(const char *path, const struct probe *p)
-{
-	_cleanup_(fclosep) FILE *f = fopen(path, "we");
-	const struct probe_load_point *pts;
-	size_t n;
-
-	if (!f)
-		return log_error_errno(errno, "--save-requests: cannot open %s", path);
-	pts = probe_load_points(p, &n);
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < pts[i].n_requests; k++) {
-			const struct probe_request_result *r = &pts[i].requests[k];
-			_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
-			_cleanup_(cjson_freep) char *s = NULL;
-			cJSON *itl = cJSON_CreateArray();
-			double tpot = probe_request_tpot_usec(r);
-
-			if (!j || !itl || !cJSON_AddItemToObject(j, "itl_ms", itl)) {
-				cJSON_Delete(itl);
-				return log_error_errno(ENOMEM, "--save-requests");
-			}
-			if (json_add_number(j, "load_point", (double)i) < 0 ||
-			    json_add_number(j, "index", r->index) < 0 || json_add_bool(j, "success", r->success) < 0 ||
-			    json_add_number(j, "http_status", r->http_status) < 0 ||
-			    (r->error && json_add_string(j, "error", r->error) < 0) ||
-			    json_add_number(j, "send_usec", (double)r->send_usec) < 0 ||
-			    json_add_number(j, "ttft_ms", usec_to_ms(r->ttft_usec)) < 0 ||
-			    (tpot >= 0 && json_add_number(j, "tpot_ms", tpot / 1000.0) < 0) ||
-			    json_add_number(j, "e2el_ms", usec_to_ms(r->e2e_usec)) < 0 ||
-			    json_add_number(j, "input_tokens", r->input_tokens) < 0 ||
-			    json_add_number(j, "output_tokens", r->output_tokens) < 0)
-				return log_error_errno(ENOMEM, "--save-requests");
-			for (size_t g = 0; g < r->n_itl; g++) {
-				cJSON *v = cJSON_CreateNumber(usec_to_ms(r->itl_usec[g]));
-
-				if (!v || !cJSON_AddItemToArray(itl, v)) {
-					cJSON_Delete(v);
-					return log_error_errno(ENOMEM, "--save-requests");
-				}
-			}
-			s = cJSON_PrintUnformatted(j);
-			if (!s)
-				return log_error_errno(ENOMEM, "--save-requests");
-			fprintf(f, "%s\n", s);
-		}
-	if (fflush(f) != 0 || ferror(f))
-		return log_error_errno(errno ? errno : EIO, "--save-requests: cannot write %s", path);
-	return 0;
-}
-
-static void print_table(const struct probe *p, const struct probe_config *cfg)
-{
-	const struct probe_load_point *pts;
-	struct probe_outcome o;
-	char sla[256];
-	size_t n;
-
-	pts = probe_load_points(p, &n);
-	probe_get_outcome(p, &o);
-	if (!cfg->find_max_rate) {
-		if (n > 0)
-			probe_result_print(stdout, &pts[0].result);
-		return;
-	}
-	probe_sla_format(&cfg->sla, sla, sizeof(sla));
-	printf("============ goodput max-rate search ============\n");
-	printf("SLA: %s\n", sla);
-	printf("%-4s %-11s %10s %10s %11s %11s %11s %6s\n", "#", "rate (r/s)", "done/s", "attain", "p99 TTFT",
-	       "p99 TPOT", "goodput r/s", "SLA");
-	for (size_t i = 0; i < n; i++) {
-		const struct probe_result *r = &pts[i].result;
-		char rb[32];
-		size_t k99 = r->n_percentiles;
-
-		for (size_t k = 0; k < r->n_percentiles; k++)
-			if (r->percentiles[k] == 99)
-				k99 = k;
-		if (pts[i].saturation)
-			snprintf(rb, sizeof(rb), "sat (inf)");
-		else
-			snprintf(rb, sizeof(rb), "%.3f", r->request_rate);
-		printf("%-4zu %-11s %10.3f %9.1f%% %9.1fms %9.1fms %11.3f %6s\n", i + 1, rb, r->request_throughput,
-		       r->attainment * 100, k99 < r->n_percentiles ? r->stat[PROBE_METRIC_TTFT].pct_ms[k99] : NAN,
-		       k99 < r->n_percentiles ? r->stat[PROBE_METRIC_TPOT].pct_ms[k99] : NAN, r->request_goodput,
-		       r->sla_met ? "met" : "missed");
-	}
-	switch (o.search) {
-	case PROBE_SEARCH_FOUND:
-		printf("Max request rate meeting the SLA: %.3f req/s (within %.0f%%)\n", o.max_rate,
-		       cfg->rate_tolerance * 100);
-		break;
-	case PROBE_SEARCH_NEVER_MET:
-		printf("The server never met the SLA, even at the lowest rate tried.\n");
-		break;
-	case PROBE_SEARCH_CLIENT_LIMIT:
-		printf("The SLA held even with every request at once (%.3f req/s completed): the server is not the "
-		       "limit of this workload; raise --num-prompts or --max-concurrency.\n",
-		       o.saturation_rate);
-		break;
-	default:
-		break;
-	}
-	if (o.best_point < n) {
-		printf("\nAt the max rate:\n");
-		probe_result_print(stdout, &pts[o.best_point].result);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 }
 
-static int save_json(const char *path, const cJSON *j)
+/* Runs the probe to its end on a loop of its own. The exit status on
+ * failure (logged), else 0 with *ret the probe that ran. */
+static int run(struct probe_args *a, struct probe **ret)
 {
-	_cleanup_(fclosep) FILE *f = fopen(path, "we");
-	_cleanup_(cjson_freep) char *s = cJSON_Print(j);
-
-	if (!s)
-		return log_error_errno(ENOMEM, "--save-result");
-	if (!f)
-		return log_error_errno(errno, "--save-result: cannot open %s", path);
-	fprintf(f, "%s\n", s);
-	if (fflush(f) != 0 || ferror(f))
-		return log_error_errno(errno ? errno : EIO, "--save-result: cannot write %s", path);
-	return 0;
-}
-
-int cmd_probe(int argc, char **argv)
-{
-	_cleanup_(freep) struct option *opts = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
 	_cleanup_(probe_freep) struct probe *p = NULL;
-	_cleanup_(freep) char *base_url = NULL;
-	_cleanup_(cJSON_Deletep) cJSON *json = NULL;
-	struct probe_workload_flags wf;
-	struct probe_config cfg;
+	struct ctx c = { .progress = a->progress, .tty = isatty(STDERR_FILENO) };
 	struct error err = { 0 };
-	struct ctx c = { .progress = true };
-	const char *host = NULL, *save_result = NULL, *save_requests = NULL;
-	const char *headers[MAX_HEADERS];
-	char *header_buf[MAX_HEADERS] = { 0 };
-	size_t n_headers = 0;
-	uint32_t port = 0;
-	double d;
 	sigset_t mask;
-	int r, opt, ret = CLI_EXIT_FAILED;
+	int r;
 
-	probe_workload_flags_init(&wf);
-	probe_config_init(&cfg);
-	cfg.client.api_key = getenv("OPENAI_API_KEY");
-	r = probe_workload_flags_merge_options(own_options, &opts);
-	if (r < 0)
-		return log_error_errno(r, "out of memory"), CLI_EXIT_FAILED;
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-		r = 0;
-		switch (opt) {
-		case 'h':
-			help();
-			ret = 0;
-			goto out;
-		case ARG_BASE_URL:
-			cfg.client.base_url = optarg;
-			break;
-		case ARG_HOST:
-			host = optarg;
-			break;
-		case ARG_PORT:
-			r = parse_u32("--port", optarg, 1, 65535, &port, &err);
-			break;
-		case ARG_ENDPOINT:
-			cfg.client.endpoint = optarg;
-			break;
-		case ARG_MODEL:
-			cfg.client.model = optarg;
-			break;
-		case ARG_HEADER: {
-			const char *eq = strchr(optarg, '=');
-
-			if (!eq || eq == optarg) {
-				r = error_set(&err, -EINVAL, "--header: expected NAME=VALUE, got \"%s\"", optarg);
-				break;
-			}
-			if (n_headers >= MAX_HEADERS) {
-				r = error_set(&err, -E2BIG, "--header: at most %d headers", MAX_HEADERS);
-				break;
-			}
-			if (asprintf(&header_buf[n_headers], "%.*s: %s", (int)(eq - optarg), optarg, eq + 1) < 0) {
-				header_buf[n_headers] = NULL;
-				r = error_set(&err, -ENOMEM, "out of memory");
-				break;
-			}
-			headers[n_headers] = header_buf[n_headers];
-			n_headers++;
-			break;
-		}
-		case ARG_API_KEY:
-			cfg.client.api_key = optarg;
-			break;
-		case ARG_SAVE_RESULT:
-			save_result = optarg;
-			break;
-		case ARG_SAVE_REQUESTS:
-			save_requests = optarg;
-			break;
-		case ARG_JSON:
-			c.json = true;
-			break;
-		case ARG_FIND_MAX_RATE:
-			cfg.find_max_rate = true;
-			break;
-		case ARG_RATE_TOLERANCE:
-			r = parse_double("--rate-tolerance", optarg, 1e-4, 0.9, &cfg.rate_tolerance, &err);
-			break;
-		case ARG_MAX_LOAD_POINTS:
-			r = parse_u32("--max-load-points", optarg, 1, 100, &cfg.max_load_points, &err);
-			break;
-		case ARG_REQUEST_TIMEOUT:
-			r = parse_double("--request-timeout", optarg, 0.001, 86400, &d, &err);
-			if (r >= 0)
-				cfg.client.request_timeout_usec = sec_to_usec(d);
-			break;
-		case ARG_PROMPT_FORMAT:
-			if (strcmp(optarg, "ids") == 0)
-				cfg.client.prompt_format = PROBE_PROMPT_IDS;
-			else if (strcmp(optarg, "text") == 0)
-				cfg.client.prompt_format = PROBE_PROMPT_TEXT;
-			else
-				r = error_set(&err, -EINVAL, "--prompt-format: expected ids or text, got \"%s\"",
-					      optarg);
-			break;
-		case ARG_NO_PROGRESS:
-			c.progress = false;
-			break;
-		case ARG_NO_METRICS:
-			cfg.run.metrics_path = NULL;
-			break;
-		case ARG_INSECURE:
-			cfg.client.insecure = true;
-			break;
-		case ARG_MAX_EVENT_BYTES: {
-			uint64_t v;
-
-			r = parse_u64("--max-event-bytes", optarg, 1024, 256u << 20, &v, &err);
-			if (r >= 0)
-				cfg.client.max_event_bytes = (size_t)v;
-			break;
-		}
-		default:
-			r = probe_workload_flags_handle(opt, optarg, argc, argv, &wf, &err);
-			if (r == 0) {
-				log_error("see 'goodput probe --help'");
-				ret = CLI_EXIT_USAGE;
-				goto out;
-			}
-		}
-		if (r < 0) {
-			log_error("%s", error_str(&err, r));
-			ret = CLI_EXIT_USAGE;
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		log_error("unexpected argument '%s' (see 'goodput probe --help')", argv[optind]);
-		ret = CLI_EXIT_USAGE;
-		goto out;
-	}
-	r = probe_workload_flags_finish(&wf, &err);
-	if (r < 0) {
-		log_error("%s", error_str(&err, r));
-		ret = CLI_EXIT_USAGE;
-		goto out;
-	}
-	if (cfg.client.base_url && (host || port)) {
-		log_error("--base-url and --host/--port: give one or the other");
-		ret = CLI_EXIT_USAGE;
-		goto out;
-	}
-	if (!cfg.client.base_url) {
-		if (asprintf(&base_url, "http://%s:%u", host ? host : "127.0.0.1", port ? port : 8000) < 0) {
-			log_error("out of memory");
-			goto out;
-		}
-		cfg.client.base_url = base_url;
-	}
-	cfg.client.headers = headers;
-	cfg.client.n_headers = n_headers;
-	cfg.client.ignore_eos = wf.workload.ignore_eos;
-	cfg.workload = wf.workload;
-	cfg.sla = wf.sla;
-	memcpy(cfg.percentiles, wf.percentiles, sizeof(cfg.percentiles));
-	cfg.n_percentiles = wf.n_percentiles;
-	c.percentile_metrics = wf.percentile_metrics;
-	c.tty = isatty(STDERR_FILENO);
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	r = sd_event_new(&e);
-	if (r < 0) {
-		log_error_errno(r, "cannot create the event loop");
-		goto out_curl;
-	}
+	if (r < 0)
+		return log_error_errno(r, "cannot create the event loop"), CLI_EXIT_FAILED;
 	c.event = e;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -556,68 +522,109 @@ int cmd_probe(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (sd_event_add_signal(e, NULL, SIGINT, on_signal, &c) < 0 ||
-	    sd_event_add_signal(e, NULL, SIGTERM, on_signal, &c) < 0) {
-		log_error("cannot watch signals");
-		goto out_curl;
-	}
-	r = probe_new(e, &cfg, &p, &err);
-	if (r < 0) {
-		log_error("%s", error_str(&err, r));
-		ret = r == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
-		goto out_curl;
-	}
+	    sd_event_add_signal(e, NULL, SIGTERM, on_signal, &c) < 0)
+		return log_error("cannot watch signals"), CLI_EXIT_FAILED;
+	raise_open_files();
+	r = probe_new(e, &a->cfg, &p, &err);
+	if (r < 0)
+		return log_error("%s", error_str(&err, r)), r == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
 	r = probe_start(p, on_event, on_done, &c);
-	if (r < 0) {
-		log_error("%s", probe_error(p));
-		goto out_curl;
-	}
+	if (r < 0)
+		return log_error("%s", probe_error(p)), CLI_EXIT_FAILED;
 	r = sd_event_loop(e);
 	clear_progress(&c);
-	if (r < 0) {
-		log_error_errno(r, "event loop failed");
-		goto out_curl;
+	if (r < 0)
+		return log_error_errno(r, "event loop failed"), CLI_EXIT_FAILED;
+	if (c.result == -EINTR)
+		return log_error("interrupted"), CLI_EXIT_INTERRUPTED;
+	if (c.result < 0)
+		return log_error("probe failed: %s", probe_error(p)), CLI_EXIT_FAILED;
+	*ret = TAKE_PTR(p);
+	return CLI_EXIT_OK;
+}
+
+/* The exit status the outcome calls for; says on stderr why it fails. */
+static int outcome_status(const struct probe *p, const struct probe_config *cfg)
+{
+	const struct probe_load_point *pts;
+	struct probe_outcome o;
+	size_t n, top = cli_probe_top_point(p);
+
+	pts = probe_load_points(p, &n);
+	probe_get_outcome(p, &o);
+	if (top < n && pts[top].result.num_prompts > 0 && pts[top].result.completed == 0) {
+		log_error("every request failed:");
+		cli_probe_print_failures(stderr, "  ", pts[top].requests, pts[top].n_requests);
+		return CLI_EXIT_FAILED;
 	}
-	if (c.result == -EINTR) {
-		log_error("interrupted");
-		ret = CLI_EXIT_INTERRUPTED;
-		goto out_curl;
+	if (!cfg->find_max_rate)
+		return CLI_EXIT_OK;
+	if (o.search == PROBE_SEARCH_SERVER_FAILED) {
+		log_error("the server failed requests (load point %zu):", o.failed_point + 1);
+		if (o.failed_point < n)
+			cli_probe_print_failures(stderr, "  ", pts[o.failed_point].requests,
+						 pts[o.failed_point].n_requests);
+		return CLI_EXIT_FAILED;
 	}
-	if (c.result < 0) {
-		log_error("probe failed: %s", probe_error(p));
-		goto out_curl;
+	if (o.search == PROBE_SEARCH_NEVER_MET) {
+		log_error("the SLA was never met, even at the lowest rate tried");
+		return CLI_EXIT_SLA_NOT_MET;
 	}
-	json = build_json(p, &cfg);
-	if (!json) {
-		log_error("out of memory building the result");
-		goto out_curl;
-	}
-	if (c.json) {
+	return CLI_EXIT_OK;
+}
+
+/* The table or JSON, the files; then the exit status. */
+static int report(struct probe_args *a, const struct probe *p)
+{
+	_cleanup_(cJSON_Deletep) cJSON *json = NULL;
+	int status, r;
+
+	r = cli_probe_result_json(p, &a->cfg, &a->out, &json);
+	if (r < 0)
+		return log_error_errno(r, "out of memory building the result"), CLI_EXIT_FAILED;
+	if (a->json) {
 		_cleanup_(cjson_freep) char *s = cJSON_Print(json);
 
-		if (!s) {
-			log_error("out of memory");
-			goto out_curl;
-		}
+		if (!s)
+			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		printf("%s\n", s);
 	} else
-		print_table(p, &cfg);
-	ret = CLI_EXIT_OK;
-	if (cfg.find_max_rate) {
-		struct probe_outcome o;
+		cli_probe_print(stdout, p, &a->cfg);
+	fflush(stdout);
+	status = outcome_status(p, &a->cfg);
+	if (a->save_result) {
+		_cleanup_(freep) char *path = NULL;
 
-		probe_get_outcome(p, &o);
-		if (o.search == PROBE_SEARCH_NEVER_MET)
-			ret = CLI_EXIT_SLA_NOT_MET;
+		r = cli_probe_result_path(p, &a->out, a->result_dir, a->result_file, &path);
+		if (r >= 0)
+			r = cli_probe_save_json(path, json);
+		if (r < 0)
+			status = CLI_EXIT_FAILED;
+		else if (!a->json)
+			printf("Result written to %s\n", path);
 	}
-	if (save_result && save_json(save_result, json) < 0)
-		ret = CLI_EXIT_FAILED;
-	if (save_requests && write_requests(save_requests, p) < 0)
-		ret = CLI_EXIT_FAILED;
-out_curl:
+	if (a->save_requests && cli_probe_save_requests(a->save_requests, p) < 0)
+		status = CLI_EXIT_FAILED;
+	return status;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+	_cleanup_(probe_freep) struct probe *p = NULL;
+	struct probe_args a;
+	int r, status;
+
+	r = parse_args(argc, argv, &a);
+	if (r <= 0) {
+		probe_args_done(&a);
+		return r == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	status = run(&a, &p);
+	if (status == CLI_EXIT_OK)
+		status = report(&a, p);
 	p = probe_free(p);
 	curl_global_cleanup();
-out:
-	for (size_t i = 0; i < n_headers; i++)
-		free(header_buf[i]);
-	return ret;
+	probe_args_done(&a);
+	return status;
 }

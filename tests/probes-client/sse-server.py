@@ -17,6 +17,7 @@ keep-alive on 127.0.0.1. The behaviour of a request is chosen by its
   errevent  one token, then an error event
   strict    as ok, but 400 when the body has any field beyond the basic ones
   empty     HTTP 200, a role-only chunk and [DONE]: no content at all
+  flaky     as ok, but every second request the server sees gets HTTP 500
 
 Every token's send time (CLOCK_MONOTONIC µs, just before the write) is appended to the log file given as argv[1], one JSON line per
 request: {"key": first prompt id or the text's first word, "sends": [...]}.
@@ -44,6 +45,7 @@ class State:
         self.connections = 0
         self.running = 0
         self.preemptions = 0
+        self.requests = 0
 
 
 async def read_request(reader):
@@ -105,6 +107,12 @@ async def stream(state, writer, req, chat, path):
         key = str(req.get("prompt", "")).split()[0]
     ntok = len(req["prompt"]) if isinstance(req.get("prompt"), list) else 0
 
+    if mode == "flaky":
+        state.requests += 1
+        if state.requests % 2 == 0:
+            mode = "500"
+        else:
+            mode = "ok"
     if mode == "500":
         respond(writer, 500, b'{"object":"error","message":"internal failure","code":500}')
         return True

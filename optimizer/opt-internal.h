@@ -37,6 +37,8 @@ struct hist_entry {
 	bool decided;
 	enum opt_outcome outcome;
 	double cost;
+	enum opt_oom_cause cause;
+	uint32_t suggested_len;
 	unsigned failures;
 	unsigned n_reprobes;
 	bool reprobe_measured[REPROBES_MAX];
@@ -54,6 +56,20 @@ struct revealed {
 	double sum;
 };
 
+/* A revealed out-of-memory configuration and why it did not start. */
+struct oom_entry {
+	struct opt_config config;
+	enum opt_oom_cause cause;
+	uint32_t suggested_len;
+};
+
+/* What the one check deployment of a combination near the memory boundary said. */
+enum near_check {
+	NEAR_UNCHECKED,
+	NEAR_CONFIRMED, /* it did not start: the rest of the combination's near ones are predicted infeasible */
+	NEAR_REFUTED,   /* it started: they are deployed as any other */
+};
+
 struct replay {
 	const struct opt_space *space;
 	const struct opt_settings *set;
@@ -62,10 +78,11 @@ struct replay {
 	struct imap seen_map; /* ordinal -> index in seen */
 	struct revealed *seen;
 	size_t n_seen, cap_seen;
-	struct opt_config *oom; /* revealed out-of-memory configurations */
+	struct oom_entry *oom; /* revealed out-of-memory configurations */
 	size_t n_oom, cap_oom;
-	unsigned evaluated, inferred;
-	unsigned reprobes; /* re-probes consumed from the history */
+	unsigned evaluated, inferred, predicted; /* predicted: as the oracle met them */
+	unsigned reprobes;                       /* re-probes consumed from the history */
+	unsigned deployed;                       /* deployments made: every trial of the history */
 
 	/* categorical combinations and ordinal dimensions */
 	size_t cat[OPT_KNOBS_MAX], n_cat;
@@ -75,6 +92,7 @@ struct replay {
 	double *combo_screen; /* its cost at the screening point (INFINITY: none) */
 	struct opt_config *combo_best_cfg;
 	bool *combo_done;
+	enum near_check *combo_near;
 	bool *combo_converged; /* NLopt runs from the best ask for nothing new */
 	bool *combo_checked;   /* the local check passed at combo_checked_cfg */
 	struct opt_config *combo_checked_cfg;
@@ -103,9 +121,26 @@ int *opt_imap_get(const struct imap *m, uint64_t key);
  * combination k (ordinal knobs left at 0) in *ret. */
 size_t opt_replay_combo_of(const struct replay *r, const struct opt_config *c);
 void opt_replay_combo_base(const struct replay *r, size_t k, struct opt_config *ret);
-/* Out-of-memory dominance: some revealed OOM configuration has the same
- * values on every knob except the memory-monotone ones, where c is >=. */
+/* ---- opt-memory.c: out-of-memory causes, the pre-flight, the budget ---- */
+
+/* Whether a revealed out-of-memory configuration rules c out (opt.h: by its
+ * cause and the knobs' memory roles). */
 bool opt_replay_dominated(const struct replay *r, const struct opt_config *c);
+/* Remembers a revealed out-of-memory configuration; -ENOMEM. */
+int opt_replay_add_oom(struct replay *r, const struct opt_config *c, enum opt_oom_cause cause, uint32_t suggested_len);
+/* The pre-flight's verdict on c (OPT_FIT_UNKNOWN without one). */
+enum opt_fit opt_replay_fit(const struct replay *r, const struct opt_config *c);
+/* Whether c, not deployed yet, is predicted not to fit: a clear NO, or NEAR
+ * in a combination whose check did not start. */
+bool opt_replay_predicted_infeasible(const struct replay *r, const struct opt_config *c);
+/* A revealed outcome of c settles its combination's near check when c is
+ * the combination's first near configuration. */
+void opt_replay_near_revealed(struct replay *r, const struct opt_config *c, bool started);
+/* Whether the search may deploy once more (the confirmations' reserve kept). */
+bool opt_replay_budget_left(const struct replay *r);
+/* A pseudo-random number in [0, 1) from the seed and two counters: the
+ * same for the same arguments, on every replay. */
+double opt_seed_unit(uint64_t seed, uint64_t a, uint64_t b);
 /* Stops the replay on an internal -errno error (kept in r->error). */
 void opt_replay_stop_error(struct replay *r, int error);
 /* The oracle: what the search learns about c (which must meet the

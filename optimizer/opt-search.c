@@ -37,53 +37,13 @@ static double memory_load(const struct replay *r, const struct opt_config *c)
 	return s;
 }
 
-static bool holds(enum opt_cmp cmp, double a, double b)
-{
-	switch (cmp) {
-	case OPT_CMP_GE:
-		return a >= b;
-	case OPT_CMP_LE:
-		return a <= b;
-	case OPT_CMP_GT:
-		return a > b;
-	case OPT_CMP_LT:
-		return a < b;
-	case OPT_CMP_EQ:
-		return a == b;
-	default:
-		return a != b;
-	}
-}
-
-static double side(const struct opt_space *space, const struct opt_config *c, int knob, double coef, double constant)
-{
-	return knob < 0 ? constant : coef * space->knobs[knob].numbers[c->idx[knob]];
-}
-
-/* How far a configuration is from meeting the constraints (0 when it does),
- * in log2 units for positive values. */
-static double violation(const struct opt_space *space, const struct opt_config *c)
-{
-	double v = 0;
-
-	for (size_t i = 0; i < space->n_constraints; i++) {
-		const struct opt_constraint *k = &space->constraints[i];
-		double a = side(space, c, k->lhs_knob, k->lhs_coef, k->lhs_const);
-		double b = side(space, c, k->rhs_knob, k->rhs_coef, k->rhs_const);
-
-		if (!holds(k->cmp, a, b))
-			v += 1 + (a > 0 && b > 0 ? fabs(log2(a / b)) : fabs(a - b) / (fabs(b) + 1));
-	}
-	return v;
-}
-
 /* The objective NLopt sees for one configuration. */
 static double objective_of(struct replay *r, const struct opt_config *c)
 {
 	double cost = 0;
 
 	if (!opt_space_allowed(r->space, c))
-		return 2 * PENALTY + violation(r->space, c);
+		return 2 * PENALTY + opt_space_violation(r->space, c);
 	switch (opt_replay_evaluate(r, c, &cost)) {
 	case EVAL_MEASURED:
 		return log(cost);
@@ -125,8 +85,9 @@ static double nlopt_objective(unsigned n, const double *x, double *grad, void *d
 	return v;
 }
 
-/* One SBPLX run over the ordinal knobs of `start`'s combination. */
-static int run_sbplx(struct replay *r, const struct opt_config *start)
+/* One SBPLX run over the ordinal knobs of `start`'s combination; `run`
+ * numbers it (with the seed, it sets the initial simplex steps). */
+static int run_sbplx(struct replay *r, const struct opt_config *start, uint64_t run)
 {
 	double x[OPT_KNOBS_MAX], lb[OPT_KNOBS_MAX], ub[OPT_KNOBS_MAX], step[OPT_KNOBS_MAX], xtol[OPT_KNOBS_MAX];
 	_cleanup_(nlopt_destroyp) nlopt_opt opt = NULL;
@@ -144,7 +105,7 @@ static int run_sbplx(struct replay *r, const struct opt_config *start)
 		x[i] = opt_space_normalise(r->space, r->dim[i], start->idx[r->dim[i]]);
 		lb[i] = 0;
 		ub[i] = 1;
-		step[i] = MIN(0.5, MAX(0.25, g));
+		step[i] = MIN(0.5, MAX(0.25, g)) * (0.75 + 0.5 * opt_seed_unit(r->set->seed, run, i));
 		xtol[i] = g;
 	}
 	r->base = *start;
@@ -159,8 +120,20 @@ static int run_sbplx(struct replay *r, const struct opt_config *start)
 	return 0;
 }
 
+/* Whether c is known not to start without deploying it: revealed so, ruled
+ * out by an out-of-memory result, or predicted by the pre-flight. */
+static bool ruled_out(const struct replay *r, const struct opt_config *c)
+{
+	int *slot = opt_imap_get(&r->seen_map, opt_config_ordinal(r->space, c));
+
+	if (slot)
+		return r->seen[*slot].kind == EVAL_INFEASIBLE;
+	return opt_replay_dominated(r, c) || opt_replay_predicted_infeasible(r, c);
+}
+
 /* The allowed configuration of combination k nearest (in normalised grid
- * coordinates) to `level` on every ordinal knob; -ENOENT when none. */
+ * coordinates) to `level` on every ordinal knob that is not known to fail
+ * to start; -ENOENT when none. */
 static int screen_point(const struct replay *r, size_t k, double level, struct opt_config *ret)
 {
 	const struct opt_space *s = r->space;
@@ -172,7 +145,7 @@ static int screen_point(const struct replay *r, size_t k, double level, struct o
 	for (size_t i = 0; i < s->n_knobs; i++)
 		full[i] = s->knobs[i].categorical ? opt_space_normalise(s, i, base.idx[i]) : level;
 	opt_space_snap(s, full, &c);
-	if (opt_space_allowed(s, &c)) {
+	if (opt_space_allowed(s, &c) && !ruled_out(r, &c)) {
 		*ret = c;
 		return 0;
 	}
@@ -190,7 +163,7 @@ static int screen_point(const struct replay *r, size_t k, double level, struct o
 			rest /= n;
 			d += pow(opt_space_normalise(s, r->dim[i], c.idx[r->dim[i]]) - level, 2);
 		}
-		if (d < best_d && opt_space_allowed(s, &c)) {
+		if (d < best_d && opt_space_allowed(s, &c) && !ruled_out(r, &c)) {
 			best_d = d;
 			best = c;
 		}
@@ -211,6 +184,11 @@ void opt_replay_screen(struct replay *r)
 {
 	const double levels[SCREEN_LEVELS] = { r->set->screen_level, 0.0, r->set->screen_level * 0.5 };
 	bool *first = calloc(r->n_combos, sizeof(bool)); /* screened at the first level */
+	/* the seed picks which value of the most significant categorical knob
+	 * (the quantization) is screened first: a rotation by whole groups,
+	 * so the restart-aware order keeps its switches */
+	size_t group = r->n_cat > 0 ? r->n_combos / r->space->knobs[r->cat[0]].n_values : 1;
+	size_t rot = group * (size_t)(opt_seed_unit(r->set->seed, 0, 0) * (double)(r->n_combos / group));
 
 	if (!first) {
 		opt_replay_stop_error(r, -ENOMEM);
@@ -218,7 +196,8 @@ void opt_replay_screen(struct replay *r)
 	}
 	r->phase = OPT_PHASE_SCREEN;
 	for (size_t l = 0; l < SCREEN_LEVELS && !r->stopped; l++)
-		for (size_t k = 0; k < r->n_combos && !r->stopped; k++) {
+		for (size_t j = 0; j < r->n_combos && !r->stopped; j++) {
+			size_t k = (j + rot) % r->n_combos;
 			struct opt_config c;
 			double cost;
 
@@ -375,7 +354,7 @@ void opt_replay_search(struct replay *r)
 		if (!r->combo_converged[pick]) {
 			start = r->combo_best_cfg[pick];
 			r->combo_runs[pick]++;
-			if (run_sbplx(r, &start) < 0) {
+			if (run_sbplx(r, &start, (uint64_t)pick * 1000 + r->combo_runs[pick]) < 0) {
 				opt_replay_stop_error(r, -EIO);
 				return;
 			}

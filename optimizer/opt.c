@@ -154,6 +154,7 @@ static void replay_done(struct replay *r)
 	free(r->combo_runs);
 	free(r->combo_best_cfg);
 	free(r->combo_done);
+	free(r->combo_near);
 	free(r->combo_converged);
 	free(r->combo_checked);
 	free(r->combo_checked_cfg);
@@ -173,7 +174,7 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 	size_t n_entries = 0;
 	int q;
 
-	*r = (struct replay){ .space = space, .set = set };
+	*r = (struct replay){ .space = space, .set = set, .deployed = (unsigned)h->n };
 	r->hist = calloc(h->n ? h->n : 1, sizeof(*r->hist));
 	if (!r->hist)
 		return -ENOMEM;
@@ -212,6 +213,8 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 		e->decided = true;
 		e->outcome = t->outcome;
 		e->cost = t->cost;
+		e->cause = t->cause;
+		e->suggested_len = t->suggested_len;
 	}
 
 	r->n_combos = 1;
@@ -244,12 +247,13 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 	r->combo_screen = malloc(r->n_combos * sizeof(double));
 	r->combo_best_cfg = calloc(r->n_combos, sizeof(struct opt_config));
 	r->combo_done = calloc(r->n_combos, sizeof(bool));
+	r->combo_near = calloc(r->n_combos, sizeof(enum near_check));
 	r->combo_converged = calloc(r->n_combos, sizeof(bool));
 	r->combo_checked = calloc(r->n_combos, sizeof(bool));
 	r->combo_checked_cfg = calloc(r->n_combos, sizeof(struct opt_config));
 	r->combo_runs = calloc(r->n_combos, sizeof(unsigned));
-	if (!r->combo_best || !r->combo_screen || !r->combo_best_cfg || !r->combo_done || !r->combo_converged ||
-	    !r->combo_checked || !r->combo_checked_cfg || !r->combo_runs)
+	if (!r->combo_best || !r->combo_screen || !r->combo_best_cfg || !r->combo_done || !r->combo_near ||
+	    !r->combo_converged || !r->combo_checked || !r->combo_checked_cfg || !r->combo_runs)
 		return -ENOMEM;
 	for (size_t c = 0; c < r->n_combos; c++)
 		r->combo_best[c] = r->combo_screen[c] = INFINITY;
@@ -280,22 +284,6 @@ void opt_replay_combo_base(const struct replay *r, size_t k, struct opt_config *
 	*ret = c;
 }
 
-/* Out-of-memory dominance: some revealed OOM configuration has the same
- * values on every knob except the memory-monotone ones, where c is >=. */
-bool opt_replay_dominated(const struct replay *r, const struct opt_config *c)
-{
-	for (size_t j = 0; j < r->n_oom; j++) {
-		const struct opt_config *o = &r->oom[j];
-		bool dom = true;
-
-		for (size_t i = 0; i < r->space->n_knobs && dom; i++)
-			dom = r->space->knobs[i].memory_monotone ? c->idx[i] >= o->idx[i] : c->idx[i] == o->idx[i];
-		if (dom)
-			return true;
-	}
-	return false;
-}
-
 static int remember(struct replay *r, const struct opt_config *c, uint64_t o, enum eval_kind kind, double cost)
 {
 	int q;
@@ -314,21 +302,6 @@ static int remember(struct replay *r, const struct opt_config *c, uint64_t o, en
 		return q;
 	r->seen[r->n_seen++] =
 		(struct revealed){ .kind = kind, .cost = cost, .config = *c, .n = kind == EVAL_MEASURED, .sum = cost };
-	return 0;
-}
-
-static int add_oom(struct replay *r, const struct opt_config *c)
-{
-	if (r->n_oom == r->cap_oom) {
-		size_t cap = r->cap_oom ? r->cap_oom * 2 : 16;
-		struct opt_config *v = realloc(r->oom, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->oom = v;
-		r->cap_oom = cap;
-	}
-	r->oom[r->n_oom++] = *c;
 	return 0;
 }
 
@@ -366,8 +339,19 @@ enum eval_kind opt_replay_evaluate(struct replay *r, const struct opt_config *c,
 	}
 	slot = opt_imap_get(&r->hist_map, o);
 	e = slot ? &r->hist[*slot] : NULL;
+	if (!e && opt_replay_predicted_infeasible(r, c)) {
+		/* the pre-flight: never deployed */
+		q = remember(r, c, o, EVAL_INFEASIBLE, 0);
+		if (q < 0) {
+			opt_replay_stop_error(r, q);
+			return EVAL_STOP;
+		}
+		r->inferred++;
+		r->predicted++;
+		return EVAL_INFEASIBLE;
+	}
 	if (!e || (!e->decided && e->failures < r->set->max_attempts)) {
-		if (!e && r->set->max_trials > 0 && r->evaluated + r->reprobes >= r->set->max_trials)
+		if (!opt_replay_budget_left(r))
 			r->budget = true;
 		else {
 			r->candidate = *c;
@@ -386,8 +370,10 @@ enum eval_kind opt_replay_evaluate(struct replay *r, const struct opt_config *c,
 	else
 		kind = EVAL_INFEASIBLE;
 	q = remember(r, c, o, kind, e->cost);
-	if (q >= 0 && kind == EVAL_INFEASIBLE)
-		q = add_oom(r, c);
+	if (q >= 0 && kind == EVAL_INFEASIBLE && e->decided)
+		q = opt_replay_add_oom(r, c, e->cause, e->suggested_len);
+	if (kind != EVAL_FAILED)
+		opt_replay_near_revealed(r, c, kind != EVAL_INFEASIBLE);
 	if (q < 0) {
 		opt_replay_stop_error(r, q);
 		return EVAL_STOP;
@@ -458,7 +444,7 @@ bool opt_replay_reprobe(struct replay *r, const struct opt_config *c)
 	if (j >= REPROBES_MAX)
 		return false;
 	if (j >= e->n_reprobes) {
-		if (r->set->max_trials > 0 && r->evaluated + r->reprobes >= r->set->max_trials)
+		if (!opt_replay_budget_left(r))
 			r->budget = true;
 		else {
 			r->candidate = *c;
@@ -557,6 +543,23 @@ static unsigned confirms_of(const struct opt_history *h, const struct opt_config
 	return n;
 }
 
+/* Allowed configurations the pre-flight rules out that were never deployed. */
+static unsigned count_predicted(const struct replay *r)
+{
+	unsigned n = 0;
+
+	if (!r->set->preflight)
+		return 0;
+	for (uint64_t o = 0; o < r->space->n_grid; o++) {
+		struct opt_config c;
+
+		opt_config_from_ordinal(r->space, o, &c);
+		n += opt_space_allowed(r->space, &c) && !opt_imap_get(&r->hist_map, o) &&
+		     opt_replay_predicted_infeasible(r, &c);
+	}
+	return n;
+}
+
 int opt_next(const struct opt_space *space, const struct opt_settings *settings, const struct opt_history *history,
 	     struct opt_candidate *ret, struct error *err)
 {
@@ -577,6 +580,7 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 	}
 	cand.evaluated = r.evaluated;
 	cand.inferred = r.inferred;
+	cand.predicted = q >= 0 ? count_predicted(&r) : 0;
 	opt_best(space, history, &cand.best, &cand.runner_up);
 	if (q >= 0 && r.stopped && !r.budget) {
 		cand.ask = r.reprobe ? OPT_ASK_CONFIRM : OPT_ASK_TRIAL;
@@ -592,9 +596,11 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 							 : OPT_DONE_CONVERGED;
 		cand.ask = OPT_ASK_DONE;
 		cand.phase = OPT_PHASE_DONE;
-		/* Confirm the top two by mean cost; bounded, since a noisy
-		 * re-probe may reorder them more than once. */
-		for (size_t i = 0; i < 2 && cand.ask == OPT_ASK_DONE; i++)
+		/* Confirm the top two by mean cost, within max_trials; bounded,
+		 * since a noisy re-probe may reorder them more than once. */
+		for (size_t i = 0; i < 2 && cand.ask == OPT_ASK_DONE &&
+				   (settings->max_trials == 0 || history->n < settings->max_trials);
+		     i++)
 			if (top[i]->valid && confirms_of(history, &top[i]->config, &total) < settings->confirm_probes &&
 			    total - MIN(total, r.reprobes) < settings->confirm_probes * 4) {
 				cand.ask = OPT_ASK_CONFIRM;
@@ -651,4 +657,11 @@ const char *opt_done_reason_to_string(enum opt_done_reason r)
 	static const char *const names[] = { "", "converged", "budget", "exhausted" };
 
 	return r <= OPT_DONE_EXHAUSTED ? names[r] : "?";
+}
+
+const char *opt_oom_cause_to_string(enum opt_oom_cause c)
+{
+	static const char *const names[_OPT_OOM_CAUSE_MAX] = { "unknown", "weights", "kv_cache", "cache_blocks" };
+
+	return (unsigned)c < _OPT_OOM_CAUSE_MAX ? names[c] : "?";
 }

@@ -45,14 +45,35 @@
  *    re-probes (those of the search count) (asked as OPT_ASK_CONFIRM); the
  *    answer is the configuration with the lowest mean cost, with the spread
  *    of its measurements.
- * Failures: an out-of-memory result at some batch/chunk sizes makes every
- * configuration with larger-or-equal batch knobs (same other knobs)
- * infeasible without trying it. Infeasible, SLA-never-met and given-up
- * configurations get a finite, deterministic penalty (worse than any cost)
- * that steers NLopt towards smaller batches. A FAILED trial (crash, time-out)
- * is retried until `max_attempts` deployments have failed, then treated as
- * infeasible. Wall-time budgets are the caller's: stop asking and call
- * opt_best(). */
+ * Out of memory (opt-memory.c): a configuration that did not start rules
+ * others out without deploying them, by what the engine's log said
+ * (enum opt_oom_cause) and what each knob does to memory (space.h's roles):
+ * the weights do not fit — the whole quantization × TP combination, at any
+ * batch, context or KV dtype (unless a larger gpu_memory_utilization is
+ * searched); the KV cache for max_model_len does not fit — the combination
+ * at that max_model_len and longer (or longer than the engine's suggested
+ * length) at any batch; no memory for cache blocks or activations, or no
+ * cause told — every configuration with larger-or-equal batch knobs (and
+ * context), the rest equal. A memory pre-flight (settings.preflight) may
+ * predict before anything is deployed: a configuration predicted not to fit
+ * by a clear margin is never deployed ("predicted"); one predicted not to
+ * fit within the estimate's margin is deployed once per combination to
+ * check the prediction, and the rest of the combination follows that check.
+ * Infeasible, SLA-never-met and given-up configurations get a finite,
+ * deterministic penalty (worse than any cost) that steers NLopt towards
+ * smaller batches. A FAILED trial (crash, time-out) is retried until
+ * `max_attempts` deployments have failed, then treated as infeasible.
+ *
+ * Budget: max_trials counts every deployment in the history (search trials,
+ * failed attempts, re-probes, and any trial the caller added such as a
+ * baseline). The search stops while a reserve for the final confirmations
+ * is left (min(2 × confirm_probes, max_trials / 4) deployments), and the
+ * confirmations stop at max_trials. Wall-time budgets are the caller's: stop
+ * asking and call opt_best().
+ *
+ * Seed: settings.seed picks the order the combinations are screened in (a
+ * rotation of the restart-aware order) and the initial simplex steps of
+ * every SBPLX run; the same seed and history give the same path. */
 #pragma once
 
 #include <stdbool.h>
@@ -70,12 +91,24 @@ enum opt_outcome {
 	_OPT_OUTCOME_MAX,
 };
 
+/* Why a configuration did not start (an INFEASIBLE trial), as the engine's
+ * log told it. */
+enum opt_oom_cause {
+	OPT_OOM_UNKNOWN,      /* out of memory, not told why (or another refusal) */
+	OPT_OOM_WEIGHTS,      /* the weights do not fit */
+	OPT_OOM_KV_CACHE,     /* the KV cache for max_model_len does not fit */
+	OPT_OOM_CACHE_BLOCKS, /* no memory left for cache blocks or activations */
+	_OPT_OOM_CAUSE_MAX,
+};
+
 /* One stored trial. */
 struct opt_trial {
 	struct opt_config config;
 	enum opt_outcome outcome;
-	double cost;  /* $/Mtok when MEASURED, else ignored */
-	bool confirm; /* a re-probe asked with OPT_ASK_CONFIRM */
+	double cost;              /* $/Mtok when MEASURED, else ignored */
+	bool confirm;             /* a re-probe asked with OPT_ASK_CONFIRM */
+	enum opt_oom_cause cause; /* INFEASIBLE: why */
+	uint32_t suggested_len;   /* OPT_OOM_KV_CACHE: the longest max_model_len the engine said fits (0: not said) */
 };
 
 /* The trials of one study in the order they were told. */
@@ -92,15 +125,30 @@ int opt_history_add(struct opt_history *h, const struct opt_trial *t);
  * when measured (opt_history_add and the twin's history refuse the rest). */
 bool opt_trial_is_valid(const struct opt_trial *t);
 
+/* The memory pre-flight's verdict on one configuration. */
+enum opt_fit {
+	OPT_FIT_UNKNOWN, /* no estimate */
+	OPT_FIT_YES,     /* predicted to fit */
+	OPT_FIT_NEAR,    /* predicted not to fit, within the estimate's margin: checked once per combination */
+	OPT_FIT_NO,      /* predicted not to fit by a clear margin: never deployed */
+};
+
+/* A memory estimate the search consults before deploying: a pure function
+ * of the configuration (the replay asks it again on every ask). */
+struct opt_preflight {
+	enum opt_fit (*fit)(const struct opt_space *space, const struct opt_config *c, void *userdata);
+	void *userdata;
+};
+
 struct opt_settings {
-	uint64_t seed; /* passed to nlopt_srand before each NLopt run */
-	unsigned
-		max_trials; /* deployments the search may make (distinct configurations and its re-probes); 0 = no limit */
+	uint64_t seed;       /* the screening order and SBPLX's initial steps (see above); nlopt_srand */
+	unsigned max_trials; /* deployments at most: every trial of the history counts; 0 = no limit */
 	unsigned
 		confirm_probes; /* re-probes each of the best and runner-up get (0 = none, and no re-probes in the search) */
 	unsigned max_attempts; /* deployments of a FAILED configuration before giving up on it (>= 1) */
 	double promising;      /* search a combination whose best is <= (1 + promising) × the overall best */
 	double screen_level;   /* where on each normalised ordinal grid a combination is screened first */
+	const struct opt_preflight *preflight; /* NULL: no memory estimate */
 };
 
 /* Defaults: seed 0, max_trials 0, confirm_probes 1, max_attempts 2,
@@ -146,6 +194,7 @@ struct opt_candidate {
 	unsigned attempt;            /* 1, or 2.. when retrying a FAILED configuration */
 	unsigned evaluated;          /* distinct configurations the search has deployed */
 	unsigned inferred;           /* configurations ruled out without deploying (out-of-memory dominance) */
+	unsigned predicted;          /* ... of them by the pre-flight (not deployed, predicted not to fit) */
 	struct opt_result best, runner_up;
 };
 
@@ -160,6 +209,9 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 void opt_best(const struct opt_space *space, const struct opt_history *history, struct opt_result *ret_best,
 	      struct opt_result *ret_runner_up);
 
+/* The reserve of deployments the search leaves for the final confirmations. */
+unsigned opt_confirm_reserve(const struct opt_settings *settings);
+
 /* Names used in the store and in --json output: "measured", "infeasible",
  * "sla_never_met", "failed"; "trial", "confirm", "done"; "screen", "search",
  * "confirm", "done"; "", "converged", "budget", "exhausted". */
@@ -168,3 +220,5 @@ int opt_outcome_from_string(const char *s, enum opt_outcome *ret);
 const char *opt_ask_to_string(enum opt_ask a);
 const char *opt_phase_to_string(enum opt_phase p);
 const char *opt_done_reason_to_string(enum opt_done_reason r);
+/* "unknown", "weights", "kv_cache", "cache_blocks". */
+const char *opt_oom_cause_to_string(enum opt_oom_cause c);

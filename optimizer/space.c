@@ -5,8 +5,8 @@
  * canonical key, enumeration (mixed-radix counting), snapping a normalised
  * point (rounding an index) and the optimizer's bookkeeping all cheap and
  * exact. Ranges on a log2 scale are stored as their powers of two, so index
- * space *is* the normalised log space NLopt searches. Constraints are linear
- * comparisons between two knob values, checked per configuration. */
+ * space *is* the normalised log space NLopt searches. Constraints
+ * (constraint.c) are checked per configuration. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +20,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "parse.h"
+#include "space-internal.h"
 #include "space.h"
 
 static const char *const canonical_knobs[] = {
@@ -48,6 +49,8 @@ struct opt_space *opt_space_free(struct opt_space *space)
 		return NULL;
 	for (size_t i = 0; i < space->n_knobs; i++)
 		knob_done(&space->knobs[i]);
+	for (size_t i = 0; i < space->n_constraints; i++)
+		free(space->constraints[i].allowed);
 	free(space);
 	return NULL;
 }
@@ -86,7 +89,23 @@ static bool is_integral(double v)
 
 static bool int_only(const char *name)
 {
-	return canonical_rank(name) == 0 || canonical_rank(name) == 1 || canonical_rank(name) == 3;
+	return canonical_rank(name) == 0 || canonical_rank(name) == 1 || canonical_rank(name) == 3 ||
+	       strcmp(name, OPT_KNOB_MAX_MODEL_LEN) == 0;
+}
+
+static enum opt_memory_role memory_role(const struct opt_knob *k)
+{
+	if (strcmp(k->name, OPT_KNOB_KV_CACHE_DTYPE) == 0)
+		return OPT_MEMORY_KV_DTYPE; /* equality or freedom only: no direction needed */
+	if (k->categorical)
+		return OPT_MEMORY_ANY;
+	if (canonical_rank(k->name) == 0 || canonical_rank(k->name) == 1)
+		return OPT_MEMORY_BATCH;
+	if (strcmp(k->name, OPT_KNOB_MAX_MODEL_LEN) == 0)
+		return OPT_MEMORY_CONTEXT;
+	if (strcmp(k->name, OPT_KNOB_GPU_MEMORY_UTILIZATION) == 0)
+		return OPT_MEMORY_FRACTION;
+	return OPT_MEMORY_ANY;
 }
 
 /* Text of a number that parses back to the same double. */
@@ -334,7 +353,12 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 		return error_set(err, -EINVAL, "%s: a list of strings can only be categorical", path);
 	if (k->kind == OPT_KNOB_LIST_NUMBER && !k->categorical)
 		qsort(k->numbers, k->n_values, sizeof(double), cmp_double);
+	if (strcmp(k->name, OPT_KNOB_GPU_MEMORY_UTILIZATION) == 0)
+		for (size_t i = 0; i < k->n_values; i++)
+			if (k->kind == OPT_KNOB_LIST_STRING || !(k->numbers[i] > 0 && k->numbers[i] <= 1))
+				return error_set(err, -EINVAL, "%s: expected fractions in (0, 1]", path);
 	k->memory_monotone = !k->categorical && canonical_rank(k->name) >= 0 && canonical_rank(k->name) <= 1;
+	k->memory = memory_role(k);
 	return 0;
 }
 
@@ -350,98 +374,6 @@ static int knob_order(const void *a, const void *b)
 	if (rx != ry)
 		return rx - ry;
 	return strcmp(x->name, y->name);
-}
-
-/* One side of a constraint: "knob", "N", or "N * knob". Advances *s. */
-static int parse_term(const struct opt_space *space, const char **s, int *ret_knob, double *ret_coef, double *ret_const)
-{
-	const char *q = *s;
-	char *end;
-	double num = 1;
-
-	while (isspace((unsigned char)*q))
-		q++;
-	if (isdigit((unsigned char)*q) || *q == '.' || *q == '-') {
-		num = strtod(q, &end);
-		if (end == q || !isfinite(num))
-			return -EINVAL;
-		q = end;
-		while (isspace((unsigned char)*q))
-			q++;
-		if (*q != '*') {
-			*s = q;
-			*ret_knob = -1;
-			*ret_coef = 0;
-			*ret_const = num;
-			return 0;
-		}
-		q++;
-		while (isspace((unsigned char)*q))
-			q++;
-	}
-	if (isalpha((unsigned char)*q) || *q == '_') {
-		char name[OPT_KNOB_NAME_MAX];
-		size_t n = 0;
-		int k;
-
-		while ((isalnum((unsigned char)*q) || *q == '_') && n + 1 < sizeof(name))
-			name[n++] = *q++;
-		name[n] = 0;
-		k = opt_space_knob_index(space, name);
-		if (k < 0 || space->knobs[k].kind == OPT_KNOB_LIST_STRING)
-			return -ENOENT;
-		*s = q;
-		*ret_knob = k;
-		*ret_coef = num;
-		*ret_const = 0;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static int parse_constraint(struct opt_space *space, const char *text, const char *path, struct error *err)
-{
-	static const struct {
-		const char *op;
-		enum opt_cmp cmp;
-	} ops[] = {
-		{ ">=", OPT_CMP_GE }, { "<=", OPT_CMP_LE }, { "==", OPT_CMP_EQ },
-		{ "!=", OPT_CMP_NE }, { ">", OPT_CMP_GT },  { "<", OPT_CMP_LT },
-	};
-	struct opt_constraint c = { 0 };
-	const char *s = text;
-	bool found = false;
-	int r;
-
-	if (space->n_constraints >= OPT_CONSTRAINTS_MAX)
-		return error_set(err, -E2BIG, "%s: more than %d constraints", path, OPT_CONSTRAINTS_MAX);
-	r = parse_term(space, &s, &c.lhs_knob, &c.lhs_coef, &c.lhs_const);
-	if (r == 0) {
-		while (isspace((unsigned char)*s))
-			s++;
-		for (size_t i = 0; i < ELEMENTSOF(ops) && !found; i++)
-			if (strncmp(s, ops[i].op, strlen(ops[i].op)) == 0) {
-				c.cmp = ops[i].cmp;
-				s += strlen(ops[i].op);
-				found = true;
-			}
-		r = found ? parse_term(space, &s, &c.rhs_knob, &c.rhs_coef, &c.rhs_const) : -EINVAL;
-	}
-	while (r == 0 && isspace((unsigned char)*s))
-		s++;
-	if (r == -ENOENT)
-		return error_set(err, -EINVAL, "%s: \"%s\" names a knob that is not a numeric knob of the search space",
-				 path, text);
-	if (r < 0 || *s)
-		return error_set(err, -EINVAL,
-				 "%s: expected \"KNOB OP KNOB\" (OP one of >= <= > < == !=, a side may be N or N * "
-				 "KNOB), got \"%s\"",
-				 path, text);
-	if (c.lhs_knob < 0 && c.rhs_knob < 0)
-		return error_set(err, -EINVAL, "%s: \"%s\" compares two constants", path, text);
-	snprintf(c.text, sizeof(c.text), "%s", text);
-	space->constraints[space->n_constraints++] = c;
-	return 0;
 }
 
 int opt_space_from_json(const cJSON *search_space, const char *path, const cJSON *constraints,
@@ -490,7 +422,8 @@ int opt_space_from_json(const cJSON *search_space, const char *path, const cJSON
 	if (!constraints) {
 		if (opt_space_knob_index(space, OPT_KNOB_MAX_NUM_SEQS) >= 0 &&
 		    opt_space_knob_index(space, OPT_KNOB_MAX_NUM_BATCHED_TOKENS) >= 0)
-			(void)parse_constraint(space, "max_num_batched_tokens >= max_num_seqs", constraints_path, NULL);
+			(void)opt_space_add_constraint(space, NULL, "max_num_batched_tokens >= max_num_seqs",
+						       constraints_path, NULL);
 	} else {
 		int i = 0;
 
@@ -499,9 +432,7 @@ int opt_space_from_json(const cJSON *search_space, const char *path, const cJSON
 		cJSON_ArrayForEach(item, constraints)
 		{
 			snprintf(p, sizeof(p), "%s[%d]", constraints_path, i++);
-			if (!cJSON_IsString(item) || !item->valuestring)
-				return error_set(err, -EINVAL, "%s: expected a string", p);
-			r = parse_constraint(space, item->valuestring, p, err);
+			r = opt_space_add_constraint(space, item, NULL, p, err);
 			if (r < 0)
 				return r;
 		}
@@ -511,48 +442,6 @@ int opt_space_from_json(const cJSON *search_space, const char *path, const cJSON
 
 	*ret = TAKE_PTR(space);
 	return 0;
-}
-
-static double side_value(const struct opt_space *space, const struct opt_config *c, int knob, double coef,
-			 double constant)
-{
-	if (knob < 0)
-		return constant;
-	return coef * space->knobs[knob].numbers[c->idx[knob]];
-}
-
-bool opt_space_allowed(const struct opt_space *space, const struct opt_config *config)
-{
-	for (size_t i = 0; i < space->n_constraints; i++) {
-		const struct opt_constraint *c = &space->constraints[i];
-		double a = side_value(space, config, c->lhs_knob, c->lhs_coef, c->lhs_const);
-		double b = side_value(space, config, c->rhs_knob, c->rhs_coef, c->rhs_const);
-		bool ok;
-
-		switch (c->cmp) {
-		case OPT_CMP_GE:
-			ok = a >= b;
-			break;
-		case OPT_CMP_LE:
-			ok = a <= b;
-			break;
-		case OPT_CMP_GT:
-			ok = a > b;
-			break;
-		case OPT_CMP_LT:
-			ok = a < b;
-			break;
-		case OPT_CMP_EQ:
-			ok = a == b;
-			break;
-		default:
-			ok = a != b;
-			break;
-		}
-		if (!ok)
-			return false;
-	}
-	return true;
 }
 
 const char *opt_config_text(const struct opt_space *space, const struct opt_config *config, size_t knob, char *buf,

@@ -31,11 +31,28 @@
  * values are none|fp8|int8|awq; tensor_parallel values must divide the GPU count
  * (options->gpus, 0 = unchecked).
  *
- * Constraints: strings "LHS OP RHS" with OP one of >= <= > < == != and each
- * side a knob name, an integer, or "N * knob" (e.g. "max_num_batched_tokens >=
- * 2 * max_num_seqs"); only numeric knobs. When "constraints" is absent and both
- * batch knobs exist, "max_num_batched_tokens >= max_num_seqs" applies (vLLM
- * refuses to start otherwise); an explicit [] means none.
+ * Constraints (constraint.c): each item of "constraints" is a string or an
+ * allowed-combinations object.
+ *   - A comparison "LHS OP RHS" with OP one of >= <= > < == != and each side
+ *     a numeric knob, a number, or "N * knob" ("max_num_batched_tokens >= 2 *
+ *     max_num_seqs");
+ *   - a value test "knob == value", "knob != value" or "knob in [v1, v2]"
+ *     for any knob of at most 64 values, strings bare ("kv_cache_dtype ==
+ *     fp8", "quantization in [fp8, awq]");
+ *   - an implication "TEST => TEST" of two of the above: "kv_cache_dtype ==
+ *     fp8 => quantization == fp8";
+ *   - {"allowed": [{"quantization": "fp8", "tensor_parallel": [2, 4]}, ...]}:
+ *     a configuration must match one entry on every knob the entry names (a
+ *     value or a list of values).
+ * When "constraints" is absent and both batch knobs exist,
+ * "max_num_batched_tokens >= max_num_seqs" applies (vLLM refuses to start
+ * otherwise); an explicit [] means none.
+ *
+ * Memory roles: the search rules configurations out after an out-of-memory
+ * start-up by what each knob does to memory: the batch knobs and
+ * max_model_len need more of it as they grow, gpu_memory_utilization gives
+ * more of it, kv_cache_dtype changes only the KV cache; any other knob is
+ * assumed to change everything.
  *
  * Knobs are kept in canonical order (the four canonical knobs, then extras by
  * name), whatever the JSON order, so the canonical key of a configuration —
@@ -56,6 +73,7 @@
 #define OPT_LIST_MAX         64
 #define OPT_RANGE_VALUES_MAX 4096
 #define OPT_CONSTRAINTS_MAX  16
+#define OPT_ALLOWED_MAX      32 /* entries of one allowed-combinations list */
 /* The grid may hold at most this many configurations (product of the knobs'
  * value counts, before constraints). */
 #define OPT_SPACE_CONFIGS_MAX (UINT64_C(1) << 20)
@@ -66,6 +84,9 @@
 #define OPT_KNOB_MAX_NUM_BATCHED_TOKENS "max_num_batched_tokens"
 #define OPT_KNOB_QUANTIZATION           "quantization"
 #define OPT_KNOB_TENSOR_PARALLEL        "tensor_parallel"
+#define OPT_KNOB_MAX_MODEL_LEN          "max_model_len"
+#define OPT_KNOB_GPU_MEMORY_UTILIZATION "gpu_memory_utilization"
+#define OPT_KNOB_KV_CACHE_DTYPE         "kv_cache_dtype"
 
 enum opt_knob_kind {
 	OPT_KNOB_RANGE,       /* integer range on a log2 or linear grid */
@@ -78,6 +99,16 @@ enum opt_scale {
 	OPT_SCALE_LOG2,
 };
 
+/* What a knob does to the memory a server needs at start-up (by its name;
+ * the directions hold only for ordinal knobs, whose values are sorted). */
+enum opt_memory_role {
+	OPT_MEMORY_ANY,      /* unknown: may change anything (kept equal by every rule) */
+	OPT_MEMORY_BATCH,    /* max_num_seqs, max_num_batched_tokens: activations grow with it */
+	OPT_MEMORY_CONTEXT,  /* max_model_len: the KV cache one sequence needs grows with it */
+	OPT_MEMORY_FRACTION, /* gpu_memory_utilization: more of the GPU as it grows */
+	OPT_MEMORY_KV_DTYPE, /* kv_cache_dtype: the KV cache's bytes per token only */
+};
+
 /* One knob: its values, index 0..n_values-1 (ascending for ranges and
  * ordinal lists; spec order for categorical lists). */
 struct opt_knob {
@@ -87,8 +118,9 @@ struct opt_knob {
 	/* Larger values need more memory at start-up (the batch knobs): an
 	 * out-of-memory result at value v makes values >= v infeasible too. */
 	bool memory_monotone;
-	enum opt_scale scale;   /* ranges only */
-	int64_t min, max, step; /* ranges only */
+	enum opt_memory_role memory; /* OPT_MEMORY_ANY for categorical knobs other than kv_cache_dtype */
+	enum opt_scale scale;        /* ranges only */
+	int64_t min, max, step;      /* ranges only */
 	size_t n_values;
 	double *numbers; /* RANGE and LIST_NUMBER: the value of each index */
 	char **strings;  /* LIST_STRING: the value of each index */
@@ -109,13 +141,37 @@ enum opt_cmp {
 	OPT_CMP_NE,
 };
 
-/* lhs_coef · knob[lhs_knob] (or lhs_const when lhs_knob < 0)  OP  the same for rhs. */
-struct opt_constraint {
+/* One test of a constraint: a comparison, lhs_coef · knob[lhs_knob] (or
+ * lhs_const when lhs_knob < 0) OP the same for rhs; or a value test, knob's
+ * value index in the set `values` (bit i = index i). */
+struct opt_test {
+	bool is_set;
 	int lhs_knob, rhs_knob;
 	double lhs_coef, rhs_coef;
 	double lhs_const, rhs_const;
 	enum opt_cmp cmp;
-	char text[96];
+	int knob;
+	uint64_t values;
+};
+
+/* One entry of an allowed-combinations list: per knob the set of value
+ * indices it allows (all ones for a knob the entry does not name). */
+struct opt_allowed_entry {
+	uint64_t values[OPT_KNOBS_MAX];
+};
+
+enum opt_constraint_kind {
+	OPT_CONSTRAINT_TEST,    /* test */
+	OPT_CONSTRAINT_IMPLIES, /* test => then */
+	OPT_CONSTRAINT_ALLOWED, /* one of allowed[0..n_allowed) matches */
+};
+
+struct opt_constraint {
+	enum opt_constraint_kind kind;
+	struct opt_test test, then;
+	struct opt_allowed_entry *allowed; /* owned */
+	size_t n_allowed;
+	char text[96]; /* as written (an allowed list: "allowed [N combinations]") */
 };
 
 struct opt_space {
@@ -153,6 +209,10 @@ int opt_space_knob_index(const struct opt_space *space, const char *name);
 
 /* Whether the configuration meets every constraint. */
 bool opt_space_allowed(const struct opt_space *space, const struct opt_config *config);
+/* How far a configuration is from meeting the constraints: 0 when it does,
+ * else at least 1 per broken constraint plus, for comparisons of positive
+ * values, their distance in log2 units (NLopt's pull towards allowed ground). */
+double opt_space_violation(const struct opt_space *space, const struct opt_config *config);
 
 /* The canonical key "name=value,name=value,..." of a configuration into buf
  * (OPT_KEY_MAX bytes suffice). Returns -ENOBUFS when it does not fit. */

@@ -182,6 +182,34 @@ static int parse_window(const cJSON *v, const char *path, const struct json_fiel
 	return 0;
 }
 
+/* A price of 0 would make every configuration free: the cost could rank nothing. */
+static int check_price(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	if (!(v->valuedouble > 0))
+		return error_set(err, -EINVAL, "%s: expected a price above 0 $ per GPU-hour, got %g", path,
+				 v->valuedouble);
+	return json_dispatch_store(v, path, f, base, err);
+}
+
+/* model.max_model_len: a length, or "workload" (what the workload's longest
+ * request needs, set once the workload is known: study.c). */
+static int parse_max_model_len(const cJSON *v, const char *path, const struct json_field *f, void *base,
+			       struct error *err)
+{
+	struct study_parse *p = base;
+	double len;
+
+	(void)f;
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "workload") == 0) {
+		p->s.model.max_model_len_from_workload = true;
+		return 0;
+	}
+	if (json_value_double(v, path, 16, 16777216, &len, err) < 0 || floor(len) != len)
+		return error_set(err, -EINVAL, "%s: expected an integer in [16, 16777216] or \"workload\"", path);
+	p->s.model.max_model_len = (uint32_t)len;
+	return 0;
+}
+
 /* ---- the table ---- */
 
 static const struct json_field model_checkpoint_fields[] = {
@@ -197,6 +225,17 @@ static const struct json_field model_fields[] = {
 	  .doc = "model name or checkpoint (served as is for quantization none)" },
 	{ "checkpoints", JSON_OBJECT, .fields = model_checkpoint_fields, .callback = parse_checkpoints,
 	  .doc = "checkpoint per quantization where the engine needs one, e.g. {\"fp8\": \"org/model-FP8\"}" },
+	{ "architecture", JSON_OBJECT, OFF(model.architecture),
+	  .def = "the preset of model.name, or config.json of a local checkpoint folder",
+	  .doc = "the model's facts as Hugging Face's config.json names them (hidden_size, num_hidden_layers, "
+		 "num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size, "
+		 "max_position_embeddings): the memory pre-flight estimates weights and KV cache from them" },
+	{ "max_model_len", JSON_ANY, .callback = parse_max_model_len, .def = "the engine's (the model's context)",
+	  .schema = "{\"anyOf\": [{\"type\": \"integer\", \"minimum\": 16, \"maximum\": 16777216}, "
+		    "{\"const\": \"workload\"}]}",
+	  .doc = "the context every server is started with: tokens, or \"workload\" for the longest request "
+		 "the workload sends (input + output + 10 %, rounded up to 256); a knob of one value where the engine "
+		 "has max_model_len (search it instead as search_space.max_model_len)" },
 	{ 0 },
 };
 
@@ -205,8 +244,11 @@ static const struct json_field gpu_fields[] = {
 	  .doc = "GPU model, e.g. H100, A100-80GB, L40S" },
 	{ "count", JSON_U32, OFF(gpu.count), .min = 1, .max = 64, .def = "1",
 	  .doc = "GPUs on the host (tensor_parallel divides it)" },
-	{ "price_per_gpu_hour", JSON_DOUBLE, OFF(gpu.price_per_gpu_hour), .flags = JSON_MANDATORY, .min = 0,
-	  .max = 1000, .doc = "$ per GPU-hour" },
+	{ "price_per_gpu_hour", JSON_DOUBLE, OFF(gpu.price_per_gpu_hour), .callback = check_price,
+	  .flags = JSON_MANDATORY, .min = 0, .max = 1000, .schema = "{\"exclusiveMinimum\": 0}",
+	  .doc = "$ per GPU-hour (above 0: the cost ranks configurations by it)" },
+	{ "memory_gib", JSON_DOUBLE, OFF(gpu.memory_gib), .min = 1, .max = 4096, .def = "the preset of gpu.type",
+	  .doc = "memory of one GPU, GiB: for the memory pre-flight when gpu.type is not a known preset" },
 	{ 0 },
 };
 
@@ -290,7 +332,8 @@ static const struct json_field sla_fields[] = {
 
 static const struct json_field budget_fields[] = {
 	{ "max_trials", JSON_U32, OFF(budget.max_trials), .min = 1, .max = 100000, .def = "40",
-	  .doc = "deployments at most (confirmations included)" },
+	  .doc = "deployments at most: every server started counts, the baseline, retries and re-probes included "
+		 "(the search keeps a reserve for the final confirmations)" },
 	{ "max_wall_time", JSON_DURATION, OFF(budget.max_wall_time_usec), .min = 1, .max = 3.1536e7, .def = "none",
 	  .doc = "seconds, or \"90m\", \"8h\", \"1h30m\"" },
 	{ 0 },
@@ -338,11 +381,16 @@ static const struct json_field deploy_fields[] = {
 
 static const struct json_field search_fields[] = {
 	{ "seed", JSON_U64, OFF(search.seed), .min = 0, .max = 9007199254740992.0, .def = "1",
-	  .doc = "seed of randomised algorithms" },
+	  .doc = "seeds the order in which quantization/TP combinations are screened, the initial simplex steps of "
+		 "every SBPLX run, and randomised NLopt algorithms; the same seed and history replay the same path" },
 	{ "algorithm", JSON_STRING, OFF(search.algorithm), .max = 64, .def = "LN_SBPLX",
 	  .doc = "NLopt algorithm for the ordinal knobs" },
 	{ "strategy", JSON_STRING, OFF(search.strategy), .max = 64, .def = "the optimizer's",
 	  .doc = "outer strategy over categorical knobs" },
+	{ "extend_edges", JSON_BOOL, OFF(search.extend_edges), .def = "false",
+	  .doc = "when the search ends with its best on a bound of an integer range that the SLA does not limit, "
+		 "widen that range by log2 steps (within the engine's limits) and go on; each widening is stored as "
+		 "a search phase a resumed study replays" },
 	{ 0 },
 };
 
@@ -367,9 +415,15 @@ const struct json_field study_fields[] = {
 	  .schema = "{\"propertyNames\": {\"pattern\": \"^[a-z0-9_]+$\"}, \"additionalProperties\": " KNOB_SCHEMA "}",
 	  .doc = "knobs and their grids (optimizer/space.h): {\"max_num_seqs\": {\"min\": 8, \"max\": 256, "
 		 "\"scale\": \"log2\"}, ...}" },
-	{ "constraints", JSON_ARRAY, OFF(constraints), .schema = "{\"items\": {\"type\": \"string\"}}",
+	{ "constraints", JSON_ARRAY, OFF(constraints),
+	  .schema = "{\"items\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"object\", \"required\": "
+		    "[\"allowed\"], \"additionalProperties\": false, \"properties\": {\"allowed\": {\"type\": "
+		    "\"array\", \"minItems\": 1, \"items\": {\"type\": \"object\"}}}}]}}",
 	  .def = "[\"max_num_batched_tokens >= max_num_seqs\"]",
-	  .doc = "constraints between knobs, e.g. \"max_num_batched_tokens >= 2 * max_num_seqs\"" },
+	  .doc = "constraints between knobs: comparisons \"max_num_batched_tokens >= 2 * max_num_seqs\"; value tests "
+		 "\"quantization in [fp8, awq]\", \"kv_cache_dtype != fp8\"; implications \"kv_cache_dtype == fp8 => "
+		 "quantization == fp8\"; allowed combinations {\"allowed\": [{\"quantization\": \"fp8\", "
+		 "\"tensor_parallel\": [2, 4]}, ...]} (a configuration matches one entry on every knob it names)" },
 	{ "workload", JSON_OBJECT, .fields = workload_fields, .flags = JSON_MANDATORY,
 	  .doc = "the requests (as `goodput probe` takes them)" },
 	{ "sla", JSON_OBJECT, .fields = sla_fields,
@@ -383,6 +437,10 @@ const struct json_field study_fields[] = {
 	{ "probe", JSON_OBJECT, .fields = probe_fields, .doc = "the rate search of each trial" },
 	{ "deploy", JSON_OBJECT, .fields = deploy_fields, .doc = "how servers are started" },
 	{ "search", JSON_OBJECT, .fields = search_fields, .doc = "the search (recorded for replay)" },
+	{ "baseline", JSON_BOOL, OFF(baseline), .def = "true",
+	  .doc = "measure the engine's default configuration first (its default batch and chunk size at the "
+		 "smallest TP predicted to fit, native precision if it fits): the summary and report compare the "
+		 "best with it; it counts in budget.max_trials" },
 	{ "window", JSON_STRING, .callback = parse_window, .max = 16, .def = "always",
 	  .schema = "{\"pattern\": \"^[0-9]{1,2}:[0-9]{1,2}-[0-9]{1,2}:[0-9]{1,2}$\"}",
 	  .doc = "daily time window \"HH:MM-HH:MM\" (local time) in which the daemon runs trials" },

@@ -107,6 +107,65 @@ static int quantization_knob(struct study *s, struct error *err)
 	return 0;
 }
 
+/* The longest request the workload sends, tokens (0: unknown: lengths
+ * from a dataset, or unbounded). */
+static double longest(const struct probe_length_dist *d)
+{
+	switch (d->kind) {
+	case PROBE_DIST_FIXED:
+		return d->mean;
+	case PROBE_DIST_UNIFORM:
+		return ceil(d->mean * (1 + d->range_ratio));
+	case PROBE_DIST_NORMAL:
+		return ceil(d->mean + 4 * d->stddev);
+	case PROBE_DIST_LOGNORMAL:
+		return ceil(d->mean * exp(4 * d->stddev));
+	}
+	return 0;
+}
+
+/* model.max_model_len: "workload" resolved, and the fixed value made a knob
+ * of one value (the engine gets its flag; knob text leaves it out). */
+static int max_model_len_knob(struct study *s, const struct study_options *opts, struct error *err)
+{
+	bool engine_has = false;
+	const cJSON *knob;
+	cJSON *list;
+
+	if (s->model.max_model_len_from_workload) {
+		double in = longest(&s->workload.input), out = longest(&s->workload.output);
+
+		if (s->workload.dataset != PROBE_DATASET_RANDOM || !(in > 0) || !(out > 0))
+			return error_set(err, -EINVAL,
+					 "model.max_model_len: \"workload\" needs the random dataset's lengths; give "
+					 "a number of tokens");
+		s->model.max_model_len = (uint32_t)MIN(16777216.0, ceil((in + out) * 1.1 / 256) * 256);
+	}
+	if (!s->model.max_model_len)
+		return 0;
+	for (size_t i = 0; opts && opts->extra_knobs && opts->extra_knobs[i]; i++)
+		engine_has = engine_has || strcmp(opts->extra_knobs[i], OPT_KNOB_MAX_MODEL_LEN) == 0;
+	if (!engine_has)
+		return error_set(err, -EINVAL, "model.max_model_len: the engine profile has no max_model_len knob");
+	knob = cJSON_GetObjectItemCaseSensitive(s->search_space, OPT_KNOB_MAX_MODEL_LEN);
+	if (knob) {
+		/* a stored spec holds the knob this added when it was first read */
+		if (cJSON_IsArray(knob) && cJSON_GetArraySize(knob) == 1 &&
+		    cJSON_IsNumber(cJSON_GetArrayItem(knob, 0)) &&
+		    cJSON_GetArrayItem(knob, 0)->valuedouble == s->model.max_model_len)
+			return 0;
+		return error_set(err, -EINVAL,
+				 "model.max_model_len: search_space.max_model_len is given too (keep one of them)");
+	}
+	list = cJSON_CreateArray();
+	if (!list || !cJSON_AddItemToArray(list, cJSON_CreateNumber(s->model.max_model_len)) ||
+	    !cJSON_AddItemToObject((cJSON *)s->search_space, OPT_KNOB_MAX_MODEL_LEN, list)) {
+		cJSON_Delete(list);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int build_space(struct study *s, const struct study_options *opts, struct error *err)
 {
 	struct opt_space_options so = {
@@ -116,6 +175,8 @@ static int build_space(struct study *s, const struct study_options *opts, struct
 	int r;
 
 	r = quantization_knob(s, err);
+	if (r >= 0)
+		r = max_model_len_knob(s, opts, err);
 	if (r < 0)
 		return r;
 	return opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, &s->space, err);
@@ -216,6 +277,7 @@ static void study_defaults(struct study_parse *p)
 	s->deploy.stop_timeout_usec = 30 * USEC_PER_SEC;
 	s->deploy.command_timeout_usec = 120 * USEC_PER_SEC;
 	s->search.seed = 1;
+	s->baseline = true;
 	s->search.algorithm = "LN_SBPLX";
 	p->input_dist = p->output_dist = p->arrival = -1;
 	p->attainment = NAN;

@@ -14,7 +14,7 @@
  * quality_check, gpu {type, count, price_per_gpu_hour}, search_space,
  * constraints, workload {...}, sla {...}, scenario, cost_tokens, budget
  * {max_trials, max_wall_time}, probe {...}, deploy {...}, search {seed,
- * algorithm, strategy}, window, label. */
+ * algorithm, strategy, extend_edges}, baseline, window, label. */
 #pragma once
 
 #include <stdbool.h>
@@ -61,6 +61,9 @@ struct study {
 	struct {
 		const char *name;                          /* served model name / checkpoint for "none" */
 		const char *checkpoints[_STUDY_QUANT_MAX]; /* NULL where none given */
+		const cJSON *architecture;                 /* config.json-style facts (into json); NULL: none */
+		uint32_t max_model_len;                    /* fixed for every server; 0: the engine's */
+		bool max_model_len_from_workload;          /* max_model_len was "workload" (it holds the result) */
 	} model;
 
 	unsigned quantizations;     /* allowed: bit 1 << enum study_quant */
@@ -69,7 +72,8 @@ struct study {
 	struct {
 		const char *type;          /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
 		uint32_t count;            /* GPUs on the host */
-		double price_per_gpu_hour; /* $ */
+		double price_per_gpu_hour; /* $, > 0 */
+		double memory_gib;         /* one GPU's memory; 0: the preset's */
 	} gpu;
 
 	const cJSON *search_space, *constraints; /* into json (constraints may be NULL) */
@@ -110,7 +114,10 @@ struct study {
 		uint64_t seed;
 		const char *algorithm; /* NLopt algorithm name, e.g. "LN_SBPLX" */
 		const char *strategy;  /* outer strategy for categorical knobs; NULL = the optimizer's default */
+		bool extend_edges;     /* widen a range whose bound holds the best (runner) */
 	} search;
+
+	bool baseline; /* measure the engine's default configuration first */
 
 	struct {
 		bool set;

@@ -447,16 +447,25 @@ static void test_reprobe(void)
 		opt_history_done(&part);
 	}
 
-	/* The budget counts re-probes: max_trials deployments, then the two
-	 * final confirmations. */
+	/* max_trials counts every deployment, re-probes and the final
+	 * confirmations included: the search leaves them their reserve. */
 	opt_history_done(&h);
 	opt_settings_init(&set);
 	set.max_trials = (unsigned)(reprobes > 0 ? 20 : 0);
 	opt_history_init(&h);
 	c = study(s, &set, flat_edge, &h, 1000);
 	CHECK_INT_EQ(c.reason, OPT_DONE_BUDGET);
-	CHECK_INT_EQ(h.n, 22);
+	CHECK_INT_EQ(h.n, 20);
+	CHECK(h.trials[19].confirm && h.trials[18].confirm);
 	opt_history_done(&h);
+	for (unsigned n = 1; n <= 6; n++) {
+		set.max_trials = n;
+		opt_history_init(&h);
+		c = study(s, &set, flat_edge, &h, 1000);
+		CHECK_INT_EQ(h.n, n);
+		CHECK(!h.trials[0].confirm);
+		opt_history_done(&h);
+	}
 
 	/* confirm_probes 0: no configuration is measured twice. */
 	opt_settings_init(&set);
@@ -533,12 +542,13 @@ static void test_budget_exhaustion_confirm(void)
 	size_t confirms = 0;
 
 	opt_settings_init(&set);
-	set.max_trials = 9;
+	set.max_trials = 11;
 	opt_history_init(&h);
 	c = study(s, &set, realistic, &h, 1000);
 	CHECK_INT_EQ(c.reason, OPT_DONE_BUDGET);
 	CHECK_INT_EQ(c.evaluated, 9);
-	/* 9 search trials, then one confirmation each of the best and runner-up. */
+	/* 9 search trials, then one confirmation each of the best and
+	 * runner-up: 11 deployments in all, as max_trials says. */
 	for (size_t i = 0; i < h.n; i++)
 		confirms += h.trials[i].confirm;
 	CHECK_INT_EQ(confirms, 2);

@@ -2,6 +2,7 @@
  * they wrote, mistakes are refused naming the JSON path, constraints cut the
  * grid, and canonical keys are stable whatever the JSON order. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "json-util.h"
@@ -252,11 +253,94 @@ static void test_constraints_and_extras(void)
 			   "\"kv_cache_dtype\":\"auto\"}");
 }
 
+/* Constraints on categorical knobs: value tests, implications and
+ * allowed-combination lists, and their mistakes named by path. */
+static void test_categorical_constraints(void)
+{
+	static const char *const extra[] = { "kv_cache_dtype", NULL };
+	static const char *space = "\"search_space\": {\"max_num_seqs\": [8, 16], \"max_num_batched_tokens\": [1024],"
+				   "\"quantization\": [\"none\", \"fp8\", \"awq\"], \"tensor_parallel\": [1, 2, 4],"
+				   "\"kv_cache_dtype\": [\"auto\", \"fp8\"]}";
+	static const struct {
+		const char *constraints;
+		uint64_t count;
+	} cases[] = {
+		{ "[]", 36 },
+		{ "[\"kv_cache_dtype == fp8 => quantization == fp8\"]", 24 },
+		{ "[\"quantization in [fp8, awq]\"]", 24 },
+		{ "[\"quantization != none\", \"tensor_parallel in [2, 4]\"]", 16 },
+		{ "[\"tensor_parallel >= 2 => kv_cache_dtype == auto\"]", 24 },
+		{ "[{\"allowed\": [{\"quantization\": \"fp8\", \"tensor_parallel\": [2, 4]},"
+		  "{\"quantization\": \"none\", \"tensor_parallel\": 4, \"kv_cache_dtype\": \"auto\"}]}]",
+		  10 },
+	};
+	static const struct {
+		const char *constraints, *message;
+	} bad[] = {
+		{ "[\"kv_cache_dtype == int4\"]", "constraints[0]: \"kv_cache_dtype == int4\": int4 is not a value" },
+		{ "[\"quantization >= fp8\"]",
+		  "constraints[0]: \"quantization >= fp8\": quantization takes == != or in" },
+		{ "[\"quantization in fp8\"]", "expected [value, ...] after \"in\"" },
+		{ "[\"quantization == fp8 => tensor_parallel == 2 => kv_cache_dtype == auto\"]",
+		  "one => per constraint" },
+		{ "[{\"allowed\": [{\"quantisation\": \"fp8\"}]}]",
+		  "constraints[0].allowed[0].quantisation: not a knob" },
+		{ "[{\"allowed\": [{\"tensor_parallel\": 3}]}]",
+		  "constraints[0].allowed[0].tensor_parallel: 3 is not a value" },
+		{ "[{\"allowed\": []}]", "constraints[0].allowed: expected 1 to" },
+		{ "[{\"allowd\": []}]", "constraints[0]: expected a string or {\"allowed\"" },
+	};
+	char spec[1024];
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_(opt_space_freep) struct opt_space *s = NULL;
+
+		snprintf(spec, sizeof(spec), "{%s, \"constraints\": %s}", space, cases[i].constraints);
+		s = space_ok(spec, 4, extra);
+		CHECK_MSG(opt_space_count(s) == cases[i].count, "%s: %" PRIu64 " configurations, expected %" PRIu64,
+			  cases[i].constraints, opt_space_count(s), cases[i].count);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct opt_space *s = NULL;
+		struct error err = { 0 };
+
+		snprintf(spec, sizeof(spec), "{%s, \"constraints\": %s}", space, bad[i].constraints);
+		CHECK_INT_EQ(space_from(spec, 4, extra, &s, &err), -EINVAL);
+		CHECK_STR_CONTAINS(err.msg, bad[i].message);
+	}
+
+	/* The implication: kv fp8 only with quantization fp8. */
+	{
+		_cleanup_(opt_space_freep) struct opt_space *s = NULL;
+		struct opt_config c;
+		struct error err = { 0 };
+
+		snprintf(spec, sizeof(spec),
+			 "{%s, \"constraints\": [\"kv_cache_dtype == fp8 => quantization == fp8\"]}", space);
+		s = space_ok(spec, 4, extra);
+		CHECK_INT_EQ(opt_config_from_key(s,
+						 "max_num_seqs=8,max_num_batched_tokens=1024,quantization=awq,"
+						 "tensor_parallel=2,kv_cache_dtype=fp8",
+						 &c, &err),
+			     0);
+		CHECK(!opt_space_allowed(s, &c));
+		CHECK(opt_space_violation(s, &c) >= 1);
+		CHECK_INT_EQ(opt_config_from_key(s,
+						 "max_num_seqs=8,max_num_batched_tokens=1024,quantization=fp8,"
+						 "tensor_parallel=2,kv_cache_dtype=fp8",
+						 &c, &err),
+			     0);
+		CHECK(opt_space_allowed(s, &c));
+		CHECK(opt_space_violation(s, &c) == 0);
+	}
+}
+
 int main(void)
 {
 	test_example();
 	test_keys_stable();
 	test_errors();
 	test_constraints_and_extras();
+	test_categorical_constraints();
 	return 0;
 }

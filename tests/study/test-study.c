@@ -216,6 +216,54 @@ static void test_variants(void)
 	CHECK(probe_sla_empty(&s->sla));
 }
 
+/* The keys the search's memory rules and budget read: a price above 0, the
+ * baseline, max_model_len fixed (from the workload) as a knob of one value
+ * that survives the stored spec being read again, extend_edges, and
+ * constraints on categorical knobs. */
+static void test_search_keys(void)
+{
+	static const char *const extra[] = { "max_model_len", "kv_cache_dtype", NULL };
+	const struct study_options so = { .extra_knobs = extra };
+	_cleanup_(study_freep) struct study *s = NULL, *again = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL, *stored = NULL;
+	_cleanup_(freep) char *text = NULL;
+	struct error err = { 0 };
+	int k;
+
+	refused("gpu.price_per_gpu_hour", "0", "gpu.price_per_gpu_hour: expected a price above 0");
+	refused("model.max_model_len", "\"workload\"", "model.max_model_len: the engine profile has no max_model_len");
+	refused("model.max_model_len", "\"long\"", "model.max_model_len: expected an integer");
+	refused("baseline", "\"yes\"", "baseline: expected true or false");
+
+	CHECK_MSG(parse_with(minimal, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	CHECK(s->baseline && !s->search.extend_edges && s->model.max_model_len == 0);
+	study_free(TAKE_PTR(s));
+	CHECK_MSG(parse_with(minimal, "baseline", "false", &s, &err) == 0, "%s", err.msg);
+	CHECK(!s->baseline);
+	study_free(TAKE_PTR(s));
+	CHECK_MSG(parse_with(minimal, "search.extend_edges", "true", &s, &err) == 0, "%s", err.msg);
+	CHECK(s->search.extend_edges);
+	study_free(TAKE_PTR(s));
+
+	/* 256 in + 128 out, + 10 %: 423 tokens, rounded up to 512 */
+	CHECK(json_parse_strict("test", minimal, strlen(minimal), &j, &err) == 0);
+	CHECK(cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(j, "model"), "max_model_len",
+				    cJSON_CreateString("workload")));
+	CHECK(cJSON_AddItemToObject(j, "constraints",
+				    cJSON_Parse("[\"max_num_seqs >= 16 => kv_cache_dtype == auto\"]")));
+	CHECK(cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(j, "search_space"), "kv_cache_dtype",
+				    cJSON_Parse("[\"auto\", \"fp8\"]")));
+	CHECK_MSG(study_from_json(j, &so, &s, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(s->model.max_model_len, 512);
+	k = opt_space_knob_index(s->space, "max_model_len");
+	CHECK(k >= 0 && s->space->knobs[k].n_values == 1 && s->space->knobs[k].numbers[0] == 512);
+	CHECK_INT_EQ(opt_space_count(s->space), 5); /* 8: auto, fp8; 16, 32, 64: auto */
+	text = study_to_string(s);
+	stored = cJSON_Parse(text);
+	CHECK_MSG(study_from_json(stored, &so, &again, &err) == 0, "the stored spec: %s", err.msg);
+	CHECK_INT_EQ(again->model.max_model_len, 512);
+}
+
 static void test_schema_text(void)
 {
 	char *buf = NULL;
@@ -238,6 +286,7 @@ int main(void)
 	test_examples();
 	test_errors();
 	test_variants();
+	test_search_keys();
 	test_schema_text();
 	return 0;
 }

@@ -1,0 +1,14 @@
+/* space-internal.h — what space.c (knobs and grids) shares with
+ * constraint.c (the constraints between knobs). Not a public API: space.h is. */
+#pragma once
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "space.h"
+
+/* Parses one item of "constraints" — a string, or an allowed-combinations
+ * object — into space->constraints (at JSON path `path`). text may be given
+ * instead of item (a built-in constraint). The knobs must be parsed first. */
+int opt_space_add_constraint(struct opt_space *space, const cJSON *item, const char *text, const char *path,
+			     struct error *err);

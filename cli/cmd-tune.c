@@ -55,9 +55,9 @@ static void help(void)
 	       "                       instead of deploying (seconds); stored as study NAME.dry-run\n"
 	       "  --engines-dir DIR    engine profiles (default: /etc/goodput/engines, the data dir)\n"
 	       "  --log-dir DIR        per-trial server logs (default: goodput-logs next to the db)\n"
-	       "  --max-trials N       override the study's budget of distinct configurations\n"
+	       "  --max-trials N       override the study's budget of deployments (every server started)\n"
 	       "  --max-wall-time SEC  override the study's wall-time budget\n"
-	       "  --confirm N          re-probes of the best and runner-up (default 1)\n"
+	       "  --confirm N          re-probes of the best and runner-up (default 1; 0: none)\n"
 	       "  --json               print the summary as JSON on stdout\n"
 	       "  -q, --quiet          no progress on stderr\n"
 	       "  --help-spec          the reference of every study spec key\n"
@@ -487,8 +487,8 @@ int cmd_tune(int argc, char **argv)
 		case ARG_CONFIRM: {
 			uint32_t v;
 
-			k = parse_u32("--confirm", optarg, 1, 20, &v, &err);
-			ro.confirm_probes = v;
+			k = parse_u32("--confirm", optarg, 0, 20, &v, &err);
+			ro.confirm_probes = (int)v;
 			break;
 		}
 		case ARG_JSON:

@@ -67,6 +67,15 @@ static bool rules_out(const struct opt_space *s, const struct oom_entry *o, cons
 	return true;
 }
 
+bool opt_oom_rules_out(const struct opt_space *space, const struct opt_trial *oom, const struct opt_config *c)
+{
+	const struct oom_entry o = { .config = oom->config,
+				     .cause = (unsigned)oom->cause < _OPT_OOM_CAUSE_MAX ? oom->cause : OPT_OOM_UNKNOWN,
+				     .suggested_len = oom->suggested_len };
+
+	return oom->outcome == OPT_OUTCOME_INFEASIBLE && rules_out(space, &o, c);
+}
+
 bool opt_replay_dominated(const struct replay *r, const struct opt_config *c)
 {
 	for (size_t j = 0; j < r->n_oom; j++)

@@ -209,6 +209,10 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 void opt_best(const struct opt_space *space, const struct opt_history *history, struct opt_result *ret_best,
 	      struct opt_result *ret_runner_up);
 
+/* Whether INFEASIBLE trial oom rules configuration c out without deploying
+ * it (by its cause, see above); false for other outcomes. */
+bool opt_oom_rules_out(const struct opt_space *space, const struct opt_trial *oom, const struct opt_config *c);
+
 /* The reserve of deployments the search leaves for the final confirmations. */
 unsigned opt_confirm_reserve(const struct opt_settings *settings);
 

@@ -301,7 +301,15 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 		ot.cost = 0;
 	k = runner_history_push(r, &ot, t->id);
 	if (k < 0) {
-		runner_fail(r, "out of memory adding a trial to the history");
+		char msg[160];
+
+		if (k == -EINVAL)
+			snprintf(msg, sizeof(msg),
+				 "trial %u: its cost %g $/Mtok cannot rank it (a finite number above 0 is needed)",
+				 t->seq, res->cost);
+		else
+			snprintf(msg, sizeof(msg), "trial %u: adding it to the history: %s", t->seq, strerror(-k));
+		runner_fail(r, msg);
 		return;
 	}
 	k = runner_update_best(r, &err);

@@ -68,7 +68,7 @@ const char *runner_end_to_string(enum runner_end e)
 
 void runner_options_init(struct runner_options *o)
 {
-	*o = (struct runner_options){ 0 };
+	*o = (struct runner_options){ .confirm_probes = -1 };
 }
 
 /* ---- status ---- */
@@ -405,8 +405,8 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	opt_settings_init(&r->settings);
 	r->settings.seed = r->study->search.seed;
 	r->settings.max_trials = r->opts.max_trials ? r->opts.max_trials : r->study->budget.max_trials;
-	if (r->opts.confirm_probes)
-		r->settings.confirm_probes = r->opts.confirm_probes;
+	if (r->opts.confirm_probes >= 0)
+		r->settings.confirm_probes = (unsigned)r->opts.confirm_probes;
 	r->wall_budget_usec =
 		r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec : r->study->budget.max_wall_time_usec;
 	r->status.max_trials = r->settings.max_trials;

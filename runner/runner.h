@@ -93,9 +93,10 @@ struct runner_options {
 	/* Overrides of the study's budget (0 = the study's). */
 	uint32_t max_trials;
 	uint64_t max_wall_time_usec;
-	unsigned confirm_probes; /* optimizer re-probes of best and runner-up; 0 = default (1) */
+	int confirm_probes; /* optimizer re-probes of best and runner-up; 0 = none; < 0 = the default (1) */
 };
 
+/* Zeroes o, with confirm_probes at its default (-1). */
 void runner_options_init(struct runner_options *o);
 
 struct runner_status {

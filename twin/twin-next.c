@@ -235,12 +235,15 @@ static unsigned near_probes_used(struct twin *t, const struct twin_trial *tr, si
 /* Stopping: re-probe the best (confirm_probes), and the runner-up too when
  * it is within the noise of the best — one measurement of each cannot tell
  * a near tie apart — then done. */
-static void finish(const struct twin_settings *s, enum opt_done_reason reason, struct twin_candidate *c)
+static void finish(const struct twin_settings *s, size_t deployed, enum opt_done_reason reason,
+		   struct twin_candidate *c)
 {
 	const struct opt_result *ru = &c->opt.runner_up;
 	unsigned want = 1 + s->plain.confirm_probes;
 
 	c->opt.reason = reason;
+	if (s->plain.max_trials && deployed >= s->plain.max_trials)
+		want = 0; /* max_trials counts the confirmations too */
 	if (s->plain.confirm_probes > 0 && c->opt.best.valid && c->opt.best.n < want) {
 		c->opt.ask = OPT_ASK_CONFIRM;
 		c->opt.phase = OPT_PHASE_CONFIRM;
@@ -298,16 +301,11 @@ static void next_done(struct next *n)
 	free(n->disc);
 }
 
-/* Whether configs[i] is ruled out by an out-of-memory trial: larger or
- * equal batch knobs, all else equal. */
+/* Whether configs[i] is ruled out by an out-of-memory trial (by its
+ * cause, as the plain search rules: opt.h). */
 static bool dominated(const struct twin *t, size_t i, const struct opt_trial *f)
 {
-	bool dom = f->outcome == OPT_OUTCOME_INFEASIBLE;
-
-	for (size_t q = 0; q < t->space->n_knobs && dom; q++)
-		dom = t->space->knobs[q].memory_monotone ? t->configs[i].idx[q] >= f->config.idx[q]
-							 : t->configs[i].idx[q] == f->config.idx[q];
-	return dom;
+	return opt_oom_rules_out(t->space, f, &t->configs[i]);
 }
 
 /* Reads the history: what was tried and measured, the best so far, and
@@ -503,7 +501,7 @@ static int judge(struct next *n, struct error *err)
 /* Done (or confirming first), with a message when none was given. */
 static void finish_with_message(struct next *n, enum opt_done_reason reason)
 {
-	finish(n->s, reason, &n->c);
+	finish(n->s, n->h->n, reason, &n->c);
 	if (!n->c.drift && !n->c.message[0])
 		snprintf(n->c.message, sizeof(n->c.message), "%s: %s", opt_done_reason_to_string(n->c.opt.reason),
 			 n->c.calibrated
@@ -659,9 +657,10 @@ int twin_next(struct twin *t, const struct twin_settings *s, const struct twin_h
 		r = ask_design(&n, err);
 	if (r == 0)
 		r = judge(&n, err);
-	if (r == 0 && s->plain.max_trials && n.n_real >= s->plain.max_trials) {
-		finish(s, OPT_DONE_BUDGET, &n.c);
-		snprintf(n.c.message, sizeof(n.c.message), "budget: %u configurations deployed", n.n_real);
+	if (r == 0 && s->plain.max_trials && h->n + opt_confirm_reserve(&s->plain) >= s->plain.max_trials) {
+		finish(s, h->n, OPT_DONE_BUDGET, &n.c);
+		snprintf(n.c.message, sizeof(n.c.message), "budget: %zu deployments (%u configurations)", h->n,
+			 n.n_real);
 		r = 1;
 	}
 	if (r == 0)

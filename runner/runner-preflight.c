@@ -1,0 +1,184 @@
+/* runner-preflight.c — the memory pre-flight (runner-preflight.h): the
+ * study's model and GPU facts read once, then per configuration the sim
+ * core's memory model (sim_perf_memory, the same code goodput-sim's start-up
+ * check runs) against the budget, with a margin for what a real engine adds.
+ *
+ * The verdict and the cause follow the order in which an engine meets the
+ * problems as it starts: weights larger than the GPU fail while loading;
+ * weights and the activation peak that leave nothing of the budget fail
+ * allocating cache blocks; a KV cache too small for one max_model_len
+ * sequence fails last, with the longest length that would fit. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine.h"
+#include "runner-preflight.h"
+
+#define DEFAULT_GPU_MEMORY_UTILIZATION 0.9
+
+/* config.json of model.name when it is a local folder. */
+static bool local_config(const char *name, char *buf, size_t size)
+{
+	struct stat st;
+
+	if (!name || snprintf(buf, size, "%s/config.json", name) >= (int)size)
+		return false;
+	return stat(buf, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int read_model(struct runner_preflight *p, const struct study *s, struct error *err)
+{
+	struct error ignored = { 0 };
+	char path[1024];
+	int r;
+
+	if (s->model.architecture) {
+		r = sim_model_from_hf_json(s->model.architecture, "model.architecture", &p->model, err);
+		if (r < 0)
+			return r;
+		snprintf(p->source, sizeof(p->source), "model.architecture");
+		return 1;
+	}
+	if (sim_model_preset(s->model.name, &p->model, &ignored) >= 0) {
+		snprintf(p->source, sizeof(p->source), "the preset %s", p->model.name);
+		return 1;
+	}
+	if (local_config(s->model.name, path, sizeof(path))) {
+		r = sim_model_from_hf_config(path, &p->model, err);
+		if (r < 0)
+			return r;
+		snprintf(p->source, sizeof(p->source), "%.150s", path);
+		return 1;
+	}
+	snprintf(p->why_not, sizeof(p->why_not),
+		 "no model facts: model.name is not a preset or a folder with config.json, and model.architecture "
+		 "is not given");
+	return 0;
+}
+
+int runner_preflight_init(struct runner_preflight *p, const struct study *s, struct error *err)
+{
+	const struct sim_gpu *g;
+	int r;
+
+	*p = (struct runner_preflight){ .study = s };
+	p->hook = (struct opt_preflight){ .fit = runner_preflight_fit, .userdata = p };
+	r = sim_profile_preset("vllm", &p->profile, err);
+	if (r < 0)
+		return r;
+	r = read_model(p, s, err);
+	if (r <= 0)
+		return r;
+	g = sim_gpu_find(s->gpu.type);
+	if (g)
+		p->gpu = *g;
+	else if (s->gpu.memory_gib > 0)
+		snprintf(p->gpu.name, sizeof(p->gpu.name), "%.15s", s->gpu.type);
+	else {
+		snprintf(p->why_not, sizeof(p->why_not),
+			 "no GPU memory: gpu.type %s is not a preset and gpu.memory_gib is not given", s->gpu.type);
+		return 0;
+	}
+	if (s->gpu.memory_gib > 0)
+		p->gpu.mem_bytes = s->gpu.memory_gib * SIM_GIB;
+	p->usable = true;
+	return 0;
+}
+
+static double knob_number(const struct opt_space *space, const struct opt_config *c, const char *name, double def)
+{
+	double v;
+
+	return opt_config_number(space, c, name, &v) == 0 ? v : def;
+}
+
+static const char *knob_text(const struct opt_space *space, const struct opt_config *c, const char *name,
+			     const char *def)
+{
+	char buf[64];
+	int k = opt_space_knob_index(space, name);
+
+	return k < 0 ? def : opt_config_text(space, c, (size_t)k, buf, sizeof(buf));
+}
+
+void runner_preflight_estimate(const struct runner_preflight *p, const struct opt_space *space,
+			       const struct opt_config *c, struct runner_estimate *ret)
+{
+	struct runner_estimate e = { .fit = OPT_FIT_UNKNOWN, .cause = OPT_OOM_UNKNOWN };
+	uint32_t def_mbt, def_seqs, mbt, seqs;
+	enum sim_quant q = SIM_QUANT_NONE;
+	enum sim_kv_dtype kv = SIM_KV_AUTO;
+	struct error err = { 0 };
+	struct sim_memory mem;
+	struct sim_perf perf;
+	double gmu, block_bytes;
+
+	e.quantization = knob_text(space, c, OPT_KNOB_QUANTIZATION, "none");
+	e.tp = (unsigned)knob_number(space, c, OPT_KNOB_TENSOR_PARALLEL, 1);
+	if (!p->usable) {
+		*ret = e;
+		return;
+	}
+	sim_perf_default_batch(&p->gpu, &def_mbt, &def_seqs);
+	mbt = (uint32_t)knob_number(space, c, OPT_KNOB_MAX_NUM_BATCHED_TOKENS, def_mbt);
+	seqs = (uint32_t)knob_number(space, c, OPT_KNOB_MAX_NUM_SEQS, def_seqs);
+	gmu = knob_number(space, c, OPT_KNOB_GPU_MEMORY_UTILIZATION, DEFAULT_GPU_MEMORY_UTILIZATION);
+	e.max_model_len = (uint32_t)knob_number(space, c, OPT_KNOB_MAX_MODEL_LEN, p->model.max_position);
+	(void)sim_quant_from_string(e.quantization, &q);
+	(void)sim_kv_dtype_from_string(knob_text(space, c, OPT_KNOB_KV_CACHE_DTYPE, "auto"), &kv);
+
+	e.memory_gib = p->gpu.mem_bytes / SIM_GIB;
+	e.budget_gib = e.memory_gib * gmu;
+	if (sim_perf_init(&perf, &p->model, &p->gpu, q, kv, e.tp, &p->profile, &err) < 0 ||
+	    sim_perf_check_startup(&perf, e.tp, e.max_model_len, seqs, mbt, NULL, &err) < 0) {
+		/* the engine refuses the combination outright (TP and heads, the context) */
+		e.fit = OPT_FIT_NO;
+		e.refused = true;
+		*ret = e;
+		return;
+	}
+	sim_perf_memory(&perf, gmu, mbt, seqs, SIM_BLOCK_SIZE, &mem);
+	block_bytes = SIM_BLOCK_SIZE * mem.kv_bytes_token_gpu;
+	e.weights_gib = mem.weights / SIM_GIB;
+	e.activations_gib = mem.act_peak / SIM_GIB;
+	e.kv_gib = ceil((double)e.max_model_len / SIM_BLOCK_SIZE) * block_bytes / SIM_GIB;
+	e.need_gib = e.weights_gib + e.activations_gib + e.kv_gib;
+	e.kv_tokens = mem.kv_tokens;
+	if (mem.weights > p->gpu.mem_bytes)
+		e.cause = OPT_OOM_WEIGHTS;
+	else if (mem.kv_avail <= 0 || mem.num_blocks == 0)
+		e.cause = OPT_OOM_CACHE_BLOCKS;
+	else
+		e.cause = OPT_OOM_KV_CACHE;
+	if (e.need_gib <= e.budget_gib && mem.num_blocks > 0 && mem.kv_tokens >= e.max_model_len)
+		e.fit = OPT_FIT_YES;
+	else
+		e.fit = e.need_gib > e.budget_gib * (1 + RUNNER_PREFLIGHT_MARGIN) ? OPT_FIT_NO : OPT_FIT_NEAR;
+	*ret = e;
+}
+
+enum opt_fit runner_preflight_fit(const struct opt_space *space, const struct opt_config *c, void *userdata)
+{
+	struct runner_estimate e;
+
+	runner_preflight_estimate(userdata, space, c, &e);
+	return e.fit;
+}
+
+void runner_estimate_format(const struct runner_estimate *e, char *buf, size_t size)
+{
+	if (e->refused)
+		snprintf(buf, size, "the engine refuses tensor_parallel %u for this model", e->tp);
+	else if (e->fit == OPT_FIT_UNKNOWN)
+		snprintf(buf, size, "no estimate");
+	else
+		snprintf(
+			buf, size,
+			"weights %.1f + activations %.1f + KV cache for %u tokens %.1f = %.1f GiB per GPU, of %.1f GiB "
+			"(%.1f GiB × %.2f)",
+			e->weights_gib, e->activations_gib, e->max_model_len, e->kv_gib, e->need_gib, e->budget_gib,
+			e->memory_gib, e->budget_gib / e->memory_gib);
+}

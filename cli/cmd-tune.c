@@ -21,6 +21,7 @@
 #include "exit-status.h"
 #include "engine-profile.h"
 #include "json-util.h"
+#include "lock-file.h"
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
@@ -375,6 +376,26 @@ static int load_spec(const char *path, const char *engines_dir, struct study **r
 	return 0;
 }
 
+/* One writer per database (lock-file.h): a second tune or a goodputd on the
+ * same file would run the same trials twice. Held until the process exits. */
+static int lock_db(const char *db, int *ret_fd, struct error *err)
+{
+	_cleanup_(freep) char *path = NULL;
+	struct lock_holder h;
+	int k;
+
+	if (asprintf(&path, "%s.lock", db) < 0)
+		return error_set(err, -ENOMEM, "out of memory");
+	k = lock_file_take(path, ret_fd, &h, err);
+	if (k == -EBUSY && h.pid > 0)
+		return error_set(err, k, "%s: %s (pid %d) is writing to it; wait for it or use another --db", db,
+				 strcmp(h.comm, "goodput") == 0 ? "another goodput tune"
+				 : h.comm[0]                    ? h.comm
+								: "a process",
+				 (int)h.pid);
+	return k;
+}
+
 static bool looks_like_file(const char *s)
 {
 	struct stat sb;
@@ -435,6 +456,7 @@ int cmd_tune(int argc, char **argv)
 						 { "json-schema", no_argument, NULL, ARG_JSON_SCHEMA },
 						 { 0 } };
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+	_cleanup_(closep) int lock_fd = -1;
 	_cleanup_(store_closep) struct store *store = NULL;
 	_cleanup_(study_freep) struct study *study = NULL;
 	_cleanup_(freep) char *log_dir_buf = NULL, *name_buf = NULL;
@@ -551,7 +573,9 @@ int cmd_tune(int argc, char **argv)
 		ro.log_dir = log_dir_buf;
 	}
 
-	k = store_open(db, NULL, &store, &err);
+	k = lock_db(db, &lock_fd, &err);
+	if (k >= 0)
+		k = store_open(db, NULL, &store, &err);
 	if (k < 0) {
 		log_error("%s", error_str(&err, k));
 		return CLI_EXIT_FAILED;

@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file-util.h"
 #include "macro.h"
+#include "utf8.h"
 
 static void line_col(const char *buf, size_t off, unsigned *ret_line, unsigned *ret_col)
 {
@@ -39,6 +41,11 @@ int json_parse_strict(const char *what, const char *buf, size_t len, cJSON **ret
 		return error_set(err, -EINVAL, "%s: empty, expected a JSON value", what);
 	if (memchr(buf, '\0', len))
 		return error_set(err, -EINVAL, "%s: contains a NUL byte", what);
+	off = utf8_invalid_offset(buf, len);
+	if (off < len) {
+		line_col(buf, off, &line, &col);
+		return error_set(err, -EINVAL, "%s: invalid UTF-8 at line %u, column %u", what, line, col);
+	}
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
@@ -62,34 +69,13 @@ int json_parse_strict(const char *what, const char *buf, size_t len, cJSON **ret
 
 int json_parse_file(const char *path, size_t max_bytes, cJSON **ret, struct error *err)
 {
-	_cleanup_(closep) int fd = -1;
 	_cleanup_(freep) char *buf = NULL;
-	size_t len = 0;
-	struct stat st;
+	size_t len;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return error_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0)
-		return error_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return error_set(err, -EINVAL, "%s: not a regular file", path);
-	if ((uint64_t)st.st_size > max_bytes)
-		return error_set(err, -EFBIG, "%s: larger than %zu bytes", path, max_bytes);
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return error_set(err, -ENOMEM, "%s: out of memory", path);
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return error_set(err, -errno, "%s: %s", path, strerror(errno));
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
+	r = file_read_regular(path, 0, max_bytes, &buf, &len, err);
+	if (r < 0)
+		return r;
 	return json_parse_strict(path, buf, len, ret, err);
 }
 

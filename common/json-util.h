@@ -21,10 +21,12 @@
 #include "error.h"
 
 /* Parses exactly len bytes holding one JSON value (whitespace around it
- * allowed). On failure names `what` (a file name, "request body") and the
- * line and column. The caller owns *ret. */
+ * allowed). Invalid UTF-8 and NUL bytes are refused, so every string of the
+ * result is valid UTF-8. On failure names `what` (a file name, "request
+ * body") and the line and column. The caller owns *ret. */
 int json_parse_strict(const char *what, const char *buf, size_t len, cJSON **ret, struct error *err);
-/* Reads and parses a file (at most max_bytes). */
+/* Reads and parses a regular file (at most max_bytes; file_read_regular:
+ * a FIFO or device is refused, never waited on). */
 int json_parse_file(const char *path, size_t max_bytes, cJSON **ret, struct error *err);
 
 /* Child path "a.b" + "c" -> "a.b.c" (or "c" for the root); returns buf. */

@@ -55,6 +55,7 @@ struct daemon {
 	char *config_path;
 	bool config_required; /* given on the command line: it must exist */
 	char *state_dir, *db_path, *log_dir, *best_dir;
+	int lock_fd; /* holds DB.lock: the one daemon of this state directory */
 	struct store *store;
 	struct ctl_server *ctl;
 	sd_event_source *sig_term, *sig_int, *sig_hup, *schedule_source, *window_timer, *stop_timer;

@@ -25,6 +25,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "lock-file.h"
 #include "log.h"
 #include "parse.h"
 
@@ -189,6 +190,26 @@ static int join_path(const char *a, const char *b, char **ret)
 	return 0;
 }
 
+/* One daemon per state directory: a second one would take the first one's
+ * servers for orphans and kill them, and insert the same trials twice. The
+ * lock (lock-file.h) is held until the process exits. */
+static int lock_state_dir(struct daemon *d, struct error *err)
+{
+	_cleanup_(freep) char *path = NULL;
+	struct lock_holder h;
+	int r;
+
+	if (asprintf(&path, "%s.lock", d->db_path) < 0)
+		return error_set(err, -ENOMEM, "out of memory");
+	r = lock_file_take(path, &d->lock_fd, &h, err);
+	if (r == -EBUSY && h.pid > 0)
+		return error_set(err, r, "another %s (pid %d) uses this state directory (%s)",
+				 h.comm[0] ? h.comm : "goodputd", (int)h.pid, d->state_dir);
+	if (r == -EBUSY)
+		return error_set(err, r, "another process uses this state directory (%s)", d->state_dir);
+	return r;
+}
+
 static int setup_paths(struct daemon *d, const struct daemon_options *o, struct error *err)
 {
 	int r;
@@ -201,6 +222,8 @@ static int setup_paths(struct daemon *d, const struct daemon_options *o, struct 
 	    join_path(d->state_dir, "logs", &d->log_dir) < 0 || join_path(d->state_dir, "best", &d->best_dir) < 0)
 		return error_set(err, -ENOMEM, "out of memory");
 	r = make_dir(d->state_dir, err);
+	if (r >= 0)
+		r = lock_state_dir(d, err);
 	if (r >= 0)
 		r = make_dir(d->log_dir, err);
 	if (r >= 0)
@@ -288,6 +311,7 @@ int daemon_new(const struct daemon_options *o, struct daemon **ret, struct error
 
 	if (!d)
 		return error_set(err, -ENOMEM, "out of memory");
+	d->lock_fd = -1;
 	d->dry_run = o->dry_run;
 	d->max_trials = o->max_trials;
 	d->start_usec = mono_usec();
@@ -372,6 +396,7 @@ struct daemon *daemon_free(struct daemon *d)
 	free(d->db_path);
 	free(d->log_dir);
 	free(d->best_dir);
+	safe_close(d->lock_fd);
 	free(d);
 	return NULL;
 }

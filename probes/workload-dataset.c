@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
 #include "workload-internal.h"
@@ -194,6 +195,7 @@ static int jsonl_line(const char *path, size_t lineno, const char *line, size_t 
 
 int probe_dataset_load_jsonl(const char *path, struct probe_dataset_entries **ret, struct error *err)
 {
+	_cleanup_(closep) int fd = -1;
 	_cleanup_(fclosep) FILE *f = NULL;
 	_cleanup_(freep) char *line = NULL;
 	_cleanup_(probe_dataset_freep) struct probe_dataset_entries *d = NULL;
@@ -203,13 +205,13 @@ int probe_dataset_load_jsonl(const char *path, struct probe_dataset_entries **re
 	ssize_t n;
 	int r;
 
-	f = fopen(path, "re");
+	r = file_open_regular(path, 0, &fd, &st, err);
+	if (r < 0)
+		return r;
+	f = fdopen(fd, "re");
 	if (!f)
 		return error_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) < 0)
-		return error_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return error_set(err, -EINVAL, "%s: not a regular file", path);
+	fd = -1; /* the stream owns it */
 	if ((uint64_t)st.st_size > PROBE_MAX_DATASET_BYTES)
 		return error_set(err, -EFBIG, "%s: larger than %" PRIu64 " bytes", path,
 				 (uint64_t)PROBE_MAX_DATASET_BYTES);

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
+#include "file-util.h"
 #include "macro.h"
 #include "store-internal.h"
 
@@ -573,6 +575,7 @@ int store_open(const char *path, const struct store_open_options *opts, struct s
 	struct store_open_options o = opts ? *opts : (struct store_open_options){ 0 };
 	_cleanup_(store_closep) struct store *s = NULL;
 	int rc, r, version, flags;
+	struct stat st;
 	char mode[16];
 
 	if (!path || !*path)
@@ -588,6 +591,10 @@ int store_open(const char *path, const struct store_open_options *opts, struct s
 	if (!s->path)
 		return -ENOMEM;
 	s->read_only = o.flags & STORE_OPEN_READ_ONLY;
+	/* SQLite opens without O_NONBLOCK: a FIFO named as the database would
+	 * block the caller in open(). */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return error_set(err, -EINVAL, "%s: not a regular file (%s)", path, file_type_name(st.st_mode));
 	flags = (s->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
 		SQLITE_OPEN_NOMUTEX;
 	rc = sqlite3_open_v2(path, &s->db, flags, NULL);

@@ -22,6 +22,8 @@ Cases:
   telemetry the same with a stub NVML (GOODPUT_NVML_LIBRARY): GPU figures on
             every load point, the GPU in host_json, and the runner waits for
             GPU memory to return to idle between trials
+  lock      a second tune on a --db another one writes to is refused with
+            the first one's pid; a FIFO as the spec is refused at once
   twin      "search.strategy": "twin": a dry run stores the twin's
             predicted cost with its trials; a real study of a tiny space
             finishes, stores a calibration for its key, and a second study
@@ -496,7 +498,48 @@ def case_twin():
         fail("report: twin table missing")
 
 
+def case_lock():
+    """One writer per database: a second tune on a --db that a running tune
+    writes to stops at once and names the first one's pid; a spec that is a
+    FIFO is refused at once (not waited on, with SIGINT blocked)."""
+    spec = study("lock", budget={"max_trials": 2},
+                 search_space={"max_num_seqs": [32, 64], "max_num_batched_tokens": [2048],
+                               "quantization": ["fp8"], "max_model_len": [4096]})
+    db = os.path.join(TMP, "lock.db")
+    cmd = [GOODPUT, "tune", "--engines-dir", ENGINES, "--log-dir", os.path.join(TMP, "logs"), spec, "--db", db, "-q"]
+    first = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(db + ".lock") or not os.path.exists(db):
+            if time.monotonic() > deadline or first.poll() is not None:
+                fail("the first tune never opened %s" % db)
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p, dt = tune(spec, "--db", db, "--resume", check=False, timeout=30)
+        want = "another goodput tune (pid %d) is writing to it" % first.pid
+        if p.returncode != 1 or want not in p.stderr or dt > 5:
+            fail("second tune: exit %d after %.1f s, stderr: %s" % (p.returncode, dt, p.stderr[-500:]))
+        # A reader needs no lock.
+        r = subprocess.run([GOODPUT, "report", "--db", db, "--markdown", "--engines-dir", ENGINES, "lock"], env=ENV,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        if r.returncode != 0:
+            fail("report --db while a tune writes: %s" % r.stderr[-500:])
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    # The kernel dropped the lock with the process: --resume takes it.
+    p, dt = tune("--resume", "lock", "--db", db, timeout=300)
+    check_store(db, "lock")
+
+    fifo = os.path.join(TMP, "fifo.json")
+    os.mkfifo(fifo)
+    p, dt = tune(fifo, "--db", os.path.join(TMP, "fifo.db"), check=False, timeout=20)
+    if p.returncode == 0 or "not a regular file (a FIFO)" not in p.stderr or dt > 5:
+        fail("tune on a FIFO: exit %d after %.1f s: %s" % (p.returncode, dt, p.stderr[-500:]))
+    print("lock: second tune refused in %.2f s; FIFO spec refused" % dt)
+
+
 {"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,
- "command": case_command, "telemetry": case_telemetry, "twin": case_twin}[CASE]()
+ "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

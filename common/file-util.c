@@ -1,0 +1,112 @@
+/* file-util.c — see file-util.h. */
+#include "file-util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+const char *file_type_name(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFLNK:
+		return "a symbolic link";
+	default:
+		return "of an unknown type";
+	}
+}
+
+int file_open_regular(const char *path, unsigned flags, int *ret_fd, struct stat *ret_st, struct error *err)
+{
+	_cleanup_(closep) int fd = -1;
+	int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	struct stat st;
+
+	if (!path || !*path)
+		return error_set(err, -EINVAL, "empty file name");
+	if (flags & FILE_NOFOLLOW)
+		oflags |= O_NOFOLLOW;
+	fd = open(path, oflags);
+	if (fd < 0 && errno == ELOOP && (flags & FILE_NOFOLLOW))
+		return error_set(err, -ELOOP, "%s: is a symbolic link, which is not followed here", path);
+	if (fd < 0)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return error_set(err, -EINVAL, "%s: not a regular file (%s)", path, file_type_name(st.st_mode));
+	if (ret_st)
+		*ret_st = st;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int file_read_regular(const char *path, unsigned flags, size_t max_bytes, char **ret, size_t *ret_len,
+		      struct error *err)
+{
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(freep) char *buf = NULL;
+	size_t len = 0, size;
+	struct stat st;
+	int r;
+
+	if (max_bytes >= SIZE_MAX - 1)
+		return error_set(err, -EINVAL, "%s: no size limit given", path);
+	r = file_open_regular(path, flags, &fd, &st, err);
+	if (r < 0)
+		return r;
+	if ((uint64_t)st.st_size > max_bytes)
+		return error_set(err, -EFBIG, "%s: larger than %zu bytes", path, max_bytes);
+	/* Room for the announced size, one byte more to see growth, and the NUL;
+	 * files whose size says nothing (procfs) grow the buffer as they go. */
+	size = (size_t)st.st_size + 2;
+	buf = malloc(size);
+	if (!buf)
+		return error_set(err, -ENOMEM, "%s: out of memory", path);
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 == size) {
+			size_t nsize = MIN(size * 2, max_bytes + 2);
+			char *p;
+
+			if (nsize <= size)
+				return error_set(err, -EFBIG, "%s: larger than %zu bytes", path, max_bytes);
+			p = realloc(buf, nsize);
+			if (!p)
+				return error_set(err, -ENOMEM, "%s: out of memory", path);
+			buf = p;
+			size = nsize;
+		}
+		n = read(fd, buf + len, size - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return error_set(err, -errno, "%s: %s", path, strerror(errno));
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max_bytes)
+			return error_set(err, -EFBIG, "%s: larger than %zu bytes", path, max_bytes);
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	*ret_len = len;
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* file-util.h — reading a file a user named, without letting its type decide
+ * what the program does.
+ *
+ * A plain open(O_RDONLY) of a FIFO blocks until a writer appears, and one of
+ * a character device (/dev/zero, a terminal) reads forever or steals the
+ * terminal; in a daemon's loop either is a hang, in a command line program
+ * a hang with signals blocked. These helpers open with O_NONBLOCK (a FIFO
+ * opens at once), O_NOCTTY and O_CLOEXEC, then check with fstat that what
+ * was opened is a regular file before a single byte is read. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "error.h"
+
+enum {
+	FILE_NOFOLLOW = 1 << 0, /* refuse a symbolic link as the last component (ELOOP) */
+};
+
+/* Opens path for reading when it is a regular file: a FIFO, socket,
+ * device or directory is -EINVAL ("PATH: not a regular file (a FIFO)"),
+ * a symbolic link with FILE_NOFOLLOW is -ELOOP. The returned fd is
+ * close-on-exec; O_NONBLOCK stays set, which regular files ignore.
+ * ret_st may be NULL. */
+int file_open_regular(const char *path, unsigned flags, int *ret_fd, struct stat *ret_st, struct error *err);
+
+/* Reads a whole regular file opened as file_open_regular does, at most
+ * max_bytes (more is -EFBIG; the size is not trusted: reading stops at
+ * max_bytes + 1). *ret is NUL-terminated (not counted in *ret_len) and
+ * owned by the caller. */
+int file_read_regular(const char *path, unsigned flags, size_t max_bytes, char **ret, size_t *ret_len,
+		      struct error *err);
+
+/* The name of a file type for messages: "a FIFO", "a directory", ... */
+const char *file_type_name(mode_t mode);

@@ -1,0 +1,241 @@
+/* File helpers at a trust boundary: user-named files of the wrong type are
+ * refused without waiting on them, UTF-8 is checked strictly, and the
+ * writer's lock keeps a second writer out. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file-util.h"
+#include "json-util.h"
+#include "lock-file.h"
+#include "macro.h"
+#include "tests.h"
+#include "utf8.h"
+
+static char dir[] = "/tmp/goodput-file-util-XXXXXX";
+
+static const char *path_in(const char *name)
+{
+	static char buf[4][256];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
+	return buf[i];
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	CHECK(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A FIFO with no writer must be refused at once: before the fix, open()
+ * blocked until a writer came (forever). alarm() turns a hang into a failure. */
+static void test_fifo_and_devices(void)
+{
+	struct error err = { 0 };
+	cJSON *j = NULL;
+	char *buf = NULL;
+	size_t len;
+	int fd;
+
+	CHECK(mkfifo(path_in("fifo"), 0600) == 0);
+	alarm(5);
+	CHECK_INT_EQ(file_open_regular(path_in("fifo"), 0, &fd, NULL, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not a regular file (a FIFO)");
+	CHECK_INT_EQ(json_parse_file(path_in("fifo"), 1024, &j, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "a FIFO");
+	CHECK_INT_EQ(file_read_regular("/dev/zero", 0, 1024, &buf, &len, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "a character device");
+	CHECK_INT_EQ(file_read_regular(dir, 0, 1024, &buf, &len, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "a directory");
+	CHECK_INT_EQ(file_read_regular(path_in("missing"), 0, 1024, &buf, &len, &err), -ENOENT);
+	alarm(0);
+	CHECK(j == NULL && buf == NULL);
+}
+
+static void test_read(void)
+{
+	struct error err = { 0 };
+	char *buf = NULL;
+	size_t len;
+
+	write_file(path_in("a.txt"), "hello\n");
+	CHECK_INT_EQ(file_read_regular(path_in("a.txt"), 0, 6, &buf, &len, &err), 0);
+	CHECK_INT_EQ(len, 6);
+	CHECK_STR_EQ(buf, "hello\n");
+	free(buf);
+	CHECK_INT_EQ(file_read_regular(path_in("a.txt"), 0, 5, &buf, &len, &err), -EFBIG);
+	CHECK_STR_CONTAINS(err.msg, "larger than 5 bytes");
+
+	/* procfs files announce size 0: read them to the end anyway. */
+	CHECK_INT_EQ(file_read_regular("/proc/self/status", 0, 1 << 20, &buf, &len, &err), 0);
+	CHECK(len > 100 && strstr(buf, "Pid:"));
+	free(buf);
+
+	/* Symbolic links: followed by default, refused with FILE_NOFOLLOW. */
+	CHECK(symlink(path_in("a.txt"), path_in("link")) == 0);
+	CHECK_INT_EQ(file_read_regular(path_in("link"), 0, 100, &buf, &len, &err), 0);
+	free(buf);
+	CHECK_INT_EQ(file_read_regular(path_in("link"), FILE_NOFOLLOW, 100, &buf, &len, &err), -ELOOP);
+	CHECK_STR_CONTAINS(err.msg, "symbolic link");
+}
+
+static void test_utf8(void)
+{
+	static const struct {
+		const char *s;
+		size_t bad; /* offset of the first invalid byte, SIZE_MAX: valid */
+	} cases[] = {
+		{ "plain ascii", SIZE_MAX },
+		{ "gr\xC3\xBC\xC3\x9F", SIZE_MAX },            /* grüß */
+		{ "\xE2\x82\xAC \xF0\x9F\x98\x80", SIZE_MAX }, /* € 😀 */
+		{ "\xEF\xBF\xBF", SIZE_MAX },                  /* U+FFFF */
+		{ "\xF4\x8F\xBF\xBF", SIZE_MAX },              /* U+10FFFF */
+		{ "ab\xFF", 2 },
+		{ "\xC0\xAF", 0 },             /* overlong '/' */
+		{ "\xE0\x80\xAF", 0 },         /* overlong */
+		{ "x\xED\xA0\x80", 1 },        /* surrogate U+D800 */
+		{ "\xF4\x90\x80\x80", 0 },     /* above U+10FFFF */
+		{ "\xE2\x82", 0 },             /* truncated */
+		{ "ok\x80", 2 },               /* lone continuation */
+		{ "\xF0\x9F\x98\x80\xC3", 4 }, /* valid, then truncated */
+	};
+	char *s;
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		size_t len = strlen(cases[i].s), want = cases[i].bad == SIZE_MAX ? len : cases[i].bad;
+
+		CHECK_MSG(utf8_invalid_offset(cases[i].s, len) == want, "case %zu", i);
+	}
+	s = utf8_sanitize("a\xFF"
+			  "b\xED\xA0\x80"
+			  "c\xC3\xBC");
+	CHECK(s);
+	CHECK_STR_EQ(s, "a\xEF\xBF\xBD"
+			"b\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+			"c\xC3\xBC");
+	CHECK(utf8_is_valid(s, strlen(s)));
+	free(s);
+
+	CHECK(!utf8_has_control("label 128/16 \xC3\xBC"));
+	CHECK(utf8_has_control("two\nlines"));
+	CHECK(utf8_has_control("tab\there"));
+	CHECK(utf8_has_control("esc\x1B[31m"));
+	CHECK(utf8_has_control("del\x7F"));
+	CHECK(utf8_has_control("c1 \xC2\x9B"));
+	CHECK(!utf8_has_control("nbsp \xC2\xA0"));
+}
+
+/* JSON input: invalid UTF-8 is refused with its position; escapes that
+ * would decode to invalid UTF-8 (lone surrogates) too. */
+static void test_json_utf8(void)
+{
+	static const char bad[] = "{\"label\": \"a\xFF\"}", bad2[] = "{\"a\": 1,\n \"b\": \"\xC0\xAF\"}",
+			  lone[] = "{\"label\": \"\\udc00\"}", good[] = "\"gr\xC3\xBC\xC3\x9F\"";
+	struct error err = { 0 };
+	cJSON *j = NULL;
+
+	CHECK_INT_EQ(json_parse_strict("request", bad, sizeof(bad) - 1, &j, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "request: invalid UTF-8 at line 1, column 13");
+	CHECK_INT_EQ(json_parse_strict("spec.json", bad2, sizeof(bad2) - 1, &j, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "spec.json: invalid UTF-8 at line 2, column 8");
+	CHECK(json_parse_strict("request", lone, sizeof(lone) - 1, &j, &err) < 0);
+	CHECK(j == NULL);
+	CHECK_INT_EQ(json_parse_strict("ok", good, sizeof(good) - 1, &j, &err), 0);
+	cJSON_Delete(j);
+}
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	CHECK(waitpid(pid, &status, 0) == pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* In a child: 0 when it got the lock, 1 when it was busy and named holder. */
+static int try_lock_in_child(const char *path, pid_t holder)
+{
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct lock_holder h;
+		struct error err = { 0 };
+		int fd, r = lock_file_take(path, &fd, &h, &err);
+
+		if (r == 0)
+			_exit(0);
+		if (r == -EBUSY && h.pid == holder && strstr(err.msg, "locked by") && strstr(err.msg, "(pid "))
+			_exit(1);
+		fprintf(stderr, "unexpected: %d %s (holder %d)\n", r, err.msg, (int)h.pid);
+		_exit(2);
+	}
+	return wait_child(pid);
+}
+
+static void test_lock(void)
+{
+	const char *path = path_in("goodput.db.lock");
+	struct error err = { 0 };
+	char buf[32] = { 0 };
+	int fd, fd2, pipefd[2];
+	pid_t pid;
+
+	CHECK_INT_EQ(lock_file_take(path, &fd, NULL, &err), 0);
+	CHECK(pread(fd, buf, sizeof(buf) - 1, 0) > 0);
+	CHECK_INT_EQ(atoi(buf), getpid());
+	/* Another process is kept out and told who holds it. */
+	CHECK_INT_EQ(try_lock_in_child(path, getpid()), 1);
+	close(fd);
+	CHECK_INT_EQ(try_lock_in_child(path, 0), 0);
+
+	/* A holder's child forked without exec does not keep the lock once the
+	 * holder is gone (a report writer outliving a killed daemon). */
+	CHECK(pipe(pipefd) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (lock_file_take(path, &fd2, NULL, NULL) < 0)
+			_exit(3);
+		if (fork() == 0) {
+			char c;
+
+			/* Lingers until the test closes its end of the pipe. */
+			close(pipefd[1]);
+			(void)!read(pipefd[0], &c, 1);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(pipefd[0]);
+	CHECK_INT_EQ(wait_child(pid), 0);
+	CHECK_INT_EQ(lock_file_take(path, &fd, NULL, &err), 0);
+	close(fd);
+	close(pipefd[1]);
+}
+
+int main(void)
+{
+	CHECK(mkdtemp(dir));
+	test_fifo_and_devices();
+	test_read();
+	test_utf8();
+	test_json_utf8();
+	test_lock();
+	for (const char *const *n = (const char *const[]){ "fifo", "a.txt", "link", "goodput.db.lock", NULL }; *n; n++)
+		(void)unlink(path_in(*n));
+	CHECK(rmdir(dir) == 0);
+	return 0;
+}

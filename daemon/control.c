@@ -17,13 +17,13 @@
  * re-polled every still-unread socket — O(N²) kernel work, most of the
  * latency of 200 clients asking at once. The inner epoll hands the whole
  * batch of ready connections to one dispatch instead. */
-#include "control.h"
+#include "control-internal.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -62,6 +62,7 @@ struct ctl_conn {
 	struct ctl_peer peer;
 	gid_t *groups; /* the peer's supplementary groups at connect time */
 	int n_groups;
+	bool counted_unprivileged; /* counted in the server's n_unprivileged */
 	char *in;
 	size_t in_len, in_size, in_scanned;
 	char *out;
@@ -86,58 +87,16 @@ struct ctl_server {
 	uid_t own_uid;
 	struct ctl_conn *conns;
 	unsigned n_conns;
-	struct ctl_conn *handling; /* whose request the handler is answering */
-	bool deferred;             /* ... and it called ctl_server_defer */
+	unsigned n_unprivileged;          /* connections of peers that may not change state */
+	struct ctl_uid_counts uid_counts; /* connections per uid */
+	struct ctl_conn *handling;        /* whose request the handler is answering */
+	bool deferred;                    /* ... and it called ctl_server_defer */
 	char *unlink_path;
 };
 
 static bool peer_privileged(const struct ctl_server *s, const struct ctl_conn *c)
 {
-	if (c->peer.uid == 0 || c->peer.uid == s->own_uid)
-		return true;
-	if (!s->has_group)
-		return false;
-	if (c->peer.gid == s->gid)
-		return true;
-	for (int i = 0; i < c->n_groups; i++)
-		if (c->groups[i] == s->gid)
-			return true;
-	return false;
-}
-
-/* The peer's supplementary groups: SO_PEERGROUPS (the groups the connecting
- * process had), else the user database (getgrouplist). */
-static void read_peer_groups(struct ctl_conn *c)
-{
-	socklen_t len = 64 * sizeof(gid_t);
-
-	for (int attempt = 0; attempt < 3; attempt++) {
-		gid_t *g = malloc(len ? len : sizeof(gid_t));
-
-		if (!g)
-			return;
-		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
-			c->groups = g;
-			c->n_groups = (int)(len / sizeof(gid_t));
-			return;
-		}
-		free(g);
-		if (errno != ERANGE)
-			break;
-	}
-
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	int n = 256;
-
-	if (getpwuid_r(c->peer.uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-		return;
-	c->groups = calloc((size_t)n, sizeof(gid_t));
-	if (!c->groups)
-		return;
-	if (getgrouplist(pw.pw_name, c->peer.gid, c->groups, &n) < 0)
-		n = 256; /* truncated: the first 256 are enough to decide for most hosts */
-	c->n_groups = n;
+	return ctl_peer_is_privileged(&c->peer, c->groups, c->n_groups, s->has_group, s->gid, s->own_uid);
 }
 
 static void conn_free(struct ctl_conn *c)
@@ -158,6 +117,9 @@ static void conn_free(struct ctl_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	s->n_conns--;
+	if (c->counted_unprivileged)
+		s->n_unprivileged--;
+	ctl_uid_counts_remove(&s->uid_counts, c->peer.uid);
 	if (c->pending)
 		c->pending->conn = NULL;
 	sd_event_source_disable_unref(c->idle);
@@ -482,44 +444,49 @@ static int on_conn_idle(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static void refuse_busy(int fd, unsigned max)
+static void refuse_busy(int fd, const char *fmt, ...) _printf_(2, 3);
+static void refuse_busy(int fd, const char *fmt, ...)
 {
-	char msg[128];
-	int n = snprintf(msg, sizeof(msg), "{\"ok\":false,\"error\":\"too many connections (%u)\"}\n", max);
+	char msg[160], line[200];
+	va_list ap;
+	int n;
 
-	(void)!send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* The messages are fixed texts with numbers: nothing to escape. */
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\"}\n", msg);
+	if (n > 0 && (size_t)n < sizeof(line))
+		(void)!send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	close(fd);
 }
 
-static int conn_new(struct ctl_server *s, int fd)
+/* Takes over fd, whose peer and groups have been read (groups consumed). */
+static int conn_new(struct ctl_server *s, int fd, const struct ctl_peer *peer, gid_t *groups, int n_groups)
 {
 	struct ctl_conn *c = calloc(1, sizeof(*c));
-	struct ucred cred = { 0 };
-	socklen_t len = sizeof(cred);
 	int r;
 
-	if (!c) {
+	if (!c || ctl_uid_counts_add(&s->uid_counts, peer->uid) < 0) {
+		free(c);
+		free(groups);
 		close(fd);
 		return -ENOMEM;
 	}
 	c->server = s;
 	c->fd = fd;
+	c->peer = *peer;
+	c->groups = groups;
+	c->n_groups = n_groups;
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		r = -errno;
-		conn_free(c);
-		return r;
-	}
-	c->peer.pid = cred.pid;
-	c->peer.uid = cred.uid;
-	c->peer.gid = cred.gid;
-	read_peer_groups(c);
 	c->peer.privileged = peer_privileged(s, c);
+	c->counted_unprivileged = !c->peer.privileged;
+	if (c->counted_unprivileged)
+		s->n_unprivileged++;
 
 	r = sd_event_add_time(s->event, &c->idle, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_SEC / 10, on_conn_idle, c);
 	if (r < 0) {
@@ -536,9 +503,50 @@ static int conn_new(struct ctl_server *s, int fd)
 		return r;
 	}
 	idle_rearm(c);
-	log_debug("control: connection from pid %d uid %u%s", (int)cred.pid, (unsigned)cred.uid,
+	log_debug("control: connection from pid %d uid %u%s", (int)peer->pid, (unsigned)peer->uid,
 		  c->peer.privileged ? " (privileged)" : "");
 	return 0;
+}
+
+/* Admission: every slot is open to root and the daemon's uid; the last
+ * reserved_connections are kept for them and the socket group; every uid
+ * but root and the daemon's own holds at most max_connections_per_uid. So
+ * a local user who fills the socket with idle connections locks nobody out
+ * but himself. */
+static void admit(struct ctl_server *s, int fd)
+{
+	const struct ctl_limits *l = &s->limits;
+	struct ctl_peer peer = { 0 };
+	gid_t *groups = NULL;
+	int n_groups = 0;
+	bool privileged;
+
+	if (s->n_conns >= l->max_connections) {
+		log_debug("control: %u connections already, refusing one", s->n_conns);
+		refuse_busy(fd, "too many connections (%u)", l->max_connections);
+		return;
+	}
+	if (ctl_peer_read(fd, &peer, &groups, &n_groups) < 0) {
+		close(fd);
+		return;
+	}
+	privileged = ctl_peer_is_privileged(&peer, groups, n_groups, s->has_group, s->gid, s->own_uid);
+	if (!privileged && s->n_unprivileged + MIN(l->reserved_connections, l->max_connections) >= l->max_connections) {
+		log_debug("control: uid %u: the remaining slots are reserved", (unsigned)peer.uid);
+		refuse_busy(fd, "too many connections (%u)", l->max_connections);
+		free(groups);
+		return;
+	}
+	if (peer.uid != 0 && peer.uid != s->own_uid && l->max_connections_per_uid > 0 &&
+	    ctl_uid_counts_get(&s->uid_counts, peer.uid) >= l->max_connections_per_uid) {
+		log_debug("control: uid %u has %u connections already", (unsigned)peer.uid, l->max_connections_per_uid);
+		refuse_busy(fd, "too many connections from uid %u (%u)", (unsigned)peer.uid,
+			    l->max_connections_per_uid);
+		free(groups);
+		return;
+	}
+	if (conn_new(s, fd, &peer, groups, n_groups) < 0)
+		log_warning("control: could not set up a connection");
 }
 
 static int on_retry(sd_event_source *src, uint64_t usec, void *userdata)
@@ -567,13 +575,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 			(void)sd_event_source_set_enabled(s->retry_source, SD_EVENT_ONESHOT);
 			return 0;
 		}
-		if (s->n_conns >= s->limits.max_connections) {
-			log_debug("control: %u connections already, refusing one", s->n_conns);
-			refuse_busy(cfd, s->limits.max_connections);
-			continue;
-		}
-		if (conn_new(s, cfd) < 0)
-			log_warning("control: could not set up a connection");
+		admit(s, cfd);
 	}
 	return 0;
 }
@@ -632,6 +634,7 @@ struct ctl_server *ctl_server_free(struct ctl_server *s)
 	sd_event_source_disable_unref(s->conns_source);
 	safe_close(s->epfd);
 	safe_close(s->fd);
+	ctl_uid_counts_done(&s->uid_counts);
 	if (s->unlink_path) {
 		(void)unlink(s->unlink_path);
 		free(s->unlink_path);

@@ -7,7 +7,9 @@
  * answer. Everything is non-blocking and bounded: a client sending junk gets
  * an error line, one sending a line longer than the limit gets an error and
  * is dropped, a silent one is dropped after the idle timeout, and clients
- * beyond the connection limit are told so and closed. None of it touches
+ * beyond the connection limits are told so and closed: the total, a cap per
+ * uid, and slots reserved for privileged peers, so that no local user can
+ * lock root or the socket group out. None of it touches
  * other clients or the study that is running. */
 #pragma once
 
@@ -27,7 +29,9 @@ struct ctl_pending;
 
 struct ctl_limits {
 	unsigned max_connections;
-	size_t max_request_bytes; /* longest request line, newline excluded */
+	unsigned max_connections_per_uid; /* any uid but root and the daemon's own; 0: no cap */
+	unsigned reserved_connections;    /* of max_connections, kept for privileged peers */
+	size_t max_request_bytes;         /* longest request line, newline excluded */
 	uint64_t idle_timeout_usec;
 };
 

@@ -21,6 +21,8 @@
 static void set_defaults(struct daemon_config *c)
 {
 	c->limits.max_connections = 512;
+	c->limits.max_connections_per_uid = 32;
+	c->limits.reserved_connections = 512 / 8;
 	c->limits.max_request_bytes = 1024 * 1024;
 	c->limits.idle_timeout_usec = 60 * USEC_PER_SEC;
 	c->limits.max_queued_studies = 100;
@@ -72,11 +74,44 @@ static int check_prices(const cJSON *v, const char *path, const struct json_fiel
 	return 0;
 }
 
+/* The reserved slots follow the total unless given (their row comes later). */
+static int store_max_connections(const cJSON *v, const char *path, const struct json_field *f, void *base,
+				 struct error *err)
+{
+	struct daemon_config *c = base;
+	int r;
+
+	r = json_dispatch_store(v, path, f, base, err);
+	if (r < 0)
+		return r;
+	c->limits.reserved_connections = c->limits.max_connections / 8;
+	return 0;
+}
+
+static int check_reserved(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct daemon_config *c = base;
+	int r;
+
+	r = json_dispatch_store(v, path, f, base, err);
+	if (r < 0)
+		return r;
+	if (c->limits.reserved_connections >= c->limits.max_connections)
+		return error_set(err, -EINVAL, "%s: %u leaves no connection for anyone else (max_connections is %u)",
+				 path, c->limits.reserved_connections, c->limits.max_connections);
+	return 0;
+}
+
 #define OFF(field) offsetof(struct daemon_config, field)
 
 static const struct json_field limits_fields[] = {
-	{ "max_connections", JSON_U32, OFF(limits.max_connections), .min = 1, .max = 65536, .def = "512",
-	  .doc = "control-socket clients at once" },
+	{ "max_connections", JSON_U32, OFF(limits.max_connections), .callback = store_max_connections, .min = 1,
+	  .max = 65536, .def = "512", .doc = "control-socket clients at once" },
+	{ "max_connections_per_uid", JSON_U32, OFF(limits.max_connections_per_uid), .min = 1, .max = 65536, .def = "32",
+	  .doc = "of those, held by one uid (root and goodputd's own are exempt)" },
+	{ "reserved_connections", JSON_U32, OFF(limits.reserved_connections), .callback = check_reserved, .min = 0,
+	  .max = 65535, .def = "an eighth of max_connections",
+	  .doc = "of those, kept for root, goodputd's user and socket_group" },
 	{ "max_request_bytes", JSON_SIZE, OFF(limits.max_request_bytes), .min = 1024, .max = 64 * 1024 * 1024,
 	  .def = "1048576", .doc = "longest request line (a submitted spec)" },
 	{ "idle_timeout", JSON_SECONDS, OFF(limits.idle_timeout_usec), .min = 0.1, .max = 86400, .def = "60",

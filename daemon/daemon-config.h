@@ -7,6 +7,9 @@
  *     "prices": { "H100": 2.49, ... }, $/GPU-hour for studies that give none, by gpu.type
  *     "limits": {
  *       "max_connections": 512,       control-socket clients at once
+ *       "max_connections_per_uid": 32, of those, held by one uid (root and goodputd's own are exempt)
+ *       "reserved_connections": 64,   of those, kept for root, goodputd's user and socket_group
+ *                                     (default: an eighth of max_connections)
  *       "max_request_bytes": 1048576, longest request line (a submitted spec)
  *       "idle_timeout": 60,           seconds a client may stay silent
  *       "max_queued_studies": 100     studies waiting or running at once
@@ -37,6 +40,8 @@ struct daemon_config {
 	const cJSON *prices;      /* object gpu type -> $/GPU-hour; may be NULL */
 	struct {
 		uint32_t max_connections;
+		uint32_t max_connections_per_uid;
+		uint32_t reserved_connections;
 		size_t max_request_bytes;
 		uint64_t idle_timeout_usec;
 		uint32_t max_queued_studies;

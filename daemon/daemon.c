@@ -54,13 +54,20 @@ void daemon_set_status(struct daemon *d, const char *fmt, ...)
 	(void)sd_notifyf(false, "STATUS=%s", buf);
 }
 
+static struct ctl_limits control_limits(const struct daemon_config *c)
+{
+	return (struct ctl_limits){
+		.max_connections = c->limits.max_connections,
+		.max_connections_per_uid = c->limits.max_connections_per_uid,
+		.reserved_connections = c->limits.reserved_connections,
+		.max_request_bytes = c->limits.max_request_bytes,
+		.idle_timeout_usec = c->limits.idle_timeout_usec,
+	};
+}
+
 static void apply_config(struct daemon *d)
 {
-	struct ctl_limits l = {
-		.max_connections = d->config->limits.max_connections,
-		.max_request_bytes = d->config->limits.max_request_bytes,
-		.idle_timeout_usec = d->config->limits.idle_timeout_usec,
-	};
+	struct ctl_limits l = control_limits(d->config);
 
 	if (!d->ctl)
 		return;
@@ -244,11 +251,7 @@ static void raise_fd_limit(unsigned want)
 
 static int setup_socket(struct daemon *d, const struct daemon_options *o, struct error *err)
 {
-	struct ctl_limits l = {
-		.max_connections = d->config->limits.max_connections,
-		.max_request_bytes = d->config->limits.max_request_bytes,
-		.idle_timeout_usec = d->config->limits.idle_timeout_usec,
-	};
+	struct ctl_limits l = control_limits(d->config);
 	const char *path = o->socket_path ? o->socket_path : CTL_DEFAULT_SOCKET;
 	int fd = -1, r;
 	bool bound = false;

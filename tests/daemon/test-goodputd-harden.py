@@ -84,7 +84,80 @@ def case_fifo(make, tmp):
     timed_status(d)
 
 
+HOLDER = r"""
+import socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held, refused = [], 0
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.settimeout(0.3)
+    try:
+        data = s.recv(4096)
+    except socket.timeout:
+        data = None
+    if data is None:
+        held.append(s)
+    elif b"too many connections" in data:
+        refused += 1
+        s.close()
+print(len(held), refused, flush=True)
+sys.stdin.read()
+"""
+
+
+def hold(d, uid, n):
+    """Runs a client as uid that opens n connections and keeps those that
+    were accepted until told to go; returns (process, held, refused)."""
+    p = subprocess.Popen(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups", "--",
+                          sys.executable, "-c", HOLDER, d.sock, str(n)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    held, refused = (int(x) for x in p.stdout.readline().split())
+    return p, held, refused
+
+
+def case_caps(make, tmp):
+    """An unprivileged uid that tries to hold every connection slot gets its
+    per-uid share; several such uids together cannot take the slots kept for
+    root and the socket group: root is always answered."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        raise SkipTest("needs root and setpriv to connect as other uids")
+    d = make(args=["--dry-run", "--socket-mode", "0666"],
+             config={"limits": {"max_connections": 40, "max_connections_per_uid": 8, "reserved_connections": 10,
+                                "idle_timeout": 60}}).start()
+    holders = []
+    try:
+        p, held, refused = hold(d, 65534, 50)
+        holders.append(p)
+        check(held == 8 and refused == 42, "one uid held %d, refused %d (cap 8)" % (held, refused))
+        with d.connect() as s:
+            s.sendall(b'{"command": "status"}\n')
+            check(read_json_line(s)["ok"], "root answered")
+        for uid in (65533, 65532, 65531, 65530):
+            p, h, r = hold(d, uid, 8)
+            holders.append(p)
+            held += h
+        check(held == 30, "unprivileged uids hold %d of 40 slots, 10 are reserved" % held)
+        conns = []
+        for _ in range(10):
+            conns.append(d.connect())
+        for c in conns:
+            c.sendall(b'{"command": "status"}\n')
+            check(read_json_line(c)["ok"], "root answered in a reserved slot")
+        with d.connect() as s:
+            s.settimeout(5)
+            check(b"too many connections (40)" in s.recv(4096), "the 41st connection is refused")
+        for c in conns:
+            c.close()
+    finally:
+        for p in holders:
+            p.stdin.close()
+            p.wait(10)
+    timed_status(d)
+
+
 CASES = {
+    "caps": case_caps,
     "lock": case_lock,
     "fifo": case_fifo,
 }

@@ -125,6 +125,7 @@ static void test_config(void)
 
 	CHECK_INT_EQ(daemon_config_new_default(&c), 0);
 	CHECK_INT_EQ(c->limits.max_request_bytes, 1024 * 1024);
+	CHECK_INT_EQ(c->limits.reserved_connections, 64);
 	CHECK(c->socket_group == NULL);
 	c = daemon_config_free(c);
 
@@ -134,6 +135,8 @@ static void test_config(void)
 		     0);
 	CHECK_INT_EQ(c->socket_gid, 0);
 	CHECK_INT_EQ(c->limits.max_connections, 8);
+	CHECK_INT_EQ(c->limits.reserved_connections, 1); /* an eighth */
+	CHECK_INT_EQ(c->limits.max_connections_per_uid, 32);
 	CHECK_INT_EQ(c->limits.idle_timeout_usec, 500000);
 	CHECK_INT_EQ(daemon_config_price(c, "h100", &price), 0);
 	CHECK(price == 2.5);
@@ -146,6 +149,10 @@ static void test_config(void)
 	CHECK_STR_CONTAINS(err.msg, "no-such-group-here");
 	CHECK(config_from("{\"limits\":{\"max_connections\":0}}", &c, &err) < 0);
 	CHECK_STR_CONTAINS(err.msg, "limits.max_connections");
+	CHECK(config_from("{\"limits\":{\"max_connections\":8,\"reserved_connections\":8}}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "limits.reserved_connections: 8 leaves no connection for anyone else");
+	CHECK(config_from("{\"limits\":{\"max_connections_per_uid\":0}}", &c, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "limits.max_connections_per_uid");
 	CHECK(config_from("{\"prices\":{\"H100\":\"cheap\"}}", &c, &err) < 0);
 	CHECK_STR_CONTAINS(err.msg, "prices.H100");
 	CHECK(config_from("{\"limits\":{\"max_request_bytes\":4096,\"idle_timeot\":1}}", &c, &err) < 0);

@@ -22,6 +22,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "utf8.h"
 #include "time-util.h"
 
 /* A checked value before it is stored. */
@@ -174,8 +175,16 @@ static int check_value(const cJSON *v, const char *path, const struct json_field
 		       struct error *err)
 {
 	switch (f->type) {
-	case JSON_STRING:
-		return json_value_string(v, path, (size_t)f->max, &ret->s, err);
+	case JSON_STRING: {
+		int r = json_value_string(v, path, (size_t)f->max, &ret->s, err);
+
+		/* A name, a path or a word: a newline or an escape sequence in it
+		 * breaks every table and log line that shows it. */
+		if (r >= 0 && utf8_has_control(ret->s))
+			return error_set(err, -EINVAL,
+					 "%s: control characters (newline, tab, escape, ...) are not allowed", path);
+		return r;
+	}
 	case JSON_U32:
 	case JSON_U64:
 	case JSON_SIZE:

@@ -28,7 +28,8 @@
 #include "error.h"
 
 enum json_type {
-	JSON_STRING,   /* const char * into the document; max = longest length (0: any); "" is refused */
+	JSON_STRING,   /* const char * into the document; max = longest length (0: any); "" and control
+		        * characters are refused */
 	JSON_U32,      /* uint32_t in [min, max] */
 	JSON_U64,      /* uint64_t in [min, max] (at most 2^53) */
 	JSON_SIZE,     /* size_t in [min, max] */

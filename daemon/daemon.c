@@ -262,7 +262,7 @@ static int setup_socket(struct daemon *d, const struct daemon_options *o, struct
 	if (r == 0) {
 		gid_t gid = d->config->socket_group ? d->config->socket_gid : (gid_t)-1;
 
-		r = ctl_listen_unix(path, o->socket_mode ? o->socket_mode : 0660, gid, &fd, err);
+		r = ctl_listen_unix(path, o->socket_mode, gid, &fd, err);
 		if (r < 0)
 			return r;
 		bound = true;

@@ -20,7 +20,7 @@ struct daemon;
 struct daemon_options {
 	const char *state_dir;   /* NULL: $STATE_DIRECTORY, else DAEMON_DEFAULT_STATE_DIR */
 	const char *socket_path; /* NULL: CTL_DEFAULT_SOCKET; unused under socket activation */
-	mode_t socket_mode;      /* of a socket the daemon binds itself (0660 by default) */
+	mode_t socket_mode;      /* of a socket the daemon binds itself (goodputd.c's default: 0660) */
 	const char *config_path; /* NULL: DAEMON_CONFIG_DEFAULT_PATH, a missing file meaning defaults */
 	bool dry_run;            /* trials in virtual time (sim core) instead of real servers */
 	uint32_t max_trials;     /* overrides every study's budget when > 0 (tests) */

@@ -53,6 +53,28 @@ static void help(void)
 	       CTL_DEFAULT_SOCKET, "/etc/goodput/goodputd.json");
 }
 
+/* An octal mode of 1-4 digits, nothing else (strtoul would take " +0x1"
+ * apart). It must let its owner connect: a mode without u+rw is a typo. */
+static int parse_socket_mode(const char *s, mode_t *ret, struct error *err)
+{
+	size_t n = strlen(s);
+	unsigned m = 0;
+
+	if (n == 0 || n > 4 || strspn(s, "01234567") != n)
+		return error_set(err, -EINVAL, "--socket-mode: expected an octal mode such as 0660, got \"%.32s\"", s);
+	for (size_t i = 0; i < n; i++)
+		m = m * 8 + (unsigned)(s[i] - '0');
+	if (m > 0777)
+		return error_set(err, -EINVAL, "--socket-mode: %s: only permission bits (at most 0777)", s);
+	if ((m & 0600) != 0600)
+		return error_set(err, -EINVAL,
+				 "--socket-mode: %s does not let the socket's owner read and write it; expected a "
+				 "mode such as 0600, 0660 or 0666",
+				 s);
+	*ret = (mode_t)m;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -87,19 +109,13 @@ int main(int argc, char **argv)
 		case ARG_SOCKET:
 			o.socket_path = optarg;
 			break;
-		case ARG_SOCKET_MODE: {
-			char *end = NULL;
-			unsigned long m;
-
-			errno = 0;
-			m = strtoul(optarg, &end, 8);
-			if (errno || !end || *end || end == optarg || m > 0777) {
-				log_error("--socket-mode: expected an octal mode such as 0660, got \"%s\"", optarg);
+		case ARG_SOCKET_MODE:
+			r = parse_socket_mode(optarg, &o.socket_mode, &err);
+			if (r < 0) {
+				log_error("%s", error_str(&err, r));
 				return 2;
 			}
-			o.socket_mode = (mode_t)m;
 			break;
-		}
 		case ARG_STATE_DIR:
 			o.state_dir = optarg;
 			break;

@@ -24,6 +24,7 @@
 #include "json-util.h"
 #include "store.h"
 #include "time-util.h"
+#include "utf8.h"
 
 static const char *const command_names[_CTL_COMMAND_MAX + 1] = {
 	[CTL_SUBMIT] = "submit", [CTL_STATUS] = "status", [CTL_LIST] = "list",
@@ -240,22 +241,30 @@ cJSON *ctl_response_error(const cJSON *id, const char *fmt, ...)
 
 int ctl_format_line(const cJSON *j, char **ret, size_t *ret_len)
 {
-	char *s = cJSON_PrintUnformatted(j);
+	_cleanup_(cjson_freep) char *s = cJSON_PrintUnformatted(j);
+	_cleanup_(freep) char *fixed = NULL;
+	const char *body = s;
 	size_t n;
 	char *line;
 
 	if (!s)
 		return -ENOMEM;
 	n = strlen(s);
-	line = malloc(n + 2);
-	if (!line) {
-		cJSON_free(s);
-		return -ENOMEM;
+	/* Input and the store hold valid UTF-8 only, but a message cut at a
+	 * byte count ("%.64s") may split a character: never send invalid JSON. */
+	if (!utf8_is_valid(s, n)) {
+		fixed = utf8_sanitize(s);
+		if (!fixed)
+			return -ENOMEM;
+		body = fixed;
+		n = strlen(fixed);
 	}
-	memcpy(line, s, n);
+	line = malloc(n + 2);
+	if (!line)
+		return -ENOMEM;
+	memcpy(line, body, n);
 	line[n] = '\n';
 	line[n + 1] = '\0';
-	cJSON_free(s);
 	*ret = line;
 	*ret_len = n + 1;
 	return 0;

@@ -201,9 +201,11 @@ static int parse_range(struct opt_knob *k, const cJSON *obj, const char *path, s
 	return 0;
 }
 
+/* Values become flag values of the engine; one starting with '-' could be
+ * taken for a flag of its own. */
 static bool valid_string_value(const char *s)
 {
-	if (!*s || strlen(s) > 32)
+	if (!*s || *s == '-' || strlen(s) > 32)
 		return false;
 	for (; *s; s++)
 		if (!isalnum((unsigned char)*s) && !strchr("_.+-", *s))
@@ -243,9 +245,11 @@ static int parse_list(struct opt_knob *k, const cJSON *arr, const char *path, st
 			if (!cJSON_IsString(item) || !item->valuestring)
 				return error_set(err, -EINVAL, "%s: expected a string like the first value", p);
 			if (!valid_string_value(item->valuestring))
-				return error_set(err, -EINVAL,
-						 "%s: expected 1-32 characters of [A-Za-z0-9_.+-], got \"%s\"", p,
-						 item->valuestring);
+				return error_set(
+					err, -EINVAL,
+					"%s: expected 1-32 characters of [A-Za-z0-9_.+-], not starting with '-', "
+					"got \"%s\"",
+					p, item->valuestring);
 			for (int j = 0; j < i; j++)
 				if (strcmp(k->strings[j], item->valuestring) == 0)
 					return error_set(err, -EINVAL, "%s: duplicate value \"%s\"", p,

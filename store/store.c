@@ -22,6 +22,7 @@
 #include "file-util.h"
 #include "macro.h"
 #include "store-internal.h"
+#include "utf8.h"
 
 /* ---- schema ---- */
 
@@ -388,8 +389,22 @@ int store_step_done(struct store *s, sqlite3_stmt *st, const char *what, struct 
 
 int store_bind_text(sqlite3_stmt *st, int idx, const char *v)
 {
-	int rc = v ? sqlite3_bind_text(st, idx, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, idx);
+	int rc;
 
+	if (!v)
+		rc = sqlite3_bind_null(st, idx);
+	else if (utf8_is_valid(v, strlen(v)))
+		rc = sqlite3_bind_text(st, idx, v, -1, SQLITE_TRANSIENT);
+	else {
+		/* Text from elsewhere (a server's log in a failure message):
+		 * stored strings are valid UTF-8, or every answer carrying them
+		 * would be invalid JSON. */
+		char *t = utf8_sanitize(v);
+
+		if (!t)
+			return -ENOMEM;
+		rc = sqlite3_bind_text(st, idx, t, -1, free); /* frees t even when it fails */
+	}
 	return rc == SQLITE_OK ? 0 : sqlite_errno_or_eio(rc);
 }
 

@@ -186,6 +186,9 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 			return error_set(err, -EINVAL, "knob %s: engine %s has no flag for it", item->string, p->name);
 		if (value_text(item, buf, sizeof(buf)) < 0)
 			return error_set(err, -EINVAL, "knob %s: expected a number or a string", item->string);
+		if (cJSON_IsString(item) && buf[0] == '-')
+			return error_set(err, -EINVAL, "knob %s: \"%.64s\" would be taken for a flag", item->string,
+					 buf);
 	}
 	r = check_tensor_parallel(knobs, params->gpu_count, err);
 	if (r < 0)
@@ -195,6 +198,11 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 
 		snprintf(where, sizeof(where), "argv[%zu]", i);
 		r = substitute(p->argv[i], params, knobs, where, &s, err);
+		/* A value ("{model}") must not turn an argument into a flag. */
+		if (r >= 0 && s[0] == '-' && p->argv[i][0] != '-') {
+			r = error_set(err, -EINVAL, "%s: \"%.64s\" would be taken for a flag", where, s);
+			free(s);
+		}
 		if (r >= 0)
 			r = push(&c.argv, &n_argv, TAKE_PTR(s));
 		if (r < 0)

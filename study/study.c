@@ -32,6 +32,35 @@ int study_quant_from_string(const char *s)
 
 /* ---- checks across keys ---- */
 
+/* The plain strings that reach the engine's command line, each possibly an
+ * argument of its own ("vllm serve {model}"): one starting with '-' would be
+ * taken for a flag. */
+static int check_argv_values(const struct study *s, struct error *err)
+{
+	static const char *const checkpoint_paths[_STUDY_QUANT_MAX] = {
+		"model.checkpoints.none", "model.checkpoints.fp8", "model.checkpoints.int8", "model.checkpoints.awq"
+	};
+	const struct {
+		const char *path, *v;
+	} values[] = {
+		{ "model.name", s->model.name },
+		{ "gpu.type", s->gpu.type },
+		{ "deploy.host", s->deploy.host },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(values); i++)
+		if (values[i].v && values[i].v[0] == '-')
+			return error_set(err, -EINVAL,
+					 "%s: \"%.64s\" must not start with '-' (it would be taken for a flag)",
+					 values[i].path, values[i].v);
+	for (size_t q = 0; q < _STUDY_QUANT_MAX; q++)
+		if (s->model.checkpoints[q] && s->model.checkpoints[q][0] == '-')
+			return error_set(err, -EINVAL,
+					 "%s: \"%.64s\" must not start with '-' (it would be taken for a flag)",
+					 checkpoint_paths[q], s->model.checkpoints[q]);
+	return 0;
+}
+
 /* The command method's hooks: deploy and teardown are required with it,
  * and meaningless (refused) with the other methods. */
 static int check_deploy(const struct study *s, struct error *err)
@@ -315,6 +344,8 @@ int study_from_json(const cJSON *j, const struct study_options *opts, struct stu
 	r = json_dispatch(p.s.json, "", study_fields, 0, &p, err);
 	if (r == 0)
 		r = check_deploy(&p.s, err);
+	if (r == 0)
+		r = check_argv_values(&p.s, err);
 	if (r == 0)
 		r = build_workload(&p, err);
 	if (r == 0)

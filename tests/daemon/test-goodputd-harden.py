@@ -156,7 +156,78 @@ def case_caps(make, tmp):
     timed_status(d)
 
 
+def raw_request(d, line):
+    """Sends raw bytes, returns the answer line's bytes (unparsed)."""
+    with d.connect() as s:
+        s.sendall(line)
+        buf = b""
+        while b"\n" not in buf:
+            chunk = s.recv(65536)
+            check(chunk, "closed without an answer")
+            buf += chunk
+        return buf.split(b"\n", 1)[0]
+
+
+def case_text(make, tmp):
+    """Invalid UTF-8 and control characters are refused where they arrive,
+    names that would be flags of the engine too; `list` stays valid JSON
+    and `goodput list` one line per study."""
+    d = make(args=["--dry-run"]).start()
+    spec = json.dumps({"command": "submit", "study": tiny_spec("t1")}).encode()
+    bad = spec.replace(b'"test 128/16"', b'"test \xff\xfe"')
+    check(bad != spec, "label replaced")
+    r = json.loads(raw_request(d, bad + b"\n"))
+    check(not r["ok"] and "invalid UTF-8" in r["error"], r)
+
+    for key, value, want in (("label", "two\nlines", "label: control characters"),
+                             ("label", "\x1b[2Jcleared", "label: control characters"),
+                             ("model", {"name": "--trust-remote-code"}, "must not start with '-'"),
+                             ("model", {"name": "llama-3.1-8b", "checkpoints": {"fp8": "-x"}},
+                              "model.checkpoints.fp8")):
+        spec = tiny_spec("t2")
+        spec[key] = value
+        r = d.request({"command": "submit", "study": spec})
+        check(not r["ok"] and want in r["error"], (key, value, r))
+
+    # A valid non-ASCII label round-trips.
+    spec = tiny_spec("t3")
+    spec["label"] = "grüße 128/16 ✓"
+    check(d.request({"command": "submit", "study": spec})["ok"], "submit t3")
+    d.wait_state("t3", ["done"], 60)
+    line = raw_request(d, b'{"command": "list"}\n')
+    studies = json.loads(line.decode("utf-8", errors="strict"))["studies"]
+    check([s["name"] for s in studies] == ["t3"] and studies[0]["label"] == "grüße 128/16 ✓", studies)
+    p = d.client("list", check_rc=0)
+    check(len(p.stdout.strip().splitlines()) == 2, p.stdout)
+    # Error messages echoing a cut value stay valid UTF-8.
+    line = raw_request(d, json.dumps({"command": "best", "study": "ü" * 600}, ensure_ascii=False).encode() + b"\n")
+    json.loads(line.decode("utf-8", errors="strict"))
+
+
+def case_mode(make, tmp):
+    """--socket-mode is taken exactly as given or refused: 0 is not 0660."""
+    for bad, want in (("0", "does not let the socket's owner read and write it"),
+                      ("0066", "does not let the socket's owner"),
+                      ("1660", "only permission bits"), ("0x1b6", "expected an octal mode"),
+                      (" 0660", "expected an octal mode"), ("+660", "expected an octal mode"),
+                      ("0668", "expected an octal mode"), ("", "expected an octal mode"),
+                      ("000660", "expected an octal mode")):
+        d = make(name="m", args=["--dry-run", "--socket-mode", bad])
+        d.start(wait=False)
+        rc = d.proc.wait(10)
+        check(rc == 2 and want in d.log(), "--socket-mode %r: exit %s\n%s" % (bad, rc, d.log()))
+        check(not os.path.exists(d.sock), "--socket-mode %r: a socket was made" % bad)
+        os.unlink(d.log_path)
+    for good in ("0600", "660", "0666"):
+        d = make(name="g" + good, args=["--dry-run", "--socket-mode", good]).start()
+        mode = os.stat(d.sock).st_mode & 0o7777
+        check(mode == int(good, 8), "--socket-mode %s: the socket has mode %o" % (good, mode))
+        d.stop()
+
+
 CASES = {
+    "mode": case_mode,
+    "text": case_text,
     "caps": case_caps,
     "lock": case_lock,
     "fifo": case_fifo,

@@ -35,6 +35,10 @@ static void test_requests(void)
 	CHECK(!ctl_command_changes_state(r.command));
 	ctl_request_done(&r);
 
+	/* Not UTF-8: refused before anything is read from it. */
+	CHECK_INT_EQ(parse("{\"command\":\"best\",\"study\":\"a\xff\"}", &r, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "request: invalid UTF-8 at line 1, column 29");
+
 	CHECK_INT_EQ(
 		parse(" {\"command\":\"best\",\"model\":\"m\",\"engine\":\"vllm\",\"label\":\"chat\",\"id\":\"x\"} ",
 		      &r, &err),
@@ -107,6 +111,15 @@ static void test_responses(void)
 	/* One line whatever the message holds. */
 	CHECK(strchr(line, '\n') == line + len - 1);
 	CHECK_STR_CONTAINS(line, "\"ok\":false");
+	free(line);
+	line = NULL;
+
+	/* Never invalid UTF-8 on the wire, whatever a string holds (a message
+	 * cut in the middle of a character). */
+	_cleanup_(cJSON_Deletep) cJSON *cut = ctl_response_error(NULL, "no study named \"%.5s\"", "gr\xC3\xBC\xC3\x9F");
+	CHECK(cut);
+	CHECK_INT_EQ(ctl_format_line(cut, &line, &len), 0);
+	CHECK_STR_EQ(line, "{\"ok\":false,\"error\":\"no study named \\\"gr\xC3\xBC\xEF\xBF\xBD\\\"\"}\n");
 }
 
 static int config_from(const char *text, struct daemon_config **ret, struct error *err)

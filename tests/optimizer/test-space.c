@@ -210,6 +210,15 @@ static void test_constraints_and_extras(void)
 	struct opt_config c = { 0 };
 	char key[OPT_KEY_MAX];
 	double u[OPT_KNOBS_MAX];
+	struct opt_space *bad = NULL;
+	struct error err = { 0 };
+
+	/* A string value becomes a flag's value: one that is itself a flag is refused. */
+	CHECK(space_from("{\"search_space\": {\"kv_cache_dtype\": [\"auto\", \"--enforce-eager\"]}}", 0, extra, &bad,
+			 &err) < 0);
+	CHECK(!bad);
+	CHECK_STR_CONTAINS(err.msg, "search_space.kv_cache_dtype[1]: expected 1-32 characters of [A-Za-z0-9_.+-], "
+				    "not starting with '-'");
 
 	/* mbt >= mns: (64: 5) (128: 5) (256: 5) (512: 4) (1024: 3) */
 	CHECK_INT_EQ(opt_space_count(d), 22);

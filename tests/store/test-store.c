@@ -269,7 +269,8 @@ static void test_round_trip(void)
 	CHECK(store_trial_finish(s, trial, &o, &err) == 0);
 	o = (struct store_trial_outcome){ .state = STORE_TRIAL_INFEASIBLE,
 					  .failure = STORE_FAILURE_OOM,
-					  .failure_message = "CUDA out of memory",
+					  /* a server's log line: bytes that are not UTF-8 */
+					  .failure_message = "CUDA out of memory \xff\xfe",
 					  .deploy_seconds = NAN,
 					  .max_rate = NAN,
 					  .max_goodput = NAN,
@@ -294,7 +295,8 @@ static void test_round_trip(void)
 	CHECK_INT_EQ(h[0].id, trial);
 	CHECK_INT_EQ(h[1].seq, 2);
 	CHECK(h[1].state == STORE_TRIAL_INFEASIBLE && h[1].failure == STORE_FAILURE_OOM);
-	CHECK_STR_EQ(h[1].failure_message, "CUDA out of memory");
+	/* Stored as valid UTF-8: every invalid byte became U+FFFD. */
+	CHECK_STR_EQ(h[1].failure_message, "CUDA out of memory \xEF\xBF\xBD\xEF\xBF\xBD");
 	CHECK(isnan(h[1].cost_per_mtok) && isnan(h[1].deploy_seconds));
 	store_trial_array_free(h, n);
 

@@ -123,6 +123,19 @@ static void test_vllm(void)
 	CHECK(engine_profile_render_study(p, s, k, NULL, 9000, &c, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "speculative_tokens");
 	cJSON_Delete(k);
+
+	/* A value never becomes a flag: "vllm serve {model}" with a model
+	 * named like a flag, and a string knob value that is one. */
+	k = J("{\"max_num_seqs\": 64}");
+	CHECK(engine_profile_render(p, &(struct engine_render_params){ .model = "--trust-remote-code", .port = 9000 },
+				    k, &c, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "argv[2]: \"--trust-remote-code\" would be taken for a flag");
+	cJSON_Delete(k);
+	k = J("{\"quantization\": \"-x\"}");
+	CHECK(engine_profile_render(p, &(struct engine_render_params){ .model = "m", .port = 9000 }, k, &c, &err) ==
+	      -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "knob quantization: \"-x\" would be taken for a flag");
+	cJSON_Delete(k);
 }
 
 static void test_sim(void)

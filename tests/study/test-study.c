@@ -180,6 +180,15 @@ static void test_errors(void)
 		"search_space.max_num_seqs.scale");
 	refused("search_space.gpu_memory_utilization", "[0.9]", "gpu_memory_utilization");
 	refused("probe.max_rate", "0.01", "probe.max_rate");
+	/* names: no control characters (they break tables and logs) */
+	refused("label", "\"two\\nlines\"", "label: control characters");
+	refused("label", "\"\\u001b[31mred\"", "label: control characters");
+	refused("gpu.type", "\"H100\\t\"", "gpu.type: control characters");
+	refused("model.name", "\"llama\\r\"", "model.name: control characters");
+	/* values that become the engine's argv elements must not be flags */
+	refused("model.name", "\"--trust-remote-code\"", "model.name: \"--trust-remote-code\" must not start with '-'");
+	refused("model.checkpoints", "{\"fp8\": \"-x\"}", "model.checkpoints.fp8: \"-x\" must not start with '-'");
+	refused("deploy.host", "\"-h\"", "deploy.host");
 }
 
 static void test_variants(void)

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -401,7 +402,7 @@ int deploy_hook_env(const cJSON *knobs, const char *study, int64_t trial_id, con
 		name[i] = 0;
 		if (cJSON_IsString(k))
 			snprintf(val, sizeof(val), "%s", k->valuestring);
-		else if (cJSON_IsNumber(k) && k->valuedouble == (double)(int64_t)k->valuedouble)
+		else if (cJSON_IsNumber(k) && fabs(k->valuedouble) < 1e15 && k->valuedouble == floor(k->valuedouble))
 			snprintf(val, sizeof(val), "%" PRId64, (int64_t)k->valuedouble);
 		else if (cJSON_IsNumber(k))
 			snprintf(val, sizeof(val), "%.15g", k->valuedouble);

@@ -140,6 +140,13 @@ static void add(struct probe_prom_sample *out, enum which w, double v)
 	}
 }
 
+/* How much of a line to quote in a message: at most 40 bytes and never
+ * past its end (the buffer need not hold a NUL). */
+static int shown(const char *from, const char *line_end)
+{
+	return (int)MIN(line_end - from, 40);
+}
+
 int probe_prom_parse(const char *text, size_t len, struct probe_prom_sample *ret, struct error *err)
 {
 	struct probe_prom_sample out = { 0 };
@@ -163,20 +170,23 @@ int probe_prom_parse(const char *text, size_t len, struct probe_prom_sample *ret
 			continue;
 		name = s;
 		if (!name_char(*s, true))
-			return error_set(err, -EBADMSG, "metrics line %zu: not Prometheus text: \"%.40s\"", line, name);
+			return error_set(err, -EBADMSG, "metrics line %zu: not Prometheus text: \"%.*s\"", line,
+					 shown(name, le), name);
 		while (s < le && name_char(*s, false))
 			s++;
 		w = lookup(name, (size_t)(s - name));
 		if (s < le && *s == '{') {
 			r = parse_labels(&s, le);
 			if (r < 0)
-				return error_set(err, r, "metrics line %zu: bad labels: \"%.40s\"", line, name);
+				return error_set(err, r, "metrics line %zu: bad labels: \"%.*s\"", line,
+						 shown(name, le), name);
 		}
 		if (s >= le || (*s != ' ' && *s != '\t'))
-			return error_set(err, -EBADMSG, "metrics line %zu: expected a value: \"%.40s\"", line, name);
+			return error_set(err, -EBADMSG, "metrics line %zu: expected a value: \"%.*s\"", line,
+					 shown(name, le), name);
 		r = parse_value(s, le, &v);
 		if (r < 0)
-			return error_set(err, r, "metrics line %zu: bad value: \"%.40s\"", line, name);
+			return error_set(err, r, "metrics line %zu: bad value: \"%.*s\"", line, shown(name, le), name);
 		add(&out, w, v);
 	}
 	*ret = out;

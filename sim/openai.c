@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,9 @@ static int ids_add_id_array(struct ids *a, const cJSON *arr, const char *path, s
 	{
 		int r;
 
-		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX ||
-		    it->valuedouble != (double)(int64_t)it->valuedouble)
+		/* The range first: a double outside int64_t's range must never reach a cast. */
+		if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0 && it->valuedouble <= INT32_MAX) ||
+		    it->valuedouble != floor(it->valuedouble))
 			return error_set(err, -EINVAL, "%s[%zu]: expected a token id (an integer >= 0)", path, i);
 		r = ids_push(a, (uint32_t)it->valuedouble, err);
 		if (r < 0)
@@ -199,12 +201,13 @@ static int get_max_tokens(const cJSON *root, const char *key, struct sim_api_req
 
 	if (!it || cJSON_IsNull(it))
 		return 0;
-	if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int64_t)it->valuedouble)
+	/* No cast before the range is known (1e300 does not fit any integer). */
+	if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble))
 		return error_set(err, -EINVAL, "%s: expected an integer", key);
 	if (it->valuedouble < 1)
-		return error_set(err, -EINVAL, "%s must be at least 1, got %.0f.", key, it->valuedouble);
+		return error_set(err, -EINVAL, "%s must be at least 1, got %.0f.", key, MAX(it->valuedouble, -1e15));
 	if (it->valuedouble > PROBE_MAX_TOKENS_PER_REQUEST)
-		return error_set(err, -EINVAL, "%s: at most %u, got %.0f", key, PROBE_MAX_TOKENS_PER_REQUEST,
+		return error_set(err, -EINVAL, "%s: at most %u, got %g", key, PROBE_MAX_TOKENS_PER_REQUEST,
 				 it->valuedouble);
 	r->has_max_tokens = true;
 	r->max_tokens = (uint32_t)it->valuedouble;

@@ -267,12 +267,14 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 	}
 	if (p->gpu_env) {
 		const cJSON *tp = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_TENSOR_PARALLEL);
-		unsigned n = cJSON_IsNumber(tp) && tp->valuedouble >= 1 ? (unsigned)tp->valuedouble : 1;
+		double v = cJSON_IsNumber(tp) && tp->valuedouble >= 1 ? tp->valuedouble : 1;
 		char list[512];
 		size_t len = 0;
+		unsigned n;
 
-		if (n > 64)
-			return error_set(err, -EINVAL, "knob tensor_parallel: %u GPUs is too many", n);
+		if (v > 64) /* before the cast: a huge double does not fit an unsigned */
+			return error_set(err, -EINVAL, "knob tensor_parallel: %g GPUs is too many", v);
+		n = (unsigned)v;
 		for (unsigned g = 0; g < n; g++)
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", g ? "," : "", g);
 		char *kv = NULL;

@@ -41,6 +41,14 @@ static void test_parse(void)
 	CHECK_STR_CONTAINS(err.msg, "line 2");
 	CHECK(probe_prom_parse("a fast\n", 7, &s, &err) < 0);
 	CHECK(probe_prom_parse("a\n", 2, &s, &err) < 0);
+
+	/* The buffer is a body as received, not a C string: a message quotes
+	 * the bad line and never reads past len (here into "SECRET"). */
+	static const char body[] = "vllm:num_requests_running 1\n<html>SECRET";
+	CHECK_INT_EQ(probe_prom_parse(body, strlen(body) - 6, &s, &err), -EBADMSG);
+	CHECK_STR_CONTAINS(err.msg, "line 2: not Prometheus text: \"<html>\"");
+	CHECK(!strstr(err.msg, "SECRET"));
+	CHECK(probe_prom_parse(body, strlen(body) - 12, &s, &err) == 0);
 }
 
 static void test_acc(void)

@@ -93,6 +93,17 @@ static void test_requests(void)
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": -1}",
 		    "max_tokens must be at least 1, got -1");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": 1.5}", "max_tokens");
+	/* Outside every integer type: refused before any cast (UBSan's
+	 * float-cast-overflow fails the ASan build otherwise). */
+	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": 1e300}", "max_tokens: at most");
+	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": -1e300}",
+		    "max_tokens must be at least 1");
+	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"max_tokens\": 1e19}", "max_tokens: at most");
+	parse_fails(SIM_API_CHAT,
+		    "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_completion_tokens\": 9e18}",
+		    "max_completion_tokens: at most");
+	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": [1, 1e300]}", "prompt[1]");
+	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": [1, -1e300]}", "prompt[1]");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": [1, -2]}", "prompt[1]");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": [\"a\", \"b\"]}", "one prompt");
 	parse_fails(SIM_API_COMPLETIONS, "{\"prompt\": \"a\", \"stream\": \"yes\"}", "stream");

@@ -80,6 +80,32 @@ struct sim_req {
 	struct sim_req *all_prev, *all_next; /* every live request, for shutdown */
 };
 
+/* A connection's phase (server-conns.c); the first three wait for the
+ * client and have a deadline. */
+enum sim_conn_phase {
+	SIM_CONN_IDLE,    /* before a request line */
+	SIM_CONN_HEADERS, /* request line in, headers not complete */
+	SIM_CONN_BODY,    /* headers in, body not complete */
+	_SIM_CONN_WAITING_MAX,
+	SIM_CONN_ACTIVE = _SIM_CONN_WAITING_MAX, /* being answered */
+	SIM_CONN_CLOSING,                        /* shut down, MHD has yet to close it */
+};
+
+/* Why the server closed a connection (counted in /metrics). */
+enum sim_conn_close {
+	SIM_CLOSE_IDLE,
+	SIM_CLOSE_HEADERS,
+	SIM_CLOSE_BODY,
+	SIM_CLOSE_EVICTED,     /* idle, closed to make room near the connection limit */
+	SIM_CLOSE_BUFFER_FULL, /* its body would pass --max-buffered-bytes */
+	_SIM_CLOSE_MAX,
+};
+
+struct sim_conn;
+struct sim_conn_list {
+	struct sim_conn *head, *tail; /* in deadline order */
+};
+
 struct sim_server {
 	sd_event *event;
 	struct sim_server_config cfg;
@@ -106,6 +132,15 @@ struct sim_server {
 	/* streams waiting for a future deadline (fixed-ITL mode, non-streaming finish) */
 	struct sim_req **heap;
 	size_t heap_len, heap_cap;
+
+	/* connections and their deadlines (server-conns.c) */
+	struct sim_conn_list waiting[_SIM_CONN_WAITING_MAX];
+	unsigned n_conns, conn_limit, conn_slack;
+	unsigned n_closing;    /* shut down, not yet closed by MHD */
+	unsigned reap_stalled; /* runs of conn_reap without progress */
+	sd_event_source *conn_timer, *conn_reap;
+	size_t body_bytes; /* request bodies buffered, all connections */
+	uint64_t conns_closed[_SIM_CLOSE_MAX];
 
 	uint64_t next_id;
 	uint64_t n_completion_requests; /* counted for the crash/hang faults */
@@ -151,6 +186,19 @@ ssize_t sim_req_stream_reader(void *cls, uint64_t pos, char *buf, size_t max);
 void sim_server_engine_token(void *userdata, uint64_t req_id, uint32_t index, uint64_t time_usec, bool last);
 void sim_server_engine_finished(void *userdata, uint64_t req_id, uint64_t time_usec, uint32_t n_prompt,
 				uint32_t n_output, uint32_t n_cached);
+
+/* ---- server-conns.c: connections and their deadlines ---- */
+
+/* The timer and the eviction threshold (limit: MHD's connection limit). */
+int sim_conns_init(struct sim_server *s, unsigned limit);
+/* MHD_OPTION_NOTIFY_CONNECTION: a connection starts (idle) or closes. */
+void sim_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+		      enum MHD_ConnectionNotificationCode toe);
+/* MHD_OPTION_URI_LOG_CALLBACK: a request line arrived (headers phase). */
+void *sim_conns_uri_logged(void *cls, const char *uri, struct MHD_Connection *conn);
+/* The access handler's view: body (headers complete), active (answering),
+ * idle (the request completed). */
+void sim_conns_set_phase(struct sim_server *s, struct MHD_Connection *conn, enum sim_conn_phase p);
 
 /* ---- server.c ---- */
 

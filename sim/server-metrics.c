@@ -143,6 +143,21 @@ char *sim_server_render_metrics(struct sim_server *s)
 		   (double)s->faults_http500);
 	put_metric(f, "counter", "goodput_sim_fault_bad_sse_total", "Streams broken by --fault-bad-sse.", labels,
 		   (double)s->faults_bad_sse);
+	put_metric(f, "gauge", "goodput_sim_connections", "Open HTTP connections.", labels, s->n_conns);
+	put_metric(f, "gauge", "goodput_sim_request_body_bytes", "Request bodies buffered, all connections.", labels,
+		   (double)s->body_bytes);
+	fprintf(f, "# HELP goodput_sim_connections_closed_total Connections the server closed, by reason.\n"
+		   "# TYPE goodput_sim_connections_closed_total counter\n");
+	for (int i = 0; i < _SIM_CLOSE_MAX; i++) {
+		static const char *const reasons[_SIM_CLOSE_MAX] = {
+			[SIM_CLOSE_IDLE] = "idle_timeout",       [SIM_CLOSE_HEADERS] = "header_timeout",
+			[SIM_CLOSE_BODY] = "body_timeout",       [SIM_CLOSE_EVICTED] = "evicted_idle",
+			[SIM_CLOSE_BUFFER_FULL] = "buffer_full",
+		};
+
+		fprintf(f, "goodput_sim_connections_closed_total{%s,reason=\"%s\"} %" PRIu64 "\n", labels, reasons[i],
+			s->conns_closed[i]);
+	}
 	fprintf(f, "# HELP goodput_sim_http_responses_total HTTP responses by status class.\n"
 		   "# TYPE goodput_sim_http_responses_total counter\n");
 	for (int c = 1; c <= 5; c++)

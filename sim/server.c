@@ -64,6 +64,10 @@ void sim_server_config_init(struct sim_server_config *c)
 	c->host = "127.0.0.1";
 	c->max_connections = SIM_SERVER_DEFAULT_MAX_CONNECTIONS;
 	c->max_body_bytes = SIM_SERVER_DEFAULT_MAX_BODY;
+	c->max_buffered_bytes = SIM_SERVER_DEFAULT_MAX_BUFFERED;
+	c->idle_timeout_usec = SIM_SERVER_DEFAULT_IDLE_SEC * USEC_PER_SEC;
+	c->header_timeout_usec = SIM_SERVER_DEFAULT_HEADER_SEC * USEC_PER_SEC;
+	c->body_timeout_usec = SIM_SERVER_DEFAULT_BODY_SEC * USEC_PER_SEC;
 	sim_faults_init(&c->faults, 0);
 }
 
@@ -330,6 +334,14 @@ static enum MHD_Result handle_final(struct sim_req *r, const char *url, const ch
 	return MHD_NO;
 }
 
+static void req_body_free(struct sim_req *r)
+{
+	r->server->body_bytes -= r->body_cap;
+	free(r->body);
+	r->body = NULL;
+	r->body_len = r->body_cap = 0;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				 const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -349,6 +361,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			s->all->all_prev = r;
 		s->all = r;
 		*con_cls = r;
+		sim_conns_set_phase(s, conn, SIM_CONN_BODY);
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
@@ -359,17 +372,24 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return MHD_YES;
 		if (r->body_len + n > s->cfg.max_body_bytes) {
 			r->too_large = true;
-			free(r->body);
-			r->body = NULL;
-			r->body_len = r->body_cap = 0;
+			req_body_free(r);
 			return MHD_YES;
 		}
 		if (r->body_len + n + 1 > r->body_cap) {
-			size_t cap = MAX(r->body_cap * 2, r->body_len + n + 1);
-			char *b = realloc(r->body, cap);
+			size_t cap = MIN(MAX(r->body_cap * 2, r->body_len + n + 1), s->cfg.max_body_bytes + 1);
+			char *b;
 
+			/* Bodies held open one byte short must not add up without bound. */
+			if (s->body_bytes - r->body_cap + cap > s->cfg.max_buffered_bytes) {
+				log_debug("request bodies would pass %zu bytes: closing a connection",
+					  s->cfg.max_buffered_bytes);
+				s->conns_closed[SIM_CLOSE_BUFFER_FULL]++;
+				return MHD_NO;
+			}
+			b = realloc(r->body, cap);
 			if (!b)
 				return MHD_NO;
+			s->body_bytes += cap - r->body_cap;
 			r->body = b;
 			r->body_cap = cap;
 		}
@@ -389,6 +409,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		return MHD_YES;
 	}
 	r->handled = true;
+	sim_conns_set_phase(s, conn, SIM_CONN_ACTIVE);
 	return handle_final(r, url, method);
 }
 
@@ -419,8 +440,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	sd_event_source_disable_unref(r->rdhup);
 	sim_api_request_done(&r->api);
 	free(r->tokens);
-	free(r->body);
+	req_body_free(r);
 	free(r);
+	/* Keep-alive: the next request line is awaited. */
+	sim_conns_set_phase(s, conn, SIM_CONN_IDLE);
 }
 
 /* ---- the loop ---- */
@@ -572,12 +595,16 @@ static int server_listen(struct sim_server *s, const char *host, struct error *e
 	limit = s->cfg.max_connections;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)limit + 64)
 		limit = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
+	r = sim_conns_init(s, limit);
+	if (r < 0)
+		return error_set(err, r, "cannot add a timer");
 
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
 				  MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, limit,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_LIMIT,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+				  MHD_OPTION_NOTIFY_CONNECTION, sim_conns_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
+				  sim_conns_uri_logged, s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->mhd)
 		return error_set(err, -EADDRNOTAVAIL, "cannot listen on %s port %u (address in use?)", host,
@@ -704,6 +731,8 @@ struct sim_server *sim_server_free(struct sim_server *s)
 	sd_event_source_disable_unref(s->mhd_timer);
 	sd_event_source_disable_unref(s->pacer);
 	sd_event_source_disable_unref(s->load_timer);
+	sd_event_source_disable_unref(s->conn_timer);
+	sd_event_source_disable_unref(s->conn_reap);
 	sim_engine_free(s->engine);
 	if (s->trace)
 		fclose(s->trace);

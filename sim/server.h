@@ -18,6 +18,10 @@
 
 #define SIM_SERVER_DEFAULT_MAX_BODY        (4u << 20)
 #define SIM_SERVER_DEFAULT_MAX_CONNECTIONS 4096u
+#define SIM_SERVER_DEFAULT_MAX_BUFFERED    (64u << 20)
+#define SIM_SERVER_DEFAULT_IDLE_SEC        60
+#define SIM_SERVER_DEFAULT_HEADER_SEC      10
+#define SIM_SERVER_DEFAULT_BODY_SEC        60
 
 struct sim_server_config {
 	const char *host;              /* numeric address or name to bind; "127.0.0.1" */
@@ -29,6 +33,10 @@ struct sim_server_config {
 	double fixed_itl_ms;    /* > 0: bypass the engine, one token per this (benchmarks) */
 	uint32_t max_connections;
 	size_t max_body_bytes;
+	size_t max_buffered_bytes; /* request bodies of all connections together */
+	/* A client must send its next request line, its headers and its body
+	 * within these (server-conns.c); 0: no limit. */
+	uint64_t idle_timeout_usec, header_timeout_usec, body_timeout_usec;
 	uint64_t seed;
 	struct sim_faults faults;
 };

@@ -48,6 +48,14 @@ static void help(void)
 	       "                                tokens [[scheduled_usec, sent_usec], ...] (CLOCK_MONOTONIC)\n"
 	       "  --max-connections N           concurrent connections (default %u)\n"
 	       "  --max-request-bytes N         largest request body; larger gets 413 (default %u)\n"
+	       "  --max-buffered-bytes N        request bodies of all connections together; a body that\n"
+	       "                                would pass it closes its connection (default %u)\n"
+	       "  --idle-timeout SECONDS        a connection's next request line must come within this\n"
+	       "                                (default %d; near --max-connections the longest-idle\n"
+	       "                                connections are closed first)\n"
+	       "  --header-timeout SECONDS      ... its headers within this after the request line (default %d)\n"
+	       "  --body-timeout SECONDS        ... its body within this after the headers (default %d);\n"
+	       "                                0 turns a timeout off\n"
 	       "  --fixed-itl-ms MS             benchmark mode: ignore the engine model, send one token\n"
 	       "                                every MS ms per stream (first after MS)\n"
 	       "  -v, --verbose                 debug logging\n"
@@ -63,7 +71,9 @@ static void help(void)
 	       "                                through and ends without [DONE]\n"
 	       "  --fault-jitter SIGMA          extra log-normal jitter (sigma) of every step time\n"
 	       "  --fault-step-overhead-ms MS   extra cost of every step, outside the performance model\n",
-	       DEFAULT_LOAD_TIME_SCALE, SIM_SERVER_DEFAULT_MAX_CONNECTIONS, SIM_SERVER_DEFAULT_MAX_BODY);
+	       DEFAULT_LOAD_TIME_SCALE, SIM_SERVER_DEFAULT_MAX_CONNECTIONS, SIM_SERVER_DEFAULT_MAX_BODY,
+	       SIM_SERVER_DEFAULT_MAX_BUFFERED, SIM_SERVER_DEFAULT_IDLE_SEC, SIM_SERVER_DEFAULT_HEADER_SEC,
+	       SIM_SERVER_DEFAULT_BODY_SEC);
 }
 
 enum {
@@ -75,6 +85,10 @@ enum {
 	OPT_TRACE,
 	OPT_MAX_CONNECTIONS,
 	OPT_MAX_REQUEST_BYTES,
+	OPT_MAX_BUFFERED_BYTES,
+	OPT_IDLE_TIMEOUT,
+	OPT_HEADER_TIMEOUT,
+	OPT_BODY_TIMEOUT,
 	OPT_FIXED_ITL,
 	OPT_CRASH_AFTER,
 	OPT_HANG_AFTER,
@@ -100,6 +114,10 @@ static const struct {
 	{ "trace", OPT_TRACE, true },
 	{ "max-connections", OPT_MAX_CONNECTIONS, true },
 	{ "max-request-bytes", OPT_MAX_REQUEST_BYTES, true },
+	{ "max-buffered-bytes", OPT_MAX_BUFFERED_BYTES, true },
+	{ "idle-timeout", OPT_IDLE_TIMEOUT, true },
+	{ "header-timeout", OPT_HEADER_TIMEOUT, true },
+	{ "body-timeout", OPT_BODY_TIMEOUT, true },
 	{ "fixed-itl-ms", OPT_FIXED_ITL, true },
 	{ "fault-crash-after", OPT_CRASH_AFTER, true },
 	{ "fault-hang-after", OPT_HANG_AFTER, true },
@@ -146,6 +164,18 @@ static int apply_server_flag(int id, const char *what, const char *v, struct sim
 	case OPT_MAX_REQUEST_BYTES:
 		r = parse_u64(what, v, 1024, 1u << 30, &u, err);
 		sc->max_body_bytes = (size_t)u;
+		break;
+	case OPT_MAX_BUFFERED_BYTES:
+		r = parse_u64(what, v, 1024, UINT64_C(1) << 40, &u, err);
+		sc->max_buffered_bytes = (size_t)u;
+		break;
+	case OPT_IDLE_TIMEOUT:
+	case OPT_HEADER_TIMEOUT:
+	case OPT_BODY_TIMEOUT:
+		r = parse_double(what, v, 0, 86400, &d, err);
+		*(id == OPT_IDLE_TIMEOUT     ? &sc->idle_timeout_usec
+		  : id == OPT_HEADER_TIMEOUT ? &sc->header_timeout_usec
+					     : &sc->body_timeout_usec) = sec_to_usec(d);
 		break;
 	case OPT_FIXED_ITL:
 		r = parse_double(what, v, 0.01, 60000, &sc->fixed_itl_ms, err);

@@ -401,6 +401,101 @@ def case_realtime():
     check(abs(mean_ttft - virt["mean_ttft_ms"]) <= 0.10 * virt["mean_ttft_ms"], "TTFT differs by more than 10 %")
 
 
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def closed_within(sock, seconds):
+    """Whether the server closes sock (EOF or reset) within seconds."""
+    sock.settimeout(seconds)
+    try:
+        while True:
+            if not sock.recv(65536):
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def case_timeouts():
+    """Idle sockets, a request line or headers sent a byte at a time, a body
+    held one byte short: each is closed at its deadline; near the connection
+    limit idle sockets make room for /health; bodies held open together
+    cannot pass --max-buffered-bytes."""
+    args = ["--load-time", "0", "--max-connections", "100", "--idle-timeout", "1.5", "--header-timeout", "1",
+            "--body-timeout", "1", "--max-buffered-bytes", str(8 << 20)]
+    with Sim(EXE, args) as sim:
+        addr = (sim.host, sim.port)
+        # A flood of idle sockets beyond the limit: /health answers at once.
+        idle = [socket.create_connection(addr) for _ in range(150)]
+        t0 = time.monotonic()
+        status, _, _ = sim.request("GET", "/health", timeout=5)
+        check(status == 200 and time.monotonic() - t0 < 1, "/health behind 150 idle sockets: %d" % status)
+        # ... and the idle ones are gone after the idle timeout.
+        check(all(closed_within(s, 3) for s in idle[-20:]), "idle sockets outlived --idle-timeout")
+        for s in idle:
+            s.close()
+
+        # Slow headers: a byte every 0.2 s keeps the socket busy, not alive.
+        s = socket.create_connection(addr)
+        t0 = time.monotonic()
+        s.sendall(b"GET /health HTTP/1.1\r\n")
+        closed = False
+        for c in b"Host: x\r\nX-Slow: " + b"a" * 40:
+            try:
+                s.sendall(bytes([c]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.2)
+            if time.monotonic() - t0 > 4:
+                break
+        closed = closed or closed_within(s, 2)
+        check(closed and time.monotonic() - t0 < 3.5, "slow headers not cut at --header-timeout")
+        s.close()
+
+        # A 4 MB body held one byte short: cut at the body timeout.
+        s = socket.create_connection(addr)
+        body = b"x" * (4 << 20)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body[:-1])
+        t0 = time.monotonic()
+        check(closed_within(s, 5) and time.monotonic() - t0 < 3, "a body held short outlived --body-timeout")
+        s.close()
+
+        # Many bodies held short at once: the total stays under --max-buffered-bytes.
+        base = rss_kb(sim.proc.pid)
+        held = []
+        for _ in range(12):
+            s = socket.create_connection(addr)
+            s.settimeout(5)
+            try:
+                s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                          % (2 << 20) + b"y" * ((2 << 20) - 1))
+            except OSError:
+                pass
+            held.append(s)
+        time.sleep(0.3)
+        full, m = sim.metrics()
+        grown = rss_kb(sim.proc.pid) - base
+        check(m["goodput_sim_request_body_bytes"] <= 8 << 20, "bodies buffered: %r" % m["goodput_sim_request_body_bytes"])
+        check(full['goodput_sim_connections_closed_total{model_name="llama-3.1-8b",reason="buffer_full"}'] >= 8,
+              "connections closed for the buffer: %r" % full)
+        check(grown < 40 << 10, "RSS grew by %d kB" % grown)
+        for s in held:
+            s.close()
+        full, m = sim.metrics()
+        for reason in ("idle_timeout", "header_timeout", "body_timeout", "evicted_idle"):
+            key = 'goodput_sim_connections_closed_total{model_name="llama-3.1-8b",reason="%s"}' % reason
+            check(full.get(key, 0) >= 1, "%s: %r" % (reason, full.get(key)))
+        still_serves(sim)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -8,7 +8,9 @@
  *
  * Every function commits before it returns (unless the caller holds a
  * transaction from store_begin()), so a state change written here survives a
- * kill -9 of the process that wrote it: callers commit first, then act.
+ * kill -9 of the process that wrote it: callers commit first, then act. A
+ * power loss may take back the commits since the last WAL checkpoint (see
+ * store.c on synchronous=NORMAL); the file stays consistent.
  * WAL mode lets other programs open the file read-only while one writer works.
  *
  * Conventions: functions return >= 0 on success and -errno on failure, with a
@@ -63,6 +65,8 @@ int store_rollback(struct store *s);
 
 /* For tests: PRAGMA max_page_count on this connection (simulates a full disk). */
 int store_debug_set_max_page_count(struct store *s, uint32_t pages);
+/* For tests: an integer PRAGMA of this connection (name: [a-z_]+), e.g. "synchronous". */
+int store_debug_pragma_int(struct store *s, const char *name, int64_t *ret);
 
 /* ---- studies ---- */
 

@@ -6,6 +6,7 @@
  * committed; and a reader sees committed data while a writer holds a
  * transaction open. */
 #include <errno.h>
+#include <sys/stat.h>
 #include <ftw.h>
 #include <time.h>
 #include <math.h>
@@ -99,6 +100,20 @@ static void test_fresh_file(void)
 	s = open_rw(db_path("fresh.db"));
 	CHECK(store_schema_version(s, &v, &err) == 0);
 	CHECK_INT_EQ(v, STORE_SCHEMA_VERSION);
+
+	/* WAL with synchronous=NORMAL (1): a commit does not wait for the disk
+	 * (goodputd commits on its loop), yet survives a kill -9. */
+	int64_t sync = -1;
+	CHECK_INT_EQ(store_debug_pragma_int(s, "synchronous", &sync), 0);
+	CHECK_INT_EQ(sync, 1);
+	CHECK_INT_EQ(store_debug_pragma_int(s, "synchronous; DROP TABLE studies", &sync), -EINVAL);
+
+	/* Not a regular file: refused, not opened (a FIFO would block open()). */
+	struct store *f = NULL;
+	CHECK(mkfifo(db_path("fifo.db"), 0600) == 0);
+	CHECK_INT_EQ(store_open(db_path("fifo.db"), NULL, &f, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not a regular file (a FIFO)");
+	CHECK(unlink(db_path("fifo.db")) == 0);
 }
 
 static void test_migrate_from_previous(void)

@@ -43,10 +43,11 @@ struct sim_conn {
 
 static void list_remove(struct sim_server *s, struct sim_conn *c)
 {
-	struct sim_conn_list *l = &s->waiting[c->phase];
+	struct sim_conn_list *l;
 
 	if (!c->listed)
 		return;
+	l = &s->waiting[c->phase]; /* listed: a waiting phase */
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -91,13 +92,14 @@ static void conn_timer_rearm(struct sim_server *s)
 static void set_phase(struct sim_server *s, struct sim_conn *c, enum sim_conn_phase p)
 {
 	uint64_t timeout = phase_timeout(s, p);
-	struct sim_conn_list *l = &s->waiting[p];
 
 	list_remove(s, c);
 	c->phase = p;
 	/* Lists exist only for phases that wait for the client; a timeout of
 	 * 0 means no limit. */
 	if (p < _SIM_CONN_WAITING_MAX && timeout > 0) {
+		struct sim_conn_list *l = &s->waiting[p];
+
 		c->deadline = mono_usec() + timeout;
 		c->prev = l->tail;
 		if (l->tail)

@@ -6,8 +6,9 @@
  * the connection deadlines, the streaming pacer), with the fixed-ITL pacer so
  * that an answer takes microseconds; each input arrives on a socketpair
  * handed to MHD_add_connection. The loop then runs until the server has
- * nothing left to do with it, the client end is closed, and the server must
- * let go of the connection and every byte it buffered. No crash, leak,
+ * nothing left to do with it (its idle deadline, a few milliseconds here,
+ * may cut it first), the client end is closed, and the server must let go
+ * of the connection and every byte it buffered. No crash, leak,
  * out-of-bounds access or undefined behaviour; no connection left behind. */
 #include <errno.h>
 #include <netinet/in.h>
@@ -44,6 +45,11 @@ static void setup(void)
 	sc.fixed_itl_ms = 0.01;
 	sc.max_body_bytes = 16384;
 	sc.max_buffered_bytes = 65536;
+	/* Deadlines short enough to pass while an input is handled: a connection
+	 * left idle after its answers is cut by the server (server-conns.c). */
+	sc.idle_timeout_usec = 2 * USEC_PER_MSEC;
+	sc.header_timeout_usec = 5 * USEC_PER_MSEC;
+	sc.body_timeout_usec = 5 * USEC_PER_MSEC;
 	sim_engine_config_init(&ec);
 	ec.max_model_len = 64; /* at most 64 tokens per answer */
 	if (sim_server_new(event, &sc, &ec, &server, &err) < 0) {
@@ -55,13 +61,13 @@ static void setup(void)
 			abort();
 }
 
-/* Runs the loop until a run dispatches nothing for 1 ms (or 50 ms passed). */
+/* Runs the loop until a run dispatches nothing for 3 ms (or 50 ms passed). */
 static void settle(void)
 {
 	uint64_t end = mono_usec() + 50 * USEC_PER_MSEC;
 
 	while (mono_usec() < end) {
-		int r = sd_event_run(event, USEC_PER_MSEC);
+		int r = sd_event_run(event, 3 * USEC_PER_MSEC);
 
 		if (r < 0)
 			abort();

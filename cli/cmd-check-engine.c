@@ -12,7 +12,6 @@
  * program is not installed here: absence is a fact to report, not a failure
  * of the profile. The engine's version (version_command) is printed too. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +31,21 @@
 
 #define HELP_MAX_BYTES (4 * 1024 * 1024)
 
-static void help(FILE *f)
+static const struct option options[] = {
+	{ "binary", required_argument, NULL, 'b' },
+	{ "engines-dir", required_argument, NULL, 'd' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "json", no_argument, NULL, 'j' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static struct {
+	const char *binary, *engines_dir;
+	uint64_t timeout_usec;
+	bool json;
+} arg = { .timeout_usec = 60 * USEC_PER_SEC };
+
+static void help(const struct verb *v, FILE *f)
 {
 	fprintf(f, "Usage: goodput check-engine [OPTIONS] PROFILE\n"
 		   "\n"
@@ -47,8 +60,7 @@ static void help(FILE *f)
 		   "  -h, --help           this text\n"
 		   "\n"
 		   "It fails (1) when flags are missing or the engine's help failed, and skips\n"
-		   "(77) when the engine's program is not installed here.\n"
-		   "\n" CLI_EXIT_STATUS_HELP);
+		   "(77) when the engine's program is not installed here.\n");
 }
 
 /* Runs argv (no shell) in its own process group with stdout and stderr into
@@ -113,61 +125,124 @@ static char **with_binary(const char *const *argv, const char *binary)
 	return v;
 }
 
-int cmd_check_engine(int argc, char **argv)
+static int parse_option(int opt, const char *value, struct error *err)
 {
-	static const struct option options[] = {
-		{ "binary", required_argument, NULL, 'b' },  { "engines-dir", required_argument, NULL, 'd' },
-		{ "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
-	};
+	double sec;
+	int r;
+
+	switch (opt) {
+	case 'b':
+		arg.binary = value;
+		break;
+	case 'd':
+		arg.engines_dir = value;
+		break;
+	case 't':
+		r = parse_double("--timeout", value, 0.001, 3600, &sec, err);
+		if (r < 0)
+			return r;
+		arg.timeout_usec = sec_to_usec(sec);
+		break;
+	case 'j':
+		arg.json = true;
+		break;
+	}
+	return 0;
+}
+
+/* The engine's version: the last non-empty line of its version command's
+ * output (banners come first), or NULL. The command may name another
+ * program (python3 -c ...): it runs only when that one is here too. */
+static char *engine_version(const struct engine_profile *p)
+{
+	_cleanup_(freep) char **argv = NULL;
+	_cleanup_(freep) char *out = NULL;
+	struct child_exit how;
+	char *nl;
+
+	if (!p->version_command)
+		return NULL;
+	argv = with_binary(p->version_command, arg.binary);
+	if (!argv || child_find_program(argv[0], NULL) < 0 || run_capture(argv, arg.timeout_usec, &out, &how) < 0 ||
+	    !child_exit_ok(&how))
+		return NULL;
+	while ((nl = strrchr(out, '\n')) && nl[1] == 0)
+		*nl = 0;
+	nl = strrchr(out, '\n');
+	return strdup(nl ? nl + 1 : out);
+}
+
+/* The engine's help text, or an error said to the user. */
+static int engine_help(char *const *argv, char **ret)
+{
+	_cleanup_(freep) char *out = NULL;
+	struct child_exit how;
+	char text[64];
+	int r;
+
+	r = run_capture(argv, arg.timeout_usec, &out, &how);
+	if (r == -ETIMEDOUT)
+		return log_error_errno(r, "check-engine: %s %s did not finish within %.0f s", argv[0],
+				       argv[1] ? argv[1] : "", usec_to_sec(arg.timeout_usec));
+	if (r < 0)
+		return log_error_errno(r, "check-engine: cannot run %s: %s", argv[0], strerror(-r));
+	/* Some engines print their help and exit non-zero: only a short output is a failure. */
+	if (how.code != CLD_EXITED || (how.status != 0 && strlen(out) < 40))
+		return log_error_errno(-EIO, "check-engine: %s's help failed (%s): %s", argv[0],
+				       child_exit_to_string(&how, text, sizeof(text)), out);
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+/* Looks for each flag in the help, prints the verdict: the exit status. */
+static int check_flags(const struct engine_profile *p, const char *program, const char *version,
+		       const char *const *flags, const char *help_text)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
+	_cleanup_(cjson_freep) char *text = NULL;
+	cJSON *present = cJSON_AddArrayToObject(j, "present"), *absent = cJSON_AddArrayToObject(j, "missing");
+	size_t missing = 0, n = 0;
+
+	if (!j || !present || !absent || json_add_string(j, "profile", p->name) < 0 ||
+	    json_add_string(j, "program", program) < 0 || (version && json_add_string(j, "version", version) < 0))
+		return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
+	if (!arg.json)
+		printf("%s: %s%s%s\n", p->name, program, version ? ", version " : "", version ? version : "");
+	for (; flags[n]; n++) {
+		bool ok = has_flag(help_text, flags[n]);
+		cJSON *name = cJSON_CreateString(flags[n]);
+
+		if (!name || !cJSON_AddItemToArray(ok ? present : absent, name)) {
+			cJSON_Delete(name);
+			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
+		}
+		missing += !ok;
+		if (!arg.json)
+			printf("  %-40s %s\n", flags[n], ok ? "ok" : "MISSING from --help");
+	}
+	if (arg.json) {
+		if (json_add_bool(j, "ok", missing == 0) < 0 || !(text = cJSON_Print(j)))
+			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
+		printf("%s\n", text);
+	} else if (missing)
+		printf("%zu of %zu flags missing: the profile does not match this version of %s\n", missing, n,
+		       p->name);
+	else
+		printf("all %zu flags found\n", n);
+	return missing ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+}
+
+static int run(const struct verb *v, int argc, char **argv)
+{
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
 	_cleanup_(freep) const char **flags = NULL;
-	_cleanup_(freep) char **help_argv = NULL, **version_argv = NULL;
-	_cleanup_(freep) char *out = NULL, *version = NULL;
-	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-	const char *binary = NULL, *engines_dir = NULL;
+	_cleanup_(freep) char **help_argv = NULL;
+	_cleanup_(freep) char *program = NULL, *version = NULL, *help_text = NULL;
 	const char *default_help[3] = { NULL, "--help", NULL };
-	uint64_t timeout_usec = 60 * USEC_PER_SEC;
 	struct error err = { 0 };
-	bool json = false;
-	_cleanup_(freep) char *path = NULL;
-	size_t missing = 0, n_flags = 0;
-	struct child_exit status;
-	int c, r;
+	int r;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-		switch (c) {
-		case 'b':
-			binary = optarg;
-			break;
-		case 'd':
-			engines_dir = optarg;
-			break;
-		case 't': {
-			double sec;
-			if (parse_double("--timeout", optarg, 0.001, 3600, &sec, &err) < 0) {
-				log_error("%s", err.msg);
-				return CLI_EXIT_USAGE;
-			}
-			timeout_usec = sec_to_usec(sec);
-			break;
-		}
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			help(stdout);
-			return 0;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind + 1 != argc) {
-		help(stderr);
-		return CLI_EXIT_USAGE;
-	}
-	r = engine_profile_find(argv[optind], engines_dir, &p, &err);
+	r = engine_profile_find(argv[0], arg.engines_dir, &p, &err);
 	if (r < 0) {
 		log_error("%s", err.msg);
 		return CLI_EXIT_FAILED;
@@ -176,84 +251,30 @@ int cmd_check_engine(int argc, char **argv)
 	if (r < 0)
 		return log_error_errno(r, "out of memory"), CLI_EXIT_FAILED;
 	default_help[0] = p->argv[0];
-	help_argv = with_binary(p->help_command ? p->help_command : default_help, binary);
+	help_argv = with_binary(p->help_command ? p->help_command : default_help, arg.binary);
 	if (!help_argv)
-		return CLI_EXIT_FAILED;
-	if (child_find_program(help_argv[0], &path) < 0) {
-		fprintf(json ? stderr : stdout,
-			"check-engine: %s: %s is not installed here (not found%s%s); skipped. "
+		return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
+	if (child_find_program(help_argv[0], &program) < 0) {
+		fprintf(arg.json ? stderr : stdout,
+			"check-engine: %s: %s is not installed here (not found%s); skipped. "
 			"Use --binary PATH to name it.\n",
-			p->name, help_argv[0], strchr(help_argv[0], '/') ? "" : " in $PATH", "");
+			p->name, help_argv[0], strchr(help_argv[0], '/') ? "" : " in $PATH");
 		return CLI_EXIT_SKIPPED;
 	}
-	if (p->version_command) {
-		_cleanup_(freep) char *vout = NULL;
-		struct child_exit vexit;
-
-		version_argv = with_binary(p->version_command, binary);
-		/* The version command may name another program (python3 -c ...): only
-		 * run it when that one is here too. */
-		if (version_argv && child_find_program(version_argv[0], NULL) >= 0 &&
-		    run_capture(version_argv, timeout_usec, &vout, &vexit) == 0 && child_exit_ok(&vexit)) {
-			char *nl;
-			/* the last non-empty line: banners come first */
-			while ((nl = strrchr(vout, '\n')) && nl[1] == 0)
-				*nl = 0;
-			nl = strrchr(vout, '\n');
-			version = strdup(nl ? nl + 1 : vout);
-		}
-	}
-	r = run_capture(help_argv, timeout_usec, &out, &status);
-	if (r == -ETIMEDOUT) {
-		log_error("check-engine: %s %s did not finish within %.0f s", help_argv[0],
-			  help_argv[1] ? help_argv[1] : "", usec_to_sec(timeout_usec));
+	version = engine_version(p);
+	if (engine_help(help_argv, &help_text) < 0)
 		return CLI_EXIT_FAILED;
-	}
-	if (r < 0) {
-		log_error("check-engine: cannot run %s: %s", help_argv[0], strerror(-r));
-		return CLI_EXIT_FAILED;
-	}
-	if (status.code != CLD_EXITED || (status.status != 0 && strlen(out) < 40)) {
-		char how[64];
-
-		log_error("check-engine: %s's help failed (%s): %s", help_argv[0],
-			  child_exit_to_string(&status, how, sizeof(how)), out);
-		return CLI_EXIT_FAILED;
-	}
-
-	j = cJSON_CreateObject();
-	cJSON *present = cJSON_AddArrayToObject(j, "present"), *absent = cJSON_AddArrayToObject(j, "missing");
-	if (!j || !present || !absent || json_add_string(j, "profile", p->name) < 0 ||
-	    json_add_string(j, "program", path) < 0 || (version && json_add_string(j, "version", version) < 0))
-		return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
-	if (!json)
-		printf("%s: %s%s%s\n", p->name, path, version ? ", version " : "", version ? version : "");
-	for (size_t i = 0; flags[i]; i++, n_flags++) {
-		bool ok = has_flag(out, flags[i]);
-		cJSON *s = cJSON_CreateString(flags[i]);
-
-		if (!s || !cJSON_AddItemToArray(ok ? present : absent, s)) {
-			cJSON_Delete(s);
-			return CLI_EXIT_FAILED;
-		}
-		if (!ok)
-			missing++;
-		if (!json)
-			printf("  %-40s %s\n", flags[i], ok ? "ok" : "MISSING from --help");
-	}
-	if (json) {
-		_cleanup_(cjson_freep) char *s = NULL;
-
-		if (json_add_bool(j, "ok", missing == 0) < 0)
-			return CLI_EXIT_FAILED;
-		s = cJSON_Print(j);
-		if (!s)
-			return CLI_EXIT_FAILED;
-		printf("%s\n", s);
-	} else if (missing)
-		printf("%zu of %zu flags missing: the profile does not match this version of %s\n", missing, n_flags,
-		       p->name);
-	else
-		printf("all %zu flags found\n", n_flags);
-	return missing ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+	return check_flags(p, program, version, flags, help_text);
 }
+
+const struct verb verb_check_engine = {
+	.name = "check-engine",
+	.summary = "check an engine profile's flags against the installed engine's --help",
+	.args = "PROFILE",
+	.min_args = 1,
+	.max_args = 1,
+	.options = options,
+	.parse_option = parse_option,
+	.help = help,
+	.run = run,
+};

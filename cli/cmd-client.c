@@ -4,7 +4,6 @@
  * readable table, or as the daemon's JSON object with --json. Exit codes: 0
  * ok, 1 the daemon refused or is not running, 2 usage. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +20,6 @@
 #include "study.h"
 #include "time-util.h"
 
-struct client_args {
-	const char *socket;
-	bool json;
-	uint64_t timeout_usec;
-	const char *model, *engine, *label; /* best */
-	const char *arg;                    /* the positional argument, if any */
-};
-
 enum {
 	ARG_SOCKET = 256,
 	ARG_JSON,
@@ -38,125 +29,97 @@ enum {
 	ARG_LABEL,
 };
 
+#define CLIENT_OPTIONS                                                                                                 \
+	{ "socket", required_argument, NULL, ARG_SOCKET }, { "json", no_argument, NULL, ARG_JSON },                    \
+	{                                                                                                              \
+		"timeout", required_argument, NULL, ARG_TIMEOUT                                                        \
+	}
+
+static const struct option client_options[] = { CLIENT_OPTIONS, { NULL, 0, NULL, 0 } };
+/* `best` also takes a model and engine instead of a study. */
+static const struct option best_options[] = { CLIENT_OPTIONS,
+					      { "model", required_argument, NULL, ARG_MODEL },
+					      { "engine", required_argument, NULL, ARG_ENGINE },
+					      { "label", required_argument, NULL, ARG_LABEL },
+					      { NULL, 0, NULL, 0 } };
+
+static struct {
+	const char *socket; /* NULL: $GOODPUT_SOCKET, else the default */
+	bool json;
+	uint64_t timeout_usec;
+	const char *model, *engine, *label; /* best */
+	const char *study;                  /* the positional argument, if any */
+} arg = { .timeout_usec = 30 * USEC_PER_SEC };
+
+/* What a client command asks goodputd, and what its help says it does. */
 struct client_cmd {
-	const char *name;
 	enum ctl_command command;
-	const char *args; /* usage of the positional argument */
-	bool arg_required, arg_allowed, best_options;
-	const char *summary; /* what it does, for --help */
+	const char *about;
 };
 
-static const struct client_cmd client_cmds[] = {
-	{ "submit", CTL_SUBMIT, "SPEC.json|-", true, true, false,
-	  "Queue a study (a study spec, see 'goodput tune --help-spec'); goodputd runs the queue\n"
-	  "one study at a time in submission order." },
-	{ "status", CTL_STATUS, "", false, false, false,
-	  "Show what goodputd is doing: the study and trial in flight, the best so far, the queue." },
-	{ "list", CTL_LIST, "", false, false, false,
-	  "List every study goodputd knows, with its state and best $/Mtok." },
-	{ "best", CTL_BEST, "[STUDY]", false, true, true,
-	  "Show the best configuration of a study (its best so far while it runs), or with\n"
-	  "--model and --engine the best finished study for that model and engine." },
-	{ "trials", CTL_TRIALS, "STUDY", true, true, false, "List the trials of a study: knobs, outcome, $/Mtok." },
-	{ "cancel", CTL_CANCEL, "STUDY", true, true, false,
-	  "Cancel a study (the trial in flight is torn down; the study is not resumed)." },
-	{ "pause", CTL_PAUSE, "[STUDY]", false, true, false,
-	  "Pause a study (default: the head of the queue). The trial in flight is torn down\n"
-	  "and redone on resume; a paused study holds the queue." },
-	{ "resume", CTL_RESUME, "[STUDY]", false, true, false,
-	  "Resume a paused study (default: the first paused one)." },
-};
-
-static void help(const struct client_cmd *c)
+static void help(const struct verb *v, FILE *f)
 {
-	printf("Usage: goodput %s [OPTIONS] %s\n\n%s\n\n", c->name, c->args, c->summary);
-	if (c->best_options)
-		printf("  --model NAME      with --engine: the best finished study for this model\n"
-		       "  --engine NAME     engine profile name (vllm, sim, ...)\n"
-		       "  --label TEXT      only studies with this workload/SLA label\n");
-	printf("  --socket PATH     goodputd's control socket (default $GOODPUT_SOCKET, else %s)\n"
-	       "  --json            print the daemon's answer as JSON\n"
-	       "  --timeout SEC     give up waiting for an answer after SEC seconds (default 30)\n"
-	       "  -h, --help        this help\n",
-	       CTL_DEFAULT_SOCKET);
+	const struct client_cmd *c = v->data;
+
+	fprintf(f, "Usage: goodput %s [OPTIONS] %s\n\n%s\n\n", v->name, v->args, c->about);
+	if (v->options == best_options)
+		fprintf(f, "  --model NAME      with --engine: the best finished study for this model\n"
+			   "  --engine NAME     engine profile name (vllm, sim, ...)\n"
+			   "  --label TEXT      only studies with this workload/SLA label\n");
+	fprintf(f,
+		"  --socket PATH     goodputd's control socket (default $GOODPUT_SOCKET, else %s)\n"
+		"  --json            print the daemon's answer as JSON\n"
+		"  --timeout SEC     give up waiting for an answer after SEC seconds (default 30)\n"
+		"  -h, --help        this help\n",
+		CTL_DEFAULT_SOCKET);
 	if (c->command == CTL_SUBMIT)
-		printf("\nPermission: submit, cancel, pause and resume need root, goodputd's user or\n"
-		       "membership in the group named by socket_group in /etc/goodput/goodputd.json.\n");
-	printf("\n" CLI_EXIT_STATUS_HELP);
+		fprintf(f, "\nPermission: submit, cancel, pause and resume need root, goodputd's user or\n"
+			   "membership in the group named by socket_group in /etc/goodput/goodputd.json.\n");
 }
 
-static int parse_args(const struct client_cmd *c, int argc, char **argv, struct client_args *a)
+static int parse_option(int opt, const char *value, struct error *err)
 {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "socket", required_argument, NULL, ARG_SOCKET },
-		{ "json", no_argument, NULL, ARG_JSON },
-		{ "timeout", required_argument, NULL, ARG_TIMEOUT },
-		{ "model", required_argument, NULL, ARG_MODEL },
-		{ "engine", required_argument, NULL, ARG_ENGINE },
-		{ "label", required_argument, NULL, ARG_LABEL },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct error err = { 0 };
 	double t;
-	int o, r;
+	int r;
 
-	a->socket = getenv("GOODPUT_SOCKET");
-	if (!a->socket || !*a->socket)
-		a->socket = CTL_DEFAULT_SOCKET;
-	a->timeout_usec = 30 * USEC_PER_SEC;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-		switch (o) {
-		case 'h':
-			help(c);
-			return 0;
-		case ARG_SOCKET:
-			a->socket = optarg;
-			break;
-		case ARG_JSON:
-			a->json = true;
-			break;
-		case ARG_TIMEOUT:
-			r = parse_double("--timeout", optarg, 0.001, 86400, &t, &err);
-			if (r < 0) {
-				log_error("%s", error_str(&err, r));
-				return -2;
-			}
-			a->timeout_usec = sec_to_usec(t);
-			break;
-		case ARG_MODEL:
-		case ARG_ENGINE:
-		case ARG_LABEL:
-			if (!c->best_options) {
-				log_error("%s: %s is only for 'goodput best'", c->name, argv[optind - 1]);
-				return -2;
-			}
-			*(o == ARG_MODEL ? &a->model : o == ARG_ENGINE ? &a->engine : &a->label) = optarg;
-			break;
-		default:
-			return -2;
-		}
+	switch (opt) {
+	case ARG_SOCKET:
+		arg.socket = value;
+		break;
+	case ARG_JSON:
+		arg.json = true;
+		break;
+	case ARG_TIMEOUT:
+		r = parse_double("--timeout", value, 0.001, 86400, &t, err);
+		if (r < 0)
+			return r;
+		arg.timeout_usec = sec_to_usec(t);
+		break;
+	case ARG_MODEL:
+		arg.model = value;
+		break;
+	case ARG_ENGINE:
+		arg.engine = value;
+		break;
+	case ARG_LABEL:
+		arg.label = value;
+		break;
 	}
-	if (optind < argc && c->arg_allowed)
-		a->arg = argv[optind++];
-	if (optind < argc) {
-		log_error("%s: unexpected argument '%s' (see 'goodput %s --help')", c->name, argv[optind], c->name);
-		return -2;
-	}
-	if (c->arg_required && !a->arg) {
-		log_error("%s: missing %s (see 'goodput %s --help')", c->name, c->args, c->name);
-		return -2;
-	}
-	if (c->best_options && !a->arg && (!a->model || !a->engine)) {
+	return 0;
+}
+
+/* `best` takes a study, or a model and engine (and label). */
+static bool best_args_valid(void)
+{
+	if (!arg.study && (!arg.model || !arg.engine)) {
 		log_error("best: give a study name, or --model and --engine");
-		return -2;
+		return false;
 	}
-	if (c->best_options && a->arg && (a->model || a->engine || a->label)) {
+	if (arg.study && (arg.model || arg.engine || arg.label)) {
 		log_error("best: give either a study name or --model/--engine/--label");
-		return -2;
+		return false;
 	}
-	return 1;
+	return true;
 }
 
 /* Reads a spec from a file or stdin ("-"), at most STUDY_SPEC_MAX_BYTES. */
@@ -186,7 +149,7 @@ static int read_spec(const char *path, cJSON **ret, struct error *err)
 	return json_parse_strict("stdin", buf, len, ret, err);
 }
 
-static int build_request(const struct client_cmd *c, const struct client_args *a, cJSON **ret, struct error *err)
+static int build_request(const struct client_cmd *c, cJSON **ret, struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *req = cJSON_CreateObject();
 	int r;
@@ -196,18 +159,18 @@ static int build_request(const struct client_cmd *c, const struct client_args *a
 	if (c->command == CTL_SUBMIT) {
 		cJSON *spec = NULL;
 
-		r = read_spec(a->arg, &spec, err);
+		r = read_spec(arg.study, &spec, err);
 		if (r < 0)
 			return r;
 		if (!cJSON_AddItemToObject(req, "study", spec)) {
 			cJSON_Delete(spec);
 			return error_set(err, -ENOMEM, "out of memory");
 		}
-	} else if (a->arg && json_add_string(req, "study", a->arg) < 0)
+	} else if (arg.study && json_add_string(req, "study", arg.study) < 0)
 		return error_set(err, -ENOMEM, "out of memory");
-	if ((a->model && json_add_string(req, "model", a->model) < 0) ||
-	    (a->engine && json_add_string(req, "engine", a->engine) < 0) ||
-	    (a->label && json_add_string(req, "label", a->label) < 0))
+	if ((arg.model && json_add_string(req, "model", arg.model) < 0) ||
+	    (arg.engine && json_add_string(req, "engine", arg.engine) < 0) ||
+	    (arg.label && json_add_string(req, "label", arg.label) < 0))
 		return error_set(err, -ENOMEM, "out of memory");
 	*ret = TAKE_PTR(req);
 	return 0;
@@ -362,45 +325,9 @@ static void print_change(const struct client_cmd *c, const cJSON *r)
 	printf("%s\n", cJSON_IsObject(st) && cJSON_IsString(note) ? ")" : "");
 }
 
-static int run_client(const char *name, int argc, char **argv)
+/* Prints goodputd's answer as the command's table. */
+static void print_answer(const struct client_cmd *c, const cJSON *resp)
 {
-	_cleanup_(cJSON_Deletep) cJSON *req = NULL, *resp = NULL;
-	const struct client_cmd *c = NULL;
-	struct client_args a = { 0 };
-	_cleanup_(closep) int fd = -1;
-	struct error err = { 0 };
-	int r;
-
-	for (size_t i = 0; i < ELEMENTSOF(client_cmds); i++)
-		if (strcmp(client_cmds[i].name, name) == 0)
-			c = &client_cmds[i];
-	if (!c)
-		return CLI_EXIT_USAGE;
-	r = parse_args(c, argc, argv, &a);
-	if (r <= 0)
-		return r == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	r = build_request(c, &a, &req, &err);
-	if (r >= 0)
-		r = ctl_client_connect(a.socket, &fd, &err);
-	if (r >= 0)
-		r = ctl_client_call(fd, req, a.timeout_usec, &resp, &err);
-	if (r < 0) {
-		log_error("%s", error_str(&err, r));
-		return CLI_EXIT_FAILED;
-	}
-	if (a.json) {
-		_cleanup_(cjson_freep) char *s = cJSON_Print(resp);
-
-		if (s)
-			printf("%s\n", s);
-	}
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok"))) {
-		if (!a.json)
-			log_error("goodputd: %s", str(resp, "error"));
-		return CLI_EXIT_FAILED;
-	}
-	if (a.json)
-		return 0;
 	switch (c->command) {
 	case CTL_STATUS:
 		print_status(resp);
@@ -418,45 +345,76 @@ static int run_client(const char *name, int argc, char **argv)
 		print_change(c, resp);
 		break;
 	}
-	return 0;
 }
 
-int cmd_submit(int argc, char **argv)
+static int run(const struct verb *v, int argc, char **argv)
 {
-	return run_client("submit", argc, argv);
+	_cleanup_(cJSON_Deletep) cJSON *req = NULL, *resp = NULL;
+	_cleanup_(cjson_freep) char *text = NULL;
+	const struct client_cmd *c = v->data;
+	_cleanup_(closep) int fd = -1;
+	struct error err = { 0 };
+	int r;
+
+	arg.study = argc > 0 ? argv[0] : NULL;
+	if (c->command == CTL_BEST && !best_args_valid())
+		return CLI_EXIT_USAGE;
+	if (!arg.socket) {
+		const char *env = getenv("GOODPUT_SOCKET");
+
+		arg.socket = env && *env ? env : CTL_DEFAULT_SOCKET;
+	}
+	r = build_request(c, &req, &err);
+	if (r >= 0)
+		r = ctl_client_connect(arg.socket, &fd, &err);
+	if (r >= 0)
+		r = ctl_client_call(fd, req, arg.timeout_usec, &resp, &err);
+	if (r < 0) {
+		log_error("%s", error_str(&err, r));
+		return CLI_EXIT_FAILED;
+	}
+	if (arg.json && (text = cJSON_Print(resp)))
+		printf("%s\n", text);
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok"))) {
+		if (!arg.json)
+			log_error("goodputd: %s", str(resp, "error"));
+		return CLI_EXIT_FAILED;
+	}
+	if (!arg.json)
+		print_answer(c, resp);
+	return CLI_EXIT_OK;
 }
 
-int cmd_status(int argc, char **argv)
-{
-	return run_client("status", argc, argv);
-}
+/* One client command: its verb, what it asks and what its help says. */
+#define CLIENT_VERB(id, arguments, min, max, opts, cmd, one_line, about_text)                                          \
+	const struct verb verb_##id = { .name = #id,                                                                   \
+					.summary = one_line,                                                           \
+					.args = arguments,                                                             \
+					.min_args = min,                                                               \
+					.max_args = max,                                                               \
+					.options = opts,                                                               \
+					.parse_option = parse_option,                                                  \
+					.help = help,                                                                  \
+					.run = run,                                                                    \
+					.data = &(const struct client_cmd){ cmd, about_text } }
 
-int cmd_list(int argc, char **argv)
-{
-	return run_client("list", argc, argv);
-}
-
-int cmd_best(int argc, char **argv)
-{
-	return run_client("best", argc, argv);
-}
-
-int cmd_trials(int argc, char **argv)
-{
-	return run_client("trials", argc, argv);
-}
-
-int cmd_cancel(int argc, char **argv)
-{
-	return run_client("cancel", argc, argv);
-}
-
-int cmd_pause(int argc, char **argv)
-{
-	return run_client("pause", argc, argv);
-}
-
-int cmd_resume(int argc, char **argv)
-{
-	return run_client("resume", argc, argv);
-}
+CLIENT_VERB(submit, "SPEC.json|-", 1, 1, client_options, CTL_SUBMIT, "queue a study on goodputd (the service)",
+	    "Queue a study (a study spec, see 'goodput tune --help-spec'); goodputd runs the queue\n"
+	    "one study at a time in submission order.");
+CLIENT_VERB(status, "", 0, 0, client_options, CTL_STATUS, "what goodputd is doing: study, trial, best so far, queue",
+	    "Show what goodputd is doing: the study and trial in flight, the best so far, the queue.");
+CLIENT_VERB(list, "", 0, 0, client_options, CTL_LIST, "the studies goodputd knows, with state and best $/Mtok",
+	    "List every study goodputd knows, with its state and best $/Mtok.");
+CLIENT_VERB(best, "[STUDY]", 0, 1, best_options, CTL_BEST, "the best configuration of a study, or for a model + engine",
+	    "Show the best configuration of a study (its best so far while it runs), or with\n"
+	    "--model and --engine the best finished study for that model and engine.");
+CLIENT_VERB(trials, "STUDY", 1, 1, client_options, CTL_TRIALS, "the trials of a study on goodputd",
+	    "List the trials of a study: knobs, outcome, $/Mtok.");
+CLIENT_VERB(cancel, "STUDY", 1, 1, client_options, CTL_CANCEL, "cancel a study on goodputd",
+	    "Cancel a study (the trial in flight is torn down; the study is not resumed).");
+CLIENT_VERB(pause, "[STUDY]", 0, 1, client_options, CTL_PAUSE,
+	    "pause goodputd's study (the trial in flight is redone on resume)",
+	    "Pause a study (default: the head of the queue). The trial in flight is torn down\n"
+	    "and redone on resume; a paused study holds the queue.");
+CLIENT_VERB(resume, "[STUDY]", 0, 1, client_options, CTL_RESUME, "resume a paused study on goodputd",
+	    "Resume a paused study (default: the first paused one).");

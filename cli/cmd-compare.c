@@ -3,7 +3,6 @@
  * each study's winner, the cost change, and whether A's best still meets the
  * SLA in B. The two studies may live in different stores (--db-b). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli-util.h"
@@ -20,80 +19,85 @@ enum {
 	ARG_JSON,
 };
 
-static void help(void)
+static const struct option options[] = {
+	{ "db", required_argument, NULL, ARG_DB },
+	{ "db-b", required_argument, NULL, ARG_DB_B },
+	{ "json", no_argument, NULL, ARG_JSON },
+	{ NULL, 0, NULL, 0 },
+};
+
+static struct {
+	const char *db, *db_b;
+	bool json;
+} arg = { .db = "goodput.db" };
+
+static void help(const struct verb *v, FILE *f)
 {
-	printf("Usage: goodput compare [OPTIONS] STUDY_A STUDY_B\n"
-	       "\n"
-	       "Compares two studies of the same workload and SLA (A before, B after a change):\n"
-	       "which configuration won in each, the cost change, and whether A's best\n"
-	       "configuration still meets the SLA in B (looked up among B's trials).\n"
-	       "\n"
-	       "Options:\n"
-	       "  --db FILE      the store (default ./goodput.db)\n"
-	       "  --db-b FILE    the store of STUDY_B (default: the same)\n"
-	       "  --json         print the comparison as JSON\n"
-	       "  -h, --help     this text\n"
-	       "\n" CLI_EXIT_STATUS_HELP);
+	fprintf(f, "Usage: goodput compare [OPTIONS] STUDY_A STUDY_B\n"
+		   "\n"
+		   "Compares two studies of the same workload and SLA (A before, B after a change):\n"
+		   "which configuration won in each, the cost change, and whether A's best\n"
+		   "configuration still meets the SLA in B (looked up among B's trials).\n"
+		   "\n"
+		   "Options:\n"
+		   "  --db FILE      the store (default ./goodput.db)\n"
+		   "  --db-b FILE    the store of STUDY_B (default: the same)\n"
+		   "  --json         print the comparison as JSON\n"
+		   "  -h, --help     this text\n");
 }
 
-int cmd_compare(int argc, char **argv)
+static int parse_option(int opt, const char *value, struct error *err)
 {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "db", required_argument, NULL, ARG_DB },
-		{ "db-b", required_argument, NULL, ARG_DB_B },
-		{ "json", no_argument, NULL, ARG_JSON },
-		{ NULL, 0, NULL, 0 },
-	};
+	switch (opt) {
+	case ARG_DB:
+		arg.db = value;
+		break;
+	case ARG_DB_B:
+		arg.db_b = value;
+		break;
+	case ARG_JSON:
+		arg.json = true;
+		break;
+	}
+	return 0;
+}
+
+static int run(const struct verb *v, int argc, char **argv)
+{
 	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
 	_cleanup_(store_closep) struct store *sa = NULL, *sb = NULL;
 	_cleanup_(report_freep) struct report *a = NULL, *b = NULL;
-	const char *db = "goodput.db", *db_b = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	struct error err = { 0 };
-	bool json = false;
-	int c, q;
+	int q;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-		switch (c) {
-		case 'h':
-			help();
-			return 0;
-		case ARG_DB:
-			db = optarg;
-			break;
-		case ARG_DB_B:
-			db_b = optarg;
-			break;
-		case ARG_JSON:
-			json = true;
-			break;
-		default:
-			log_error("see 'goodput compare --help'");
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind + 2 != argc) {
-		log_error("expected two studies, STUDY_A and STUDY_B (see 'goodput compare --help')");
-		return CLI_EXIT_USAGE;
-	}
-	q = store_open(db, &so, &sa, &err);
-	if (q >= 0 && db_b)
-		q = store_open(db_b, &so, &sb, &err);
+	q = store_open(arg.db, &so, &sa, &err);
+	if (q >= 0 && arg.db_b)
+		q = store_open(arg.db_b, &so, &sb, &err);
 	if (q >= 0)
-		q = report_load(sa, argv[optind], NULL, &a, &err);
+		q = report_load(sa, argv[0], NULL, &a, &err);
 	if (q >= 0)
-		q = report_load(sb ? sb : sa, argv[optind + 1], NULL, &b, &err);
+		q = report_load(sb ? sb : sa, argv[1], NULL, &b, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));
 		return CLI_EXIT_FAILED;
 	}
-	if (json) {
-		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-
-		q = report_compare_json(a, b, &j);
-		return cli_print_json(q, j);
+	if (!arg.json) {
+		report_compare_print(a, b, stdout, NULL);
+		return CLI_EXIT_OK;
 	}
-	report_compare_print(a, b, stdout, NULL);
-	return 0;
+	q = report_compare_json(a, b, &j);
+	return cli_print_json(q, j);
 }
+
+const struct verb verb_compare = {
+	.name = "compare",
+	.summary = "compare two studies of the same workload and SLA (before/after a change)",
+	.args = "STUDY_A and STUDY_B",
+	.min_args = 2,
+	.max_args = 2,
+	.options = options,
+	.parse_option = parse_option,
+	.help = help,
+	.run = run,
+};

@@ -6,7 +6,6 @@
  * daemon/PROTOCOL.md): it writes the report into its state directory and
  * answers the path, or answers the Markdown (--markdown). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,30 +32,29 @@ enum {
 /* How long a report written by goodputd (gnuplot for every plot) may take. */
 #define REPORT_SOCKET_TIMEOUT_USEC (300ULL * 1000 * 1000)
 
-static void help(void)
+static void help(const struct verb *v, FILE *f)
 {
-	printf("Usage: goodput report [OPTIONS] STUDY\n"
-	       "\n"
-	       "Writes the benchmark report of a study (its name or id): scenario, workload,\n"
-	       "SLA, search space, the best configuration with its launch command and\n"
-	       "latency-throughput curve, every trial, the cost landscape, search progress,\n"
-	       "a Pareto view and GPU memory. report.html is self-contained (inline SVG\n"
-	       "plots drawn with gnuplot); report.md has the same text with plot-*.svg.\n"
-	       "\n"
-	       "Options:\n"
-	       "  --db FILE           the store (default ./goodput.db)\n"
-	       "  --out DIR           where to write report.html, report.md and plots\n"
-	       "                      (default ./report-STUDY)\n"
-	       "  --markdown          print the Markdown (tables only) instead of writing files\n"
-	       "  --no-plots          table-only report\n"
-	       "  --engines-dir DIR   engine profiles (for the launch command)\n"
-	       "  --json              print the summary as JSON\n"
-	       "  --socket PATH       ask goodputd on PATH instead of reading --db: it writes\n"
-	       "                      the report into its state directory (reports/STUDY/)\n"
-	       "                      and prints the path, or with --markdown prints the\n"
-	       "                      Markdown; --out, --no-plots and --engines-dir do not apply\n"
-	       "  -h, --help          this text\n"
-	       "\n" CLI_EXIT_STATUS_HELP);
+	fprintf(f, "Usage: goodput report [OPTIONS] STUDY\n"
+		   "\n"
+		   "Writes the benchmark report of a study (its name or id): scenario, workload,\n"
+		   "SLA, search space, the best configuration with its launch command and\n"
+		   "latency-throughput curve, every trial, the cost landscape, search progress,\n"
+		   "a Pareto view and GPU memory. report.html is self-contained (inline SVG\n"
+		   "plots drawn with gnuplot); report.md has the same text with plot-*.svg.\n"
+		   "\n"
+		   "Options:\n"
+		   "  --db FILE           the store (default ./goodput.db)\n"
+		   "  --out DIR           where to write report.html, report.md and plots\n"
+		   "                      (default ./report-STUDY)\n"
+		   "  --markdown          print the Markdown (tables only) instead of writing files\n"
+		   "  --no-plots          table-only report\n"
+		   "  --engines-dir DIR   engine profiles (for the launch command)\n"
+		   "  --json              print the summary as JSON\n"
+		   "  --socket PATH       ask goodputd on PATH instead of reading --db: it writes\n"
+		   "                      the report into its state directory (reports/STUDY/)\n"
+		   "                      and prints the path, or with --markdown prints the\n"
+		   "                      Markdown; --out, --no-plots and --engines-dir do not apply\n"
+		   "  -h, --help          this text\n");
 }
 
 /* `goodput report --socket PATH STUDY`: goodputd makes the report. */
@@ -103,81 +101,59 @@ static int report_from_daemon(const char *path, const char *study, bool markdown
 	return 0;
 }
 
-int cmd_report(int argc, char **argv)
+static const struct option options[] = {
+	{ "db", required_argument, NULL, ARG_DB },         { "out", required_argument, NULL, ARG_OUT },
+	{ "json", no_argument, NULL, ARG_JSON },           { "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
+	{ "no-plots", no_argument, NULL, ARG_NO_PLOTS },   { "markdown", no_argument, NULL, ARG_MARKDOWN },
+	{ "socket", required_argument, NULL, ARG_SOCKET }, { NULL, 0, NULL, 0 },
+};
+
+static struct {
+	const char *db, *out, *socket;
+	struct report_options ro;
+	bool json, markdown;
+} arg = { .db = "goodput.db" };
+
+static int parse_option(int opt, const char *value, struct error *err)
 {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "db", required_argument, NULL, ARG_DB },
-		{ "out", required_argument, NULL, ARG_OUT },
-		{ "json", no_argument, NULL, ARG_JSON },
-		{ "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
-		{ "no-plots", no_argument, NULL, ARG_NO_PLOTS },
-		{ "markdown", no_argument, NULL, ARG_MARKDOWN },
-		{ "socket", required_argument, NULL, ARG_SOCKET },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct report_options ro = { 0 };
-	const char *db = "goodput.db", *out = NULL, *socket_path = NULL;
-	bool json = false, markdown = false;
-	_cleanup_(store_closep) struct store *s = NULL;
-	_cleanup_(report_freep) struct report *r = NULL;
+	switch (opt) {
+	case ARG_DB:
+		arg.db = value;
+		break;
+	case ARG_OUT:
+		arg.out = value;
+		break;
+	case ARG_JSON:
+		arg.json = true;
+		break;
+	case ARG_ENGINES_DIR:
+		arg.ro.engines_dir = value;
+		break;
+	case ARG_NO_PLOTS:
+		arg.ro.no_plots = true;
+		break;
+	case ARG_MARKDOWN:
+		arg.markdown = true;
+		break;
+	case ARG_SOCKET:
+		arg.socket = value;
+		break;
+	}
+	return 0;
+}
+
+/* report.html, report.md and the plots into --out (default report-STUDY). */
+static int write_files(struct report *r, const char *study)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	_cleanup_(freep) char *outdir = NULL;
 	struct report_files files = { 0 };
 	struct error err = { 0 };
-	int c, q;
+	const char *out = arg.out;
+	int q;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-		switch (c) {
-		case 'h':
-			help();
-			return 0;
-		case ARG_DB:
-			db = optarg;
-			break;
-		case ARG_OUT:
-			out = optarg;
-			break;
-		case ARG_JSON:
-			json = true;
-			break;
-		case ARG_ENGINES_DIR:
-			ro.engines_dir = optarg;
-			break;
-		case ARG_NO_PLOTS:
-			ro.no_plots = true;
-			break;
-		case ARG_MARKDOWN:
-			markdown = true;
-			break;
-		case ARG_SOCKET:
-			socket_path = optarg;
-			break;
-		default:
-			log_error("see 'goodput report --help'");
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind + 1 != argc) {
-		log_error("expected one STUDY (name or id), got %d arguments (see 'goodput report --help')",
-			  argc - optind);
-		return CLI_EXIT_USAGE;
-	}
-	if (socket_path)
-		return report_from_daemon(socket_path, argv[optind], markdown, json);
-	if (cli_load_report(db, argv[optind], &ro, &s, &r) < 0)
-		return CLI_EXIT_FAILED;
-	if (markdown) {
-		_cleanup_(freep) char *md = NULL;
-
-		q = report_render_markdown(r, &md);
-		if (q < 0)
-			return log_error_errno(q, "rendering the report failed"), CLI_EXIT_FAILED;
-		fputs(md, stdout);
-		return 0;
-	}
 	if (!out) {
-		if (asprintf(&outdir, "report-%s", argv[optind]) < 0)
+		if (asprintf(&outdir, "report-%s", study) < 0)
 			return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		out = outdir;
 	}
@@ -188,9 +164,7 @@ int cmd_report(int argc, char **argv)
 	}
 	if (files.plot_note)
 		log_warning("%s", files.plot_note);
-	if (json) {
-		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-
+	if (arg.json) {
 		q = report_summary_json(r, &j);
 		if (q >= 0 && (!cJSON_AddStringToObject(j, "html", files.html_path) ||
 			       !cJSON_AddStringToObject(j, "markdown", files.markdown_path) ||
@@ -200,8 +174,40 @@ int cmd_report(int argc, char **argv)
 	} else {
 		report_summary_print(r, stdout);
 		printf("report: %s (%zu plots), %s\n", files.html_path, files.n_plots, files.markdown_path);
-		q = 0;
+		q = CLI_EXIT_OK;
 	}
 	report_files_done(&files);
 	return q;
 }
+
+static int run(const struct verb *v, int argc, char **argv)
+{
+	_cleanup_(store_closep) struct store *s = NULL;
+	_cleanup_(report_freep) struct report *r = NULL;
+	_cleanup_(freep) char *md = NULL;
+	int q;
+
+	if (arg.socket)
+		return report_from_daemon(arg.socket, argv[0], arg.markdown, arg.json);
+	if (cli_load_report(arg.db, argv[0], &arg.ro, &s, &r) < 0)
+		return CLI_EXIT_FAILED;
+	if (!arg.markdown)
+		return write_files(r, argv[0]);
+	q = report_render_markdown(r, &md);
+	if (q < 0)
+		return log_error_errno(q, "rendering the report failed"), CLI_EXIT_FAILED;
+	fputs(md, stdout);
+	return CLI_EXIT_OK;
+}
+
+const struct verb verb_report = {
+	.name = "report",
+	.summary = "write a study's benchmark report (HTML with plots, Markdown)",
+	.args = "STUDY (name or id)",
+	.min_args = 1,
+	.max_args = 1,
+	.options = options,
+	.parse_option = parse_option,
+	.help = help,
+	.run = run,
+};

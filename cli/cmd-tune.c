@@ -6,7 +6,6 @@
  * engine with it. SIGINT/SIGTERM stop gracefully: the server under test is
  * torn down and the running trial is left to be redone by --resume. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,35 +38,34 @@ struct tune_ctx {
 	bool status_shown;
 };
 
-static void help(void)
+static void help(const struct verb *v, FILE *f)
 {
-	printf("Usage: goodput tune [OPTIONS] STUDY.json\n"
-	       "       goodput tune --resume NAME|STUDY.json [OPTIONS]\n"
-	       "\n"
-	       "Runs a tuning study in the foreground: deploys the engine with candidate\n"
-	       "configurations, probes the largest load meeting the SLA, stores every trial\n"
-	       "and load point, and prints the configuration with the lowest $/Mtok.\n"
-	       "\n"
-	       "Options:\n"
-	       "  --db FILE            the store (default ./goodput.db)\n"
-	       "  --resume [NAME]      continue the study of that name (or of STUDY.json) in the store;\n"
-	       "                       interrupted trials are redone, orphaned servers killed\n"
-	       "  --dry-run            evaluate candidates in virtual time with the sim's engine model\n"
-	       "                       instead of deploying (seconds); stored as study NAME.dry-run\n"
-	       "  --engines-dir DIR    engine profiles (default: /etc/goodput/engines, the data dir)\n"
-	       "  --log-dir DIR        per-trial server logs (default: goodput-logs next to the db)\n"
-	       "  --max-trials N       override the study's budget of deployments (every server started)\n"
-	       "  --max-wall-time SEC  override the study's wall-time budget\n"
-	       "  --confirm N          re-probes of the best and runner-up (default 1; 0: none)\n"
-	       "  --json               print the summary as JSON on stdout\n"
-	       "  -q, --quiet          no progress on stderr\n"
-	       "  --help-spec          the reference of every study spec key\n"
-	       "  --help-spec --json-schema\n"
-	       "                       the same as a JSON Schema (draft 2020-12) for editors and validators\n"
-	       "  -h, --help           this text\n"
-	       "\n"
-	       "A study stopped by a signal (130) is resumable with --resume.\n"
-	       "\n" CLI_EXIT_STATUS_HELP);
+	fprintf(f, "Usage: goodput tune [OPTIONS] STUDY.json\n"
+		   "       goodput tune --resume NAME|STUDY.json [OPTIONS]\n"
+		   "\n"
+		   "Runs a tuning study in the foreground: deploys the engine with candidate\n"
+		   "configurations, probes the largest load meeting the SLA, stores every trial\n"
+		   "and load point, and prints the configuration with the lowest $/Mtok.\n"
+		   "\n"
+		   "Options:\n"
+		   "  --db FILE            the store (default ./goodput.db)\n"
+		   "  --resume [NAME]      continue the study of that name (or of STUDY.json) in the store;\n"
+		   "                       interrupted trials are redone, orphaned servers killed\n"
+		   "  --dry-run            evaluate candidates in virtual time with the sim's engine model\n"
+		   "                       instead of deploying (seconds); stored as study NAME.dry-run\n"
+		   "  --engines-dir DIR    engine profiles (default: /etc/goodput/engines, the data dir)\n"
+		   "  --log-dir DIR        per-trial server logs (default: goodput-logs next to the db)\n"
+		   "  --max-trials N       override the study's budget of deployments (every server started)\n"
+		   "  --max-wall-time SEC  override the study's wall-time budget\n"
+		   "  --confirm N          re-probes of the best and runner-up (default 1; 0: none)\n"
+		   "  --json               print the summary as JSON on stdout\n"
+		   "  -q, --quiet          no progress on stderr\n"
+		   "  --help-spec          the reference of every study spec key\n"
+		   "  --help-spec --json-schema\n"
+		   "                       the same as a JSON Schema (draft 2020-12) for editors and validators\n"
+		   "  -h, --help           this text\n"
+		   "\n"
+		   "A study stopped by a signal (130) is resumable with --resume.\n");
 }
 
 /* ---- progress ---- */
@@ -418,6 +416,84 @@ enum {
 	ARG_JSON_SCHEMA,
 };
 
+static const struct option options[] = {
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "db", required_argument, NULL, ARG_DB },
+	{ "resume", optional_argument, NULL, ARG_RESUME },
+	{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
+	{ "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
+	{ "log-dir", required_argument, NULL, ARG_LOG_DIR },
+	{ "max-trials", required_argument, NULL, ARG_MAX_TRIALS },
+	{ "max-wall-time", required_argument, NULL, ARG_MAX_WALL_TIME },
+	{ "confirm", required_argument, NULL, ARG_CONFIRM },
+	{ "json", no_argument, NULL, ARG_JSON },
+	{ "help-spec", no_argument, NULL, ARG_HELP_SPEC },
+	{ "json-schema", no_argument, NULL, ARG_JSON_SCHEMA },
+	{ NULL, 0, NULL, 0 },
+};
+
+static struct {
+	const char *db, *resume_name;
+	bool resume, help_spec, json_schema, json, quiet;
+	/* the runner's options that flags set */
+	const char *engines_dir, *log_dir;
+	bool dry_run;
+	uint32_t max_trials;
+	int confirm_probes; /* < 0: the runner's default */
+	uint64_t max_wall_time_usec;
+} arg = { .db = "goodput.db", .confirm_probes = -1 };
+
+static int parse_option(int opt, const char *value, struct error *err)
+{
+	uint32_t n;
+	double d;
+	int k;
+
+	switch (opt) {
+	case 'q':
+		arg.quiet = true;
+		break;
+	case ARG_DB:
+		arg.db = value;
+		break;
+	case ARG_RESUME:
+		arg.resume = true;
+		arg.resume_name = value;
+		break;
+	case ARG_DRY_RUN:
+		arg.dry_run = true;
+		break;
+	case ARG_ENGINES_DIR:
+		arg.engines_dir = value;
+		break;
+	case ARG_LOG_DIR:
+		arg.log_dir = value;
+		break;
+	case ARG_MAX_TRIALS:
+		return parse_u32("--max-trials", value, 1, 100000, &arg.max_trials, err);
+	case ARG_MAX_WALL_TIME:
+		k = parse_double("--max-wall-time", value, 1, 365 * 86400.0, &d, err);
+		if (k >= 0)
+			arg.max_wall_time_usec = sec_to_usec(d);
+		return k;
+	case ARG_CONFIRM:
+		k = parse_u32("--confirm", value, 0, 20, &n, err);
+		if (k >= 0)
+			arg.confirm_probes = (int)n;
+		return k;
+	case ARG_JSON:
+		arg.json = true;
+		break;
+	case ARG_HELP_SPEC:
+		arg.help_spec = true;
+		break;
+	case ARG_JSON_SCHEMA:
+		arg.json_schema = true;
+		break;
+	}
+	return 0;
+}
+
 /* --help-spec: the study spec's reference, as text or as a JSON Schema. */
 static int print_spec_reference(bool json_schema)
 {
@@ -427,182 +503,93 @@ static int print_spec_reference(bool json_schema)
 
 	if (!json_schema) {
 		study_schema_print(stdout);
-		return 0;
+		return CLI_EXIT_OK;
 	}
 	r = study_schema_json(&schema);
 	if (r < 0)
-		return log_error_errno(r, "the study spec's JSON Schema: %s", strerror(-r)), 1;
+		return log_error_errno(r, "the study spec's JSON Schema: %s", strerror(-r)), CLI_EXIT_FAILED;
 	text = cJSON_Print(schema);
 	if (!text)
-		return log_error_errno(-ENOMEM, "out of memory"), 1;
+		return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 	puts(text);
-	return 0;
+	return CLI_EXIT_OK;
 }
 
-int cmd_tune(int argc, char **argv)
+/* The study's name in the store: --resume's, or the spec's (read into
+ * *ret_study); a dry run's has ".dry-run" added. The caller frees *ret_name. */
+static int study_name(const char *spec_path, struct study **ret_study, char **ret_name)
 {
-	static const struct option options[] = { { "help", no_argument, NULL, 'h' },
-						 { "quiet", no_argument, NULL, 'q' },
-						 { "db", required_argument, NULL, ARG_DB },
-						 { "resume", optional_argument, NULL, ARG_RESUME },
-						 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
-						 { "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
-						 { "log-dir", required_argument, NULL, ARG_LOG_DIR },
-						 { "max-trials", required_argument, NULL, ARG_MAX_TRIALS },
-						 { "max-wall-time", required_argument, NULL, ARG_MAX_WALL_TIME },
-						 { "confirm", required_argument, NULL, ARG_CONFIRM },
-						 { "json", no_argument, NULL, ARG_JSON },
-						 { "help-spec", no_argument, NULL, ARG_HELP_SPEC },
-						 { "json-schema", no_argument, NULL, ARG_JSON_SCHEMA },
-						 { 0 } };
-	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
-	_cleanup_(closep) int lock_fd = -1;
-	_cleanup_(store_closep) struct store *store = NULL;
 	_cleanup_(study_freep) struct study *study = NULL;
-	_cleanup_(freep) char *log_dir_buf = NULL, *name_buf = NULL;
-	struct store_study row = { 0 };
-	struct runner_options ro;
-	struct tune_ctx c = { .end = RUNNER_END_NONE };
 	struct error err = { 0 };
-	const char *db = "goodput.db", *resume_name = NULL, *spec_path = NULL, *name;
-	bool resume = false, help_spec = false, json_schema = false;
-	int64_t study_id = 0;
-	double d;
-	sigset_t mask;
-	int k, opt, ret = CLI_EXIT_FAILED;
+	const char *name = arg.resume_name;
+	char *n;
+	int k;
 
-	runner_options_init(&ro);
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
-		k = 0;
-		switch (opt) {
-		case 'h':
-			help();
-			return 0;
-		case 'q':
-			c.quiet = true;
-			break;
-		case ARG_DB:
-			db = optarg;
-			break;
-		case ARG_RESUME:
-			resume = true;
-			resume_name = optarg;
-			break;
-		case ARG_DRY_RUN:
-			ro.dry_run = true;
-			break;
-		case ARG_ENGINES_DIR:
-			ro.engines_dir = optarg;
-			break;
-		case ARG_LOG_DIR:
-			ro.log_dir = optarg;
-			break;
-		case ARG_MAX_TRIALS:
-			k = parse_u32("--max-trials", optarg, 1, 100000, &ro.max_trials, &err);
-			break;
-		case ARG_MAX_WALL_TIME:
-			k = parse_double("--max-wall-time", optarg, 1, 365 * 86400.0, &d, &err);
-			if (k >= 0)
-				ro.max_wall_time_usec = sec_to_usec(d);
-			break;
-		case ARG_CONFIRM: {
-			uint32_t v;
-
-			k = parse_u32("--confirm", optarg, 0, 20, &v, &err);
-			ro.confirm_probes = (int)v;
-			break;
-		}
-		case ARG_JSON:
-			c.json = true;
-			break;
-		case ARG_HELP_SPEC:
-			help_spec = true;
-			break;
-		case ARG_JSON_SCHEMA:
-			json_schema = true;
-			break;
-		default:
-			log_error("see 'goodput tune --help'");
-			return CLI_EXIT_USAGE;
-		}
-		if (k < 0) {
-			log_error("%s", error_str(&err, k));
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (help_spec)
-		return print_spec_reference(json_schema);
-	if (json_schema) {
-		log_error("--json-schema goes with --help-spec (see 'goodput tune --help')");
-		return 2;
-	}
-	if (optind < argc)
-		spec_path = argv[optind++];
-	if (optind < argc) {
-		log_error("unexpected argument '%s' (see 'goodput tune --help')", argv[optind]);
-		return CLI_EXIT_USAGE;
-	}
 	/* `--resume NAME` (a separate word) arrives as the positional argument */
-	if (resume && !resume_name && spec_path && !looks_like_file(spec_path)) {
-		resume_name = spec_path;
+	if (arg.resume && !name && spec_path && !looks_like_file(spec_path)) {
+		name = spec_path;
 		spec_path = NULL;
 	}
-	if (!spec_path && !resume_name) {
+	if (!spec_path && !name) {
 		log_error("a study spec (STUDY.json) or --resume NAME is needed (see 'goodput tune --help')");
 		return CLI_EXIT_USAGE;
 	}
 	if (spec_path) {
-		k = load_spec(spec_path, ro.engines_dir, &study, &err);
+		k = load_spec(spec_path, arg.engines_dir, &study, &err);
 		if (k < 0) {
 			log_error("%s", error_str(&err, k));
-			return k == -EINVAL ? 2 : 1;
+			return k == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
 		}
 	}
-	name = resume_name ? resume_name : study->name;
-	if (ro.dry_run && !strstr(name, ".dry-run")) {
-		if (asprintf(&name_buf, "%s.dry-run", name) < 0)
-			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
-		name = name_buf;
-	}
-	if (!ro.log_dir) {
-		const char *slash = strrchr(db, '/');
+	if (asprintf(&n, "%s%s", name ? name : study->name,
+		     arg.dry_run && !strstr(name ? name : study->name, ".dry-run") ? ".dry-run" : "") < 0)
+		return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
+	*ret_name = n;
+	*ret_study = TAKE_PTR(study);
+	return CLI_EXIT_OK;
+}
 
-		if (asprintf(&log_dir_buf, "%.*sgoodput-logs", slash ? (int)(slash - db + 1) : 0, db) < 0)
-			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
-		ro.log_dir = log_dir_buf;
-	}
+/* The study's id in the store: the one of that name with --resume, else
+ * the spec inserted as a new study. */
+static int find_study(struct store *store, const char *name, const struct study *study, int64_t *ret_id)
+{
+	struct store_study row = { 0 };
+	struct error err = { 0 };
+	int k;
 
-	k = lock_db(db, &lock_fd, &err);
-	if (k >= 0)
-		k = store_open(db, NULL, &store, &err);
+	k = store_study_get_by_name(store, name, &row, &err);
+	if (k >= 0) {
+		*ret_id = row.id;
+		if (!arg.resume)
+			log_error("study %s exists in %s (state %s): continue it with --resume, or use another --db",
+				  name, arg.db, store_study_state_to_string(row.state));
+		store_study_done(&row);
+		return arg.resume ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+	}
+	if (k != -ENOENT) {
+		log_error("%s", error_str(&err, k));
+		return CLI_EXIT_FAILED;
+	}
+	if (!study) {
+		log_error("no study named %s in %s", name, arg.db);
+		return CLI_EXIT_FAILED;
+	}
+	k = runner_study_insert(store, study, name, ret_id, &err);
 	if (k < 0) {
 		log_error("%s", error_str(&err, k));
 		return CLI_EXIT_FAILED;
 	}
-	k = store_study_get_by_name(store, name, &row, &err);
-	if (k >= 0) {
-		study_id = row.id;
-		if (!resume) {
-			log_error("study %s exists in %s (state %s): continue it with --resume, or use another --db",
-				  name, db, store_study_state_to_string(row.state));
-			store_study_done(&row);
-			return CLI_EXIT_FAILED;
-		}
-		store_study_done(&row);
-	} else if (k != -ENOENT) {
-		log_error("%s", error_str(&err, k));
-		return CLI_EXIT_FAILED;
-	} else if (!study) {
-		log_error("no study named %s in %s", name, db);
-		return CLI_EXIT_FAILED;
-	} else {
-		k = runner_study_insert(store, study, name, &study_id, &err);
-		if (k < 0) {
-			log_error("%s", error_str(&err, k));
-			return CLI_EXIT_FAILED;
-		}
-	}
+	return CLI_EXIT_OK;
+}
+
+/* Runs the study on a loop of its own until it ends or a signal stops it. */
+static int run_study(struct store *store, int64_t study_id, const struct runner_options *ro)
+{
+	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+	struct tune_ctx c = { .end = RUNNER_END_NONE, .json = arg.json, .quiet = arg.quiet };
+	struct error err = { 0 };
+	sigset_t mask;
+	int k;
 
 	c.tty = isatty(STDERR_FILENO) && !c.quiet;
 	k = sd_event_new(&e);
@@ -617,31 +604,86 @@ int cmd_tune(int argc, char **argv)
 	if (sd_event_add_signal(e, NULL, SIGINT, on_signal, &c) < 0 ||
 	    sd_event_add_signal(e, NULL, SIGTERM, on_signal, &c) < 0)
 		return log_error("cannot watch signals"), CLI_EXIT_FAILED;
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	k = runner_new(e, store, study_id, &ro, &c.runner, &err);
+	k = runner_new(e, store, study_id, ro, &c.runner, &err);
 	if (k < 0) {
 		log_error("%s", error_str(&err, k));
-		goto out;
+		return CLI_EXIT_FAILED;
 	}
 	k = runner_start(c.runner, on_event, &c);
-	if (k < 0) {
-		log_error_errno(k, "cannot start the study");
-		goto out;
-	}
-	k = sd_event_loop(e);
+	if (k >= 0)
+		k = sd_event_loop(e);
 	clear_line(&c);
-	if (k < 0) {
-		log_error_errno(k, "event loop failed");
-		goto out;
-	}
-	if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, db) < 0)
-		goto out;
-	ret = c.end == RUNNER_END_DONE      ? CLI_EXIT_OK
-	      : c.end == RUNNER_END_STOPPED ? CLI_EXIT_INTERRUPTED
-					    : CLI_EXIT_FAILED;
-out:
+	if (k < 0)
+		log_error_errno(k, "the study could not run");
+	else if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, arg.db) < 0)
+		k = -EIO;
 	c.runner = runner_free(c.runner);
-	curl_global_cleanup();
-	return ret;
+	if (k < 0)
+		return CLI_EXIT_FAILED;
+	return c.end == RUNNER_END_DONE      ? CLI_EXIT_OK
+	       : c.end == RUNNER_END_STOPPED ? CLI_EXIT_INTERRUPTED
+					     : CLI_EXIT_FAILED;
 }
+
+static int run(const struct verb *v, int argc, char **argv)
+{
+	_cleanup_(closep) int lock_fd = -1;
+	_cleanup_(store_closep) struct store *store = NULL;
+	_cleanup_(study_freep) struct study *study = NULL;
+	_cleanup_(freep) char *name = NULL, *log_dir = NULL;
+	struct runner_options ro;
+	struct error err = { 0 };
+	int64_t study_id = 0;
+	int k;
+
+	if (arg.help_spec)
+		return print_spec_reference(arg.json_schema);
+	if (arg.json_schema) {
+		log_error("--json-schema goes with --help-spec (see 'goodput tune --help')");
+		return CLI_EXIT_USAGE;
+	}
+	k = study_name(argc > 0 ? argv[0] : NULL, &study, &name);
+	if (k != CLI_EXIT_OK)
+		return k;
+	runner_options_init(&ro);
+	ro.engines_dir = arg.engines_dir;
+	ro.log_dir = arg.log_dir;
+	ro.dry_run = arg.dry_run;
+	ro.max_trials = arg.max_trials;
+	ro.max_wall_time_usec = arg.max_wall_time_usec;
+	ro.confirm_probes = arg.confirm_probes;
+	if (!ro.log_dir) {
+		const char *slash = strrchr(arg.db, '/');
+
+		if (asprintf(&log_dir, "%.*sgoodput-logs", slash ? (int)(slash - arg.db + 1) : 0, arg.db) < 0)
+			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
+		ro.log_dir = log_dir;
+	}
+	k = lock_db(arg.db, &lock_fd, &err);
+	if (k >= 0)
+		k = store_open(arg.db, NULL, &store, &err);
+	if (k < 0) {
+		log_error("%s", error_str(&err, k));
+		return CLI_EXIT_FAILED;
+	}
+	k = find_study(store, name, study, &study_id);
+	if (k != CLI_EXIT_OK)
+		return k;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	k = run_study(store, study_id, &ro);
+	curl_global_cleanup();
+	return k;
+}
+
+const struct verb verb_tune = {
+	.name = "tune",
+	.summary = "run a tuning study in the foreground: the configuration with the lowest $/Mtok",
+	.args = "STUDY.json",
+	.min_args = 0,
+	.max_args = 1,
+	.options = options,
+	.short_options = "q",
+	.parse_option = parse_option,
+	.help = help,
+	.run = run,
+};

@@ -1,9 +1,11 @@
-/* cli-util.c — what `goodput report`, `plan` and `compare` each did the same
- * way: open the store read-only and load one study's report, logging the
- * error a user sees; print a JSON answer or say that memory ran out. */
+/* cli-util.c — what several commands do the same way: open the store
+ * read-only and load one study's report, logging the error a user sees;
+ * print a JSON answer or say that memory ran out; set up an event loop that
+ * stops on SIGINT and SIGTERM. */
 #include "cli-util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "exit-status.h"
@@ -41,5 +43,29 @@ int cli_print_json(int q, const cJSON *j)
 	if (!text)
 		return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 	printf("%s\n", text);
+	return 0;
+}
+
+int cli_event_new(sd_event_signal_handler_t handler, void *userdata, sd_event **ret)
+{
+	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+	sigset_t mask;
+	int r;
+
+	r = sd_event_new(&e);
+	if (r < 0)
+		return log_error_errno(r, "cannot create the event loop");
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return log_error_errno(-errno, "cannot block signals");
+	signal(SIGPIPE, SIG_IGN);
+	r = sd_event_add_signal(e, NULL, SIGINT, handler, userdata);
+	if (r >= 0)
+		r = sd_event_add_signal(e, NULL, SIGTERM, handler, userdata);
+	if (r < 0)
+		return log_error_errno(r, "cannot watch signals");
+	*ret = TAKE_PTR(e);
 	return 0;
 }

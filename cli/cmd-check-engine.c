@@ -31,37 +31,22 @@
 
 #define HELP_MAX_BYTES (4 * 1024 * 1024)
 
-static const struct option options[] = {
-	{ "binary", required_argument, NULL, 'b' },
-	{ "engines-dir", required_argument, NULL, 'd' },
-	{ "timeout", required_argument, NULL, 't' },
-	{ "json", no_argument, NULL, 'j' },
-	{ NULL, 0, NULL, 0 },
-};
-
 static struct {
 	const char *binary, *engines_dir;
 	uint64_t timeout_usec;
 	bool json;
 } arg = { .timeout_usec = 60 * USEC_PER_SEC };
 
-static void help(const struct verb *v, FILE *f)
-{
-	fprintf(f, "Usage: goodput check-engine [OPTIONS] PROFILE\n"
-		   "\n"
-		   "Checks that every flag engine profile PROFILE (a name in configs/engines or a\n"
-		   "file) can put on a command line appears in the installed engine's --help.\n"
-		   "\n"
-		   "  --binary PATH        the engine's program (replaces the first word of the\n"
-		   "                       profile's help and version commands)\n"
-		   "  --engines-dir DIR    look for profiles here first\n"
-		   "  --timeout SECONDS    for each command the check runs (default 60)\n"
-		   "  --json               machine-readable result\n"
-		   "  -h, --help           this text\n"
-		   "\n"
-		   "It fails (1) when flags are missing or the engine's help failed, and skips\n"
-		   "(77) when the engine's program is not installed here.\n");
-}
+static const struct verb_option options[] = {
+	{ "binary", 0, "PATH",
+	  "the engine's program (replaces the first word of the\nprofile's help and version commands)", VERB_STRING,
+	  &arg.binary },
+	{ "engines-dir", 0, "DIR", "look for profiles here first", VERB_STRING, &arg.engines_dir },
+	{ "timeout", 0, "SECONDS", "for each command the check runs (default 60)", VERB_SECONDS, &arg.timeout_usec,
+	  0.001, 3600 },
+	{ "json", 0, NULL, "machine-readable result", VERB_FLAG, &arg.json },
+	VERB_OPTION_END,
+};
 
 /* Runs argv (no shell) in its own process group with stdout and stderr into
  * one buffer, killing the group after the timeout. */
@@ -123,31 +108,6 @@ static char **with_binary(const char *const *argv, const char *binary)
 	if (binary)
 		v[0] = (char *)binary;
 	return v;
-}
-
-static int parse_option(int opt, const char *value, struct error *err)
-{
-	double sec;
-	int r;
-
-	switch (opt) {
-	case 'b':
-		arg.binary = value;
-		break;
-	case 'd':
-		arg.engines_dir = value;
-		break;
-	case 't':
-		r = parse_double("--timeout", value, 0.001, 3600, &sec, err);
-		if (r < 0)
-			return r;
-		arg.timeout_usec = sec_to_usec(sec);
-		break;
-	case 'j':
-		arg.json = true;
-		break;
-	}
-	return 0;
 }
 
 /* The engine's version: the last non-empty line of its version command's
@@ -267,14 +227,15 @@ static int run(const struct verb *v, int argc, char **argv)
 	return check_flags(p, program, version, flags, help_text);
 }
 
+/* The command: what its help says, then how it runs; a few lines. */
+/* clang-format off */
 const struct verb verb_check_engine = {
-	.name = "check-engine",
 	.summary = "check an engine profile's flags against the installed engine's --help",
-	.args = "PROFILE",
-	.min_args = 1,
-	.max_args = 1,
-	.options = options,
-	.parse_option = parse_option,
-	.help = help,
-	.run = run,
+	.about = "Checks that every flag engine profile PROFILE (a name in configs/engines or a\n"
+		 "file) can put on a command line appears in the installed engine's --help.",
+	.notes = "It fails (1) when flags are missing or the engine's help failed, and skips\n"
+		 "(77) when the engine's program is not installed here.\n",
+	.name = "check-engine", .usage = "[OPTIONS] PROFILE", .args = { "PROFILE", 1, 1 },
+	.options = options, .run = run,
 };
+/* clang-format on */

@@ -20,29 +20,6 @@
 #include "study.h"
 #include "time-util.h"
 
-enum {
-	ARG_SOCKET = 256,
-	ARG_JSON,
-	ARG_TIMEOUT,
-	ARG_MODEL,
-	ARG_ENGINE,
-	ARG_LABEL,
-};
-
-#define CLIENT_OPTIONS                                                                                                 \
-	{ "socket", required_argument, NULL, ARG_SOCKET }, { "json", no_argument, NULL, ARG_JSON },                    \
-	{                                                                                                              \
-		"timeout", required_argument, NULL, ARG_TIMEOUT                                                        \
-	}
-
-static const struct option client_options[] = { CLIENT_OPTIONS, { NULL, 0, NULL, 0 } };
-/* `best` also takes a model and engine instead of a study. */
-static const struct option best_options[] = { CLIENT_OPTIONS,
-					      { "model", required_argument, NULL, ARG_MODEL },
-					      { "engine", required_argument, NULL, ARG_ENGINE },
-					      { "label", required_argument, NULL, ARG_LABEL },
-					      { NULL, 0, NULL, 0 } };
-
 static struct {
 	const char *socket; /* NULL: $GOODPUT_SOCKET, else the default */
 	bool json;
@@ -51,62 +28,31 @@ static struct {
 	const char *study;                  /* the positional argument, if any */
 } arg = { .timeout_usec = 30 * USEC_PER_SEC };
 
-/* What a client command asks goodputd, and what its help says it does. */
-struct client_cmd {
-	enum ctl_command command;
-	const char *about;
+static const struct verb_option client_options[] = {
+	{ "socket", 0, "PATH", "goodputd's control socket (default $GOODPUT_SOCKET, else " CTL_DEFAULT_SOCKET ")",
+	  VERB_STRING, &arg.socket },
+	{ "json", 0, NULL, "print the daemon's answer as JSON", VERB_FLAG, &arg.json },
+	{ "timeout", 0, "SEC", "give up waiting for an answer after SEC seconds (default 30)", VERB_SECONDS,
+	  &arg.timeout_usec, 0.001, 86400 },
+	VERB_OPTION_END,
 };
 
-static void help(const struct verb *v, FILE *f)
-{
-	const struct client_cmd *c = v->data;
+/* `best` also takes a model and engine instead of a study. */
+static const struct verb_option best_options[] = {
+	{ "model", 0, "NAME", "with --engine: the best finished study for this model", VERB_STRING, &arg.model },
+	{ "engine", 0, "NAME", "engine profile name (vllm, sim, ...)", VERB_STRING, &arg.engine },
+	{ "label", 0, "TEXT", "only studies with this workload/SLA label", VERB_STRING, &arg.label },
+	VERB_OPTION_END,
+};
 
-	fprintf(f, "Usage: goodput %s [OPTIONS] %s\n\n%s\n\n", v->name, v->args, c->about);
-	if (v->options == best_options)
-		fprintf(f, "  --model NAME      with --engine: the best finished study for this model\n"
-			   "  --engine NAME     engine profile name (vllm, sim, ...)\n"
-			   "  --label TEXT      only studies with this workload/SLA label\n");
-	fprintf(f,
-		"  --socket PATH     goodputd's control socket (default $GOODPUT_SOCKET, else %s)\n"
-		"  --json            print the daemon's answer as JSON\n"
-		"  --timeout SEC     give up waiting for an answer after SEC seconds (default 30)\n"
-		"  -h, --help        this help\n",
-		CTL_DEFAULT_SOCKET);
-	if (c->command == CTL_SUBMIT)
-		fprintf(f, "\nPermission: submit, cancel, pause and resume need root, goodputd's user or\n"
-			   "membership in the group named by socket_group in /etc/goodput/goodputd.json.\n");
-}
+/* What a client command asks goodputd. */
+struct client_cmd {
+	enum ctl_command command;
+};
 
-static int parse_option(int opt, const char *value, struct error *err)
-{
-	double t;
-	int r;
-
-	switch (opt) {
-	case ARG_SOCKET:
-		arg.socket = value;
-		break;
-	case ARG_JSON:
-		arg.json = true;
-		break;
-	case ARG_TIMEOUT:
-		r = parse_double("--timeout", value, 0.001, 86400, &t, err);
-		if (r < 0)
-			return r;
-		arg.timeout_usec = sec_to_usec(t);
-		break;
-	case ARG_MODEL:
-		arg.model = value;
-		break;
-	case ARG_ENGINE:
-		arg.engine = value;
-		break;
-	case ARG_LABEL:
-		arg.label = value;
-		break;
-	}
-	return 0;
-}
+#define PERMISSION_NOTE                                                                                                \
+	"Permission: submit, cancel, pause and resume need root, goodputd's user or\n"                                 \
+	"membership in the group named by socket_group in /etc/goodput/goodputd.json.\n"
 
 /* `best` takes a study, or a model and engine (and label). */
 static bool best_args_valid(void)
@@ -385,36 +331,42 @@ static int run(const struct verb *v, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
-/* One client command: its verb, what it asks and what its help says. */
-#define CLIENT_VERB(id, arguments, min, max, opts, cmd, one_line, about_text)                                          \
+/* One client command: its verb and what it asks. */
+#define CLIENT_VERB(id, arguments, min, max, opts, cmd, note, one_line, about_text)                                    \
 	const struct verb verb_##id = { .name = #id,                                                                   \
 					.summary = one_line,                                                           \
-					.args = arguments,                                                             \
-					.min_args = min,                                                               \
-					.max_args = max,                                                               \
+					.usage = "[OPTIONS] " arguments,                                               \
+					.about = about_text,                                                           \
+					.notes = note,                                                                 \
+					.args = { arguments, min, max },                                               \
 					.options = opts,                                                               \
-					.parse_option = parse_option,                                                  \
-					.help = help,                                                                  \
+					.shared_options = client_options,                                              \
 					.run = run,                                                                    \
-					.data = &(const struct client_cmd){ cmd, about_text } }
+					.data = &(const struct client_cmd){ cmd } }
 
-CLIENT_VERB(submit, "SPEC.json|-", 1, 1, client_options, CTL_SUBMIT, "queue a study on goodputd (the service)",
-	    "Queue a study (a study spec, see 'goodput tune --help-spec'); goodputd runs the queue\n"
-	    "one study at a time in submission order.");
-CLIENT_VERB(status, "", 0, 0, client_options, CTL_STATUS, "what goodputd is doing: study, trial, best so far, queue",
+/* The queries, then the changes (which need privileges); a few lines each. */
+/* clang-format off */
+CLIENT_VERB(status, "", 0, 0, NULL, CTL_STATUS, NULL,
+	    "what goodputd is doing: study, trial, best so far, queue",
 	    "Show what goodputd is doing: the study and trial in flight, the best so far, the queue.");
-CLIENT_VERB(list, "", 0, 0, client_options, CTL_LIST, "the studies goodputd knows, with state and best $/Mtok",
+CLIENT_VERB(list, "", 0, 0, NULL, CTL_LIST, NULL, "the studies goodputd knows, with state and best $/Mtok",
 	    "List every study goodputd knows, with its state and best $/Mtok.");
-CLIENT_VERB(best, "[STUDY]", 0, 1, best_options, CTL_BEST, "the best configuration of a study, or for a model + engine",
+CLIENT_VERB(trials, "STUDY", 1, 1, NULL, CTL_TRIALS, NULL, "the trials of a study on goodputd",
+	    "List the trials of a study: knobs, outcome, $/Mtok.");
+CLIENT_VERB(best, "[STUDY]", 0, 1, best_options, CTL_BEST, NULL,
+	    "the best configuration of a study, or for a model + engine",
 	    "Show the best configuration of a study (its best so far while it runs), or with\n"
 	    "--model and --engine the best finished study for that model and engine.");
-CLIENT_VERB(trials, "STUDY", 1, 1, client_options, CTL_TRIALS, "the trials of a study on goodputd",
-	    "List the trials of a study: knobs, outcome, $/Mtok.");
-CLIENT_VERB(cancel, "STUDY", 1, 1, client_options, CTL_CANCEL, "cancel a study on goodputd",
-	    "Cancel a study (the trial in flight is torn down; the study is not resumed).");
-CLIENT_VERB(pause, "[STUDY]", 0, 1, client_options, CTL_PAUSE,
+CLIENT_VERB(submit, "SPEC.json|-", 1, 1, NULL, CTL_SUBMIT, PERMISSION_NOTE,
+	    "queue a study on goodputd (the service)",
+	    "Queue a study (a study spec, see 'goodput tune --help-spec'); goodputd runs the queue\n"
+	    "one study at a time in submission order.");
+CLIENT_VERB(pause, "[STUDY]", 0, 1, NULL, CTL_PAUSE, PERMISSION_NOTE,
 	    "pause goodputd's study (the trial in flight is redone on resume)",
 	    "Pause a study (default: the head of the queue). The trial in flight is torn down\n"
 	    "and redone on resume; a paused study holds the queue.");
-CLIENT_VERB(resume, "[STUDY]", 0, 1, client_options, CTL_RESUME, "resume a paused study on goodputd",
+CLIENT_VERB(resume, "[STUDY]", 0, 1, NULL, CTL_RESUME, PERMISSION_NOTE, "resume a paused study on goodputd",
 	    "Resume a paused study (default: the first paused one).");
+CLIENT_VERB(cancel, "STUDY", 1, 1, NULL, CTL_CANCEL, PERMISSION_NOTE, "cancel a study on goodputd",
+	    "Cancel a study (the trial in flight is torn down; the study is not resumed).");
+/* clang-format on */

@@ -13,54 +13,17 @@
 #include "report.h"
 #include "store.h"
 
-enum {
-	ARG_DB = 256,
-	ARG_DB_B,
-	ARG_JSON,
-};
-
-static const struct option options[] = {
-	{ "db", required_argument, NULL, ARG_DB },
-	{ "db-b", required_argument, NULL, ARG_DB_B },
-	{ "json", no_argument, NULL, ARG_JSON },
-	{ NULL, 0, NULL, 0 },
-};
-
 static struct {
 	const char *db, *db_b;
 	bool json;
 } arg = { .db = "goodput.db" };
 
-static void help(const struct verb *v, FILE *f)
-{
-	fprintf(f, "Usage: goodput compare [OPTIONS] STUDY_A STUDY_B\n"
-		   "\n"
-		   "Compares two studies of the same workload and SLA (A before, B after a change):\n"
-		   "which configuration won in each, the cost change, and whether A's best\n"
-		   "configuration still meets the SLA in B (looked up among B's trials).\n"
-		   "\n"
-		   "Options:\n"
-		   "  --db FILE      the store (default ./goodput.db)\n"
-		   "  --db-b FILE    the store of STUDY_B (default: the same)\n"
-		   "  --json         print the comparison as JSON\n"
-		   "  -h, --help     this text\n");
-}
-
-static int parse_option(int opt, const char *value, struct error *err)
-{
-	switch (opt) {
-	case ARG_DB:
-		arg.db = value;
-		break;
-	case ARG_DB_B:
-		arg.db_b = value;
-		break;
-	case ARG_JSON:
-		arg.json = true;
-		break;
-	}
-	return 0;
-}
+static const struct verb_option options[] = {
+	{ "db", 0, "FILE", "the store (default ./goodput.db)", VERB_STRING, &arg.db },
+	{ "db-b", 0, "FILE", "the store of STUDY_B (default: the same)", VERB_STRING, &arg.db_b },
+	{ "json", 0, NULL, "print the comparison as JSON", VERB_FLAG, &arg.json },
+	VERB_OPTION_END,
+};
 
 static int run(const struct verb *v, int argc, char **argv)
 {
@@ -90,14 +53,14 @@ static int run(const struct verb *v, int argc, char **argv)
 	return cli_print_json(q, j);
 }
 
+/* The command: what its help says, then how it runs; a few lines. */
+/* clang-format off */
 const struct verb verb_compare = {
-	.name = "compare",
 	.summary = "compare two studies of the same workload and SLA (before/after a change)",
-	.args = "STUDY_A and STUDY_B",
-	.min_args = 2,
-	.max_args = 2,
-	.options = options,
-	.parse_option = parse_option,
-	.help = help,
-	.run = run,
+	.about = "Compares two studies of the same workload and SLA (A before, B after a change):\n"
+		 "which configuration won in each, the cost change, and whether A's best\n"
+		 "configuration still meets the SLA in B (looked up among B's trials).",
+	.name = "compare", .usage = "[OPTIONS] STUDY_A STUDY_B", .args = { "STUDY_A and STUDY_B", 2, 2 },
+	.options = options, .run = run,
 };
+/* clang-format on */

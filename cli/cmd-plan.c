@@ -14,23 +14,6 @@
 #include "report.h"
 #include "store.h"
 
-enum {
-	ARG_DB = 256,
-	ARG_RATE,
-	ARG_TPS,
-	ARG_HEADROOM,
-	ARG_JSON,
-};
-
-static const struct option options[] = {
-	{ "db", required_argument, NULL, ARG_DB },
-	{ "rate", required_argument, NULL, ARG_RATE },
-	{ "tokens-per-second", required_argument, NULL, ARG_TPS },
-	{ "headroom", required_argument, NULL, ARG_HEADROOM },
-	{ "json", no_argument, NULL, ARG_JSON },
-	{ NULL, 0, NULL, 0 },
-};
-
 static struct {
 	const char *db;
 	double load, headroom;
@@ -38,43 +21,28 @@ static struct {
 	bool by_tokens, json;
 } arg = { .db = "goodput.db", .headroom = 0.2 };
 
-static void help(const struct verb *v, FILE *f)
+enum {
+	LOAD_RATE,
+	LOAD_TOKENS,
+};
+
+static int parse_load(intptr_t id, const char *value, struct error *err)
 {
-	fprintf(f, "Usage: goodput plan [OPTIONS] STUDY (--rate R | --tokens-per-second T)\n"
-		   "\n"
-		   "Sizes a deployment of the study's best configuration for a load: replicas =\n"
-		   "ceil(load x (1 + headroom) / what one replica serves under the SLA), GPUs =\n"
-		   "replicas x GPUs per replica, $/hour = GPUs x price per GPU-hour.\n"
-		   "\n"
-		   "Options:\n"
-		   "  --rate R                 requests/s to serve\n"
-		   "  --tokens-per-second T    tokens/s to serve (counted as the study counts cost)\n"
-		   "  --headroom F             spare capacity on top of the load (default 0.2 = 20%%)\n"
-		   "  --db FILE                the store (default ./goodput.db)\n"
-		   "  --json                   print the plan as JSON\n"
-		   "  -h, --help               this text\n");
+	arg.by_tokens = id == LOAD_TOKENS;
+	arg.loads++;
+	return parse_double(arg.by_tokens ? "--tokens-per-second" : "--rate", value, 1e-9, 1e12, &arg.load, err);
 }
 
-static int parse_option(int opt, const char *value, struct error *err)
-{
-	switch (opt) {
-	case ARG_DB:
-		arg.db = value;
-		return 0;
-	case ARG_RATE:
-	case ARG_TPS:
-		arg.by_tokens = opt == ARG_TPS;
-		arg.loads++;
-		return parse_double(arg.by_tokens ? "--tokens-per-second" : "--rate", value, 1e-9, 1e12, &arg.load,
-				    err);
-	case ARG_HEADROOM:
-		return parse_double("--headroom", value, 0, 10, &arg.headroom, err);
-	case ARG_JSON:
-		arg.json = true;
-		return 0;
-	}
-	return 0;
-}
+static const struct verb_option options[] = {
+	{ "rate", 0, "R", "requests/s to serve", VERB_CALL, (void *)LOAD_RATE },
+	{ "tokens-per-second", 0, "T", "tokens/s to serve (counted as the study counts cost)", VERB_CALL,
+	  (void *)LOAD_TOKENS },
+	{ "headroom", 0, "F", "spare capacity on top of the load (default 0.2 = 20%)", VERB_DOUBLE, &arg.headroom, 0,
+	  10 },
+	{ "db", 0, "FILE", "the store (default ./goodput.db)", VERB_STRING, &arg.db },
+	{ "json", 0, NULL, "print the plan as JSON", VERB_FLAG, &arg.json },
+	VERB_OPTION_END,
+};
 
 static int run(const struct verb *v, int argc, char **argv)
 {
@@ -96,22 +64,23 @@ static int run(const struct verb *v, int argc, char **argv)
 		log_error("%s", error_str(&err, q));
 		return CLI_EXIT_FAILED;
 	}
-	if (!arg.json) {
-		report_plan_print(r, &plan, stdout);
-		return CLI_EXIT_OK;
+	if (arg.json) {
+		q = report_plan_to_json(r, &plan, &j);
+		return cli_print_json(q, j);
 	}
-	q = report_plan_to_json(r, &plan, &j);
-	return cli_print_json(q, j);
+	report_plan_print(r, &plan, stdout);
+	return CLI_EXIT_OK;
 }
 
+/* The command: what its help says, then how it runs; a few lines. */
+/* clang-format off */
 const struct verb verb_plan = {
-	.name = "plan",
 	.summary = "replicas, GPUs and $/hour to serve a load with a study's best configuration",
-	.args = "STUDY (name or id)",
-	.min_args = 1,
-	.max_args = 1,
-	.options = options,
-	.parse_option = parse_option,
-	.help = help,
-	.run = run,
+	.about = "Sizes a deployment of the study's best configuration for a load: replicas =\n"
+		 "ceil(load x (1 + headroom) / what one replica serves under the SLA), GPUs =\n"
+		 "replicas x GPUs per replica, $/hour = GPUs x price per GPU-hour.",
+	.name = "plan", .usage = "[OPTIONS] STUDY (--rate R | --tokens-per-second T)",
+	.args = { "STUDY (name or id)", 1, 1 },
+	.options = options, .parse = parse_load, .run = run,
 };
+/* clang-format on */

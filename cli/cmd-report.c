@@ -19,43 +19,31 @@
 #include "report.h"
 #include "store.h"
 
-enum {
-	ARG_DB = 256,
-	ARG_OUT,
-	ARG_JSON,
-	ARG_ENGINES_DIR,
-	ARG_NO_PLOTS,
-	ARG_MARKDOWN,
-	ARG_SOCKET,
-};
-
 /* How long a report written by goodputd (gnuplot for every plot) may take. */
 #define REPORT_SOCKET_TIMEOUT_USEC (300ULL * 1000 * 1000)
 
-static void help(const struct verb *v, FILE *f)
-{
-	fprintf(f, "Usage: goodput report [OPTIONS] STUDY\n"
-		   "\n"
-		   "Writes the benchmark report of a study (its name or id): scenario, workload,\n"
-		   "SLA, search space, the best configuration with its launch command and\n"
-		   "latency-throughput curve, every trial, the cost landscape, search progress,\n"
-		   "a Pareto view and GPU memory. report.html is self-contained (inline SVG\n"
-		   "plots drawn with gnuplot); report.md has the same text with plot-*.svg.\n"
-		   "\n"
-		   "Options:\n"
-		   "  --db FILE           the store (default ./goodput.db)\n"
-		   "  --out DIR           where to write report.html, report.md and plots\n"
-		   "                      (default ./report-STUDY)\n"
-		   "  --markdown          print the Markdown (tables only) instead of writing files\n"
-		   "  --no-plots          table-only report\n"
-		   "  --engines-dir DIR   engine profiles (for the launch command)\n"
-		   "  --json              print the summary as JSON\n"
-		   "  --socket PATH       ask goodputd on PATH instead of reading --db: it writes\n"
-		   "                      the report into its state directory (reports/STUDY/)\n"
-		   "                      and prints the path, or with --markdown prints the\n"
-		   "                      Markdown; --out, --no-plots and --engines-dir do not apply\n"
-		   "  -h, --help          this text\n");
-}
+static struct {
+	const char *db, *out, *socket;
+	struct report_options ro;
+	bool json, markdown;
+} arg = { .db = "goodput.db" };
+
+static const struct verb_option options[] = {
+	{ "db", 0, "FILE", "the store (default ./goodput.db)", VERB_STRING, &arg.db },
+	{ "out", 0, "DIR", "where to write report.html, report.md and plots\n(default ./report-STUDY)", VERB_STRING,
+	  &arg.out },
+	{ "markdown", 0, NULL, "print the Markdown (tables only) instead of writing files", VERB_FLAG, &arg.markdown },
+	{ "no-plots", 0, NULL, "table-only report", VERB_FLAG, &arg.ro.no_plots },
+	{ "engines-dir", 0, "DIR", "engine profiles (for the launch command)", VERB_STRING, &arg.ro.engines_dir },
+	{ "json", 0, NULL, "print the summary as JSON", VERB_FLAG, &arg.json },
+	{ "socket", 0, "PATH",
+	  "ask goodputd on PATH instead of reading --db: it writes\n"
+	  "the report into its state directory (reports/STUDY/)\n"
+	  "and prints the path, or with --markdown prints the\n"
+	  "Markdown; --out, --no-plots and --engines-dir do not apply",
+	  VERB_STRING, &arg.socket },
+	VERB_OPTION_END,
+};
 
 /* `goodput report --socket PATH STUDY`: goodputd makes the report. */
 static int report_from_daemon(const char *path, const char *study, bool markdown, bool json)
@@ -98,47 +86,6 @@ static int report_from_daemon(const char *path, const char *study, bool markdown
 		fputs(e->valuestring, stdout);
 	else
 		printf("report: %s\n", e->valuestring);
-	return 0;
-}
-
-static const struct option options[] = {
-	{ "db", required_argument, NULL, ARG_DB },         { "out", required_argument, NULL, ARG_OUT },
-	{ "json", no_argument, NULL, ARG_JSON },           { "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
-	{ "no-plots", no_argument, NULL, ARG_NO_PLOTS },   { "markdown", no_argument, NULL, ARG_MARKDOWN },
-	{ "socket", required_argument, NULL, ARG_SOCKET }, { NULL, 0, NULL, 0 },
-};
-
-static struct {
-	const char *db, *out, *socket;
-	struct report_options ro;
-	bool json, markdown;
-} arg = { .db = "goodput.db" };
-
-static int parse_option(int opt, const char *value, struct error *err)
-{
-	switch (opt) {
-	case ARG_DB:
-		arg.db = value;
-		break;
-	case ARG_OUT:
-		arg.out = value;
-		break;
-	case ARG_JSON:
-		arg.json = true;
-		break;
-	case ARG_ENGINES_DIR:
-		arg.ro.engines_dir = value;
-		break;
-	case ARG_NO_PLOTS:
-		arg.ro.no_plots = true;
-		break;
-	case ARG_MARKDOWN:
-		arg.markdown = true;
-		break;
-	case ARG_SOCKET:
-		arg.socket = value;
-		break;
-	}
 	return 0;
 }
 
@@ -200,14 +147,16 @@ static int run(const struct verb *v, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* The command: what its help says, then how it runs; a few lines. */
+/* clang-format off */
 const struct verb verb_report = {
-	.name = "report",
 	.summary = "write a study's benchmark report (HTML with plots, Markdown)",
-	.args = "STUDY (name or id)",
-	.min_args = 1,
-	.max_args = 1,
-	.options = options,
-	.parse_option = parse_option,
-	.help = help,
-	.run = run,
+	.about = "Writes the benchmark report of a study (its name or id): scenario, workload,\n"
+		 "SLA, search space, the best configuration with its launch command and\n"
+		 "latency-throughput curve, every trial, the cost landscape, search progress,\n"
+		 "a Pareto view and GPU memory. report.html is self-contained (inline SVG\n"
+		 "plots drawn with gnuplot); report.md has the same text with plot-*.svg.",
+	.name = "report", .usage = "[OPTIONS] STUDY", .args = { "STUDY (name or id)", 1, 1 },
+	.options = options, .run = run,
 };
+/* clang-format on */

@@ -16,6 +16,7 @@
 
 #include <curl/curl.h>
 
+#include "cli-util.h"
 #include "commands.h"
 #include "exit-status.h"
 #include "engine-profile.h"
@@ -37,36 +38,6 @@ struct tune_ctx {
 	enum runner_end end;
 	bool status_shown;
 };
-
-static void help(const struct verb *v, FILE *f)
-{
-	fprintf(f, "Usage: goodput tune [OPTIONS] STUDY.json\n"
-		   "       goodput tune --resume NAME|STUDY.json [OPTIONS]\n"
-		   "\n"
-		   "Runs a tuning study in the foreground: deploys the engine with candidate\n"
-		   "configurations, probes the largest load meeting the SLA, stores every trial\n"
-		   "and load point, and prints the configuration with the lowest $/Mtok.\n"
-		   "\n"
-		   "Options:\n"
-		   "  --db FILE            the store (default ./goodput.db)\n"
-		   "  --resume [NAME]      continue the study of that name (or of STUDY.json) in the store;\n"
-		   "                       interrupted trials are redone, orphaned servers killed\n"
-		   "  --dry-run            evaluate candidates in virtual time with the sim's engine model\n"
-		   "                       instead of deploying (seconds); stored as study NAME.dry-run\n"
-		   "  --engines-dir DIR    engine profiles (default: /etc/goodput/engines, the data dir)\n"
-		   "  --log-dir DIR        per-trial server logs (default: goodput-logs next to the db)\n"
-		   "  --max-trials N       override the study's budget of deployments (every server started)\n"
-		   "  --max-wall-time SEC  override the study's wall-time budget\n"
-		   "  --confirm N          re-probes of the best and runner-up (default 1; 0: none)\n"
-		   "  --json               print the summary as JSON on stdout\n"
-		   "  -q, --quiet          no progress on stderr\n"
-		   "  --help-spec          the reference of every study spec key\n"
-		   "  --help-spec --json-schema\n"
-		   "                       the same as a JSON Schema (draft 2020-12) for editors and validators\n"
-		   "  -h, --help           this text\n"
-		   "\n"
-		   "A study stopped by a signal (130) is resumable with --resume.\n");
-}
 
 /* ---- progress ---- */
 
@@ -402,36 +373,6 @@ static bool looks_like_file(const char *s)
 	       (stat(s, &sb) == 0 && S_ISREG(sb.st_mode));
 }
 
-enum {
-	ARG_DB = 0x100,
-	ARG_RESUME,
-	ARG_DRY_RUN,
-	ARG_ENGINES_DIR,
-	ARG_LOG_DIR,
-	ARG_MAX_TRIALS,
-	ARG_MAX_WALL_TIME,
-	ARG_CONFIRM,
-	ARG_JSON,
-	ARG_HELP_SPEC,
-	ARG_JSON_SCHEMA,
-};
-
-static const struct option options[] = {
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "db", required_argument, NULL, ARG_DB },
-	{ "resume", optional_argument, NULL, ARG_RESUME },
-	{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
-	{ "engines-dir", required_argument, NULL, ARG_ENGINES_DIR },
-	{ "log-dir", required_argument, NULL, ARG_LOG_DIR },
-	{ "max-trials", required_argument, NULL, ARG_MAX_TRIALS },
-	{ "max-wall-time", required_argument, NULL, ARG_MAX_WALL_TIME },
-	{ "confirm", required_argument, NULL, ARG_CONFIRM },
-	{ "json", no_argument, NULL, ARG_JSON },
-	{ "help-spec", no_argument, NULL, ARG_HELP_SPEC },
-	{ "json-schema", no_argument, NULL, ARG_JSON_SCHEMA },
-	{ NULL, 0, NULL, 0 },
-};
-
 static struct {
 	const char *db, *resume_name;
 	bool resume, help_spec, json_schema, json, quiet;
@@ -443,56 +384,59 @@ static struct {
 	uint64_t max_wall_time_usec;
 } arg = { .db = "goodput.db", .confirm_probes = -1 };
 
-static int parse_option(int opt, const char *value, struct error *err)
+enum {
+	OPTION_RESUME,
+	OPTION_CONFIRM,
+};
+
+static int parse_option(intptr_t id, const char *value, struct error *err)
 {
 	uint32_t n;
-	double d;
-	int k;
+	int r;
 
-	switch (opt) {
-	case 'q':
-		arg.quiet = true;
-		break;
-	case ARG_DB:
-		arg.db = value;
-		break;
-	case ARG_RESUME:
+	switch (id) {
+	case OPTION_RESUME:
+		/* the name may also come as the positional argument */
 		arg.resume = true;
 		arg.resume_name = value;
-		break;
-	case ARG_DRY_RUN:
-		arg.dry_run = true;
-		break;
-	case ARG_ENGINES_DIR:
-		arg.engines_dir = value;
-		break;
-	case ARG_LOG_DIR:
-		arg.log_dir = value;
-		break;
-	case ARG_MAX_TRIALS:
-		return parse_u32("--max-trials", value, 1, 100000, &arg.max_trials, err);
-	case ARG_MAX_WALL_TIME:
-		k = parse_double("--max-wall-time", value, 1, 365 * 86400.0, &d, err);
-		if (k >= 0)
-			arg.max_wall_time_usec = sec_to_usec(d);
-		return k;
-	case ARG_CONFIRM:
-		k = parse_u32("--confirm", value, 0, 20, &n, err);
-		if (k >= 0)
+		return 0;
+	case OPTION_CONFIRM:
+		r = parse_u32("--confirm", value, 0, 20, &n, err);
+		if (r >= 0)
 			arg.confirm_probes = (int)n;
-		return k;
-	case ARG_JSON:
-		arg.json = true;
-		break;
-	case ARG_HELP_SPEC:
-		arg.help_spec = true;
-		break;
-	case ARG_JSON_SCHEMA:
-		arg.json_schema = true;
-		break;
+		return r;
 	}
-	return 0;
+	return -EINVAL;
 }
+
+static const struct verb_option options[] = {
+	{ "db", 0, "FILE", "the store (default ./goodput.db)", VERB_STRING, &arg.db },
+	{ "resume", 0, "[NAME]",
+	  "continue the study of that name (or of STUDY.json) in the store;\n"
+	  "interrupted trials are redone, orphaned servers killed",
+	  VERB_CALL, (void *)OPTION_RESUME },
+	{ "dry-run", 0, NULL,
+	  "evaluate candidates in virtual time with the sim's engine model\n"
+	  "instead of deploying (seconds); stored as study NAME.dry-run",
+	  VERB_FLAG, &arg.dry_run },
+	{ "engines-dir", 0, "DIR", "engine profiles (default: /etc/goodput/engines, the data dir)", VERB_STRING,
+	  &arg.engines_dir },
+	{ "log-dir", 0, "DIR", "per-trial server logs (default: goodput-logs next to the db)", VERB_STRING,
+	  &arg.log_dir },
+	{ "max-trials", 0, "N", "override the study's budget of deployments (every server started)", VERB_U32,
+	  &arg.max_trials, 1, 100000 },
+	{ "max-wall-time", 0, "SEC", "override the study's wall-time budget", VERB_SECONDS, &arg.max_wall_time_usec, 1,
+	  365 * 86400.0 },
+	{ "confirm", 0, "N", "re-probes of the best and runner-up (default 1; 0: none)", VERB_CALL,
+	  (void *)OPTION_CONFIRM },
+	{ "json", 0, NULL, "print the summary as JSON on stdout", VERB_FLAG, &arg.json },
+	{ "quiet", 'q', NULL, "no progress on stderr", VERB_FLAG, &arg.quiet },
+	{ "help-spec", 0, NULL, "the reference of every study spec key", VERB_FLAG, &arg.help_spec },
+	{ "json-schema", 0, NULL,
+	  "with --help-spec: the same as a JSON Schema (draft 2020-12)\nfor editors and validators", VERB_FLAG,
+	  &arg.json_schema },
+	VERB_OPTION_END,
+};
 
 /* --help-spec: the study spec's reference, as text or as a JSON Schema. */
 static int print_spec_reference(bool json_schema)
@@ -588,22 +532,12 @@ static int run_study(struct store *store, int64_t study_id, const struct runner_
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
 	struct tune_ctx c = { .end = RUNNER_END_NONE, .json = arg.json, .quiet = arg.quiet };
 	struct error err = { 0 };
-	sigset_t mask;
 	int k;
 
 	c.tty = isatty(STDERR_FILENO) && !c.quiet;
-	k = sd_event_new(&e);
-	if (k < 0)
-		return log_error_errno(k, "cannot create the event loop"), CLI_EXIT_FAILED;
+	if (cli_event_new(on_signal, &c, &e) < 0)
+		return CLI_EXIT_FAILED;
 	c.event = e;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if (sd_event_add_signal(e, NULL, SIGINT, on_signal, &c) < 0 ||
-	    sd_event_add_signal(e, NULL, SIGTERM, on_signal, &c) < 0)
-		return log_error("cannot watch signals"), CLI_EXIT_FAILED;
 	k = runner_new(e, store, study_id, ro, &c.runner, &err);
 	if (k < 0) {
 		log_error("%s", error_str(&err, k));
@@ -675,15 +609,16 @@ static int run(const struct verb *v, int argc, char **argv)
 	return k;
 }
 
+/* The command: what its help says, then how it runs; a few lines. */
+/* clang-format off */
 const struct verb verb_tune = {
-	.name = "tune",
 	.summary = "run a tuning study in the foreground: the configuration with the lowest $/Mtok",
-	.args = "STUDY.json",
-	.min_args = 0,
-	.max_args = 1,
-	.options = options,
-	.short_options = "q",
-	.parse_option = parse_option,
-	.help = help,
-	.run = run,
+	.about = "Runs a tuning study in the foreground: deploys the engine with candidate\n"
+		 "configurations, probes the largest load meeting the SLA, stores every trial\n"
+		 "and load point, and prints the configuration with the lowest $/Mtok.",
+	.notes = "A study stopped by a signal (130) is resumable with --resume.\n",
+	.name = "tune", .usage = "[OPTIONS] STUDY.json\n--resume NAME|STUDY.json [OPTIONS]",
+	.args = { "STUDY.json", 0, 1 },
+	.options = options, .parse = parse_option, .run = run,
 };
+/* clang-format on */

@@ -11,11 +11,6 @@
 #include "exit-status.h"
 #include "macro.h"
 
-static void help(const struct verb *v, FILE *f)
-{
-	fprintf(f, "Usage: goodput version\n\nPrints goodput's version and its libraries' versions.\n");
-}
-
 static int run(const struct verb *v, int argc, char **argv)
 {
 	int major, minor, bugfix;
@@ -29,9 +24,12 @@ static int run(const struct verb *v, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* The command: what its help says, then how it runs; a few lines. */
+/* clang-format off */
 const struct verb verb_version = {
-	.name = "version",
 	.summary = "print the version of goodput and of the libraries it uses",
-	.help = help,
+	.about = "Prints goodput's version and its libraries' versions.",
+	.name = "version", .usage = "",
 	.run = run,
 };
+/* clang-format on */

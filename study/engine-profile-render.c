@@ -275,8 +275,12 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 		if (v > 64) /* before the cast: a huge double does not fit an unsigned */
 			return error_set(err, -EINVAL, "knob tensor_parallel: %g GPUs is too many", v);
 		n = (unsigned)v;
+		if (params->devices && params->n_devices != n)
+			return error_set(err, -EINVAL, "knob tensor_parallel: %u GPUs, but the trial was given %u", n,
+					 params->n_devices);
 		for (unsigned g = 0; g < n; g++)
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", g ? "," : "", g);
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", g ? "," : "",
+						params->devices ? params->devices[g] : g);
 		char *kv = NULL;
 		if (asprintf(&kv, "%s=%s", p->gpu_env, list) < 0)
 			return -ENOMEM;
@@ -315,6 +319,13 @@ static int need_checkpoint(const struct engine_profile *p, const struct study *s
 int engine_profile_render_study(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
 				const char *host, uint16_t port, struct engine_command *ret, struct error *err)
 {
+	return engine_profile_render_trial(p, s, knobs, host, port, NULL, 0, ret, err);
+}
+
+int engine_profile_render_trial(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+				const char *host, uint16_t port, const unsigned *devices, unsigned n_devices,
+				struct engine_command *ret, struct error *err)
+{
 	enum study_quant q = knobs_quant(knobs);
 	struct engine_render_params params = {
 		.model = study_checkpoint(s, q),
@@ -323,6 +334,8 @@ int engine_profile_render_study(const struct engine_profile *p, const struct stu
 		.port = port,
 		.gpu_type = s->gpu.type,
 		.gpu_count = s->gpu.count,
+		.devices = devices,
+		.n_devices = n_devices,
 	};
 	int r;
 

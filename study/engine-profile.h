@@ -19,7 +19,7 @@
  *           per-slot context times --parallel. Omitted when a named knob has
  *           no value in the configuration;
  *   "env": { NAME: "value with placeholders" }, "gpu_env": "CUDA_VISIBLE_DEVICES"
- *           (set to 0..tensor_parallel−1);
+ *           (set to the trial's GPUs, by default 0..tensor_parallel−1);
  *   "port": { "mode": "free" (the deployer picks a free port) | "announce"
  *           (the server gets {port} = 0 and prints "announce_prefix HOST:PORT") };
  *   "health": { "path": "/health", "interval": seconds } (ready = HTTP 200);
@@ -125,6 +125,10 @@ struct engine_render_params {
 	uint16_t port; /* 0 with ENGINE_PORT_ANNOUNCE */
 	const char *gpu_type;
 	unsigned gpu_count;
+	/* the GPUs the server may use (host indices, as many as tensor_parallel):
+	 * what gpu_env says; NULL: 0..tensor_parallel−1 */
+	const unsigned *devices;
+	unsigned n_devices;
 };
 
 /* A server's command line and extra environment ("NAME=value"), both
@@ -147,6 +151,11 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
  * the study's model name as served name, its GPU type and count. */
 int engine_profile_render_study(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
 				const char *host, uint16_t port, struct engine_command *ret, struct error *err);
+/* As engine_profile_render_study, for a trial that runs on the given GPUs
+ * (host indices, one per tensor-parallel rank). */
+int engine_profile_render_trial(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+				const char *host, uint16_t port, const unsigned *devices, unsigned n_devices,
+				struct engine_command *ret, struct error *err);
 
 /* Checks that a study can run on this profile: every knob of its search
  * space is mapped, every allowed quantization has a flag value, and each

@@ -210,6 +210,50 @@ static int parse_max_model_len(const cJSON *v, const char *path, const struct js
 	return 0;
 }
 
+/* gpu.devices: distinct GPU indices. */
+static int parse_devices(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct study_parse *p = base;
+	const cJSON *item;
+	uint64_t seen = 0;
+	unsigned i = 0;
+
+	(void)f;
+	cJSON_ArrayForEach(item, v)
+	{
+		double d = cJSON_IsNumber(item) ? item->valuedouble : -1;
+
+		if (!(d >= 0) || d >= STUDY_GPUS_MAX || d != (unsigned)d)
+			return error_set(err, -EINVAL, "%s[%u]: expected a GPU index in [0, %d]", path, i,
+					 STUDY_GPUS_MAX - 1);
+		if (seen & (UINT64_C(1) << (unsigned)d))
+			return error_set(err, -EINVAL, "%s[%u]: GPU %u is listed twice", path, i, (unsigned)d);
+		seen |= UINT64_C(1) << (unsigned)d;
+		p->s.gpu.devices[i++] = (unsigned)d;
+	}
+	p->s.gpu.n_devices = i;
+	return 0;
+}
+
+/* budget.parallel: "auto" (0) or a number of trials. */
+static int parse_parallel(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct study_parse *p = base;
+	struct error ignored = { 0 };
+	uint64_t n;
+
+	(void)f;
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0) {
+		p->s.budget.parallel = 0;
+		return 0;
+	}
+	if (json_value_u64(v, path, 1, STUDY_GPUS_MAX, &n, &ignored) < 0)
+		return error_set(err, -EINVAL, "%s: expected \"auto\" or a number of trials in [1, %d]", path,
+				 STUDY_GPUS_MAX);
+	p->s.budget.parallel = (uint32_t)n;
+	return 0;
+}
+
 /* ---- the table ---- */
 
 static const struct json_field model_checkpoint_fields[] = {
@@ -242,8 +286,12 @@ static const struct json_field model_fields[] = {
 static const struct json_field gpu_fields[] = {
 	{ "type", JSON_STRING, OFF(gpu.type), .flags = JSON_MANDATORY, .max = 64,
 	  .doc = "GPU model, e.g. H100, A100-80GB, L40S" },
-	{ "count", JSON_U32, OFF(gpu.count), .min = 1, .max = 64, .def = "1",
-	  .doc = "GPUs on the host (tensor_parallel divides it)" },
+	{ "count", JSON_U32, OFF(gpu.count), .min = 1, .max = STUDY_GPUS_MAX, .def = "1",
+	  .doc = "GPUs on the host the study may use (tensor_parallel divides it; with devices, their number)" },
+	{ "devices", JSON_ARRAY, .callback = parse_devices, .min = 1, .max = STUDY_GPUS_MAX,
+	  .schema = "{\"items\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 63}, \"uniqueItems\": true}",
+	  .def = "[0, ..., count − 1]",
+	  .doc = "the GPU indices the study may use (CUDA_VISIBLE_DEVICES numbering); trials get disjoint sets" },
 	{ "price_per_gpu_hour", JSON_DOUBLE, OFF(gpu.price_per_gpu_hour), .callback = check_price,
 	  .flags = JSON_MANDATORY, .min = 0, .max = 1000, .schema = "{\"exclusiveMinimum\": 0}",
 	  .doc = "$ per GPU-hour (above 0: the cost ranks configurations by it)" },
@@ -336,6 +384,9 @@ static const struct json_field budget_fields[] = {
 		 "(the search keeps a reserve for the final confirmations)" },
 	{ "max_wall_time", JSON_DURATION, OFF(budget.max_wall_time_usec), .min = 1, .max = 3.1536e7, .def = "none",
 	  .doc = "seconds, or \"90m\", \"8h\", \"1h30m\"" },
+	{ "parallel", JSON_ANY, .callback = parse_parallel, .def = "1",
+	  .schema = "{\"anyOf\": [{\"const\": \"auto\"}, {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 64}]}",
+	  .doc = "trials in flight at once on disjoint GPU sets: a number, or \"auto\" (as many as the GPUs allow)" },
 	{ 0 },
 };
 

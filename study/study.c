@@ -88,6 +88,26 @@ static int check_deploy(const struct study *s, struct error *err)
 	return 0;
 }
 
+/* The GPUs: gpu.devices gives the indices (and so the count); without it
+ * the study uses 0..count−1. Both given must agree. */
+static int check_gpus(struct study *s, struct error *err)
+{
+	const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(s->json, "gpu");
+	bool count_given = gpu && cJSON_GetObjectItemCaseSensitive(gpu, "count");
+
+	if (s->gpu.n_devices == 0) {
+		for (unsigned i = 0; i < s->gpu.count; i++)
+			s->gpu.devices[i] = i;
+		s->gpu.n_devices = s->gpu.count;
+		return 0;
+	}
+	if (count_given && s->gpu.count != s->gpu.n_devices)
+		return error_set(err, -EINVAL, "gpu.devices: %u GPUs listed, but gpu.count is %u", s->gpu.n_devices,
+				 s->gpu.count);
+	s->gpu.count = s->gpu.n_devices;
+	return 0;
+}
+
 /* The quantization knob: checked against the allowed set, or added to the
  * search space from it (in the spec's order). */
 static int quantization_knob(struct study *s, struct error *err)
@@ -298,6 +318,7 @@ static void study_defaults(struct study_parse *p)
 	s->gpu.count = 1;
 	s->budget.max_trials = 40;
 	s->budget.max_wall_time_usec = USEC_INFINITY;
+	s->budget.parallel = 1;
 	s->probe.tolerance = 0.05;
 	s->probe.min_rate = 0.05;
 	s->probe.max_steps = 12;
@@ -342,6 +363,8 @@ int study_from_json(const cJSON *j, const struct study_options *opts, struct stu
 		return -ENOMEM;
 	study_defaults(&p);
 	r = json_dispatch(p.s.json, "", study_fields, 0, &p, err);
+	if (r == 0)
+		r = check_gpus(&p.s, err);
 	if (r == 0)
 		r = check_deploy(&p.s, err);
 	if (r == 0)

@@ -11,9 +11,9 @@
  * ("workload.input_len: expected an integer in [1, 1048576], got 0").
  *
  * Top-level keys: name, engine, model {name, checkpoints}, quantizations,
- * quality_check, gpu {type, count, price_per_gpu_hour}, search_space,
+ * quality_check, gpu {type, count, devices, price_per_gpu_hour}, search_space,
  * constraints, workload {...}, sla {...}, scenario, cost_tokens, budget
- * {max_trials, max_wall_time}, probe {...}, deploy {...}, search {seed,
+ * {max_trials, max_wall_time, parallel}, probe {...}, deploy {...}, search {seed,
  * algorithm, strategy, extend_edges}, baseline, window, label. */
 #pragma once
 
@@ -49,6 +49,7 @@ enum study_deploy_method {
 };
 
 #define STUDY_NAME_MAX       128
+#define STUDY_GPUS_MAX       64 /* GPUs a study may use, and the largest index + 1 */
 #define STUDY_SPEC_MAX_BYTES (1024 * 1024)
 
 struct study {
@@ -70,8 +71,10 @@ struct study {
 	const char **quality_check; /* argv, NULL-terminated (array owned, strings in json); NULL = none */
 
 	struct {
-		const char *type;          /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
-		uint32_t count;            /* GPUs on the host */
+		const char *type;                 /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
+		uint32_t count;                   /* GPUs the study may use (= n_devices) */
+		unsigned devices[STUDY_GPUS_MAX]; /* their indices on the host (default 0..count−1), distinct */
+		unsigned n_devices;
 		double price_per_gpu_hour; /* $, > 0 */
 		double memory_gib;         /* one GPU's memory; 0: the preset's */
 	} gpu;
@@ -90,6 +93,7 @@ struct study {
 	struct {
 		uint32_t max_trials;
 		uint64_t max_wall_time_usec; /* USEC_INFINITY: none */
+		uint32_t parallel;           /* trials in flight at most; 0 = "auto" (as many as the GPUs allow) */
 	} budget;
 
 	struct {

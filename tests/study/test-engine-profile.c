@@ -176,7 +176,16 @@ static void test_sim(void)
 						  "--quantization",
 						  "awq",
 						  NULL });
-	CHECK(c.env && c.env[0] == NULL);
+	/* its GPUs through gpu_env: the first tensor_parallel of them by default */
+	CHECK(c.env && c.env[0] && c.env[1] == NULL);
+	CHECK_STR_EQ(c.env[0], "CUDA_VISIBLE_DEVICES=0,1");
+	engine_command_done(&c);
+	/* a trial side by side with others: its own GPUs */
+	CHECK(engine_profile_render_trial(p, s, k, NULL, 0, (const unsigned[]){ 2, 3 }, 2, &c, &err) == 0);
+	CHECK_STR_EQ(c.env[0], "CUDA_VISIBLE_DEVICES=2,3");
+	engine_command_done(&c);
+	CHECK(engine_profile_render_trial(p, s, k, NULL, 0, (const unsigned[]){ 2 }, 1, &c, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "tensor_parallel");
 	cJSON_Delete(k);
 	/* A study knob the profile lacks is caught before any deployment. */
 	CHECK(engine_profile_find("no-such-engine", NULL, &p, &err) == -ENOENT);

@@ -189,6 +189,43 @@ static void test_errors(void)
 	refused("model.name", "\"--trust-remote-code\"", "model.name: \"--trust-remote-code\" must not start with '-'");
 	refused("model.checkpoints", "{\"fp8\": \"-x\"}", "model.checkpoints.fp8: \"-x\" must not start with '-'");
 	refused("deploy.host", "\"-h\"", "deploy.host");
+	/* the GPUs and trials side by side */
+	refused("gpu.devices", "[0, 1, 1]", "gpu.devices[2]: GPU 1 is listed twice");
+	refused("gpu.devices", "[0, 64]", "gpu.devices[1]: expected a GPU index in [0, 63]");
+	refused("gpu.devices", "[0, -1]", "gpu.devices[1]");
+	refused("gpu.devices", "[]", "gpu.devices");
+	refused("gpu.devices", "[2, 3, 5]", "gpu.devices: 3 GPUs listed, but gpu.count is 2");
+	refused("search_space.tensor_parallel", "[1, 4]",
+		"search_space.tensor_parallel: tensor_parallel 4 is more than the study's 2 GPUs");
+	refused("budget.parallel", "0", "budget.parallel: expected \"auto\" or a number of trials in [1, 64]");
+	refused("budget.parallel", "\"all\"", "budget.parallel");
+}
+
+/* gpu.devices gives the indices (and the count); budget.parallel how many at once. */
+static void test_gpus(void)
+{
+	_cleanup_(study_freep) struct study *s = NULL, *t = NULL, *u = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(parse_with(minimal, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(s->gpu.n_devices, 2);
+	CHECK(s->gpu.devices[0] == 0 && s->gpu.devices[1] == 1);
+	CHECK_INT_EQ(s->budget.parallel, 1);
+	CHECK_MSG(parse_with(minimal, "budget.parallel", "\"auto\"", &t, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(t->budget.parallel, 0);
+	{
+		const char *four =
+			"{\"name\": \"t1\", \"engine\": \"sim\", \"model\": {\"name\": \"llama-3.1-8b\"},"
+			" \"gpu\": {\"type\": \"H100\", \"devices\": [4, 5, 6, 7], \"price_per_gpu_hour\": 2},"
+			" \"search_space\": {\"tensor_parallel\": [1, 2, 4]},"
+			" \"workload\": {}, \"sla\": {\"ttft_ms\": 500}, \"budget\": {\"parallel\": 3}}";
+
+		CHECK_MSG(parse_with(four, NULL, NULL, &u, &err) == 0, "%s", err.msg);
+		CHECK_INT_EQ(u->gpu.count, 4);
+		CHECK_INT_EQ(u->gpu.n_devices, 4);
+		CHECK(u->gpu.devices[0] == 4 && u->gpu.devices[3] == 7);
+		CHECK_INT_EQ(u->budget.parallel, 3);
+	}
 }
 
 static void test_variants(void)
@@ -294,6 +331,7 @@ int main(void)
 	test_minimal_defaults();
 	test_examples();
 	test_errors();
+	test_gpus();
 	test_variants();
 	test_search_keys();
 	test_schema_text();

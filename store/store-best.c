@@ -25,6 +25,7 @@ struct group {
 	size_t first; /* index of its first measurement */
 	double sum, min, max, mean;
 	unsigned n;
+	uint64_t last_finished_usec;
 };
 
 static bool measured(const struct store_trial *t)
@@ -62,6 +63,8 @@ static int group_trials(const struct store_trial *t, size_t n, struct group **re
 				g[k].min = fmin(g[k].min, t[j].cost_per_mtok);
 				g[k].max = fmax(g[k].max, t[j].cost_per_mtok);
 				g[k].n++;
+				if (t[j].finished_usec > g[k].last_finished_usec)
+					g[k].last_finished_usec = t[j].finished_usec;
 			}
 		g[k].mean = g[k].sum / g[k].n;
 		k++;
@@ -106,7 +109,8 @@ void store_study_best_done(struct store_study_best *b)
 	*b = (struct store_study_best){ 0 };
 }
 
-static int fill(struct store_trial *t, const struct group *g, size_t best, size_t second, struct store_study_best *ret)
+static int fill(struct store_trial *t, size_t n, const struct group *g, size_t best, size_t second,
+		struct store_study_best *ret)
 {
 	struct store_study_best b = {
 		.cost_per_mtok = g[best].mean,
@@ -115,7 +119,15 @@ static int fill(struct store_trial *t, const struct group *g, size_t best, size_
 		.cost_max = g[best].max,
 		.spread = (g[best].max - g[best].min) / g[best].mean,
 		.runner_up_cost_per_mtok = NAN,
+		.answered_usec = g[best].last_finished_usec,
+		.time_to_answer_s = NAN,
 	};
+
+	for (size_t i = 0; i < n; i++)
+		if (t[i].started_usec > 0 && (!b.first_started_usec || t[i].started_usec < b.first_started_usec))
+			b.first_started_usec = t[i].started_usec;
+	if (b.first_started_usec && b.answered_usec > b.first_started_usec)
+		b.time_to_answer_s = (double)(b.answered_usec - b.first_started_usec) / 1e6;
 
 	if (second != SIZE_MAX) {
 		const struct store_trial *ru = &t[g[second].first];
@@ -158,7 +170,7 @@ int store_study_best(struct store *s, int64_t study_id, struct store_study_best 
 		if (best == SIZE_MAX)
 			best = cheapest(g, n_groups, SIZE_MAX);
 		second = cheapest(g, n_groups, best);
-		if (fill(t, g, best, second, ret) < 0)
+		if (fill(t, n, g, best, second, ret) < 0)
 			r = error_set(err, -ENOMEM, "out of memory");
 	}
 	free(g);

@@ -35,7 +35,7 @@ static const struct store_column trial_columns[] = {
 	COL(TEXT, failure_message), COL(DOUBLE, deploy_seconds), COL(DOUBLE, max_rate), COL(DOUBLE, max_goodput),
 	COL(DOUBLE, concurrency), COL(DOUBLE, cost_per_mtok), COL(UINT64, started_usec), COL(UINT64, finished_usec),
 	COL(TEXT, log_path), COL(INT64, server_pgid), COL(TEXT, server_unit), COL(TEXT, host_json),
-	COL(DOUBLE, predicted_cost)
+	COL(DOUBLE, predicted_cost), COL(TEXT, gpus)
 };
 #undef COL
 
@@ -199,6 +199,25 @@ int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, str
 	return trial_updated(s, r, id, err);
 }
 
+int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct error *err)
+{
+	int r;
+
+	r = store_exec(s, STMT_TRIAL_SET_GPUS, "recording a trial's GPUs", STORE_VALUES(STORE_INT(id), STORE_TEXT(gpus)),
+		       err);
+	return trial_updated(s, r, id, err);
+}
+
+int store_trial_set_times(struct store *s, int64_t id, uint64_t started_usec, uint64_t finished_usec,
+			  struct error *err)
+{
+	int r;
+
+	r = store_exec(s, STMT_TRIAL_SET_TIMES, "recording a trial's times",
+		       STORE_VALUES(STORE_INT(id), STORE_INT(started_usec), STORE_INT(finished_usec)), err);
+	return trial_updated(s, r, id, err);
+}
+
 int store_trial_finish(struct store *s, int64_t id, const struct store_trial_outcome *o, struct error *err)
 {
 	const char *what = "finishing a trial";
@@ -214,7 +233,7 @@ int store_trial_finish(struct store *s, int64_t id, const struct store_trial_out
 			     STORE_TEXT(o->failure == STORE_FAILURE_NONE ? NULL : store_failure_to_string(o->failure)),
 			     STORE_TEXT(o->failure_message), STORE_DOUBLE(o->deploy_seconds), STORE_DOUBLE(o->max_rate),
 			     STORE_DOUBLE(o->max_goodput), STORE_DOUBLE(o->concurrency), STORE_DOUBLE(o->cost_per_mtok),
-			     STORE_INT(real_usec())),
+			     STORE_INT(o->finished_usec ? o->finished_usec : real_usec())),
 		err);
 	return trial_updated(s, r, id, err);
 }

@@ -132,11 +132,15 @@ static const char *const migration_4[] = {
 	NULL,
 };
 
+/* 5: trials side by side: the GPUs each trial ran on ("0,1"). */
+static const char *const migration_5[] = {
+	"ALTER TABLE trials ADD COLUMN gpus TEXT",
+	"PRAGMA user_version = 5",
+	NULL,
+};
+
 static const struct migration migrations[] = {
-	{ migration_1 },
-	{ migration_2 },
-	{ migration_3 },
-	{ migration_4 },
+	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 }, { migration_5 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -182,6 +186,8 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 					  " log_path = COALESCE(?4, log_path) WHERE id = ?1" },
 	[STMT_TRIAL_SET_HOST] = { NULL, "UPDATE trials SET host_json = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_PREDICTED] = { NULL, "UPDATE trials SET predicted_cost = ?2 WHERE id = ?1" },
+	[STMT_TRIAL_SET_GPUS] = { NULL, "UPDATE trials SET gpus = ?2 WHERE id = ?1" },
+	[STMT_TRIAL_SET_TIMES] = { NULL, "UPDATE trials SET started_usec = ?2, finished_usec = ?3 WHERE id = ?1" },
 	[STMT_TWIN_CAL_UPSERT] = { NULL,
 				   "INSERT INTO twin_calibrations (key, engine, engine_version, gpu, driver, model,"
 				   " calibration_json, fit_error, cost_error, study_id, updated_usec)"

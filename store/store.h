@@ -29,7 +29,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 struct store;
 
@@ -179,6 +179,8 @@ struct store_trial {
 	char *host_json;
 	/* what the digital twin predicted for it ($/Mtok); NAN: no prediction */
 	double predicted_cost;
+	/* the GPU indices it ran on ("0,1"), or NULL (recorded before trials ran side by side) */
+	char *gpus;
 };
 
 void store_trial_done(struct store_trial *t);
@@ -204,12 +206,20 @@ int store_trial_set_host(struct store *s, int64_t id, const char *host_json, str
 
 /* Records the twin's predicted $/Mtok of a trial (NAN clears it). */
 int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, struct error *err);
+/* Records the GPUs a trial runs on ("0,1"; NULL clears it). */
+int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct error *err);
+/* Overwrites a trial's start and finish times: a dry run's trials carry
+ * the virtual times of its simulated schedule (the study's start plus
+ * virtual µs) instead of the moments they were computed. */
+int store_trial_set_times(struct store *s, int64_t id, uint64_t started_usec, uint64_t finished_usec,
+			  struct error *err);
 
 struct store_trial_outcome {
 	enum store_trial_state state; /* done, infeasible or failed */
 	enum store_failure failure;
 	const char *failure_message;                                              /* may be NULL */
 	double deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok; /* NAN: unknown */
+	uint64_t finished_usec; /* 0: now (a dry run gives its virtual time) */
 };
 
 /* Finishes a trial with its outcome (sets finished, clears the server pgid). */
@@ -240,6 +250,10 @@ struct store_study_best {
 	double runner_up_cost_per_mtok; /* NAN: none */
 	unsigned runner_up_n;
 	double runner_up_spread;
+	/* time to the answer: from the study's first trial's start to the end
+	 * of the answer's last measurement (a dry run's: on its virtual clock) */
+	uint64_t first_started_usec, answered_usec; /* 0: unknown */
+	double time_to_answer_s;                    /* NAN: unknown */
 };
 
 /* Frees the strings of an embedded answer (and zeroes it). */

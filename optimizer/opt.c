@@ -560,17 +560,46 @@ static unsigned count_predicted(const struct replay *r)
 	return n;
 }
 
-int opt_next(const struct opt_space *space, const struct opt_settings *settings, const struct opt_history *history,
-	     struct opt_candidate *ret, struct error *err)
+/* The history the replay reads: the told trials, then the pending ones as
+ * if told with their stand-in costs. */
+static int merge_pending(const struct opt_history *history, const struct opt_trial *pending, size_t n_pending,
+			 struct opt_history *ret, struct error *err)
+{
+	opt_history_init(ret);
+	for (size_t i = 0; i < history->n + n_pending; i++) {
+		const struct opt_trial *t = i < history->n ? &history->trials[i] : &pending[i - history->n];
+		int q = opt_history_add(ret, t);
+
+		if (q < 0) {
+			opt_history_done(ret);
+			if (q == -EINVAL)
+				return error_set(err, q, "pending trial %zu: a stand-in cost must be finite and > 0",
+						 i - history->n);
+			return error_set(err, q, "out of memory");
+		}
+	}
+	return 0;
+}
+
+int opt_next_pending(const struct opt_space *space, const struct opt_settings *settings,
+		     const struct opt_history *history, const struct opt_trial *pending, size_t n_pending,
+		     struct opt_candidate *ret, struct error *err)
 {
 	struct opt_candidate cand = { 0 };
+	struct opt_history all;
 	struct replay r;
 	int q;
 
 	if (settings->max_attempts < 1 || !(settings->promising >= 0) || !(settings->screen_level >= 0) ||
 	    !(settings->screen_level <= 1))
 		return error_set(err, -EINVAL, "optimizer settings out of range");
-	q = replay_init(&r, space, settings, history, err);
+	for (size_t i = 0; i < n_pending; i++)
+		if (pending[i].outcome != OPT_OUTCOME_MEASURED)
+			return error_set(err, -EINVAL, "pending trial %zu: it stands in as measured", i);
+	q = merge_pending(history, pending, n_pending, &all, err);
+	if (q < 0)
+		return q;
+	q = replay_init(&r, space, settings, &all, err);
 	if (q >= 0) {
 		opt_replay_screen(&r);
 		opt_replay_search(&r);
@@ -581,6 +610,7 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 	cand.evaluated = r.evaluated;
 	cand.inferred = r.inferred;
 	cand.predicted = q >= 0 ? count_predicted(&r) : 0;
+	/* the answer is what was measured, never a stand-in */
 	opt_best(space, history, &cand.best, &cand.runner_up);
 	if (q >= 0 && r.stopped && !r.budget) {
 		cand.ask = r.reprobe ? OPT_ASK_CONFIRM : OPT_ASK_TRIAL;
@@ -596,12 +626,13 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 							 : OPT_DONE_CONVERGED;
 		cand.ask = OPT_ASK_DONE;
 		cand.phase = OPT_PHASE_DONE;
-		/* Confirm the top two by mean cost, within max_trials; bounded,
-		 * since a noisy re-probe may reorder them more than once. */
+		/* Confirm the top two by mean cost, within max_trials (trials in
+		 * flight count); bounded, since a noisy re-probe may reorder them
+		 * more than once. */
 		for (size_t i = 0; i < 2 && cand.ask == OPT_ASK_DONE &&
-				   (settings->max_trials == 0 || history->n < settings->max_trials);
+				   (settings->max_trials == 0 || all.n < settings->max_trials);
 		     i++)
-			if (top[i]->valid && confirms_of(history, &top[i]->config, &total) < settings->confirm_probes &&
+			if (top[i]->valid && confirms_of(&all, &top[i]->config, &total) < settings->confirm_probes &&
 			    total - MIN(total, r.reprobes) < settings->confirm_probes * 4) {
 				cand.ask = OPT_ASK_CONFIRM;
 				cand.phase = OPT_PHASE_CONFIRM;
@@ -610,10 +641,31 @@ int opt_next(const struct opt_space *space, const struct opt_settings *settings,
 			}
 	}
 	replay_done(&r);
+	opt_history_done(&all);
 	if (q < 0)
 		return q;
 	*ret = cand;
 	return 0;
+}
+
+int opt_next(const struct opt_space *space, const struct opt_settings *settings, const struct opt_history *history,
+	     struct opt_candidate *ret, struct error *err)
+{
+	return opt_next_pending(space, settings, history, NULL, 0, ret, err);
+}
+
+double opt_stand_in(const struct opt_space *space, const struct opt_history *history, const struct opt_config *config,
+		    bool confirm)
+{
+	struct opt_result best, mine;
+
+	if (confirm) {
+		result_of(space, history, config, &mine);
+		if (mine.valid)
+			return mine.cost;
+	}
+	opt_best(space, history, &best, NULL);
+	return best.valid ? best.cost * (1 + OPT_LIAR_MARGIN) : 1.0;
 }
 
 /* ---- names ---- */

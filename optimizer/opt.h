@@ -204,6 +204,33 @@ struct opt_candidate {
 int opt_next(const struct opt_space *space, const struct opt_settings *settings, const struct opt_history *history,
 	     struct opt_candidate *ret, struct error *err);
 
+/* Ask with trials in flight. pending holds configurations asked for but not
+ * yet told (their trials still run), each as an opt_trial with outcome
+ * MEASURED and the cost the replay is to take for it: its stand-in (a
+ * constant liar, opt_stand_in, or a prediction the caller trusts), confirm
+ * set for re-probes. The replay answers them as if told, so the candidate
+ * is never one in flight, and the done phase counts re-probes in flight;
+ * the answer (best, runner_up) is the history's alone. Asking for k
+ * configurations at once is k asks, each candidate added to pending before
+ * the next. Deterministic in (space, settings, history, pending as a set
+ * with their stand-ins): a study resumed with the same trials in flight
+ * asks the same candidates. */
+int opt_next_pending(const struct opt_space *space, const struct opt_settings *settings,
+		     const struct opt_history *history, const struct opt_trial *pending, size_t n_pending,
+		     struct opt_candidate *ret, struct error *err);
+
+/* How much worse than the best measured cost the constant liar is: not a
+ * new best (the search does not re-centre on a guess), but within the local
+ * check's tolerance (a walk along a knob goes on past it). */
+#define OPT_LIAR_MARGIN 0.025
+
+/* The constant liar for a configuration in flight: a re-probe stands in as
+ * its configuration's mean so far; any other trial as the best mean cost
+ * measured × (1 + OPT_LIAR_MARGIN), or 1.0 before anything was measured.
+ * A function of the history alone. */
+double opt_stand_in(const struct opt_space *space, const struct opt_history *history, const struct opt_config *config,
+		    bool confirm);
+
 /* The answer so far: the configuration with the lowest mean measured cost
  * and the runner-up (either may be !valid). */
 void opt_best(const struct opt_space *space, const struct opt_history *history, struct opt_result *ret_best,

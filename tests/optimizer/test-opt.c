@@ -4,7 +4,8 @@
  * interrupted), that out-of-memory results rule out larger configurations,
  * that failures are retried then given up, that budgets and exhaustion stop
  * the search, that the best and runner-up are confirmed, that the search
- * re-probes the point it converged on, and that it finds the optimum with
+ * re-probes the point it converged on, that several may be asked for at
+ * once (trials in flight at stand-in costs), and that it finds the optimum with
  * far fewer deployments than the grid — also on a grid edge behind a flat,
  * noisy plateau, as goodput-sim's landscapes have it. */
 #include <errno.h>
@@ -190,6 +191,65 @@ static void test_deterministic_resume(void)
 			  "resume after %zu trials diverged", k);
 		opt_history_done(&part);
 	}
+	opt_history_done(&full);
+}
+
+/* Asking for several at once: each candidate goes in flight (pending, at
+ * its stand-in cost) before the next is asked. The first is opt_next's, no
+ * candidate is one in flight or measured before, the answer never includes a
+ * stand-in, and the order of the trials in flight does not matter. */
+static void test_pending(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = space_new(realistic_space, 4);
+	struct opt_trial pending[8], reversed[8];
+	struct opt_candidate first, cand, again;
+	struct opt_history full, h;
+	struct opt_settings set;
+	struct opt_result best;
+	struct error err = { 0 };
+	size_t n = 0;
+
+	opt_settings_init(&set);
+	set.seed = 42;
+	opt_history_init(&full);
+	study(s, &set, realistic, &full, 1000);
+	opt_history_init(&h);
+	for (size_t i = 0; i < 8; i++)
+		CHECK_INT_EQ(opt_history_add(&h, &full.trials[i]), 0);
+	opt_best(s, &h, &best, NULL);
+	CHECK(best.valid);
+	CHECK_INT_EQ(opt_next(s, &set, &h, &first, &err), 0);
+	for (n = 0; n < 6; n++) {
+		CHECK_MSG(opt_next_pending(s, &set, &h, pending, n, &cand, &err) == 0, "%s", err.msg);
+		CHECK(cand.ask != OPT_ASK_DONE);
+		if (n == 0)
+			CHECK(memcmp(&cand.config, &first.config, sizeof(cand.config)) == 0);
+		for (size_t i = 0; i < n; i++)
+			CHECK_MSG(memcmp(&pending[i].config, &cand.config, sizeof(cand.config)) != 0 ||
+					  cand.ask == OPT_ASK_CONFIRM,
+				  "candidate %zu is already in flight", n);
+		for (size_t i = 0; i < h.n && cand.ask == OPT_ASK_TRIAL; i++)
+			CHECK(h.trials[i].confirm ||
+			      memcmp(&h.trials[i].config, &cand.config, sizeof(cand.config)) != 0);
+		/* the answer is what was measured */
+		CHECK(cand.best.valid && cand.best.cost == best.cost);
+		pending[n] = (struct opt_trial){ .config = cand.config,
+						 .outcome = OPT_OUTCOME_MEASURED,
+						 .cost = opt_stand_in(s, &h, &cand.config, cand.ask == OPT_ASK_CONFIRM),
+						 .confirm = cand.ask == OPT_ASK_CONFIRM };
+		CHECK(pending[n].cost == best.cost * (1 + OPT_LIAR_MARGIN) || pending[n].confirm);
+	}
+	/* the same trials in flight in another order: the same next candidate */
+	CHECK_INT_EQ(opt_next_pending(s, &set, &h, pending, n, &cand, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		reversed[i] = pending[n - 1 - i];
+	CHECK_INT_EQ(opt_next_pending(s, &set, &h, reversed, n, &again, &err), 0);
+	CHECK(cand.ask == again.ask && memcmp(&cand.config, &again.config, sizeof(cand.config)) == 0);
+	/* a stand-in is a cost */
+	pending[0].cost = NAN;
+	CHECK_INT_EQ(opt_next_pending(s, &set, &h, pending, 1, &cand, &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "stand-in");
+	opt_history_done(&h);
 	opt_history_done(&full);
 }
 
@@ -603,6 +663,7 @@ int main(void)
 {
 	test_names_and_validation();
 	test_deterministic_resume();
+	test_pending();
 	test_oom_dominance();
 	test_oom_inferred();
 	test_finds_optimum();

@@ -135,6 +135,10 @@ void deploy_set_port(struct deployment *d, const char *host, uint16_t port);
 int deploy_set_base_url(struct deployment *d, const char *url);
 /* Whether the log since offset contains one of the out-of-memory patterns. */
 bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset);
+/* Whether the log from offset on says the server's GPUs are held by another
+ * process: goodput-sim's "GPU n busy", CUDA's "all CUDA-capable devices are
+ * busy or unavailable" (exclusive compute mode). */
+bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset);
 /* Calls match on each complete line of the log from d->scan_offset on,
  * advancing it, until match returns true (then returns true). */
 bool deploy_log_scan(struct deployment *d, bool (*match)(struct deployment *d, char *line));

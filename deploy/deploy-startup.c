@@ -13,8 +13,10 @@
  * of the log, and is torn down.
  *
  * A server that ends by itself while starting or serving is classified
- * here: out of memory when its log (this run's part of it) matches one of
- * the engine profile's out-of-memory patterns, crashed otherwise, with how
+ * here: host busy when its log says its GPUs are held by another process
+ * (deploy_log_matches_busy), out of memory when its log (this run's part of
+ * it) matches one of the engine profile's out-of-memory patterns, crashed
+ * otherwise, with how
  * it ended and the log's last lines. This is the one place where a server's
  * end becomes a failure class, so finer causes (the weights do not fit, the
  * KV cache for max_model_len does not fit, no memory for the cache blocks)
@@ -95,6 +97,10 @@ void deploy_abort(struct deployment *d, enum deploy_failure f, const char *fmt, 
 /* Why a server that ended did so: the failure class and a note for the message. */
 static enum deploy_failure classify_end(struct deployment *d, const char **ret_note)
 {
+	if (deploy_log_matches_busy(d, d->log_offset)) {
+		*ret_note = " (its GPUs are held by another process)";
+		return DEPLOY_FAILURE_HOST_BUSY;
+	}
 	if (deploy_log_matches_oom(d, d->log_offset)) {
 		*ret_note = " (out of memory)";
 		return DEPLOY_FAILURE_OOM;

@@ -262,6 +262,28 @@ bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset)
 	return false;
 }
 
+bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset)
+{
+	_cleanup_(freep) char *buf = NULL;
+	size_t len = 0;
+	unsigned gpu;
+
+	if (read_region(d->log_path, offset, LOG_SCAN_MAX, &buf, &len) < 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	if (strstr(buf, "CUDA-capable devices are busy or unavailable"))
+		return true;
+	for (const char *p = buf; (p = strstr(p, "GPU ")); p += 4) {
+		char word[8] = "";
+
+		if (sscanf(p, "GPU %u %7s", &gpu, word) == 2 && strcmp(word, "busy") == 0)
+			return true;
+	}
+	return false;
+}
+
 /* ---- lines that name the server's address ---- */
 
 bool deploy_log_scan(struct deployment *d, bool (*match)(struct deployment *d, char *line))

@@ -21,10 +21,9 @@ static const char *const state_names[] = {
 };
 
 static const char *const failure_names[] = {
-	[DEPLOY_FAILURE_NONE] = "none",
-	[DEPLOY_FAILURE_OOM] = "oom",
-	[DEPLOY_FAILURE_CRASHED] = "crashed",
-	[DEPLOY_FAILURE_STARTUP_TIMEOUT] = "startup_timeout",
+	[DEPLOY_FAILURE_NONE] = "none",           [DEPLOY_FAILURE_OOM] = "oom",
+	[DEPLOY_FAILURE_CRASHED] = "crashed",     [DEPLOY_FAILURE_STARTUP_TIMEOUT] = "startup_timeout",
+	[DEPLOY_FAILURE_HOST_BUSY] = "host_busy",
 };
 
 const char *deploy_state_to_string(enum deploy_state s)

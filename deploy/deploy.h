@@ -43,6 +43,8 @@ enum deploy_failure {
 	DEPLOY_FAILURE_OOM,             /* exited, and the log matched an out-of-memory pattern */
 	DEPLOY_FAILURE_CRASHED,         /* exited (before or after READY) */
 	DEPLOY_FAILURE_STARTUP_TIMEOUT, /* health never answered 200 in time */
+	DEPLOY_FAILURE_HOST_BUSY,       /* exited: its GPUs are held by another process ("GPU n busy",
+	                                 * CUDA's "busy or unavailable"): not the configuration's fault */
 };
 
 const char *deploy_state_to_string(enum deploy_state s);

@@ -49,13 +49,23 @@ static void clear_line(struct tune_ctx *c)
 	}
 }
 
+/* "trial 7 [GPU 2,3]" */
+static void trial_tag(const struct runner_trial_status *t, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s %u%s%s%s", t->confirming ? "confirm" : "trial", t->seq, t->gpus[0] ? " [GPU " : "",
+		 t->gpus, t->gpus[0] ? "]" : "");
+}
+
 static void on_event(struct runner *r, const struct runner_event *ev, void *userdata)
 {
 	struct tune_ctx *c = userdata;
-	char line[512], deployed[48];
+	const struct runner_trial_status *t = ev->trial;
+	char line[512], deployed[48], tag[96];
+	enum runner_phase p;
 
 	switch (ev->kind) {
 	case RUNNER_EVENT_PHASE:
+		p = t ? t->phase : ev->status->phase;
 		if (c->quiet || ev->status->phase == RUNNER_FINISHED)
 			break;
 		runner_status_format(ev->status, line, sizeof(line));
@@ -63,27 +73,29 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 			clear_line(c);
 			fprintf(stderr, "%s", line);
 			c->status_shown = true;
-		} else if (ev->status->phase == RUNNER_DEPLOYING || ev->status->phase == RUNNER_PROBING ||
-			   ev->status->phase == RUNNER_PAUSED || ev->status->phase == RUNNER_STOPPING)
+		} else if (t && (p == RUNNER_DEPLOYING || p == RUNNER_PROBING)) {
+			/* side by side, each line says which trial and GPUs */
+			trial_tag(t, tag, sizeof(tag));
+			fprintf(stderr, "%s %s %s\n", tag, runner_phase_to_string(p), t->knobs);
+		} else if (!t && (p == RUNNER_PAUSED || p == RUNNER_STOPPING))
 			fprintf(stderr, "%s\n", line);
 		break;
 	case RUNNER_EVENT_LOAD_POINT:
 		break;
 	case RUNNER_EVENT_TRIAL_FINISHED:
-		if (c->quiet)
+		if (c->quiet || !t)
 			break;
 		clear_line(c);
+		trial_tag(t, tag, sizeof(tag));
 		deployed[0] = 0;
 		if (isfinite(ev->deploy_seconds))
 			snprintf(deployed, sizeof(deployed), "; deployed in %.1f s", ev->deploy_seconds);
 		if (ev->trial_state == STORE_TRIAL_DONE)
-			fprintf(stderr, "%s %u%s%s: $%.4f/Mtok (%.0f tok/s%s)%s\n",
-				ev->status->confirming ? "confirm" : "trial", ev->status->trial,
-				ev->status->knobs[0] ? " " : "", ev->status->knobs, ev->cost_per_mtok, ev->max_goodput,
-				deployed, ev->status->best_trial_id == ev->trial_id ? " *best*" : "");
+			fprintf(stderr, "%s%s%s: $%.4f/Mtok (%.0f tok/s%s)%s\n", tag, t->knobs[0] ? " " : "", t->knobs,
+				ev->cost_per_mtok, ev->max_goodput, deployed,
+				ev->status->best_trial_id == ev->trial_id ? " *best*" : "");
 		else
-			fprintf(stderr, "%s %u%s%s: %s (%s)%s%s\n", ev->status->confirming ? "confirm" : "trial",
-				ev->status->trial, ev->status->knobs[0] ? " " : "", ev->status->knobs,
+			fprintf(stderr, "%s%s%s: %s (%s)%s%s\n", tag, t->knobs[0] ? " " : "", t->knobs,
 				store_trial_state_to_string(ev->trial_state), store_failure_to_string(ev->failure),
 				ev->failure_message ? ": " : "", ev->failure_message ? ev->failure_message : "");
 		break;
@@ -219,7 +231,8 @@ static int best_json(const struct summary *s, cJSON *o)
 	    json_add_number(o, "trial_cost_per_mtok", t->cost_per_mtok) < 0 ||
 	    json_add_number(o, "max_goodput", t->max_goodput) < 0 || json_add_number(o, "max_rate", t->max_rate) < 0 ||
 	    json_add_number(o, "concurrency", t->concurrency) < 0 ||
-	    (s->command && json_add_string(o, "command", s->command) < 0))
+	    (s->command && json_add_string(o, "command", s->command) < 0) ||
+	    (isfinite(b->time_to_answer_s) && json_add_number(o, "time_to_answer_seconds", b->time_to_answer_s) < 0))
 		return -ENOMEM;
 	conf = cJSON_AddObjectToObject(o, "confirm");
 	if (!conf || json_add_number(conf, "measurements", b->n) < 0 || json_add_number(conf, "spread", b->spread) < 0)
@@ -266,6 +279,21 @@ static int summary_json(const struct tune_ctx *c, const struct summary *s, const
 	return 0;
 }
 
+/* "1 h 02 min 05 s", "4 min 10 s", "35.2 s" */
+static const char *duration_text(double sec)
+{
+	static char buf[48];
+	unsigned long t = (unsigned long)(sec + 0.5);
+
+	if (sec < 60)
+		snprintf(buf, sizeof(buf), "%.1f s", sec);
+	else if (t < 3600)
+		snprintf(buf, sizeof(buf), "%lu min %02lu s", t / 60, t % 60);
+	else
+		snprintf(buf, sizeof(buf), "%lu h %02lu min %02lu s", t / 3600, t / 60 % 60, t % 60);
+	return buf;
+}
+
 static void summary_text(const struct summary *s, const char *db_path)
 {
 	const struct store_study *st = &s->st;
@@ -297,6 +325,10 @@ static void summary_text(const struct summary *s, const char *db_path)
 			printf("  runner-up:       %s at $%.4f/Mtok (%u measurement%s, spread %.1f%%)\n",
 			       s->runner_up_knobs, b->runner_up_cost_per_mtok, b->runner_up_n,
 			       b->runner_up_n == 1 ? "" : "s", b->runner_up_spread * 100);
+		if (isfinite(b->time_to_answer_s))
+			printf("  time to answer:  %s after the first trial started%s\n",
+			       duration_text(b->time_to_answer_s),
+			       strstr(st->name, ".dry-run") ? " (virtual time)" : "");
 		if (s->command)
 			printf("\nRun it:\n  %s\n", s->command);
 	}
@@ -382,11 +414,16 @@ static struct {
 	uint32_t max_trials;
 	int confirm_probes; /* < 0: the runner's default */
 	uint64_t max_wall_time_usec;
-} arg = { .db = "goodput.db", .confirm_probes = -1 };
+	uint32_t parallel; /* 0: the study's */
+	int startup_model; /* < 0: the runner's default */
+} arg = { .db = "goodput.db", .confirm_probes = -1, .startup_model = -1 };
 
 enum {
 	OPTION_RESUME,
 	OPTION_CONFIRM,
+	OPTION_PARALLEL,
+	OPTION_STARTUP_MODEL,
+	OPTION_NO_STARTUP_MODEL,
 };
 
 static int parse_option(intptr_t id, const char *value, struct error *err)
@@ -405,6 +442,16 @@ static int parse_option(intptr_t id, const char *value, struct error *err)
 		if (r >= 0)
 			arg.confirm_probes = (int)n;
 		return r;
+	case OPTION_PARALLEL:
+		if (strcmp(value, "auto") == 0) {
+			arg.parallel = STUDY_GPUS_MAX; /* as many as the GPUs allow */
+			return 0;
+		}
+		return parse_u32("--parallel", value, 1, STUDY_GPUS_MAX, &arg.parallel, err);
+	case OPTION_STARTUP_MODEL:
+	case OPTION_NO_STARTUP_MODEL:
+		arg.startup_model = id == OPTION_STARTUP_MODEL;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -429,6 +476,17 @@ static const struct verb_option options[] = {
 	  365 * 86400.0 },
 	{ "confirm", 0, "N", "re-probes of the best and runner-up (default 1; 0: none)", VERB_CALL,
 	  (void *)OPTION_CONFIRM },
+	{ "parallel", 0, "N|auto",
+	  "trials side by side on disjoint GPU sets (default: the study's\n"
+	  "budget.parallel); each gets its own GPUs, port, log and probe",
+	  VERB_CALL, (void *)OPTION_PARALLEL },
+	{ "startup-model", 0, NULL,
+	  "with --dry-run: charge each trial its server's modelled start-up\n"
+	  "(weights read at 2 GB/s, 20 s init + 5 s per TP rank above 1,\n"
+	  "15 s graph capture); the default unless the engine is goodput-sim",
+	  VERB_CALL, (void *)OPTION_STARTUP_MODEL },
+	{ "no-startup-model", 0, NULL, "with --dry-run: charge no start-up time", VERB_CALL,
+	  (void *)OPTION_NO_STARTUP_MODEL },
 	{ "json", 0, NULL, "print the summary as JSON on stdout", VERB_FLAG, &arg.json },
 	{ "quiet", 'q', NULL, "no progress on stderr", VERB_FLAG, &arg.quiet },
 	{ "help-spec", 0, NULL, "the reference of every study spec key", VERB_FLAG, &arg.help_spec },
@@ -586,6 +644,9 @@ static int run(const struct verb *v, int argc, char **argv)
 	ro.max_trials = arg.max_trials;
 	ro.max_wall_time_usec = arg.max_wall_time_usec;
 	ro.confirm_probes = arg.confirm_probes;
+	ro.parallel = arg.parallel;
+	if (arg.startup_model >= 0)
+		ro.startup_model = arg.startup_model;
 	if (!ro.log_dir) {
 		const char *slash = strrchr(arg.db, '/');
 
@@ -616,7 +677,9 @@ const struct verb verb_tune = {
 	.about = "Runs a tuning study in the foreground: deploys the engine with candidate\n"
 		 "configurations, probes the largest load meeting the SLA, stores every trial\n"
 		 "and load point, and prints the configuration with the lowest $/Mtok.",
-	.notes = "A study stopped by a signal (130) is resumable with --resume.\n",
+	.notes = "A study stopped by a signal (130) is resumable with --resume. The summary ends with\n"
+		 "the time to the answer: from the first trial's start to the end of the answer's last\n"
+		 "measurement (in virtual time with --dry-run).\n",
 	.name = "tune", .usage = "[OPTIONS] STUDY.json\n--resume NAME|STUDY.json [OPTIONS]",
 	.args = { "STUDY.json", 0, 1 },
 	.options = options, .parse = parse_option, .run = run,

@@ -63,6 +63,35 @@ static int add_study(struct daemon *d, cJSON *resp, const char *key, const struc
 	return add_study_best(d, resp, key, st, NULL);
 }
 
+/* Every trial in flight: its number, GPUs, phase and knobs. */
+static int add_trials(const struct runner *r, cJSON *current)
+{
+	struct runner_trial_status list[32];
+	size_t n = runner_get_trials(r, list, ELEMENTSOF(list));
+	cJSON *a = cJSON_AddArrayToObject(current, "trials");
+
+	if (!a)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && i < ELEMENTSOF(list); i++) {
+		const struct runner_trial_status *t = &list[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(a, o)) {
+			cJSON_Delete(o);
+			return -ENOMEM;
+		}
+		if (json_add_number(o, "trial", t->seq) < 0 ||
+		    json_add_number(o, "trial_id", (double)t->trial_id) < 0 ||
+		    json_add_string(o, "phase", runner_phase_to_string(t->phase)) < 0 ||
+		    json_add_string(o, "gpus", t->gpus) < 0 || json_add_string(o, "knobs", t->knobs) < 0 ||
+		    json_add_bool(o, "confirming", t->confirming) < 0 ||
+		    json_add_number(o, "load_points", t->load_points) < 0 ||
+		    json_add_number(o, "current_rate", t->current_rate) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int add_current(struct daemon *d, cJSON *resp)
 {
 	struct runner_status st;
@@ -78,7 +107,9 @@ static int add_current(struct daemon *d, cJSON *resp)
 	    json_add_number(j, "trial_id", (double)st.trial_id) < 0 ||
 	    json_add_bool(j, "confirming", st.confirming) < 0 || json_add_string(j, "knobs", st.knobs) < 0 ||
 	    json_add_number(j, "load_points", st.load_points) < 0 ||
-	    json_add_number(j, "current_rate", st.current_rate) < 0)
+	    json_add_number(j, "current_rate", st.current_rate) < 0 ||
+	    json_add_number(j, "gpus_busy", st.gpus_busy) < 0 || json_add_number(j, "gpus_total", st.gpus_total) < 0 ||
+	    add_trials(d->runner, j) < 0)
 		return -ENOMEM;
 	if (st.have_best) {
 		if (json_add_number(j, "best_cost_per_mtok", st.best_cost_per_mtok) < 0 ||

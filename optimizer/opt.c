@@ -629,8 +629,8 @@ int opt_next_pending(const struct opt_space *space, const struct opt_settings *s
 		/* Confirm the top two by mean cost, within max_trials (trials in
 		 * flight count); bounded, since a noisy re-probe may reorder them
 		 * more than once. */
-		for (size_t i = 0; i < 2 && cand.ask == OPT_ASK_DONE &&
-				   (settings->max_trials == 0 || all.n < settings->max_trials);
+		for (size_t i = 0;
+		     i < 2 && cand.ask == OPT_ASK_DONE && (settings->max_trials == 0 || all.n < settings->max_trials);
 		     i++)
 			if (top[i]->valid && confirms_of(&all, &top[i]->config, &total) < settings->confirm_probes &&
 			    total - MIN(total, r.reprobes) < settings->confirm_probes * 4) {

@@ -12,6 +12,8 @@
 
 #include "cost.h"
 #include "engine.h"
+#include "macro.h"
+#include "perfmodel.h"
 #include "runner-dryrun.h"
 #include "simulate.h"
 
@@ -70,6 +72,41 @@ static int build_engine_config(const struct study *study, const struct opt_confi
 	return 0;
 }
 
+double runner_dry_startup_seconds(double weight_bytes, unsigned tp, bool refused)
+{
+	double s = weight_bytes / (RUNNER_DRY_WEIGHTS_READ_GBPS * 1e9) + RUNNER_DRY_INIT_SECONDS +
+		   RUNNER_DRY_INIT_PER_RANK * (tp > 1 ? tp - 1 : 0);
+
+	return refused ? s : s + RUNNER_DRY_GRAPH_CAPTURE_SECONDS;
+}
+
+/* The weights' bytes over all ranks (0 when the model cannot be resolved). */
+static double weight_bytes(const struct sim_engine_config *cfg)
+{
+	struct sim_perf p;
+	struct error e = { 0 };
+
+	if (sim_perf_init(&p, &cfg->model, &cfg->gpu, cfg->quant, cfg->kv_dtype, cfg->tp ? cfg->tp : 1, &cfg->profile,
+			  &e) < 0)
+		return 0;
+	return p.w_resident;
+}
+
+/* The probe's time in virtual seconds: its saturation run, then the rate
+ * search's points at about the answer's rate. */
+static double probe_seconds(const struct study *study, const struct runner_dry_result *res)
+{
+	double sat = res->have_saturated ? res->saturated.duration_s : 0;
+	double at = res->have_point ? res->point.duration_s : sat;
+	unsigned points = RUNNER_DRY_SEARCH_POINTS;
+
+	if (!res->have_saturated)
+		return at;
+	if (study->probe.max_steps > 1)
+		points = MIN(points, study->probe.max_steps - 1);
+	return sat + points * at;
+}
+
 int runner_dry_evaluate(const struct study *study, const struct opt_config *config, unsigned variant,
 			struct runner_dry_result *ret, struct error *err)
 {
@@ -90,10 +127,12 @@ int runner_dry_evaluate(const struct study *study, const struct opt_config *conf
 	if (r < 0) {
 		res.infeasible = true;
 		snprintf(res.message, sizeof(res.message), "%s", error_str(&e, r));
+		res.startup_s = runner_dry_startup_seconds(weight_bytes(&cfg), cfg.tp, true);
 		*ret = res;
 		return 0;
 	}
 	sim_engine_free(eng);
+	res.startup_s = runner_dry_startup_seconds(weight_bytes(&cfg), cfg.tp, false);
 
 	if (study->scenario == OPT_SCENARIO_OFFLINE) {
 		r = sim_saturated_throughput(&cfg, &study->workload, &res.point, err);
@@ -115,6 +154,7 @@ int runner_dry_evaluate(const struct study *study, const struct opt_config *conf
 		if (!(s.max_rate > 0)) {
 			res.sla_never_met = true;
 			snprintf(res.message, sizeof(res.message), "no request rate met the SLA in virtual time");
+			res.probe_s = probe_seconds(study, &res);
 			*ret = res;
 			return 0;
 		}
@@ -127,6 +167,7 @@ int runner_dry_evaluate(const struct study *study, const struct opt_config *conf
 		tp.good_input_tps = pt->request_goodput * in_per_req;
 	}
 	res.concurrency = pt->mean_concurrency;
+	res.probe_s = probe_seconds(study, &res);
 	tps = opt_cost_tokens_per_sec(study->scenario, study->cost_tokens, &tp);
 	res.tokens_per_sec = tps;
 	r = opt_cost_per_mtok(study->gpu.price_per_gpu_hour, opt_cost_gpus_per_replica(study->space, config), tps,

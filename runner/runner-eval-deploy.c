@@ -53,12 +53,12 @@ static void on_probe_event(struct probe *p, const struct probe_event *ev, void *
 
 	if (ev->kind == PROBE_EVENT_LOAD_POINT_START) {
 		runner_trial_set_rate(t, ev->rate);
-		runner_gpu_point_start(t->runner);
+		runner_gpu_point_start(t);
 		return;
 	}
 	if (ev->kind != PROBE_EVENT_LOAD_POINT_DONE || !ev->point)
 		return;
-	runner_gpu_point_stop(t->runner, &gpu);
+	runner_gpu_point_stop(t, &gpu);
 	if (ev->point->result.failed > 0)
 		d->points_failed = true;
 	(void)runner_trial_load_point(t, ev->point->saturation ? "saturation" : "search", &ev->point->result, &gpu,
@@ -289,6 +289,22 @@ static void deploy_failed(struct runner_trial *t, struct deployment *dep)
 	runner_trial_finish(t, &res);
 }
 
+/* "GPU 3 busy" (or CUDA's line) out of a failure message, for the log. */
+static const char *busy_line(const char *msg)
+{
+	static char line[128];
+	const char *p = msg ? strstr(msg, "GPU ") : NULL;
+	unsigned gpu;
+	char word[8] = "";
+
+	for (; p; p = strstr(p + 4, "GPU "))
+		if (sscanf(p, "GPU %u %7s", &gpu, word) == 2 && strcmp(word, "busy") == 0) {
+			snprintf(line, sizeof(line), "GPU %u busy", gpu);
+			return line;
+		}
+	return "its GPUs are busy or unavailable";
+}
+
 static void on_deploy(struct deployment *dep, enum deploy_state state, void *userdata)
 {
 	struct runner_trial *t = userdata;
@@ -307,7 +323,10 @@ static void on_deploy(struct deployment *dep, enum deploy_state state, void *use
 			start_probe(t);
 		return;
 	case DEPLOY_FAILED:
-		if (t->open)
+		if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_HOST_BUSY)
+			/* another process holds a GPU: wait and try again, never an outcome */
+			runner_trial_host_busy(t, busy_line(deploy_get_message(dep)));
+		else if (t->open)
 			deploy_failed(t, dep);
 		else
 			runner_trial_gone(t);
@@ -369,8 +388,14 @@ static int launch(struct runner_trial *t, struct error *err)
 	const char *host = r->study->deploy.host ? r->study->deploy.host : "127.0.0.1";
 	bool command = r->study->deploy.method == STUDY_DEPLOY_COMMAND;
 	char unit[256] = "", **hook_env = NULL;
+	unsigned devices[STUDY_GPUS_MAX], n_devices = 0;
 	uint16_t port = 0;
 	int k = 0;
+
+	/* the trial's own GPUs, through the profile's gpu_env (CUDA_VISIBLE_DEVICES) */
+	for (unsigned i = 0; i < r->n_gpus; i++)
+		if (t->gpus & (UINT64_C(1) << i))
+			devices[n_devices++] = r->study->gpu.devices[i];
 
 	/* The command method's hooks report a URL, not an announce line: they
 	 * always get a port (free here; on another host only a suggestion). */
@@ -380,7 +405,8 @@ static int launch(struct runner_trial *t, struct error *err)
 			k = deploy_pick_free_port("127.0.0.1", &port, err);
 	}
 	if (k >= 0)
-		k = engine_profile_render_study(r->profile, r->study, t->knobs, host, port, &cmd, err);
+		k = engine_profile_render_trial(r->profile, r->study, t->knobs, host, port, devices, n_devices, &cmd,
+						err);
 	if (k >= 0) {
 		deploy_config_from_profile(&cfg, r->profile, &cmd, t->log_path, host, port,
 					   r->study->deploy.startup_timeout_usec, r->study->deploy.stop_timeout_usec);
@@ -419,6 +445,7 @@ static void deploy_eval_start(struct runner_trial *t)
 		runner_fail(r, msg);
 		return;
 	}
+	free(t->log_path);
 	if (asprintf(&t->log_path, "%s/%s-trial-%03u-%s.log", r->log_dir, r->row.name, t->seq, t->kind) < 0) {
 		t->log_path = NULL;
 		runner_fail(r, "out of memory");

@@ -23,6 +23,7 @@
 
 #include "error.h"
 
+struct runner;
 struct runner_trial;
 
 enum runner_server {
@@ -49,6 +50,10 @@ struct runner_evaluator {
 	int (*stop_server)(struct runner_trial *t);
 	/* Frees t->eval (a server still up is killed). */
 	void (*release)(struct runner_trial *t);
+	/* The runner only waits for its trials (nothing to start, nothing to
+	 * ask): a dry run moves its virtual clock to the next trial's end.
+	 * NULL: real trials end when they end. */
+	void (*idle)(struct runner *r);
 };
 
 extern const struct runner_evaluator runner_evaluator_deploy;

@@ -89,22 +89,48 @@ void runner_host_free(struct runner *r)
 	r->host = deploy_host_free(r->host);
 }
 
-/* ---- telemetry of a load point ---- */
+/* ---- telemetry of a load point ----
+ *
+ * NVML is sampled over the whole host: a load point's figures are its
+ * trial's only while no other trial runs beside it (otherwise NAN). */
 
-void runner_gpu_point_start(struct runner *r)
+static unsigned running_count(const struct runner *r)
 {
-	if (r->host)
-		deploy_host_sample_start(r->host);
+	unsigned n = 0;
+
+	for (size_t i = 0; i < r->n_trials; i++)
+		n += r->trials[i]->running;
+	return n;
 }
 
-void runner_gpu_point_stop(struct runner *r, struct store_gpu_figures *ret)
+void runner_gpu_point_start(struct runner_trial *t)
 {
+	struct runner *r = t->runner;
+
+	if (!r->host || r->sampling || running_count(r) != 1)
+		return;
+	r->sampling = t;
+	r->sampling_shared = false;
+	deploy_host_sample_start(r->host);
+}
+
+void runner_gpu_note_start(struct runner *r)
+{
+	if (r->sampling)
+		r->sampling_shared = true;
+}
+
+void runner_gpu_point_stop(struct runner_trial *t, struct store_gpu_figures *ret)
+{
+	struct runner *r = t->runner;
 	struct gpu_telemetry_stats st = { 0 };
 
 	*ret = (struct store_gpu_figures){ NAN, NAN, NAN, NAN };
-	if (r->host)
-		deploy_host_sample_stop(r->host, &st);
-	if (!st.available)
+	if (!r->host || r->sampling != t)
+		return;
+	r->sampling = NULL;
+	deploy_host_sample_stop(r->host, &st);
+	if (!st.available || r->sampling_shared)
 		return;
 	*ret = (struct store_gpu_figures){
 		.util_mean = st.util_mean,
@@ -114,7 +140,7 @@ void runner_gpu_point_stop(struct runner *r, struct store_gpu_figures *ret)
 	};
 }
 
-/* ---- hygiene between trials ---- */
+/* ---- hygiene between trials (with the host drained) ---- */
 
 static void go_on(struct runner *r)
 {
@@ -168,7 +194,7 @@ bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size)
 
 	if (r->wall_budget_usec == 0 || r->wall_budget_usec == UINT64_MAX)
 		return false;
-	used = r->wall_used_before_usec + (r->start_usec ? mono_usec() - r->start_usec : 0);
+	used = r->wall_used_before_usec + (runner_clock(r) - r->start_usec);
 	if (r->wall_expired || used >= r->wall_budget_usec) {
 		snprintf(msg, size, "wall-time budget reached (%.0f s used of %.0f s)", (double)used / USEC_PER_SEC,
 			 (double)r->wall_budget_usec / USEC_PER_SEC);

@@ -5,6 +5,10 @@
  *   runner-trial.c      the trial loop: ask the planner, record each proposed
  *                       trial, hand it to the evaluator, record its outcome,
  *                       see its server gone, go on
+ *   runner-fill.c       what starts when: the waiting trials in order onto
+ *                       free GPUs, the asks for more, the end of the study
+ *   runner-slots.c      the study's GPUs as slots (packed by TP), and the
+ *                       probe's capacity
  *   runner-host.c       glue to the host (deploy-host.h): facts recorded with
  *                       trials, GPU figures of load points, hygiene; the
  *                       wall-time budget
@@ -47,7 +51,8 @@ enum runner_request {
 	RUNNER_REQUEST_CANCEL,
 };
 
-/* One trial in flight: from the planner's proposal to its server gone. */
+/* One trial in flight: from the planner's proposal (recorded, waiting for
+ * its GPUs) to its server gone. */
 struct runner_trial {
 	struct runner *runner;
 	struct runner_proposal proposal; /* what the planner asked for */
@@ -57,11 +62,25 @@ struct runner_trial {
 	cJSON *knobs;                    /* the configuration as the store and the engine profile read it */
 	char knobs_text[256];            /* "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1" */
 	char *log_path;                  /* the server's log (NULL: no server) */
-	enum runner_phase phase;         /* DEPLOYING, QUALITY_CHECK, PROBING, TEARDOWN */
+	enum runner_phase phase;         /* WAITING, DEPLOYING, QUALITY_CHECK, PROBING, TEARDOWN */
 	bool open;                       /* recorded and not yet finished in the store */
+	bool running;                    /* holds its GPUs: handed to the evaluator */
 	double deploy_seconds;           /* start to ready (NAN: never ready, or a dry run) */
 	unsigned n_points;               /* load points stored */
+	double current_rate;             /* the probe's offered rate (0 none) */
 	void *eval;                      /* the evaluator's state of this trial */
+
+	unsigned tp;              /* GPUs it needs */
+	uint64_t gpus;            /* positions in gpu.devices it holds (bit i) while running */
+	uint64_t gpus_before;     /* the GPUs an earlier attempt was recorded with (a resumed trial) */
+	char gpus_text[64];       /* "0,1" (host indices) */
+	double probe_tps;         /* the load its probe is charged with (runner-slots.c) */
+	uint64_t not_before_usec; /* a busy GPU: not started before this (runner clock) */
+	unsigned busy_retries;
+	/* a dry run: its start on the virtual clock, and one recorded by an
+	 * earlier run that was interrupted (0: none) */
+	uint64_t vstart_usec, vstart_before_usec;
+	uint64_t finished_at_usec; /* when its outcome is committed: the dry run's virtual time (0: now) */
 };
 
 struct runner {
@@ -79,14 +98,34 @@ struct runner {
 	 * history, with each entry's store id */
 	struct opt_history history;
 	int64_t *trial_ids;
+	unsigned *trial_seqs;
 	size_t n_trial_ids;
 
 	const struct runner_evaluator *evaluator;
 	struct runner_planner *planner;
 	bool asking;                                 /* an answer of the planner is awaited */
 	bool plan_waits_host;                        /* the planner waits for the host facts */
-	struct runner_trial *trials[RUNNER_ASK_MAX]; /* in flight */
+	bool planner_done;                           /* it said done while trials ran: ask again once one is told */
+	char done_message[256];                      /* why it said done */
+	struct runner_trial *trials[RUNNER_ASK_MAX]; /* in flight (waiting or running), in trial order */
 	size_t n_trials;
+
+	/* the study's GPUs (runner-slots.c): positions in gpu.devices */
+	unsigned n_gpus;
+	unsigned parallel;      /* trials running at most */
+	uint64_t gpus_busy;     /* held by running trials */
+	uint64_t gpus_reserved; /* waited for by the first trial that could not start */
+	bool head_waits;        /* ... which is the only one waiting */
+	uint64_t gpus_blocked;  /* held by something else (a server said busy) until gpu_free_at */
+	uint64_t gpu_free_at[STUDY_GPUS_MAX];
+	sd_event_source *retry_timer;               /* a trial waits for a busy GPU */
+	double probe_tps_by_tp[STUDY_GPUS_MAX + 1]; /* saturated tokens/s measured, by TP */
+
+	/* the clock trials are timed by: CLOCK_MONOTONIC, or in a dry run the
+	 * virtual clock (µs since the study's start, which is study_start_usec
+	 * on CLOCK_REALTIME) */
+	uint64_t vclock_usec;
+	uint64_t study_start_usec;
 
 	runner_event_fn cb;
 	void *userdata;
@@ -110,11 +149,15 @@ struct runner {
 
 	/* the host (runner-host.c; NULL in a dry run) */
 	struct deploy_host *host;
-	uint64_t host_since_usec; /* CLOCK_REALTIME start of this run */
+	struct runner_trial *sampling; /* whose load point the GPUs are sampled for */
+	bool sampling_shared;          /* another trial started meanwhile */
+	uint64_t host_since_usec;      /* CLOCK_REALTIME start of this run */
 };
 
 /* runner.c */
 void runner_emit(struct runner *r, const struct runner_event *ev);
+/* The runner's clock: mono_usec(), or the virtual clock of a dry run. */
+uint64_t runner_clock(const struct runner *r);
 void runner_set_phase(struct runner *r, enum runner_phase p);
 void runner_schedule(struct runner *r, enum runner_action a);
 void runner_finish(struct runner *r, enum runner_end end);
@@ -129,8 +172,11 @@ bool runner_failing(const struct runner *r);
 bool runner_settle_request(struct runner *r);
 /* The status's best: the study's answer as the store gives it (store_study_best). */
 int runner_update_best(struct runner *r, struct error *err);
-int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id);
+/* Tells the history a finished trial, in its place by trial number. */
+int runner_history_insert(struct runner *r, const struct opt_trial *t, int64_t trial_id, unsigned seq);
 bool runner_kind_is_confirm(const char *kind);
+/* A confirmation of the answer (measured alone), not a re-probe of the search's. */
+bool runner_kind_is_alone(const char *kind);
 void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, char *buf, size_t size);
 
 /* ---- runner-trial.c: the trial loop ---- */
@@ -150,8 +196,25 @@ static inline void trial_result_init(struct trial_result *t, enum store_trial_st
 	};
 }
 
-/* The plan step: asks the planner for what to measure next (or finishes). */
+/* The plan step (runner-fill.c): starts the waiting trials that fit, asks
+ * the planner for more when GPUs are free, finishes the study when nothing
+ * is left; in a dry run with nothing else to do, moves the virtual clock
+ * (the evaluator's idle). */
 void runner_plan(struct runner *r);
+/* Reads the trials recorded but not finished (pending, interrupted) back
+ * as waiting trials, in trial order: they are redone first. */
+int runner_queue_load(struct runner *r, struct error *err);
+/* Takes a planner's proposals: each recorded (state pending) as a waiting trial. */
+int runner_queue_add(struct runner *r, const struct runner_proposal *p, struct error *err);
+/* Hands a waiting trial its GPUs and the evaluator (state deploying). */
+int runner_trial_start(struct runner_trial *t, uint64_t gpus);
+/* The trial's status as runner.h shows it. */
+void runner_trial_status_of(const struct runner_trial *t, struct runner_trial_status *ret);
+/* Recounts the status's trial figures (in flight, by phase, GPUs). */
+void runner_status_count(struct runner *r);
+/* A server refused the trial's GPUs as busy: it waits again (state
+ * pending), its GPUs are left alone for a while; never an outcome. */
+void runner_trial_host_busy(struct runner_trial *t, const char *why);
 /* The planner's callback: an answer that came later, or the error that ended the ask. */
 void runner_on_answer(struct runner_planner *p, int k, const struct runner_answer *a, const char *message,
 		      void *userdata);
@@ -173,6 +236,33 @@ void runner_trial_gone(struct runner_trial *t);
 void runner_halt(struct runner *r);
 /* Frees every trial in flight (killing servers) and drops an ask in flight. */
 void runner_release_trials(struct runner *r);
+/* Frees one trial and takes it off the list (its GPUs are freed). */
+void runner_trial_remove(struct runner *r, struct runner_trial *t);
+
+/* ---- runner-slots.c ---- */
+
+unsigned runner_slots_free(const struct runner *r);
+/* The GPUs tensor_parallel of c needs, and the least any configuration needs. */
+unsigned runner_config_tp(const struct runner *r, const struct opt_config *c);
+unsigned runner_min_tp(const struct runner *r);
+/* A free set of n GPUs (positions) outside exclude, packed by TP; prefer is
+ * taken when it is free. -EBUSY when none is. */
+int runner_slots_find(const struct runner *r, unsigned n, uint64_t prefer, uint64_t exclude, uint64_t *ret);
+/* The block a trial of n GPUs that cannot start waits for: the aligned one
+ * with the fewest GPUs in use (it drains first). */
+uint64_t runner_slots_reserve(const struct runner *r, unsigned n);
+/* "0,1": the host indices of a set. */
+void runner_slots_format(const struct runner *r, uint64_t set, char *buf, size_t size);
+/* A recorded "0,1" back into positions (unknown indices are dropped). */
+uint64_t runner_slots_parse(const struct runner *r, const char *text);
+/* The position of a host index; -ENOENT when the study does not use it. */
+int runner_slots_position(const struct runner *r, unsigned device);
+/* The probe's capacity: a saturated throughput measured for TP tp; the
+ * load a trial of TP tp is charged with; whether one more such load fits. */
+void runner_probe_note(struct runner *r, unsigned tp, double saturated_tps);
+double runner_probe_estimate(const struct runner *r, unsigned tp);
+double runner_probe_capacity(const struct runner *r);
+bool runner_probe_fits(const struct runner *r, double add_tps);
 
 /* ---- runner-host.c ---- */
 
@@ -183,12 +273,15 @@ void runner_host_free(struct runner *r);
 /* Records the host facts with a new trial when they are known (else they
  * follow once they are). */
 int runner_host_record(struct runner *r, int64_t trial_id, struct error *err);
-/* GPU sampling around one load point; stop fills ret (NAN: unavailable). */
-void runner_gpu_point_start(struct runner *r);
-void runner_gpu_point_stop(struct runner *r, struct store_gpu_figures *ret);
-/* No server is left: once GPU memory is back near its idle level (or a
- * minute passed; at once without NVML), act on a pending request or plan
- * the next trial. */
+/* GPU sampling around one load point of t; stop fills ret (NAN:
+ * unavailable, or another trial ran beside it). A trial that starts tells
+ * a sampling in flight (runner_gpu_note_start). */
+void runner_gpu_point_start(struct runner_trial *t);
+void runner_gpu_point_stop(struct runner_trial *t, struct store_gpu_figures *ret);
+void runner_gpu_note_start(struct runner *r);
+/* A trial's server is gone: with no other trial running, once GPU memory is
+ * back near its idle level (or a minute passed; at once without NVML), act
+ * on a pending request or plan; with others running, plan at once. */
 void runner_after_server_gone(struct runner *r);
 /* Stops waiting for GPU memory (a request to act on at once). Returns true
  * when a wait was ended. */

@@ -389,7 +389,8 @@ static void on_child_exit(struct child *c, const struct child_exit *how, void *u
 		a.proposals[0] = (struct runner_proposal){ .ask = cand.opt.ask,
 							   .config = cand.opt.config,
 							   .attempt = cand.opt.attempt,
-							   .predicted_cost = cand.predicted_cost };
+							   .predicted_cost = cand.predicted_cost,
+							   .alone = cand.opt.phase == OPT_PHASE_CONFIRM };
 	}
 	/* the planner may be freed in the callback: touch nothing after it */
 	t->base.cb(&t->base, 0, &a, NULL, t->base.userdata);
@@ -419,8 +420,13 @@ static int twin_ask(struct runner_planner *p, const struct runner_ask *a, struct
 	struct twin_planner *t = (struct twin_planner *)p;
 	int k;
 
-	if (a->k != 1 || a->n_pending > 0)
-		return error_set(err, -EOPNOTSUPP, "twin: plans one trial at a time");
+	/* one trial at a time: with trials in flight it waits for their outcome
+	 * (an empty answer), and asked for several it proposes one */
+	if (a->n_pending > 0) {
+		*ret = (struct runner_answer){ .reason = OPT_DONE_NONE };
+		snprintf(ret->message, sizeof(ret->message), "twin: waits for the trials in flight");
+		return RUNNER_ASK_ANSWERED;
+	}
 	if (t->child)
 		return error_set(err, -EBUSY, "twin: an ask is in flight");
 	if (!t->key_known) {

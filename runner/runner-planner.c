@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "runner-planner.h"
 
 int runner_planner_ask(struct runner_planner *p, const struct runner_ask *a, struct runner_answer *ret,
@@ -47,25 +48,63 @@ struct search_planner {
 	const struct opt_settings *settings;
 };
 
+/* The replay's view of a configuration in flight: as if measured at its
+ * stand-in cost (opt_stand_in, from the history alone). */
+static struct opt_trial stand_in(const struct search_planner *s, const struct opt_history *h,
+				 const struct runner_proposal *p)
+{
+	bool confirm = p->ask == OPT_ASK_CONFIRM;
+
+	return (struct opt_trial){ .config = p->config,
+				   .outcome = OPT_OUTCOME_MEASURED,
+				   .cost = opt_stand_in(s->space, h, &p->config, confirm),
+				   .confirm = confirm };
+}
+
+/* k asks of opt_next_pending, each candidate in flight for the next. A
+ * confirmation of the answer runs alone and only once the trials in flight
+ * are told (they may change the answer): with some in flight, the batch
+ * ends before it, and an empty answer then means "wait for them". Trials
+ * in flight count against max_trials as told ones do. */
 static int search_ask(struct runner_planner *p, const struct runner_ask *a, struct runner_answer *ret,
 		      struct error *err)
 {
 	struct search_planner *s = (struct search_planner *)p;
-	struct opt_candidate cand;
-	int k;
+	_cleanup_(freep) struct opt_trial *pending = NULL;
+	struct runner_answer ans = { 0 };
+	size_t n = 0;
 
-	if (a->k != 1 || a->n_pending > 0)
-		return error_set(err, -EOPNOTSUPP, "the search plans one trial at a time");
-	k = opt_next(s->space, s->settings, a->history, &cand, err);
-	if (k < 0)
-		return k;
-	*ret = (struct runner_answer){ .reason = cand.reason };
-	if (cand.ask != OPT_ASK_DONE) {
-		ret->n = 1;
-		ret->proposals[0] = (struct runner_proposal){
-			.ask = cand.ask, .config = cand.config, .attempt = cand.attempt, .predicted_cost = NAN
-		};
+	pending = calloc(a->n_pending + a->k, sizeof(*pending));
+	if (!pending)
+		return error_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < a->n_pending; i++)
+		pending[n++] = stand_in(s, a->history, &a->pending[i]);
+	while (ans.n < a->k) {
+		struct runner_proposal *prop = &ans.proposals[ans.n];
+		struct opt_candidate cand;
+		int k;
+
+		k = opt_next_pending(s->space, s->settings, a->history, pending, n, &cand, err);
+		if (k < 0)
+			return k;
+		if (cand.ask == OPT_ASK_DONE) {
+			if (ans.n == 0)
+				ans.reason = cand.reason;
+			break;
+		}
+		if (cand.phase == OPT_PHASE_CONFIRM && n > 0)
+			break;
+		*prop = (struct runner_proposal){ .ask = cand.ask,
+						  .config = cand.config,
+						  .attempt = cand.attempt,
+						  .predicted_cost = NAN,
+						  .alone = cand.phase == OPT_PHASE_CONFIRM };
+		ans.n++;
+		if (prop->alone)
+			break;
+		pending[n++] = stand_in(s, a->history, prop);
 	}
+	*ret = ans;
 	return RUNNER_ASK_ANSWERED;
 }
 

@@ -9,11 +9,12 @@
  * questions and gets the same answers.
  *
  * An ask names how many configurations are wanted (k) and which ones are in
- * flight (pending, not yet in the history): a runner with free GPU sets may
- * ask for several at once, a planner fills the pending ones with stand-in
- * values of its own choosing so that the replay stays exact. Today's
- * planners answer k = 1 with nothing pending and refuse more
- * (-EOPNOTSUPP).
+ * flight (pending, not yet in the history): a runner with free GPU sets
+ * asks for several at once, and a planner answers the pending ones with
+ * stand-in values of its own choosing (the search: a constant liar; the
+ * twin: its prediction once calibrated) so that an answer depends only on
+ * the history and the set of trials in flight: a study resumed after a
+ * crash, with the same trials in flight, asks the same candidates.
  *
  * An answer comes at once (runner_planner_ask returns RUNNER_ASK_ANSWERED
  * and fills *ret) or later from the loop (RUNNER_ASK_PENDING: the planner's
@@ -37,30 +38,31 @@
 /* Trials one ask may propose (and the runner may hold in flight). */
 #define RUNNER_ASK_MAX 16
 
-/* What the planner is asked with. */
-struct runner_ask {
-	/* The study's finished trials in the order they were told (the
-	 * replay's history); trial_ids[i] is the store id of history->trials[i]. */
-	const struct opt_history *history;
-	const int64_t *trial_ids;
-	/* Configurations of the trials in flight (no outcome yet). */
-	const struct opt_config *pending;
-	size_t n_pending;
-	size_t k;              /* configurations wanted, 1 ≤ k ≤ RUNNER_ASK_MAX */
-	const char *host_json; /* the host facts; NULL while unknown (always in a dry run) */
-	bool host_pending;     /* the host facts are being gathered (an ask may wait for them) */
-};
-
 /* One configuration to measure. */
 struct runner_proposal {
 	enum opt_ask ask; /* OPT_ASK_TRIAL or OPT_ASK_CONFIRM (a re-probe) */
 	struct opt_config config;
 	unsigned attempt;      /* 1, or 2.. when a FAILED configuration is deployed again */
 	double predicted_cost; /* what the planner expects it to cost ($/Mtok); NAN: no prediction */
+	bool alone;            /* a confirmation of the answer: measured with nothing else on the host */
+};
+
+/* What the planner is asked with. */
+struct runner_ask {
+	/* The study's finished trials in trial order (the replay's history);
+	 * trial_ids[i] is the store id of history->trials[i]. */
+	const struct opt_history *history;
+	const int64_t *trial_ids;
+	/* The trials in flight (asked for, no outcome yet), in trial order. */
+	const struct runner_proposal *pending;
+	size_t n_pending;
+	size_t k;              /* configurations wanted, 1 ≤ k ≤ RUNNER_ASK_MAX */
+	const char *host_json; /* the host facts; NULL while unknown (always in a dry run) */
+	bool host_pending;     /* the host facts are being gathered (an ask may wait for them) */
 };
 
 struct runner_answer {
-	size_t n; /* proposals, 0 ≤ n ≤ k; 0 means done */
+	size_t n; /* proposals, 0 ≤ n ≤ k; 0 means done (once the trials in flight are told, it may not be) */
 	struct runner_proposal proposals[RUNNER_ASK_MAX];
 	/* done: why */
 	enum opt_done_reason reason;

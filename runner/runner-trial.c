@@ -1,15 +1,18 @@
-/* runner-trial.c — the trial loop: the plan step asks the planner for what
- * to measure next; each proposal becomes a trial, recorded in the store
- * before anything runs, and goes to the evaluator; the evaluator reports its
- * load points and its outcome through the trial; the outcome is committed
- * and told to the history, the trial's server is torn down, and once it is
- * gone the runner goes on (runner-host.c: GPU memory back to idle, then the
- * next plan step, or a pending pause/stop/cancel).
+/* runner-trial.c — the trials: each proposal of the planner becomes a trial,
+ * recorded in the store (state pending) before anything runs, waiting for
+ * its GPUs (runner-fill.c starts it); the evaluator measures it and reports
+ * its load points and its outcome through it; the outcome is committed and
+ * told to the history, the trial's server is torn down, and once it is gone
+ * its GPUs are free and the runner goes on (runner-host.c: with nothing
+ * else running, GPU memory back to idle first).
+ *
+ * Several trials may be in flight, each on its own GPUs, with its own port,
+ * log and probe: r->trials holds them in trial order, waiting or running.
+ * The history is kept in trial order too, whatever order the trials end
+ * in, so a runner restarted from the store sees the same history.
  *
  * Planners and evaluators are reached only through their interfaces
- * (runner-planner.h, runner-evaluator.h). The runner holds the trials in
- * flight in r->trials; today it asks for one configuration at a time, so
- * there is at most one. */
+ * (runner-planner.h, runner-evaluator.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,9 +21,11 @@
 
 #include "log.h"
 #include "runner-internal.h"
+#include "time-util.h"
 
 /* ---- trials ---- */
 
+/* Re-probes of c told and in flight. */
 static unsigned confirmations_of(const struct runner *r, const struct opt_config *c)
 {
 	unsigned n = 0;
@@ -28,19 +33,50 @@ static unsigned confirmations_of(const struct runner *r, const struct opt_config
 	for (size_t i = 0; i < r->history.n; i++)
 		if (r->history.trials[i].confirm && memcmp(&r->history.trials[i].config, c, sizeof(*c)) == 0)
 			n++;
+	for (size_t i = 0; i < r->n_trials; i++)
+		if (r->trials[i]->proposal.ask == OPT_ASK_CONFIRM &&
+		    memcmp(&r->trials[i]->proposal.config, c, sizeof(*c)) == 0)
+			n++;
 	return n;
 }
 
+/* "confirm-N" for confirmations of the answer, "search-confirm-N" for the
+ * search's re-probes (both read as re-probes), "KIND-retry-N", "KIND". */
 static void name_kind(const struct runner *r, const struct runner_proposal *p, char *buf, size_t size)
 {
 	const struct runner_evaluator *ev = r->evaluator;
 
 	if (p->ask == OPT_ASK_CONFIRM)
-		snprintf(buf, size, "%sconfirm-%u", ev->confirm_prefix, confirmations_of(r, &p->config) + 1);
+		snprintf(buf, size, "%s%sconfirm-%u", ev->confirm_prefix, p->alone ? "" : "search-",
+			 confirmations_of(r, &p->config) + 1);
 	else if (p->attempt > 1)
 		snprintf(buf, size, "%s-retry-%u", ev->kind, p->attempt);
 	else
 		snprintf(buf, size, "%s", ev->kind);
+}
+
+/* The proposal a recorded trial was made for. */
+static int proposal_of_row(const struct runner *r, const struct store_trial *row, struct runner_proposal *ret,
+			   struct error *err)
+{
+	struct runner_proposal p = { .attempt = 1, .predicted_cost = row->predicted_cost };
+	const char *retry = row->kind ? strstr(row->kind, "-retry-") : NULL;
+	int k;
+
+	k = opt_config_from_key(r->study->space, row->canonical_key, &p.config, err);
+	if (k < 0)
+		return error_prefix(err, k, "trial %u", row->seq);
+	if (runner_kind_is_confirm(row->kind)) {
+		p.ask = OPT_ASK_CONFIRM;
+		p.alone = runner_kind_is_alone(row->kind);
+	} else
+		p.ask = OPT_ASK_TRIAL;
+	if (retry)
+		p.attempt = (unsigned)strtoul(retry + 7, NULL, 10);
+	if (p.attempt < 1)
+		p.attempt = 1;
+	*ret = p;
+	return 0;
 }
 
 static struct runner_trial *trial_free(struct runner_trial *t)
@@ -55,7 +91,7 @@ static struct runner_trial *trial_free(struct runner_trial *t)
 	return NULL;
 }
 
-static void trial_remove(struct runner *r, struct runner_trial *t)
+void runner_trial_remove(struct runner *r, struct runner_trial *t)
 {
 	for (size_t i = 0; i < r->n_trials; i++)
 		if (r->trials[i] == t) {
@@ -63,7 +99,15 @@ static void trial_remove(struct runner *r, struct runner_trial *t)
 			r->n_trials--;
 			break;
 		}
+	if (t->running)
+		r->gpus_busy &= ~t->gpus;
+	if (r->sampling == t) {
+		struct store_gpu_figures ignored;
+
+		runner_gpu_point_stop(t, &ignored);
+	}
 	trial_free(t);
+	runner_status_count(r);
 }
 
 void runner_release_trials(struct runner *r)
@@ -71,145 +115,211 @@ void runner_release_trials(struct runner *r)
 	runner_planner_cancel(r->planner);
 	r->asking = false;
 	r->plan_waits_host = false;
+	r->retry_timer = sd_event_source_disable_unref(r->retry_timer);
 	while (r->n_trials > 0)
-		trial_remove(r, r->trials[r->n_trials - 1]);
+		runner_trial_remove(r, r->trials[r->n_trials - 1]);
 }
 
-/* Records a trial in the store (state deploying) for the proposal. */
-static int trial_record(struct runner *r, struct runner_trial *t, struct error *err)
+/* A waiting trial for a proposal, its row in the store (inserted when
+ * new). Not yet on the list. */
+static int trial_new(struct runner *r, const struct runner_proposal *p, struct runner_trial **ret, struct error *err)
 {
 	_cleanup_(cjson_freep) char *knobs_json = NULL;
 	struct store_trial row = { 0 };
+	struct runner_trial *t;
 	char key[OPT_KEY_MAX];
 	int k;
 
-	k = opt_config_to_json(r->study->space, &t->proposal.config, &t->knobs);
-	if (k >= 0)
-		k = opt_config_key(r->study->space, &t->proposal.config, key, sizeof(key));
-	if (k >= 0 && !(knobs_json = cJSON_PrintUnformatted(t->knobs)))
-		k = -ENOMEM;
-	if (k < 0)
-		return error_set(err, k, "out of memory describing a configuration");
-	k = store_trial_insert(r->store, r->study_id, t->kind, knobs_json, key, &t->id, err);
-	if (k >= 0)
-		k = store_trial_get(r->store, t->id, &row, err);
-	if (k < 0)
-		return k;
-	t->seq = row.seq;
-	store_trial_done(&row);
-	/* committed before anything runs: a crash from here on leaves it to be redone */
-	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_DEPLOYING, err);
-	if (k >= 0 && isfinite(t->proposal.predicted_cost))
-		k = store_trial_set_predicted_cost(r->store, t->id, t->proposal.predicted_cost, err);
-	return k;
-}
-
-/* A proposal becomes a trial in flight and goes to the evaluator. */
-static int trial_begin(struct runner *r, const struct runner_proposal *p)
-{
-	struct runner_trial *t;
-	struct error err = { 0 };
-	int k;
-
-	if (r->n_trials >= RUNNER_ASK_MAX) {
-		runner_fail(r, "too many trials in flight");
-		return -EBUSY;
-	}
 	t = calloc(1, sizeof(*t));
-	if (!t) {
-		runner_fail(r, "out of memory");
-		return -ENOMEM;
-	}
+	if (!t)
+		return error_set(err, -ENOMEM, "out of memory");
 	t->runner = r;
 	t->proposal = *p;
 	t->deploy_seconds = NAN;
+	t->phase = RUNNER_WAITING;
+	t->tp = runner_config_tp(r, &p->config);
 	name_kind(r, p, t->kind, sizeof(t->kind));
-	k = trial_record(r, t, &err);
+	runner_knobs_text(r->study->space, &p->config, t->knobs_text, sizeof(t->knobs_text));
+	k = opt_config_to_json(r->study->space, &p->config, &t->knobs);
+	if (k >= 0)
+		k = opt_config_key(r->study->space, &p->config, key, sizeof(key));
+	if (k >= 0 && !(knobs_json = cJSON_PrintUnformatted(t->knobs)))
+		k = -ENOMEM;
 	if (k < 0) {
 		trial_free(t);
+		return error_set(err, k, "out of memory describing a configuration");
+	}
+	k = store_trial_insert(r->store, r->study_id, t->kind, knobs_json, key, &t->id, err);
+	if (k >= 0)
+		k = store_trial_get(r->store, t->id, &row, err);
+	if (k >= 0 && isfinite(p->predicted_cost))
+		k = store_trial_set_predicted_cost(r->store, t->id, p->predicted_cost, err);
+	if (k < 0) {
+		trial_free(t);
+		return k;
+	}
+	t->seq = row.seq;
+	t->gpus_before = row.gpus ? runner_slots_parse(r, row.gpus) : 0;
+	if (r->opts.dry_run && row.started_usec > r->study_start_usec)
+		t->vstart_before_usec = row.started_usec - r->study_start_usec;
+	store_trial_done(&row);
+	*ret = t;
+	return 0;
+}
+
+/* Onto the list, in trial order. */
+static int trial_enqueue(struct runner *r, struct runner_trial *t, struct error *err)
+{
+	size_t i = r->n_trials;
+
+	if (r->n_trials >= RUNNER_ASK_MAX)
+		return error_set(err, -EBUSY, "more than %d trials in flight", RUNNER_ASK_MAX);
+	while (i > 0 && r->trials[i - 1]->seq > t->seq)
+		i--;
+	memmove(&r->trials[i + 1], &r->trials[i], (r->n_trials - i) * sizeof(r->trials[0]));
+	r->trials[i] = t;
+	r->n_trials++;
+	runner_status_count(r);
+	return 0;
+}
+
+int runner_queue_add(struct runner *r, const struct runner_proposal *p, struct error *err)
+{
+	struct runner_trial *t;
+	int k;
+
+	k = trial_new(r, p, &t, err);
+	if (k < 0)
+		return k;
+	k = trial_enqueue(r, t, err);
+	if (k < 0)
+		trial_free(t);
+	return k;
+}
+
+int runner_queue_load(struct runner *r, struct error *err)
+{
+	struct store_trial *rows = NULL;
+	size_t n = 0;
+	int k;
+
+	k = store_trial_history(r->store, r->study_id, &rows, &n, err);
+	for (size_t i = 0; i < n && k >= 0; i++) {
+		struct runner_proposal p;
+		bool known = false;
+
+		if (rows[i].state != STORE_TRIAL_PENDING && rows[i].state != STORE_TRIAL_INTERRUPTED)
+			continue;
+		for (size_t j = 0; j < r->n_trials; j++)
+			known = known || r->trials[j]->id == rows[i].id;
+		if (known)
+			continue;
+		k = proposal_of_row(r, &rows[i], &p, err);
+		if (k >= 0)
+			k = runner_queue_add(r, &p, err);
+	}
+	store_trial_array_free(rows, n);
+	return k < 0 ? k : 0;
+}
+
+int runner_trial_start(struct runner_trial *t, uint64_t gpus)
+{
+	struct runner *r = t->runner;
+	struct error err = { 0 };
+	int k;
+
+	t->gpus = gpus;
+	runner_slots_format(r, gpus, t->gpus_text, sizeof(t->gpus_text));
+	/* committed before anything runs: a crash from here on leaves it to be redone */
+	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_DEPLOYING, &err);
+	if (k >= 0)
+		k = store_trial_set_gpus(r->store, t->id, t->gpus_text, &err);
+	if (r->opts.dry_run) {
+		/* an interrupted dry-run trial starts again where the schedule had it */
+		t->vstart_usec = t->vstart_before_usec && t->vstart_before_usec <= r->vclock_usec
+					 ? t->vstart_before_usec
+					 : r->vclock_usec;
+		if (k >= 0)
+			k = store_trial_set_times(r->store, t->id, r->study_start_usec + t->vstart_usec, 0, &err);
+	}
+	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return k;
 	}
-	r->trials[r->n_trials++] = t;
+	t->running = true;
 	t->open = true;
-	runner_knobs_text(r->study->space, &p->config, t->knobs_text, sizeof(t->knobs_text));
+	r->gpus_busy |= gpus;
 	r->status.trial = t->seq;
 	r->status.trial_id = t->id;
-	r->status.confirming = p->ask == OPT_ASK_CONFIRM;
+	r->status.confirming = t->proposal.ask == OPT_ASK_CONFIRM;
 	r->status.load_points = 0;
 	r->status.current_rate = 0;
 	snprintf(r->status.knobs, sizeof(r->status.knobs), "%s", t->knobs_text);
+	runner_status_count(r);
+	runner_gpu_note_start(r);
 	r->evaluator->start(t);
 	return 0;
 }
 
-/* ---- planning ---- */
+/* ---- status ---- */
 
-static void take_answer(struct runner *r, const struct runner_answer *a)
+void runner_trial_status_of(const struct runner_trial *t, struct runner_trial_status *ret)
 {
-	runner_planner_describe(r->planner, r->status.twin, sizeof(r->status.twin));
-	if (a->n == 0) {
-		snprintf(r->message, sizeof(r->message), "%s",
-			 a->message[0] ? a->message : opt_done_reason_to_string(a->reason));
-		runner_finish(r, RUNNER_END_DONE);
-		return;
-	}
-	for (size_t i = 0; i < a->n; i++)
-		if (trial_begin(r, &a->proposals[i]) < 0)
-			return;
-}
-
-void runner_on_answer(struct runner_planner *p, int k, const struct runner_answer *a, const char *message,
-		      void *userdata)
-{
-	struct runner *r = userdata;
-
-	r->asking = false;
-	if (k < 0) {
-		runner_fail(r, message ? message : strerror(-k));
-		return;
-	}
-	take_answer(r, a);
-}
-
-void runner_plan(struct runner *r)
-{
-	struct runner_answer answer;
-	struct runner_ask ask;
-	struct error err = { 0 };
-	int k;
-
-	if (runner_settle_request(r))
-		return;
-	if (runner_wall_budget_spent(r, r->message, sizeof(r->message))) {
-		runner_finish(r, RUNNER_END_DONE);
-		return;
-	}
-	runner_set_phase(r, RUNNER_PLANNING);
-	r->plan_waits_host = false;
-	ask = (struct runner_ask){
-		.history = &r->history,
-		.trial_ids = r->trial_ids,
-		.k = 1,
-		.host_json = r->host ? deploy_host_facts(r->host) : NULL,
-		.host_pending = r->host && deploy_host_facts_pending(r->host),
+	*ret = (struct runner_trial_status){
+		.trial_id = t->id,
+		.seq = t->seq,
+		.confirming = t->proposal.ask == OPT_ASK_CONFIRM,
+		.phase = t->phase,
+		.load_points = t->n_points,
+		.current_rate = t->current_rate,
+		.deploy_seconds = t->deploy_seconds,
 	};
-	k = runner_planner_ask(r->planner, &ask, &answer, &err);
-	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
-		return;
+	snprintf(ret->gpus, sizeof(ret->gpus), "%s", t->running ? t->gpus_text : "");
+	snprintf(ret->knobs, sizeof(ret->knobs), "%s", t->knobs_text);
+}
+
+void runner_status_count(struct runner *r)
+{
+	struct runner_status *st = &r->status;
+
+	memset(st->by_phase, 0, sizeof(st->by_phase));
+	st->in_flight = (unsigned)r->n_trials;
+	st->first_seq = st->last_seq = 0;
+	for (size_t i = 0; i < r->n_trials; i++) {
+		const struct runner_trial *t = r->trials[i];
+
+		st->by_phase[t->phase]++;
+		if (!st->first_seq || t->seq < st->first_seq)
+			st->first_seq = t->seq;
+		st->last_seq = MAX(st->last_seq, t->seq);
 	}
-	switch (k) {
-	case RUNNER_ASK_WAIT_HOST:
-		/* runner-host.c plans again once the facts are known */
-		r->plan_waits_host = true;
-		return;
-	case RUNNER_ASK_PENDING:
-		r->asking = true;
-		return;
-	default:
-		take_answer(r, &answer);
-	}
+	st->gpus_total = r->n_gpus;
+	st->gpus_busy = (unsigned)__builtin_popcountll(r->gpus_busy);
+}
+
+size_t runner_get_trials(const struct runner *r, struct runner_trial_status *ret, size_t n)
+{
+	for (size_t i = 0; i < r->n_trials && i < n; i++)
+		runner_trial_status_of(r->trials[i], &ret[i]);
+	return r->n_trials;
+}
+
+/* The status follows the trial that changed last; the event names it. */
+static void emit_trial(struct runner_trial *t, struct runner_event *ev)
+{
+	struct runner *r = t->runner;
+	struct runner_trial_status ts;
+
+	r->status.trial = t->seq;
+	r->status.trial_id = t->id;
+	r->status.confirming = t->proposal.ask == OPT_ASK_CONFIRM;
+	r->status.load_points = t->n_points;
+	r->status.current_rate = t->current_rate;
+	snprintf(r->status.knobs, sizeof(r->status.knobs), "%s", t->knobs_text);
+	runner_status_count(r);
+	runner_trial_status_of(t, &ts);
+	ev->trial = &ts;
+	runner_emit(r, ev);
 }
 
 /* ---- what evaluators report ---- */
@@ -217,11 +327,13 @@ void runner_plan(struct runner *r)
 void runner_trial_set_phase(struct runner_trial *t, enum runner_phase p)
 {
 	t->phase = p;
-	runner_set_phase(t->runner, p);
+	t->runner->status.phase = p;
+	emit_trial(t, &(struct runner_event){ .kind = RUNNER_EVENT_PHASE });
 }
 
 void runner_trial_set_rate(struct runner_trial *t, double rate)
 {
+	t->current_rate = rate;
 	t->runner->status.current_rate = rate;
 }
 
@@ -238,9 +350,12 @@ int runner_trial_load_point(struct runner_trial *t, const char *phase, const str
 		return k;
 	}
 	t->n_points++;
-	r->status.load_points = t->n_points;
+	if (strcmp(phase, "saturation") == 0)
+		runner_probe_note(r, t->tp, res->output_throughput);
 	if (announce)
-		runner_emit(r, &(struct runner_event){ .kind = RUNNER_EVENT_LOAD_POINT, .load_point = res });
+		emit_trial(t, &(struct runner_event){ .kind = RUNNER_EVENT_LOAD_POINT, .load_point = res });
+	else
+		r->status.load_points = t->n_points;
 	return 0;
 }
 
@@ -266,6 +381,7 @@ static int commit_outcome(struct runner_trial *t, const struct trial_result *res
 		.max_goodput = res->max_goodput,
 		.concurrency = res->concurrency,
 		.cost_per_mtok = res->cost,
+		.finished_usec = t->finished_at_usec,
 	};
 	int k;
 
@@ -299,7 +415,7 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	}
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;
-	k = runner_history_push(r, &ot, t->id);
+	k = runner_history_insert(r, &ot, t->id, t->seq);
 	if (k < 0) {
 		char msg[160];
 
@@ -312,6 +428,8 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 		runner_fail(r, msg);
 		return;
 	}
+	/* something new is known: a planner that said done is asked again */
+	r->planner_done = false;
 	k = runner_update_best(r, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
@@ -322,16 +440,16 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	/* teardown from here on: a pause/stop asked in the callbacks below
 	 * only changes the phase and is acted on once the server is gone */
 	runner_trial_set_phase(t, RUNNER_TEARDOWN);
-	runner_emit(r, &(struct runner_event){
-			       .kind = RUNNER_EVENT_TRIAL_FINISHED,
-			       .trial_id = t->id,
-			       .trial_state = res->state,
-			       .failure = res->failure,
-			       .failure_message = res->message[0] ? res->message : NULL,
-			       .cost_per_mtok = res->cost,
-			       .max_goodput = res->max_goodput,
-			       .deploy_seconds = t->deploy_seconds,
-		       });
+	emit_trial(t, &(struct runner_event){
+			      .kind = RUNNER_EVENT_TRIAL_FINISHED,
+			      .trial_id = t->id,
+			      .trial_state = res->state,
+			      .failure = res->failure,
+			      .failure_message = res->message[0] ? res->message : NULL,
+			      .cost_per_mtok = res->cost,
+			      .max_goodput = res->max_goodput,
+			      .deploy_seconds = t->deploy_seconds,
+		      });
 
 	switch (ev->server(t)) {
 	case RUNNER_SERVER_RUNNING:
@@ -344,6 +462,14 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 		break;
 	}
 	runner_trial_gone(t);
+}
+
+static bool any_running(const struct runner *r)
+{
+	for (size_t i = 0; i < r->n_trials; i++)
+		if (r->trials[i]->running)
+			return true;
+	return false;
 }
 
 void runner_trial_gone(struct runner_trial *t)
@@ -360,11 +486,63 @@ void runner_trial_gone(struct runner_trial *t)
 			return;
 		}
 	}
-	trial_remove(r, t);
-	r->status.trial_id = 0;
-	if (r->n_trials == 0)
-		/* the GPU's memory back to idle first (where NVML tells), then plan */
+	if (r->status.trial_id == t->id)
+		r->status.trial_id = 0;
+	runner_trial_remove(r, t);
+	if (!any_running(r))
+		/* the GPUs' memory back to idle first (where NVML tells), then plan */
 		runner_after_server_gone(r);
+	else if (r->request == RUNNER_REQUEST_NONE)
+		runner_schedule(r, RUNNER_ACTION_PLAN);
+}
+
+/* ---- a busy GPU ---- */
+
+#define BUSY_RETRY_USEC     (2 * USEC_PER_SEC)
+#define BUSY_RETRY_MAX_USEC (60 * USEC_PER_SEC)
+
+void runner_trial_host_busy(struct runner_trial *t, const char *why)
+{
+	struct runner *r = t->runner;
+	struct error err = { 0 };
+	uint64_t wait = BUSY_RETRY_USEC << MIN(t->busy_retries, 5u), now = runner_clock(r);
+	const char *p = why ? strstr(why, "GPU ") : NULL;
+	unsigned device;
+	int k;
+
+	wait = MIN(wait, BUSY_RETRY_MAX_USEC);
+	t->busy_retries++;
+	r->evaluator->release(t);
+	/* the GPU named busy is left alone for as long; the trial may take others */
+	if (p && sscanf(p, "GPU %u busy", &device) == 1 && (k = runner_slots_position(r, device)) >= 0) {
+		r->gpus_blocked |= UINT64_C(1) << k;
+		r->gpu_free_at[k] = now + wait;
+	} else
+		t->not_before_usec = now + wait;
+	log_warning("trial %u on GPU %s: the host is busy (%s): it waits %.0f s and is tried again", t->seq,
+		    t->gpus_text, why ? why : "a GPU is held by another process", (double)wait / USEC_PER_SEC);
+	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PENDING, &err);
+	if (k >= 0)
+		k = store_trial_set_server(r->store, t->id, 0, NULL, t->log_path, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
+	r->gpus_busy &= ~t->gpus;
+	t->running = false;
+	t->open = false;
+	t->gpus = 0;
+	t->n_points = 0;
+	t->current_rate = 0;
+	free(t->log_path);
+	t->log_path = NULL;
+	runner_trial_set_phase(t, RUNNER_WAITING);
+	if (r->request != RUNNER_REQUEST_NONE) {
+		if (!any_running(r))
+			runner_after_server_gone(r);
+		return;
+	}
+	runner_schedule(r, RUNNER_ACTION_PLAN);
 }
 
 /* ---- halting (pause, stop, cancel) ---- */
@@ -388,20 +566,14 @@ void runner_halt(struct runner *r)
 	enum runner_phase halting = r->request == RUNNER_REQUEST_PAUSE ? RUNNER_PAUSING : RUNNER_STOPPING;
 	const struct runner_evaluator *ev = r->evaluator;
 	struct runner_trial *gone[RUNNER_ASK_MAX];
-	size_t n_gone = 0;
+	size_t n_gone = 0, n_stopping = 0;
 
 	switch (r->status.phase) {
 	case RUNNER_FINISHED:
 	case RUNNER_IDLE:
 		return;
-	case RUNNER_TEARDOWN:
-	case RUNNER_PAUSING:
-	case RUNNER_STOPPING:
-		/* the server is going already: runner_trial_gone settles the
-		 * request; a wait for GPU memory after it does not hold it up */
-		runner_set_phase(r, halting);
-		if (runner_host_stop_waiting(r))
-			runner_after_server_gone(r);
+	case RUNNER_PAUSED:
+		runner_settle_request(r);
 		return;
 	default:
 		break;
@@ -410,36 +582,49 @@ void runner_halt(struct runner *r)
 	r->action = RUNNER_ACTION_NONE;
 	if (r->step_source)
 		(void)sd_event_source_set_enabled(r->step_source, SD_EVENT_OFF);
+	r->retry_timer = sd_event_source_disable_unref(r->retry_timer);
 	runner_planner_cancel(r->planner);
 	r->asking = false;
 	r->plan_waits_host = false;
-	for (size_t i = 0; i < r->n_trials; i++) {
+	for (size_t i = r->n_trials; i-- > 0;) {
 		struct runner_trial *t = r->trials[i];
 
+		if (!t->running) {
+			/* waiting: its row stays pending, to be started on resume */
+			runner_trial_remove(r, t);
+			continue;
+		}
+		if (t->phase == RUNNER_TEARDOWN) {
+			/* told already: its finish tears it down and settles the request */
+			n_stopping++;
+			continue;
+		}
 		ev->abort(t);
 		if (mark_interrupted(t) < 0)
 			return;
 		switch (ev->server(t)) {
 		case RUNNER_SERVER_RUNNING:
-			runner_set_phase(r, halting);
-			if (ev->stop_server(t) >= 0)
+			if (ev->stop_server(t) >= 0) {
+				n_stopping++;
 				continue;
+			}
 			break;
 		case RUNNER_SERVER_STOPPING:
-			runner_set_phase(r, halting);
+			n_stopping++;
 			continue;
 		case RUNNER_SERVER_NONE:
 			break;
 		}
 		gone[n_gone++] = t;
 	}
+	runner_set_phase(r, halting);
 	for (size_t i = 0; i < n_gone; i++)
 		runner_trial_gone(gone[i]);
-	if (n_gone > 0 || r->n_trials > 0)
-		return;
-	/* nothing ran (planning, paused) */
-	if (r->status.phase == RUNNER_PAUSED)
-		runner_settle_request(r);
-	else
+	if (n_gone > 0)
+		return; /* the last one gone acts on the request (when none stops) */
+	if (n_stopping == 0 && !any_running(r)) {
+		/* nothing ran (planning), or a wait for GPU memory: act at once */
+		(void)runner_host_stop_waiting(r);
 		runner_after_server_gone(r);
+	}
 }

@@ -45,6 +45,7 @@ const char *runner_phase_to_string(enum runner_phase p)
 		[RUNNER_PROBING] = "probing",     [RUNNER_TEARDOWN] = "teardown",
 		[RUNNER_PAUSING] = "pausing",     [RUNNER_PAUSED] = "paused",
 		[RUNNER_STOPPING] = "stopping",   [RUNNER_FINISHED] = "finished",
+		[RUNNER_WAITING] = "waiting",
 	};
 	return (unsigned)p < _RUNNER_PHASE_MAX ? names[p] : "unknown";
 }
@@ -68,7 +69,7 @@ const char *runner_end_to_string(enum runner_end e)
 
 void runner_options_init(struct runner_options *o)
 {
-	*o = (struct runner_options){ .confirm_probes = -1 };
+	*o = (struct runner_options){ .confirm_probes = -1, .startup_model = -1 };
 }
 
 /* ---- status ---- */
@@ -102,6 +103,27 @@ void runner_knobs_text(const struct opt_space *space, const struct opt_config *c
 	}
 }
 
+/* "2 probing, 1 deploying, 1 waiting" */
+static void count_phases(const struct runner_status *st, char *buf, size_t size)
+{
+	static const enum runner_phase order[] = { RUNNER_PROBING, RUNNER_QUALITY_CHECK, RUNNER_DEPLOYING,
+						   RUNNER_TEARDOWN, RUNNER_WAITING };
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < ELEMENTSOF(order) && len < size; i++) {
+		int n;
+
+		if (!st->by_phase[order[i]])
+			continue;
+		n = snprintf(buf + len, size - len, "%s%u %s", len ? ", " : "", st->by_phase[order[i]],
+			     runner_phase_to_string(order[i]));
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+}
+
 int runner_status_format(const struct runner_status *st, char *buf, size_t size)
 {
 	char best[200] = "";
@@ -118,7 +140,15 @@ int runner_status_format(const struct runner_status *st, char *buf, size_t size)
 		n = snprintf(buf, size, "%s: %s%s", st->study_name, runner_end_to_string(st->end), best);
 	else if (st->phase == RUNNER_PAUSED || st->phase == RUNNER_IDLE || st->trial == 0)
 		n = snprintf(buf, size, "%s: %s%s", st->study_name, runner_phase_to_string(st->phase), best);
-	else if (st->max_trials > 0 && !st->confirming)
+	else if (st->in_flight > 1) {
+		char phases[160], of[24] = "";
+
+		count_phases(st, phases, sizeof(phases));
+		if (st->max_trials > 0)
+			snprintf(of, sizeof(of), "/%u", st->max_trials);
+		n = snprintf(buf, size, "trials %u-%u%s %s on %u/%u GPUs%s", st->first_seq, st->last_seq, of, phases,
+			     st->gpus_busy, st->gpus_total, best);
+	} else if (st->max_trials > 0 && !st->confirming)
 		n = snprintf(buf, size, "trial %u/%u %s%s%s%s", st->trial, st->max_trials,
 			     runner_phase_to_string(st->phase), st->knobs[0] ? " " : "", st->knobs, best);
 	else
@@ -127,10 +157,21 @@ int runner_status_format(const struct runner_status *st, char *buf, size_t size)
 	return n < 0 ? -EINVAL : 0;
 }
 
+uint64_t runner_clock(const struct runner *r)
+{
+	return r->opts.dry_run ? r->vclock_usec : mono_usec();
+}
+
 void runner_get_status(const struct runner *r, struct runner_status *ret)
 {
+	uint64_t now = real_usec();
+
 	*ret = r->status;
 	ret->message = r->message[0] ? r->message : NULL;
+	if (r->opts.dry_run)
+		ret->clock_usec = r->vclock_usec;
+	else
+		ret->clock_usec = r->study_start_usec && now > r->study_start_usec ? now - r->study_start_usec : 0;
 }
 
 void runner_emit(struct runner *r, const struct runner_event *ev)
@@ -220,6 +261,11 @@ bool runner_kind_is_confirm(const char *kind)
 	return kind && strstr(kind, "confirm") != NULL;
 }
 
+bool runner_kind_is_alone(const char *kind)
+{
+	return runner_kind_is_confirm(kind) && !strstr(kind, "search-confirm");
+}
+
 /* The optimizer's view of a finished trial; false for trials still open. */
 static bool trial_to_opt(const struct store_trial *t, struct opt_trial *ret)
 {
@@ -246,19 +292,94 @@ static bool trial_to_opt(const struct store_trial *t, struct opt_trial *ret)
 	return true;
 }
 
-int runner_history_push(struct runner *r, const struct opt_trial *t, int64_t trial_id)
+int runner_history_insert(struct runner *r, const struct opt_trial *t, int64_t trial_id, unsigned seq)
 {
+	size_t n = r->n_trial_ids, at = n;
 	int64_t *ids;
+	unsigned *seqs;
 	int k;
 
 	k = opt_history_add(&r->history, t);
 	if (k < 0)
 		return k;
-	ids = realloc(r->trial_ids, (r->n_trial_ids + 1) * sizeof(*ids));
-	if (!ids)
+	ids = realloc(r->trial_ids, (n + 1) * sizeof(*ids));
+	if (ids)
+		r->trial_ids = ids;
+	seqs = realloc(r->trial_seqs, (n + 1) * sizeof(*seqs));
+	if (seqs)
+		r->trial_seqs = seqs;
+	if (!ids || !seqs) {
+		r->history.n--;
 		return -ENOMEM;
-	r->trial_ids = ids;
-	r->trial_ids[r->n_trial_ids++] = trial_id;
+	}
+	/* in trial order, whatever order trials end in: a restarted runner
+	 * reads the store in that order */
+	while (at > 0 && r->trial_seqs[at - 1] > seq)
+		at--;
+	memmove(&r->history.trials[at + 1], &r->history.trials[at], (n - at) * sizeof(r->history.trials[0]));
+	memmove(&r->trial_ids[at + 1], &r->trial_ids[at], (n - at) * sizeof(r->trial_ids[0]));
+	memmove(&r->trial_seqs[at + 1], &r->trial_seqs[at], (n - at) * sizeof(r->trial_seqs[0]));
+	r->history.trials[at] = *t;
+	r->trial_ids[at] = trial_id;
+	r->trial_seqs[at] = seq;
+	r->n_trial_ids = n + 1;
+	return 0;
+}
+
+struct interval {
+	uint64_t from, to;
+};
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* The wall time stored trials took: the union of their intervals (trials
+ * side by side count once). */
+static uint64_t busy_time(const struct store_trial *t, size_t n)
+{
+	_cleanup_(freep) struct interval *v = calloc(n ? n : 1, sizeof(*v));
+	uint64_t total = 0, from = 0, to = 0;
+	size_t m = 0;
+
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (t[i].started_usec > 0 && t[i].finished_usec > t[i].started_usec)
+			v[m++] = (struct interval){ t[i].started_usec, t[i].finished_usec };
+	qsort(v, m, sizeof(*v), cmp_interval);
+	for (size_t i = 0; i < m; i++) {
+		if (i > 0 && v[i].from <= to) {
+			to = MAX(to, v[i].to);
+			continue;
+		}
+		total += to - from;
+		from = v[i].from;
+		to = v[i].to;
+	}
+	return total + (to - from);
+}
+
+/* The saturated throughput of a trial's load points (the probe's capacity). */
+static int note_saturation(struct runner *r, const struct store_trial *t, struct error *err)
+{
+	struct store_load_point *lp = NULL;
+	struct opt_config c;
+	size_t n = 0;
+	int k;
+
+	if (opt_config_from_key(r->study->space, t->canonical_key, &c, NULL) < 0)
+		return 0;
+	k = store_load_point_list(r->store, t->id, &lp, &n, err);
+	if (k < 0)
+		return k;
+	for (size_t i = 0; i < n; i++)
+		if (lp[i].phase && strcmp(lp[i].phase, "saturation") == 0)
+			runner_probe_note(r, runner_config_tp(r, &c), lp[i].output_throughput);
+	store_load_point_array_free(lp, n);
 	return 0;
 }
 
@@ -281,14 +402,17 @@ static int load_history(struct runner *r, struct error *err)
 			error_prefix(err, k, "trial %u", t[i].seq);
 			break;
 		}
-		k = runner_history_push(r, &ot, t[i].id);
+		k = runner_history_insert(r, &ot, t[i].id, t[i].seq);
 		if (k < 0) {
 			error_set(err, k, "trial %u: cannot add it to the history", t[i].seq);
 			break;
 		}
-		/* what earlier runs spent: the budget continues, it does not restart */
-		if (t[i].started_usec > 0 && t[i].finished_usec > t[i].started_usec)
-			r->wall_used_before_usec += t[i].finished_usec - t[i].started_usec;
+		k = note_saturation(r, &t[i], err);
+		if (k < 0)
+			break;
+		/* a dry run's virtual clock goes on from the last trial's end */
+		if (r->opts.dry_run && r->row.started_usec && t[i].finished_usec > r->row.started_usec)
+			r->vclock_usec = MAX(r->vclock_usec, t[i].finished_usec - r->row.started_usec);
 		if (isfinite(t[i].deploy_seconds) && t[i].deploy_seconds > 0) {
 			r->deploy_sum_s += t[i].deploy_seconds;
 			r->deploy_n++;
@@ -296,6 +420,9 @@ static int load_history(struct runner *r, struct error *err)
 		if (t[i].seq > r->status.trial)
 			r->status.trial = t[i].seq;
 	}
+	/* what earlier runs spent: the budget continues, it does not restart */
+	if (k >= 0)
+		r->wall_used_before_usec = busy_time(t, n);
 	store_trial_array_free(t, n);
 	if (k < 0)
 		return k;
@@ -410,6 +537,13 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	r->wall_budget_usec =
 		r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec : r->study->budget.max_wall_time_usec;
 	r->status.max_trials = r->settings.max_trials;
+	r->n_gpus = r->study->gpu.n_devices;
+	if (r->opts.startup_model < 0)
+		r->opts.startup_model = strcmp(r->profile->name, "sim") != 0;
+	r->parallel = r->opts.parallel ? r->opts.parallel : r->study->budget.parallel;
+	if (r->parallel == 0 || r->parallel > RUNNER_ASK_MAX)
+		r->parallel = RUNNER_ASK_MAX;
+	runner_status_count(r);
 	k = make_planner(r, err);
 	if (k < 0)
 		return error_prefix(err, k, "study %s", r->row.name);
@@ -435,6 +569,7 @@ struct runner *runner_free(struct runner *r)
 	store_study_done(&r->row);
 	opt_history_done(&r->history);
 	free(r->trial_ids);
+	free(r->trial_seqs);
 	free(r->engines_dir);
 	free(r->log_dir);
 	sd_event_unref(r->event);
@@ -590,6 +725,20 @@ static int kill_orphans(struct runner *r, struct error *err)
 	return k < 0 ? k : 0;
 }
 
+/* When the study first ran (the dry run's virtual clock counts from it). */
+static int read_start(struct runner *r, struct error *err)
+{
+	struct store_study st = { 0 };
+	int k;
+
+	k = store_study_get(r->store, r->study_id, &st, err);
+	if (k < 0)
+		return k;
+	r->study_start_usec = st.started_usec;
+	store_study_done(&st);
+	return 0;
+}
+
 int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 {
 	struct error err = { 0 };
@@ -600,7 +749,7 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 	r->started = true;
 	r->cb = cb;
 	r->userdata = userdata;
-	r->start_usec = mono_usec();
+	r->start_usec = runner_clock(r);
 	if (r->row.state == STORE_STUDY_DONE) {
 		r->pending_end = RUNNER_END_DONE;
 		runner_schedule(r, RUNNER_ACTION_FINISH);
@@ -613,6 +762,10 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 		log_info("study %s: %d interrupted trial%s will be redone", r->row.name, k, k == 1 ? "" : "s");
 	if (k >= 0)
 		k = store_study_set_state(r->store, r->study_id, STORE_STUDY_RUNNING, NULL, &err);
+	if (k >= 0)
+		k = read_start(r, &err);
+	if (k >= 0)
+		k = runner_queue_load(r, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return 0;
@@ -625,7 +778,8 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 				 (double)r->wall_budget_usec / USEC_PER_SEC);
 		if (r->wall_used_before_usec >= r->wall_budget_usec)
 			r->wall_expired = true;
-		else {
+		else if (!r->opts.dry_run) {
+			/* (a dry run's clock is virtual: checked between trials) */
 			k = sd_event_add_time_relative(r->event, &r->wall_timer, CLOCK_MONOTONIC,
 						       r->wall_budget_usec - r->wall_used_before_usec, 1000,
 						       on_wall_timer, r);
@@ -676,13 +830,19 @@ int runner_resume(struct runner *r)
 
 	if (r->status.phase != RUNNER_PAUSED) {
 		if (r->request == RUNNER_REQUEST_PAUSE) {
-			/* still tearing down: continue once that is over */
+			/* still tearing down: continue once that is over, the
+			 * trials that waited first */
 			r->request = RUNNER_REQUEST_NONE;
-			return 0;
+			k = runner_queue_load(r, &err);
+			if (k < 0)
+				runner_fail(r, error_str(&err, k));
+			return k < 0 ? k : 0;
 		}
 		return -ESTALE;
 	}
 	k = store_study_set_state(r->store, r->study_id, STORE_STUDY_RUNNING, NULL, &err);
+	if (k >= 0)
+		k = runner_queue_load(r, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return k;

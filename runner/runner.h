@@ -16,17 +16,34 @@
  *   trial   ─ one proposal in flight (struct runner_trial): recorded before
  *             anything runs, measured by the evaluator, its outcome committed
  *             and told to the history, its server torn down
+ *   slots   ─ the study's GPUs (gpu.devices): each trial holds an aligned
+ *             set of tensor_parallel of them while it runs; trials wait in
+ *             the order they were asked for (the first one that does not
+ *             fit holds the rest back, so a TP 8 trial is not starved by
+ *             TP 1 ones), up to budget.parallel at once; a confirmation of
+ *             the answer runs alone
  *   evaluator ─ turns a configuration into a measured trial: deploy + quality
  *             check + probe on a real server, or the engine model in virtual
  *             time (dry run)
  *
  * One trial:
  *
- *   planner ──► PENDING (stored) ──► DEPLOYING (stored; deploy_start, pgid stored)
+ *   planner ──► PENDING (stored; waiting for its GPUs) ──► DEPLOYING (stored with its
+ *      GPUs; deploy_start, pgid stored)
  *      ──► ready ──► [QUALITY_CHECK: the study's quality_check argv, knobs in env]
  *      ──► PROBING (stored; find-max-rate, every load point stored as it ends)
  *      ──► outcome (done / infeasible / failed, cost, stored) ──► TEARDOWN
- *      ──► next trial, or confirmations asked by the planner, or DONE.
+ *      ──► its GPUs free: the next waiting trial, more asked of the planner, or DONE.
+ *
+ * Several trials run at once on disjoint GPU sets (budget.parallel): the
+ * planner is asked for as many configurations as could start, with the
+ * trials in flight as pending; each trial gets its GPUs through the engine
+ * profile's gpu_env, its own port, log and probe. A server that finds its
+ * GPUs held by another process ("GPU n busy") is not an outcome: the trial
+ * waits and is tried again. After a crash the trials that were waiting or
+ * running are started again first, in the same order, so the study asks
+ * the same candidates as it would have. A dry run keeps the same schedule
+ * on a virtual clock (start-up times charged, runner_options).
  *
  * Every state change is committed to the store before it is acted on. On
  * start the runner calls store_study_resume (trials left deploying/probing
@@ -34,9 +51,10 @@
  * recorded process group. With dry_run the deploy and probe steps are
  * replaced by the sim core in virtual time (sim_find_max_rate), the trials
  * being stored as usual with kinds "dry-run", "dry-run-retry-N" and
- * "dry-run-confirm-N" (instead of "search", "search-retry-N", "confirm-N")
- * and host_json {"dry_run":true}. A budget of wall time is checked between
- * trials: a trial in flight runs to its end. The status's best is the
+ * "dry-run-confirm-N" (instead of "search", "search-retry-N", "confirm-N";
+ * the search's own re-probes are "search-confirm-N") and host_json
+ * {"dry_run":true}. A budget of wall time is checked before a trial starts
+ * (on the virtual clock in a dry run): trials in flight run to their end. The status's best is the
  * study's answer as the store gives it (store_study_best): the same figure
  * `goodput report` and goodputd show.
  *
@@ -68,11 +86,12 @@ enum runner_phase {
 	RUNNER_PAUSED,        /* nothing runs; runner_resume continues */
 	RUNNER_STOPPING,      /* stop/cancel asked: tearing down */
 	RUNNER_FINISHED,      /* final: see runner_status.final_state */
+	RUNNER_WAITING,       /* a trial: recorded, waiting for its GPUs, the probe's capacity or a busy GPU */
 	_RUNNER_PHASE_MAX,
 };
 
 /* "idle", "planning", "deploying", "quality-check", "probing", "teardown",
- * "pausing", "paused", "stopping", "finished". */
+ * "pausing", "paused", "stopping", "finished", "waiting". */
 const char *runner_phase_to_string(enum runner_phase p);
 
 /* How a runner ended. */
@@ -94,9 +113,24 @@ struct runner_options {
 	uint32_t max_trials;
 	uint64_t max_wall_time_usec;
 	int confirm_probes; /* optimizer re-probes of best and runner-up; 0 = none; < 0 = the default (1) */
+	unsigned parallel;  /* trials in flight at most; 0 = the study's budget.parallel */
+	/* A dry run charges each trial its server's modelled start-up (weights
+	 * read, initialisation, graph capture: runner-dryrun.h): 1 yes, 0 no,
+	 * −1 (the default) yes unless the engine is goodput-sim, whose servers
+	 * start in a fraction of a second unless told to model it. */
+	int startup_model;
+	/* What the probes in flight may take together (tokens/s the probe's one
+	 * loop serves; 0 = RUNNER_PROBE_CAPACITY_TPS): a trial that would push
+	 * the expected load past it waits. */
+	double probe_capacity_tps;
 };
 
-/* Zeroes o, with confirm_probes at its default (-1). */
+/* The probe's capacity: ~10 µs of CPU per streamed token on its one loop
+ * (its benchmark measures 7–9 µs for tokens arriving one per event), so
+ * about 100k tokens/s; trials are held back above 70 % of it. */
+#define RUNNER_PROBE_CAPACITY_TPS 100000.0
+
+/* Zeroes o, with confirm_probes (−1) and startup_model (−1) at their defaults. */
 void runner_options_init(struct runner_options *o);
 
 struct runner_status {
@@ -121,6 +155,25 @@ struct runner_status {
 	char best_knobs[256];
 	const char *message; /* why FAILED / last error, or NULL; valid until the next event */
 	char twin[128];      /* the twin strategy's state ("twin refine, warm, fit error 3.1%"); "" otherwise */
+	/* trials side by side */
+	unsigned in_flight;                   /* recorded, not finished: running or waiting */
+	unsigned by_phase[_RUNNER_PHASE_MAX]; /* ... by their phase */
+	unsigned first_seq, last_seq;         /* the lowest and highest trial number in flight */
+	unsigned gpus_busy, gpus_total;       /* GPUs held by trials in flight, of the study's */
+	uint64_t clock_usec; /* the study's wall clock since its first trial started (virtual in a dry run) */
+};
+
+/* One trial in flight, for status lists (goodputd's `status`, progress lines). */
+struct runner_trial_status {
+	int64_t trial_id;
+	unsigned seq; /* its number in the study */
+	bool confirming;
+	enum runner_phase phase; /* WAITING, DEPLOYING, QUALITY_CHECK, PROBING or TEARDOWN */
+	char gpus[64];           /* "0,1" (host indices); "" while waiting */
+	char knobs[256];
+	unsigned load_points;
+	double current_rate;   /* 0 none */
+	double deploy_seconds; /* start to ready (NAN: not yet) */
 };
 
 /* "trial 7/40 probing max_num_seqs=128 ... tp=1; best $0.213/Mtok" — one line for
@@ -137,6 +190,8 @@ enum runner_event_kind {
 struct runner_event {
 	enum runner_event_kind kind;
 	const struct runner_status *status;
+	/* PHASE of a trial, LOAD_POINT, TRIAL_FINISHED: the trial (NULL for the runner's own phases) */
+	const struct runner_trial_status *trial;
 	/* LOAD_POINT */
 	const struct probe_result *load_point;
 	/* TRIAL_FINISHED */
@@ -190,6 +245,8 @@ int runner_study_insert(struct store *store, const struct study *study, const ch
 
 /* A snapshot of the status; strings point into the runner. */
 void runner_get_status(const struct runner *r, struct runner_status *ret);
+/* The trials in flight, in trial order, into ret (at most n); returns how many there are. */
+size_t runner_get_trials(const struct runner *r, struct runner_trial_status *ret, size_t n);
 
 /* The knobs of a stored trial (its canonical_key) as the status shows them:
  * "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1". -EINVAL when

@@ -203,13 +203,12 @@ int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct e
 {
 	int r;
 
-	r = store_exec(s, STMT_TRIAL_SET_GPUS, "recording a trial's GPUs", STORE_VALUES(STORE_INT(id), STORE_TEXT(gpus)),
-		       err);
+	r = store_exec(s, STMT_TRIAL_SET_GPUS, "recording a trial's GPUs",
+		       STORE_VALUES(STORE_INT(id), STORE_TEXT(gpus)), err);
 	return trial_updated(s, r, id, err);
 }
 
-int store_trial_set_times(struct store *s, int64_t id, uint64_t started_usec, uint64_t finished_usec,
-			  struct error *err)
+int store_trial_set_times(struct store *s, int64_t id, uint64_t started_usec, uint64_t finished_usec, struct error *err)
 {
 	int r;
 

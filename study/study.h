@@ -71,8 +71,8 @@ struct study {
 	const char **quality_check; /* argv, NULL-terminated (array owned, strings in json); NULL = none */
 
 	struct {
-		const char *type;                 /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
-		uint32_t count;                   /* GPUs the study may use (= n_devices) */
+		const char *type; /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
+		uint32_t count;   /* GPUs the study may use (= n_devices) */
 		unsigned devices[STUDY_GPUS_MAX]; /* their indices on the host (default 0..count−1), distinct */
 		unsigned n_devices;
 		double price_per_gpu_hour; /* $, > 0 */

@@ -1,0 +1,313 @@
+/* runner-fill.c — what starts when. The plan step runs whenever something
+ * changed (a trial's server gone, an answer, a busy GPU's wait over, a
+ * resume) and does, in order:
+ *
+ *  1. start the waiting trials in trial order: each needs free GPUs
+ *     (packed by TP, runner-slots.c), fewer than budget.parallel trials
+ *     running, room in the probe's capacity, and — for a confirmation of
+ *     the answer — nothing else running (and nothing starts beside it).
+ *     The first that does not fit reserves the block it waits for, the one
+ *     that drains first; those behind it start only outside that block,
+ *     so a trial that needs the whole host gets it once it drains;
+ *  2. with at most that one waiting and GPUs free outside its block, ask
+ *     the planner for as many configurations as could start there (free
+ *     GPUs / the smallest TP), with every trial in flight as pending; its
+ *     proposals are recorded at once (state pending) and start as in 1;
+ *  3. with nothing in flight and the planner done (or the wall-time budget
+ *     spent), finish the study;
+ *  4. otherwise wait for trials to end; a dry run's evaluator moves its
+ *     virtual clock to the next trial's end (runner-eval-dry.c).
+ *
+ * Recording the proposals before they start is what keeps a resumed study
+ * on its path: after a crash the trials that were waiting or running are
+ * read back (runner_queue_load) and started first, in the same order, and
+ * the planner is asked with the same trials in flight as before. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "runner-internal.h"
+#include "time-util.h"
+
+static unsigned n_running(const struct runner *r)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < r->n_trials; i++)
+		n += r->trials[i]->running;
+	return n;
+}
+
+static bool alone_running(const struct runner *r)
+{
+	for (size_t i = 0; i < r->n_trials; i++)
+		if (r->trials[i]->running && r->trials[i]->proposal.alone)
+			return true;
+	return false;
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct runner *r = userdata;
+
+	r->retry_timer = sd_event_source_disable_unref(r->retry_timer);
+	runner_schedule(r, RUNNER_ACTION_PLAN);
+	return 0;
+}
+
+/* Plans again at `at` (runner clock; real runs only: a dry run never waits for a busy GPU). */
+static void retry_at(struct runner *r, uint64_t at)
+{
+	int k;
+
+	if (r->opts.dry_run)
+		return;
+	if (r->retry_timer) {
+		uint64_t old = 0;
+
+		if (sd_event_source_get_time(r->retry_timer, &old) >= 0 && old <= at)
+			return;
+		r->retry_timer = sd_event_source_disable_unref(r->retry_timer);
+	}
+	k = sd_event_add_time(r->event, &r->retry_timer, CLOCK_MONOTONIC, at, 1000, on_retry, r);
+	if (k < 0) {
+		log_warning("runner: cannot arm a timer: %s", strerror(-k));
+		return;
+	}
+	(void)sd_event_source_set_description(r->retry_timer, "runner-retry");
+}
+
+/* GPUs a foreign process held: free again once their wait is over. */
+static void unblock_gpus(struct runner *r, uint64_t now)
+{
+	for (unsigned i = 0; i < r->n_gpus; i++)
+		if ((r->gpus_blocked & (UINT64_C(1) << i)) && r->gpu_free_at[i] <= now)
+			r->gpus_blocked &= ~(UINT64_C(1) << i);
+}
+
+static uint64_t next_unblock(const struct runner *r)
+{
+	uint64_t at = UINT64_MAX;
+
+	for (unsigned i = 0; i < r->n_gpus; i++)
+		if (r->gpus_blocked & (UINT64_C(1) << i))
+			at = MIN(at, r->gpu_free_at[i]);
+	return at;
+}
+
+static unsigned n_waiting(const struct runner *r)
+{
+	return (unsigned)r->n_trials - n_running(r);
+}
+
+/* The next waiting trial after `after` (NULL: the first) that is not
+ * started yet. */
+static struct runner_trial *next_waiting(const struct runner *r, const struct runner_trial *after)
+{
+	bool past = !after;
+
+	for (size_t i = 0; i < r->n_trials; i++) {
+		if (r->trials[i] == after) {
+			past = true;
+			continue;
+		}
+		if (past && !r->trials[i]->running)
+			return r->trials[i];
+	}
+	return NULL;
+}
+
+/* Step 1: the waiting trials in order. The first that cannot start
+ * reserves the block it waits for (the whole host for a confirmation of
+ * the answer); those behind it start only outside it. */
+static void start_waiting(struct runner *r)
+{
+	struct runner_trial *t = NULL;
+	bool blocked = false;
+
+	r->gpus_reserved = 0;
+	r->head_waits = false;
+	while (!runner_failing(r) && r->request == RUNNER_REQUEST_NONE && (t = next_waiting(r, t))) {
+		uint64_t now = runner_clock(r), gpus;
+
+		unblock_gpus(r, now);
+		if (alone_running(r) || n_running(r) >= r->parallel)
+			return;
+		if (t->not_before_usec > now) {
+			/* a busy GPU: it waits a while, the others need not */
+			retry_at(r, t->not_before_usec);
+			continue;
+		}
+		if (t->proposal.alone && (n_running(r) > 0 || blocked)) {
+			r->gpus_reserved = ~UINT64_C(0);
+			r->head_waits = !blocked;
+			return;
+		}
+		if (!runner_probe_fits(r, runner_probe_estimate(r, t->tp))) {
+			log_debug("trial %u waits: the probes in flight would stream more than %.0f tokens/s", t->seq,
+				  runner_probe_capacity(r));
+			return;
+		}
+		if (runner_slots_find(r, t->tp, t->gpus_before, r->gpus_reserved, &gpus) < 0) {
+			if (r->gpus_blocked)
+				retry_at(r, next_unblock(r));
+			if (!blocked) {
+				blocked = true;
+				r->gpus_reserved = runner_slots_reserve(r, t->tp);
+				r->head_waits = true;
+			} else
+				r->head_waits = false;
+			continue;
+		}
+		/* the list may change inside (a start that fails at once): look
+		 * from the first again */
+		if (runner_trial_start(t, gpus) < 0)
+			return;
+		t = NULL;
+		if (!blocked)
+			continue;
+		/* behind a waiting one: recompute what it waits for */
+		r->gpus_reserved = 0;
+		blocked = false;
+	}
+}
+
+/* What to ask for: as many as could start on the free GPUs (outside a
+ * block a waiting trial reserves). Nothing while more than that one waits. */
+static size_t ask_size(const struct runner *r)
+{
+	unsigned running = n_running(r), waiting = n_waiting(r), k, free;
+
+	if (running >= r->parallel || r->n_trials >= RUNNER_ASK_MAX || waiting > 1 || (waiting == 1 && !r->head_waits))
+		return 0;
+	free = r->n_gpus -
+	       (unsigned)__builtin_popcountll((r->gpus_busy | r->gpus_blocked | r->gpus_reserved) &
+					      (r->n_gpus >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << r->n_gpus) - 1));
+	k = free / runner_min_tp(r);
+	k = MIN(k, r->parallel - running);
+	k = MIN(k, (unsigned)(RUNNER_ASK_MAX - r->n_trials));
+	return k;
+}
+
+static void take_answer(struct runner *r, const struct runner_answer *a)
+{
+	struct error err = { 0 };
+	int k;
+
+	runner_planner_describe(r->planner, r->status.twin, sizeof(r->status.twin));
+	if (a->n == 0) {
+		snprintf(r->done_message, sizeof(r->done_message), "%s",
+			 a->message[0] ? a->message : opt_done_reason_to_string(a->reason));
+		r->planner_done = true;
+		return;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		k = runner_queue_add(r, &a->proposals[i], &err);
+		if (k < 0) {
+			runner_fail(r, error_str(&err, k));
+			return;
+		}
+	}
+}
+
+void runner_on_answer(struct runner_planner *p, int k, const struct runner_answer *a, const char *message,
+		      void *userdata)
+{
+	struct runner *r = userdata;
+
+	r->asking = false;
+	if (k < 0) {
+		runner_fail(r, message ? message : strerror(-k));
+		return;
+	}
+	take_answer(r, a);
+	if (!runner_failing(r))
+		runner_schedule(r, RUNNER_ACTION_PLAN);
+}
+
+/* Step 2. Returns false when the ask is in flight (or failed). */
+static bool ask(struct runner *r, size_t n)
+{
+	_cleanup_(freep) struct runner_proposal *pending = NULL;
+	struct runner_answer answer;
+	struct runner_ask a;
+	struct error err = { 0 };
+	int k;
+
+	pending = calloc(r->n_trials ? r->n_trials : 1, sizeof(*pending));
+	if (!pending) {
+		runner_fail(r, "out of memory");
+		return false;
+	}
+	for (size_t i = 0; i < r->n_trials; i++)
+		pending[i] = r->trials[i]->proposal;
+	if (n_running(r) == 0)
+		runner_set_phase(r, RUNNER_PLANNING);
+	r->plan_waits_host = false;
+	a = (struct runner_ask){
+		.history = &r->history,
+		.trial_ids = r->trial_ids,
+		.pending = pending,
+		.n_pending = r->n_trials,
+		.k = n,
+		.host_json = r->host ? deploy_host_facts(r->host) : NULL,
+		.host_pending = r->host && deploy_host_facts_pending(r->host),
+	};
+	k = runner_planner_ask(r->planner, &a, &answer, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return false;
+	}
+	switch (k) {
+	case RUNNER_ASK_WAIT_HOST:
+		/* runner-host.c plans again once the facts are known */
+		r->plan_waits_host = true;
+		return false;
+	case RUNNER_ASK_PENDING:
+		r->asking = true;
+		return false;
+	default:
+		take_answer(r, &answer);
+		return !runner_failing(r);
+	}
+}
+
+void runner_plan(struct runner *r)
+{
+	bool spent;
+	size_t n;
+
+	if (r->request != RUNNER_REQUEST_NONE) {
+		if (n_running(r) == 0)
+			(void)runner_settle_request(r);
+		return;
+	}
+	if (runner_failing(r) || r->status.phase == RUNNER_FINISHED || r->status.phase == RUNNER_PAUSED)
+		return;
+	spent = runner_wall_budget_spent(r, r->message, sizeof(r->message));
+	if (!spent) {
+		start_waiting(r);
+		if (!r->asking && !r->plan_waits_host && !r->planner_done && !alone_running(r) &&
+		    (n = ask_size(r)) > 0) {
+			if (!ask(r, n))
+				return;
+			start_waiting(r);
+		}
+	}
+	if (runner_failing(r) || r->asking || r->plan_waits_host)
+		return;
+	if (r->n_trials == 0 && (spent || r->planner_done)) {
+		if (!spent)
+			snprintf(r->message, sizeof(r->message), "%s", r->done_message);
+		runner_finish(r, RUNNER_END_DONE);
+		return;
+	}
+	if (spent && n_running(r) == 0) {
+		/* the waiting ones stay recorded (pending) for a resume */
+		runner_finish(r, RUNNER_END_DONE);
+		return;
+	}
+	if (n_running(r) > 0 && r->evaluator->idle)
+		r->evaluator->idle(r);
+}

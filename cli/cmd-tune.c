@@ -677,11 +677,11 @@ const struct verb verb_tune = {
 	.about = "Runs a tuning study in the foreground: deploys the engine with candidate\n"
 		 "configurations, probes the largest load meeting the SLA, stores every trial\n"
 		 "and load point, and prints the configuration with the lowest $/Mtok.",
+	.name = "tune", .args = { "STUDY.json", 0, 1 },
+	.usage = "[OPTIONS] STUDY.json\n--resume NAME|STUDY.json [OPTIONS]",
+	.options = options, .parse = parse_option, .run = run,
 	.notes = "A study stopped by a signal (130) is resumable with --resume. The summary ends with\n"
 		 "the time to the answer: from the first trial's start to the end of the answer's last\n"
 		 "measurement (in virtual time with --dry-run).\n",
-	.name = "tune", .usage = "[OPTIONS] STUDY.json\n--resume NAME|STUDY.json [OPTIONS]",
-	.args = { "STUDY.json", 0, 1 },
-	.options = options, .parse = parse_option, .run = run,
 };
 /* clang-format on */

@@ -182,7 +182,8 @@ int deploy_kill_orphan(int64_t pgid)
 
 /* ---- logs ---- */
 
-/* Reads [max(offset, size - cap), size) of a file. */
+/* Reads [max(offset, size - cap), size) of a file as text: NUL-terminated,
+ * with NULs inside shown as spaces (they would cut the text short). */
 static int read_region(const char *path, uint64_t offset, size_t cap, char **ret, size_t *ret_len)
 {
 	_cleanup_(closep) int fd = -1;
@@ -211,6 +212,9 @@ static int read_region(const char *path, uint64_t offset, size_t cap, char **ret
 			break;
 		len += (size_t)n;
 	}
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
 	buf[len] = 0;
 	*ret = buf;
 	*ret_len = len;
@@ -227,10 +231,6 @@ int deploy_log_tail(const char *path, uint64_t offset, unsigned max_lines, char 
 	r = read_region(path, offset, LOG_TAIL_MAX, &buf, &len);
 	if (r < 0)
 		return r;
-	/* NULs would cut the text short: show them as spaces. */
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] == 0)
-			buf[i] = ' ';
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		buf[--len] = 0;
 	start = buf;
@@ -253,9 +253,6 @@ bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset)
 		return false;
 	if (read_region(d->log_path, offset, LOG_SCAN_MAX, &buf, &len) < 0)
 		return false;
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] == 0)
-			buf[i] = ' ';
 	for (size_t i = 0; d->oom_patterns[i]; i++)
 		if (strstr(buf, d->oom_patterns[i]))
 			return true;
@@ -270,9 +267,6 @@ bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset)
 
 	if (read_region(d->log_path, offset, LOG_SCAN_MAX, &buf, &len) < 0)
 		return false;
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] == 0)
-			buf[i] = ' ';
 	if (strstr(buf, "CUDA-capable devices are busy or unavailable"))
 		return true;
 	for (const char *p = buf; (p = strstr(p, "GPU ")); p += 4) {

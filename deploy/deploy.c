@@ -260,19 +260,18 @@ struct deployment *deploy_free(struct deployment *d)
 	free(d->impl);
 	sd_event_source_disable_unref(d->notify_source);
 	sd_event_unref(d->event);
-	deploy_strv_free(d->argv);
-	deploy_strv_free(d->env);
-	deploy_strv_free(d->oom_patterns);
-	deploy_strv_free(d->deploy_command);
-	deploy_strv_free(d->teardown_command);
-	deploy_strv_free(d->health_command);
-	deploy_strv_free(d->hook_env);
-	free(d->unit_name);
-	free(d->log_path);
-	free(d->host);
-	free(d->announce_prefix);
-	free(d->health_path);
-	free(d->message);
+	{
+		char **strvs[] = {
+			d->argv,           d->env,     d->oom_patterns, d->deploy_command, d->teardown_command,
+			d->health_command, d->hook_env
+		};
+		char *strs[] = { d->unit_name, d->log_path, d->host, d->announce_prefix, d->health_path, d->message };
+
+		for (size_t i = 0; i < ELEMENTSOF(strvs); i++)
+			deploy_strv_free(strvs[i]);
+		for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+			free(strs[i]);
+	}
 	free(d);
 	return NULL;
 }

@@ -53,6 +53,13 @@ static int trial_updated(struct store *s, int r, int64_t id, struct error *err)
 	return r < 0 ? r : 0;
 }
 
+/* Sets one column of a trial (the statement's ?2) by its id (?1). */
+static int trial_set(struct store *s, enum store_stmt stmt, const char *what, int64_t id, struct store_value v,
+		     struct error *err)
+{
+	return trial_updated(s, store_exec(s, stmt, what, STORE_VALUES(STORE_INT(id), v), err), id, err);
+}
+
 /* ---- inserting and reading ---- */
 
 static int trial_insert_locked(struct store *s, int64_t study_id, const char *kind, const char *knobs_json,
@@ -183,29 +190,20 @@ int store_trial_set_server(struct store *s, int64_t id, int64_t pgid, const char
 
 int store_trial_set_host(struct store *s, int64_t id, const char *host_json, struct error *err)
 {
-	int r;
-
-	r = store_exec(s, STMT_TRIAL_SET_HOST, "recording a trial's host",
-		       STORE_VALUES(STORE_INT(id), STORE_TEXT(host_json)), err);
-	return trial_updated(s, r, id, err);
+	return trial_set(s, STMT_TRIAL_SET_HOST, "recording a trial's host", id,
+			 (struct store_value)STORE_TEXT(host_json), err);
 }
 
 int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, struct error *err)
 {
-	int r;
-
-	r = store_exec(s, STMT_TRIAL_SET_PREDICTED, "recording a trial's predicted cost",
-		       STORE_VALUES(STORE_INT(id), STORE_DOUBLE(cost)), err);
-	return trial_updated(s, r, id, err);
+	return trial_set(s, STMT_TRIAL_SET_PREDICTED, "recording a trial's predicted cost", id,
+			 (struct store_value)STORE_DOUBLE(cost), err);
 }
 
 int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct error *err)
 {
-	int r;
-
-	r = store_exec(s, STMT_TRIAL_SET_GPUS, "recording a trial's GPUs",
-		       STORE_VALUES(STORE_INT(id), STORE_TEXT(gpus)), err);
-	return trial_updated(s, r, id, err);
+	return trial_set(s, STMT_TRIAL_SET_GPUS, "recording a trial's GPUs", id, (struct store_value)STORE_TEXT(gpus),
+			 err);
 }
 
 int store_trial_set_times(struct store *s, int64_t id, uint64_t started_usec, uint64_t finished_usec, struct error *err)

@@ -62,6 +62,7 @@ struct deployment {
 	char **argv, **env;
 	char *log_path, *host, *announce_prefix, *health_path;
 	char **oom_patterns;
+	const struct engine_profile *profile; /* borrowed; may be NULL */
 	uint64_t health_interval_usec, startup_timeout_usec, stop_timeout_usec;
 	char **deploy_command, **teardown_command, **health_command, **hook_env; /* command */
 	uint64_t command_timeout_usec;
@@ -70,6 +71,9 @@ struct deployment {
 
 	enum deploy_state state;
 	enum deploy_failure failure;
+	enum engine_failure_cause cause; /* of a server that ended */
+	uint64_t suggested_len;
+	long last_health_status; /* 0: no answer yet */
 	char *message;
 	uint16_t port;
 	char base_url[256];
@@ -139,6 +143,11 @@ bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset);
  * process: goodput-sim's "GPU n busy", CUDA's "all CUDA-capable devices are
  * busy or unavailable" (exclusive compute mode). */
 bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset);
+/* Why the server failed, from the log since offset with the profile's
+ * failure patterns (without a profile: ENGINE_FAILURE_OOM when an
+ * out-of-memory pattern matches, else none). */
+void deploy_log_classify(const struct deployment *d, uint64_t offset, enum engine_failure_cause *ret_cause,
+			 uint64_t *ret_suggested_len);
 /* Calls match on each complete line of the log from d->scan_offset on,
  * advancing it, until match returns true (then returns true). */
 bool deploy_log_scan(struct deployment *d, bool (*match)(struct deployment *d, char *line));

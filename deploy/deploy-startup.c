@@ -14,13 +14,15 @@
  *
  * A server that ends by itself while starting or serving is classified
  * here: host busy when its log says its GPUs are held by another process
- * (deploy_log_matches_busy), out of memory when its log (this run's part of
- * it) matches one of the engine profile's out-of-memory patterns, crashed
- * otherwise, with how
- * it ended and the log's last lines. This is the one place where a server's
- * end becomes a failure class, so finer causes (the weights do not fit, the
- * KV cache for max_model_len does not fit, no memory for the cache blocks)
- * and engines' own health semantics belong here too.
+ * (the profile's gpu_busy patterns, or deploy_log_matches_busy), out of
+ * memory when its log (this run's part of it) matches one of the engine
+ * profile's out-of-memory patterns, crashed otherwise, with how it ended and
+ * the log's last lines, and with the cause its profile's failure patterns
+ * read in the log (the weights do not fit, the KV cache for max_model_len
+ * does not fit — with the length the engine suggests — no memory for cache
+ * blocks). This is the one place where a server's end becomes a failure
+ * class. What a health answer means (ready, still loading, unhealthy) is the
+ * profile's too.
  *
  * Teardown. The method begins it (SIGTERM to a group, StopUnit, the
  * teardown command); a timer then waits until the method says everything it
@@ -32,6 +34,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,31 +97,55 @@ void deploy_abort(struct deployment *d, enum deploy_failure f, const char *fmt, 
 	deploy_teardown(d, DEPLOY_FAILED);
 }
 
-/* Why a server that ended did so: the failure class and a note for the message. */
-static enum deploy_failure classify_end(struct deployment *d, const char **ret_note)
+/* Why a server that ended did so: the failure class, its cause from the
+ * log (the profile's failure patterns) and a note for the message. A GPU
+ * another process holds is not the configuration's fault: host busy, never
+ * "out of memory". */
+static enum deploy_failure classify_end(struct deployment *d, char *note, size_t size)
 {
-	if (deploy_log_matches_busy(d, d->log_offset)) {
-		*ret_note = " (its GPUs are held by another process)";
+	deploy_log_classify(d, d->log_offset, &d->cause, &d->suggested_len);
+	if (d->cause == ENGINE_FAILURE_GPU_BUSY || deploy_log_matches_busy(d, d->log_offset)) {
+		d->cause = ENGINE_FAILURE_GPU_BUSY;
+		snprintf(note, size, " (host busy: its GPUs are held by another process)");
 		return DEPLOY_FAILURE_HOST_BUSY;
 	}
-	if (deploy_log_matches_oom(d, d->log_offset)) {
-		*ret_note = " (out of memory)";
-		return DEPLOY_FAILURE_OOM;
+	switch (d->cause) {
+	case ENGINE_FAILURE_NONE:
+	case ENGINE_FAILURE_GPU_BUSY:
+		note[0] = 0;
+		return DEPLOY_FAILURE_CRASHED;
+	case ENGINE_FAILURE_WEIGHTS:
+		snprintf(note, size, " (out of memory: the weights do not fit)");
+		break;
+	case ENGINE_FAILURE_KV_CACHE:
+		if (d->suggested_len > 0)
+			snprintf(note, size,
+				 " (out of memory: the KV cache for max_model_len does not fit; the engine suggests "
+				 "max_model_len %" PRIu64 ")",
+				 d->suggested_len);
+		else
+			snprintf(note, size, " (out of memory: the KV cache for max_model_len does not fit)");
+		break;
+	case ENGINE_FAILURE_CACHE_BLOCKS:
+		snprintf(note, size, " (out of memory: no memory left for cache blocks or activations)");
+		break;
+	default:
+		snprintf(note, size, " (out of memory)");
+		break;
 	}
-	*ret_note = "";
-	return DEPLOY_FAILURE_CRASHED;
+	return DEPLOY_FAILURE_OOM;
 }
 
 void deploy_server_ended(struct deployment *d, const char *how)
 {
 	_cleanup_(freep) char *t = NULL;
 	enum deploy_failure f;
-	const char *note;
+	char note[256];
 
 	if (d->state != DEPLOY_STARTING && d->state != DEPLOY_READY)
 		return;
 	t = deploy_tail(d);
-	f = classify_end(d, &note);
+	f = classify_end(d, note, sizeof(note));
 	deploy_abort(d, f, "%s %s%s; last log lines:\n%s", how,
 		     d->state == DEPLOY_STARTING ? "during start-up" : "while serving", note, t ? t : "");
 }
@@ -136,8 +163,14 @@ static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 			 d->ops->no_address_text ? d->ops->no_address_text : "the server announced no port");
 	else if (d->health_command)
 		snprintf(missing, sizeof(missing), "the health command never succeeded");
+	else if (d->last_health_status == 0)
+		snprintf(missing, sizeof(missing), "%s never answered", d->health_path);
 	else
-		snprintf(missing, sizeof(missing), "%s did not answer 200", d->health_path);
+		snprintf(missing, sizeof(missing), "%s was not ready (last answer %ld: %s)", d->health_path,
+			 d->last_health_status,
+			 engine_profile_health_state(d->profile, d->last_health_status) == ENGINE_HEALTH_LOADING
+				 ? "still loading"
+				 : "unhealthy");
 	t = deploy_tail(d);
 	deploy_abort(d, DEPLOY_FAILURE_STARTUP_TIMEOUT, "%s within %.0f s; last log lines:\n%s", missing,
 		     usec_to_sec(d->startup_timeout_usec), t ? t : "");
@@ -159,10 +192,17 @@ void deploy_health_done(struct deployment *d, bool healthy)
 		became_ready(d);
 }
 
+/* What an answer means is the engine's: llama.cpp's 503 is "still
+ * loading", vLLM's would be "unhealthy"; either way only "ready" ends the
+ * start-up, and the last answer is told when it times out. */
 static void on_health_get(struct probe_client *c, int r, long status, const char *body, size_t len, const char *error,
 			  void *userdata)
 {
-	deploy_health_done(userdata, r >= 0 && status == 200);
+	struct deployment *d = userdata;
+
+	if (r >= 0 && status > 0)
+		d->last_health_status = status;
+	deploy_health_done(d, r >= 0 && engine_profile_health_state(d->profile, status) == ENGINE_HEALTH_READY);
 }
 
 int deploy_health_get(struct deployment *d, struct error *err)

@@ -278,6 +278,27 @@ bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset)
 	return false;
 }
 
+void deploy_log_classify(const struct deployment *d, uint64_t offset, enum engine_failure_cause *ret_cause,
+			 uint64_t *ret_suggested_len)
+{
+	_cleanup_(freep) char *buf = NULL;
+	size_t len = 0;
+
+	*ret_cause = ENGINE_FAILURE_NONE;
+	*ret_suggested_len = 0;
+	if (!d->profile) {
+		if (deploy_log_matches_oom(d, offset))
+			*ret_cause = ENGINE_FAILURE_OOM;
+		return;
+	}
+	if (read_region(d->log_path, offset, LOG_SCAN_MAX, &buf, &len) < 0)
+		return;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	engine_profile_classify_failure(d->profile, buf, ret_cause, ret_suggested_len);
+}
+
 /* ---- lines that name the server's address ---- */
 
 bool deploy_log_scan(struct deployment *d, bool (*match)(struct deployment *d, char *line))

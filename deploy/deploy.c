@@ -51,6 +51,7 @@ void deploy_config_from_profile(struct deploy_config *cfg, const struct engine_p
 		.startup_timeout_usec = startup_timeout_usec ? startup_timeout_usec : p->startup_timeout_usec,
 		.stop_timeout_usec = stop_timeout_usec ? stop_timeout_usec : p->stop_timeout_usec,
 		.oom_patterns = p->oom_patterns,
+		.profile = p,
 	};
 }
 
@@ -180,6 +181,7 @@ static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 	d->stop_timeout_usec = cfg->stop_timeout_usec ? cfg->stop_timeout_usec : 30 * USEC_PER_SEC;
 	d->command_timeout_usec = cfg->command_timeout_usec ? cfg->command_timeout_usec : 120 * USEC_PER_SEC;
 	d->user_bus = cfg->user_bus;
+	d->profile = cfg->profile;
 	if (cfg->deploy_command && !(d->deploy_command = deploy_strv_copy((char *const *)cfg->deploy_command)))
 		oom = true;
 	if (cfg->teardown_command && !(d->teardown_command = deploy_strv_copy((char *const *)cfg->teardown_command)))
@@ -289,6 +291,13 @@ enum deploy_failure deploy_get_failure(const struct deployment *d)
 const char *deploy_get_message(const struct deployment *d)
 {
 	return d->message ? d->message : "";
+}
+
+void deploy_get_failure_cause(const struct deployment *d, enum engine_failure_cause *ret_cause,
+			      uint64_t *ret_suggested_len)
+{
+	*ret_cause = d->cause;
+	*ret_suggested_len = d->suggested_len;
 }
 
 const char *deploy_get_base_url(const struct deployment *d)

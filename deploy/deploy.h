@@ -61,6 +61,10 @@ struct deploy_config {
 	uint64_t startup_timeout_usec;        /* 0: 10 min */
 	uint64_t stop_timeout_usec;           /* SIGTERM → SIGKILL; 0: 30 s */
 	const char *const *oom_patterns;      /* NULL-terminated; may be NULL */
+	/* The engine's profile: what its health answers mean and why it failed
+	 * (failure_patterns). Borrowed, must outlive the deployment; may be NULL
+	 * (ready = 200, out of memory = an oom_patterns substring). */
+	const struct engine_profile *profile;
 
 	/* command: the operator's hooks (argv arrays, NULL-terminated). The
 	 * deploy command gets the engine argv appended and must print
@@ -117,6 +121,12 @@ enum deploy_state deploy_get_state(const struct deployment *d);
 enum deploy_failure deploy_get_failure(const struct deployment *d);
 /* Why it failed, with the last lines of the log; "" otherwise. */
 const char *deploy_get_message(const struct deployment *d);
+/* Why a server that ended did so, from its log and its profile's
+ * failure_patterns: the cause (ENGINE_FAILURE_NONE when the log does not
+ * say) and the engine's suggested max_model_len (0 when none). Set with the
+ * FAILED state of a server that ended by itself. */
+void deploy_get_failure_cause(const struct deployment *d, enum engine_failure_cause *ret_cause,
+			      uint64_t *ret_suggested_len);
 /* "http://127.0.0.1:PORT" once known, else NULL. */
 const char *deploy_get_base_url(const struct deployment *d);
 uint16_t deploy_get_port(const struct deployment *d);

@@ -318,6 +318,7 @@ int gpu_telemetry_describe(struct gpu_telemetry *t, char *model, size_t model_si
 #define VERSION_MAX_BYTES 65536
 
 struct host_info_job {
+	const struct engine_profile *profile; /* how its version command's output reads */
 	struct gpu_telemetry *telemetry;
 	host_info_fn cb;
 	void *userdata;
@@ -326,22 +327,11 @@ struct host_info_job {
 	bool reported;
 };
 
-/* The version: the last non-empty line of the output (banners and warnings come first). */
-static char *last_line(char *s)
-{
-	char *end = s + strlen(s), *start;
-
-	while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-		*--end = 0;
-	start = strrchr(s, '\n');
-	return start ? start + 1 : s;
-}
-
 /* version: the version command's output, NULL when it failed or is absent. */
 static void report(struct host_info_job *j, char *version)
 {
 	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
-	char model[96], driver[80], *json = NULL;
+	char model[96], driver[80], found[256], *json = NULL;
 	unsigned count = 0;
 	struct utsname u;
 	int r;
@@ -353,8 +343,10 @@ static void report(struct host_info_job *j, char *version)
 		j->cb(j, NULL, j->userdata);
 		return;
 	}
-	if (version && *last_line(version))
-		r = json_add_string(o, "engine_version", last_line(version));
+	/* The profile says which line is the version ("version: 4748 (c392e5094)",
+	 * not the compiler line after it); by default the last non-empty line. */
+	if (version && engine_profile_parse_version(j->profile, version, found, sizeof(found)) > 0)
+		r = json_add_string(o, "engine_version", found);
 	else
 		r = cJSON_AddNullToObject(o, "engine_version") ? 0 : -ENOMEM;
 	if (r >= 0 && j->telemetry &&
@@ -415,6 +407,7 @@ int host_info_start(sd_event *e, const struct engine_profile *p, struct gpu_tele
 
 	if (!j)
 		return -ENOMEM;
+	j->profile = p;
 	j->telemetry = t;
 	j->cb = cb;
 	j->userdata = userdata;

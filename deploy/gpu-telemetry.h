@@ -72,13 +72,14 @@ int gpu_telemetry_describe(struct gpu_telemetry *t, char *model, size_t model_si
 
 struct host_info_job;
 /* Called once with the host JSON (owned by the callee: free()) — engine
- * version (the profile's version_command, its last output line; null when it
- * failed or is absent), GPU model, driver, GPU count (or "gpu": null and
+ * version (the profile's version_command, its output read with the profile's
+ * version_pattern, by default the last line; null when it failed or is absent), GPU model, driver, GPU count (or "gpu": null and
  * "gpu_telemetry": "unavailable: ..."), kernel and hostname. json is NULL
  * only when out of memory. */
 typedef void (*host_info_fn)(struct host_info_job *j, char *json, void *userdata);
 /* Runs the version command (argv, no shell, stdout+stderr captured, killed
- * after timeout_usec; 0: 60 s) on the loop and calls cb. t may be NULL (no
+ * after timeout_usec; 0: 60 s) on the loop and calls cb. p (may be NULL) is
+ * borrowed and must outlive the job. t may be NULL (no
  * GPU facts). The job is freed by host_info_job_free (after cb, or to cancel). */
 int host_info_start(sd_event *e, const struct engine_profile *p, struct gpu_telemetry *t, uint64_t timeout_usec,
 		    host_info_fn cb, void *userdata, struct host_info_job **ret);

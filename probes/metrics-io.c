@@ -68,6 +68,8 @@ static int add_server(cJSON *obj, const struct probe_server_metrics *s)
 	    json_add_number(o, "num_requests_waiting_mean", s->waiting_mean) < 0 ||
 	    json_add_number(o, "num_requests_waiting_peak", s->waiting_peak) < 0 ||
 	    json_add_number(o, "num_preemptions", s->preemptions) < 0 ||
+	    json_add_number(o, "prompt_tokens", s->prompt_tokens) < 0 ||
+	    json_add_number(o, "generation_tokens", s->generation_tokens) < 0 ||
 	    json_add_number(o, "samples", (double)s->samples) < 0)
 		r = -ENOMEM;
 	return r;
@@ -225,6 +227,7 @@ static int read_server(const cJSON *v, const char *path, const struct json_field
 	struct probe_result *res = base;
 
 	res->server.present = true;
+	res->server.prompt_tokens = res->server.generation_tokens = NAN; /* not in older records */
 	return json_dispatch(v, path, f->fields, JSON_ALLOW_UNKNOWN, base, err);
 }
 
@@ -249,6 +252,8 @@ static const struct json_field server_fields[] = {
 	{ "num_requests_waiting_mean", JSON_DOUBLE, OFF(server.waiting_mean), .flags = JSON_NULLABLE, .max = 1e9 },
 	{ "num_requests_waiting_peak", JSON_DOUBLE, OFF(server.waiting_peak), .flags = JSON_NULLABLE, .max = 1e9 },
 	{ "num_preemptions", JSON_DOUBLE, OFF(server.preemptions), .flags = JSON_NULLABLE, .max = 1e18 },
+	{ "prompt_tokens", JSON_DOUBLE, OFF(server.prompt_tokens), .flags = JSON_NULLABLE, .max = 1e18 },
+	{ "generation_tokens", JSON_DOUBLE, OFF(server.generation_tokens), .flags = JSON_NULLABLE, .max = 1e18 },
 	{ "samples", JSON_SIZE, OFF(server.samples), .flags = JSON_NULLABLE, .max = INTEGER_MAX },
 	{ 0 },
 };

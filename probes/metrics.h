@@ -111,7 +111,9 @@ struct probe_server_metrics {
 	double kv_usage_mean, kv_usage_peak; /* 0..1 */
 	double running_mean, running_peak;
 	double waiting_mean, waiting_peak;
-	double preemptions; /* increase over the load point */
+	double preemptions;       /* increase over the load point */
+	double prompt_tokens;     /* increase over the load point, as the server counts; NAN: not exported */
+	double generation_tokens; /* likewise */
 	size_t samples;
 };
 

@@ -1,48 +1,95 @@
-/* prom.c — reading Prometheus text format for the few gauges and counters
+/* prom.c — reading what a server exports about itself for the few series
  * the probe records, and averaging them over a load point.
  *
- * A line is `name{label="value",...} value [timestamp]`, or a `#` comment
- * (HELP/TYPE). The reader checks each line's shape so that a page that is
- * not Prometheus text (an HTML error page at /metrics) is refused rather
- * than read as zeros. */
+ * Prometheus text: a line is `name{label="value",...} value [timestamp]`,
+ * or a `#` comment (HELP/TYPE). The reader checks each line's shape so
+ * that a page that is not Prometheus text (an HTML error page at /metrics)
+ * is refused rather than read as zeros. TensorRT-LLM's trtllm-serve answers
+ * /metrics with a JSON array of per-iteration statistics since the last
+ * request; the newest element is the server's state now. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "json-util.h"
 #include "macro.h"
 #include "prom.h"
 
-enum which {
-	W_NONE,
-	W_RUNNING,
-	W_WAITING,
-	W_KV,
-	W_PREEMPT
+/* Sums per series and name, numerator and divisor: a series' value is its
+ * first name the page held. */
+struct sums {
+	bool have[_PROBE_SERIES_MAX][PROBE_SERIES_MAX_REFS][2];
+	double v[_PROBE_SERIES_MAX][PROBE_SERIES_MAX_REFS][2];
 };
 
-static const struct {
-	const char *name;
-	enum which w;
-} known[] = {
-	{ "vllm:num_requests_running", W_RUNNING },  { "vllm:num_requests_waiting", W_WAITING },
-	{ "vllm:gpu_cache_usage_perc", W_KV },       { "vllm:kv_cache_usage_perc", W_KV },
-	{ "vllm:num_preemptions_total", W_PREEMPT }, { "sglang:num_running_reqs", W_RUNNING },
-	{ "sglang:num_queue_reqs", W_WAITING },      { "sglang:token_usage", W_KV },
-};
+static const struct probe_metrics_map *map_or_default(const struct probe_metrics_map *map)
+{
+	static struct probe_metrics_map def;
+	static bool def_ready;
+
+	if (map)
+		return map;
+	if (!def_ready) {
+		probe_metrics_map_init_default(&def);
+		def_ready = true;
+	}
+	return &def;
+}
+
+static bool name_is(const char *want, const char *n, size_t len)
+{
+	return strlen(want) == len && memcmp(want, n, len) == 0;
+}
+
+/* Adds a value of metric n to every place the map names it. KV usage (a
+ * fraction) takes the largest of several series, the rest are summed. */
+static void add(struct sums *acc, const struct probe_metrics_map *map, const char *n, size_t len, double v)
+{
+	if (!isfinite(v))
+		return;
+	for (size_t s = 0; s < _PROBE_SERIES_MAX; s++)
+		for (size_t i = 0; i < map->n_refs[s]; i++)
+			for (int part = 0; part < 2; part++) {
+				const char *want = part ? map->refs[s][i].per : map->refs[s][i].name;
+				bool *have = &acc->have[s][i][part];
+				double *x = &acc->v[s][i][part];
+
+				if (!want[0] || !name_is(want, n, len))
+					continue;
+				if (s == PROBE_SERIES_KV_USAGE && !map->refs[s][i].per[0])
+					*x = *have ? MAX(*x, v) : v;
+				else
+					*x += v;
+				*have = true;
+			}
+}
+
+static void resolve(const struct sums *acc, const struct probe_metrics_map *map, struct probe_prom_sample *out)
+{
+	*out = (struct probe_prom_sample){ 0 };
+	for (size_t s = 0; s < _PROBE_SERIES_MAX; s++)
+		for (size_t i = 0; i < map->n_refs[s] && !out->have[s]; i++) {
+			if (!acc->have[s][i][0])
+				continue;
+			if (!map->refs[s][i].per[0]) {
+				out->v[s] = acc->v[s][i][0];
+				out->have[s] = true;
+			} else if (acc->have[s][i][1] && acc->v[s][i][1] > 0) {
+				out->v[s] = acc->v[s][i][0] / acc->v[s][i][1];
+				out->have[s] = true;
+			}
+		}
+}
+
+/* ---- Prometheus text ---- */
 
 static bool name_char(char c, bool first)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
 	       (!first && c >= '0' && c <= '9');
-}
-
-static enum which lookup(const char *n, size_t len)
-{
-	for (size_t i = 0; i < ELEMENTSOF(known); i++)
-		if (strlen(known[i].name) == len && memcmp(known[i].name, n, len) == 0)
-			return known[i].w;
-	return W_NONE;
 }
 
 /* Parses {a="x",b="y"} at *p (the '{'), leaving *p after the '}'. */
@@ -114,32 +161,6 @@ static int parse_value(const char *s, const char *end, double *ret)
 	return 0;
 }
 
-static void add(struct probe_prom_sample *out, enum which w, double v)
-{
-	if (!isfinite(v))
-		return;
-	switch (w) {
-	case W_RUNNING:
-		out->running += v;
-		out->have_running = true;
-		break;
-	case W_WAITING:
-		out->waiting += v;
-		out->have_waiting = true;
-		break;
-	case W_KV:
-		out->kv_usage = out->have_kv ? MAX(out->kv_usage, v) : v;
-		out->have_kv = true;
-		break;
-	case W_PREEMPT:
-		out->preemptions += v;
-		out->have_preemptions = true;
-		break;
-	default:
-		break;
-	}
-}
-
 /* How much of a line to quote in a message: at most 40 bytes and never
  * past its end (the buffer need not hold a NUL). */
 static int shown(const char *from, const char *line_end)
@@ -147,16 +168,18 @@ static int shown(const char *from, const char *line_end)
 	return (int)MIN(line_end - from, 40);
 }
 
-int probe_prom_parse(const char *text, size_t len, struct probe_prom_sample *ret, struct error *err)
+int probe_prom_parse(const char *text, size_t len, const struct probe_metrics_map *map, struct probe_prom_sample *ret,
+		     struct error *err)
 {
-	struct probe_prom_sample out = { 0 };
 	const char *p = text, *end = text + len;
+	struct sums acc = { 0 };
 	size_t line = 0;
 
+	map = map_or_default(map);
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *le = eol ? eol : end, *s = p, *name;
-		enum which w;
+		size_t name_len;
 		double v;
 		int r;
 
@@ -174,7 +197,7 @@ int probe_prom_parse(const char *text, size_t len, struct probe_prom_sample *ret
 					 shown(name, le), name);
 		while (s < le && name_char(*s, false))
 			s++;
-		w = lookup(name, (size_t)(s - name));
+		name_len = (size_t)(s - name);
 		if (s < le && *s == '{') {
 			r = parse_labels(&s, le);
 			if (r < 0)
@@ -187,11 +210,73 @@ int probe_prom_parse(const char *text, size_t len, struct probe_prom_sample *ret
 		r = parse_value(s, le, &v);
 		if (r < 0)
 			return error_set(err, r, "metrics line %zu: bad value: \"%.*s\"", line, shown(name, le), name);
-		add(&out, w, v);
+		add(&acc, map, name, name_len, v);
 	}
-	*ret = out;
+	resolve(&acc, map, ret);
 	return 0;
 }
+
+/* ---- TensorRT-LLM's iteration statistics ---- */
+
+/* The number at a dotted path ("kvCacheStats.usedNumBlocks") in o. */
+static bool json_path_number(const cJSON *o, const char *path, double *ret)
+{
+	char key[PROBE_METRIC_NAME_MAX];
+
+	while (o && *path) {
+		size_t n = strcspn(path, ".");
+
+		if (n >= sizeof(key))
+			return false;
+		memcpy(key, path, n);
+		key[n] = 0;
+		o = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+		path += n + (path[n] == '.');
+	}
+	if (!cJSON_IsNumber(o))
+		return false;
+	*ret = o->valuedouble;
+	return true;
+}
+
+static int parse_iteration_json(const char *text, size_t len, const struct probe_metrics_map *map,
+				struct probe_prom_sample *ret, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
+	struct sums acc = { 0 };
+	const cJSON *last;
+	int r;
+
+	r = json_parse_strict("metrics", text, len, &root, err);
+	if (r < 0)
+		return r;
+	if (!cJSON_IsArray(root))
+		return error_set(err, -EBADMSG, "metrics: expected a JSON array of iteration statistics");
+	last = cJSON_GetArrayItem(root, cJSON_GetArraySize(root) - 1);
+	if (last && !cJSON_IsObject(last))
+		return error_set(err, -EBADMSG, "metrics: expected iteration statistics (objects)");
+	for (size_t s = 0; last && s < _PROBE_SERIES_MAX; s++)
+		for (size_t i = 0; i < map->n_refs[s]; i++)
+			for (int part = 0; part < 2; part++) {
+				const char *path = part ? map->refs[s][i].per : map->refs[s][i].name;
+
+				if (path[0] && json_path_number(last, path, &acc.v[s][i][part]))
+					acc.have[s][i][part] = true;
+			}
+	resolve(&acc, map, ret);
+	return 0;
+}
+
+int probe_metrics_parse(const char *text, size_t len, const struct probe_metrics_map *map,
+			struct probe_prom_sample *ret, struct error *err)
+{
+	map = map_or_default(map);
+	if (map->format == PROBE_METRICS_TRTLLM_JSON)
+		return parse_iteration_json(text, len, map, ret, err);
+	return probe_prom_parse(text, len, map, ret, err);
+}
+
+/* ---- accumulation ---- */
 
 void probe_prom_acc_init(struct probe_prom_acc *a)
 {
@@ -201,47 +286,47 @@ void probe_prom_acc_init(struct probe_prom_acc *a)
 void probe_prom_acc_add(struct probe_prom_acc *a, const struct probe_prom_sample *s)
 {
 	a->n++;
-	if (s->have_running) {
-		a->running_sum += s->running;
-		a->running_peak = a->n_running++ ? MAX(a->running_peak, s->running) : s->running;
+	for (size_t i = 0; i < _PROBE_SERIES_MAX; i++) {
+		double v = s->v[i];
+
+		if (!s->have[i])
+			continue;
+		if (probe_series_is_counter(i)) {
+			/* A counter that went down was reset (the server restarted): it counts from 0. */
+			if (a->n_have[i] > 0)
+				a->increase[i] += v >= a->last[i] ? v - a->last[i] : v;
+			else
+				a->first[i] = v;
+			a->last[i] = v;
+		} else {
+			a->sum[i] += v;
+			a->peak[i] = a->n_have[i] > 0 ? MAX(a->peak[i], v) : v;
+		}
+		a->n_have[i]++;
 	}
-	if (s->have_waiting) {
-		a->waiting_sum += s->waiting;
-		a->waiting_peak = a->n_waiting++ ? MAX(a->waiting_peak, s->waiting) : s->waiting;
-	}
-	if (s->have_kv) {
-		a->kv_sum += s->kv_usage;
-		a->kv_peak = a->n_kv++ ? MAX(a->kv_peak, s->kv_usage) : s->kv_usage;
-	}
-	if (s->have_preemptions) {
-		if (!a->have_preemptions)
-			a->preemptions_first = s->preemptions;
-		a->preemptions_last = s->preemptions;
-		a->have_preemptions = true;
-	}
+}
+
+static double mean(const struct probe_prom_acc *a, enum probe_series s)
+{
+	return a->n_have[s] ? a->sum[s] / (double)a->n_have[s] : 0.0;
 }
 
 void probe_prom_acc_result(const struct probe_prom_acc *a, struct probe_server_metrics *ret)
 {
 	struct probe_server_metrics m = { 0 };
 
-	m.present = a->n_running + a->n_waiting + a->n_kv > 0 || a->have_preemptions;
+	for (size_t i = 0; i < _PROBE_SERIES_MAX; i++)
+		m.present = m.present || a->n_have[i] > 0;
 	m.samples = a->n;
-	if (a->n_running) {
-		m.running_mean = a->running_sum / (double)a->n_running;
-		m.running_peak = a->running_peak;
-	}
-	if (a->n_waiting) {
-		m.waiting_mean = a->waiting_sum / (double)a->n_waiting;
-		m.waiting_peak = a->waiting_peak;
-	}
-	if (a->n_kv) {
-		m.kv_usage_mean = a->kv_sum / (double)a->n_kv;
-		m.kv_usage_peak = a->kv_peak;
-	}
-	/* A counter that went down was reset (server restarted): count from 0. */
-	if (a->have_preemptions)
-		m.preemptions = a->preemptions_last >= a->preemptions_first ? a->preemptions_last - a->preemptions_first
-									    : a->preemptions_last;
+	m.running_mean = mean(a, PROBE_SERIES_RUNNING);
+	m.running_peak = a->peak[PROBE_SERIES_RUNNING];
+	m.waiting_mean = mean(a, PROBE_SERIES_WAITING);
+	m.waiting_peak = a->peak[PROBE_SERIES_WAITING];
+	m.kv_usage_mean = mean(a, PROBE_SERIES_KV_USAGE);
+	m.kv_usage_peak = a->peak[PROBE_SERIES_KV_USAGE];
+	m.preemptions = a->increase[PROBE_SERIES_PREEMPTIONS];
+	m.prompt_tokens = a->n_have[PROBE_SERIES_PROMPT_TOKENS] ? a->increase[PROBE_SERIES_PROMPT_TOKENS] : NAN;
+	m.generation_tokens =
+		a->n_have[PROBE_SERIES_GENERATION_TOKENS] ? a->increase[PROBE_SERIES_GENERATION_TOKENS] : NAN;
 	*ret = m;
 }

@@ -181,7 +181,7 @@ static void on_metrics(struct probe_client *c, int r, long status, const char *b
 		run->scraping = false;
 		return;
 	}
-	if (probe_prom_parse(body, len, &sample, NULL) < 0) {
+	if (probe_metrics_parse(body, len, run->cfg.metrics_map, &sample, NULL) < 0) {
 		run->scraping = false;
 		return;
 	}

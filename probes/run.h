@@ -24,11 +24,15 @@
 #include "client.h"
 #include "macro.h"
 #include "metrics.h"
+#include "prom-map.h"
 #include "workload.h"
 
 struct probe_run_config {
-	uint32_t max_concurrency;       /* 0 = no limit */
-	const char *metrics_path;       /* "/metrics"; NULL = do not scrape */
+	uint32_t max_concurrency; /* 0 = no limit */
+	const char *metrics_path; /* "/metrics"; NULL = do not scrape */
+	/* which metrics mean what (an engine profile's); NULL = the default map.
+	 * Borrowed: it must outlive the run. */
+	const struct probe_metrics_map *metrics_map;
 	uint64_t metrics_interval_usec; /* default 1 s */
 };
 

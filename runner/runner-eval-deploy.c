@@ -178,6 +178,8 @@ static void probe_config(const struct runner_trial *t, struct probe_config *pc)
 	memcpy(pc->percentiles, s->percentiles, sizeof(pc->percentiles));
 	pc->n_percentiles = s->n_percentiles;
 	pc->run.metrics_path = t->runner->profile->metrics_path;
+	if (!probe_metrics_map_is_empty(&t->runner->profile->metrics))
+		pc->run.metrics_map = &t->runner->profile->metrics;
 	if (s->scenario == OPT_SCENARIO_OFFLINE) {
 		pc->find_max_rate = false;
 		pc->workload.arrival = PROBE_ARRIVAL_INF;

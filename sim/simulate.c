@@ -166,6 +166,7 @@ int sim_simulate_requests(const struct sim_engine_config *cfg, const struct prob
 	struct sim_run run = { .n = w->n_requests };
 	struct probe_request_result *res = NULL;
 	uint64_t t_warm = 0, t_end = 0, t_first = UINT64_MAX, t_last = 0;
+	struct sim_engine_stats before = { 0 };
 	size_t n_warm = 0, n_meas;
 	int r;
 
@@ -188,6 +189,7 @@ int sim_simulate_requests(const struct sim_engine_config *cfg, const struct prob
 		run.kv_peak = 0;
 		run.running_peak = run.waiting_peak = 0;
 		run.samples = 0;
+		sim_engine_get_stats(run.engine, &before);
 	}
 	r = run_range(&run, w, n_warm, w->n_requests, t_warm, w->config.max_concurrency, &t_end, err);
 	if (r < 0)
@@ -237,6 +239,8 @@ int sim_simulate_requests(const struct sim_engine_config *cfg, const struct prob
 		st.running_peak = run.running_peak;
 		st.waiting_peak = run.waiting_peak;
 		st.virtual_usec = t_last > t_first ? t_last - t_first : 0;
+		st.prompt_tokens = st.engine.prompt_tokens - before.prompt_tokens;
+		st.generation_tokens = st.engine.generation_tokens - before.generation_tokens;
 		*ret_stats = st;
 	}
 	*ret_duration_s = t_last > t_first && t_first != UINT64_MAX ? (double)(t_last - t_first) / 1e6 : 1e-6;
@@ -288,6 +292,8 @@ int sim_simulate(const struct sim_engine_config *cfg, const struct probe_workloa
 		.waiting_mean = st.waiting_mean,
 		.waiting_peak = st.waiting_peak,
 		.preemptions = (double)st.engine.preemptions,
+		.prompt_tokens = (double)st.prompt_tokens,
+		.generation_tokens = (double)st.generation_tokens,
 		.samples = (size_t)st.engine.steps,
 	};
 	*ret_result = res;

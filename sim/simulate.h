@@ -29,7 +29,8 @@ struct sim_simulate_stats {
 	double kv_usage_mean, kv_usage_peak; /* step-weighted over the run */
 	double running_mean, waiting_mean;
 	uint32_t running_peak, waiting_peak;
-	uint64_t virtual_usec; /* first send → last completion */
+	uint64_t virtual_usec;                     /* first send → last completion */
+	uint64_t prompt_tokens, generation_tokens; /* of the measured requests (warm-ups excluded) */
 };
 
 /* Runs w through an engine built from cfg (start-up checks apply: err has

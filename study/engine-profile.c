@@ -182,9 +182,9 @@ static int parse_knob(const cJSON *v, const char *path, const struct json_field 
 	if (r < 0)
 		return r;
 	cJSON_ArrayForEach(e, k->values) all_null = all_null && cJSON_IsNull(e);
-	if (k->n_flags == 0 && (!k->values || !all_null))
-		return error_set(err, -EINVAL,
-				 "%s.flag: missing (only a knob whose values all map to null may omit it)", path);
+	/* Checked once "derived" is read (parse_profile): a knob may also reach
+	 * the command line only through a derived flag. */
+	k->needs_flag = k->n_flags == 0 && (!k->values || !all_null);
 	p->n_knobs++;
 	return 0;
 }
@@ -329,15 +329,38 @@ static const struct json_field port_fields[] = {
 
 static const struct json_field health_fields[] = {
 	{ "path", JSON_STRING, OFF(health_path), .callback = parse_http_path, .flags = JSON_MANDATORY, .max = 256,
-	  .doc = "HTTP path that answers 200 when the server is ready" },
+	  .doc = "HTTP path that answers when the server is ready" },
 	{ "interval", JSON_SECONDS, OFF(health_interval_usec), .min = 0.01, .max = 60, .def = "1",
 	  .doc = "seconds between polls" },
+	{ "ready", JSON_ARRAY, OFF(health_ready), .callback = engine_profile_parse_statuses, .min = 1,
+	  .max = ENGINE_MAX_HEALTH_STATUS, .def = "[200]", .schema = "{\"items\": {\"type\": \"integer\"}}",
+	  .doc = "HTTP statuses that mean ready" },
+	{ "loading", JSON_ARRAY, OFF(health_loading), .callback = engine_profile_parse_statuses, .min = 1,
+	  .max = ENGINE_MAX_HEALTH_STATUS, .schema = "{\"items\": {\"type\": \"integer\"}}",
+	  .doc = "HTTP statuses that mean still loading (llama.cpp: 503); other answers are unhealthy" },
+	{ 0 },
+};
+
+_Static_assert(sizeof(enum probe_metrics_format) == sizeof(int), "metrics.format is stored as an int");
+
+static const struct json_field metrics_fields[] = {
+	{ "path", JSON_STRING, OFF(metrics_path), .callback = parse_http_path, .max = 256,
+	  .doc = "HTTP path of the engine's metrics" },
+	{ "format", JSON_ENUM, OFF(metrics.format), .choices = probe_metrics_format_names, .def = "prometheus",
+	  .doc = "prometheus (text exposition) or trtllm_iteration_json (TensorRT-LLM's iteration statistics)" },
+	{ "series", JSON_OBJECT, .callback = engine_profile_parse_series,
+	  .schema = "{\"additionalProperties\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"array\", "
+		    "\"items\": {\"type\": \"string\"}}]}}",
+	  .doc = "the probe's series (running, waiting, kv_cache_usage, preemptions, prompt_tokens, "
+		 "generation_tokens) → the engine's metric names, first present wins; \"a / b\" is a ratio" },
 	{ 0 },
 };
 
 static const struct json_field profile_fields[] = {
 	{ "name", JSON_STRING, OFF(name), .flags = JSON_MANDATORY, .max = 64, .doc = "the profile's name" },
 	{ "description", JSON_STRING, OFF(description), .max = 2048, .doc = "what it serves with" },
+	{ "sources", JSON_STRV, OFF(sources), .max = 64,
+	  .doc = "where the profile's facts come from (files and issues of the engine's project)" },
 	/* knobs first: argv, env and derived name them */
 	{ "knobs", JSON_OBJECT, .fields = knobs_fields, .flags = JSON_MANDATORY, .doc = "how each knob becomes flags" },
 	{ "derived", JSON_ARRAY, .callback = parse_derived, .max = ENGINE_MAX_DERIVED,
@@ -355,13 +378,32 @@ static const struct json_field profile_fields[] = {
 	{ "stop_timeout", JSON_SECONDS, OFF(stop_timeout_usec), .min = 0.1, .max = 3600, .def = "30",
 	  .doc = "grace between SIGTERM and SIGKILL" },
 	{ "oom_patterns", JSON_STRV, OFF(oom_patterns), .max = 64, .doc = "log substrings that mean out of memory" },
+	{ "failure_patterns", JSON_ARRAY, .callback = engine_profile_parse_failure_patterns, .max = ENGINE_MAX_PATTERNS,
+	  .doc = "[{cause, pattern, after, before}]: why a start-up failed, in the engine's words "
+		 "(weights, kv_cache, cache_blocks, oom, gpu_busy); first match in profile order wins" },
+	{ "startup_log", JSON_ARRAY, .callback = engine_profile_parse_startup_log, .max = ENGINE_MAX_PATTERNS,
+	  .doc = "[{phase, pattern}]: the lines that end start-up phases, a group holding the seconds" },
 	{ "version_command", JSON_STRV, OFF(version_command), .max = 16, .doc = "argv printing the engine's version" },
-	{ "metrics_path", JSON_STRING, OFF(metrics_path), .callback = parse_http_path, .max = 256,
-	  .doc = "Prometheus metrics path" },
+	{ "version_pattern", JSON_STRING, OFF(version_pattern), .callback = engine_profile_parse_version_pattern,
+	  .max = 256, .def = "the last non-empty line",
+	  .doc = "POSIX extended regular expression: its first group (or match) on the output is the version" },
+	{ "metrics", JSON_OBJECT, .fields = metrics_fields, .doc = "the engine's own metrics" },
 	{ "help_command", JSON_STRV, OFF(help_command), .max = 16, .def = "argv[0] --help",
 	  .doc = "argv printing every flag, read by `goodput check-engine`" },
 	{ 0 },
 };
+
+/* Whether a derived flag's product names the knob. */
+static bool derived_names(const struct engine_profile *p, const char *knob)
+{
+	for (size_t i = 0; i < p->n_derived; i++) {
+		const cJSON *e;
+
+		cJSON_ArrayForEach(e, p->derived[i].product) if (cJSON_IsString(e) &&
+								 strcmp(e->valuestring, knob) == 0) return true;
+	}
+	return false;
+}
 
 static int parse_profile(struct engine_profile *p, struct error *err)
 {
@@ -371,9 +413,16 @@ static int parse_profile(struct engine_profile *p, struct error *err)
 	p->health_interval_usec = USEC_PER_SEC;
 	p->startup_timeout_usec = 600 * USEC_PER_SEC;
 	p->stop_timeout_usec = 30 * USEC_PER_SEC;
+	probe_metrics_map_init(&p->metrics);
 	r = json_dispatch(p->json, "", profile_fields, 0, p, err);
 	if (r < 0)
 		return r;
+	for (size_t i = 0; i < p->n_knobs; i++)
+		if (p->knobs[i].needs_flag && !derived_names(p, p->knobs[i].name))
+			return error_set(err, -EINVAL,
+					 "knobs.%s.flag: missing (only a knob whose values all map to null, or that a "
+					 "derived flag names, may omit it)",
+					 p->knobs[i].name);
 	if (p->port_mode == ENGINE_PORT_ANNOUNCE && !p->announce_prefix)
 		return error_set(err, -EINVAL, "port.announce_prefix: missing (needed by mode \"announce\")");
 	p->extra_knobs = calloc(p->n_knobs + 1, sizeof(char *));
@@ -457,6 +506,8 @@ struct engine_profile *engine_profile_free(struct engine_profile *p)
 	free(p->oom_patterns);
 	free(p->version_command);
 	free(p->help_command);
+	free(p->sources);
+	engine_profile_free_regexes(p);
 	cJSON_Delete(p->json);
 	free(p->path);
 	free(p);

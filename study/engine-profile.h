@@ -2,7 +2,7 @@
  * an inference server (configs/engines/NAME.json; data, not code).
  *
  * A profile holds:
- *   "name", "description"
+ *   "name", "description", "sources" (where the facts below come from)
  *   "argv": the program and its fixed arguments, with placeholders {model},
  *           {served_model}, {host}, {port}, {gpu_type}, {gpu_count} and
  *           {KNOB} for any knob the profile maps (substituted inside strings);
@@ -11,9 +11,9 @@
  *           each knob value appends `flag value` (two argv entries) for each
  *           of its flags; a value mapped to null omits the flags. A knob whose
  *           values all map to null needs no flag (a quantization that only
- *           selects a checkpoint). Knobs other than the four canonical ones
+ *           selects a checkpoint), nor does a knob a derived flag names. Knobs other than the four canonical ones
  *           become extra knobs a study may search;
- *   "derived": [ { "flag": "--ctx-size", "product": ["max_num_seqs", 4096] } ]:
+ *   "derived": [ { "flag": "--ctx-size", "product": ["max_num_seqs", "max_model_len"] } ]:
  *           flags whose value is computed, here the product of knob values
  *           (names) and constants (numbers) — llama.cpp's total context is the
  *           per-slot context times --parallel. Omitted when a named knob has
@@ -22,10 +22,28 @@
  *           (set to the trial's GPUs, by default 0..tensor_parallel−1);
  *   "port": { "mode": "free" (the deployer picks a free port) | "announce"
  *           (the server gets {port} = 0 and prints "announce_prefix HOST:PORT") };
- *   "health": { "path": "/health", "interval": seconds } (ready = HTTP 200);
+ *   "health": { "path": "/health", "interval": seconds, "ready": [200],
+ *           "loading": [503] }: the statuses that mean ready, and those that
+ *           mean "still loading" (llama.cpp answers 503 while it loads; the
+ *           others refuse connections until they are ready); any other answer
+ *           is unhealthy;
  *   "startup_timeout", "stop_timeout": seconds;
  *   "oom_patterns": log substrings that mean out of memory;
- *   "version_command": argv; "metrics_path": Prometheus path;
+ *   "failure_patterns": [ { "cause": "weights" | "kv_cache" | "cache_blocks" |
+ *           "oom" | "gpu_busy", "pattern": "ERE", "after": "ERE", "before":
+ *           "ERE" } ]: why a start-up failed, from the log (engine_profile_
+ *           classify_failure); "after"/"before" scope a pattern to a phase;
+ *           a kv_cache pattern's first group is the engine's suggested
+ *           max_model_len;
+ *   "startup_log": [ { "phase": "weights", "pattern": "ERE" } ]: the lines that
+ *           mark start-up phases, their first group the phase's seconds;
+ *   "version_command": argv; "version_pattern": ERE whose first group (or
+ *           whole match) on the first matching line of the output is the
+ *           version (default: the last non-empty line);
+ *   "metrics": { "path": "/metrics", "format": "prometheus" |
+ *           "trtllm_iteration_json", "series": { SERIES: "name" | ["name",
+ *           ...] } }: where the engine's own metrics are and which of them are
+ *           the probe's series (probes/prom-map.h);
  *   "help_command": argv printing every flag (default: argv[0] --help), read
  *           by `goodput check-engine`.
  *
@@ -39,9 +57,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <regex.h>
+
 #include <cjson/cJSON.h>
 
 #include "error.h"
+#include "prom-map.h"
 #include "study.h"
 
 #define ENGINE_PROFILE_MAX_BYTES (256 * 1024)
@@ -50,6 +71,8 @@
 #define ENGINE_MAX_KNOB_FLAGS    4
 #define ENGINE_MAX_DERIVED       8
 #define ENGINE_MAX_PRODUCT       8
+#define ENGINE_MAX_HEALTH_STATUS 8
+#define ENGINE_MAX_PATTERNS      32
 
 enum engine_port_mode {
 	ENGINE_PORT_FREE,     /* the deployer finds a free port and passes it */
@@ -63,6 +86,7 @@ struct engine_knob {
 	size_t n_flags;
 	const cJSON *values;          /* value → flag value (string) or null (no flag); NULL = as is */
 	unsigned checkpoint_required; /* quantization knob: bit 1 << enum study_quant */
+	bool needs_flag;              /* no flag of its own: only a derived flag may use it */
 };
 
 /* A flag whose value is the product of knob values and constants. */
@@ -71,11 +95,49 @@ struct engine_derived {
 	const cJSON *product; /* array of knob names (strings) and numbers */
 };
 
+/* Why a server failed to start, as its log tells. */
+enum engine_failure_cause {
+	ENGINE_FAILURE_NONE,
+	ENGINE_FAILURE_WEIGHTS,      /* the weights do not fit */
+	ENGINE_FAILURE_KV_CACHE,     /* the KV cache for max_model_len does not fit */
+	ENGINE_FAILURE_CACHE_BLOCKS, /* no memory left for cache blocks or activations */
+	ENGINE_FAILURE_OOM,          /* out of memory, the log does not say what for */
+	ENGINE_FAILURE_GPU_BUSY,     /* a GPU is held by another process: the host is busy */
+	_ENGINE_FAILURE_MAX,
+};
+
+/* "none", "weights", "kv_cache", "cache_blocks", "oom", "gpu_busy" (NULL-terminated). */
+extern const char *const engine_failure_cause_names[];
+const char *engine_failure_cause_to_string(enum engine_failure_cause c);
+
+/* A regular expression of a profile, compiled (POSIX ERE, one line at a time). */
+struct engine_regex {
+	const char *text; /* into the profile's JSON; NULL when absent */
+	regex_t re;
+};
+
+struct engine_failure_pattern {
+	enum engine_failure_cause cause;
+	struct engine_regex pattern, after, before;
+};
+
+struct engine_startup_line {
+	const char *phase; /* "weights", "graphs", "ready", ... */
+	struct engine_regex pattern;
+};
+
+enum engine_health_state {
+	ENGINE_HEALTH_READY,
+	ENGINE_HEALTH_LOADING,
+	ENGINE_HEALTH_UNHEALTHY,
+};
+
 struct engine_profile {
 	cJSON *json; /* owned; strings below point into it */
 	char *path;  /* where it was loaded from */
 	const char *name, *description;
-	const char **argv; /* template, NULL-terminated (array owned) */
+	const char **sources; /* NULL-terminated (array owned) or NULL */
+	const char **argv;    /* template, NULL-terminated (array owned) */
 	size_t n_argv;
 	struct engine_knob knobs[ENGINE_MAX_KNOBS];
 	size_t n_knobs;
@@ -88,12 +150,42 @@ struct engine_profile {
 	const char *announce_prefix;
 	const char *health_path;
 	uint64_t health_interval_usec;
+	const cJSON *health_ready, *health_loading; /* arrays of statuses, or NULL (ready: [200]) */
 	uint64_t startup_timeout_usec, stop_timeout_usec;
-	const char **oom_patterns;    /* NULL-terminated (array owned) */
+	const char **oom_patterns; /* NULL-terminated (array owned) */
+	struct engine_failure_pattern failure_patterns[ENGINE_MAX_PATTERNS];
+	size_t n_failure_patterns;
+	struct engine_startup_line startup_log[ENGINE_MAX_PATTERNS];
+	size_t n_startup_log;
 	const char **version_command; /* NULL-terminated (array owned) or NULL */
-	const char *metrics_path;     /* or NULL */
-	const char **help_command;    /* NULL-terminated (array owned) or NULL */
+	struct engine_regex version_pattern;
+	const char *metrics_path;         /* or NULL */
+	struct probe_metrics_map metrics; /* names of the probe's series (empty: the default map) */
+	const char **help_command;        /* NULL-terminated (array owned) or NULL */
 };
+
+/* Why a start-up failed, from the log text: the first failure pattern (in
+ * profile order) that matches, else ENGINE_FAILURE_OOM when an oom_patterns
+ * substring occurs, else ENGINE_FAILURE_NONE. *ret_suggested_len is the
+ * engine's suggested max_model_len (a kv_cache pattern's first group), 0
+ * when it printed none. Pure: no I/O. */
+void engine_profile_classify_failure(const struct engine_profile *p, const char *log_text,
+				     enum engine_failure_cause *ret_cause, uint64_t *ret_suggested_len);
+
+/* The engine's version from its version command's output: the first group
+ * (or the whole match) of version_pattern on the first line it matches, or
+ * without a pattern the last non-empty line. Returns 1 with the version in
+ * buf, 0 when the output holds none. */
+int engine_profile_parse_version(const struct engine_profile *p, const char *output, char *buf, size_t size);
+
+/* What a health answer means: ready, still loading, or unhealthy. */
+enum engine_health_state engine_profile_health_state(const struct engine_profile *p, long http_status);
+
+/* The start-up phases a log shows, in log order: cb(phase, seconds) for each
+ * startup_log line found (seconds: its first group, NAN without one). */
+typedef void (*engine_startup_phase_fn)(const char *phase, double seconds, void *userdata);
+void engine_profile_startup_phases(const struct engine_profile *p, const char *log_text, engine_startup_phase_fn cb,
+				   void *userdata);
 
 /* Every distinct flag a profile can put on a command line (fixed arguments
  * of argv that start with '-', knob flags, derived flags), in profile order,

@@ -247,7 +247,25 @@ static void test_invalid_profiles(void)
 		" \"derived\": [{\"flag\": \"--ctx\", \"product\": [4096]}]}",
 		"derived[0].product: names no knob");
 	refused("{" BASE ", \"knobs\": {}, \"derived\": [{\"product\": [4096]}]}", "derived[0].flag: missing");
-	refused("{" BASE ", \"knobs\": {}, \"metrics_path\": \"metrics\"}", "metrics_path: \"metrics\" does not start");
+	refused("{" BASE ", \"knobs\": {}, \"metrics\": {\"path\": \"metrics\"}}",
+		"metrics.path: \"metrics\" does not start");
+	refused("{" BASE ", \"knobs\": {\"max_model_len\": {}}}", "knobs.max_model_len.flag: missing");
+	refused("{" BASE ", \"knobs\": {}, \"metrics\": {\"series\": {\"runing\": \"x\"}}}",
+		"metrics.series.runing: unknown series");
+	refused("{" BASE ", \"knobs\": {}, \"metrics\": {\"series\": {\"running\": \"a b\"}}}",
+		"metrics.series: running: \"a b\" is not a metric name");
+	refused("{" BASE ", \"knobs\": {}, \"metrics\": {\"format\": \"json\"}}", "metrics.format");
+	refused("{" BASE ", \"knobs\": {}, \"version_pattern\": \"(unclosed\"}",
+		"version_pattern: \"(unclosed\" is not a regular expression");
+	refused("{" BASE ", \"knobs\": {}, \"failure_patterns\": [{\"cause\": \"disk\", \"pattern\": \"x\"}]}",
+		"failure_patterns[0].cause");
+	refused("{" BASE ", \"knobs\": {}, \"failure_patterns\": [{\"cause\": \"oom\", \"pattern\": \"[\"}]}",
+		"failure_patterns[0].pattern");
+	refused("{" BASE ", \"knobs\": {}, \"startup_log\": [{\"phase\": \"Weights\", \"pattern\": \"x\"}]}",
+		"startup_log[0].phase");
+	refused("{\"name\": \"x\", \"argv\": [\"srv\"], \"knobs\": {}, \"health\": {\"path\": \"/h\", \"ready\": "
+		"[700]}}",
+		"health.ready[0]");
 }
 
 int main(void)

@@ -157,10 +157,10 @@ static void test_llamacpp(void)
 						  .gpu_count = 1 };
 
 	/* --parallel from the batch knob, both batch sizes from the chunk knob,
-	 * --ctx-size derived: 4096 per slot × 16 slots. */
+	 * --ctx-size derived from the study's context per slot: 4096 × 16 slots. */
 	golden("llamacpp", &one,
 	       "{\"max_num_seqs\": 16, \"max_num_batched_tokens\": 512, \"tensor_parallel\": 1,"
-	       " \"quantization\": \"none\"}",
+	       " \"quantization\": \"none\", \"max_model_len\": 4096}",
 	       (const char *const[]){ "llama-server",
 				      "--model",
 				      "/models/llama-3.1-8b-f16.gguf",
@@ -183,11 +183,12 @@ static void test_llamacpp(void)
 				      "65536",
 				      NULL },
 	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0", NULL });
-	/* Largest batch; no batch knob at all: no --parallel and no derived context. */
+	/* Without a context per slot llama.cpp keeps its own (the model's,
+	 * split between the slots): no --ctx-size. */
 	golden("llamacpp", &one, "{\"max_num_seqs\": 64}",
 	       (const char *const[]){ "llama-server", "--model", "/models/llama-3.1-8b-f16.gguf", "--alias", "llama",
 				      "--host", "127.0.0.1", "--port", "8080", "--n-gpu-layers", "999", "--metrics",
-				      "--parallel", "64", "--ctx-size", "262144", NULL },
+				      "--parallel", "64", NULL },
 	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0", NULL });
 	golden("llamacpp", &one, "{\"max_num_batched_tokens\": 2048}",
 	       (const char *const[]){ "llama-server", "--model", "/models/llama-3.1-8b-f16.gguf", "--alias", "llama",

@@ -112,6 +112,8 @@ void runner_preflight_estimate(const struct runner_preflight *p, const struct op
 	enum sim_quant q = SIM_QUANT_NONE;
 	enum sim_kv_dtype kv = SIM_KV_AUTO;
 	struct error err = { 0 };
+	struct sim_memory_policy policy;
+	struct sim_startup_check check;
 	struct sim_memory mem;
 	struct sim_perf perf;
 	double gmu, block_bytes;
@@ -132,15 +134,17 @@ void runner_preflight_estimate(const struct runner_preflight *p, const struct op
 
 	e.memory_gib = p->gpu.mem_bytes / SIM_GIB;
 	e.budget_gib = e.memory_gib * gmu;
+	policy = (struct sim_memory_policy){ .rules = SIM_MEMORY_VLLM, .fraction = gmu };
 	if (sim_perf_init(&perf, &p->model, &p->gpu, q, kv, e.tp, &p->profile, &err) < 0 ||
-	    sim_perf_check_startup(&perf, e.tp, e.max_model_len, seqs, mbt, NULL, &err) < 0) {
+	    (sim_perf_check_startup(&perf, &policy, e.tp, e.max_model_len, seqs, mbt, &check, &err) < 0 &&
+	     check.cause == SIM_STARTUP_CONFIG)) {
 		/* the engine refuses the combination outright (TP and heads, the context) */
 		e.fit = OPT_FIT_NO;
 		e.refused = true;
 		*ret = e;
 		return;
 	}
-	sim_perf_memory(&perf, gmu, mbt, seqs, SIM_BLOCK_SIZE, &mem);
+	sim_perf_memory(&perf, &policy, mbt, seqs, SIM_BLOCK_SIZE, &mem);
 	block_bytes = SIM_BLOCK_SIZE * mem.kv_bytes_token_gpu;
 	e.weights_gib = mem.weights / SIM_GIB;
 	e.activations_gib = mem.act_peak / SIM_GIB;

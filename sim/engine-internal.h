@@ -26,6 +26,7 @@ struct req {
 	uint64_t arrival_usec;
 	uint32_t n_prompt, max_tokens, n_out, num_computed, n_cached;
 	bool running;
+	bool was_scheduled; /* its first step has been scheduled */
 	uint32_t running_idx;
 	uint64_t *prompt_hash; /* one per full prompt block; NULL when ids were not given */
 	uint32_t n_prompt_hash;

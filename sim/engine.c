@@ -202,6 +202,65 @@ static void req_destroy(struct req *r)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sim_engine *, sim_engine_free)
 
+static int check_startup(const struct sim_engine_config *c, const struct sim_perf *perf,
+			 struct sim_startup_check *ret, struct error *err)
+{
+	struct sim_memory_policy policy = {
+		.rules = c->memory_rules,
+		.fraction = c->gpu_memory_utilization,
+		.kv_tokens = c->kv_tokens_fixed ? c->kv_tokens_fixed : c->max_model_len,
+		.fail_fast = c->kv_fail_fast,
+	};
+
+	return sim_perf_check_startup(perf, &policy, c->gpus, c->max_model_len, c->max_num_seqs,
+				      c->max_num_batched_tokens, ret, err);
+}
+
+static uint64_t startup_usec(const struct sim_engine_config *c, const struct sim_perf *perf,
+			     struct sim_startup_phases *ret_phases)
+{
+	*ret_phases = (struct sim_startup_phases){ 0 };
+	if (c->startup.enabled) {
+		sim_startup_model_phases(perf, &c->startup, ret_phases);
+		return (uint64_t)llround(ret_phases->total_s * 1e6);
+	}
+	return (uint64_t)(sim_perf_startup_sec(perf) * c->startup_scale * 1e6);
+}
+
+int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret_check,
+			     struct error *err)
+{
+	struct sim_engine_config cfg = *c;
+	struct sim_perf perf;
+	int r;
+
+	r = sim_engine_config_resolve(&cfg, err);
+	if (r < 0)
+		return r;
+	r = sim_perf_init(&perf, &cfg.model, &cfg.gpu, cfg.quant, cfg.kv_dtype, cfg.tp, &cfg.profile, err);
+	if (r < 0) {
+		*ret_check = (struct sim_startup_check){ .cause = SIM_STARTUP_CONFIG };
+		return r;
+	}
+	return check_startup(&cfg, &perf, ret_check, err);
+}
+
+uint64_t sim_engine_startup_usec(const struct sim_engine_config *c, struct sim_startup_phases *ret_phases)
+{
+	struct sim_engine_config cfg = *c;
+	struct sim_startup_phases ph;
+	struct sim_perf perf;
+	uint64_t u;
+
+	if (sim_engine_config_resolve(&cfg, NULL) < 0 ||
+	    sim_perf_init(&perf, &cfg.model, &cfg.gpu, cfg.quant, cfg.kv_dtype, cfg.tp, &cfg.profile, NULL) < 0)
+		return 0;
+	u = startup_usec(&cfg, &perf, &ph);
+	if (ret_phases)
+		*ret_phases = ph;
+	return u;
+}
+
 int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_callbacks *cb, void *userdata,
 		   struct sim_engine **ret, struct error *err)
 {
@@ -225,19 +284,19 @@ int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_ca
 			  &e->cfg.profile, err);
 	if (r < 0)
 		return r;
-	sim_perf_memory(&e->perf, e->cfg.gpu_memory_utilization, e->cfg.max_num_batched_tokens, e->cfg.max_num_seqs,
-			SIM_BLOCK_SIZE, &e->info.memory);
-	r = sim_perf_check_startup(&e->perf, e->cfg.gpus, e->cfg.max_model_len, e->cfg.max_num_seqs,
-				   e->cfg.max_num_batched_tokens, &e->info.memory, err);
+	r = check_startup(&e->cfg, &e->perf, &e->info.check, err);
 	if (r < 0)
 		return r;
+	e->info.memory = e->info.check.mem;
 	if (e->info.memory.num_blocks >= NIL / 2)
 		return error_set(err, -E2BIG, "KV cache of %" PRIu64 " blocks is too large to emulate",
 				 e->info.memory.num_blocks);
+	/* SGLang and TensorRT-LLM serve shorter sequences rather than refuse. */
+	e->cfg.max_model_len = e->info.check.max_model_len_used;
 	e->info.max_model_len = e->cfg.max_model_len;
 	e->info.max_num_seqs = e->cfg.max_num_seqs;
 	e->info.max_num_batched_tokens = e->cfg.max_num_batched_tokens;
-	e->info.startup_usec = (uint64_t)(sim_perf_startup_sec(&e->perf) * e->cfg.startup_scale * 1e6);
+	e->info.startup_usec = startup_usec(&e->cfg, &e->perf, &e->info.startup);
 	e->info.usd_per_hour = e->cfg.gpu.usd_per_hour * e->cfg.tp;
 	e->info.weights_gib = e->info.memory.weights / SIM_GIB;
 
@@ -468,6 +527,11 @@ static bool step_start(struct sim_engine *e, uint64_t t)
 				break;
 			wait_remove(e, r);
 			running_append(e, r);
+			if (!r->was_scheduled) {
+				r->was_scheduled = true;
+				if (e->cb.scheduled)
+					e->cb.scheduled(e->userdata, r->id, t);
+			}
 			e->sched[e->n_sched++] = (struct sched){ r, n_new };
 			budget -= n_new;
 		}

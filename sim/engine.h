@@ -49,7 +49,11 @@ struct sim_engine_config {
 	uint32_t max_model_len;          /* 0 = the model's max_position_embeddings */
 	enum sim_quant quant;
 	enum sim_kv_dtype kv_dtype;
-	double gpu_memory_utilization;         /* 0.9 */
+	double gpu_memory_utilization;         /* 0.9: the engine's memory fraction (its meaning: memory_rules) */
+	enum sim_memory_rules memory_rules;    /* whose KV sizing and start-up refusals (vLLM's) */
+	uint64_t kv_tokens_fixed;              /* llama.cpp: the whole context allocated (0 = max_model_len) */
+	bool kv_fail_fast;                     /* TensorRT-LLM: refuse a max_seq_len the KV cache cannot hold */
+	struct sim_startup_model startup;      /* off: the §4.5 estimate × startup_scale */
 	bool enable_prefix_caching;            /* true */
 	uint32_t long_prefill_token_threshold; /* 0 = off */
 	uint64_t seed;
@@ -78,12 +82,14 @@ void sim_engine_config_init(struct sim_engine_config *c);
  * --max-num-batched-tokens, --quantization, --kv-cache-dtype,
  * --tensor-parallel-size (-tp), --gpu-memory-utilization, --max-model-len,
  * --profile, --profile-file, --seed, --jitter, --enable-prefix-caching,
- * --no-enable-prefix-caching (value ignored), --long-prefill-token-threshold.
+ * --no-enable-prefix-caching (value ignored), --long-prefill-token-threshold,
+ * --startup-model (no value), --weights-read-gbps, --init-seconds,
+ * --graph-capture-seconds.
  * Returns 1 when applied, 0 when the flag is not an engine flag, negative errno
  * with err naming flag and value when the value is bad. Clears `resolved`. */
 int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value, struct error *err);
-/* Whether flag (as above) takes a value (all but --no-enable-prefix-caching and
- * --enable-prefix-caching). */
+/* Whether flag (as above) takes a value (all but --no-enable-prefix-caching,
+ * --enable-prefix-caching and --startup-model). */
 bool sim_engine_flag_takes_value(const char *flag);
 /* One help line per engine flag, indented two spaces. */
 void sim_engine_flags_help(FILE *out);
@@ -96,8 +102,11 @@ int sim_engine_config_resolve(struct sim_engine_config *c, struct error *err);
 /* What the engine derived at start-up (for logs, /metrics, /v1/models). */
 struct sim_engine_info {
 	struct sim_memory memory;
-	uint32_t max_model_len, max_num_seqs, max_num_batched_tokens;
-	uint64_t startup_usec; /* §4.5 time × startup_scale */
+	struct sim_startup_check check;
+	uint32_t max_model_len; /* served: shortened where the engine does that (check.max_model_len_used) */
+	uint32_t max_num_seqs, max_num_batched_tokens;
+	uint64_t startup_usec; /* the start-up model's total, or the §4.5 time × startup_scale */
+	struct sim_startup_phases startup; /* the start-up model's phases (zero when it is off) */
 	double usd_per_hour;   /* GPU price × TP */
 	double weights_gib;    /* per GPU */
 };
@@ -111,6 +120,9 @@ struct sim_engine_callbacks {
 	 * n_cached: prompt tokens served from the prefix cache at its (last) admission. */
 	void (*finished)(void *userdata, uint64_t req_id, uint64_t time_usec, uint32_t n_prompt, uint32_t n_output,
 			 uint32_t n_cached);
+	/* req_id's first step starts at time_usec: it leaves the waiting queue
+	 * (vLLM's scheduled_ts; called once per request, not again after a preemption). */
+	void (*scheduled)(void *userdata, uint64_t req_id, uint64_t time_usec);
 	/* req_id was preempted (recompute) by the step starting at time_usec. */
 	void (*preempted)(void *userdata, uint64_t req_id, uint64_t time_usec);
 	/* A step was scheduled: it runs from start_usec to end_usec with batch b. */
@@ -123,6 +135,17 @@ struct sim_engine_callbacks {
 int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_callbacks *cb, void *userdata,
 		   struct sim_engine **ret, struct error *err);
 struct sim_engine *sim_engine_free(struct sim_engine *e);
+
+/* The start-up checks sim_engine_new runs, as a fact: resolves a copy of the
+ * config and fills ret_check (cause SIM_STARTUP_OK when it would start).
+ * Returns sim_engine_new's error for the same config, 0 when it starts;
+ * errors resolving the config (an unknown model) leave ret_check untouched. */
+int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret_check,
+			     struct error *err);
+/* The start-up time a config takes (what sim_engine_new puts in
+ * info.startup_usec), for a virtual-time runner to charge it; 0 when the
+ * config does not resolve. */
+uint64_t sim_engine_startup_usec(const struct sim_engine_config *c, struct sim_startup_phases *ret_phases);
 
 const struct sim_engine_info *sim_engine_get_info(const struct sim_engine *e);
 const struct sim_engine_config *sim_engine_get_config(const struct sim_engine *e);

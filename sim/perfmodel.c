@@ -1,5 +1,6 @@
-/* perfmodel.c — the roofline step-time model, memory budget and start-up
- * checks of goodput-sim (PERFMODEL.md §3, §4.3, §4.5, §6).
+/* perfmodel.c — the roofline step-time model of goodput-sim (PERFMODEL.md
+ * §3, §6); the memory budget, start-up checks and start-up time are in
+ * perf-memory.c.
  *
  * A step's time is the SUM of per-operator rooflines, because GEMMs and
  * attention run as separate kernels: max(compute, bytes) for the GEMMs (all
@@ -401,92 +402,6 @@ double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, s
 	if (ret_parts)
 		*ret_parts = s;
 	return s.total;
-}
-
-/* ---- memory and start-up ---- */
-
-void sim_perf_memory(const struct sim_perf *p, double gpu_memory_utilization, uint32_t max_num_batched_tokens,
-		     uint32_t max_num_seqs, uint32_t block_size, struct sim_memory *ret)
-{
-	const struct sim_model *m = &p->model;
-	const struct sim_profile *pr = &p->profile;
-	struct sim_memory mem = { .block_size = block_size ? block_size : 16 };
-
-	mem.budget = p->gpu.mem_bytes * gpu_memory_utilization;
-	mem.weights = p->w_resident / p->tp;
-	/* The profiling forward at max_num_batched_tokens (§4.3): two live activations of
-	 * (2d + ffn/TP) bf16 per token, fp32 logits for every sequence, graphs, non-torch. */
-	mem.act_peak = 2.0 * max_num_batched_tokens * (2.0 * m->hidden + (double)m->ffn / p->tp) * 2.0 +
-		       4.0 * max_num_seqs * (double)m->vocab +
-		       (pr->act_graphs_gib + pr->act_base_gib + (p->tp > 1 ? pr->act_nccl_gib : 0.0)) * SIM_GIB;
-	mem.kv_avail = mem.budget - mem.weights - mem.act_peak;
-	mem.kv_bytes_token_gpu = p->kv_bytes_token_gpu;
-	if (mem.kv_avail > 0)
-		mem.num_blocks = (uint64_t)floor(mem.kv_avail / (mem.block_size * mem.kv_bytes_token_gpu));
-	mem.kv_tokens = mem.num_blocks * mem.block_size;
-	*ret = mem;
-}
-
-int sim_perf_check_startup(const struct sim_perf *p, uint32_t gpus, uint32_t max_model_len, uint32_t max_num_seqs,
-			   uint32_t max_num_batched_tokens, const struct sim_memory *mem, struct error *err)
-{
-	const struct sim_model *m = &p->model;
-
-	if (p->tp > gpus)
-		return error_set(err, -EINVAL,
-				 "AssertionError: please set tensor_parallel_size (%u) to less than max local gpu "
-				 "count (%u)",
-				 p->tp, gpus);
-	if (m->heads % p->tp != 0)
-		return error_set(err, -EINVAL,
-				 "ValueError: Total number of attention heads (%u) must be divisible by tensor "
-				 "parallel size (%u).",
-				 m->heads, p->tp);
-	if (p->tp >= m->kv_heads ? p->tp % m->kv_heads != 0 : m->kv_heads % p->tp != 0)
-		return error_set(err, -EINVAL,
-				 "AssertionError: the number of key/value heads (%u) and tensor parallel size (%u) "
-				 "must divide one another",
-				 m->kv_heads, p->tp);
-	if (max_model_len > m->max_position)
-		return error_set(err, -EINVAL,
-				 "ValueError: User-specified max_model_len (%u) is greater than the derived "
-				 "max_model_len (max_position_embeddings=%u or model_max_length=None in model's "
-				 "config.json). This may lead to incorrect model outputs or CUDA errors. To allow "
-				 "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-				 max_model_len, m->max_position);
-	if (max_num_batched_tokens < max_num_seqs)
-		return error_set(err, -EINVAL,
-				 "ValueError: max_num_batched_tokens (%u) must be greater than or equal to "
-				 "max_num_seqs (%u).",
-				 max_num_batched_tokens, max_num_seqs);
-	if (!mem)
-		return 0;
-	if (mem->kv_avail <= 0 || mem->num_blocks == 0)
-		return error_set(err, -ENOMEM,
-				 "ValueError: No available memory for the cache blocks. Try increasing "
-				 "`gpu_memory_utilization` when initializing the engine. (weights %.2f GiB + "
-				 "activation peak %.2f GiB per GPU vs %.2f GiB = %.0f GB x gpu_memory_utilization)",
-				 mem->weights / SIM_GIB, mem->act_peak / SIM_GIB, mem->budget / SIM_GIB,
-				 p->gpu.mem_bytes / 1e9);
-	if (mem->kv_tokens < max_model_len) {
-		double need = ceil((double)max_model_len / mem->block_size) * mem->block_size * mem->kv_bytes_token_gpu;
-		return error_set(err, -ENOSPC,
-				 "ValueError: To serve at least one request with the models's max seq len (%u), "
-				 "(%.2f GiB) KV cache is needed, which is larger than the available KV cache memory "
-				 "(%.2f GiB). Based on the available memory, the estimated maximum model length is "
-				 "%" PRIu64 ". Try increasing `gpu_memory_utilization` or decreasing "
-				 "`max_model_len` when initializing the engine.",
-				 max_model_len, need / SIM_GIB, mem->kv_avail / SIM_GIB, mem->kv_tokens);
-	}
-	return 0;
-}
-
-double sim_perf_startup_sec(const struct sim_perf *p)
-{
-	const struct sim_profile *pr = &p->profile;
-
-	return pr->start_proc_s + (p->tp > 1 ? pr->start_tp_s : 0.0) + p->w_resident / (pr->load_gbps * 1e9) +
-	       pr->start_compile_s + pr->start_profile_s + pr->start_graphs_s;
 }
 
 void sim_perf_default_batch(const struct sim_gpu *g, uint32_t *ret_max_num_batched_tokens, uint32_t *ret_max_num_seqs)

@@ -217,37 +217,109 @@ struct sim_step_parts {
  * empty batch costs 0. */
 double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, struct sim_step_parts *ret_parts);
 
-/* ---- memory, KV capacity and start-up checks (§4.3) ---- */
+/* ---- memory, KV capacity and start-up checks (§4.3; perf-memory.c) ---- */
+
+/* How an engine sizes its KV cache and what it refuses at start-up. The
+ * engines differ: vLLM and TGI give the KV cache what is left of
+ * memory × fraction after the weights and the profiled activation peak;
+ * SGLang's --mem-fraction-static holds weights and KV together, activations
+ * live outside it; TensorRT-LLM gives the KV cache a fraction of the memory
+ * free after the model and its activations; llama.cpp allocates the whole
+ * --ctx-size up front, with no fraction at all. */
+enum sim_memory_rules {
+	SIM_MEMORY_VLLM,
+	SIM_MEMORY_SGLANG,
+	SIM_MEMORY_TGI,
+	SIM_MEMORY_TRTLLM,
+	SIM_MEMORY_LLAMACPP,
+};
+
+struct sim_memory_policy {
+	enum sim_memory_rules rules;
+	double fraction;    /* vLLM gpu_memory_utilization, SGLang mem_fraction_static, TGI cuda_memory_fraction,
+	                     * TensorRT-LLM kv_cache_free_gpu_memory_fraction; unused by llama.cpp */
+	uint64_t kv_tokens; /* llama.cpp: the context allocated (--ctx-size) */
+	bool fail_fast;     /* TensorRT-LLM: refuse, not shorten, a max_seq_len the KV cache cannot hold */
+};
+
+/* Memory a GPU holds back from any process (CUDA context, allocator slack). */
+#define SIM_CUDA_RESERVED_BYTES (0.5 * SIM_GIB)
 
 struct sim_memory {
-	double budget;   /* mem × gpu_memory_utilization, per GPU */
+	double budget;   /* what the engine may use per GPU (mem × fraction, or all of it) */
 	double weights;  /* resident weights per GPU */
 	double act_peak; /* activation + graphs + non-torch (+ NCCL) per GPU */
-	double kv_avail; /* budget − weights − act_peak (may be negative) */
+	double kv_avail; /* what the KV cache gets (may be negative: nothing) */
 	double kv_bytes_token_gpu;
 	uint64_t num_blocks; /* KV blocks of block_size tokens */
 	uint64_t kv_tokens;  /* num_blocks · block_size */
 	uint32_t block_size;
 };
 
-void sim_perf_memory(const struct sim_perf *p, double gpu_memory_utilization, uint32_t max_num_batched_tokens,
+void sim_perf_memory(const struct sim_perf *p, const struct sim_memory_policy *policy, uint32_t max_num_batched_tokens,
 		     uint32_t max_num_seqs, uint32_t block_size, struct sim_memory *ret);
 
-/* vLLM's start-up refusals, with vLLM's wording in err:
- *  - TP > gpus, TP not dividing the attention heads (-EINVAL);
- *  - weights + activation peak over the budget: "ValueError: No available memory for the
- *    cache blocks. ..." (-ENOMEM);
- *  - the KV cache cannot hold one max_model_len sequence: "ValueError: To serve at least one
- *    request with the models's max seq len (X), (Y GiB) KV cache is needed, ..." (-ENOSPC);
- *  - max_model_len above the model's max_position_embeddings (-EINVAL);
- *  - max_num_batched_tokens < max_num_seqs (-EINVAL, vLLM's check).
- * mem may be NULL. */
-int sim_perf_check_startup(const struct sim_perf *p, uint32_t gpus, uint32_t max_model_len, uint32_t max_num_seqs,
-			   uint32_t max_num_batched_tokens, const struct sim_memory *mem, struct error *err);
+/* Why an engine would not start, as a fact the dialects word their own way. */
+enum sim_startup_cause {
+	SIM_STARTUP_OK,
+	SIM_STARTUP_CONFIG,       /* a refused argument combination (TP, lengths, fractions) */
+	SIM_STARTUP_WEIGHTS,      /* the weights do not fit the GPU: CUDA OOM while loading */
+	SIM_STARTUP_KV_CACHE,     /* the KV cache cannot hold one max_model_len sequence */
+	SIM_STARTUP_CACHE_BLOCKS, /* nothing left for KV cache blocks after weights and activations */
+};
+
+struct sim_startup_check {
+	enum sim_startup_cause cause;
+	struct sim_memory mem;
+	uint32_t max_model_len;      /* as asked */
+	uint32_t max_model_len_used; /* what the engine serves: shortened by SGLang and TensorRT-LLM when the
+	                              * KV cache is smaller */
+	uint64_t est_max_model_len;  /* KV_CACHE: the longest length that fits (0 = none) */
+	double kv_need;              /* KV_CACHE: bytes one max_model_len sequence needs per GPU */
+};
+
+/* The start-up refusals of the policy's engine (sim_perf_check_startup
+ * writes vLLM's wording into err for every policy; the server's dialects
+ * word ret_check->cause their own way):
+ *  - TP > gpus, TP not dividing the attention heads, max_model_len above the
+ *    model's max_position_embeddings, a fraction above 1, vLLM's
+ *    max_num_batched_tokens < max_num_seqs (-EINVAL, SIM_STARTUP_CONFIG);
+ *  - weights over the GPU's memory (-EFBIG, SIM_STARTUP_WEIGHTS);
+ *  - no memory for cache blocks (-ENOMEM, SIM_STARTUP_CACHE_BLOCKS);
+ *  - a KV cache that cannot hold one max_model_len sequence (-ENOSPC,
+ *    SIM_STARTUP_KV_CACHE), except where the engine shortens max_model_len.
+ * ret_check may be NULL. */
+int sim_perf_check_startup(const struct sim_perf *p, const struct sim_memory_policy *policy, uint32_t gpus,
+			   uint32_t max_model_len, uint32_t max_num_seqs, uint32_t max_num_batched_tokens,
+			   struct sim_startup_check *ret_check, struct error *err);
 
 /* Start-up time in seconds (§4.5, warm caches): process + weights/load_bw + compile + profile +
  * graphs. */
 double sim_perf_startup_sec(const struct sim_perf *p);
+
+/* The start-up time model of a host (off by default): the weights read from
+ * storage at weights_read_gbps, the engine's own initialisation (imports,
+ * workers, compilation, profiling: init_seconds, plus 5 s per TP rank above
+ * 1) and the CUDA graph capture. */
+struct sim_startup_model {
+	bool enabled;
+	double weights_read_gbps;     /* 2 (a warm page cache reads ~10) */
+	double init_seconds;          /* 20 */
+	double graph_capture_seconds; /* 15 */
+};
+
+#define SIM_STARTUP_TP_RANK_SECONDS 5.0
+
+struct sim_startup_phases {
+	double weights_s, init_s, graphs_s; /* in start-up order: init (first half), weights, init (rest), graphs */
+	double total_s;
+	double weights_gb; /* all ranks, decimal GB as storage counts */
+};
+
+void sim_startup_model_init(struct sim_startup_model *m);
+/* The phases for a deployment; deterministic, so that virtual time can charge exactly this. */
+void sim_startup_model_phases(const struct sim_perf *p, const struct sim_startup_model *m,
+			      struct sim_startup_phases *ret);
 
 /* The defaults vLLM's OpenAI server picks (PERFMODEL §4.1): 8192/1024 on >= 70 GiB GPUs other
  * than A100, else 2048/256. */

@@ -365,9 +365,20 @@ static void test_errors(void)
 
 	sim_engine_config_init(&c);
 	snprintf(c.model_name, sizeof(c.model_name), "llama-3.1-70b");
+	/* 131 GiB of BF16 weights on one 80 GB GPU: a CUDA OOM while loading. */
+	CHECK(sim_engine_new(&c, &cbs, NULL, &e, &err) == -EFBIG);
+	CHECK_STR_CONTAINS(err.msg, "CUDA out of memory");
+	CHECK(!e);
+	struct sim_startup_check chk;
+	CHECK(sim_engine_check_startup(&c, &chk, &err) == -EFBIG);
+	CHECK_INT_EQ(chk.cause, SIM_STARTUP_WEIGHTS);
+	/* FP8 weights fit the GPU but not the 0.9 budget: no cache blocks. */
+	c.quant = SIM_QUANT_FP8;
 	CHECK(sim_engine_new(&c, &cbs, NULL, &e, &err) == -ENOMEM);
 	CHECK_STR_CONTAINS(err.msg, "No available memory for the cache blocks");
-	CHECK(!e);
+	CHECK(sim_engine_check_startup(&c, &chk, &err) == -ENOMEM);
+	CHECK_INT_EQ(chk.cause, SIM_STARTUP_CACHE_BLOCKS);
+	c.quant = SIM_QUANT_NONE;
 
 	c.tp = 4;
 	CHECK(sim_engine_new(&c, &cbs, NULL, &e, &err) == 0); /* gpus defaults to TP */

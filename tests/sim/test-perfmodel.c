@@ -230,62 +230,130 @@ static void test_sanity(void)
 	CHECK(step_of(&mi, 1, 1024, 0, 0, 0, NULL) * 1e3 > 5.0);
 }
 
+/* vLLM's rule (§4.3): the KV cache gets memory × fraction − weights − activations. */
+static const struct sim_memory_policy *vllm(double gmu)
+{
+	static struct sim_memory_policy p;
+
+	p = (struct sim_memory_policy){ .rules = SIM_MEMORY_VLLM, .fraction = gmu };
+	return &p;
+}
+
+static int check(const struct sim_perf *p, const struct sim_memory_policy *pol, uint32_t gpus, uint32_t len,
+		 uint32_t seqs, uint32_t mbt, struct sim_startup_check *c, struct error *err)
+{
+	return sim_perf_check_startup(p, pol, gpus, len, seqs, mbt, c, err);
+}
+
 static void test_memory_and_startup(void)
 {
 	struct sim_memory mem;
+	struct sim_startup_check c;
 	struct error err = { 0 };
 	struct sim_perf p = perf_of("llama-3.1-8b", "H100", "none", 1, 2, "vllm");
 
 	/* KV capacity (§4.3): ≈414k tokens at gmu 0.9 for 8B on H100 (emumodel's reserve). */
-	sim_perf_memory(&p, 0.9, 8192, 1024, 16, &mem);
+	sim_perf_memory(&p, vllm(0.9), 8192, 1024, 16, &mem);
 	CHECK(mem.act_peak > 1.5 * SIM_GIB && mem.act_peak < 2.5 * SIM_GIB);
 	CHECK_REL((double)mem.kv_tokens, 414500, 0.05);
 	CHECK(mem.kv_tokens % 16 == 0 && mem.num_blocks * 16 == mem.kv_tokens);
-	CHECK(sim_perf_check_startup(&p, 1, 131072, 1024, 8192, &mem, &err) == 0);
+	CHECK(check(&p, vllm(0.9), 1, 131072, 1024, 8192, &c, &err) == 0);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_OK);
+	CHECK_INT_EQ(c.max_model_len_used, 131072);
 
 	/* FP8 KV doubles the capacity per byte. */
 	struct sim_perf pf = perf_of("llama-3.1-8b", "H100", "none", 1, 1, "vllm");
 	struct sim_memory memf;
-	sim_perf_memory(&pf, 0.9, 8192, 1024, 16, &memf);
+	sim_perf_memory(&pf, vllm(0.9), 8192, 1024, 16, &memf);
 	CHECK_REL((double)memf.kv_tokens, 2.0 * mem.kv_tokens, 0.01);
 
-	/* 70B BF16 on one H100: the weights do not fit. */
+	/* 70B BF16 on one H100: the weights (131 GiB) do not fit the GPU at all. */
 	struct sim_perf big = perf_of("llama-3.1-70b", "H100", "none", 1, 2, "vllm");
-	sim_perf_memory(&big, 0.9, 8192, 1024, 16, &mem);
-	CHECK(sim_perf_check_startup(&big, 1, 4096, 1024, 8192, &mem, &err) == -ENOMEM);
-	CHECK_STR_CONTAINS(err.msg,
-			   "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`");
+	CHECK(check(&big, vllm(0.9), 1, 4096, 1024, 8192, &c, &err) == -EFBIG);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_WEIGHTS);
+	CHECK_STR_CONTAINS(err.msg, "CUDA out of memory");
 
 	/* 70B FP8 on one H100 (80 GB) at gmu 0.95: fits, but not a 131072 context (Lambda: ≈4k
-	 * served); at gmu 0.9 the weights alone (67.7 GiB) exceed the budget. */
+	 * served); at gmu 0.9 the weights (65.7 GiB) fit the GPU but leave the budget nothing. */
 	struct sim_perf f8 = perf_of("llama-3.1-70b", "H100", "fp8", 1, 2, "vllm");
-	sim_perf_memory(&f8, 0.9, 2048, 256, 16, &mem);
-	CHECK(sim_perf_check_startup(&f8, 1, 4096, 256, 2048, &mem, &err) == -ENOMEM);
-	sim_perf_memory(&f8, 0.95, 2048, 256, 16, &mem);
+	CHECK(check(&f8, vllm(0.9), 1, 4096, 256, 2048, &c, &err) == -ENOMEM);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_CACHE_BLOCKS);
+	CHECK_STR_CONTAINS(err.msg,
+			   "No available memory for the cache blocks. Try increasing `gpu_memory_utilization`");
+	sim_perf_memory(&f8, vllm(0.95), 2048, 256, 16, &mem);
 	CHECK(mem.kv_tokens > 2048 && mem.kv_tokens < 32768);
-	CHECK(sim_perf_check_startup(&f8, 1, 131072, 256, 2048, &mem, &err) == -ENOSPC);
-	CHECK_STR_CONTAINS(err.msg, "To serve at least one request with the models's max seq len (131072)");
+	CHECK(check(&f8, vllm(0.95), 1, 131072, 256, 2048, &c, &err) == -ENOSPC);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_KV_CACHE);
+	CHECK_INT_EQ(c.est_max_model_len, mem.kv_tokens);
+	CHECK_STR_CONTAINS(err.msg, "To serve at least one request with the models's max seq len (131072), (");
+	CHECK_STR_CONTAINS(err.msg, " GiB KV cache is needed, which is larger than the available KV cache memory (");
 	CHECK_STR_CONTAINS(err.msg, "estimated maximum model length is");
 	CHECK_STR_CONTAINS(err.msg, "decreasing `max_model_len`");
-	CHECK(sim_perf_check_startup(&f8, 1, 2048, 256, 2048, &mem, &err) == 0);
+	CHECK(check(&f8, vllm(0.95), 1, 2048, 256, 2048, &c, &err) == 0);
+	/* vLLM refuses a fraction above 1. */
+	CHECK(check(&f8, vllm(1.5), 1, 2048, 256, 2048, &c, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "GPU memory utilization must be less than 1.0. Got 1.5.");
+
+	/* SGLang and TensorRT-LLM serve what fits; TensorRT-LLM refuses it when told to fail fast. */
+	struct sim_memory_policy sg = { .rules = SIM_MEMORY_SGLANG, .fraction = 0.95 };
+	CHECK(check(&f8, &sg, 1, 131072, 256, 2048, &c, &err) == 0);
+	CHECK(c.max_model_len_used < 131072 && c.max_model_len_used == c.mem.kv_tokens);
+	struct sim_memory_policy trt = { .rules = SIM_MEMORY_TRTLLM, .fraction = 0.9 };
+	CHECK(check(&f8, &trt, 1, 131072, 256, 2048, &c, &err) == 0);
+	CHECK(c.max_model_len_used < 131072);
+	trt.fail_fast = true;
+	CHECK(check(&f8, &trt, 1, 131072, 256, 2048, &c, &err) == -ENOSPC);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_KV_CACHE);
+	/* SGLang's static fraction holds the weights too: too small a fraction leaves no KV pool. */
+	sg.fraction = 0.8;
+	CHECK(check(&f8, &sg, 1, 4096, 256, 2048, &c, &err) == -ENOMEM);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_CACHE_BLOCKS);
+	/* TGI refuses the length, with no suggestion of its own. */
+	struct sim_memory_policy tgi = { .rules = SIM_MEMORY_TGI, .fraction = 0.95 };
+	CHECK(check(&f8, &tgi, 1, 131072, 256, 2048, &c, &err) == -ENOSPC);
+	/* llama.cpp allocates its whole context: 8B F16 with a 131072-token context
+	 * is 16 GiB of KV; 1M tokens do not fit an 80 GB GPU. */
+	struct sim_memory_policy lc = { .rules = SIM_MEMORY_LLAMACPP, .kv_tokens = 131072 };
+	CHECK(check(&p, &lc, 1, 16384, 8, 512, &c, &err) == 0);
+	CHECK_INT_EQ(c.mem.kv_tokens, 131072);
+	lc.kv_tokens = 1048576;
+	CHECK(check(&p, &lc, 1, 131072, 8, 512, &c, &err) == -ENOSPC);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_KV_CACHE);
+	CHECK_INT_EQ(c.est_max_model_len, 1048576); /* llama.cpp suggests nothing: a fact, not advice */
 
 	/* TP checks. */
 	struct sim_perf t2 = perf_of("llama-3.1-70b", "H100", "none", 4, 2, "vllm");
-	CHECK(sim_perf_check_startup(&t2, 2, 4096, 256, 2048, NULL, &err) == -EINVAL);
+	CHECK(check(&t2, vllm(0.9), 2, 4096, 256, 2048, &c, &err) == -EINVAL);
+	CHECK_INT_EQ(c.cause, SIM_STARTUP_CONFIG);
 	CHECK_STR_CONTAINS(err.msg, "tensor_parallel_size");
 	struct sim_perf q3 = perf_of("qwen2.5-7b", "H100", "none", 8, 2, "vllm");
-	CHECK(sim_perf_check_startup(&q3, 8, 4096, 256, 2048, NULL, &err) == -EINVAL);
+	CHECK(check(&q3, vllm(0.9), 8, 4096, 256, 2048, NULL, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg,
 			   "Total number of attention heads (28) must be divisible by tensor parallel size (8)");
-	CHECK(sim_perf_check_startup(&p, 1, 200000, 256, 2048, NULL, &err) == -EINVAL);
+	CHECK(check(&p, vllm(0.9), 1, 200000, 256, 2048, NULL, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "max_model_len (200000)");
-	CHECK(sim_perf_check_startup(&p, 1, 4096, 512, 256, NULL, &err) == -EINVAL);
+	CHECK(check(&p, vllm(0.9), 1, 4096, 512, 256, NULL, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "max_num_batched_tokens (256) must be greater than or equal to max_num_seqs (512)");
 
 	/* Start-up (§4.5): 8B TP1 ≈ 40–70 s warm; 70B TP4 longer. */
 	double s8 = sim_perf_startup_sec(&p), s70 = sim_perf_startup_sec(&t2);
 	CHECK(s8 >= 35 && s8 <= 70);
 	CHECK(s70 > s8 && s70 <= 180);
+
+	/* The start-up model: 16.06 GB of 8B weights at 2 GB/s, 20 s init, 15 s graphs;
+	 * 70B TP4: 141.1 GB, 20 + 3 × 5 s init. */
+	struct sim_startup_model sm;
+	struct sim_startup_phases ph;
+	sim_startup_model_init(&sm);
+	CHECK(!sm.enabled && sm.weights_read_gbps == 2 && sm.init_seconds == 20 && sm.graph_capture_seconds == 15);
+	sim_startup_model_phases(&p, &sm, &ph);
+	CHECK_REL(ph.weights_gb, 16.06, 0.01);
+	CHECK_REL(ph.weights_s, ph.weights_gb / 2, 1e-12);
+	CHECK(ph.init_s == 20 && ph.graphs_s == 15);
+	CHECK_REL(ph.total_s, ph.weights_gb / 2 + 35, 1e-12);
+	sim_startup_model_phases(&t2, &sm, &ph);
+	CHECK(ph.init_s == 35);
+	CHECK_REL(ph.weights_gb, 141.1, 0.01);
 }
 
 int main(int argc, char **argv)

@@ -184,8 +184,8 @@ static void test_rate_search(void)
 
 	/* An infeasible configuration fails with vLLM's words. */
 	config(&c, "llama-3.1-70b", 1, 256, 2048);
-	CHECK(sim_find_max_rate(&c, &wc, &sla, 0.05, 14, &s, &err) == -ENOMEM);
-	CHECK_STR_CONTAINS(err.msg, "No available memory for the cache blocks");
+	CHECK(sim_find_max_rate(&c, &wc, &sla, 0.05, 14, &s, &err) == -EFBIG);
+	CHECK_STR_CONTAINS(err.msg, "CUDA out of memory");
 }
 
 static void test_command(void)

@@ -24,7 +24,10 @@ void sim_engine_config_init(struct sim_engine_config *c)
 		.enable_prefix_caching = true,
 		.jitter_sigma = 0.03,
 		.startup_scale = 1.0,
+		.memory_rules = SIM_MEMORY_VLLM,
+		.kv_fail_fast = true,
 	};
+	sim_startup_model_init(&c->startup);
 }
 
 static int set_string(char *dst, size_t size, const char *flag, const char *value, struct error *err)
@@ -38,7 +41,7 @@ static int set_string(char *dst, size_t size, const char *flag, const char *valu
 	return 1;
 }
 
-static const char *const valueless[] = { "enable-prefix-caching", "no-enable-prefix-caching", NULL };
+static const char *const valueless[] = { "enable-prefix-caching", "no-enable-prefix-caching", "startup-model", NULL };
 
 static const char *flag_name(const char *flag)
 {
@@ -71,6 +74,11 @@ int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, 
 	}
 	if (strcmp(n, "enable-prefix-caching") == 0) {
 		c->enable_prefix_caching = true;
+		c->resolved = false;
+		return 1;
+	}
+	if (strcmp(n, "startup-model") == 0) {
+		c->startup.enabled = true;
 		c->resolved = false;
 		return 1;
 	}
@@ -107,7 +115,8 @@ int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, 
 			return error_set(err, -EINVAL, "%s: expected auto or fp8, got \"%s\"", what, value);
 		r = 1;
 	} else if (strcmp(n, "gpu-memory-utilization") == 0)
-		r = parse_double(what, value, 0.01, 1.0, &c->gpu_memory_utilization, err);
+		/* any fraction above 0: the start-up check refuses one above 1 in the engine's words */
+		r = parse_double(what, value, 0.001, 10.0, &c->gpu_memory_utilization, err);
 	else if (strcmp(n, "profile") == 0) {
 		struct sim_profile p;
 
@@ -123,6 +132,12 @@ int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, 
 		r = parse_double(what, value, 0, 1.0, &c->jitter_sigma, err);
 	else if (strcmp(n, "load-time-scale") == 0)
 		r = parse_double(what, value, 0, 100.0, &c->startup_scale, err);
+	else if (strcmp(n, "weights-read-gbps") == 0)
+		r = parse_double(what, value, 0.001, 1e6, &c->startup.weights_read_gbps, err);
+	else if (strcmp(n, "init-seconds") == 0)
+		r = parse_double(what, value, 0, 86400, &c->startup.init_seconds, err);
+	else if (strcmp(n, "graph-capture-seconds") == 0)
+		r = parse_double(what, value, 0, 86400, &c->startup.graph_capture_seconds, err);
 	else
 		return 0;
 	if (r < 0)
@@ -151,7 +166,12 @@ void sim_engine_flags_help(FILE *out)
 	      "  --profile-file FILE           JSON overrides of profile constants ({\"mfu_bf16\": 0.55, ...})\n"
 	      "  --seed N                      seed of the per-step jitter (default 0)\n"
 	      "  --jitter SIGMA                log-normal sigma of step times (default 0.03)\n"
-	      "  --load-time-scale F           multiplies the modelled start-up time (default 1)\n",
+	      "  --load-time-scale F           multiplies the modelled start-up time (default 1)\n"
+	      "  --startup-model               start up in a real engine's time: weights read from storage, the\n"
+	      "                                engine's initialisation and CUDA graph capture (off)\n"
+	      "  --weights-read-gbps G         storage read speed for the weights, GB/s (default 2)\n"
+	      "  --init-seconds S              initialisation, +5 s per TP rank above 1 (default 20)\n"
+	      "  --graph-capture-seconds S     CUDA graph capture (default 15)\n",
 	      out);
 }
 

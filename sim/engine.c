@@ -202,8 +202,8 @@ static void req_destroy(struct req *r)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sim_engine *, sim_engine_free)
 
-static int check_startup(const struct sim_engine_config *c, const struct sim_perf *perf,
-			 struct sim_startup_check *ret, struct error *err)
+static int check_startup(const struct sim_engine_config *c, const struct sim_perf *perf, struct sim_startup_check *ret,
+			 struct error *err)
 {
 	struct sim_memory_policy policy = {
 		.rules = c->memory_rules,
@@ -227,8 +227,7 @@ static uint64_t startup_usec(const struct sim_engine_config *c, const struct sim
 	return (uint64_t)(sim_perf_startup_sec(perf) * c->startup_scale * 1e6);
 }
 
-int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret_check,
-			     struct error *err)
+int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret_check, struct error *err)
 {
 	struct sim_engine_config cfg = *c;
 	struct sim_perf perf;

@@ -105,10 +105,10 @@ struct sim_engine_info {
 	struct sim_startup_check check;
 	uint32_t max_model_len; /* served: shortened where the engine does that (check.max_model_len_used) */
 	uint32_t max_num_seqs, max_num_batched_tokens;
-	uint64_t startup_usec; /* the start-up model's total, or the §4.5 time × startup_scale */
+	uint64_t startup_usec;             /* the start-up model's total, or the §4.5 time × startup_scale */
 	struct sim_startup_phases startup; /* the start-up model's phases (zero when it is off) */
-	double usd_per_hour;   /* GPU price × TP */
-	double weights_gib;    /* per GPU */
+	double usd_per_hour;               /* GPU price × TP */
+	double weights_gib;                /* per GPU */
 };
 
 /* Callbacks, all optional. Times are the engine's (virtual or CLOCK_MONOTONIC) µs. */
@@ -140,8 +140,7 @@ struct sim_engine *sim_engine_free(struct sim_engine *e);
  * config and fills ret_check (cause SIM_STARTUP_OK when it would start).
  * Returns sim_engine_new's error for the same config, 0 when it starts;
  * errors resolving the config (an unknown model) leave ret_check untouched. */
-int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret_check,
-			     struct error *err);
+int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret_check, struct error *err);
 /* The start-up time a config takes (what sim_engine_new puts in
  * info.startup_usec), for a virtual-time runner to charge it; 0 when the
  * config does not resolve. */

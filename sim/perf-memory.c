@@ -109,7 +109,8 @@ static int no_cache_blocks(const struct sim_perf *p, const struct sim_memory *me
 			 "ValueError: No available memory for the cache blocks. Try increasing "
 			 "`gpu_memory_utilization` when initializing the engine. (weights %.2f GiB + "
 			 "activation peak %.2f GiB per GPU vs %.2f GiB = %.0f GB x gpu_memory_utilization)",
-			 mem->weights / SIM_GIB, mem->act_peak / SIM_GIB, mem->budget / SIM_GIB, p->gpu.mem_bytes / 1e9);
+			 mem->weights / SIM_GIB, mem->act_peak / SIM_GIB, mem->budget / SIM_GIB,
+			 p->gpu.mem_bytes / 1e9);
 }
 
 /* The cache cannot hold one max_model_len sequence: refused (fail) or the
@@ -133,8 +134,8 @@ static int kv_too_small(struct sim_startup_check *c, bool fail, struct error *er
 			 c->max_model_len, c->kv_need / SIM_GIB, MAX(mem->kv_avail, 0.0) / SIM_GIB, mem->kv_tokens);
 }
 
-static int check_memory(const struct sim_perf *p, const struct sim_memory_policy *policy, uint32_t max_num_batched_tokens,
-			struct sim_startup_check *c, struct error *err)
+static int check_memory(const struct sim_perf *p, const struct sim_memory_policy *policy,
+			uint32_t max_num_batched_tokens, struct sim_startup_check *c, struct error *err)
 {
 	const struct sim_memory *mem = &c->mem;
 	double usable = p->gpu.mem_bytes - SIM_CUDA_RESERVED_BYTES;

@@ -53,7 +53,8 @@ int sim_quant_from_string(const char *s, enum sim_quant *ret)
 		{ "auto", SIM_QUANT_NONE },  { "fp8", SIM_QUANT_FP8 },        { "int8", SIM_QUANT_INT8 },
 		{ "w8a8", SIM_QUANT_INT8 },  { "awq", SIM_QUANT_AWQ },        { "w4a16", SIM_QUANT_AWQ },
 		{ "gptq", SIM_QUANT_AWQ },   { "awq_marlin", SIM_QUANT_AWQ }, { "gptq_marlin", SIM_QUANT_AWQ },
-		{ "marlin", SIM_QUANT_AWQ },
+		{ "marlin", SIM_QUANT_AWQ }, { "w8a8_int8", SIM_QUANT_INT8 }, { "w8a8_fp8", SIM_QUANT_FP8 },
+		{ "eetq", SIM_QUANT_INT8 },
 	};
 
 	if (!s)
@@ -75,10 +76,12 @@ int sim_kv_dtype_from_string(const char *s, enum sim_kv_dtype *ret)
 {
 	if (!s)
 		return -EINVAL;
-	if (strcasecmp(s, "auto") == 0 || strcasecmp(s, "bf16") == 0 || strcasecmp(s, "fp16") == 0)
+	if (strcasecmp(s, "auto") == 0 || strcasecmp(s, "bf16") == 0 || strcasecmp(s, "fp16") == 0 ||
+	    strcasecmp(s, "f16") == 0)
 		*ret = SIM_KV_AUTO;
-	else if (strcasecmp(s, "fp8") == 0 || strcasecmp(s, "fp8_e4m3") == 0 || strcasecmp(s, "fp8_e5m2") == 0)
-		*ret = SIM_KV_FP8;
+	else if (strcasecmp(s, "fp8") == 0 || strcasecmp(s, "fp8_e4m3") == 0 || strcasecmp(s, "fp8_e5m2") == 0 ||
+		 strcasecmp(s, "fp8_e4m3fn") == 0 || strcasecmp(s, "q8_0") == 0)
+		*ret = SIM_KV_FP8; /* one byte per value (llama.cpp's q8_0 cache too) */
 	else
 		return -EINVAL;
 	return 0;

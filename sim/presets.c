@@ -210,8 +210,10 @@ const char *sim_model_preset_name(size_t i)
 
 int sim_model_preset(const char *name, struct sim_model *ret, struct error *err)
 {
-	static const char *const suffixes[] = { "instruct", "chat",  "hf",   "it",      "base", "fp8",  "awq",
-						"int8",     "w4a16", "w8a8", "dynamic", "gptq", "int4", NULL };
+	/* Releases' suffixes and quantized checkpoints' (…-FP8-dynamic, …-quantized.w8a8). */
+	static const char *const suffixes[] = { "instruct", "chat", "hf",   "it",        "base",
+						"fp8",      "awq",  "int8", "w4a16",     "w8a8",
+						"dynamic",  "gptq", "int4", "quantized", NULL };
 	char buf[SIM_NAME_MAX];
 	const char *slash;
 	bool again = true;

@@ -16,23 +16,46 @@
 #include "openai.h"
 #include "server.h"
 
-/* A Prometheus histogram with fixed upper bounds (seconds). */
+/* A Prometheus histogram with fixed upper bounds. */
 struct sim_histogram {
-	const double *bounds;
+	double *bounds; /* owned */
 	size_t n_bounds;
-	uint64_t counts[32]; /* per bucket (non-cumulative); [n_bounds] = +Inf */
+	uint64_t *counts; /* per bucket (non-cumulative); [n_bounds] = +Inf; owned */
 	uint64_t count;
 	double sum;
 };
 
-void sim_histogram_init(struct sim_histogram *h, const double *bounds, size_t n_bounds);
+/* Copies the bounds; -ENOMEM. sim_histogram_done frees (and accepts a zeroed one). */
+int sim_histogram_init(struct sim_histogram *h, const double *bounds, size_t n_bounds);
+void sim_histogram_done(struct sim_histogram *h);
 void sim_histogram_observe(struct sim_histogram *h, double v);
+/* "name_bucket{labels,le="…"} N" lines, _sum and _count; labels may be "" (no braces then). */
+void sim_histogram_put(FILE *f, const char *name, const char *help, const char *labels, const struct sim_histogram *h);
+
+/* What the server counts about finished requests and steps, in no
+ * engine's names: each dialect renders it its own way (server-metrics*.c). */
+struct sim_request_metrics {
+	struct sim_histogram ttft, tpot, e2e, queue, inference, prefill, decode, prompt_len, gen_len, mean_tpot;
+	uint64_t finished, prompt_tokens, generation_tokens;
+	double prefill_seconds, decode_seconds;
+	uint64_t decode_steps, busy_slots; /* llama.cpp: decode calls and the slots busy in them */
+	uint32_t max_step_tokens;
+};
+
+/* TensorRT-LLM's per-iteration statistics since the last /metrics request. */
+struct sim_iteration {
+	uint64_t iter, usec, end_usec;
+	uint32_t running, waiting, scheduled, ctx_requests, gen_requests, ctx_tokens, completed;
+	uint64_t used_blocks, max_blocks;
+};
+#define SIM_ITERATIONS_MAX 1000
 
 enum sim_route {
 	SIM_ROUTE_UNKNOWN,
 	SIM_ROUTE_HEALTH,
 	SIM_ROUTE_MODELS,
 	SIM_ROUTE_METRICS,
+	SIM_ROUTE_PROMETHEUS, /* TensorRT-LLM's Prometheus text (its /metrics is JSON) */
 	SIM_ROUTE_VERSION,
 	SIM_ROUTE_COMPLETIONS,
 	SIM_ROUTE_CHAT,
@@ -63,8 +86,10 @@ struct sim_req {
 	bool suspended;
 	bool done_sent; /* [DONE] (or the full JSON) handed out */
 	bool bad_sse;   /* fault: send one malformed chunk mid-stream and end */
+	bool counted;   /* in server->in_flight */
 	uint64_t id;
 	uint64_t arrival_usec;
+	uint64_t scheduled_usec; /* its first step's start (vLLM's scheduled_ts); 0 = not yet */
 	uint32_t n_prompt, max_tokens, n_cached;
 	struct sim_api_request api;
 	struct sim_api_stream fmt;
@@ -113,17 +138,24 @@ struct sim_server {
 	struct sim_engine *engine; /* NULL when the start-up checks failed */
 	struct error startup_err;
 	int startup_r;
+	struct sim_startup_check check; /* why it does not start (check.cause) */
 	const struct sim_engine_info *info;
+	struct sim_startup_phases startup_phases; /* the start-up model's, when it is on */
 	char *served_name;
 	char *served_name_json; /* JSON-escaped */
 	uint32_t max_model_len;
 
-	struct MHD_Daemon *mhd;
+	struct MHD_Daemon *mhd; /* NULL until it serves: llama.cpp at once, the others once loaded */
+	int listen_fd;          /* bound, handed to MHD when it serves */
+	bool ipv6;
 	uint16_t port;
 	sd_event_source *mhd_io, *mhd_timer, *pacer, *load_timer;
 	bool ready, hung, stopping, need_run;
 	uint64_t start_usec, load_usec;
-	uint64_t pacer_last_usec; /* when the pacer last ran */
+	struct sim_timeline timeline; /* the start-up's phases (server-startup.c) */
+	int phase;                    /* the next phase to end */
+	char url[128];                /* where it serves, for the engine's log lines */
+	uint64_t pacer_last_usec;     /* when the pacer last ran */
 
 	/* in-flight completions by id */
 	struct sim_req **buckets;
@@ -147,17 +179,46 @@ struct sim_server {
 	FILE *trace;
 
 	/* metrics */
-	struct sim_histogram ttft, tpot, e2e, lateness, queue_time;
+	struct sim_request_metrics m;
+	struct sim_histogram lateness;
+	uint32_t in_flight;               /* completions accepted and not yet answered (TGI's concurrency limit) */
+	struct sim_iteration *iterations; /* ring of SIM_ITERATIONS_MAX (TensorRT-LLM) */
+	size_t iter_head, iter_len;
+	uint64_t iter_count;
 	uint64_t http_responses[6]; /* by status class 1xx..5xx ([0] unused) */
 	uint64_t req_finished_length, req_aborted, faults_http500, faults_bad_sse;
 	uint64_t fixed_generation_tokens, fixed_prompt_tokens;
 };
 
-/* Renders /metrics (Prometheus text) and /v1/models into new strings. */
+/* Renders vLLM's /metrics (Prometheus text, with goodput-sim's own) and
+ * /v1/models into new strings. */
 char *sim_server_render_metrics(struct sim_server *s);
 char *sim_server_render_models(struct sim_server *s);
-/* Creates the histograms with their buckets. */
-void sim_server_metrics_init(struct sim_server *s);
+/* The dialect's metrics for /metrics (prometheus_route: TensorRT-LLM's
+ * /prometheus/metrics): the body, its content type, and *ret_status 200;
+ * or a status (404, 501: not enabled) with the engine's message as body. */
+char *sim_server_render_dialect_metrics(struct sim_server *s, bool prometheus_route, unsigned *ret_status,
+					const char **ret_type);
+/* server-metrics-engines.c: SGLang's, TGI's, llama.cpp's and TensorRT-LLM's pages. */
+char *sim_server_render_engine_metrics(struct sim_server *s, bool prometheus_route, unsigned *ret_status,
+				       const char **ret_type);
+/* Creates the histograms with the dialect's buckets; -ENOMEM. */
+int sim_server_metrics_init(struct sim_server *s);
+void sim_server_metrics_done(struct sim_server *s);
+/* A completion's last token went out: its latencies and lengths are counted. */
+void sim_server_observe_finished(struct sim_server *s, const struct sim_req *r);
+/* vLLM's 1-2-5 buckets up to max ([1, 2, 5, 10, ...]); returns how many. */
+size_t sim_buckets_1_2_5(double *ret, size_t max_n, double max);
+
+/* ---- server-startup.c: the start-up in the engine's way ---- */
+
+/* Plays the start-up out: the dialect's log lines at each phase's end, the
+ * engine's failure where it would fail, and serving once ready. */
+int sim_server_startup_begin(struct sim_server *s, const char *host, struct error *err);
+/* A request the engine refuses although the OpenAI parser took it (llama.cpp's
+ * best_of, TGI's input limit and concurrency limit): the status and message;
+ * 0 when it is accepted. */
+unsigned sim_server_dialect_refuses(struct sim_server *s, struct sim_req *r, char *msg, size_t size);
 
 /* ---- server-stream.c: in-flight requests and pacing ---- */
 
@@ -186,6 +247,18 @@ ssize_t sim_req_stream_reader(void *cls, uint64_t pos, char *buf, size_t max);
 void sim_server_engine_token(void *userdata, uint64_t req_id, uint32_t index, uint64_t time_usec, bool last);
 void sim_server_engine_finished(void *userdata, uint64_t req_id, uint64_t time_usec, uint32_t n_prompt,
 				uint32_t n_output, uint32_t n_cached);
+void sim_server_engine_scheduled(void *userdata, uint64_t req_id, uint64_t time_usec);
+void sim_server_engine_step(void *userdata, uint64_t start_usec, uint64_t end_usec, const struct sim_batch *b);
+
+/* ---- openai-llamacpp.c: llama.cpp's streaming shape ---- */
+
+/* One generated token as llama.cpp streams it (finish_reason null; a chat's
+ * first token comes as two events, the role and then the content). */
+int sim_api_llamacpp_token_chunk(char *buf, size_t size, const struct sim_api_stream *s, uint32_t token_id, bool first);
+/* The last event before [DONE]: an empty choice with the finish reason and,
+ * in the same chunk, usage. */
+int sim_api_llamacpp_final_chunk(char *buf, size_t size, const struct sim_api_stream *s, const char *finish_reason,
+				 uint64_t prompt_tokens, uint64_t completion_tokens);
 
 /* ---- server-conns.c: connections and their deadlines ---- */
 
@@ -204,3 +277,5 @@ void sim_conns_set_phase(struct sim_server *s, struct MHD_Connection *conn, enum
 
 /* Runs MHD once (twice after a resume) and re-arms the timers. */
 void sim_server_run_mhd(struct sim_server *s);
+/* Starts serving on the bound socket (listen + MHD on the loop). */
+int sim_server_start_mhd(struct sim_server *s, struct error *err);

@@ -1,11 +1,17 @@
-/* server-metrics.c — goodput-sim's Prometheus /metrics and /v1/models.
+/* server-metrics.c — goodput-sim's metrics: what it counts about requests,
+ * vLLM's /metrics page, and /v1/models.
  *
- * Metric names follow vLLM's (vllm:num_requests_running, ...) so that
- * dashboards and goodput's own scrapers read the sim as they read vLLM; each
- * carries vLLM's model_name label. The sim adds goodput_sim_* metrics of its
- * own, chiefly goodput_sim_pacing_lateness_seconds: the actual time a token's
- * chunk was handed to the HTTP layer minus its scheduled step-end time, so
- * that a host whose CPU cannot keep up with a fast emulated GPU shows it. */
+ * The server counts each finished request's latencies and lengths once
+ * (struct sim_request_metrics) and each dialect renders them in its
+ * engine's names and buckets: vLLM's here (vllm/v1/metrics/loggers.py: the
+ * model_name and engine labels; prompt and generation lengths in 1-2-5
+ * buckets up to max_model_len; TTFT, TPOT and request-latency buckets as
+ * vLLM declares them), the others in server-metrics-engines.c. vLLM's page
+ * also carries goodput-sim's own goodput_sim_* metrics, chiefly
+ * goodput_sim_pacing_lateness_seconds: the actual time a token's chunk was
+ * handed to the HTTP layer minus its scheduled step-end time, so that a host
+ * whose CPU cannot keep up with a fast emulated GPU shows it. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,55 +22,215 @@
 #include "server-internal.h"
 #include "time-util.h"
 
-static const double ttft_bounds[] = { 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,  0.75,
-				      1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160., 640., 2560. };
-static const double tpot_bounds[] = { 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
-				      0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0 };
-static const double e2e_bounds[] = { 0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,   5.0,   10.0, 15.0,
-				     20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0 };
+/* vllm/v1/metrics/loggers.py */
+static const double vllm_ttft[] = { 0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,   0.75,
+				    1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160., 640.0, 2560.0 };
+static const double vllm_tpot[] = { 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+				    0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0 };
+static const double vllm_latency[] = { 0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+				       30.0, 40.0, 50.0, 60.0, 120., 240.0, 480.0, 960.0, 1920.0, 7680.0 };
+/* sgl-project/sglang python/sglang/srt/metrics/collector.py */
+static const double sglang_ttft[] = { 0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400 };
+static const double sglang_itl[] = { 0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+				     0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000 };
+static const double sglang_e2e[] = { 0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
+				     20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400 };
 static const double late_bounds[] = { 0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002,
 				      0.003,   0.005,  0.0075, 0.01,   0.02,   0.05,    0.1,   0.25,   1.0 };
 
-void sim_histogram_init(struct sim_histogram *h, const double *bounds, size_t n_bounds)
+int sim_histogram_init(struct sim_histogram *h, const double *bounds, size_t n_bounds)
 {
-	memset(h, 0, sizeof(*h));
-	h->bounds = bounds;
-	h->n_bounds = MIN(n_bounds, ELEMENTSOF(h->counts) - 1);
+	sim_histogram_done(h);
+	h->bounds = malloc(MAX(n_bounds, (size_t)1) * sizeof(double));
+	h->counts = calloc(n_bounds + 1, sizeof(uint64_t));
+	if (!h->bounds || !h->counts) {
+		sim_histogram_done(h);
+		return -ENOMEM;
+	}
+	memcpy(h->bounds, bounds, n_bounds * sizeof(double));
+	h->n_bounds = n_bounds;
+	return 0;
+}
+
+void sim_histogram_done(struct sim_histogram *h)
+{
+	free(h->bounds);
+	free(h->counts);
+	*h = (struct sim_histogram){ 0 };
 }
 
 void sim_histogram_observe(struct sim_histogram *h, double v)
 {
-	size_t i = 0;
+	size_t lo = 0, hi = h->n_bounds;
 
-	while (i < h->n_bounds && v > h->bounds[i])
-		i++;
-	h->counts[i]++;
+	if (!h->counts)
+		return;
+	/* The first bound >= v (le semantics). */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (v > h->bounds[mid])
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	h->counts[lo]++;
 	h->count++;
 	h->sum += v;
 }
 
-void sim_server_metrics_init(struct sim_server *s)
+/* A bound as Python's prometheus_client writes it: the shortest text that
+ * reads back to the same double, integral values with ".0" ("2560.0"). */
+static const char *bound_text(double v, char *buf, size_t size)
 {
-	sim_histogram_init(&s->ttft, ttft_bounds, ELEMENTSOF(ttft_bounds));
-	sim_histogram_init(&s->tpot, tpot_bounds, ELEMENTSOF(tpot_bounds));
-	sim_histogram_init(&s->e2e, e2e_bounds, ELEMENTSOF(e2e_bounds));
-	sim_histogram_init(&s->queue_time, e2e_bounds, ELEMENTSOF(e2e_bounds));
-	sim_histogram_init(&s->lateness, late_bounds, ELEMENTSOF(late_bounds));
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, size, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	if (!strpbrk(buf, ".eEn"))
+		strncat(buf, ".0", size - strlen(buf) - 1);
+	return buf;
 }
 
-static void put_histogram(FILE *f, const char *name, const char *help, const char *labels,
-			  const struct sim_histogram *h)
+void sim_histogram_put(FILE *f, const char *name, const char *help, const char *labels, const struct sim_histogram *h)
 {
+	const char *sep = labels[0] ? "," : "";
 	uint64_t cum = 0;
+	char b[40];
 
-	fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	if (help)
+		fprintf(f, "# HELP %s %s\n", name, help);
+	fprintf(f, "# TYPE %s histogram\n", name);
 	for (size_t i = 0; i < h->n_bounds; i++) {
 		cum += h->counts[i];
-		fprintf(f, "%s_bucket{%s,le=\"%g\"} %" PRIu64 "\n", name, labels, h->bounds[i], cum);
+		fprintf(f, "%s_bucket{%s%sle=\"%s\"} %" PRIu64 "\n", name, labels, sep,
+			bound_text(h->bounds[i], b, sizeof(b)), cum);
 	}
-	cum += h->counts[h->n_bounds];
-	fprintf(f, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, cum);
-	fprintf(f, "%s_sum{%s} %.9g\n%s_count{%s} %" PRIu64 "\n", name, labels, h->sum, name, labels, h->count);
+	cum += h->counts ? h->counts[h->n_bounds] : 0;
+	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, cum);
+	if (labels[0])
+		fprintf(f, "%s_sum{%s} %.17g\n%s_count{%s} %" PRIu64 "\n", name, labels, h->sum, name, labels,
+			h->count);
+	else
+		fprintf(f, "%s_sum %.17g\n%s_count %" PRIu64 "\n", name, h->sum, name, h->count);
+}
+
+size_t sim_buckets_1_2_5(double *ret, size_t max_n, double max)
+{
+	static const double mantissa[] = { 1, 2, 5 };
+	size_t n = 0;
+
+	for (double e = 1; n < max_n; e *= 10)
+		for (size_t i = 0; i < ELEMENTSOF(mantissa); i++) {
+			if (mantissa[i] * e > max || n >= max_n)
+				return n;
+			ret[n++] = mantissa[i] * e;
+		}
+	return n;
+}
+
+/* TGI (router/src/server.rs): durations in 35 geometric buckets from
+ * 0.00015 s (×1.5), lengths in 100 equal steps up to their limit. */
+static size_t tgi_duration_buckets(double *ret)
+{
+	double v = 0.0001;
+
+	for (size_t i = 0; i < 35; i++)
+		ret[i] = v *= 1.5;
+	return 35;
+}
+
+static size_t linear_100(double *ret, double max)
+{
+	for (size_t i = 0; i < 100; i++)
+		ret[i] = max / 100.0 * (double)(i + 1);
+	return 100;
+}
+
+int sim_server_metrics_init(struct sim_server *s)
+{
+	struct sim_request_metrics *m = &s->m;
+	enum sim_dialect d = s->cfg.dialect.dialect;
+	double lens[64], dur[35], lin[100];
+	size_t n_lens = sim_buckets_1_2_5(lens, ELEMENTSOF(lens), s->max_model_len);
+	int r = 0;
+
+	r |= sim_histogram_init(&s->lateness, late_bounds, ELEMENTSOF(late_bounds));
+	switch (d) {
+	case SIM_DIALECT_SGLANG:
+		r |= sim_histogram_init(&m->ttft, sglang_ttft, ELEMENTSOF(sglang_ttft));
+		r |= sim_histogram_init(&m->tpot, sglang_itl, ELEMENTSOF(sglang_itl));
+		r |= sim_histogram_init(&m->e2e, sglang_e2e, ELEMENTSOF(sglang_e2e));
+		break;
+	case SIM_DIALECT_TGI:
+		tgi_duration_buckets(dur);
+		r |= sim_histogram_init(&m->e2e, dur, 35);
+		r |= sim_histogram_init(&m->queue, dur, 35);
+		r |= sim_histogram_init(&m->inference, dur, 35);
+		r |= sim_histogram_init(&m->mean_tpot, dur, 35);
+		r |= sim_histogram_init(&m->prompt_len, lin,
+					linear_100(lin, s->cfg.dialect.max_input_tokens
+								? s->cfg.dialect.max_input_tokens
+								: s->max_model_len));
+		r |= sim_histogram_init(&m->gen_len, lin, linear_100(lin, s->max_model_len));
+		break;
+	case SIM_DIALECT_LLAMACPP:
+		break; /* counters only */
+	default:
+		/* vLLM, and TensorRT-LLM's collector (which adapted vLLM's buckets) */
+		r |= sim_histogram_init(&m->ttft, vllm_ttft, ELEMENTSOF(vllm_ttft));
+		r |= sim_histogram_init(&m->tpot, vllm_tpot, ELEMENTSOF(vllm_tpot));
+		r |= sim_histogram_init(&m->e2e, vllm_latency, ELEMENTSOF(vllm_latency));
+		r |= sim_histogram_init(&m->queue, vllm_latency, ELEMENTSOF(vllm_latency));
+		r |= sim_histogram_init(&m->inference, vllm_latency, ELEMENTSOF(vllm_latency));
+		r |= sim_histogram_init(&m->prefill, vllm_latency, ELEMENTSOF(vllm_latency));
+		r |= sim_histogram_init(&m->decode, vllm_latency, ELEMENTSOF(vllm_latency));
+		r |= sim_histogram_init(&m->prompt_len, lens, n_lens);
+		r |= sim_histogram_init(&m->gen_len, lens, n_lens);
+		break;
+	}
+	if (d == SIM_DIALECT_TRTLLM) {
+		s->iterations = calloc(SIM_ITERATIONS_MAX, sizeof(*s->iterations));
+		if (!s->iterations)
+			r = -ENOMEM;
+	}
+	return r ? -ENOMEM : 0;
+}
+
+void sim_server_metrics_done(struct sim_server *s)
+{
+	struct sim_histogram *hs[] = { &s->m.ttft,      &s->m.tpot,      &s->m.e2e,    &s->m.queue,
+				       &s->m.inference, &s->m.prefill,   &s->m.decode, &s->m.prompt_len,
+				       &s->m.gen_len,   &s->m.mean_tpot, &s->lateness };
+
+	for (size_t i = 0; i < ELEMENTSOF(hs); i++)
+		sim_histogram_done(hs[i]);
+	free(s->iterations);
+	s->iterations = NULL;
+}
+
+void sim_server_observe_finished(struct sim_server *s, const struct sim_req *r)
+{
+	struct sim_request_metrics *m = &s->m;
+	uint64_t first = r->tokens[0].sched_usec, last = r->tokens[r->n_tokens - 1].sched_usec;
+	/* Without the engine (--fixed-itl-ms) a request is scheduled when it arrives. */
+	uint64_t sched = r->scheduled_usec ? MIN(r->scheduled_usec, first) : MIN(r->arrival_usec, first);
+	double inference = usec_to_sec(last - sched);
+
+	m->finished++;
+	m->prompt_tokens += r->n_prompt;
+	m->generation_tokens += r->n_tokens;
+	m->prefill_seconds += usec_to_sec(first - sched);
+	m->decode_seconds += usec_to_sec(last - first);
+	sim_histogram_observe(&m->e2e, usec_to_sec(last - MIN(last, r->arrival_usec)));
+	sim_histogram_observe(&m->queue, usec_to_sec(sched - MIN(sched, r->arrival_usec)));
+	sim_histogram_observe(&m->inference, inference);
+	sim_histogram_observe(&m->prefill, usec_to_sec(first - sched));
+	sim_histogram_observe(&m->decode, usec_to_sec(last - first));
+	sim_histogram_observe(&m->prompt_len, r->n_prompt);
+	sim_histogram_observe(&m->gen_len, r->n_tokens);
+	sim_histogram_observe(&m->mean_tpot, inference / MAX(r->n_tokens, 1u));
 }
 
 static void put_metric(FILE *f, const char *type, const char *name, const char *help, const char *labels, double v)
@@ -72,71 +238,24 @@ static void put_metric(FILE *f, const char *type, const char *name, const char *
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %.17g\n", name, help, name, type, name, labels, v);
 }
 
-char *sim_server_render_metrics(struct sim_server *s)
+static void put_sim_metrics(FILE *f, struct sim_server *s, const char *labels, const struct sim_engine_stats *st)
 {
-	struct sim_engine_stats st = { 0 };
-	_cleanup_(freep) char *labels = NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-
-	if (s->engine)
-		sim_engine_get_stats(s->engine, &st);
-	if (asprintf(&labels, "model_name=\"%s\"", s->served_name_json) < 0)
-		return NULL;
-	f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
-
-	put_metric(f, "gauge", "vllm:num_requests_running", "Number of requests in model execution batches.", labels,
-		   st.running);
-	put_metric(f, "gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels,
-		   st.waiting);
-	put_metric(f, "gauge", "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", labels,
-		   st.kv_usage);
-	put_metric(f, "gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels,
-		   st.kv_usage);
-	put_metric(f, "counter", "vllm:num_preemptions_total", "Cumulative number of preemptions.", labels,
-		   (double)st.preemptions);
-	put_metric(f, "counter", "vllm:prompt_tokens_total", "Number of prefill tokens processed.", labels,
-		   (double)(st.prompt_tokens + s->fixed_prompt_tokens));
-	put_metric(f, "counter", "vllm:generation_tokens_total", "Number of generation tokens processed.", labels,
-		   (double)(st.generation_tokens + s->fixed_generation_tokens));
-	put_metric(f, "counter", "vllm:prefix_cache_queries_total", "Prefix-cache queries, in tokens.", labels,
-		   (double)st.prefix_cache_queries);
-	put_metric(f, "counter", "vllm:prefix_cache_hits_total", "Prefix-cache hits, in tokens.", labels,
-		   (double)st.prefix_cache_hits);
-	fprintf(f,
-		"# HELP vllm:request_success_total Count of successfully processed requests.\n"
-		"# TYPE vllm:request_success_total counter\n"
-		"vllm:request_success_total{%s,finished_reason=\"length\"} %" PRIu64 "\n",
-		labels, s->req_finished_length);
-	put_histogram(f, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels,
-		      &s->ttft);
-	put_histogram(f, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", labels,
-		      &s->tpot);
-	put_histogram(f, "vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
-		      labels, &s->e2e);
-	put_histogram(f, "vllm:request_queue_time_seconds",
-		      "Histogram of time from arrival to the first scheduled token (simulated queue + prefill).",
-		      labels, &s->queue_time);
-
-	put_histogram(f, "goodput_sim_pacing_lateness_seconds",
-		      "Actual time a token was handed to HTTP minus its scheduled step-end time.", labels,
-		      &s->lateness);
-	put_metric(f, "counter", "goodput_sim_steps_total", "Engine steps completed.", labels, (double)st.steps);
+	sim_histogram_put(f, "goodput_sim_pacing_lateness_seconds",
+			  "Actual time a token was handed to HTTP minus its scheduled step-end time.", labels,
+			  &s->lateness);
+	put_metric(f, "counter", "goodput_sim_steps_total", "Engine steps completed.", labels, (double)st->steps);
 	put_metric(f, "counter", "goodput_sim_step_busy_seconds_total", "Sum of the emulated step times.", labels,
-		   (double)st.busy_usec / 1e6);
+		   (double)st->busy_usec / 1e6);
 	put_metric(f, "gauge", "goodput_sim_last_step_seconds", "Duration of the last emulated step.", labels,
-		   (double)st.last_step_usec / 1e6);
+		   (double)st->last_step_usec / 1e6);
 	put_metric(f, "gauge", "goodput_sim_last_step_tokens", "Tokens scheduled in the last step.", labels,
-		   st.last_step_tokens);
+		   st->last_step_tokens);
 	put_metric(f, "gauge", "goodput_sim_last_step_seqs", "Sequences scheduled in the last step.", labels,
-		   st.last_step_seqs);
+		   st->last_step_seqs);
 	put_metric(f, "gauge", "goodput_sim_kv_cache_blocks", "KV-cache blocks (16 tokens each).", labels,
-		   (double)st.num_blocks);
+		   (double)st->num_blocks);
 	put_metric(f, "gauge", "goodput_sim_kv_cache_used_blocks", "KV-cache blocks held by requests.", labels,
-		   (double)st.used_blocks);
+		   (double)st->used_blocks);
 	put_metric(f, "counter", "goodput_sim_requests_aborted_total",
 		   "Requests dropped because the client went away (KV blocks freed).", labels, (double)s->req_aborted);
 	put_metric(f, "counter", "goodput_sim_fault_http500_total", "Requests answered 500 by --fault-http500.", labels,
@@ -163,11 +282,92 @@ char *sim_server_render_metrics(struct sim_server *s)
 	for (int c = 1; c <= 5; c++)
 		fprintf(f, "goodput_sim_http_responses_total{%s,code=\"%dxx\"} %" PRIu64 "\n", labels, c,
 			s->http_responses[c]);
+}
+
+char *sim_server_render_metrics(struct sim_server *s)
+{
+	struct sim_engine_stats st = { 0 };
+	const struct sim_request_metrics *m = &s->m;
+	_cleanup_(freep) char *labels = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (s->engine)
+		sim_engine_get_stats(s->engine, &st);
+	if (asprintf(&labels, "model_name=\"%s\",engine=\"0\"", s->served_name_json) < 0)
+		return NULL;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+
+	put_metric(f, "gauge", "vllm:num_requests_running", "Number of requests in model execution batches.", labels,
+		   st.running);
+	put_metric(f, "gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels,
+		   st.waiting);
+	put_metric(f, "gauge", "vllm:gpu_cache_usage_perc",
+		   "GPU KV-cache usage. 1 means 100 percent usage.DEPRECATED: Use vllm:kv_cache_usage_perc instead.",
+		   labels, st.kv_usage);
+	put_metric(f, "gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels,
+		   st.kv_usage);
+	put_metric(f, "counter", "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
+		   labels, (double)st.preemptions);
+	put_metric(f, "counter", "vllm:prompt_tokens_total", "Number of prefill tokens processed.", labels,
+		   (double)(st.prompt_tokens + s->fixed_prompt_tokens));
+	put_metric(f, "counter", "vllm:generation_tokens_total", "Number of generation tokens processed.", labels,
+		   (double)(st.generation_tokens + s->fixed_generation_tokens));
+	put_metric(f, "counter", "vllm:prefix_cache_queries_total",
+		   "Prefix cache queries, in terms of number of queried tokens.", labels,
+		   (double)st.prefix_cache_queries);
+	put_metric(f, "counter", "vllm:prefix_cache_hits_total",
+		   "Prefix cache hits, in terms of number of cached tokens.", labels, (double)st.prefix_cache_hits);
+	/* Every request ends at max_tokens (the sim has no EOS): all "length". */
+	fprintf(f,
+		"# HELP vllm:request_success_total Count of successfully processed requests.\n"
+		"# TYPE vllm:request_success_total counter\n"
+		"vllm:request_success_total{%s,finished_reason=\"stop\"} 0\n"
+		"vllm:request_success_total{%s,finished_reason=\"length\"} %" PRIu64 "\n"
+		"vllm:request_success_total{%s,finished_reason=\"abort\"} %" PRIu64 "\n",
+		labels, labels, s->req_finished_length, labels, s->req_aborted);
+	sim_histogram_put(f, "vllm:request_prompt_tokens", "Number of prefill tokens processed.", labels,
+			  &m->prompt_len);
+	sim_histogram_put(f, "vllm:request_generation_tokens", "Number of generation tokens processed.", labels,
+			  &m->gen_len);
+	sim_histogram_put(f, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", labels,
+			  &m->ttft);
+	sim_histogram_put(f, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
+			  labels, &m->tpot);
+	sim_histogram_put(f, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", labels,
+			  &m->e2e);
+	sim_histogram_put(f, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+			  labels, &m->queue);
+	sim_histogram_put(f, "vllm:request_inference_time_seconds",
+			  "Histogram of time spent in RUNNING phase for request.", labels, &m->inference);
+	sim_histogram_put(f, "vllm:request_prefill_time_seconds",
+			  "Histogram of time spent in PREFILL phase for request.", labels, &m->prefill);
+	sim_histogram_put(f, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+			  labels, &m->decode);
+
+	put_sim_metrics(f, s, labels, &st);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
 	}
 	return buf;
+}
+
+char *sim_server_render_dialect_metrics(struct sim_server *s, bool prometheus_route, unsigned *ret_status,
+					const char **ret_type)
+{
+	*ret_status = 200;
+	if (s->cfg.dialect.dialect == SIM_DIALECT_VLLM) {
+		if (prometheus_route) {
+			*ret_status = 404;
+			return strdup("Not Found");
+		}
+		return sim_server_render_metrics(s);
+	}
+	return sim_server_render_engine_metrics(s, prometheus_route, ret_status, ret_type);
 }
 
 char *sim_server_render_models(struct sim_server *s)

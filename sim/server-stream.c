@@ -289,23 +289,28 @@ void sim_server_engine_finished(void *userdata, uint64_t req_id, uint64_t time_u
 	sim_req_unindex(s, r);
 }
 
+void sim_server_engine_scheduled(void *userdata, uint64_t req_id, uint64_t time_usec)
+{
+	struct sim_req *r = req_lookup(userdata, req_id);
+
+	if (r && !r->scheduled_usec)
+		r->scheduled_usec = time_usec;
+}
+
 void sim_req_observe_token(struct sim_server *s, struct sim_req *r, uint32_t i, uint64_t now)
 {
 	struct sim_token *t = &r->tokens[i];
 
 	t->sent_usec = now;
 	sim_histogram_observe(&s->lateness, now > t->sched_usec ? usec_to_sec(now - t->sched_usec) : 0.0);
-	if (i == 0) {
-		double ttft = usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec));
-
-		sim_histogram_observe(&s->ttft, ttft);
-		sim_histogram_observe(&s->queue_time, ttft);
-	} else
-		sim_histogram_observe(&s->tpot,
+	if (i == 0)
+		sim_histogram_observe(&s->m.ttft, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec)));
+	else
+		sim_histogram_observe(&s->m.tpot,
 				      usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->tokens[i - 1].sched_usec)));
 	if (r->finished && i + 1 == r->n_tokens) {
-		sim_histogram_observe(&s->e2e, usec_to_sec(t->sched_usec - MIN(t->sched_usec, r->arrival_usec)));
 		s->req_finished_length++;
+		sim_server_observe_finished(s, r);
 	}
 }
 
@@ -343,8 +348,12 @@ ssize_t sim_req_stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			sim_req_unindex(s, r);
 			return (ssize_t)n;
 		}
-		k = sim_api_format_token_chunk(buf + n, max - n, &r->fmt, r->tokens[i].id, i == 0,
-					       last ? r->finish_reason : NULL);
+		if (s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP)
+			/* llama.cpp: the finish reason comes with the usage, in a chunk of its own. */
+			k = sim_api_llamacpp_token_chunk(buf + n, max - n, &r->fmt, r->tokens[i].id, i == 0);
+		else
+			k = sim_api_format_token_chunk(buf + n, max - n, &r->fmt, r->tokens[i].id, i == 0,
+						       last ? r->finish_reason : NULL);
 		if (k < 0)
 			break;
 		n += (size_t)k;
@@ -352,10 +361,16 @@ ssize_t sim_req_stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		r->n_sent++;
 	}
 	if (r->finished && r->n_sent == r->n_tokens && !r->done_sent) {
-		char tail[512];
+		char tail[1024];
 		size_t t = 0;
 
-		if (r->api.include_usage) {
+		if (s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP) {
+			/* Always, whatever stream_options says: the last choice, its finish reason and usage. */
+			k = sim_api_llamacpp_final_chunk(tail, sizeof(tail), &r->fmt, r->finish_reason, r->n_prompt,
+							 r->n_tokens);
+			if (k > 0)
+				t = (size_t)k;
+		} else if (r->api.include_usage) {
 			k = sim_api_format_usage_chunk(tail, sizeof(tail), &r->fmt, r->n_prompt, r->n_tokens);
 			if (k > 0)
 				t = (size_t)k;

@@ -100,6 +100,11 @@ static enum MHD_Result queue_buffer(struct sim_req *r, unsigned status, const ch
 static enum MHD_Result queue_error(struct sim_req *r, unsigned status, const char *type, const char *param,
 				   const char *message)
 {
+	const struct sim_dialect_options *d = &r->server->cfg.dialect;
+
+	/* Each engine's error shape; vLLM's is OpenAI's. */
+	if (d->dialect != SIM_DIALECT_VLLM)
+		return queue_buffer(r, status, "application/json", sim_dialect_error_json(d, status, type, message));
 	return queue_buffer(r, status, "application/json", sim_api_error_json(message, type, param, status));
 }
 
@@ -164,7 +169,8 @@ static enum MHD_Result handle_completion(struct sim_req *r)
 	}
 	if (!s->ready)
 		return queue_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailableError", NULL,
-				   "The model is still loading.");
+				   s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP ? "Loading model"
+										  : "The model is still loading.");
 
 	s->n_completion_requests++;
 	if (s->cfg.faults.crash_after > 0 && s->n_completion_requests > s->cfg.faults.crash_after) {
@@ -202,24 +208,21 @@ static enum MHD_Result handle_completion(struct sim_req *r)
 		r->max_tokens = r->api.max_tokens;
 	else if (r->n_prompt < s->max_model_len)
 		r->max_tokens = s->max_model_len - r->n_prompt; /* vLLM's default */
-	if (r->n_prompt >= s->max_model_len) {
+	if (r->n_prompt >= s->max_model_len || (uint64_t)r->n_prompt + r->max_tokens > s->max_model_len) {
 		char msg[512];
+		unsigned status =
+			sim_dialect_context_error(&s->cfg.dialect, s->max_model_len, r->n_prompt, r->max_tokens,
+						  r->n_prompt >= s->max_model_len, msg, sizeof(msg));
 
-		snprintf(msg, sizeof(msg),
-			 "This model's maximum context length is %" PRIu32 " tokens. However, your request has %" PRIu32
-			 " input tokens. Please reduce the length of the input messages.",
-			 s->max_model_len, r->n_prompt);
-		return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, msg);
+		return queue_error(r, status, "BadRequestError", NULL, msg);
 	}
-	if ((uint64_t)r->n_prompt + r->max_tokens > s->max_model_len) {
+	{
 		char msg[512];
+		unsigned status = sim_server_dialect_refuses(s, r, msg, sizeof(msg));
 
-		snprintf(msg, sizeof(msg),
-			 "This model's maximum context length is %" PRIu32 " tokens. However, you requested %" PRIu64
-			 " tokens (%" PRIu32 " in the messages, %" PRIu32
-			 " in the completion). Please reduce the length of the messages or completion.",
-			 s->max_model_len, (uint64_t)r->n_prompt + r->max_tokens, r->n_prompt, r->max_tokens);
-		return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, msg);
+		if (status)
+			return queue_error(r, status, status >= 500 ? "InternalServerError" : "BadRequestError", NULL,
+					   msg);
 	}
 
 	now = mono_usec();
@@ -280,6 +283,7 @@ static enum sim_route route_of(const char *url, const char *method, bool *ret_me
 		{ "/health", "GET", SIM_ROUTE_HEALTH },
 		{ "/v1/models", "GET", SIM_ROUTE_MODELS },
 		{ "/metrics", "GET", SIM_ROUTE_METRICS },
+		{ "/prometheus/metrics", "GET", SIM_ROUTE_PROMETHEUS },
 		{ "/version", "GET", SIM_ROUTE_VERSION },
 		{ "/v1/completions", "POST", SIM_ROUTE_COMPLETIONS },
 		{ "/v1/chat/completions", "POST", SIM_ROUTE_CHAT },
@@ -311,17 +315,33 @@ static enum MHD_Result handle_final(struct sim_req *r, const char *url, const ch
 		snprintf(msg, sizeof(msg), "Method %.20s not allowed for %.200s", method, url);
 		return queue_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", NULL, msg);
 	}
+	/* llama.cpp answers every route but its web page with 503 while it loads. */
+	if (!s->ready && s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP)
+		return queue_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", NULL, "Loading model");
 	switch (r->route) {
 	case SIM_ROUTE_HEALTH:
 		if (!s->ready)
 			return queue_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "ServiceUnavailableError", NULL,
 					   "The model is still loading.");
-		return queue_buffer(r, MHD_HTTP_OK, "application/json", strdup(""));
+		return queue_buffer(
+			r, MHD_HTTP_OK, "application/json",
+			strdup(s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP ? "{\"status\":\"ok\"}" : ""));
 	case SIM_ROUTE_MODELS:
 		return queue_buffer(r, MHD_HTTP_OK, "application/json", sim_server_render_models(s));
 	case SIM_ROUTE_METRICS:
-		return queue_buffer(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-				    sim_server_render_metrics(s));
+	case SIM_ROUTE_PROMETHEUS: {
+		unsigned status = 200;
+		const char *type = "text/plain; version=0.0.4; charset=utf-8";
+		char *body = sim_server_render_dialect_metrics(s, r->route == SIM_ROUTE_PROMETHEUS, &status, &type);
+
+		if (status != 200) {
+			_cleanup_(freep) char *msg = body;
+
+			return queue_error(r, status, status == 404 ? "NotFoundError" : "not_supported_error", NULL,
+					   msg ? msg : "");
+		}
+		return queue_buffer(r, MHD_HTTP_OK, type, body);
+	}
 	case SIM_ROUTE_VERSION:
 		return queue_buffer(r, MHD_HTTP_OK, "application/json",
 				    strdup("{\"version\":\"" GOODPUT_VERSION "\",\"server\":\"goodput-sim\"}"));
@@ -425,6 +445,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		(void)sim_engine_abort(s->engine, r->id);
 		s->req_aborted++;
 	}
+	if (r->counted)
+		s->in_flight--;
 	if (r->id > 0 && !r->done_sent)
 		r->aborted = true;
 	sim_req_unindex(s, r);
@@ -475,7 +497,9 @@ static void server_rearm(struct sim_server *s)
 		return;
 	}
 	now = mono_usec();
-	if (MHD_get_timeout(s->mhd, &ms) == MHD_YES) {
+	if (!s->mhd)
+		(void)sd_event_source_set_enabled(s->mhd_timer, SD_EVENT_OFF);
+	else if (MHD_get_timeout(s->mhd, &ms) == MHD_YES) {
 		(void)sd_event_source_set_time(s->mhd_timer, now + ms * USEC_PER_MSEC);
 		(void)sd_event_source_set_enabled(s->mhd_timer, SD_EVENT_ONESHOT);
 	} else
@@ -528,28 +552,6 @@ static int on_mhd_timer(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int on_loaded(sd_event_source *src, uint64_t usec, void *userdata)
-{
-	struct sim_server *s = userdata;
-
-	if (s->cfg.faults.fail_startup) {
-		fprintf(stderr, "RuntimeError: Engine core initialization failed. See root cause above. "
-				"Failed core proc(s): {}\n"
-				"goodput-sim: (fault injection: --fault-fail-startup)\n");
-		return sd_event_exit(s->event, EXIT_FAILURE);
-	}
-	if (!s->engine) {
-		fprintf(stderr, "%s\n", error_str(&s->startup_err, s->startup_r));
-		return sd_event_exit(s->event, EXIT_FAILURE);
-	}
-	s->ready = true;
-	log_info("ready: serving %s (max_model_len %" PRIu32 ", %" PRIu64 " KV blocks)", s->served_name,
-		 s->max_model_len, s->info ? s->info->memory.num_blocks : 0);
-	(void)sd_notify(false, "READY=1\nSTATUS=serving");
-	server_rearm(s);
-	return 0;
-}
-
 static void raise_nofile(uint32_t want)
 {
 	struct rlimit rl;
@@ -571,26 +573,58 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 	log_debug("libmicrohttpd: %s", buf);
 }
 
-static int server_listen(struct sim_server *s, const char *host, struct error *err)
+/* Binds the server's socket (port 0: the kernel's choice) without listening:
+ * the engines that accept connections only once loaded (vLLM, SGLang, TGI,
+ * TensorRT-LLM) refuse them until sim_server_start_mhd, yet hold the port. */
+static int bind_socket(struct sim_server *s, const char *host, struct error *err)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *ai = NULL;
-	const union MHD_DaemonInfo *di;
-	struct rlimit rl;
-	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-	unsigned limit;
-	int r;
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	int one = 1, r, fd;
 
 	r = getaddrinfo(host, NULL, &hints, &ai);
 	if (r != 0)
 		return error_set(err, -EINVAL, "--host: cannot resolve \"%s\": %s", host, gai_strerror(r));
 	if (ai->ai_family == AF_INET)
 		((struct sockaddr_in *)ai->ai_addr)->sin_port = htons(s->cfg.port);
-	else if (ai->ai_family == AF_INET6) {
+	else if (ai->ai_family == AF_INET6)
 		((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons(s->cfg.port);
-		flags |= MHD_USE_IPv6;
+	s->ipv6 = ai->ai_family == AF_INET6;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* Without SO_REUSEADDR first, so that nobody else binds the port while
+	 * we load (a port prober's bind fails); with it when connections of an
+	 * earlier server linger in TIME_WAIT. */
+	if (fd >= 0 && bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno == EADDRINUSE)
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	else
+		one = 0;
+	if (fd < 0 || (one && bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		r = -errno;
+		freeaddrinfo(ai);
+		safe_close(fd);
+		return error_set(err, -EADDRNOTAVAIL, "cannot listen on %s port %u: %s", host, s->cfg.port,
+				 strerror(-r));
 	}
+	freeaddrinfo(ai);
+	s->listen_fd = fd;
+	s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+						 : ((struct sockaddr_in *)&sa)->sin_port);
+	return 0;
+}
 
+int sim_server_start_mhd(struct sim_server *s, struct error *err)
+{
+	const union MHD_DaemonInfo *di;
+	struct rlimit rl;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (s->ipv6 ? MHD_USE_IPv6 : 0);
+	unsigned limit;
+	int r;
+
+	if (s->mhd)
+		return 0;
 	raise_nofile(s->cfg.max_connections);
 	limit = s->cfg.max_connections;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)limit + 64)
@@ -598,19 +632,21 @@ static int server_listen(struct sim_server *s, const char *host, struct error *e
 	r = sim_conns_init(s, limit);
 	if (r < 0)
 		return error_set(err, r, "cannot add a timer");
+	/* Now SO_REUSEADDR: the connections it accepts inherit it, so that their
+	 * TIME_WAIT does not keep the next server off the port. */
+	(void)setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int));
+	if (listen(s->listen_fd, 1024) < 0)
+		return error_set(err, -errno, "cannot listen on port %u: %s", s->port, strerror(errno));
 
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
-				  MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, limit,
+				  MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_CONNECTION_LIMIT, limit,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_LIMIT,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_NOTIFY_CONNECTION, sim_conns_notify, s, MHD_OPTION_URI_LOG_CALLBACK,
-				  sim_conns_uri_logged, s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
-	freeaddrinfo(ai);
+				  sim_conns_uri_logged, s, MHD_OPTION_END);
 	if (!s->mhd)
-		return error_set(err, -EADDRNOTAVAIL, "cannot listen on %s port %u (address in use?)", host,
-				 s->cfg.port);
-	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = di ? di->port : s->cfg.port;
+		return error_set(err, -EADDRNOTAVAIL, "cannot serve on port %u", s->port);
+	s->listen_fd = -1; /* MHD's now */
 	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!di)
 		return error_set(err, -EIO, "libmicrohttpd has no epoll fd");
@@ -624,6 +660,14 @@ static int server_listen(struct sim_server *s, const char *host, struct error *e
 		return error_set(err, r, "cannot add a timer");
 	(void)sd_event_source_set_description(s->mhd_timer, "mhd-timeout");
 	(void)sd_event_source_set_enabled(s->mhd_timer, SD_EVENT_OFF);
+	server_rearm(s);
+	return 0;
+}
+
+static int add_pacer(struct sim_server *s, struct error *err)
+{
+	int r;
+
 	r = sd_event_add_time(s->event, &s->pacer, CLOCK_MONOTONIC, 0, 1, on_pacer, s);
 	if (r < 0)
 		return error_set(err, r, "cannot add a timer");
@@ -640,6 +684,8 @@ int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const s
 	static const struct sim_engine_callbacks cb = {
 		.token = sim_server_engine_token,
 		.finished = sim_server_engine_finished,
+		.scheduled = sim_server_engine_scheduled,
+		.step = sim_server_engine_step,
 	};
 	struct sim_server *s;
 	const char *name;
@@ -649,10 +695,10 @@ int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const s
 	if (!s)
 		return -ENOMEM;
 	s->event = sd_event_ref(event);
+	s->listen_fd = -1;
 	s->cfg = *cfg;
 	s->ecfg = *ecfg;
 	s->start_usec = mono_usec();
-	sim_server_metrics_init(s);
 	s->n_buckets = 4096;
 	s->buckets = calloc(s->n_buckets, sizeof(*s->buckets));
 	if (!s->buckets) {
@@ -664,16 +710,23 @@ int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const s
 	if (r < 0) {
 		s->engine = NULL;
 		s->startup_r = r;
+		(void)sim_engine_check_startup(&s->ecfg, &s->check, NULL);
+		(void)sim_engine_config_resolve(&s->ecfg, NULL); /* for the log lines */
 	} else {
+		s->ecfg = *sim_engine_get_config(s->engine);
 		s->info = sim_engine_get_info(s->engine);
 		s->max_model_len = s->info->max_model_len;
 	}
 	if (s->max_model_len == 0)
 		s->max_model_len = s->ecfg.max_model_len ? s->ecfg.max_model_len : 4096;
+	if (sim_server_metrics_init(s) < 0) {
+		sim_server_free(s);
+		return -ENOMEM;
+	}
+	/* A configuration that does not start still takes its time to fail. */
+	s->load_usec = sim_engine_startup_usec(&s->ecfg, &s->startup_phases);
 	if (s->cfg.load_usec_set)
 		s->load_usec = s->cfg.load_usec;
-	else
-		s->load_usec = s->info ? s->info->startup_usec : 0;
 
 	name = s->cfg.served_model_name ? s->cfg.served_model_name : s->ecfg.model_name;
 	s->served_name = strdup(name);
@@ -696,19 +749,18 @@ int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const s
 	}
 	s->cfg.trace_path = NULL;
 
-	r = server_listen(s, cfg->host, err);
+	r = bind_socket(s, cfg->host, err);
+	if (r >= 0)
+		r = add_pacer(s, err);
+	/* llama.cpp serves (503 "Loading model") while it loads. */
+	if (r >= 0 && s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP)
+		r = sim_server_start_mhd(s, err);
+	if (r >= 0)
+		r = sim_server_startup_begin(s, cfg->host, err);
 	if (r < 0) {
 		sim_server_free(s);
 		return r;
 	}
-
-	r = sd_event_add_time(event, &s->load_timer, CLOCK_MONOTONIC, s->start_usec + s->load_usec, 1, on_loaded, s);
-	if (r < 0) {
-		sim_server_free(s);
-		return error_set(err, r, "cannot add the load timer");
-	}
-	(void)sd_event_source_set_description(s->load_timer, "load-delay");
-	server_rearm(s);
 	*ret = s;
 	return 0;
 }
@@ -733,6 +785,8 @@ struct sim_server *sim_server_free(struct sim_server *s)
 	sd_event_source_disable_unref(s->load_timer);
 	sd_event_source_disable_unref(s->conn_timer);
 	sd_event_source_disable_unref(s->conn_reap);
+	safe_close(s->listen_fd);
+	sim_server_metrics_done(s);
 	sim_engine_free(s->engine);
 	if (s->trace)
 		fclose(s->trace);

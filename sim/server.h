@@ -12,6 +12,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "dialect.h"
 #include "engine.h"
 #include "error.h"
 #include "faults.h"
@@ -39,6 +40,8 @@ struct sim_server_config {
 	uint64_t idle_timeout_usec, header_timeout_usec, body_timeout_usec;
 	uint64_t seed;
 	struct sim_faults faults;
+	struct sim_dialect_options dialect; /* the engine it passes for (vLLM by default) */
+	const char *gpu_ledger;             /* directory of the host's GPU locks; NULL = none */
 };
 
 struct sim_server;
@@ -46,11 +49,14 @@ struct sim_server;
 /* Sets the defaults above (host 127.0.0.1, port 0, limits, faults off). */
 void sim_server_config_init(struct sim_server_config *c);
 
-/* Creates the engine from ecfg and binds the listening socket, attaching
- * everything to event. An engine whose start-up checks fail does NOT fail
- * here: as vLLM, the server "loads" first and then reports the error on
- * stderr and exits the loop with 1 when the load delay ends. Errors here are
- * the server's own (bind, trace file, MHD). The configs are copied. */
+/* Creates the engine from ecfg and binds the socket, attaching everything
+ * to event. The start-up then plays out in real time in the dialect's way:
+ * its log lines at the end of each phase; llama.cpp listens at once and
+ * answers 503 while loading, the others accept connections only once ready.
+ * An engine whose start-up checks fail does NOT fail here: the server
+ * "loads" up to the phase where the engine would fail, prints the engine's
+ * words on stderr and exits the loop with 1. Errors here are the server's
+ * own (bind, trace file, MHD). The configs are copied. */
 int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const struct sim_engine_config *ecfg,
 		   struct sim_server **ret, struct error *err);
 

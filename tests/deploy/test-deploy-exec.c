@@ -119,7 +119,7 @@ static void test_oom(sd_event *e)
 	CHECK(o.state == DEPLOY_FAILED);
 	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_OOM, "%s: %s",
 		  deploy_failure_to_string(deploy_get_failure(d)), deploy_get_message(d));
-	CHECK_STR_CONTAINS(deploy_get_message(d), "No available memory for the cache blocks");
+	CHECK_STR_CONTAINS(deploy_get_message(d), "CUDA out of memory");
 	CHECK(group_gone(deploy_get_pgid(d)));
 	deploy_free(d);
 }

@@ -40,7 +40,7 @@ def start_sim(trace):
     for _ in range(400):
         log.seek(0)
         text = log.read()
-        if "ready:" in text:  # listening, and the model has "loaded"
+        if "Application startup complete" in text:  # vLLM's line: listening, the model "loaded"
             return server, text.split("listening on ")[1].split()[0]
         time.sleep(0.05)
     print("goodput-sim did not start", file=sys.stderr)

@@ -42,13 +42,20 @@ def still_serves(sim):
 
 
 def case_health():
-    """/health is 503 while loading, 200 once ready; completions are 503 while loading."""
+    """While loading, vLLM's port is bound but not listening: connections are refused and the port cannot be
+    taken by another server; once ready, /health is 200."""
     with Sim(EXE, ["--load-time", "1.0"], ready=False) as sim:
-        status, _, body = sim.request("GET", "/health")
-        check(status == 503, "health while loading: %d" % status)
-        check(json.loads(body)["error"]["code"] == 503, "503 body is not an OpenAI error: %r" % body)
-        status, _, _ = sim.request("POST", "/v1/completions", completion_body("a b", 2, stream=False))
-        check(status == 503, "completion while loading: %d" % status)
+        for method, path, body in [("GET", "/health", None),
+                                   ("POST", "/v1/completions", completion_body("a b", 2, stream=False))]:
+            try:
+                status, _, _ = sim.request(method, path, body, timeout=2)
+                check(False, "%s answered %d while loading" % (path, status))
+            except ConnectionRefusedError:
+                pass
+        p = subprocess.run([EXE, "--load-time", "0", "--port", str(sim.port)], capture_output=True, text=True,
+                           timeout=30)
+        check(p.returncode != 0 and "Address already in use" in p.stderr,
+              "a second server took the loading server's port: rc %d %r" % (p.returncode, p.stderr[-500:]))
         t0 = time.monotonic()
         sim.wait_ready(10)
         check(time.monotonic() - t0 > 0.5, "ready too early")
@@ -173,11 +180,21 @@ def case_errors():
 def case_startup():
     """vLLM's start-up refusals: exit non-zero with vLLM's wording, after the load delay."""
     t0 = time.monotonic()
-    rc, out, err = run_expect_fail(["--model", "llama-3.1-70b", "--gpu", "L40S", "--load-time", "0.3"])
+    # With the start-up model: 0.2 s of device start (half of --init-seconds), then 140 GB of weights at
+    # 1000 GB/s: the failure shows when loading ends, 0.34 s in.
+    rc, out, err = run_expect_fail(["--model", "llama-3.1-70b", "--gpu", "L40S", "--startup-model",
+                                    "--init-seconds", "0.4", "--weights-read-gbps", "1000"])
     check(rc != 0, "70B on one L40S started")
-    check("No available memory for the cache blocks" in err, "OOM wording missing: %r" % err)
-    check(time.monotonic() - t0 >= 0.3, "failed before the load delay")
-    check("listening on" in out, "did not listen while loading")
+    check("torch.OutOfMemoryError: CUDA out of memory" in err and "in load_weights" in err,
+          "weights OOM wording missing: %r" % err)
+    check(time.monotonic() - t0 >= 0.34, "failed before the weights were loaded")
+    check("listening on" in out, "did not bind its port while loading")
+    rc, _, err = run_expect_fail(["--model", "llama-3.1-8b", "--gpu", "L40S", "--gpu-memory-utilization", "0.3",
+                                  "--load-time", "0"])
+    check(rc != 0 and "No available memory for the cache blocks" in err, "8B in 30 %% of an L40S: %r" % err)
+    rc, _, err = run_expect_fail(["--gpu-memory-utilization", "1.5", "--load-time", "0"])
+    check(rc != 0 and "GPU memory utilization must be less than 1.0. Got 1.5." in err,
+          "gpu_memory_utilization 1.5: rc %d %r" % (rc, err))
     rc, _, err = run_expect_fail(["--model", "llama-3.1-8b", "--gpu", "A100", "--max-model-len", "131072",
                                   "--gpu-memory-utilization", "0.3", "--load-time", "0"])
     check(rc != 0 and "max seq len" in err, "KV too small for max_model_len: rc %d %r" % (rc, err))

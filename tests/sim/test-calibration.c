@@ -36,8 +36,8 @@ static double steady(const struct sim_perf *p, double isl, double osl, uint32_t 
 	double cap, pf, bud, scale = 1.0, t;
 	uint32_t b;
 
-	sim_perf_memory(p, &(struct sim_memory_policy){ .rules = SIM_MEMORY_VLLM, .fraction = gmu }, budget, max_seqs, 16,
-			&mem);
+	sim_perf_memory(p, &(struct sim_memory_policy){ .rules = SIM_MEMORY_VLLM, .fraction = gmu }, budget, max_seqs,
+			16, &mem);
 	cap = (double)mem.kv_tokens;
 	b = (uint32_t)(cap / (isl + osl) < max_seqs ? cap / (isl + osl) : max_seqs);
 	pf = b * isl / osl;

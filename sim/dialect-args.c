@@ -1,0 +1,789 @@
+/* dialect-args.c — goodput-sim's command line in each engine's dialect.
+ *
+ * Every dialect has a table of the engine's own flags (the ones the shipped
+ * engine profiles pass, and the engine's common ones) and what each means
+ * to the emulation: an engine setting, a server setting, a switch of the
+ * dialect (struct sim_dialect_options), or a flag the emulation accepts and
+ * has no use for (--threads, --trust-remote-code). The sim's own flags
+ * (--gpu, --gpus, --load-time, --gpu-ledger, the start-up model, faults)
+ * are accepted in every dialect; vLLM's engine flags are the vLLM dialect's
+ * table. A flag a dialect does not know is refused in the engine's words
+ * (argparse's "unrecognized arguments", clap's "unexpected argument",
+ * click's "No such option"). After parsing, each engine's defaults apply:
+ * llama.cpp's one slot and whole-context allocation, SGLang's static memory
+ * fraction by TP, TGI's length limits and their validation, TensorRT-LLM's
+ * batch limits and its options file. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "dialect-internal.h"
+#include "log.h"
+#include "macro.h"
+#include "parse.h"
+#include "server.h"
+#include "time-util.h"
+
+/* Start-up time relative to PERFMODEL §4.5's estimate without the start-up
+ * model: 0.005 turns an 8B model's ~1 min into ~0.3 s and a 70B model's ~2.5
+ * min into ~0.75 s, so tests and demos start in under a second. */
+#define DEFAULT_LOAD_TIME_SCALE 0.005
+
+enum action {
+	ACT_ENGINE, /* sim_engine_config_apply_flag(target, value) */
+	ACT_SERVER, /* a server or sim flag: id */
+	ACT_OPT,    /* a dialect switch: id */
+	ACT_IGNORE, /* accepted, no effect on the emulation */
+};
+
+enum {
+	S_HOST = 1,
+	S_PORT,
+	S_SERVED_NAME,
+	S_LOAD_TIME,
+	S_TRACE,
+	S_MAX_CONNECTIONS,
+	S_MAX_REQUEST_BYTES,
+	S_MAX_BUFFERED_BYTES,
+	S_IDLE_TIMEOUT,
+	S_HEADER_TIMEOUT,
+	S_BODY_TIMEOUT,
+	S_FIXED_ITL,
+	S_CRASH_AFTER,
+	S_HANG_AFTER,
+	S_FAIL_STARTUP,
+	S_HTTP500,
+	S_BAD_SSE,
+	S_JITTER,
+	S_STEP_OVERHEAD,
+	S_GPU_LEDGER,
+	S_DIALECT,
+	S_VERBOSE,
+	S_HELP,
+	S_VERSION,
+	/* dialect switches */
+	O_MODEL,
+	O_METRICS,
+	O_PARALLEL,
+	O_BATCH,
+	O_UBATCH,
+	O_CTX,
+	O_MAX_CONCURRENT,
+	O_MAX_INPUT,
+	O_MAX_TOTAL,
+	O_PREFILL_TOKENS,
+	O_MAX_BATCH,
+	O_EXTRA_OPTIONS,
+	O_FAIL_FAST,
+	O_NO_PREFIX_CACHE,
+	O_BACKEND,
+};
+
+struct flag {
+	const char *name; /* without its dashes */
+	enum action action;
+	int id;             /* ACT_SERVER, ACT_OPT */
+	const char *target; /* ACT_ENGINE: the engine flag */
+	bool value;
+};
+
+/* The sim's own flags, in every dialect. */
+static const struct flag sim_flags[] = {
+	{ "load-time", ACT_SERVER, S_LOAD_TIME, NULL, true },
+	{ "trace", ACT_SERVER, S_TRACE, NULL, true },
+	{ "max-connections", ACT_SERVER, S_MAX_CONNECTIONS, NULL, true },
+	{ "max-request-bytes", ACT_SERVER, S_MAX_REQUEST_BYTES, NULL, true },
+	{ "max-buffered-bytes", ACT_SERVER, S_MAX_BUFFERED_BYTES, NULL, true },
+	{ "idle-timeout", ACT_SERVER, S_IDLE_TIMEOUT, NULL, true },
+	{ "header-timeout", ACT_SERVER, S_HEADER_TIMEOUT, NULL, true },
+	{ "body-timeout", ACT_SERVER, S_BODY_TIMEOUT, NULL, true },
+	{ "fixed-itl-ms", ACT_SERVER, S_FIXED_ITL, NULL, true },
+	{ "fault-crash-after", ACT_SERVER, S_CRASH_AFTER, NULL, true },
+	{ "fault-hang-after", ACT_SERVER, S_HANG_AFTER, NULL, true },
+	{ "fault-fail-startup", ACT_SERVER, S_FAIL_STARTUP, NULL, false },
+	{ "fault-http500", ACT_SERVER, S_HTTP500, NULL, true },
+	{ "fault-bad-sse", ACT_SERVER, S_BAD_SSE, NULL, true },
+	{ "fault-jitter", ACT_SERVER, S_JITTER, NULL, true },
+	{ "fault-step-overhead-ms", ACT_SERVER, S_STEP_OVERHEAD, NULL, true },
+	{ "gpu-ledger", ACT_SERVER, S_GPU_LEDGER, NULL, true },
+	{ "dialect", ACT_SERVER, S_DIALECT, NULL, true },
+	{ "help", ACT_SERVER, S_HELP, NULL, false },
+	{ "h", ACT_SERVER, S_HELP, NULL, false },
+	{ "version", ACT_SERVER, S_VERSION, NULL, false },
+	{ "gpu", ACT_ENGINE, 0, "gpu", true },
+	{ "gpus", ACT_ENGINE, 0, "gpus", true },
+	{ "model-config", ACT_ENGINE, 0, "model-config", true },
+	{ "profile", ACT_ENGINE, 0, "profile", true },
+	{ "profile-file", ACT_ENGINE, 0, "profile-file", true },
+	{ "jitter", ACT_ENGINE, 0, "jitter", true },
+	{ "load-time-scale", ACT_ENGINE, 0, "load-time-scale", true },
+	{ "startup-model", ACT_ENGINE, 0, "startup-model", false },
+	{ "weights-read-gbps", ACT_ENGINE, 0, "weights-read-gbps", true },
+	{ "init-seconds", ACT_ENGINE, 0, "init-seconds", true },
+	{ "graph-capture-seconds", ACT_ENGINE, 0, "graph-capture-seconds", true },
+	{ 0 },
+};
+
+static const struct flag vllm_flags[] = {
+	{ "host", ACT_SERVER, S_HOST, NULL, true },
+	{ "port", ACT_SERVER, S_PORT, NULL, true },
+	{ "served-model-name", ACT_SERVER, S_SERVED_NAME, NULL, true },
+	{ "v", ACT_SERVER, S_VERBOSE, NULL, false },
+	{ "verbose", ACT_SERVER, S_VERBOSE, NULL, false },
+	{ "model", ACT_OPT, O_MODEL, NULL, true },
+	{ "tp", ACT_ENGINE, 0, "tensor-parallel-size", true },
+	{ "enforce-eager", ACT_IGNORE, 0, NULL, false },
+	{ "trust-remote-code", ACT_IGNORE, 0, NULL, false },
+	{ "disable-log-requests", ACT_IGNORE, 0, NULL, false },
+	{ "disable-log-stats", ACT_IGNORE, 0, NULL, false },
+	{ "dtype", ACT_IGNORE, 0, NULL, true },
+	/* the rest: vLLM's engine flags, which goodput-sim's engine config speaks */
+	{ 0 },
+};
+
+static const struct flag llamacpp_flags[] = {
+	{ "m", ACT_OPT, O_MODEL, NULL, true },
+	{ "model", ACT_OPT, O_MODEL, NULL, true },
+	{ "a", ACT_SERVER, S_SERVED_NAME, NULL, true },
+	{ "alias", ACT_SERVER, S_SERVED_NAME, NULL, true },
+	{ "host", ACT_SERVER, S_HOST, NULL, true },
+	{ "port", ACT_SERVER, S_PORT, NULL, true },
+	{ "metrics", ACT_OPT, O_METRICS, NULL, false },
+	{ "np", ACT_OPT, O_PARALLEL, NULL, true },
+	{ "parallel", ACT_OPT, O_PARALLEL, NULL, true },
+	{ "b", ACT_OPT, O_BATCH, NULL, true },
+	{ "batch-size", ACT_OPT, O_BATCH, NULL, true },
+	{ "ub", ACT_OPT, O_UBATCH, NULL, true },
+	{ "ubatch-size", ACT_OPT, O_UBATCH, NULL, true },
+	{ "c", ACT_OPT, O_CTX, NULL, true },
+	{ "ctx-size", ACT_OPT, O_CTX, NULL, true },
+	{ "ctk", ACT_ENGINE, 0, "kv-cache-dtype", true },
+	{ "cache-type-k", ACT_ENGINE, 0, "kv-cache-dtype", true },
+	{ "s", ACT_ENGINE, 0, "seed", true },
+	{ "seed", ACT_ENGINE, 0, "seed", true },
+	{ "ngl", ACT_IGNORE, 0, NULL, true }, /* every layer on the GPU either way */
+	{ "n-gpu-layers", ACT_IGNORE, 0, NULL, true },
+	{ "gpu-layers", ACT_IGNORE, 0, NULL, true },
+	{ "t", ACT_IGNORE, 0, NULL, true },
+	{ "threads", ACT_IGNORE, 0, NULL, true },
+	{ "ctv", ACT_IGNORE, 0, NULL, true },
+	{ "cache-type-v", ACT_IGNORE, 0, NULL, true },
+	{ "fa", ACT_IGNORE, 0, NULL, false },
+	{ "flash-attn", ACT_IGNORE, 0, NULL, false },
+	{ "cb", ACT_IGNORE, 0, NULL, false },
+	{ "cont-batching", ACT_IGNORE, 0, NULL, false },
+	{ "no-mmap", ACT_IGNORE, 0, NULL, false },
+	{ "mlock", ACT_IGNORE, 0, NULL, false },
+	{ "jinja", ACT_IGNORE, 0, NULL, false },
+	{ "no-webui", ACT_IGNORE, 0, NULL, false },
+	{ "slots", ACT_IGNORE, 0, NULL, false },
+	{ "v", ACT_SERVER, S_VERBOSE, NULL, false },
+	{ "verbose", ACT_SERVER, S_VERBOSE, NULL, false },
+	{ 0 },
+};
+
+static const struct flag sglang_flags[] = {
+	{ "model-path", ACT_OPT, O_MODEL, NULL, true },
+	{ "model", ACT_OPT, O_MODEL, NULL, true },
+	{ "served-model-name", ACT_SERVER, S_SERVED_NAME, NULL, true },
+	{ "host", ACT_SERVER, S_HOST, NULL, true },
+	{ "port", ACT_SERVER, S_PORT, NULL, true },
+	{ "tp-size", ACT_ENGINE, 0, "tensor-parallel-size", true },
+	{ "tp", ACT_ENGINE, 0, "tensor-parallel-size", true },
+	{ "max-running-requests", ACT_ENGINE, 0, "max-num-seqs", true },
+	{ "chunked-prefill-size", ACT_ENGINE, 0, "max-num-batched-tokens", true },
+	{ "quantization", ACT_ENGINE, 0, "quantization", true },
+	{ "mem-fraction-static", ACT_ENGINE, 0, "gpu-memory-utilization", true },
+	{ "kv-cache-dtype", ACT_ENGINE, 0, "kv-cache-dtype", true },
+	{ "context-length", ACT_ENGINE, 0, "max-model-len", true },
+	{ "random-seed", ACT_ENGINE, 0, "seed", true },
+	{ "enable-metrics", ACT_OPT, O_METRICS, NULL, false },
+	{ "disable-radix-cache", ACT_OPT, O_NO_PREFIX_CACHE, NULL, false },
+	{ "trust-remote-code", ACT_IGNORE, 0, NULL, false },
+	{ "disable-cuda-graph", ACT_IGNORE, 0, NULL, false },
+	{ "log-level", ACT_IGNORE, 0, NULL, true },
+	{ "dtype", ACT_IGNORE, 0, NULL, true },
+	{ 0 },
+};
+
+static const struct flag tgi_flags[] = {
+	{ "model-id", ACT_OPT, O_MODEL, NULL, true },
+	{ "hostname", ACT_SERVER, S_HOST, NULL, true },
+	{ "port", ACT_SERVER, S_PORT, NULL, true },
+	{ "num-shard", ACT_ENGINE, 0, "tensor-parallel-size", true },
+	{ "quantize", ACT_ENGINE, 0, "quantization", true },
+	{ "max-batch-size", ACT_OPT, O_MAX_BATCH, NULL, true },
+	{ "max-batch-prefill-tokens", ACT_OPT, O_PREFILL_TOKENS, NULL, true },
+	{ "max-total-tokens", ACT_OPT, O_MAX_TOTAL, NULL, true },
+	{ "max-input-tokens", ACT_OPT, O_MAX_INPUT, NULL, true },
+	{ "max-input-length", ACT_OPT, O_MAX_INPUT, NULL, true },
+	{ "max-concurrent-requests", ACT_OPT, O_MAX_CONCURRENT, NULL, true },
+	{ "cuda-memory-fraction", ACT_ENGINE, 0, "gpu-memory-utilization", true },
+	{ "kv-cache-dtype", ACT_ENGINE, 0, "kv-cache-dtype", true },
+	{ "dtype", ACT_IGNORE, 0, NULL, true },
+	{ "sharded", ACT_IGNORE, 0, NULL, true },
+	{ "max-best-of", ACT_IGNORE, 0, NULL, true },
+	{ "max-stop-sequences", ACT_IGNORE, 0, NULL, true },
+	{ "trust-remote-code", ACT_IGNORE, 0, NULL, false },
+	{ "json-output", ACT_IGNORE, 0, NULL, false },
+	{ "disable-grammar-support", ACT_IGNORE, 0, NULL, false },
+	{ 0 },
+};
+
+static const struct flag trtllm_flags[] = {
+	{ "host", ACT_SERVER, S_HOST, NULL, true },
+	{ "port", ACT_SERVER, S_PORT, NULL, true },
+	{ "backend", ACT_OPT, O_BACKEND, NULL, true },
+	{ "tp_size", ACT_ENGINE, 0, "tensor-parallel-size", true },
+	{ "max_batch_size", ACT_ENGINE, 0, "max-num-seqs", true },
+	{ "max_num_tokens", ACT_ENGINE, 0, "max-num-batched-tokens", true },
+	{ "max_seq_len", ACT_ENGINE, 0, "max-model-len", true },
+	{ "kv_cache_free_gpu_memory_fraction", ACT_ENGINE, 0, "gpu-memory-utilization", true },
+	{ "extra_llm_api_options", ACT_OPT, O_EXTRA_OPTIONS, NULL, true },
+	{ "config", ACT_OPT, O_EXTRA_OPTIONS, NULL, true },
+	{ "fail_fast_on_attention_window_too_large", ACT_OPT, O_FAIL_FAST, NULL, false },
+	{ "pp_size", ACT_IGNORE, 0, NULL, true },
+	{ "ep_size", ACT_IGNORE, 0, NULL, true },
+	{ "tokenizer", ACT_IGNORE, 0, NULL, true },
+	{ "log_level", ACT_IGNORE, 0, NULL, true },
+	{ "num_postprocess_workers", ACT_IGNORE, 0, NULL, true },
+	{ "trust_remote_code", ACT_IGNORE, 0, NULL, false },
+	{ "enable_chunked_prefill", ACT_IGNORE, 0, NULL, false },
+	{ 0 },
+};
+
+static const struct flag *const dialect_flags[_SIM_DIALECT_MAX] = {
+	[SIM_DIALECT_VLLM] = vllm_flags, [SIM_DIALECT_LLAMACPP] = llamacpp_flags, [SIM_DIALECT_SGLANG] = sglang_flags,
+	[SIM_DIALECT_TGI] = tgi_flags,   [SIM_DIALECT_TRTLLM] = trtllm_flags,
+};
+
+static const struct flag *lookup(const struct flag *table, const char *name)
+{
+	for (size_t i = 0; table && table[i].name; i++)
+		if (strcmp(table[i].name, name) == 0)
+			return &table[i];
+	return NULL;
+}
+
+/* ---- refusing a flag the way the engine does ---- */
+
+static int unknown_flag(enum sim_dialect d, const char *arg)
+{
+	switch (d) {
+	case SIM_DIALECT_LLAMACPP:
+		fprintf(stderr, "error: invalid argument: %s\n", arg);
+		return 1 + 1;
+	case SIM_DIALECT_TGI:
+		fprintf(stderr,
+			"error: unexpected argument '%s' found\n\nUsage: text-generation-launcher [OPTIONS]\n\n"
+			"For more information, try '--help'.\n",
+			arg);
+		return 1 + 2;
+	case SIM_DIALECT_TRTLLM:
+		fprintf(stderr,
+			"Usage: trtllm-serve serve [OPTIONS] MODEL\nTry 'trtllm-serve serve --help' for help.\n\n"
+			"Error: No such option: %s\n",
+			arg);
+		return 1 + 2;
+	case SIM_DIALECT_SGLANG:
+		fprintf(stderr, "launch_server.py: error: unrecognized arguments: %s\n", arg);
+		return 1 + 2;
+	default:
+		fprintf(stderr, "vllm serve: error: unrecognized arguments: %s\n", arg);
+		return 1 + 2;
+	}
+}
+
+static int bad_value(enum sim_dialect d, const struct error *err, int r)
+{
+	fprintf(stderr, "%s: %s\n", d == SIM_DIALECT_VLLM ? "goodput-sim" : sim_dialect_to_string(d),
+		error_str(err, r));
+	return 1 + 2;
+}
+
+/* ---- the flags' effects ---- */
+
+static int apply_server(int id, const char *what, const char *v, struct sim_server_config *sc,
+			struct sim_engine_config *ec, struct error *err)
+{
+	uint64_t u;
+	double d;
+	int r = 0;
+
+	switch (id) {
+	case S_HOST:
+		sc->host = v;
+		break;
+	case S_PORT:
+		r = parse_u64(what, v, 0, 65535, &u, err);
+		sc->port = (uint16_t)u;
+		break;
+	case S_SERVED_NAME:
+		sc->served_model_name = v;
+		break;
+	case S_LOAD_TIME:
+		r = parse_double(what, v, 0, 3600, &d, err);
+		sc->load_usec_set = true;
+		sc->load_usec = sec_to_usec(d);
+		break;
+	case S_TRACE:
+		sc->trace_path = v;
+		break;
+	case S_MAX_CONNECTIONS:
+		r = parse_u64(what, v, 1, 1000000, &u, err);
+		sc->max_connections = (uint32_t)u;
+		break;
+	case S_MAX_REQUEST_BYTES:
+		r = parse_u64(what, v, 1024, 1u << 30, &u, err);
+		sc->max_body_bytes = (size_t)u;
+		break;
+	case S_MAX_BUFFERED_BYTES:
+		r = parse_u64(what, v, 1024, UINT64_C(1) << 40, &u, err);
+		sc->max_buffered_bytes = (size_t)u;
+		break;
+	case S_IDLE_TIMEOUT:
+	case S_HEADER_TIMEOUT:
+	case S_BODY_TIMEOUT:
+		r = parse_double(what, v, 0, 86400, &d, err);
+		*(id == S_IDLE_TIMEOUT     ? &sc->idle_timeout_usec
+		  : id == S_HEADER_TIMEOUT ? &sc->header_timeout_usec
+					   : &sc->body_timeout_usec) = sec_to_usec(d);
+		break;
+	case S_FIXED_ITL:
+		r = parse_double(what, v, 0.01, 60000, &sc->fixed_itl_ms, err);
+		break;
+	case S_CRASH_AFTER:
+		r = parse_u64(what, v, 1, UINT64_MAX, &sc->faults.crash_after, err);
+		break;
+	case S_HANG_AFTER:
+		r = parse_u64(what, v, 1, UINT64_MAX, &sc->faults.hang_after, err);
+		break;
+	case S_FAIL_STARTUP:
+		sc->faults.fail_startup = true;
+		break;
+	case S_HTTP500:
+		r = parse_double(what, v, 0, 1, &sc->faults.http500_fraction, err);
+		break;
+	case S_BAD_SSE:
+		r = parse_double(what, v, 0, 1, &sc->faults.bad_sse_fraction, err);
+		break;
+	case S_JITTER:
+		r = parse_double(what, v, 0, 2, &sc->faults.jitter_sigma, err);
+		ec->extra_jitter_sigma = sc->faults.jitter_sigma;
+		break;
+	case S_STEP_OVERHEAD:
+		r = parse_double(what, v, 0, 60000, &sc->faults.step_overhead_ms, err);
+		ec->fault_step_usec = sc->faults.step_overhead_ms * 1000.0;
+		break;
+	case S_GPU_LEDGER:
+		sc->gpu_ledger = v;
+		break;
+	case S_VERBOSE:
+		log_set_max_level(LOG_DEBUG);
+		break;
+	default:
+		break;
+	}
+	return r;
+}
+
+static int apply_opt(int id, const char *what, const char *v, struct sim_dialect_options *opt,
+		     struct sim_dialect_pending *pd, struct sim_engine_config *ec, struct error *err)
+{
+	int r = 0;
+
+	switch (id) {
+	case O_MODEL:
+		pd->model = v;
+		break;
+	case O_METRICS:
+		opt->metrics_enabled = true;
+		break;
+	case O_PARALLEL:
+		r = parse_u32(what, v, 1, 65536, &pd->parallel, err);
+		break;
+	case O_BATCH:
+		r = parse_u32(what, v, 1, 1u << 22, &pd->batch, err);
+		break;
+	case O_UBATCH:
+		r = parse_u32(what, v, 1, 1u << 22, &pd->ubatch, err);
+		break;
+	case O_CTX:
+		r = parse_u32(what, v, 0, 1u << 24, &pd->ctx, err);
+		pd->have_ctx = true;
+		break;
+	case O_MAX_CONCURRENT:
+		r = parse_u32(what, v, 1, 1u << 24, &opt->max_concurrent, err);
+		break;
+	case O_MAX_INPUT:
+		r = parse_u32(what, v, 1, 1u << 24, &pd->max_input, err);
+		break;
+	case O_MAX_TOTAL:
+		r = parse_u32(what, v, 1, 1u << 24, &pd->max_total, err);
+		break;
+	case O_PREFILL_TOKENS:
+		r = parse_u32(what, v, 1, 1u << 24, &pd->prefill_tokens, err);
+		break;
+	case O_MAX_BATCH:
+		r = parse_u32(what, v, 1, 65536, &pd->max_batch, err);
+		break;
+	case O_EXTRA_OPTIONS:
+		pd->extra_options = v;
+		break;
+	case O_FAIL_FAST:
+		ec->kv_fail_fast = true;
+		break;
+	case O_NO_PREFIX_CACHE:
+		ec->enable_prefix_caching = false;
+		break;
+	case O_BACKEND:
+		if (strcmp(v, "pytorch") != 0 && strcmp(v, "trt") != 0 && strcmp(v, "tensorrt") != 0 &&
+		    strcmp(v, "_autodeploy") != 0)
+			r = error_set(err, -EINVAL, "Invalid value for '--backend': '%s'", v);
+		break;
+	default:
+		break;
+	}
+	return r;
+}
+
+/* ---- help ---- */
+
+static void help(void)
+{
+	printf("Usage: goodput-sim [serve] [MODEL] [FLAGS]\n"
+	       "       goodput-sim --dialect llamacpp|sglang|tgi|trtllm [THAT ENGINE'S FLAGS]\n"
+	       "       goodput-sim simulate [ENGINE FLAGS] [WORKLOAD FLAGS] [--json]   (see simulate --help)\n"
+	       "\n"
+	       "An emulated inference server: OpenAI-compatible HTTP API whose tokens are paced in\n"
+	       "real time by a roofline model of continuous batching on the chosen GPUs. It speaks\n"
+	       "vLLM's dialect unless told another (--dialect, or the program name llama-server,\n"
+	       "text-generation-launcher, trtllm-serve, vllm, or python3 -m sglang.launch_server):\n"
+	       "that engine's flags, /health while loading, /metrics names, start-up and out-of-memory\n"
+	       "log lines, --version and streaming quirks. It prints one line \"goodput-sim: listening\n"
+	       "on http://HOST:PORT\" once its port is bound (see sim/README.md).\n"
+	       "\n"
+	       "Engine flags (vLLM's names, the vllm dialect):\n");
+	sim_engine_flags_help(stdout);
+	printf("  (default --load-time-scale for serve: %g, so start-up takes well under a second)\n"
+	       "\n"
+	       "Server flags (vllm dialect):\n"
+	       "  --host ADDR                   address to bind (default 127.0.0.1)\n"
+	       "  --port N                      port; 0 = any free port (default 8000)\n"
+	       "  --served-model-name NAME      the model name clients must send (default: --model)\n"
+	       "\n"
+	       "goodput-sim's own flags (every dialect):\n"
+	       "  --dialect NAME                vllm (default), llamacpp, sglang, tgi, trtllm\n"
+	       "  --gpu NAME, --gpus N          the emulated GPU and how many the host has\n"
+	       "  --gpu-ledger DIR              GPUs shared by the sims of a host: one lock per GPU index in\n"
+	       "                                DIR (default: $GOODPUT_SIM_GPU_LEDGER; none when unset); a GPU\n"
+	       "                                held by another sim is busy. CUDA_VISIBLE_DEVICES names them\n"
+	       "  --load-time SECONDS           start-up delay, overriding the modelled one\n"
+	       "  --trace FILE                  JSONL, one line per completion: id, arrival_usec and\n"
+	       "                                tokens [[scheduled_usec, sent_usec], ...] (CLOCK_MONOTONIC)\n"
+	       "  --max-connections N           concurrent connections (default %u)\n"
+	       "  --max-request-bytes N         largest request body; larger gets 413 (default %u)\n"
+	       "  --max-buffered-bytes N        request bodies of all connections together; a body that\n"
+	       "                                would pass it closes its connection (default %u)\n"
+	       "  --idle-timeout SECONDS        a connection's next request line must come within this\n"
+	       "                                (default %d; near --max-connections the longest-idle\n"
+	       "                                connections are closed first)\n"
+	       "  --header-timeout SECONDS      ... its headers within this after the request line (default %d)\n"
+	       "  --body-timeout SECONDS        ... its body within this after the headers (default %d);\n"
+	       "                                0 turns a timeout off\n"
+	       "  --fixed-itl-ms MS             benchmark mode: ignore the engine model, send one token\n"
+	       "                                every MS ms per stream (first after MS)\n"
+	       "  -v, --verbose                 debug logging\n"
+	       "  -h, --help                    this text\n"
+	       "  --version                     the version (the engine's, when a dialect is named)\n"
+	       "\n"
+	       "Fault injection (off by default):\n"
+	       "  --fault-crash-after N         die by SIGKILL on the completion request after N\n"
+	       "  --fault-hang-after N          stop answering anything after N completion requests\n"
+	       "  --fault-fail-startup          fail after the load delay with vLLM's engine-init error\n"
+	       "  --fault-http500 FRACTION      answer this fraction of completions with HTTP 500\n"
+	       "  --fault-bad-sse FRACTION      this fraction of streams gets a malformed chunk halfway\n"
+	       "                                through and ends without [DONE]\n"
+	       "  --fault-jitter SIGMA          extra log-normal jitter (sigma) of every step time\n"
+	       "  --fault-step-overhead-ms MS   extra cost of every step, outside the performance model\n",
+	       DEFAULT_LOAD_TIME_SCALE, SIM_SERVER_DEFAULT_MAX_CONNECTIONS, SIM_SERVER_DEFAULT_MAX_BODY,
+	       SIM_SERVER_DEFAULT_MAX_BUFFERED, SIM_SERVER_DEFAULT_IDLE_SEC, SIM_SERVER_DEFAULT_HEADER_SEC,
+	       SIM_SERVER_DEFAULT_BODY_SEC);
+}
+
+/* ---- which dialect ---- */
+
+/* The program name a symlink gives goodput-sim. */
+static int dialect_of_program(const char *argv0, enum sim_dialect *ret)
+{
+	const char *base = strrchr(argv0, '/');
+
+	base = base ? base + 1 : argv0;
+	if (strcmp(base, "llama-server") == 0)
+		*ret = SIM_DIALECT_LLAMACPP;
+	else if (strcmp(base, "vllm") == 0)
+		*ret = SIM_DIALECT_VLLM;
+	else if (strcmp(base, "text-generation-launcher") == 0)
+		*ret = SIM_DIALECT_TGI;
+	else if (strcmp(base, "trtllm-serve") == 0)
+		*ret = SIM_DIALECT_TRTLLM;
+	else
+		return 0;
+	return 1;
+}
+
+static bool is_python(const char *argv0)
+{
+	const char *base = strrchr(argv0, '/');
+
+	base = base ? base + 1 : argv0;
+	return strcmp(base, "python3") == 0 || strcmp(base, "python") == 0;
+}
+
+/* As python3, goodput-sim runs what the sglang and trtllm profiles run:
+ * `-m sglang.launch_server ...` and the version one-liners. Returns 0 to
+ * go on as SGLang (*ret_skip: the arguments consumed), or 1 + an exit status. */
+static int python_mode(int argc, char **argv, int *ret_skip)
+{
+	if (argc > 2 && strcmp(argv[1], "-m") == 0 && strcmp(argv[2], "sglang.launch_server") == 0) {
+		*ret_skip = 2;
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[1], "-c") == 0 && strstr(argv[2], "import sglang")) {
+		printf("%s\n", SIM_SGLANG_VERSION);
+		return 1;
+	}
+	if (argc > 2 && strcmp(argv[1], "-c") == 0 && strstr(argv[2], "import tensorrt_llm")) {
+		/* Importing tensorrt_llm prints its banner first. */
+		printf("[TensorRT-LLM] TensorRT-LLM version: %s\n%s\n", SIM_TRTLLM_VERSION, SIM_TRTLLM_VERSION);
+		return 1;
+	}
+	fprintf(stderr, "goodput-sim: run as python3 it emulates only `-m sglang.launch_server` and the sglang and "
+			"tensorrt_llm version commands\n");
+	return 1 + 2;
+}
+
+/* ---- the command line ---- */
+
+struct parse {
+	enum sim_dialect d;
+	struct sim_server_config *sc;
+	struct sim_engine_config *ec;
+	struct sim_dialect_options *opt;
+	struct sim_dialect_pending pd;
+	bool quant_explicit, gmu_set, model_seen;
+	struct error err;
+};
+
+/* One flag (name without dashes, v its value or NULL). Returns 0, 1 + an
+ * exit status, or -errno with p->err set. */
+static int one_flag(struct parse *p, const char *arg, const char *name, const char *v, bool *ret_takes_value,
+		    bool probe)
+{
+	const struct flag *f = lookup(dialect_flags[p->d], name);
+	char what[140];
+	int r;
+
+	if (!f)
+		f = lookup(sim_flags, name);
+	if (!f && p->d == SIM_DIALECT_VLLM) {
+		/* vLLM's engine flags, as goodput-sim's engine config names them. */
+		if (probe) {
+			*ret_takes_value = sim_engine_flag_takes_value(name);
+			return 0;
+		}
+		r = sim_engine_config_apply_flag(p->ec, name, v, &p->err);
+		if (r == 0)
+			return unknown_flag(p->d, arg);
+		goto applied_engine;
+	}
+	if (!f)
+		return probe ? 0 : unknown_flag(p->d, arg);
+	if (probe) {
+		*ret_takes_value = f->value;
+		return 0;
+	}
+	snprintf(what, sizeof(what), "%s", arg);
+	what[strcspn(what, "=")] = 0;
+	switch (f->action) {
+	case ACT_SERVER:
+		if (f->id == S_HELP) {
+			help();
+			return 1;
+		}
+		if (f->id == S_VERSION) {
+			if (p->opt->explicit_dialect)
+				sim_dialect_print_version(p->opt);
+			else
+				printf("goodput-sim %s\n", GOODPUT_VERSION);
+			return 1;
+		}
+		if (f->id == S_DIALECT)
+			return 0; /* read before */
+		return apply_server(f->id, what, v, p->sc, p->ec, &p->err);
+	case ACT_OPT:
+		return apply_opt(f->id, what, v, p->opt, &p->pd, p->ec, &p->err);
+	case ACT_IGNORE:
+		return 0;
+	case ACT_ENGINE:
+		name = f->target;
+		r = sim_engine_config_apply_flag(p->ec, f->target, v, &p->err);
+		if (r < 0)
+			return r;
+		goto applied_engine;
+	}
+	return 0;
+
+applied_engine:
+	if (r < 0)
+		return r;
+	if (strcmp(name, "quantization") == 0 || strcmp(name, "q") == 0)
+		p->quant_explicit = true;
+	if (strcmp(name, "gpu-memory-utilization") == 0)
+		p->gmu_set = true;
+	if (strcmp(name, "model") == 0) {
+		p->model_seen = true;
+		p->opt->model_arg = v;
+	}
+	return 0;
+}
+
+/* A positional argument: vLLM's and TensorRT-LLM's `serve MODEL`. */
+static int positional(struct parse *p, const char *arg)
+{
+	if ((p->d == SIM_DIALECT_VLLM || p->d == SIM_DIALECT_TRTLLM) && !p->pd.model && !p->model_seen) {
+		p->pd.model = arg;
+		return 0;
+	}
+	if (p->d == SIM_DIALECT_LLAMACPP)
+		return unknown_flag(p->d, arg);
+	fprintf(stderr, "goodput-sim: unexpected argument '%s'\n", arg);
+	return 1 + 2;
+}
+
+static int scan_dialect(int argc, char **argv, struct sim_dialect_options *opt)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+
+		if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc)
+			v = argv[i + 1];
+		else if (strncmp(argv[i], "--dialect=", 10) == 0)
+			v = argv[i] + 10;
+		if (!v)
+			continue;
+		if (sim_dialect_from_string(v, &opt->dialect) < 0) {
+			fprintf(stderr,
+				"goodput-sim: --dialect: expected vllm, llamacpp, sglang, tgi or trtllm, got "
+				"\"%s\"\n",
+				v);
+			return 1 + 2;
+		}
+		opt->explicit_dialect = true;
+	}
+	return 0;
+}
+
+static int parse_loop(struct parse *p, int argc, char **argv, int first)
+{
+	for (int i = first; i < argc; i++) {
+		const char *arg = argv[i], *name, *eq, *v = NULL;
+		char flag[128];
+		bool takes_value = false;
+		int r;
+
+		if (i == first && strcmp(arg, "serve") == 0 && (p->d == SIM_DIALECT_VLLM || p->d == SIM_DIALECT_TRTLLM))
+			continue;
+		if (p->d == SIM_DIALECT_SGLANG && i == first && strcmp(arg, "-m") == 0 && i + 1 < argc &&
+		    strcmp(argv[i + 1], "sglang.launch_server") == 0) {
+			i++;
+			continue;
+		}
+		if (arg[0] != '-' || arg[1] == '\0') {
+			r = positional(p, arg);
+			if (r != 0)
+				return r;
+			continue;
+		}
+		name = arg + (arg[1] == '-' ? 2 : 1);
+		eq = strchr(name, '=');
+		snprintf(flag, sizeof(flag), "%.*s", eq ? (int)(eq - name) : (int)strlen(name), name);
+		(void)one_flag(p, arg, flag, NULL, &takes_value, true);
+		if (takes_value) {
+			if (eq)
+				v = eq + 1;
+			else if (i + 1 < argc)
+				v = argv[++i];
+			else {
+				fprintf(stderr, "goodput-sim: %s: expected a value\n", arg);
+				return 1 + 2;
+			}
+		} else if (eq) {
+			fprintf(stderr, "goodput-sim: %s takes no value\n", flag);
+			return 1 + 2;
+		}
+		r = one_flag(p, arg, flag, v, &takes_value, false);
+		if (r < 0)
+			return bad_value(p->d, &p->err, r);
+		if (r > 0)
+			return r;
+	}
+	return 0;
+}
+
+int sim_args_parse(int argc, char **argv, struct sim_server_config *sc, struct sim_engine_config *ec,
+		   struct sim_dialect_options *opt)
+{
+	struct parse p = { .sc = sc, .ec = ec, .opt = opt };
+	const char *ledger = getenv("GOODPUT_SIM_GPU_LEDGER");
+	int first = 1, r;
+
+	sim_dialect_options_init(opt);
+	ec->startup_scale = DEFAULT_LOAD_TIME_SCALE;
+	sc->port = 8000;
+	if (ledger && *ledger)
+		sc->gpu_ledger = ledger;
+	if (is_python(argv[0])) {
+		int skip = 0;
+
+		r = python_mode(argc, argv, &skip);
+		if (r > 0)
+			return r;
+		opt->dialect = SIM_DIALECT_SGLANG;
+		opt->explicit_dialect = true;
+		first += skip;
+	} else if (dialect_of_program(argv[0], &opt->dialect))
+		opt->explicit_dialect = true;
+	r = scan_dialect(argc, argv, opt);
+	if (r > 0)
+		return r;
+	p.d = opt->dialect;
+	sc->port = p.d == SIM_DIALECT_LLAMACPP ? 8080
+		   : p.d == SIM_DIALECT_SGLANG ? 30000
+		   : p.d == SIM_DIALECT_TGI    ? 3000
+					       : 8000;
+	/* Engines without --metrics/--enable-metrics switches always export them. */
+	opt->metrics_enabled = p.d != SIM_DIALECT_LLAMACPP && p.d != SIM_DIALECT_SGLANG;
+	ec->kv_fail_fast = p.d != SIM_DIALECT_TRTLLM;
+	r = parse_loop(&p, argc, argv, first);
+	if (r != 0)
+		return r;
+	if (p.pd.model) {
+		opt->model_arg = p.pd.model;
+		r = sim_dialect_set_model(p.d, p.pd.model, p.quant_explicit, ec, &p.err);
+		if (r < 0)
+			return bad_value(p.d, &p.err, r);
+	}
+	r = sim_dialect_apply_defaults(p.d, ec, opt, &p.pd, p.gmu_set, &p.err);
+	if (r < 0)
+		return bad_value(p.d, &p.err, r);
+	if (r > 0)
+		return r;
+	sc->seed = ec->seed;
+	sim_faults_seed(&sc->faults, ec->seed);
+	return 0;
+}

@@ -40,11 +40,115 @@ const char *engine_failure_cause_to_string(enum engine_failure_cause c)
 
 /* ---- compiling ---- */
 
+/* glibc's regcomp copies the tree under a '+' or an interval once per
+ * repetition, so nested repetitions grow exponentially ("((a+)+)+..." takes
+ * gigabytes). The copies a pattern would make are estimated first, and a
+ * pattern above REGEX_MAX_NODES refused before regcomp sees it. */
+#define REGEX_MAX_DEPTH 32
+#define REGEX_MAX_NODES 50000.0
+
+/* Past a bracket expression that starts at s ('['): where it ends. */
+static const char *skip_bracket(const char *s)
+{
+	s++;
+	if (*s == '^')
+		s++;
+	if (*s == ']')
+		s++;
+	for (; *s && *s != ']'; s++)
+		if (*s == '[' && (s[1] == ':' || s[1] == '.' || s[1] == '=')) {
+			const char *e = strchr(s + 2, s[1]);
+
+			while (e && e[1] != ']')
+				e = strchr(e + 1, s[1]);
+			if (!e)
+				return s + strlen(s) - 1;
+			s = e + 1;
+		}
+	return *s ? s : s - 1;
+}
+
+/* The repetition factor of an interval "{m}", "{m,}" or "{m,n}" at s, and
+ * where it ends; 0 when it is not one. */
+static double interval(const char **s)
+{
+	char *e;
+	unsigned long m, n;
+
+	m = strtoul(*s + 1, &e, 10);
+	if (e == *s + 1)
+		return 0;
+	n = m;
+	if (*e == ',') {
+		const char *f = e + 1;
+
+		n = strtoul(f, &e, 10);
+		if (e == f)
+			n = m;
+	}
+	if (*e != '}')
+		return 0;
+	*s = e;
+	return (double)MAX(m, n) + 1;
+}
+
+static double regex_nodes(const char *s)
+{
+	double sum[REGEX_MAX_DEPTH + 1] = { 0 }, last[REGEX_MAX_DEPTH + 1] = { 0 }, total = 0, f;
+	int d = 0;
+
+	for (; *s; s++) {
+		if (*s == '{' && (f = interval(&s)) > 0) {
+			last[d] *= f;
+			continue;
+		}
+		switch (*s) {
+		case '(':
+			if (d == REGEX_MAX_DEPTH)
+				return INFINITY;
+			sum[d] += last[d];
+			last[d] = 0;
+			d++;
+			sum[d] = last[d] = 0;
+			break;
+		case ')':
+			if (d > 0) {
+				f = sum[d] + last[d] + 1;
+				d--;
+				sum[d] += last[d];
+				last[d] = f;
+			}
+			break;
+		case '|':
+			sum[d] += last[d];
+			last[d] = 0;
+			break;
+		case '+':
+			last[d] *= 2;
+			break;
+		default:
+			if (*s == '\\' && s[1])
+				s++;
+			else if (*s == '[')
+				s = skip_bracket(s);
+			sum[d] += last[d];
+			last[d] = 1;
+			break;
+		}
+	}
+	for (; d >= 0; d--)
+		total += sum[d] + last[d];
+	return total;
+}
+
 static int regex_compile(struct engine_regex *r, const char *text, const char *path, struct error *err)
 {
 	char msg[160];
 	int k;
 
+	if (regex_nodes(text) > REGEX_MAX_NODES)
+		return error_set(err, -EINVAL, "%s: \"%.60s\" repeats too much to compile (nested + or {m,n})", path,
+				 text);
 	k = regcomp(&r->re, text, REG_EXTENDED | REG_NEWLINE);
 	if (k != 0) {
 		regerror(k, &r->re, msg, sizeof(msg));

@@ -388,6 +388,8 @@ static const struct json_field profile_fields[] = {
 	  .max = 256, .def = "the last non-empty line",
 	  .doc = "POSIX extended regular expression: its first group (or match) on the output is the version" },
 	{ "metrics", JSON_OBJECT, .fields = metrics_fields, .doc = "the engine's own metrics" },
+	{ "metrics_path", JSON_STRING, OFF(metrics_path), .callback = parse_http_path, .max = 256,
+	  .doc = "metrics.path, as older profiles write it" },
 	{ "help_command", JSON_STRV, OFF(help_command), .max = 16, .def = "argv[0] --help",
 	  .doc = "argv printing every flag, read by `goodput check-engine`" },
 	{ 0 },

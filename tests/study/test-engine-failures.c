@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
 #include "engine-profile.h"
 #include "macro.h"
@@ -214,6 +216,38 @@ static void test_phases(void)
 	CHECK(isnan(pl.secs[5]));
 }
 
+/* A profile with a pattern (version_pattern) as given. */
+static int profile_with_pattern(const char *pattern, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j =
+		cJSON_Parse("{\"name\": \"x\", \"argv\": [\"srv\", \"--port\", \"{port}\"], \"knobs\": {}, "
+			    "\"health\": {\"path\": \"/health\"}}");
+	struct engine_profile *p = NULL;
+	int r;
+
+	CHECK(j && cJSON_AddStringToObject(j, "version_pattern", pattern));
+	r = engine_profile_from_json(j, "x.json", &p, err);
+	engine_profile_free(p);
+	return r;
+}
+
+/* Patterns whose compilation would take gigabytes (glibc copies the tree
+ * under each nested repetition) are refused; the engines' own are not. */
+static void test_costly_patterns(void)
+{
+	struct error err = { 0 };
+
+	CHECK_INT_EQ(profile_with_pattern("^([0-9]+\\.[0-9]+\\.[0-9]+[^ ]*)$", &err), 0);
+	CHECK_INT_EQ(profile_with_pattern("version: ([0-9]+ \\([0-9a-f]+\\))", &err), 0);
+	CHECK_INT_EQ(profile_with_pattern("[0-9]{1,8}(x|y){2}", &err), 0);
+	CHECK_INT_EQ(profile_with_pattern("((((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+", &err), -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "repeats too much");
+	CHECK_INT_EQ(profile_with_pattern("(a{1000}){1000}", &err), -EINVAL);
+	CHECK_INT_EQ(profile_with_pattern("([]+{]{300}){300}", &err), -EINVAL);
+	CHECK_INT_EQ(profile_with_pattern("[]+{]{300}(b{300})", &err), 0);
+	CHECK_INT_EQ(profile_with_pattern("[[:digit:]]+ [[:alpha:]]+", &err), 0);
+}
+
 int main(void)
 {
 	test_fixtures();
@@ -221,5 +255,6 @@ int main(void)
 	test_versions();
 	test_health();
 	test_phases();
+	test_costly_patterns();
 	return 0;
 }

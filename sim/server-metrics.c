@@ -288,14 +288,16 @@ char *sim_server_render_metrics(struct sim_server *s)
 {
 	struct sim_engine_stats st = { 0 };
 	const struct sim_request_metrics *m = &s->m;
-	_cleanup_(freep) char *labels = NULL;
+	_cleanup_(freep) char *labels = NULL, *sim_labels = NULL;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 
 	if (s->engine)
 		sim_engine_get_stats(s->engine, &st);
-	if (asprintf(&labels, "model_name=\"%s\",engine=\"0\"", s->served_name_json) < 0)
+	/* vLLM V1's labels; goodput-sim's own series name the model only */
+	if (asprintf(&labels, "model_name=\"%s\",engine=\"0\"", s->served_name_json) < 0 ||
+	    asprintf(&sim_labels, "model_name=\"%s\"", s->served_name_json) < 0)
 		return NULL;
 	f = open_memstream(&buf, &len);
 	if (!f)
@@ -348,7 +350,7 @@ char *sim_server_render_metrics(struct sim_server *s)
 	sim_histogram_put(f, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
 			  labels, &m->decode);
 
-	put_sim_metrics(f, s, labels, &st);
+	put_sim_metrics(f, s, sim_labels, &st);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

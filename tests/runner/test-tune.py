@@ -356,12 +356,14 @@ def command_study(name, quants, quality=False):
 
 def check_command_run(db, name, hook_dir):
     st, ts = check_store(db, name)
+    # the sim profile's version_pattern keeps the version of "goodput-sim 0.1.0"
+    version = subprocess.run([SIM, "--version"], capture_output=True, text=True).stdout.split()[1]
     for t in ts:
         if not t["host_json"]:
             fail("trial %d has no host_json" % t["seq"])
         host = json.loads(t["host_json"])
-        if not host.get("engine_version", "").startswith("goodput-sim"):
-            fail("trial %d: no engine version in %s" % (t["seq"], host))
+        if host.get("engine_version") != version:
+            fail("trial %d: engine version is not %s in %s" % (t["seq"], version, host))
         if t["state"] == "done" and not (t["deploy_seconds"] and t["deploy_seconds"] > 0):
             fail("trial %d: no deploy time recorded" % t["seq"])
         for lp in load_points(db, t["id"]):

@@ -293,9 +293,6 @@ void deploy_log_classify(const struct deployment *d, uint64_t offset, enum engin
 	}
 	if (read_region(d->log_path, offset, LOG_SCAN_MAX, &buf, &len) < 0)
 		return;
-	for (size_t i = 0; i < len; i++)
-		if (buf[i] == 0)
-			buf[i] = ' ';
 	engine_profile_classify_failure(d->profile, buf, ret_cause, ret_suggested_len);
 }
 

@@ -183,8 +183,8 @@ static double pct(double *x, size_t n, double p)
 }
 
 /* One client per mode, kept for the whole bench (its connections stay open). */
-static struct probe_client *clients[8];
-static char *client_models[8];
+static struct probe_client *clients[16];
+static char *client_models[16];
 
 static struct probe_client *client_for(const char *model)
 {
@@ -195,8 +195,10 @@ static struct probe_client *client_for(const char *model)
 	for (i = 0; i < ELEMENTSOF(clients) && clients[i]; i++)
 		if (strcmp(client_models[i], model) == 0)
 			return clients[i];
-	if (i == ELEMENTSOF(clients))
+	if (i == ELEMENTSOF(clients)) {
+		fprintf(stderr, "more than %zu server modes\n", ELEMENTSOF(clients));
 		exit(1);
+	}
 	probe_client_config_init(&cfg);
 	cfg.base_url = base_url;
 	cfg.model = model;

@@ -142,8 +142,7 @@ static void help(void)
 	       "  --max-event-bytes N      largest SSE event accepted (default 1048576)\n"
 	       "  --insecure               https without certificate checks\n"
 	       "  --no-server-metrics      do not scrape /metrics during load points\n"
-	       "\n"
-	       "Workload, arrivals and SLA (vllm bench serve's names):\n");
+	       "\n");
 	probe_workload_flags_help(stdout);
 	printf("\n"
 	       "Search:\n"

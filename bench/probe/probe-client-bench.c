@@ -161,7 +161,44 @@ struct outcome {
 	/* client's first-token time − server's first send, ms (sorted) */
 	double *ttft_err_ms;
 	size_t n_ttft_err;
+	/* token by token against the server's writes (sorted, ms): how long
+	 * after its write the client stamped a token, and |client gap − server
+	 * gap| of consecutive tokens: the client's own error, whatever the
+	 * server's lateness */
+	double *late_ms, *itl_err_ms;
+	size_t n_late, n_itl_err;
 };
+
+static const uint64_t *token_sends(uint32_t id)
+{
+	return id < BENCH_MAX_REQUESTS ? &stats->send_usec[(size_t)id * BENCH_MAX_TOKENS] : NULL;
+}
+
+/* Pairs a request's tokens with the server's sends of them (a content
+ * chunk is a token: the server sends one per event). */
+static void pair_tokens(const struct probe_request_result *r, struct outcome *o)
+{
+	const uint64_t *sent = token_sends(r->index);
+	uint64_t recv = r->send_usec + r->ttft_usec;
+	double prev = NAN;
+
+	if (!sent)
+		return;
+	for (size_t k = 0; k <= r->n_itl && k < BENCH_MAX_TOKENS; k++) {
+		uint64_t s = __atomic_load_n(&sent[k], __ATOMIC_RELAXED);
+		double late;
+
+		if (k > 0)
+			recv += r->itl_usec[k - 1];
+		if (s == 0)
+			break;
+		late = ((double)recv - (double)s) / 1000.0;
+		o->late_ms[o->n_late++] = late;
+		if (!isnan(prev))
+			o->itl_err_ms[o->n_itl_err++] = fabs(late - prev);
+		prev = late;
+	}
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -228,7 +265,7 @@ static void run(const char *model, size_t n, uint32_t output_len, uint32_t conc,
 	rc.max_concurrency = conc;
 	memset(o, 0, sizeof(*o));
 	memset(stats->gap_hist, 0, sizeof(stats->gap_hist));
-	memset(stats->first_send_usec, 0, MIN(n, (size_t)BENCH_MAX_REQUESTS) * sizeof(uint64_t));
+	memset(stats->send_usec, 0, MIN(n, (size_t)BENCH_MAX_REQUESTS) * BENCH_MAX_TOKENS * sizeof(uint64_t));
 	t0 = mono_usec();
 	cpu_usec(&u0, &s0);
 	if (probe_run_start(event, c, w, &rc, on_done, &done, &r) < 0)
@@ -255,13 +292,14 @@ static void run(const char *model, size_t n, uint32_t output_len, uint32_t conc,
 	o->itl_ms = calloc(o->n_itl + 1, sizeof(double));
 	o->ttft_ms = calloc(nres + 1, sizeof(double));
 	o->ttft_err_ms = calloc(nres + 1, sizeof(double));
-	if (!o->itl_ms || !o->ttft_ms || !o->ttft_err_ms)
+	o->late_ms = calloc(o->n_itl + nres + 1, sizeof(double));
+	o->itl_err_ms = calloc(o->n_itl + 1, sizeof(double));
+	if (!o->itl_ms || !o->ttft_ms || !o->ttft_err_ms || !o->late_ms || !o->itl_err_ms)
 		exit(1);
 	o->n_itl = 0;
 	for (size_t i = 0; i < nres; i++) {
-		uint64_t first_send = res[i].index < BENCH_MAX_REQUESTS
-					      ? __atomic_load_n(&stats->first_send_usec[res[i].index], __ATOMIC_RELAXED)
-					      : 0;
+		const uint64_t *sent = token_sends(res[i].index);
+		uint64_t first_send = sent ? __atomic_load_n(&sent[0], __ATOMIC_RELAXED) : 0;
 
 		for (size_t k = 0; k < res[i].n_itl; k++)
 			o->itl_ms[o->n_itl++] = usec_to_ms(res[i].itl_usec[k]);
@@ -271,10 +309,13 @@ static void run(const char *model, size_t n, uint32_t output_len, uint32_t conc,
 		if (first_send > 0)
 			o->ttft_err_ms[o->n_ttft_err++] =
 				((double)(res[i].send_usec + res[i].ttft_usec) - (double)first_send) / 1000.0;
+		pair_tokens(&res[i], o);
 	}
 	qsort(o->itl_ms, o->n_itl, sizeof(double), cmp_double);
 	qsort(o->ttft_ms, o->n_ttft, sizeof(double), cmp_double);
 	qsort(o->ttft_err_ms, o->n_ttft_err, sizeof(double), cmp_double);
+	qsort(o->late_ms, o->n_late, sizeof(double), cmp_double);
+	qsort(o->itl_err_ms, o->n_itl_err, sizeof(double), cmp_double);
 	probe_run_free(r);
 	probe_workload_free(w);
 }
@@ -284,6 +325,8 @@ static void outcome_done(struct outcome *o)
 	free(o->itl_ms);
 	free(o->ttft_ms);
 	free(o->ttft_err_ms);
+	free(o->late_ms);
+	free(o->itl_err_ms);
 }
 
 static double server_gap_pct(double p)
@@ -375,7 +418,7 @@ static const char *spread_str(char *buf, size_t size, const struct spread *s, in
 
 struct burst_figures {
 	struct spread itl50_err, itl99_err, srv50, srv99, ttft50_err, ttft99_err, ttft_max_err;
-	struct spread user, sys, total, rate, last_send;
+	struct spread user, sys, total, rate, last_send, late50, late99, pair50, pair99;
 	size_t failed;
 };
 
@@ -388,7 +431,7 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 {
 	uint64_t pace_usec = (uint64_t)llround(pace_ms * 1000);
 	struct burst_figures f = { 0 };
-	char model[64], b[11][64];
+	char model[64], b[15][64];
 	struct outcome o;
 	bool bad = false;
 
@@ -413,6 +456,10 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 		spread_add(&f.total, (double)o.cpu_usec / (double)MAX(o.tokens, 1u));
 		spread_add(&f.rate, (double)o.tokens / o.wall_s);
 		spread_add(&f.last_send, usec_to_ms(o.last_send_usec - o.t0_usec));
+		spread_add(&f.late50, pct(o.late_ms, o.n_late, 50));
+		spread_add(&f.late99, pct(o.late_ms, o.n_late, 99));
+		spread_add(&f.pair50, pct(o.itl_err_ms, o.n_itl_err, 50));
+		spread_add(&f.pair99, pct(o.itl_err_ms, o.n_itl_err, 99));
 		f.failed += o.failed;
 		if (o.n_itl == 0 || !(fabs(itl50 - pace_ms) <= pace_ms / 10))
 			bad = true;
@@ -422,12 +469,16 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 	       "  ITL error vs the pace: p50 %s ms, p99 %s ms (server's own step gaps p50 %s, p99 %s ms)\n"
 	       "  TTFT error vs the server's first send: p50 %s ms, p99 %s ms, max %s ms; the last request "
 	       "left %s ms after the start\n"
+	       "  token by token vs the server's writes: stamped p50 %s / p99 %s ms after the write; ITL "
+	       "|error| p50 %s / p99 %s ms\n"
 	       "  CPU per token: user %s us + system %s us = %s us; %s tokens/s; %zu failed\n",
 	       n, pace_ms, tokens, runs, runs == 1 ? "" : "s", spread_str(b[0], 64, &f.itl50_err, 3, true),
 	       spread_str(b[1], 64, &f.itl99_err, 3, true), spread_str(b[2], 64, &f.srv50, 3, false),
 	       spread_str(b[3], 64, &f.srv99, 3, false), spread_str(b[4], 64, &f.ttft50_err, 3, false),
 	       spread_str(b[5], 64, &f.ttft99_err, 3, false), spread_str(b[6], 64, &f.ttft_max_err, 3, false),
-	       spread_str(b[10], 64, &f.last_send, 1, false), spread_str(b[7], 64, &f.user, 2, false),
+	       spread_str(b[10], 64, &f.last_send, 1, false), spread_str(b[11], 64, &f.late50, 3, false),
+	       spread_str(b[12], 64, &f.late99, 3, false), spread_str(b[13], 64, &f.pair50, 3, false),
+	       spread_str(b[14], 64, &f.pair99, 3, false), spread_str(b[7], 64, &f.user, 2, false),
 	       spread_str(b[8], 64, &f.sys, 2, false), spread_str(b[9], 64, &f.total, 2, false),
 	       spread_str(model, sizeof(model), &f.rate, 0, false), f.failed);
 	fflush(stdout);

@@ -16,8 +16,8 @@
  * step times, so their tokens arrive together.
  *
  * The actual gaps between a stream's sends are recorded in a histogram, and
- * each request's first-token send time under its id (the first token id of
- * its prompt), in shared memory for the parent to read. */
+ * the send time of each token of a request under its id (the first token id
+ * of its prompt), in shared memory for the parent to read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -221,8 +221,8 @@ static void close_conn(int ep, struct conn *c)
 static void send_token(struct conn *c, uint64_t now)
 {
 	out_token(c, c->sent);
-	if (c->sent == 0 && c->id < BENCH_MAX_REQUESTS)
-		__atomic_store_n(&stats->first_send_usec[c->id], now, __ATOMIC_RELAXED);
+	if (c->id < BENCH_MAX_REQUESTS && c->sent < BENCH_MAX_TOKENS)
+		__atomic_store_n(&stats->send_usec[c->id * BENCH_MAX_TOKENS + c->sent], now, __ATOMIC_RELAXED);
 	if (c->sent > 0) {
 		uint64_t gap = now - c->last_send_usec;
 
@@ -333,17 +333,18 @@ static void on_readable(int ep, struct conn *c)
 		close_conn(ep, c);
 }
 
-/* One step: a token to every running stream, then every write. The grid
- * holds when a step is a little late (the next one comes sooner); a step
- * later than a whole pace starts it again from now. */
+/* One step: a token to every running stream, each written at once and
+ * stamped just before its write (so that what the parent compares with is
+ * when the bytes left, not when the step began). The grid holds when a step
+ * is a little late (the next one comes sooner); a step later than a whole
+ * pace starts it again from now. */
 static void step(int ep, uint64_t now)
 {
-	for (int i = 0; i < n_steppers; i++)
-		send_token(steppers[i], now);
 	/* backwards: removing moves the last stream into the hole */
 	for (int i = n_steppers - 1; i >= 0; i--) {
 		struct conn *c = steppers[i];
 
+		send_token(c, now_usec());
 		if (!c->streaming)
 			step_remove(c);
 		if (!flush_out(c))

@@ -5,15 +5,17 @@
 #include <stdint.h>
 
 #define BENCH_GAP_BUCKETS  100000 /* µs; the last bucket holds everything longer */
-#define BENCH_MAX_REQUESTS 65536  /* request ids the first-token times are kept for */
+#define BENCH_MAX_REQUESTS 1024   /* request ids whose send times are kept */
+#define BENCH_MAX_TOKENS   512    /* ... for their first so many tokens */
 
 /* Lives in shared memory: the parent reads what the child recorded. */
 struct bench_server_stats {
 	uint64_t requests, tokens;
 	uint64_t gap_hist[BENCH_GAP_BUCKETS]; /* actual gaps between a stream's sends, µs */
-	/* when the first token of request ID went out (CLOCK_MONOTONIC µs); the
-	 * id is the first token id of the request's prompt */
-	uint64_t first_send_usec[BENCH_MAX_REQUESTS];
+	/* when token K of request ID went out (CLOCK_MONOTONIC µs, 0: not
+	 * sent): [ID * BENCH_MAX_TOKENS + K]; the id is the first token id of
+	 * the request's prompt */
+	uint64_t send_usec[BENCH_MAX_REQUESTS * BENCH_MAX_TOKENS];
 };
 
 /* Serves on listen_fd until stop_fd becomes readable; never returns. */

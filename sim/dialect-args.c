@@ -515,6 +515,28 @@ static void help(void)
 	       SIM_SERVER_DEFAULT_BODY_SEC);
 }
 
+/* The engine's flags as its --help lists them (a profile's flags checked
+ * with `goodput check-engine` are found), then the sim's own. */
+static void dialect_help(enum sim_dialect d)
+{
+	static const char *const usage[_SIM_DIALECT_MAX] = {
+		[SIM_DIALECT_LLAMACPP] = "usage: llama-server [options]",
+		[SIM_DIALECT_SGLANG] = "usage: launch_server.py [-h] --model-path MODEL_PATH [options]",
+		[SIM_DIALECT_TGI] = "Usage: text-generation-launcher [OPTIONS]",
+		[SIM_DIALECT_TRTLLM] = "Usage: trtllm-serve serve [OPTIONS] MODEL",
+	};
+	const struct flag *t = dialect_flags[d];
+
+	printf("%s\n\n(goodput-sim in %s's dialect: these flags are the engine's own; see sim/README.md)\n\n",
+	       usage[d] ? usage[d] : "", sim_dialect_to_string(d));
+	for (size_t i = 0; t[i].name; i++)
+		printf("  %s%s%s\n", strlen(t[i].name) <= 3 ? "-" : "--", t[i].name, t[i].value ? " VALUE" : "");
+	printf("\ngoodput-sim's own flags:\n");
+	for (size_t i = 0; sim_flags[i].name; i++)
+		printf("  %s%s%s\n", strlen(sim_flags[i].name) <= 1 ? "-" : "--", sim_flags[i].name,
+		       sim_flags[i].value ? " VALUE" : "");
+}
+
 /* ---- which dialect ---- */
 
 /* The program name a symlink gives goodput-sim. */
@@ -612,7 +634,10 @@ static int one_flag(struct parse *p, const char *arg, const char *name, const ch
 	switch (f->action) {
 	case ACT_SERVER:
 		if (f->id == S_HELP) {
-			help();
+			if (p->opt->explicit_dialect && p->d != SIM_DIALECT_VLLM)
+				dialect_help(p->d);
+			else
+				help();
 			return 1;
 		}
 		if (f->id == S_VERSION) {
@@ -712,6 +737,8 @@ static int parse_loop(struct parse *p, int argc, char **argv, int first)
 		name = arg + (arg[1] == '-' ? 2 : 1);
 		eq = strchr(name, '=');
 		snprintf(flag, sizeof(flag), "%.*s", eq ? (int)(eq - name) : (int)strlen(name), name);
+		if (eq && strcmp(flag, "help") == 0)
+			eq = NULL; /* vLLM's --help=all, --help=ModelConfig */
 		(void)one_flag(p, arg, flag, NULL, &takes_value, true);
 		if (takes_value) {
 			if (eq)

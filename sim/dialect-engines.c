@@ -127,6 +127,18 @@ static int read_trtllm_options(const char *path, struct sim_dialect_options *opt
 
 /* ---- each engine's defaults ---- */
 
+/* The model's facts for an engine's defaults; the host's GPU count stays as
+ * given (0: CUDA_VISIBLE_DEVICES, or the TP size, decide it later). */
+static int resolve_model(struct sim_engine_config *ec, struct error *err)
+{
+	uint32_t gpus = ec->gpus;
+	int r = sim_engine_config_resolve(ec, err);
+
+	ec->gpus = gpus;
+	ec->resolved = false;
+	return r;
+}
+
 /* SGLang's --mem-fraction-static default by TP (server_args.py). */
 static double sglang_mem_fraction(uint32_t tp)
 {
@@ -176,7 +188,7 @@ int sim_dialect_apply_defaults(enum sim_dialect d, struct sim_engine_config *ec,
 		ec->tp = 1;
 		ec->max_num_seqs = slots;
 		ec->max_num_batched_tokens = MIN(pd->batch ? pd->batch : 2048u, pd->ubatch ? pd->ubatch : 512u);
-		r = sim_engine_config_resolve(ec, err);
+		r = resolve_model(ec, err);
 		if (r < 0)
 			return r;
 		/* 0 or absent: the model's training context, split between the slots. */
@@ -200,7 +212,7 @@ int sim_dialect_apply_defaults(enum sim_dialect d, struct sim_engine_config *ec,
 			ec->gpu_memory_utilization = 1.0;
 		if (!opt->max_concurrent)
 			opt->max_concurrent = 128;
-		r = sim_engine_config_resolve(ec, err);
+		r = resolve_model(ec, err);
 		if (r < 0)
 			return r;
 		return tgi_defaults(ec, opt, pd);

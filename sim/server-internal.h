@@ -29,8 +29,27 @@ struct sim_histogram {
 int sim_histogram_init(struct sim_histogram *h, const double *bounds, size_t n_bounds);
 void sim_histogram_done(struct sim_histogram *h);
 void sim_histogram_observe(struct sim_histogram *h, double v);
+/* How each engine's Prometheus library writes a number:
+ *  - Python's prometheus_client (vLLM, SGLang, TensorRT-LLM;
+ *    floatToGoString): repr() — shortest, positional from 1e-4 to 1e16,
+ *    integral values with ".0" ("2560.0", counts too) — except that more
+ *    than 6 digits before the point take Go's exponent form ("1e+06");
+ *  - Rust's metrics-exporter-prometheus (TGI): f64's Display — shortest,
+ *    always positional, integral values bare ("150");
+ *  - llama.cpp: a C++ stream's default, 6 significant digits ("%g"). */
+enum sim_number_style {
+	SIM_NUMBER_PYTHON,
+	SIM_NUMBER_RUST,
+	SIM_NUMBER_CXX,
+};
+
+const char *sim_metric_number(double v, enum sim_number_style style, char *buf, size_t size);
+
 /* "name_bucket{labels,le="…"} N" lines, _sum and _count; labels may be "" (no braces then). */
 void sim_histogram_put(FILE *f, const char *name, const char *help, const char *labels, const struct sim_histogram *h);
+/* As Rust's metrics-exporter-prometheus writes it (TGI): no HELP, numbers
+ * in f64's Display form ("150", "0.00015"). */
+void sim_histogram_put_rust(FILE *f, const char *name, const char *labels, const struct sim_histogram *h);
 
 /* What the server counts about finished requests and steps, in no
  * engine's names: each dialect renders it its own way (server-metrics*.c). */

@@ -45,22 +45,14 @@ static char *done(FILE *f, char **buf)
 	return *buf;
 }
 
-/* A sample's value: the shortest text that reads back to it (as Python and
- * Rust print floats), or llama.cpp's C++ stream default of 6 digits. */
-static bool cxx_values;
+/* How the page being written prints its numbers (sim_metric_number). */
+static enum sim_number_style number_style;
 
 static void put(FILE *f, const char *type, const char *name, const char *help, const char *labels, double v)
 {
 	char val[40];
 
-	if (cxx_values)
-		snprintf(val, sizeof(val), "%g", v);
-	else
-		for (int prec = 1; prec <= 17; prec++) {
-			snprintf(val, sizeof(val), "%.*g", prec, v);
-			if (strtod(val, NULL) == v)
-				break;
-		}
+	sim_metric_number(v, number_style, val, sizeof(val));
 	if (help)
 		fprintf(f, "# HELP %s %s\n", name, help);
 	fprintf(f, "# TYPE %s %s\n", name, type);
@@ -133,12 +125,12 @@ static char *tgi_page(struct sim_server *s, const struct sim_engine_stats *st)
 	gauge(f, "tgi_batch_current_size", NULL, "", st->running);
 	gauge(f, "tgi_batch_current_max_tokens", NULL, "", (double)st->used_blocks * SIM_BLOCK_SIZE);
 	gauge(f, "tgi_batch_max_total_tokens", NULL, "", (double)st->num_blocks * SIM_BLOCK_SIZE);
-	sim_histogram_put(f, "tgi_request_duration", NULL, "", &m->e2e);
-	sim_histogram_put(f, "tgi_request_queue_duration", NULL, "", &m->queue);
-	sim_histogram_put(f, "tgi_request_inference_duration", NULL, "", &m->inference);
-	sim_histogram_put(f, "tgi_request_mean_time_per_token_duration", NULL, "", &m->mean_tpot);
-	sim_histogram_put(f, "tgi_request_input_length", NULL, "", &m->prompt_len);
-	sim_histogram_put(f, "tgi_request_generated_tokens", NULL, "", &m->gen_len);
+	sim_histogram_put_rust(f, "tgi_request_duration", "", &m->e2e);
+	sim_histogram_put_rust(f, "tgi_request_queue_duration", "", &m->queue);
+	sim_histogram_put_rust(f, "tgi_request_inference_duration", "", &m->inference);
+	sim_histogram_put_rust(f, "tgi_request_mean_time_per_token_duration", "", &m->mean_tpot);
+	sim_histogram_put_rust(f, "tgi_request_input_length", "", &m->prompt_len);
+	sim_histogram_put_rust(f, "tgi_request_generated_tokens", "", &m->gen_len);
 	return done(f, &buf);
 }
 
@@ -252,7 +244,9 @@ char *sim_server_render_engine_metrics(struct sim_server *s, bool prometheus_rou
 	if (s->engine)
 		sim_engine_get_stats(s->engine, &st);
 	*ret_status = 200;
-	cxx_values = d->dialect == SIM_DIALECT_LLAMACPP;
+	number_style = d->dialect == SIM_DIALECT_LLAMACPP ? SIM_NUMBER_CXX
+		       : d->dialect == SIM_DIALECT_TGI    ? SIM_NUMBER_RUST
+							  : SIM_NUMBER_PYTHON;
 	if (d->dialect == SIM_DIALECT_TRTLLM) {
 		if (!prometheus_route) {
 			*ret_type = "application/json";

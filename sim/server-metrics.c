@@ -13,6 +13,7 @@
  * whose CPU cannot keep up with a fast emulated GPU shows it. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,41 +80,80 @@ void sim_histogram_observe(struct sim_histogram *h, double v)
 	h->sum += v;
 }
 
-/* A bound as Python's prometheus_client writes it: the shortest text that
- * reads back to the same double, integral values with ".0" ("2560.0"). */
-static const char *bound_text(double v, char *buf, size_t size)
+/* The shortest text that reads back to v, in positional notation. */
+static void shortest_positional(double v, char *buf, size_t size, int *ret_prec)
 {
-	for (int prec = 1; prec <= 17; prec++) {
+	int prec, exp10 = v != 0 ? (int)floor(log10(fabs(v))) : 0;
+
+	for (prec = 1; prec < 17; prec++) {
 		snprintf(buf, size, "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)
 			break;
 	}
-	if (!strpbrk(buf, ".eEn"))
+	if (strpbrk(buf, "eE"))
+		snprintf(buf, size, "%.*f", MAX(0, prec - 1 - exp10), v);
+	*ret_prec = prec;
+}
+
+const char *sim_metric_number(double v, enum sim_number_style style, char *buf, size_t size)
+{
+	int prec, exp10 = v != 0 && isfinite(v) ? (int)floor(log10(fabs(v))) : 0;
+
+	if (!isfinite(v)) {
+		snprintf(buf, size, "%s", isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+		return buf;
+	}
+	if (style == SIM_NUMBER_CXX) {
+		snprintf(buf, size, "%g", v);
+		return buf;
+	}
+	shortest_positional(v, buf, size, &prec);
+	if (style == SIM_NUMBER_RUST)
+		return buf;
+	if (v > 0 && exp10 >= 6 && exp10 < 16)
+		snprintf(buf, size, "%.*e", prec - 1, v);
+	else if (exp10 < -4 || exp10 >= 16)
+		snprintf(buf, size, "%.*g", prec, v);
+	if (!strpbrk(buf, ".eE"))
 		strncat(buf, ".0", size - strlen(buf) - 1);
 	return buf;
 }
 
-void sim_histogram_put(FILE *f, const char *name, const char *help, const char *labels, const struct sim_histogram *h)
+static void put_histogram(FILE *f, const char *name, const char *help, const char *labels,
+			  const struct sim_histogram *h, enum sim_number_style style)
 {
 	const char *sep = labels[0] ? "," : "";
 	uint64_t cum = 0;
-	char b[40];
+	char b[40], n[40];
 
 	if (help)
 		fprintf(f, "# HELP %s %s\n", name, help);
 	fprintf(f, "# TYPE %s histogram\n", name);
 	for (size_t i = 0; i < h->n_bounds; i++) {
 		cum += h->counts[i];
-		fprintf(f, "%s_bucket{%s%sle=\"%s\"} %" PRIu64 "\n", name, labels, sep,
-			bound_text(h->bounds[i], b, sizeof(b)), cum);
+		fprintf(f, "%s_bucket{%s%sle=\"%s\"} %s\n", name, labels, sep,
+			sim_metric_number(h->bounds[i], style, b, sizeof(b)),
+			sim_metric_number((double)cum, style, n, sizeof(n)));
 	}
 	cum += h->counts ? h->counts[h->n_bounds] : 0;
-	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, cum);
+	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %s\n", name, labels, sep,
+		sim_metric_number((double)cum, style, n, sizeof(n)));
+	sim_metric_number(h->sum, style, b, sizeof(b));
+	sim_metric_number((double)h->count, style, n, sizeof(n));
 	if (labels[0])
-		fprintf(f, "%s_sum{%s} %.17g\n%s_count{%s} %" PRIu64 "\n", name, labels, h->sum, name, labels,
-			h->count);
+		fprintf(f, "%s_sum{%s} %s\n%s_count{%s} %s\n", name, labels, b, name, labels, n);
 	else
-		fprintf(f, "%s_sum %.17g\n%s_count %" PRIu64 "\n", name, h->sum, name, h->count);
+		fprintf(f, "%s_sum %s\n%s_count %s\n", name, b, name, n);
+}
+
+void sim_histogram_put(FILE *f, const char *name, const char *help, const char *labels, const struct sim_histogram *h)
+{
+	put_histogram(f, name, help, labels, h, SIM_NUMBER_PYTHON);
+}
+
+void sim_histogram_put_rust(FILE *f, const char *name, const char *labels, const struct sim_histogram *h)
+{
+	put_histogram(f, name, NULL, labels, h, SIM_NUMBER_RUST);
 }
 
 size_t sim_buckets_1_2_5(double *ret, size_t max_n, double max)
@@ -235,7 +275,10 @@ void sim_server_observe_finished(struct sim_server *s, const struct sim_req *r)
 
 static void put_metric(FILE *f, const char *type, const char *name, const char *help, const char *labels, double v)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %.17g\n", name, help, name, type, name, labels, v);
+	char b[40];
+
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %s\n", name, help, name, type, name, labels,
+		sim_metric_number(v, SIM_NUMBER_PYTHON, b, sizeof(b)));
 }
 
 static void put_sim_metrics(FILE *f, struct sim_server *s, const char *labels, const struct sim_engine_stats *st)

@@ -1,7 +1,9 @@
 /* simulate-cmd.c — `goodput-sim simulate`: the engine flags of goodput-sim
  * plus the workload/SLA flags of `goodput probe` (probes/workload-flags.h),
  * one virtual-time run (or a rate search with --find-max-rate), printed as
- * vLLM's benchmark table or, with --json, as the probe's result object. */
+ * vLLM's benchmark table or, with --json, as the probe's result object.
+ * With --startup-model the start-up time the engine would take is reported
+ * beside it (the run itself starts once the engine is ready). */
 
 #include <errno.h>
 #include <getopt.h>
@@ -40,6 +42,10 @@ static const char *const engine_flags[] = {
 	"enable-prefix-caching",
 	"no-enable-prefix-caching",
 	"long-prefill-token-threshold",
+	"startup-model",
+	"weights-read-gbps",
+	"init-seconds",
+	"graph-capture-seconds",
 	NULL,
 };
 
@@ -55,7 +61,8 @@ static void help(void)
 	printf("\nWorkload, SLA and report flags (as `goodput probe`'s; --seed also seeds the engine):\n");
 	probe_workload_flags_help(stdout);
 	printf("\nOutput:\n"
-	       "  --json                        the result object of `goodput probe --json`\n"
+	       "  --json                        the result object of `goodput probe --json` (with\n"
+	       "                                --startup-model: startup_seconds and its phases)\n"
 	       "  --find-max-rate               search the largest request rate meeting the SLA\n"
 	       "                                (needs --goodput or --sla) and report it with $/Mtok\n"
 	       "  -h, --help                    this text\n"
@@ -64,7 +71,25 @@ static void help(void)
 	       "or the run failed, 2 usage error.\n");
 }
 
-static int print_result(const struct probe_result *res, bool json, const struct sim_rate_search *search)
+/* The start-up model's phases, when it is on: what a virtual-time runner
+ * charges before the first request. */
+static int add_startup(cJSON *j, const struct sim_startup_phases *ph)
+{
+	cJSON *o;
+
+	if (json_add_number(j, "startup_seconds", ph->total_s) < 0)
+		return -ENOMEM;
+	o = cJSON_AddObjectToObject(j, "startup");
+	if (!o || json_add_number(o, "weights_gb", ph->weights_gb) < 0 ||
+	    json_add_number(o, "weights_seconds", ph->weights_s) < 0 ||
+	    json_add_number(o, "init_seconds", ph->init_s) < 0 ||
+	    json_add_number(o, "graph_capture_seconds", ph->graphs_s) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int print_result(const struct probe_result *res, bool json, const struct sim_rate_search *search,
+			const struct sim_startup_phases *startup)
 {
 	if (json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
@@ -84,6 +109,8 @@ static int print_result(const struct probe_result *res, bool json, const struct 
 			    json_add_number(j, "search_runs", search->runs) < 0)
 				return -ENOMEM;
 		}
+		if (startup && add_startup(j, startup) < 0)
+			return -ENOMEM;
 		text = cJSON_Print(j);
 		if (!text)
 			return -ENOMEM;
@@ -91,6 +118,10 @@ static int print_result(const struct probe_result *res, bool json, const struct 
 		return 0;
 	}
 	probe_result_print(stdout, res);
+	if (startup)
+		printf("%-40s %.2f (weights %.2f GB in %.2f, init %.2f, CUDA graphs %.2f)\n",
+		       "Start-up time (s):", startup->total_s, startup->weights_gb, startup->weights_s, startup->init_s,
+		       startup->graphs_s);
 	if (search) {
 		printf("%-40s %.3f\n", "Max request rate meeting the SLA (req/s):", search->max_rate);
 		printf("%-40s %.2f\n", "Saturated output throughput (tok/s):", search->saturated.output_throughput);
@@ -110,6 +141,7 @@ int sim_cmd_simulate(int argc, char **argv)
 	_cleanup_(freep) struct option *opts = NULL;
 	struct probe_workload_flags wf;
 	struct sim_engine_config cfg;
+	struct sim_startup_phases ph, *startup = NULL;
 	struct probe_workload *w = NULL;
 	struct probe_result res;
 	struct error err = { 0 };
@@ -180,6 +212,10 @@ int sim_cmd_simulate(int argc, char **argv)
 		fprintf(stderr, "goodput-sim simulate: %s\n", error_str(&err, r));
 		return r == -ENOENT || r == -EINVAL ? 2 : 1;
 	}
+	if (cfg.startup.enabled) {
+		(void)sim_engine_startup_usec(&cfg, &ph);
+		startup = &ph;
+	}
 
 	if (find) {
 		struct sim_rate_search s;
@@ -193,7 +229,7 @@ int sim_cmd_simulate(int argc, char **argv)
 			fprintf(stderr, "%s\n", error_str(&err, r));
 			return 1;
 		}
-		r = print_result(s.max_rate > 0 ? &s.at_max : &s.saturated, json, &s);
+		r = print_result(s.max_rate > 0 ? &s.at_max : &s.saturated, json, &s, startup);
 		return r < 0 ? 1 : 0;
 	}
 
@@ -209,6 +245,6 @@ int sim_cmd_simulate(int argc, char **argv)
 		fprintf(stderr, "%s\n", error_str(&err, r));
 		return 1;
 	}
-	r = print_result(&res, json, NULL);
+	r = print_result(&res, json, NULL, startup);
 	return r < 0 ? 1 : 0;
 }

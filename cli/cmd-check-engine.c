@@ -118,7 +118,7 @@ static char *engine_version(const struct engine_profile *p)
 	_cleanup_(freep) char **argv = NULL;
 	_cleanup_(freep) char *out = NULL;
 	struct child_exit how;
-	char *nl;
+	char v[256];
 
 	if (!p->version_command)
 		return NULL;
@@ -126,10 +126,8 @@ static char *engine_version(const struct engine_profile *p)
 	if (!argv || child_find_program(argv[0], NULL) < 0 || run_capture(argv, arg.timeout_usec, &out, &how) < 0 ||
 	    !child_exit_ok(&how))
 		return NULL;
-	while ((nl = strrchr(out, '\n')) && nl[1] == 0)
-		*nl = 0;
-	nl = strrchr(out, '\n');
-	return strdup(nl ? nl + 1 : out);
+	/* as the profile reads it (llama.cpp's "4748 (c392e5094)", not its compiler line) */
+	return engine_profile_parse_version(p, out, v, sizeof(v)) > 0 ? strdup(v) : NULL;
 }
 
 /* The engine's help text, or an error said to the user. */

@@ -528,11 +528,17 @@ int engine_profile_flags(const struct engine_profile *p, const char ***ret)
 {
 	size_t max = p->n_argv + p->n_knobs * ENGINE_MAX_KNOB_FLAGS + p->n_derived + 1, n = 0;
 	const char **v = calloc(max, sizeof(char *));
+	const char *base = strrchr(p->argv[0], '/');
+	size_t first = 1;
 
 	if (!v)
 		return -ENOMEM;
+	/* A Python interpreter's "-m MODULE" comes before the module's own flags. */
+	base = base ? base + 1 : p->argv[0];
+	if (strncmp(base, "python", 6) == 0 && p->n_argv > 2 && strcmp(p->argv[1], "-m") == 0)
+		first = 3;
 	/* argv[0] is the program; fixed arguments that look like flags (not "-1"). */
-	for (size_t i = 1; i < p->n_argv; i++) {
+	for (size_t i = first; i < p->n_argv; i++) {
 		const char *a = p->argv[i];
 
 		if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9') && !strchr(a, '{') && !strv_has(v, n, a))

@@ -188,8 +188,8 @@ void engine_profile_startup_phases(const struct engine_profile *p, const char *l
 				   void *userdata);
 
 /* Every distinct flag a profile can put on a command line (fixed arguments
- * of argv that start with '-', knob flags, derived flags), in profile order,
- * NULL-terminated. The array is owned by the caller (free()); the strings
+ * of argv that start with '-' — past a Python interpreter's "-m MODULE" —,
+ * knob flags, derived flags), in profile order, NULL-terminated. The array is owned by the caller (free()); the strings
  * point into the profile. */
 int engine_profile_flags(const struct engine_profile *p, const char ***ret);
 

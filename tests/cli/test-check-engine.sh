@@ -2,7 +2,8 @@
 # `goodput check-engine`: the sim profile against goodput-sim's own --help
 # (all flags found); a fake engine the test writes whose help lacks a flag
 # (exit 1, the flag named); an engine that is not installed (exit 77 with a
-# clear message); a help that hangs (bounded by --timeout).
+# clear message); a help that hangs (bounded by --timeout); every shipped
+# profile against goodput-sim in that engine's dialect.
 # Usage: test-check-engine.sh GOODPUT GOODPUT-SIM
 set -eu
 goodput=$1
@@ -16,7 +17,8 @@ trap 'rm -rf "$dir"' EXIT
 # 1. goodput-sim and the shipped sim profile agree.
 "$goodput" check-engine --binary "$sim" sim >"$dir/out" || fail "sim: $(cat "$dir/out")"
 grep -q 'all 13 flags found' "$dir/out" || fail "sim: $(cat "$dir/out")"
-grep -q 'version goodput-sim' "$dir/out" || fail "sim: version not shown: $(cat "$dir/out")"
+# the version as the profile's version_pattern reads "goodput-sim X.Y.Z"
+grep -q "version $("$sim" --version | cut -d' ' -f2)\$" "$dir/out" || fail "sim: version not shown: $(cat "$dir/out")"
 "$goodput" check-engine --json --binary "$sim" sim | grep -q '"ok":[[:space:]]*true' || fail "sim --json"
 
 # 2. A fake engine whose help lacks --ubatch-size (an older release, say).
@@ -71,4 +73,20 @@ set -e
 [ "$rc" = 1 ] || fail "hang: exit $rc"
 [ $((end - start)) -lt 10 ] || fail "hang: took $((end - start)) s"
 grep -q 'did not finish within' "$dir/out" || fail "hang: $(cat "$dir/out")"
+
+# 5. Every shipped engine profile against goodput-sim in that engine's
+# dialect (its program names on $PATH): all flags found, the version read
+# by the profile's pattern (llama.cpp's build, not its compiler line).
+src=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir "$dir/bin"
+for name in vllm llama-server text-generation-launcher trtllm-serve python3; do
+	ln -s "$(readlink -f "$sim")" "$dir/bin/$name"
+done
+for want in "vllm 0.10.1.1" "sglang 0.4.6.post1" "tgi 3.3.4" "llamacpp 4748 (c392e5094)" "trtllm 1.0.0"; do
+	engine=${want%% *}
+	PATH="$dir/bin:$PATH" "$goodput" check-engine --engines-dir "$src/configs/engines" "$engine" >"$dir/out" 2>&1 ||
+		fail "$engine: $(cat "$dir/out")"
+	grep -q "^$engine: .*, version ${want#* }\$" "$dir/out" || fail "$engine: version: $(cat "$dir/out")"
+	grep -q 'all [0-9]* flags found' "$dir/out" || fail "$engine: $(cat "$dir/out")"
+done
 echo "ok"

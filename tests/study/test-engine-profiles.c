@@ -296,6 +296,15 @@ static void test_flags_list(void)
 	check_strv((char **)flags,
 		   (const char *const[]){ "--model", "--alias", "--host", "--port", "--n-gpu-layers", "--metrics",
 					  "--parallel", "--batch-size", "--ubatch-size", "--ctx-size", NULL });
+
+	/* python3 -m sglang.launch_server: the interpreter's -m is not SGLang's flag. */
+	_cleanup_(engine_profile_freep) struct engine_profile *sg = load("sglang");
+	_cleanup_(freep) const char **sg_flags = NULL;
+
+	CHECK(engine_profile_flags(sg, &sg_flags) == 0);
+	CHECK_STR_EQ(sg_flags[0], "--model-path");
+	for (size_t i = 0; sg_flags[i]; i++)
+		CHECK_MSG(strcmp(sg_flags[i], "-m") != 0, "-m listed as SGLang's flag");
 }
 
 /* Every shipped profile loads, has a help and version command and a

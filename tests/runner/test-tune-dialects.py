@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""goodput tune through each shipped engine profile, with goodput-sim in the
+engine's place: the profile's own argv starts goodput-sim under the engine's
+program name (a symlink first on $PATH, python3 for SGLang's module and
+TensorRT-LLM's version command), so the exec deployer meets the engine's
+flags, its health answers while loading, its /metrics names, its version
+output and its out-of-memory words. A study of two configurations per
+engine: one serves and is measured (with the profile's metric names read
+into the load points), one does not start and is recorded infeasible with
+its cause (and vLLM's suggested max_model_len). All servers take their GPU
+in one ledger, as the sims of one host do.
+
+Usage: test-tune-dialects.py DIALECT GOODPUT GOODPUT_SIM SOURCE_ROOT"""
+
+import glob
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+DIALECT, GOODPUT, SIM, SRC = sys.argv[1:5]
+TMP = tempfile.mkdtemp(prefix="goodput-tune-%s-" % DIALECT)
+BIN = os.path.join(TMP, "bin")
+LEDGER = os.path.join(TMP, "ledger")
+ENV = dict(os.environ, GOODPUT_SIM_GPU_LEDGER=LEDGER)
+ENV["PATH"] = BIN + os.pathsep + ENV.get("PATH", "")
+
+# What each engine's study searches: the first configuration serves, the second does not start.
+STUDIES = {
+    "vllm": ("llama-3.1-8b", {"max_num_seqs": [32], "max_num_batched_tokens": [2048], "gpu_memory_utilization": [0.3],
+                              "max_model_len": [4096, 131072]},
+             "the KV cache for max_model_len does not fit; the engine suggests max_model_len "),
+    "sglang": ("llama-3.1-8b", {"max_num_seqs": [32], "max_num_batched_tokens": [2048], "max_model_len": [4096],
+                                "gpu_memory_utilization": [0.85, 0.15]},
+               "no memory left for cache blocks or activations"),
+    "tgi": ("llama-3.1-8b", {"max_num_seqs": [32], "max_num_batched_tokens": [4096], "max_model_len": [4096],
+                             "gpu_memory_utilization": [0.9, 0.15]},
+            "no memory left for cache blocks or activations"),
+    "llamacpp": ("/models/llama-3.1-8b-Q8_0.gguf", {"max_num_seqs": [8], "max_num_batched_tokens": [512],
+                                                    "max_model_len": [4096, 131072]},
+                 "the KV cache for max_model_len does not fit"),
+    "trtllm": ("llama-3.1-8b", {"max_num_seqs": [32], "max_num_batched_tokens": [2048], "max_model_len": [4096]},
+               None),
+}
+VERSIONS = {"vllm": "0.10.1.1", "llamacpp": "4748 (c392e5094)", "sglang": "0.4.6.post1", "tgi": "3.3.4",
+            "trtllm": "1.0.0"}
+
+
+def fail(msg):
+    print("FAIL: %s: %s" % (DIALECT, msg), flush=True)
+    sys.exit(1)
+
+
+def study(name, model, space):
+    s = {
+        "name": name,
+        "engine": DIALECT,
+        "model": {"name": model},
+        "gpu": {"type": "H100", "count": 1, "price_per_gpu_hour": 2.0},
+        "search_space": space,
+        "workload": {"dataset": "random", "input_len": 64, "output_len": 64, "num_prompts": 200, "ignore_eos": True,
+                     "seed": 3},
+        "scenario": "offline",
+        "budget": {"max_trials": 4},
+        "probe": {"max_steps": 2, "request_timeout": 60},
+        "deploy": {"method": "exec", "startup_timeout": 60, "stop_timeout": 5},
+    }
+    path = os.path.join(TMP, name + ".json")
+    with open(path, "w") as f:
+        json.dump(s, f)
+    return path
+
+
+def tune(spec, db):
+    cmd = [GOODPUT, "tune", "--engines-dir", os.path.join(SRC, "configs", "engines"), "--log-dir",
+           os.path.join(TMP, "logs"), "--db", db, "--confirm", "0", spec]
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    sys.stderr.write(p.stderr[-3000:])
+    if p.returncode != 0:
+        fail("%s exited %d:\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+
+
+def rows(db, sql, *args):
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute(sql, args)]
+    finally:
+        con.close()
+
+
+def trials(db, name):
+    return rows(db, "SELECT t.* FROM trials t JOIN studies s ON s.id = t.study_id WHERE s.name = ? ORDER BY t.seq",
+                name)
+
+
+def check_served(db, t):
+    host = json.loads(t["host_json"] or "{}")
+    if host.get("engine_version") != VERSIONS[DIALECT]:
+        fail("trial %d: engine version %r, expected %r" % (t["seq"], host.get("engine_version"), VERSIONS[DIALECT]))
+    points = rows(db, "SELECT * FROM load_points WHERE trial_id = ? ORDER BY seq", t["id"])
+    if not points or not any(p["completed"] for p in points):
+        fail("trial %d: no load point completed requests" % t["seq"])
+    if DIALECT == "trtllm":
+        return  # its /metrics is empty without enable_iter_perf_stats, which the profile does not set
+    # The profile's metric names were read: the server's running batch and KV usage were seen.
+    if not any((p["running_peak"] or 0) > 0 for p in points):
+        fail("trial %d: no running requests read from /metrics: %r" % (t["seq"], [p["running_peak"] for p in points]))
+    if not any((p["kv_usage_peak"] or 0) > 0 for p in points):
+        fail("trial %d: no KV usage read from /metrics" % t["seq"])
+
+
+def main():
+    os.makedirs(BIN)
+    for name in ["vllm", "llama-server", "text-generation-launcher", "trtllm-serve", "python3"]:
+        os.symlink(os.path.abspath(SIM), os.path.join(BIN, name))
+    db = os.path.join(TMP, "goodput.db")
+    model, space, cause = STUDIES[DIALECT]
+    tune(study(DIALECT, model, space), db)
+    ts = trials(db, DIALECT)
+    served = [t for t in ts if t["state"] == "done"]
+    if not served:
+        fail("no trial served: %r" % [(t["state"], t["failure_message"]) for t in ts])
+    for t in served:
+        check_served(db, t)
+    if cause:
+        oom = [t for t in ts if t["state"] == "infeasible"]
+        if len(oom) != 1 or cause not in (oom[0]["failure_message"] or ""):
+            fail("expected one infeasible trial saying %r: %r" % (cause, [(t["state"], t["failure_message"]) for t in ts]))
+        print("%s: %s" % (DIALECT, oom[0]["failure_message"].splitlines()[0]))
+    else:
+        # TensorRT-LLM serves a shorter context instead of refusing: its failure here is the weights.
+        tune(study("trtllm-70b", "llama-3.1-70b", space), db)
+        ts = trials(db, "trtllm-70b")
+        if [t["state"] for t in ts] != ["infeasible"] or \
+                "out of memory: the weights do not fit" not in (ts[0]["failure_message"] or ""):
+            fail("70B on one H100: %r" % [(t["state"], t["failure_message"]) for t in ts])
+    # Every server took its GPU in the ledger and let it go.
+    if not os.path.exists(os.path.join(LEDGER, "gpu0.lock")):
+        fail("no server took GPU 0 in the ledger %s: %r" % (LEDGER, os.listdir(LEDGER) if os.path.isdir(LEDGER)
+                                                               else None))
+    if DIALECT == "llamacpp":
+        logs = "".join(open(f, errors="replace").read() for f in glob.glob(os.path.join(TMP, "logs", "**", "*"),
+                                                                          recursive=True) if os.path.isfile(f))
+        if "--ctx-size 32768" not in logs:
+            fail("no --ctx-size 32768 (8 slots x 4096) in the server logs")
+    print("ok: %s, %d trials" % (DIALECT, len(ts)))
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -34,6 +34,14 @@ const char *sim_dialect_grouped(uint64_t v, char *buf, size_t size);
 const char *sim_dialect_model_of(const struct sim_dialect_options *opt, const struct sim_engine_config *ec);
 double sim_gib(double bytes);
 
+/* Start-up time relative to PERFMODEL §4.5's estimate without the start-up
+ * model: 0.005 turns an 8B model's ~1 min into ~0.3 s and a 70B model's ~2.5
+ * min into ~0.75 s, so tests and demos start in under a second. */
+#define SIM_DEFAULT_LOAD_TIME_SCALE 0.005
+
+/* dialect-help.c: goodput-sim's --help (the vLLM dialect's). */
+void sim_args_help(void);
+
 /* What the dialect's switches collected, applied once every flag is read. */
 struct sim_dialect_pending {
 	const char *model;

@@ -45,30 +45,24 @@ static void vllm_failure(FILE *f, const struct sim_dialect_options *opt, const s
 	switch (c->cause) {
 	case SIM_STARTUP_WEIGHTS:
 		sim_vlog(f, ec0, "ERROR", where,
-			 "  File "
-			 "\"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/model_loader/"
-			 "default_loader.py\", "
-			 "line 269, in load_weights");
+			 "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/model_loader/"
+			 "default_loader.py\", line 269, in load_weights");
 		torch_oom(oom, sizeof(oom), ec, &c->mem);
 		sim_vlog(f, ec0, "ERROR", where, "%s", oom);
 		break;
 	case SIM_STARTUP_KV_CACHE:
 		sim_vlog(f, ec0, "ERROR", where,
 			 "ValueError: To serve at least one request with the models's max seq len (%u), (%.2f GiB KV "
-			 "cache is "
-			 "needed, which is larger than the available KV cache memory (%.2f GiB). Based on the "
-			 "available memory, "
-			 "the estimated maximum model length is %" PRIu64
-			 ". Try increasing `gpu_memory_utilization` or "
-			 "decreasing `max_model_len` when initializing the engine.",
+			 "cache is needed, which is larger than the available KV cache memory (%.2f GiB). Based on "
+			 "the available memory, the estimated maximum model length is %" PRIu64 ". Try increasing "
+			 "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
 			 c->max_model_len, sim_gib(c->kv_need), sim_gib(MAX(c->mem.kv_avail, 0.0)),
 			 c->est_max_model_len);
 		break;
 	case SIM_STARTUP_CACHE_BLOCKS:
 		sim_vlog(f, ec0, "ERROR", where,
 			 "ValueError: No available memory for the cache blocks. Try increasing "
-			 "`gpu_memory_utilization` when "
-			 "initializing the engine.");
+			 "`gpu_memory_utilization` when initializing the engine.");
 		break;
 	default:
 		fprintf(f, "%s\n", msg);
@@ -88,8 +82,7 @@ static void llamacpp_failure(FILE *f, const struct sim_dialect_options *opt, con
 	case SIM_STARTUP_WEIGHTS:
 		fprintf(f,
 			"ggml_backend_cuda_buffer_type_alloc_buffer: allocating %.2f MiB on device 0: cudaMalloc "
-			"failed: "
-			"out of memory\n",
+			"failed: out of memory\n",
 			c->mem.weights / (1024.0 * 1024.0));
 		fprintf(f, "alloc_tensor_range: failed to allocate CUDA0 buffer of size %.0f\n", c->mem.weights);
 		fprintf(f, "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n");
@@ -99,8 +92,7 @@ static void llamacpp_failure(FILE *f, const struct sim_dialect_options *opt, con
 	case SIM_STARTUP_KV_CACHE:
 		fprintf(f,
 			"ggml_backend_cuda_buffer_type_alloc_buffer: allocating %.2f MiB on device 0: cudaMalloc "
-			"failed: "
-			"out of memory\n",
+			"failed: out of memory\n",
 			c->mem.kv_avail / (1024.0 * 1024.0));
 		fprintf(f, "llama_kv_cache_init: failed to allocate buffer for kv cache\n");
 		fprintf(f, "llama_init_from_model: llama_kv_cache_init() failed for self-attention cache\n");
@@ -109,8 +101,7 @@ static void llamacpp_failure(FILE *f, const struct sim_dialect_options *opt, con
 	case SIM_STARTUP_CACHE_BLOCKS:
 		fprintf(f,
 			"ggml_backend_cuda_buffer_type_alloc_buffer: allocating %.2f MiB on device 0: cudaMalloc "
-			"failed: "
-			"out of memory\n",
+			"failed: out of memory\n",
 			MIN(c->mem.act_peak / (1024.0 * 1024.0), usable_mib));
 		fprintf(f, "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size %.0f\n", c->mem.act_peak);
 		fprintf(f, "llama_init_from_model: failed to allocate compute buffers\n");
@@ -191,14 +182,12 @@ static void trtllm_failure(FILE *f, const struct sim_engine_config *ec, const st
 	case SIM_STARTUP_KV_CACHE:
 		fprintf(f,
 			"[TensorRT-LLM][WARNING] maxAttentionWindowVec too large to fit at least one sequence in "
-			"kvCache. "
-			"Old: (%u), New: (%" PRIu64 ")\n",
+			"kvCache. Old: (%u), New: (%" PRIu64 ")\n",
 			c->max_model_len, c->est_max_model_len);
 		fprintf(f,
 			"RuntimeError: Attention window too large to fit even a single sequence in the KV cache. "
-			"Failing "
-			"fast rather than attempting an adjustment of the window sizes. Old: (%u), New: (%" PRIu64
-			")\n",
+			"Failing fast rather than attempting an adjustment of the window sizes. Old: (%u), New: "
+			"(%" PRIu64 ")\n",
 			c->max_model_len, c->est_max_model_len);
 		return;
 	case SIM_STARTUP_WEIGHTS:

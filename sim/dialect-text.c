@@ -424,8 +424,7 @@ static void trtllm_phase(FILE *f, const struct sim_engine_config *ec, const stru
 		    info->check.max_model_len_used < info->check.max_model_len) {
 			fprintf(f,
 				"[TensorRT-LLM][WARNING] maxAttentionWindowVec too large to fit at least one sequence "
-				"in "
-				"kvCache. Old: (%u), New: (%u)\n",
+				"in kvCache. Old: (%u), New: (%u)\n",
 				info->check.max_model_len, info->check.max_model_len_used);
 			fprintf(f, "[TensorRT-LLM][WARNING] maxSequenceLen is reduced to maxAttentionWindow: %u\n",
 				info->check.max_model_len_used);

@@ -61,7 +61,7 @@ def study(name, model, space):
         "model": {"name": model},
         "gpu": {"type": "H100", "count": 1, "price_per_gpu_hour": 2.0},
         "search_space": space,
-        "workload": {"dataset": "random", "input_len": 64, "output_len": 64, "num_prompts": 200, "ignore_eos": True,
+        "workload": {"dataset": "random", "input_len": 64, "output_len": 48, "num_prompts": 120, "ignore_eos": True,
                      "seed": 3},
         "scenario": "offline",
         "budget": {"max_trials": 4},

@@ -538,7 +538,14 @@ def case_lock():
     p, dt = tune(fifo, "--db", os.path.join(TMP, "fifo.db"), check=False, timeout=20)
     if p.returncode == 0 or "not a regular file (a FIFO)" not in p.stderr or dt > 5:
         fail("tune on a FIFO: exit %d after %.1f s: %s" % (p.returncode, dt, p.stderr[-500:]))
-    print("lock: second tune refused in %.2f s; FIFO spec refused" % dt)
+    # goodput probe with a FIFO as its dataset: refused, not waited on.
+    t0 = time.monotonic()
+    r = subprocess.run([GOODPUT, "probe", "--base-url", "http://127.0.0.1:1", "--dataset-name", "custom",
+                        "--dataset-path", fifo, "--num-prompts", "2"], env=ENV, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=20)
+    if r.returncode == 0 or "not a regular file (a FIFO)" not in r.stderr or time.monotonic() - t0 > 5:
+        fail("probe with a FIFO dataset: exit %d: %s" % (r.returncode, r.stderr[-500:]))
+    print("lock: second tune refused in %.2f s; FIFO spec and dataset refused" % dt)
 
 
 {"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -109,4 +110,40 @@ int file_read_regular(const char *path, unsigned flags, size_t max_bytes, char *
 	*ret = TAKE_PTR(buf);
 	*ret_len = len;
 	return 0;
+}
+
+/* path when it names an executable regular file. */
+static bool is_executable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int file_find_own_program(const char *name, const char *bindir, char **ret)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash, *p = NULL;
+
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash && asprintf(&p, "%.*s/%s", (int)(slash - self), self, name) < 0)
+			return -ENOMEM;
+		if (p && is_executable(p)) {
+			*ret = p;
+			return 0;
+		}
+		free(p);
+		p = NULL;
+	}
+	if (bindir && asprintf(&p, "%s/%s", bindir, name) < 0)
+		return -ENOMEM;
+	if (p && is_executable(p)) {
+		*ret = p;
+		return 0;
+	}
+	free(p);
+	return -ENOENT;
 }

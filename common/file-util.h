@@ -35,3 +35,10 @@ int file_read_regular(const char *path, unsigned flags, size_t max_bytes, char *
 
 /* The name of a file type for messages: "a FIFO", "a directory", ... */
 const char *file_type_name(mode_t mode);
+
+/* Where one of goodput's own programs (name: "goodput-sim") is installed
+ * beside the running one: in the folder of /proc/self/exe, else in bindir
+ * (goodput's configured bindir, for goodputd in sbin), when executable
+ * there. *ret is the path, the caller's to free; -ENOENT when it is in
+ * neither (the caller leaves the name to $PATH). */
+int file_find_own_program(const char *name, const char *bindir, char **ret);

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "engine-profile-internal.h"
+#include "file-util.h"
 #include "json-dispatch.h"
 #include "json-util.h"
 #include "macro.h"
@@ -441,6 +442,38 @@ static int parse_profile(struct engine_profile *p, struct error *err)
 	return 0;
 }
 
+/* goodput's own programs a profile may run by name: the ones installed
+ * with this goodput (beside the running program, or in its bindir) before
+ * whatever $PATH finds, so an installed goodput tune or goodputd runs its
+ * own goodput-sim with no PATH set up for it. */
+static int resolve_own_programs(struct engine_profile *p)
+{
+	static const char *const own[] = { "goodput-sim" };
+	const char **cmds[] = { p->argv, p->version_command, p->help_command };
+
+	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+		bool named = false;
+		char *path = NULL;
+		int r;
+
+		for (size_t c = 0; c < ELEMENTSOF(cmds); c++)
+			named = named || (cmds[c] && cmds[c][0] && strcmp(cmds[c][0], own[i]) == 0);
+		if (!named)
+			continue;
+		r = file_find_own_program(own[i], GOODPUT_BINDIR, &path);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		free(p->own_program);
+		p->own_program = path;
+		for (size_t c = 0; c < ELEMENTSOF(cmds); c++)
+			if (cmds[c] && cmds[c][0] && strcmp(cmds[c][0], own[i]) == 0)
+				cmds[c][0] = p->own_program;
+	}
+	return 0;
+}
+
 int engine_profile_from_json(const cJSON *j, const char *what, struct engine_profile **ret, struct error *err)
 {
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
@@ -458,6 +491,9 @@ int engine_profile_from_json(const cJSON *j, const char *what, struct engine_pro
 	r = parse_profile(p, err);
 	if (r < 0)
 		return error_prefix(err, r, "%s", what);
+	r = resolve_own_programs(p);
+	if (r < 0)
+		return error_set(err, r, "%s: out of memory", what);
 	*ret = TAKE_PTR(p);
 	return 0;
 }
@@ -475,9 +511,11 @@ int engine_profile_load_file(const char *path, struct engine_profile **ret, stru
 
 int engine_profile_find(const char *name, const char *engines_dir, struct engine_profile **ret, struct error *err)
 {
-	const char *dirs[] = { engines_dir, "/etc/goodput/engines", GOODPUT_DATADIR "/engines",
-			       GOODPUT_SOURCE_ROOT "/configs/engines" };
-	char path[4096];
+	const char *env = getenv("GOODPUT_ENGINES_DIR");
+	const char *dirs[] = { engines_dir, env && *env ? env : NULL, ENGINE_PROFILE_SYSCONF_DIR,
+			       GOODPUT_DATADIR "/engines" };
+	char path[4096], searched[4096] = "";
+	size_t n = 0;
 	struct stat st;
 
 	if (!name || !*name)
@@ -493,10 +531,10 @@ int engine_profile_find(const char *name, const char *engines_dir, struct engine
 		snprintf(path, sizeof(path), "%s/%s.json", dirs[i], name);
 		if (stat(path, &st) == 0)
 			return engine_profile_load_file(path, ret, err);
+		if (n < sizeof(searched))
+			n += (size_t)snprintf(searched + n, sizeof(searched) - n, "%s%s", n ? ", " : "", dirs[i]);
 	}
-	return error_set(
-		err, -ENOENT, "engine: no profile \"%s\" in %s%s/etc/goodput/engines, %s/engines or %s/configs/engines",
-		name, engines_dir ? engines_dir : "", engines_dir ? ", " : "", GOODPUT_DATADIR, GOODPUT_SOURCE_ROOT);
+	return error_set(err, -ENOENT, "engine: no profile \"%s\" in %s (see goodput-engine(5))", name, searched);
 }
 
 struct engine_profile *engine_profile_free(struct engine_profile *p)
@@ -512,6 +550,7 @@ struct engine_profile *engine_profile_free(struct engine_profile *p)
 	engine_profile_free_regexes(p);
 	cJSON_Delete(p->json);
 	free(p->path);
+	free(p->own_program);
 	free(p);
 	return NULL;
 }

@@ -162,6 +162,9 @@ struct engine_profile {
 	const char *metrics_path;         /* or NULL */
 	struct probe_metrics_map metrics; /* names of the probe's series (empty: the default map) */
 	const char **help_command;        /* NULL-terminated (array owned) or NULL */
+	/* goodput-sim as installed with this goodput (owned): the commands
+	 * above that name it point here; NULL: left to $PATH */
+	char *own_program;
 };
 
 /* Why a start-up failed, from the log text: the first failure pattern (in
@@ -196,10 +199,13 @@ int engine_profile_flags(const struct engine_profile *p, const char ***ret);
 /* Parses and validates a profile; `what` names it in errors (a file name). */
 int engine_profile_from_json(const cJSON *j, const char *what, struct engine_profile **ret, struct error *err);
 int engine_profile_load_file(const char *path, struct engine_profile **ret, struct error *err);
-/* Finds NAME.json in engines_dir (when not NULL), /etc/goodput/engines,
- * GOODPUT_DATADIR/engines and GOODPUT_SOURCE_ROOT/configs/engines, in that
- * order, and loads the first. A name containing '/' is a path. -ENOENT
- * names the places searched. */
+/* The operator's profiles, searched before the installed ones. */
+#define ENGINE_PROFILE_SYSCONF_DIR "/etc/goodput/engines"
+
+/* Finds NAME.json in engines_dir (when not NULL), $GOODPUT_ENGINES_DIR
+ * (when set), /etc/goodput/engines and GOODPUT_DATADIR/engines (the
+ * installed profiles), in that order, and loads the first. A name
+ * containing '/' is a path. -ENOENT names the places searched. */
 int engine_profile_find(const char *name, const char *engines_dir, struct engine_profile **ret, struct error *err);
 
 struct engine_profile *engine_profile_free(struct engine_profile *p);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test-config.h" /* TEST_SOURCE_ROOT: the source tree, for the tests' own inputs */
+
 #define TEST_SKIP 77
 
 #define CHECK(cond)                                                                                                    \

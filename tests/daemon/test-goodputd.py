@@ -272,7 +272,7 @@ def case_activate(make, tmp):
     n = Notify(os.path.join(tmp, "notify.sock"))
     d = make(args=["--dry-run"], env={"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "2000000"})
     act = os.path.join(tmp, "activated.sock")
-    prefix = [tool, "-l", act, "-E", "NOTIFY_SOCKET", "-E", "WATCHDOG_USEC", "-E", "PATH"]
+    prefix = [tool, "-l", act, "-E", "NOTIFY_SOCKET", "-E", "WATCHDOG_USEC", "-E", "PATH", "-E", "GOODPUT_ENGINES_DIR"]
     d.start(prefix=prefix, wait=False)
     d.sock = act
     time.sleep(0.3)

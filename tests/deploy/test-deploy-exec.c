@@ -16,7 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "deploy-test-util.h"
 #include "deploy.h"
 #include "engine-profile.h"
@@ -278,7 +277,7 @@ int main(int argc, char **argv)
 	}
 	sim_path = argv[1];
 	CHECK(mkdtemp(dir));
-	CHECK_MSG(engine_profile_find("sim", GOODPUT_SOURCE_ROOT "/configs/engines", &sim_profile, &err) == 0, "%s",
+	CHECK_MSG(engine_profile_find("sim", TEST_SOURCE_ROOT "/configs/engines", &sim_profile, &err) == 0, "%s",
 		  err.msg);
 	CHECK(sd_event_default(&e) >= 0);
 	test_missing_program(e);

@@ -23,7 +23,6 @@
 
 #include <sqlite3.h>
 
-#include "config.h"
 #include "time-util.h"
 #include "engine-profile.h"
 #include "json-util.h"
@@ -32,7 +31,7 @@
 #include "study.h"
 #include "tests.h"
 
-#define SPEC GOODPUT_SOURCE_ROOT "/configs/studies/demo-sim-llama8b-l40s.json"
+#define SPEC TEST_SOURCE_ROOT "/configs/studies/demo-sim-llama8b-l40s.json"
 
 struct ctx {
 	sd_event *e;

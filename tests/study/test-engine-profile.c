@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "macro.h"
@@ -39,7 +38,7 @@ static struct study *load_study(const char *file, const struct engine_profile *p
 	struct study *s = NULL;
 	char path[512];
 
-	snprintf(path, sizeof(path), "%s/configs/studies/%s", GOODPUT_SOURCE_ROOT, file);
+	snprintf(path, sizeof(path), "%s/configs/studies/%s", TEST_SOURCE_ROOT, file);
 	CHECK_MSG(study_load_file(path, &o, &s, &err) == 0, "%s", err.msg);
 	return s;
 }
@@ -146,7 +145,7 @@ static void test_sim(void)
 	struct error err = { 0 };
 	cJSON *k;
 
-	CHECK_MSG(engine_profile_find("sim", GOODPUT_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
+	CHECK_MSG(engine_profile_find("sim", TEST_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
 	CHECK(p->port_mode == ENGINE_PORT_ANNOUNCE);
 	s = load_study("sim-demo.json", p);
 	CHECK_MSG(engine_profile_check_study(p, s, &err) == 0, "%s", err.msg);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "macro.h"
@@ -30,7 +29,7 @@ static struct engine_profile *load(const char *name)
 	struct engine_profile *p = NULL;
 	struct error err = { 0 };
 
-	CHECK_MSG(engine_profile_find(name, GOODPUT_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
+	CHECK_MSG(engine_profile_find(name, TEST_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
 	CHECK_STR_EQ(p->name, name);
 	return p;
 }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
 #include "json-util.h"
 #include "macro.h"
 #include "study.h"
@@ -103,7 +102,7 @@ static void test_examples(void)
 	_cleanup_(study_freep) struct study *sim = NULL, *vllm = NULL;
 	struct error err = { 0 };
 
-	CHECK_MSG(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/sim-demo.json", NULL, &sim, &err) == 0, "%s",
+	CHECK_MSG(study_load_file(TEST_SOURCE_ROOT "/configs/studies/sim-demo.json", NULL, &sim, &err) == 0, "%s",
 		  err.msg);
 	CHECK_STR_EQ(sim->engine, "sim");
 	CHECK(sim->quantizations == (1u << STUDY_QUANT_NONE | 1u << STUDY_QUANT_FP8 | 1u << STUDY_QUANT_AWQ));
@@ -115,7 +114,7 @@ static void test_examples(void)
 	CHECK(sim->probe.tolerance == 0.1);
 
 	struct study_options o = { .extra_knobs = (const char *const[]){ "gpu_memory_utilization", NULL } };
-	CHECK_MSG(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", &o, &vllm, &err) == 0,
+	CHECK_MSG(study_load_file(TEST_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", &o, &vllm, &err) == 0,
 		  "%s", err.msg);
 	CHECK_STR_EQ(study_checkpoint(vllm, STUDY_QUANT_FP8), "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8");
 	CHECK_STR_EQ(study_checkpoint(vllm, STUDY_QUANT_NONE), "meta-llama/Llama-3.1-70B-Instruct");
@@ -126,7 +125,7 @@ static void test_examples(void)
 	CHECK_INT_EQ(vllm->sla.n_bounds, 3); /* ttft, tpot and p99 ttft */
 	/* The vLLM example needs the profile's extra knob: without it, a clear error. */
 	study_free(TAKE_PTR(vllm));
-	CHECK(study_load_file(GOODPUT_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", NULL, &vllm, &err) < 0);
+	CHECK(study_load_file(TEST_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", NULL, &vllm, &err) < 0);
 	CHECK_STR_CONTAINS(err.msg, "gpu_memory_utilization");
 	CHECK_STR_CONTAINS(err.msg, "vllm-h100-llama70b.json");
 }

@@ -223,7 +223,10 @@ static void print_best(const cJSON *r)
 	knobs_text(cJSON_GetObjectItemCaseSensitive(b, "knobs"), k, sizeof(k));
 	printf("study:    %s (%s%s)\n", str(st, "name"), str(st, "state"),
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "final")) ? "" : ", best so far");
-	printf("engine:   %s, model %s\n", str(st, "engine"), str(st, "model"));
+	printf("engine:   %s (%s), model %s\n", str(st, "engine"),
+	       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "engine_version")) ? str(b, "engine_version")
+										     : "version not recorded",
+	       str(st, "model"));
 	printf("knobs:    %s\n", k);
 	printf("cost:     %s/Mtok", money(m, sizeof(m), num(b, "cost_per_mtok")));
 	if (num(b, "measurements") > 1)

@@ -232,6 +232,7 @@ static int best_json(const struct summary *s, cJSON *o)
 	    json_add_number(o, "max_goodput", t->max_goodput) < 0 || json_add_number(o, "max_rate", t->max_rate) < 0 ||
 	    json_add_number(o, "concurrency", t->concurrency) < 0 ||
 	    (s->command && json_add_string(o, "command", s->command) < 0) ||
+	    (b->engine_version && json_add_string(o, "engine_version", b->engine_version) < 0) ||
 	    (isfinite(b->time_to_answer_s) && json_add_number(o, "time_to_answer_seconds", b->time_to_answer_s) < 0))
 		return -ENOMEM;
 	conf = cJSON_AddObjectToObject(o, "confirm");
@@ -309,6 +310,8 @@ static void summary_text(const struct summary *s, const char *db_path)
 	else {
 		printf("\nBest configuration: %s\n", s->knobs);
 		printf("  knobs:           %s\n", b->trial.knobs_json);
+		if (b->engine_version)
+			printf("  engine version:  %s\n", b->engine_version);
 		printf("  cost:            $%.4f per million tokens", b->cost_per_mtok);
 		if (b->n > 1)
 			printf(" (mean of %u measurements, spread %.1f%%)", b->n, b->spread * 100);

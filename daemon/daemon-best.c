@@ -1,9 +1,10 @@
 /* daemon-best.c — the best configuration of a finished study, written for
  * the operator into STATE_DIR/best/:
  *
- *   <study>.json  the study, the winning knobs, its cost (store_study_best:
- *                 the mean of its measurements, their count and spread), its
- *                 measured figures and the launch command (argv and environment)
+ *   <study>.json  the study, the engine version measured, the winning knobs,
+ *                 its cost (store_study_best: the mean of its measurements,
+ *                 their count and spread), its measured figures and the
+ *                 launch command (argv and environment)
  *   <study>.env   GOODPUT_* variables for a production unit's EnvironmentFile=
  *                 (GOODPUT_MAX_NUM_SEQS=64, GOODPUT_QUANTIZATION=fp8, ...) plus
  *                 the environment the engine profile sets
@@ -190,6 +191,8 @@ static int write_json(struct daemon *d, struct best_ctx *c, struct error *err)
 	if (!j || !path)
 		return error_set(err, -ENOMEM, "out of memory");
 	if (json_add_string(j, "study", c->st.name) < 0 || json_add_string(j, "engine", c->st.engine) < 0 ||
+	    (c->b.engine_version ? json_add_string(j, "engine_version", c->b.engine_version)
+				 : (cJSON_AddNullToObject(j, "engine_version") ? 0 : -ENOMEM)) < 0 ||
 	    json_add_string(j, "model", c->st.model) < 0 ||
 	    (c->st.label && json_add_string(j, "label", c->st.label) < 0) ||
 	    !cJSON_AddItemToObject(j, "knobs", cJSON_Duplicate(c->knobs, true)) ||
@@ -228,6 +231,8 @@ static int write_env_and_cmd(struct daemon *d, struct best_ctx *c, struct error 
 	fprintf(f, "# goodput: the best configuration of study %s (written by goodputd)\n", c->st.name);
 	env_line(f, "GOODPUT_STUDY", c->st.name);
 	env_line(f, "GOODPUT_ENGINE", c->st.engine);
+	if (c->b.engine_version)
+		env_line(f, "GOODPUT_ENGINE_VERSION", c->b.engine_version);
 	env_line(f, "GOODPUT_MODEL", c->st.model);
 	env_knobs(f, c->knobs);
 	snprintf(num, sizeof(num), "%.6g", c->b.cost_per_mtok);

@@ -361,7 +361,8 @@ int ctl_best_to_json(const struct store_study_best *b, cJSON **ret)
 	cJSON_DeleteItemFromObjectCaseSensitive(j, "cost_per_mtok");
 	if (add_number_or_null(j, "cost_per_mtok", b->cost_per_mtok) < 0 ||
 	    json_add_number(j, "measurements", b->n) < 0 || add_number_or_null(j, "spread", b->spread) < 0 ||
-	    add_number_or_null(j, "trial_cost_per_mtok", b->trial.cost_per_mtok) < 0)
+	    add_number_or_null(j, "trial_cost_per_mtok", b->trial.cost_per_mtok) < 0 ||
+	    add_string_or_null(j, "engine_version", b->engine_version) < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(j);
 	return 0;

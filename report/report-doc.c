@@ -540,6 +540,8 @@ static void section_best(struct doc *d, const struct report *r)
 		return;
 	}
 	table_start(d, 2, (const char *const[]){ "knob", "value" });
+	kv(d, "engine version (as measured)", "%s",
+	   r->answer.engine_version ? r->answer.engine_version : "not recorded");
 	cJSON_ArrayForEach(k, b->knobs)
 	{
 		char v[64];

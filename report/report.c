@@ -234,6 +234,8 @@ int report_summary_json(struct report *r, cJSON **ret)
 		q |= add_num_or_null(bj, "max_goodput", b->t.max_goodput);
 		q |= add_num_or_null(bj, "max_rate", b->t.max_rate);
 		q |= json_add_number(bj, "gpus_per_replica", b->gpus);
+		if (r->answer.engine_version)
+			q |= json_add_string(bj, "engine_version", r->answer.engine_version);
 		if (r->launch_command)
 			q |= json_add_string(bj, "launch_command", r->launch_command);
 	}

@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "macro.h"
 #include "store.h"
 
 /* One measured configuration: its measurements among the study's trials. */
@@ -106,7 +109,21 @@ void store_study_best_done(struct store_study_best *b)
 	store_trial_done(&b->trial);
 	free(b->runner_up_key);
 	free(b->runner_up_knobs_json);
+	free(b->engine_version);
 	*b = (struct store_study_best){ 0 };
+}
+
+/* "engine_version" of a trial's host facts (NULL when absent) into *ret. */
+static int engine_version(const struct store_trial *t, char **ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *host = t->host_json ? cJSON_Parse(t->host_json) : NULL;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(host, "engine_version");
+
+	*ret = NULL;
+	if (!cJSON_IsString(v) || !*v->valuestring)
+		return 0;
+	*ret = strdup(v->valuestring);
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int fill(struct store_trial *t, size_t n, const struct group *g, size_t best, size_t second,
@@ -129,6 +146,8 @@ static int fill(struct store_trial *t, size_t n, const struct group *g, size_t b
 	if (b.first_started_usec && b.answered_usec > b.first_started_usec)
 		b.time_to_answer_s = (double)(b.answered_usec - b.first_started_usec) / 1e6;
 
+	if (engine_version(&t[g[best].first], &b.engine_version) < 0)
+		return -ENOMEM;
 	if (second != SIZE_MAX) {
 		const struct store_trial *ru = &t[g[second].first];
 

@@ -254,6 +254,10 @@ struct store_study_best {
 	 * of the answer's last measurement (a dry run's: on its virtual clock) */
 	uint64_t first_started_usec, answered_usec; /* 0: unknown */
 	double time_to_answer_s;                    /* NAN: unknown */
+	/* the engine's version as its version command printed it where the
+	 * answer was measured (its first measurement's host facts); NULL:
+	 * not recorded (a dry run, no version command) */
+	char *engine_version;
 };
 
 /* Frees the strings of an embedded answer (and zeroes it). */

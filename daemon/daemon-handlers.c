@@ -158,89 +158,20 @@ static cJSON *handle_status(struct daemon *d, const struct ctl_request *req)
 	return TAKE_PTR(resp);
 }
 
+/* list, best and trials: the store's answers (protocol-answers.c), the
+ * same objects `goodput list|best|trials --db` builds offline. */
 static cJSON *handle_list(struct daemon *d, const struct ctl_request *req)
 {
-	_cleanup_(cJSON_Deletep) cJSON *resp = ctl_response_ok(req->id);
-	struct store_study *a = NULL;
-	struct error err = { 0 };
-	size_t n = 0;
-	cJSON *arr;
-	int r = 0;
+	cJSON *resp = NULL;
 
-	if (!resp)
-		return oom();
-	r = store_study_list(d->store, &a, &n, &err);
-	if (r < 0)
-		return store_error(req, &err, r);
-	arr = cJSON_AddArrayToObject(resp, "studies");
-	for (size_t i = 0; i < n && r >= 0; i++) {
-		struct store_study_best b = { 0 };
-		bool have = store_study_best(d->store, a[i].id, &b, NULL) >= 0;
-		cJSON *j = NULL;
-
-		r = arr ? ctl_study_to_json(&a[i], have ? &b : NULL, &j) : -ENOMEM;
-		store_study_best_done(&b);
-		if (r >= 0 && !cJSON_AddItemToArray(arr, j)) {
-			cJSON_Delete(j);
-			r = -ENOMEM;
-		}
-	}
-	store_study_array_free(a, n);
-	return r < 0 ? oom() : TAKE_PTR(resp);
+	return ctl_answer_list(d->store, req, &resp) < 0 ? oom() : resp;
 }
 
 static cJSON *handle_best(struct daemon *d, const struct ctl_request *req)
 {
-	_cleanup_(cJSON_Deletep) cJSON *resp = NULL;
-	struct store_study st = { 0 };
-	struct store_study_best b = { 0 };
-	struct error err = { 0 };
-	cJSON *bj = NULL;
-	int r;
+	cJSON *resp = NULL;
 
-	if (req->study) {
-		r = store_study_get_by_name(d->store, req->study, &st, &err);
-		if (r == -ENOENT)
-			return ctl_response_error(req->id, "no study named \"%s\"", req->study);
-		if (r >= 0)
-			r = store_study_best(d->store, st.id, &b, &err);
-		if (r == -ENOENT) {
-			cJSON *e =
-				ctl_response_error(req->id, "study %s (%s) has no configuration that met the SLA yet",
-						   st.name, store_study_state_to_string(st.state));
-
-			store_study_done(&st);
-			return e;
-		}
-	} else
-		r = store_best_for(d->store, req->model, req->engine, req->label, &st, &b, &err);
-	if (r < 0) {
-		store_study_done(&st);
-		return store_error(req, &err, r);
-	}
-	resp = ctl_response_ok(req->id);
-	r = resp ? add_study_best(d, resp, "study", &st, &b) : -ENOMEM;
-	if (r >= 0)
-		r = json_add_bool(resp, "final", st.state == STORE_STUDY_DONE);
-	if (r >= 0)
-		r = ctl_best_to_json(&b, &bj);
-	if (r >= 0 && !cJSON_AddItemToObject(resp, "best", bj)) {
-		cJSON_Delete(bj);
-		r = -ENOMEM;
-	}
-	if (r >= 0 && st.state == STORE_STUDY_DONE) {
-		_cleanup_(freep) char *json = daemon_best_path(d, st.name, ".json");
-		_cleanup_(freep) char *env = daemon_best_path(d, st.name, ".env");
-		_cleanup_(freep) char *cmd = daemon_best_path(d, st.name, ".cmd");
-		cJSON *files = cJSON_AddObjectToObject(resp, "files");
-
-		if (!json || !env || !cmd || !files || json_add_string(files, "json", json) < 0 ||
-		    json_add_string(files, "env", env) < 0 || json_add_string(files, "command", cmd) < 0)
-			r = -ENOMEM;
-	}
-	store_study_best_done(&b);
-	store_study_done(&st);
-	return r < 0 ? oom() : TAKE_PTR(resp);
+	return ctl_answer_best(d->store, req, d->best_dir, &resp) < 0 ? oom() : resp;
 }
 
 void daemon_best_cache_clear(struct daemon *d)
@@ -319,41 +250,9 @@ static cJSON *handle_best_cached(struct daemon *d, const struct ctl_request *req
 
 static cJSON *handle_trials(struct daemon *d, const struct ctl_request *req)
 {
-	_cleanup_(cJSON_Deletep) cJSON *resp = NULL;
-	struct store_study st = { 0 };
-	struct store_trial *t = NULL;
-	struct error err = { 0 };
-	size_t n = 0;
-	cJSON *arr;
-	int r;
+	cJSON *resp = NULL;
 
-	r = store_study_get_by_name(d->store, req->study, &st, &err);
-	if (r == -ENOENT)
-		return ctl_response_error(req->id, "no study named \"%s\"", req->study);
-	if (r < 0)
-		return store_error(req, &err, r);
-	r = store_trial_history(d->store, st.id, &t, &n, &err);
-	if (r < 0) {
-		store_study_done(&st);
-		return store_error(req, &err, r);
-	}
-	resp = ctl_response_ok(req->id);
-	r = resp ? add_study(d, resp, "study", &st) : -ENOMEM;
-	arr = r >= 0 ? cJSON_AddArrayToObject(resp, "trials") : NULL;
-	if (!arr)
-		r = -ENOMEM;
-	for (size_t i = 0; i < n && r >= 0; i++) {
-		cJSON *j = NULL;
-
-		r = ctl_trial_to_json(&t[i], &j);
-		if (r >= 0 && !cJSON_AddItemToArray(arr, j)) {
-			cJSON_Delete(j);
-			r = -ENOMEM;
-		}
-	}
-	store_trial_array_free(t, n);
-	store_study_done(&st);
-	return r < 0 ? oom() : TAKE_PTR(resp);
+	return ctl_answer_trials(d->store, req, &resp) < 0 ? oom() : resp;
 }
 
 /* Fills a missing gpu.price_per_gpu_hour from the configured prices. */

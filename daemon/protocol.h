@@ -30,6 +30,8 @@ struct store_trial;
 struct store_study_best;
 
 #define CTL_DEFAULT_SOCKET "/run/goodputd.sock"
+/* goodputd's database in its default state directory. */
+#define CTL_DEFAULT_DB "/var/lib/goodputd/goodput.db"
 /* A request line (a submitted spec is the largest) and a response line. */
 #define CTL_REQUEST_MAX_DEFAULT ((size_t)1024 * 1024)
 #define CTL_RESPONSE_MAX        ((size_t)64 * 1024 * 1024)
@@ -84,9 +86,24 @@ int ctl_study_to_json(const struct store_study *st, const struct store_study_bes
 int ctl_trial_to_json(const struct store_trial *t, cJSON **ret);
 /* The study's answer: the row of its first measurement (ctl_trial_to_json)
  * with cost_per_mtok the study's cost (the mean of its measurements),
- * measurements and spread, and that one measurement's cost as
- * trial_cost_per_mtok. */
+ * measurements and spread, that one measurement's cost as
+ * trial_cost_per_mtok, and the engine version it was measured with
+ * (engine_version, null when not recorded). */
 int ctl_best_to_json(const struct store_study_best *b, cJSON **ret);
+
+/* ---- the read-only queries, answered from a store (protocol-answers.c) ---- */
+
+struct store;
+
+/* The answers to list, best and trials for req, read from s: goodputd's on
+ * its socket and `goodput list|best|trials --db` offline build the same
+ * objects with these. *ret is {"ok": true, ...} or an error answer ("no
+ * study named ..."); the caller owns it. -ENOMEM only when out of memory.
+ * best_dir (may be NULL) is where the best files of a finished study are:
+ * the answer names them under "files". */
+int ctl_answer_list(struct store *s, const struct ctl_request *req, cJSON **ret);
+int ctl_answer_best(struct store *s, const struct ctl_request *req, const char *best_dir, cJSON **ret);
+int ctl_answer_trials(struct store *s, const struct ctl_request *req, cJSON **ret);
 
 /* ---- the client side ---- */
 

@@ -139,8 +139,127 @@ static const char *const migration_5[] = {
 	NULL,
 };
 
+/* 6: views for people who read the file with sqlite3 (-csv, -json): the
+ * trials with their study's name, the canonical knobs as columns, times in
+ * ISO 8601 and the engine version; the load points with their trial's. A
+ * row whose JSON is damaged shows NULLs there instead of failing the query. */
+#define JSON_COL(doc, path) "json_extract(CASE WHEN json_valid(" doc ") THEN " doc " END, '" path "')"
+#define ISO_TIME(usec)      "strftime('%Y-%m-%dT%H:%M:%fZ', " usec " / 1e6, 'unixepoch')"
+static const char *const migration_6[] = {
+	"CREATE VIEW trial_results AS SELECT"
+	" s.name AS study, t.id AS trial_id, t.seq, t.kind, t.state, t.failure_class AS failure,"
+	" " JSON_COL(
+		"t.knobs",
+		"$.max_num_seqs") " AS max_num_seqs,"
+				  " " JSON_COL(
+					  "t.knobs",
+					  "$.max_num_batched_tokens") " AS max_num_batched_tokens,"
+								      " " JSON_COL(
+									      "t.knobs",
+									      "$.quantization") " AS quantization,"
+												" " JSON_COL(
+													"t.knobs",
+													"$.tensor_"
+													"parallel") " A"
+														    "S "
+														    "te"
+														    "ns"
+														    "or"
+														    "_p"
+														    "ar"
+														    "al"
+														    "le"
+														    "l,"
+														    " t"
+														    ".m"
+														    "ax"
+														    "_r"
+														    "at"
+														    "e,"
+														    " t"
+														    ".m"
+														    "ax"
+														    "_g"
+														    "oo"
+														    "dp"
+														    "ut"
+														    ", "
+														    "t."
+														    "co"
+														    "nc"
+														    "ur"
+														    "re"
+														    "nc"
+														    "y,"
+														    " t"
+														    ".c"
+														    "os"
+														    "t_"
+														    "pe"
+														    "r_"
+														    "mt"
+														    "ok"
+														    ","
+														    " t"
+														    ".p"
+														    "re"
+														    "di"
+														    "ct"
+														    "ed"
+														    "_c"
+														    "os"
+														    "t "
+														    "AS"
+														    " p"
+														    "re"
+														    "di"
+														    "ct"
+														    "ed"
+														    "_c"
+														    "os"
+														    "t_"
+														    "pe"
+														    "r_"
+														    "mt"
+														    "ok"
+														    ", "
+														    "t."
+														    "de"
+														    "pl"
+														    "oy"
+														    "_s"
+														    "ec"
+														    "on"
+														    "ds"
+														    ","
+														    " " ISO_TIME("t.started_usec") " AS started, " ISO_TIME(
+															    "t.finished_usec") " AS finished,"
+																	       " " JSON_COL(
+																		       "t.host_json",
+																		       "$.engine_version") " AS engine_version, t.gpus,"
+																					   " t.id IS s.best_trial_id AS chosen, t.knobs AS knobs, t.failure_message"
+																					   " FROM trials t JOIN studies s ON s.id = t.study_id",
+	"CREATE VIEW load_points_v AS SELECT"
+	" tr.study, tr.seq AS trial_seq, tr.kind AS trial_kind, tr.state AS trial_state,"
+	" tr.max_num_seqs, tr.max_num_batched_tokens, tr.quantization, tr.tensor_parallel,"
+	" lp.seq, lp.phase, lp.request_rate, lp.max_concurrency, lp.attainment, lp.sla_met,"
+	" lp.completed, lp.failed,"
+	" lp.mean_ttft_ms, lp.p50_ttft_ms, lp.p90_ttft_ms, lp.p99_ttft_ms,"
+	" lp.mean_tpot_ms, lp.p50_tpot_ms, lp.p90_tpot_ms, lp.p99_tpot_ms, lp.p99_itl_ms, lp.p99_e2el_ms,"
+	" lp.request_throughput, lp.output_throughput, lp.total_token_throughput,"
+	" lp.good_output_throughput, lp.request_goodput, lp.mean_concurrency,"
+	" lp.kv_usage_peak, lp.running_peak, lp.waiting_peak, lp.preemptions,"
+	" lp.gpu_util_mean, lp.gpu_util_peak, lp.gpu_mem_mean_mib, lp.gpu_mem_peak_mib,"
+	" " ISO_TIME("lp.created_usec") " AS created"
+					" FROM load_points lp JOIN trial_results tr ON tr.trial_id = lp.trial_id",
+	"PRAGMA user_version = 6",
+	NULL,
+};
+#undef JSON_COL
+#undef ISO_TIME
+
 static const struct migration migrations[] = {
-	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 }, { migration_5 },
+	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 }, { migration_5 }, { migration_6 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");

@@ -2,21 +2,30 @@
  * the daemon's client. Each command sends one request line to goodputd's
  * control socket (protocol.h), waits for the answer and prints it as a
  * readable table, or as the daemon's JSON object with --json. Exit codes: 0
- * ok, 1 the daemon refused or is not running, 2 usage. */
+ * ok, 1 the daemon refused or is not running, 2 usage.
+ *
+ * list, best and trials also answer offline: with --db FILE they open the
+ * store read-only (no lock: safe while a goodputd or goodput tune writes to
+ * it, which WAL lets readers do) and build the answer goodputd would give,
+ * with the same functions (protocol-answers.c), so --json prints the same
+ * object either way. trials --csv prints the table for other tools. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
+#include "csv.h"
 #include "exit-status.h"
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
 #include "protocol.h"
+#include "store.h"
 #include "study.h"
 #include "time-util.h"
 
@@ -26,6 +35,8 @@ static struct {
 	uint64_t timeout_usec;
 	const char *model, *engine, *label; /* best */
 	const char *study;                  /* the positional argument, if any */
+	const char *db;                     /* list, best, trials: read this store instead of asking goodputd */
+	bool csv;                           /* trials */
 } arg = { .timeout_usec = 30 * USEC_PER_SEC };
 
 static const struct verb_option client_options[] = {
@@ -37,11 +48,32 @@ static const struct verb_option client_options[] = {
 	VERB_OPTION_END,
 };
 
-/* `best` also takes a model and engine instead of a study. */
+#define DB_OPTION                                                                                                      \
+	{                                                                                                              \
+		"db", 0, "FILE",                                                                                       \
+			"read this store (goodputd's: " CTL_DEFAULT_DB ")\nread-only, instead of asking goodputd",     \
+			VERB_STRING, &arg.db, 0, 0                                                                     \
+	}
+
+/* The queries also read a store offline; `best` takes a model and engine
+ * instead of a study; `trials` prints CSV. */
+static const struct verb_option list_options[] = {
+	DB_OPTION,
+	VERB_OPTION_END,
+};
+
 static const struct verb_option best_options[] = {
 	{ "model", 0, "NAME", "with --engine: the best finished study for this model", VERB_STRING, &arg.model },
 	{ "engine", 0, "NAME", "engine profile name (vllm, sim, ...)", VERB_STRING, &arg.engine },
 	{ "label", 0, "TEXT", "only studies with this workload/SLA label", VERB_STRING, &arg.label },
+	DB_OPTION,
+	VERB_OPTION_END,
+};
+
+static const struct verb_option trials_options[] = {
+	DB_OPTION,
+	{ "csv", 0, NULL, "print the trials as CSV (RFC 4180, a header line, the knobs as columns)", VERB_FLAG,
+	  &arg.csv },
 	VERB_OPTION_END,
 };
 
@@ -257,6 +289,61 @@ static void print_trials(const cJSON *r)
 		printf("(no trials yet)\n");
 }
 
+/* The knob names of every trial, in the order they first appear. */
+static size_t knob_names(const cJSON *trials, const char **names, size_t max)
+{
+	const cJSON *t, *k;
+	size_t n = 0;
+
+	cJSON_ArrayForEach(t, trials)
+	{
+		cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(t, "knobs"))
+		{
+			size_t i = 0;
+
+			while (i < n && strcmp(names[i], k->string) != 0)
+				i++;
+			if (i == n && n < max)
+				names[n++] = k->string;
+		}
+	}
+	return n;
+}
+
+/* trials --csv: one line per trial, its knobs as columns. */
+static void print_trials_csv(const cJSON *r)
+{
+	static const char *const head[] = { "seq", "kind", "state", "failure" };
+	static const char *const tail[] = { "max_rate",       "max_goodput", "concurrency", "cost_per_mtok",
+					    "deploy_seconds", "started",     "finished",    "failure_message" };
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, "trials"), *t;
+	const char *study = str(cJSON_GetObjectItemCaseSensitive(r, "study"), "name");
+	const char *knobs[64];
+	size_t n = knob_names(a, knobs, ELEMENTSOF(knobs));
+
+	csv_text(stdout, true, "study");
+	for (size_t i = 0; i < ELEMENTSOF(head); i++)
+		csv_text(stdout, false, head[i]);
+	for (size_t i = 0; i < n; i++)
+		csv_text(stdout, false, knobs[i]);
+	for (size_t i = 0; i < ELEMENTSOF(tail); i++)
+		csv_text(stdout, false, tail[i]);
+	csv_end(stdout);
+	cJSON_ArrayForEach(t, a)
+	{
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(t, "knobs");
+
+		csv_text(stdout, true, study);
+		for (size_t i = 0; i < ELEMENTSOF(head); i++)
+			csv_json(stdout, false, cJSON_GetObjectItemCaseSensitive(t, head[i]));
+		for (size_t i = 0; i < n; i++)
+			csv_json(stdout, false, cJSON_GetObjectItemCaseSensitive(k, knobs[i]));
+		for (size_t i = 0; i < ELEMENTSOF(tail); i++)
+			csv_json(stdout, false, cJSON_GetObjectItemCaseSensitive(t, tail[i]));
+		csv_end(stdout);
+	}
+}
+
 static void print_change(const struct client_cmd *c, const cJSON *r)
 {
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "study");
@@ -288,7 +375,10 @@ static void print_answer(const struct client_cmd *c, const cJSON *resp)
 		print_best(resp);
 		break;
 	case CTL_TRIALS:
-		print_trials(resp);
+		if (arg.csv)
+			print_trials_csv(resp);
+		else
+			print_trials(resp);
 		break;
 	default:
 		print_change(c, resp);
@@ -296,28 +386,90 @@ static void print_answer(const struct client_cmd *c, const cJSON *resp)
 	}
 }
 
+/* The best files of a finished study beside the store (a state directory's
+ * best/), when that folder exists; else NULL. */
+static char *best_dir_of(const char *db)
+{
+	const char *slash = strrchr(db, '/');
+	struct stat st;
+	char *p = NULL;
+
+	if (asprintf(&p, "%.*sbest", slash ? (int)(slash + 1 - db) : 0, db) < 0)
+		return NULL;
+	if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+		return p;
+	free(p);
+	return NULL;
+}
+
+/* The answer goodputd would give, from the store at arg.db opened read-only. */
+static int answer_offline(const struct client_cmd *c, const cJSON *req, cJSON **ret, struct error *err)
+{
+	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
+	_cleanup_(store_closep) struct store *s = NULL;
+	_cleanup_(cjson_freep) char *line = cJSON_PrintUnformatted(req);
+	_cleanup_(freep) char *best_dir = NULL;
+	struct ctl_request parsed = { 0 };
+	int r;
+
+	if (!line)
+		return error_set(err, -ENOMEM, "out of memory");
+	/* the request as goodputd would read it: the same checks, the same struct */
+	r = ctl_request_parse(line, strlen(line), &parsed, err);
+	if (r >= 0)
+		r = store_open(arg.db, &so, &s, err);
+	if (r >= 0 && c->command == CTL_BEST)
+		best_dir = best_dir_of(arg.db);
+	if (r >= 0) {
+		r = c->command == CTL_LIST   ? ctl_answer_list(s, &parsed, ret)
+		    : c->command == CTL_BEST ? ctl_answer_best(s, &parsed, best_dir, ret)
+					     : ctl_answer_trials(s, &parsed, ret);
+		if (r < 0)
+			error_set(err, r, "out of memory");
+	}
+	ctl_request_done(&parsed);
+	return r;
+}
+
+/* The answer from goodputd's socket. */
+static int answer_online(const cJSON *req, cJSON **ret, struct error *err)
+{
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	if (!arg.socket) {
+		const char *env = getenv("GOODPUT_SOCKET");
+
+		arg.socket = env && *env ? env : CTL_DEFAULT_SOCKET;
+	}
+	r = ctl_client_connect(arg.socket, &fd, err);
+	if (r >= 0)
+		r = ctl_client_call(fd, req, arg.timeout_usec, ret, err);
+	return r;
+}
+
 static int run(const struct verb *v, int argc, char **argv)
 {
 	_cleanup_(cJSON_Deletep) cJSON *req = NULL, *resp = NULL;
 	_cleanup_(cjson_freep) char *text = NULL;
 	const struct client_cmd *c = v->data;
-	_cleanup_(closep) int fd = -1;
 	struct error err = { 0 };
 	int r;
 
 	arg.study = argc > 0 ? argv[0] : NULL;
 	if (c->command == CTL_BEST && !best_args_valid())
 		return CLI_EXIT_USAGE;
-	if (!arg.socket) {
-		const char *env = getenv("GOODPUT_SOCKET");
-
-		arg.socket = env && *env ? env : CTL_DEFAULT_SOCKET;
+	if (arg.csv && arg.json) {
+		log_error("%s: --csv and --json exclude each other (see 'goodput %s --help')", v->name, v->name);
+		return CLI_EXIT_USAGE;
+	}
+	if (arg.db && arg.socket) {
+		log_error("%s: --db and --socket exclude each other (see 'goodput %s --help')", v->name, v->name);
+		return CLI_EXIT_USAGE;
 	}
 	r = build_request(c, &req, &err);
 	if (r >= 0)
-		r = ctl_client_connect(arg.socket, &fd, &err);
-	if (r >= 0)
-		r = ctl_client_call(fd, req, arg.timeout_usec, &resp, &err);
+		r = arg.db ? answer_offline(c, req, &resp, &err) : answer_online(req, &resp, &err);
 	if (r < 0) {
 		log_error("%s", error_str(&err, r));
 		return CLI_EXIT_FAILED;
@@ -326,7 +478,7 @@ static int run(const struct verb *v, int argc, char **argv)
 		printf("%s\n", text);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok"))) {
 		if (!arg.json)
-			log_error("goodputd: %s", str(resp, "error"));
+			log_error("%s%s", arg.db ? "" : "goodputd: ", str(resp, "error"));
 		return CLI_EXIT_FAILED;
 	}
 	if (!arg.json)
@@ -352,14 +504,19 @@ static int run(const struct verb *v, int argc, char **argv)
 CLIENT_VERB(status, "", 0, 0, NULL, CTL_STATUS, NULL,
 	    "what goodputd is doing: study, trial, best so far, queue",
 	    "Show what goodputd is doing: the study and trial in flight, the best so far, the queue.");
-CLIENT_VERB(list, "", 0, 0, NULL, CTL_LIST, NULL, "the studies goodputd knows, with state and best $/Mtok",
-	    "List every study goodputd knows, with its state and best $/Mtok.");
-CLIENT_VERB(trials, "STUDY", 1, 1, NULL, CTL_TRIALS, NULL, "the trials of a study on goodputd",
-	    "List the trials of a study: knobs, outcome, $/Mtok.");
+CLIENT_VERB(list, "", 0, 0, list_options, CTL_LIST, NULL,
+	    "the studies goodputd knows (or a store holds), with state and best $/Mtok",
+	    "List every study goodputd knows, with its state and best $/Mtok; with --db, every\n"
+	    "study of that store, read without a daemon.");
+CLIENT_VERB(trials, "STUDY", 1, 1, trials_options, CTL_TRIALS, NULL,
+	    "the trials of a study: knobs, outcome, $/Mtok (--csv for other tools)",
+	    "List the trials of a study: knobs, outcome, $/Mtok; from goodputd, or with --db from\n"
+	    "a store read without a daemon.");
 CLIENT_VERB(best, "[STUDY]", 0, 1, best_options, CTL_BEST, NULL,
 	    "the best configuration of a study, or for a model + engine",
 	    "Show the best configuration of a study (its best so far while it runs), or with\n"
-	    "--model and --engine the best finished study for that model and engine.");
+	    "--model and --engine the best finished study for that model and engine; from\n"
+	    "goodputd, or with --db from a store read without a daemon.");
 CLIENT_VERB(submit, "SPEC.json|-", 1, 1, NULL, CTL_SUBMIT, PERMISSION_NOTE,
 	    "queue a study on goodputd (the service)",
 	    "Queue a study (a study spec, see 'goodput tune --help-spec'); goodputd runs the queue\n"

@@ -15,5 +15,7 @@ extern const struct verb verb_submit, verb_status, verb_list, verb_best, verb_tr
 	verb_resume;
 /* reports (report.h) */
 extern const struct verb verb_report, verb_plan, verb_compare;
+/* cmd-export.c: a study's trials and load points as JSON or CSV */
+extern const struct verb verb_export;
 /* cmd-probe.c parses its own argv */
 int cmd_probe(int argc, char **argv);

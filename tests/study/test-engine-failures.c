@@ -11,19 +11,18 @@
 
 #include <cjson/cJSON.h>
 
-#include "config.h"
 #include "engine-profile.h"
 #include "macro.h"
 #include "tests.h"
 
-#define FAILURES GOODPUT_SOURCE_ROOT "/tests/study/failures"
+#define FAILURES TEST_SOURCE_ROOT "/tests/study/failures"
 
 static struct engine_profile *load(const char *name)
 {
 	struct engine_profile *p = NULL;
 	struct error err = { 0 };
 
-	CHECK_MSG(engine_profile_find(name, GOODPUT_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
+	CHECK_MSG(engine_profile_find(name, TEST_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
 	return p;
 }
 

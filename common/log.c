@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <systemd/sd-journal.h>
 
 static const char *program = "goodput";
 static int max_level = LOG_INFO;
@@ -74,4 +77,44 @@ int log_internal(int level, int error, const char *fmt, ...)
 		fprintf(stderr, "%s: %s%s%s\n", program, msg, error ? ": " : "", error ? strerror(error) : "");
 	errno = saved;
 	return -error;
+}
+
+/* One record to the journal with its fields; a negative errno when it
+ * could not be sent. */
+static int send_to_journal(int level, const char *msg, const char *const *fields)
+{
+	struct iovec iov[LOG_STRUCT_FIELDS_MAX + 3];
+	char priority[32], ident[128], *message = NULL;
+	size_t n = 0;
+	int r;
+
+	if (asprintf(&message, "MESSAGE=%s", msg) < 0)
+		return -ENOMEM;
+	snprintf(priority, sizeof(priority), "PRIORITY=%d", level);
+	snprintf(ident, sizeof(ident), "SYSLOG_IDENTIFIER=%s", program);
+	iov[n++] = (struct iovec){ message, strlen(message) };
+	iov[n++] = (struct iovec){ priority, strlen(priority) };
+	iov[n++] = (struct iovec){ ident, strlen(ident) };
+	for (size_t i = 0; fields && fields[i] && i < LOG_STRUCT_FIELDS_MAX; i++)
+		iov[n++] = (struct iovec){ (void *)fields[i], strlen(fields[i]) };
+	r = sd_journal_sendv(iov, (int)n);
+	free(message);
+	return r;
+}
+
+int log_struct_internal(int level, const char *const *fields, const char *fmt, ...)
+{
+	char msg[2048];
+	int saved = errno;
+	va_list ap;
+
+	if (level > max_level)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!journal || send_to_journal(level, msg, fields) < 0)
+		(void)log_internal(level, 0, "%s", msg);
+	errno = saved;
+	return 0;
 }

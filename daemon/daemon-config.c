@@ -102,6 +102,19 @@ static int check_reserved(const cJSON *v, const char *path, const struct json_fi
 	return 0;
 }
 
+/* An absolute path ending in .prom: node_exporter reads only those, and a
+ * relative one would depend on where goodputd was started. */
+static int check_metrics_file(const cJSON *v, const char *path, const struct json_field *f, void *base,
+			      struct error *err)
+{
+	size_t n = strlen(v->valuestring);
+
+	if (v->valuestring[0] != '/' || n < 6 || strcmp(v->valuestring + n - 5, ".prom") != 0)
+		return error_set(err, -EINVAL, "%s: expected an absolute path ending in .prom, got \"%.200s\"", path,
+				 v->valuestring);
+	return json_dispatch_store(v, path, f, base, err);
+}
+
 #define OFF(field) offsetof(struct daemon_config, field)
 
 static const struct json_field limits_fields[] = {
@@ -130,6 +143,10 @@ static const struct json_field config_fields[] = {
 	{ "prices", JSON_OBJECT, OFF(prices), .callback = check_prices,
 	  .schema = "{\"additionalProperties\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1000}}",
 	  .doc = "$/GPU-hour by gpu.type, for studies that give none" },
+	{ "metrics_file", JSON_STRING, OFF(metrics_file), .callback = check_metrics_file, .max = 4096,
+	  .def = "goodput.prom in $RUNTIME_DIRECTORY (/run/goodputd under systemd), else none",
+	  .doc = "the Prometheus text file for node_exporter's textfile collector (an absolute path ending in "
+		 ".prom), rewritten atomically" },
 	{ "limits", JSON_OBJECT, .fields = limits_fields, .doc = "what clients may ask of the daemon" },
 	{ 0 },
 };
@@ -196,4 +213,9 @@ int daemon_config_price(const struct daemon_config *c, const char *gpu_type, dou
 		return -ENOENT;
 	*ret = p->valuedouble;
 	return 0;
+}
+
+const struct json_field *daemon_config_fields(void)
+{
+	return config_fields;
 }

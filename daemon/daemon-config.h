@@ -5,6 +5,8 @@
  *     "socket_group": "goodput",      group whose members may change state (submit, cancel, pause, resume)
  *     "engines_dir": "/etc/goodput/engines",  where engine profiles are looked for first
  *     "prices": { "H100": 2.49, ... }, $/GPU-hour for studies that give none, by gpu.type
+ *     "metrics_file": "/run/goodputd/goodput.prom",  the Prometheus text file
+ *                                     (default: goodput.prom in $RUNTIME_DIRECTORY, else none)
  *     "limits": {
  *       "max_connections": 512,       control-socket clients at once
  *       "max_connections_per_uid": 32, of those, held by one uid (root and goodputd's own are exempt)
@@ -38,6 +40,7 @@ struct daemon_config {
 	gid_t socket_gid;         /* resolved when socket_group is set */
 	const char *engines_dir;  /* NULL: engine_profile_find's defaults */
 	const cJSON *prices;      /* object gpu type -> $/GPU-hour; may be NULL */
+	const char *metrics_file; /* NULL: goodput.prom in $RUNTIME_DIRECTORY, else none */
 	struct {
 		uint32_t max_connections;
 		uint32_t max_connections_per_uid;
@@ -66,3 +69,7 @@ static inline void daemon_config_freep(struct daemon_config **c)
 /* The configured price for a GPU type (exact, then case-insensitive match);
  * -ENOENT when none. */
 int daemon_config_price(const struct daemon_config *c, const char *gpu_type, double *ret);
+
+/* The table the file is parsed with (goodputd(8) lists its keys from it). */
+struct json_field;
+const struct json_field *daemon_config_fields(void);

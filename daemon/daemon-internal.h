@@ -81,6 +81,11 @@ struct daemon {
 	struct daemon_best_entry best_cache[DAEMON_BEST_CACHE_MAX];
 	unsigned best_cache_next;
 
+	/* The metrics text file (daemon-metrics.c): rewritten when due */
+	sd_event_source *metrics_timer;
+	bool metrics_due;     /* a change is waiting for the debounce */
+	bool metrics_failing; /* the last write failed (said once) */
+
 	/* The head of the queue as last scheduled, parsed (for its window). */
 	int64_t head_id;
 	struct study *head;
@@ -120,6 +125,21 @@ void daemon_report_jobs_free(struct daemon *d);
 /* curl-lazy.c, linked into goodputd only (hence weak: NULL elsewhere).
  * Unloads libcurl when no curl handle is alive; the next use loads it. */
 void daemon_curl_unload(void) __attribute__((weak));
+
+/* daemon-log.c: a study's events with their journal fields (GOODPUT_STUDY=,
+ * GOODPUT_TRIAL=, GOODPUT_PHASE=, MESSAGE_ID=) */
+void daemon_log_trial_phase(const struct runner_event *ev);
+void daemon_log_trial_finished(const struct runner_event *ev);
+/* stopping: goodputd is stopping (else a time window closed) */
+void daemon_log_study_end(const char *name, enum runner_end end, const struct runner_status *st, bool stopping);
+
+/* daemon-metrics.c: the Prometheus text file for node_exporter */
+/* Writes it once and keeps it up to date (a timer on the loop). */
+int daemon_metrics_init(struct daemon *d);
+/* Something it shows changed: rewritten within a second. */
+void daemon_metrics_changed(struct daemon *d);
+/* Rewrites it now: 0, or a negative errno (said once in the log). */
+int daemon_metrics_write(struct daemon *d);
 
 /* daemon-best.c */
 /* Writes best/<study>.json, .env and .cmd for a finished study. */

@@ -184,6 +184,7 @@ static int on_schedule(sd_event_source *s, void *userdata)
 
 void daemon_schedule(struct daemon *d)
 {
+	daemon_metrics_changed(d);
 	(void)sd_event_source_set_enabled(d->schedule_source, SD_EVENT_ONESHOT);
 }
 
@@ -237,28 +238,11 @@ static void runner_finished(struct daemon *d, struct runner *r, enum runner_end 
 
 	runner_get_status(r, &st);
 	snprintf(name, sizeof(name), "%s", st.study_name ? st.study_name : "?");
-	switch (end) {
-	case RUNNER_END_DONE:
-		if (st.have_best)
-			log_info("study %s: done, best $%.3f/Mtok (%s)", name, st.best_cost_per_mtok, st.best_knobs);
-		else
-			log_info("study %s: done, no configuration met the SLA", name);
+	daemon_log_study_end(name, end, &st, d->state == DAEMON_STOPPING);
+	if (end == RUNNER_END_DONE) {
 		k = daemon_write_best(d, id, &err);
 		if (k < 0 && k != -ENOENT)
 			log_error("study %s: writing the best configuration: %s", name, error_str(&err, k));
-		break;
-	case RUNNER_END_CANCELLED:
-		log_info("study %s: cancelled", name);
-		break;
-	case RUNNER_END_FAILED:
-		log_error("study %s: failed: %s", name, st.message ? st.message : "unknown error");
-		break;
-	case RUNNER_END_STOPPED:
-		log_info("study %s: stopped; it resumes %s", name,
-			 d->state == DAEMON_STOPPING ? "when goodputd starts again" : "when its window opens");
-		break;
-	case RUNNER_END_NONE:
-		break;
 	}
 	/* The runner may be freed inside its FINISHED event. */
 	d->runner = runner_free(d->runner);
@@ -283,8 +267,10 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 	char buf[DAEMON_STATUS_MAX];
 
 	daemon_best_cache_clear(d);
+	daemon_metrics_changed(d);
 	switch (ev->kind) {
 	case RUNNER_EVENT_PHASE:
+		daemon_log_trial_phase(ev);
 		if (ev->status && runner_status_format(ev->status, buf, sizeof(buf)) >= 0) {
 			if (d->state == DAEMON_STOPPING)
 				daemon_set_status(d, "stopping: %s", buf);
@@ -297,13 +283,7 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 			d->state = DAEMON_RUNNING;
 		break;
 	case RUNNER_EVENT_TRIAL_FINISHED:
-		if (!isnan(ev->cost_per_mtok))
-			log_info("%s: trial %u %s: $%.3f/Mtok at %.0f tok/s", ev->status->study_name, ev->status->trial,
-				 store_trial_state_to_string(ev->trial_state), ev->cost_per_mtok, ev->max_goodput);
-		else
-			log_info("%s: trial %u %s%s%s", ev->status->study_name, ev->status->trial,
-				 store_trial_state_to_string(ev->trial_state), ev->failure_message ? ": " : "",
-				 ev->failure_message ? ev->failure_message : "");
+		daemon_log_trial_finished(ev);
 		break;
 	case RUNNER_EVENT_LOAD_POINT:
 		break;

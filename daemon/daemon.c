@@ -90,6 +90,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		daemon_config_free(d->config);
 		d->config = c;
 		apply_config(d);
+		daemon_metrics_changed(d);
 		log_info("reloaded %s", d->config_path);
 	}
 	(void)sd_notifyf(false, "READY=1\nSTATUS=%s", d->status);
@@ -366,6 +367,9 @@ int daemon_run(struct daemon *d)
 
 	daemon_set_status(d, "starting: resuming the queue");
 	daemon_schedule(d);
+	r = daemon_metrics_init(d);
+	if (r < 0)
+		return log_error_errno(r, "metrics timer");
 	log_info("goodputd ready (state %s%s)", d->state_dir, d->dry_run ? ", dry run" : "");
 	(void)sd_notifyf(false, "READY=1\nSTATUS=%s", d->status);
 
@@ -391,6 +395,7 @@ struct daemon *daemon_free(struct daemon *d)
 	sd_event_source_disable_unref(d->schedule_source);
 	sd_event_source_disable_unref(d->window_timer);
 	sd_event_source_disable_unref(d->stop_timer);
+	sd_event_source_disable_unref(d->metrics_timer);
 	store_close(d->store);
 	daemon_config_free(d->config);
 	sd_event_unref(d->event);

@@ -229,8 +229,8 @@ static int run(const struct verb *v, int argc, char **argv)
 /* clang-format off */
 const struct verb verb_check_engine = {
 	.summary = "check an engine profile's flags against the installed engine's --help",
-	.about = "Checks that every flag engine profile PROFILE (a name in configs/engines or a\n"
-		 "file) can put on a command line appears in the installed engine's --help.",
+	.about = "Checks that every flag engine profile PROFILE (a name, see goodput-engine(5), or\n"
+		 "a file) can put on a command line appears in the installed engine's --help.",
 	.name = "check-engine", .usage = "[OPTIONS] PROFILE", .args = { "PROFILE", 1, 1 },
 	.options = options, .run = run,
 	.notes = "It fails (1) when flags are missing or the engine's help failed, and skips\n"

@@ -255,10 +255,11 @@ static void print_best(const cJSON *r)
 	knobs_text(cJSON_GetObjectItemCaseSensitive(b, "knobs"), k, sizeof(k));
 	printf("study:    %s (%s%s)\n", str(st, "name"), str(st, "state"),
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "final")) ? "" : ", best so far");
-	printf("engine:   %s (%s), model %s\n", str(st, "engine"),
-	       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "engine_version")) ? str(b, "engine_version")
-										     : "version not recorded",
-	       str(st, "model"));
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "engine_version")))
+		printf("engine:   %s, version %s, model %s\n", str(st, "engine"), str(b, "engine_version"),
+		       str(st, "model"));
+	else
+		printf("engine:   %s (version not recorded), model %s\n", str(st, "engine"), str(st, "model"));
 	printf("knobs:    %s\n", k);
 	printf("cost:     %s/Mtok", money(m, sizeof(m), num(b, "cost_per_mtok")));
 	if (num(b, "measurements") > 1)
@@ -519,7 +520,7 @@ CLIENT_VERB(best, "[STUDY]", 0, 1, best_options, CTL_BEST, NULL,
 	    "goodputd, or with --db from a store read without a daemon.");
 CLIENT_VERB(submit, "SPEC.json|-", 1, 1, NULL, CTL_SUBMIT, PERMISSION_NOTE,
 	    "queue a study on goodputd (the service)",
-	    "Queue a study (a study spec, see 'goodput tune --help-spec'); goodputd runs the queue\n"
+	    "Queue a study (a study spec, see goodput-study(5)); goodputd runs the queue\n"
 	    "one study at a time in submission order.");
 CLIENT_VERB(pause, "[STUDY]", 0, 1, NULL, CTL_PAUSE, PERMISSION_NOTE,
 	    "pause goodputd's study (the trial in flight is redone on resume)",

@@ -685,6 +685,6 @@ const struct verb verb_tune = {
 	.options = options, .parse = parse_option, .run = run,
 	.notes = "A study stopped by a signal (130) is resumable with --resume. The summary ends with\n"
 		 "the time to the answer: from the first trial's start to the end of the answer's last\n"
-		 "measurement (in virtual time with --dry-run).\n",
+		 "measurement (in virtual time with --dry-run). Study spec keys: goodput-study(5).\n",
 };
 /* clang-format on */

@@ -30,7 +30,8 @@ static void help(FILE *f)
 		   "\n"
 		   "Commands:\n");
 	verbs_list(verbs, ELEMENTSOF(verbs), f);
-	fprintf(f, "\nRun 'goodput COMMAND --help' for a command's options.\n\n" CLI_EXIT_STATUS_HELP);
+	fprintf(f, "\nRun 'goodput COMMAND --help' for a command's options; the manual is "
+		   "goodput(1).\n\n" CLI_EXIT_STATUS_HELP);
 }
 
 int main(int argc, char **argv)

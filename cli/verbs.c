@@ -91,6 +91,7 @@ void verb_help(const struct verb *v, FILE *f)
 	print_option(f, &help_option);
 	if (v->notes)
 		fprintf(f, "\n%s", v->notes);
+	fprintf(f, "\nThe manual: goodput(1).\n");
 }
 
 /* ---- options ---- */

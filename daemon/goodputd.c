@@ -32,7 +32,7 @@ static void help(void)
 	       "\n"
 	       "The goodput service: runs tuning studies one at a time from a queue, survives\n"
 	       "restarts without losing or repeating a trial, and answers `goodput status|list|best|...`\n"
-	       "on a UNIX socket (JSON lines; see daemon/PROTOCOL.md).\n"
+	       "on a UNIX socket (JSON lines). The manual: goodputd(8).\n"
 	       "\n"
 	       "  --socket PATH        listen on PATH when systemd passes no socket (default %s)\n"
 	       "  --socket-mode MODE   octal mode of that socket (default 0660)\n"

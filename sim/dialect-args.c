@@ -460,7 +460,7 @@ static void dialect_help(enum sim_dialect d)
 	};
 	const struct flag *t = dialect_flags[d];
 
-	printf("%s\n\n(goodput-sim in %s's dialect: these flags are the engine's own; see sim/README.md)\n\n",
+	printf("%s\n\n(goodput-sim in %s's dialect: these flags are the engine's own; see goodput-sim(1))\n\n",
 	       usage[d] ? usage[d] : "", sim_dialect_to_string(d));
 	for (size_t i = 0; t[i].name; i++)
 		printf("  %s%s%s\n", strlen(t[i].name) <= 3 ? "-" : "--", t[i].name, t[i].value ? " VALUE" : "");

@@ -18,7 +18,7 @@ void sim_args_help(void)
 	       "text-generation-launcher, trtllm-serve, vllm, or python3 -m sglang.launch_server):\n"
 	       "that engine's flags, /health while loading, /metrics names, start-up and out-of-memory\n"
 	       "log lines, --version and streaming quirks. It prints one line \"goodput-sim: listening\n"
-	       "on http://HOST:PORT\" once its port is bound (see sim/README.md).\n"
+	       "on http://HOST:PORT\" once its port is bound (see goodput-sim(1)).\n"
 	       "\n"
 	       "Engine flags (vLLM's names, the vllm dialect):\n");
 	sim_engine_flags_help(stdout);

@@ -594,3 +594,8 @@ int engine_profile_flags(const struct engine_profile *p, const char ***ret)
 	*ret = v;
 	return 0;
 }
+
+const struct json_field *engine_profile_fields(void)
+{
+	return profile_fields;
+}

@@ -207,6 +207,9 @@ int engine_profile_load_file(const char *path, struct engine_profile **ret, stru
  * installed profiles), in that order, and loads the first. A name
  * containing '/' is a path. -ENOENT names the places searched. */
 int engine_profile_find(const char *name, const char *engines_dir, struct engine_profile **ret, struct error *err);
+/* The table a profile is parsed with (goodput-engine(5) is written from it). */
+struct json_field;
+const struct json_field *engine_profile_fields(void);
 
 struct engine_profile *engine_profile_free(struct engine_profile *p);
 static inline void engine_profile_freep(struct engine_profile **p)

@@ -450,7 +450,7 @@ const struct json_field study_fields[] = {
 	  .schema = "{\"pattern\": \"^[A-Za-z0-9_][A-Za-z0-9_.-]*$\"}",
 	  .doc = "unique name of the study ([A-Za-z0-9_.-])" },
 	{ "engine", JSON_STRING, OFF(engine), .flags = JSON_MANDATORY, .max = 64,
-	  .doc = "engine profile (configs/engines/NAME.json): sim, vllm, ..." },
+	  .doc = "engine profile: a name (sim, vllm, ...; see goodput-engine(5)) or a file" },
 	{ "label", JSON_STRING, OFF(label), .max = 256,
 	  .doc = "free text grouping studies of one workload/SLA for `goodput best`" },
 	{ "model", JSON_OBJECT, .fields = model_fields, .flags = JSON_MANDATORY, .doc = "the model to serve" },
@@ -464,7 +464,7 @@ const struct json_field study_fields[] = {
 	{ "gpu", JSON_OBJECT, .fields = gpu_fields, .flags = JSON_MANDATORY, .doc = "the hardware and its price" },
 	{ "search_space", JSON_OBJECT, OFF(search_space), .flags = JSON_MANDATORY,
 	  .schema = "{\"propertyNames\": {\"pattern\": \"^[a-z0-9_]+$\"}, \"additionalProperties\": " KNOB_SCHEMA "}",
-	  .doc = "knobs and their grids (optimizer/space.h): {\"max_num_seqs\": {\"min\": 8, \"max\": 256, "
+	  .doc = "knobs and their grids: {\"max_num_seqs\": {\"min\": 8, \"max\": 256, "
 		 "\"scale\": \"log2\"}, ...}" },
 	{ "constraints", JSON_ARRAY, OFF(constraints),
 	  .schema = "{\"items\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"object\", \"required\": "
@@ -532,4 +532,9 @@ int study_schema_json(cJSON **ret)
 	}
 	*ret = TAKE_PTR(s);
 	return 0;
+}
+
+const struct json_field *study_schema_fields(void)
+{
+	return study_fields;
 }

@@ -164,3 +164,7 @@ void study_schema_print(FILE *f);
  * types, ranges, enums, required keys, descriptions, no unknown keys. The
  * caller owns *ret (cJSON_Delete). */
 int study_schema_json(cJSON **ret);
+/* The table itself, for references made elsewhere (the man page
+ * goodput-study(5) is written from it at build time). */
+struct json_field;
+const struct json_field *study_schema_fields(void);

@@ -2,7 +2,8 @@
 # The installed layout, as `meson install` lays it out, checked from a
 # throw-away DESTDIR (the build's own artefacts; nothing is rebuilt):
 #   - the engine profiles (every configs/engines/*.json), the example studies
-#     and the deploy hooks (executable) under $datadir/goodput/;
+#     and the deploy hooks (executable) under $datadir/goodput/, the man
+#     pages and the bash completion;
 #   - no installed program carries the source or build tree's path in its
 #     data (only debug info may name sources);
 #   - an installed `goodput tune` of a goodput-sim study runs the goodput-sim
@@ -45,6 +46,16 @@ done
 echo "layout: $(ls "$data/engines" | wc -l) engine profiles, $(ls "$data/studies" | wc -l) studies," \
 	"$(ls "$data/deploy" | wc -l) deploy hooks under ${data#"$dest"}"
 
+# The manual and the shell completion.
+for page in man1/goodput.1 man1/goodput-sim.1 man5/goodput-study.5 man5/goodput-engine.5 man8/goodputd.8; do
+	[ -s "$(dirname "$data")/man/$page" ] || fail "man page $page is not installed"
+done
+comp=$(dirname "$data")/bash-completion/completions
+[ -s "$comp/goodput" ] || fail "no bash completion in ${comp#"$dest"}"
+[ "$(readlink "$comp/goodputd")" = goodput ] || fail "goodputd's completion is not a link to goodput's"
+grep -q "$(dirname "$data")" "$comp/goodput" && fail "the completion names the DESTDIR"
+echo "man pages in ${data%/goodput}/man, bash completion in ${comp#"$dest"}" | sed "s|$dest||"
+
 # No program refers to the trees it was built in (its read-only data;
 # debug info names sources and does not count).
 for p in "$bin/goodput" "$bin/goodput-sim" "$goodputd"; do
@@ -77,8 +88,10 @@ env -u GOODPUT_ENGINES_DIR PATH=$clean_path "$bin/goodput" tune --engines-dir "$
 	--log-dir "$dir/logs" --confirm 0 -q --json "$dir/study.json" >"$dir/tune.json" 2>"$dir/tune.err" ||
 	{ cat "$dir/tune.err" "$dir"/logs/* >&2 2>/dev/null; fail "installed goodput tune failed"; }
 grep -q '"cost_per_mtok"' "$dir/tune.json" || fail "no best from the installed goodput tune: $(cat "$dir/tune.json")"
-grep -q "\"engine_version\":[[:space:]]*\"goodput-sim " "$dir/tune.json" ||
-	fail "the best names no engine version: $(cat "$dir/tune.json")"
+version=$("$bin/goodput-sim" --version | sed -n 's/^goodput-sim //p')
+[ -n "$version" ] || fail "goodput-sim --version: $("$bin/goodput-sim" --version)"
+grep -q "\"engine_version\":[[:space:]]*\"$version\"" "$dir/tune.json" ||
+	fail "the best does not name the engine version $version: $(cat "$dir/tune.json")"
 grep -rq "listening on" "$dir/logs" || fail "no goodput-sim log"
 echo "installed goodput tune ran ${bin#"$dest"}/goodput-sim with PATH=$clean_path"
 

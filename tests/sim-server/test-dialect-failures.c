@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "dialect.h"
 #include "engine-profile.h"
 #include "macro.h"
@@ -60,7 +59,7 @@ static struct engine_profile *load(const char *name)
 	struct engine_profile *p = NULL;
 	struct error err = { 0 };
 
-	CHECK_MSG(engine_profile_find(name, GOODPUT_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
+	CHECK_MSG(engine_profile_find(name, TEST_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
 	return p;
 }
 

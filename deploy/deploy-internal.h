@@ -140,7 +140,7 @@ int deploy_set_base_url(struct deployment *d, const char *url);
 /* Whether the log since offset contains one of the out-of-memory patterns. */
 bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset);
 /* Whether the log from offset on says the server's GPUs are held by another
- * process: goodput-sim's "GPU n busy", CUDA's "all CUDA-capable devices are
+ * process: goodput-sim's "GPU n busy", CUDA's "CUDA-capable device(s) is/are
  * busy or unavailable" (exclusive compute mode). */
 bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset);
 /* Why the server failed, from the log since offset with the profile's

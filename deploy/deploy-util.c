@@ -267,12 +267,13 @@ bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset)
 
 	if (read_region(d->log_path, offset, LOG_SCAN_MAX, &buf, &len) < 0)
 		return false;
-	if (strstr(buf, "CUDA-capable devices are busy or unavailable"))
+	/* cudaErrorDevicesUnavailable: "CUDA-capable device(s) is/are busy or unavailable" */
+	if (strstr(buf, "busy or unavailable"))
 		return true;
 	for (const char *p = buf; (p = strstr(p, "GPU ")); p += 4) {
 		char word[8] = "";
 
-		if (sscanf(p, "GPU %u %7s", &gpu, word) == 2 && strcmp(word, "busy") == 0)
+		if (sscanf(p, "GPU %u %7s", &gpu, word) == 2 && strncmp(word, "busy", 4) == 0)
 			return true;
 	}
 	return false;

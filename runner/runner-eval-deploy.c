@@ -300,7 +300,7 @@ static const char *busy_line(const char *msg)
 	char word[8] = "";
 
 	for (; p; p = strstr(p + 4, "GPU "))
-		if (sscanf(p, "GPU %u %7s", &gpu, word) == 2 && strcmp(word, "busy") == 0) {
+		if (sscanf(p, "GPU %u %7s", &gpu, word) == 2 && strncmp(word, "busy", 4) == 0) {
 			snprintf(line, sizeof(line), "GPU %u busy", gpu);
 			return line;
 		}

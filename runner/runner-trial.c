@@ -517,10 +517,15 @@ void runner_trial_host_busy(struct runner_trial *t, const char *why)
 	if (p && sscanf(p, "GPU %u busy", &device) == 1 && (k = runner_slots_position(r, device)) >= 0) {
 		r->gpus_blocked |= UINT64_C(1) << k;
 		r->gpu_free_at[k] = now + wait;
-	} else
+		log_warning("trial %u on GPU %s: the host is busy (%s): GPU %u is left alone for %.0f s, the trial "
+			    "waits for GPUs again",
+			    t->seq, t->gpus_text, why, device, (double)wait / USEC_PER_SEC);
+	} else {
 		t->not_before_usec = now + wait;
-	log_warning("trial %u on GPU %s: the host is busy (%s): it waits %.0f s and is tried again", t->seq,
-		    t->gpus_text, why ? why : "a GPU is held by another process", (double)wait / USEC_PER_SEC);
+		log_warning("trial %u on GPU %s: the host is busy (%s): it is tried again in %.0f s", t->seq,
+			    t->gpus_text, why ? why : "a GPU is held by another process", (double)wait / USEC_PER_SEC);
+	}
+	t->gpus_before = 0;
 	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PENDING, &err);
 	if (k >= 0)
 		k = store_trial_set_server(r->store, t->id, 0, NULL, t->log_path, &err);

@@ -10,11 +10,20 @@
  * opt_next's history — and from the store: its max rate, the prediction
  * stored with it and its load points; then it runs twin_next.
  *
+ * Asked for several configurations, or with trials in flight, the twin
+ * answers each trial in flight with a stand-in — the prediction it was
+ * asked with when the twin was calibrated then, else the constant liar
+ * (opt_stand_in) — with no load points (the fit ignores it), and each of
+ * its candidates goes in flight the same way before the next twin_next. A
+ * confirmation of the answer while trials are in flight is not proposed:
+ * the answer waits for them.
+ *
  * twin_next costs seconds of CPU, so it never runs on the loop: the planner
  * forks a child (child.h), which inherits the twin, settings, history and
- * warm calibration, computes the answer and writes it as one JSON text
- * (twin_candidate_to_json, bit-exact) to the pipe the loop captures; once
- * it has exited, the answer goes to the planner's callback. A child that
+ * warm calibration, computes the answer and writes each candidate as one
+ * JSON text per line (twin_candidate_to_json, bit-exact) to the pipe the
+ * loop captures; once it has exited, the answer goes to the planner's
+ * callback. A child that
  * dies or answers nonsense ends the ask with an error that says so; cancel
  * kills it.
  *
@@ -56,6 +65,10 @@ struct twin_planner {
 	bool have_warm;
 
 	struct twin_history hist; /* rebuilt before each ask */
+	size_t n_told;            /* of hist: the told trials (the rest stand in for trials in flight) */
+	/* the ask in flight: the trials in flight, how many are wanted */
+	struct runner_proposal pending[RUNNER_ASK_MAX];
+	size_t n_pending, k;
 
 	struct child *child; /* computing twin_next (NULL: no ask in flight) */
 	uint64_t ask_usec;
@@ -273,31 +286,100 @@ static int write_all(int fd, const char *s, size_t len)
 	return 0;
 }
 
-/* In the forked copy: twin_next, its answer (or its error) as one JSON
- * text on out_fd. Returns the exit status. */
+/* The twin's view of a trial in flight: measured at its stand-in cost — the
+ * twin's prediction when it had one for it, else the constant liar over
+ * the told trials — with no load points (the fit ignores it) and no
+ * prediction of its own (the twin's error ignores it). */
+static int stand_in(struct twin_planner *t, const struct runner_proposal *p, double predicted)
+{
+	bool confirm = p->ask == OPT_ASK_CONFIRM;
+	struct twin_trial tt = { .trial = { .config = p->config, .outcome = OPT_OUTCOME_MEASURED, .confirm = confirm },
+				 .predicted_cost = NAN };
+	int k = 0;
+
+	if (isfinite(predicted) && predicted > 0)
+		tt.trial.cost = predicted;
+	else {
+		struct opt_history told;
+
+		opt_history_init(&told);
+		for (size_t i = 0; i < t->n_told && k >= 0; i++)
+			k = opt_history_add(&told, &t->hist.trials[i].trial);
+		tt.trial.cost = opt_stand_in(t->env.study->space, &told, &p->config, confirm);
+		opt_history_done(&told);
+	}
+	return k < 0 ? k : twin_history_add(&t->hist, &tt);
+}
+
+static int write_candidate(struct twin_planner *t, const struct twin_candidate *cand, int out_fd)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	_cleanup_(cjson_freep) char *text = NULL;
+	int k;
+
+	k = twin_candidate_to_json(t->env.study->space, cand, &j);
+	if (k < 0)
+		return k;
+	text = cJSON_PrintUnformatted(j);
+	if (!text)
+		return -ENOMEM;
+	if (write_all(out_fd, text, strlen(text)) < 0 || write_all(out_fd, "\n", 1) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* In the forked copy: up to k asks of twin_next, each candidate in flight
+ * (at its stand-in) for the next, as one JSON text per line on out_fd (or
+ * an error object). A confirmation of the answer with trials in flight
+ * ends the batch before it (it waits for them). Returns the exit status. */
 static int twin_child(void *userdata, int out_fd)
 {
 	struct twin_planner *t = userdata;
-	struct twin_candidate cand;
 	struct error err = { 0 };
-	cJSON *j = NULL;
-	char *text;
-	int k;
+	int k = 0;
 
-	k = twin_next(t->twin, &t->settings, &t->hist, t->have_warm ? &t->warm : NULL, &cand, &err);
-	if (k >= 0)
-		k = twin_candidate_to_json(t->env.study->space, &cand, &j);
-	if (k < 0) {
-		j = cJSON_CreateObject();
-		if (!j || !cJSON_AddStringToObject(j, "error", error_str(&err, k)))
-			return 2;
+	for (size_t i = 0; i < t->n_pending && k >= 0; i++)
+		k = stand_in(t, &t->pending[i], t->pending[i].predicted_cost);
+	if (k < 0)
+		error_set(&err, k, "twin: out of memory");
+	for (size_t i = 0; i < t->k && k >= 0; i++) {
+		struct twin_candidate cand;
+		struct runner_proposal p;
+
+		k = twin_next(t->twin, &t->settings, &t->hist, t->have_warm ? &t->warm : NULL, &cand, &err);
+		if (k < 0)
+			break;
+		/* done after a candidate, or a confirmation of the answer while
+		 * trials are in flight: the batch ends (no line: wait for them) */
+		if ((cand.opt.ask == OPT_ASK_DONE && i > 0) ||
+		    (cand.opt.phase == OPT_PHASE_CONFIRM && t->n_pending + i > 0))
+			break;
+		/* a prediction of the uncalibrated twin (in a batch, before
+		 * anything was measured) is a guess: not recorded as a prediction,
+		 * so it does not count as the twin's error */
+		if (!cand.calibrated && i > 0)
+			cand.predicted_cost = NAN;
+		if (write_candidate(t, &cand, out_fd) < 0)
+			return 3;
+		if (cand.opt.ask == OPT_ASK_DONE || cand.opt.phase == OPT_PHASE_CONFIRM)
+			break;
+		p = (struct runner_proposal){ .ask = cand.opt.ask, .config = cand.opt.config };
+		k = stand_in(t, &p, cand.calibrated ? cand.predicted_cost : NAN);
+		if (k < 0)
+			error_set(&err, k, "twin: out of memory");
 	}
-	text = cJSON_PrintUnformatted(j);
-	if (!text)
-		return 2;
-	if (write_all(out_fd, text, strlen(text)) < 0 || write_all(out_fd, "\n", 1) < 0)
-		return 3;
-	return k < 0 ? 1 : 0;
+	if (k < 0) {
+		_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
+		_cleanup_(cjson_freep) char *text = NULL;
+
+		if (!j || !cJSON_AddStringToObject(j, "error", error_str(&err, k)) ||
+		    !(text = cJSON_PrintUnformatted(j)))
+			return 2;
+		if (write_all(out_fd, text, strlen(text)) < 0 || write_all(out_fd, "\n", 1) < 0)
+			return 3;
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- the parent ---- */
@@ -326,38 +408,51 @@ static void twin_describe(const struct runner_planner *p, char *buf, size_t size
 		 c->drift ? ", drift" : "", c->fallback ? ", fallback" : "", fit);
 }
 
-/* The child's answer; -errno with msg when there is none. */
-static int read_answer(struct twin_planner *t, const struct child_exit *how, struct twin_candidate *ret, char *msg,
-		       size_t size)
+/* The child's answer: its candidates, one JSON text per line (none: wait
+ * for the trials in flight); -errno with msg when there is no answer. */
+static int read_answer(struct twin_planner *t, const struct child_exit *how, struct twin_candidate *ret, size_t *ret_n,
+		       char *msg, size_t size)
 {
-	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-	struct error err = { 0 };
 	bool truncated = false;
 	const char *text = child_get_output(t->child, &truncated);
-	const cJSON *e;
+	size_t n = 0;
 	char buf[128];
-	int k;
 
 	if (truncated) {
 		snprintf(msg, size, "twin: the planning process's answer is too large");
 		return -E2BIG;
 	}
-	j = text[0] ? cJSON_ParseWithLength(text, strlen(text)) : NULL;
-	e = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
-	if (cJSON_IsString(e)) {
-		snprintf(msg, size, "twin: %s", e->valuestring);
-		return -EIO;
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		_cleanup_(cJSON_Deletep) cJSON *j = cJSON_ParseWithLength(line, len);
+		const cJSON *e = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
+		struct error err = { 0 };
+		int k;
+
+		line = end ? end + 1 : NULL;
+		if (len == 0)
+			continue;
+		if (cJSON_IsString(e)) {
+			snprintf(msg, size, "twin: %s", e->valuestring);
+			return -EIO;
+		}
+		if (!j || n >= RUNNER_ASK_MAX) {
+			snprintf(msg, size, "twin: unreadable answer");
+			return -EBADMSG;
+		}
+		k = twin_candidate_from_json(t->env.study->space, j, "candidate", &ret[n], &err);
+		if (k < 0) {
+			snprintf(msg, size, "twin: unreadable answer: %s", error_str(&err, k));
+			return k;
+		}
+		n++;
 	}
-	if (!child_exit_ok(how) || !j) {
-		snprintf(msg, size, "twin: the planning process %s%s", child_exit_to_string(how, buf, sizeof(buf)),
-			 how->code == CLD_EXITED && !j ? " without an answer" : "");
+	if (!child_exit_ok(how)) {
+		snprintf(msg, size, "twin: the planning process %s", child_exit_to_string(how, buf, sizeof(buf)));
 		return -ECHILD;
 	}
-	k = twin_candidate_from_json(t->env.study->space, j, "candidate", ret, &err);
-	if (k < 0) {
-		snprintf(msg, size, "twin: unreadable answer: %s", error_str(&err, k));
-		return k;
-	}
+	*ret_n = n;
 	return 0;
 }
 
@@ -365,33 +460,42 @@ static void on_child_exit(struct child *c, const struct child_exit *how, void *u
 {
 	struct twin_planner *t = userdata;
 	struct runner_answer a = { 0 };
-	struct twin_candidate cand;
+	struct twin_candidate cands[RUNNER_ASK_MAX];
 	char msg[ERROR_MSG_MAX], status[128];
+	size_t n = 0;
 	int k;
 
-	k = read_answer(t, how, &cand, msg, sizeof(msg));
+	k = read_answer(t, how, cands, &n, msg, sizeof(msg));
 	t->child = child_free(t->child);
 	if (k < 0) {
 		t->base.cb(&t->base, k, NULL, msg, t->base.userdata);
 		return;
 	}
-	t->cand = cand;
+	if (n == 0) {
+		/* a confirmation of the answer waits for the trials in flight */
+		snprintf(a.message, sizeof(a.message), "twin: waits for the trials in flight");
+		t->base.cb(&t->base, 0, &a, NULL, t->base.userdata);
+		return;
+	}
+	t->cand = cands[0];
 	t->asked = true;
 	twin_describe(&t->base, status, sizeof(status));
-	log_info("study %s: %s (%.1f s): %s", t->env.study_name, status,
-		 (double)(mono_usec() - t->ask_usec) / USEC_PER_SEC, cand.message);
-	a.reason = cand.opt.reason;
-	if (cand.opt.ask == OPT_ASK_DONE) {
-		save_calibration(t);
-		snprintf(a.message, sizeof(a.message), "%s", cand.message);
-	} else {
-		a.n = 1;
-		a.proposals[0] = (struct runner_proposal){ .ask = cand.opt.ask,
-							   .config = cand.opt.config,
-							   .attempt = cand.opt.attempt,
-							   .predicted_cost = cand.predicted_cost,
-							   .alone = cand.opt.phase == OPT_PHASE_CONFIRM };
-	}
+	log_info("study %s: %s (%.1f s): %s%s", t->env.study_name, status,
+		 (double)(mono_usec() - t->ask_usec) / USEC_PER_SEC, cands[0].message,
+		 n > 1 ? " (and more beside it)" : "");
+	a.reason = cands[0].opt.reason;
+	if (cands[0].opt.ask == OPT_ASK_DONE) {
+		if (t->n_pending == 0)
+			save_calibration(t);
+		snprintf(a.message, sizeof(a.message), "%s", cands[0].message);
+	} else
+		for (size_t i = 0; i < n; i++)
+			a.proposals[a.n++] =
+				(struct runner_proposal){ .ask = cands[i].opt.ask,
+							  .config = cands[i].opt.config,
+							  .attempt = cands[i].opt.attempt,
+							  .predicted_cost = cands[i].predicted_cost,
+							  .alone = cands[i].opt.phase == OPT_PHASE_CONFIRM };
 	/* the planner may be freed in the callback: touch nothing after it */
 	t->base.cb(&t->base, 0, &a, NULL, t->base.userdata);
 }
@@ -420,13 +524,8 @@ static int twin_ask(struct runner_planner *p, const struct runner_ask *a, struct
 	struct twin_planner *t = (struct twin_planner *)p;
 	int k;
 
-	/* one trial at a time: with trials in flight it waits for their outcome
-	 * (an empty answer), and asked for several it proposes one */
-	if (a->n_pending > 0) {
-		*ret = (struct runner_answer){ .reason = OPT_DONE_NONE };
-		snprintf(ret->message, sizeof(ret->message), "twin: waits for the trials in flight");
-		return RUNNER_ASK_ANSWERED;
-	}
+	if (a->n_pending > RUNNER_ASK_MAX || a->k > RUNNER_ASK_MAX)
+		return error_set(err, -EINVAL, "twin: too many trials asked for");
 	if (t->child)
 		return error_set(err, -EBUSY, "twin: an ask is in flight");
 	if (!t->key_known) {
@@ -438,6 +537,10 @@ static int twin_ask(struct runner_planner *p, const struct runner_ask *a, struct
 	k = build_history(t, a, err);
 	if (k < 0)
 		return k;
+	t->n_told = t->hist.n;
+	memcpy(t->pending, a->pending, a->n_pending * sizeof(a->pending[0]));
+	t->n_pending = a->n_pending;
+	t->k = a->k;
 	k = start_child(t, err);
 	if (k < 0)
 		return k;

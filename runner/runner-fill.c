@@ -14,7 +14,8 @@
  *     GPUs / the smallest TP), with every trial in flight as pending; its
  *     proposals are recorded at once (state pending) and start as in 1;
  *  3. with nothing in flight and the planner done (or the wall-time budget
- *     spent), finish the study;
+ *     spent), finish the study — once the answer was measured alone on the
+ *     host, when trials ran side by side;
  *  4. otherwise wait for trials to end; a dry run's evaluator moves its
  *     virtual clock to the next trial's end (runner-eval-dry.c).
  *
@@ -273,6 +274,49 @@ static bool ask(struct runner *r, size_t n)
 	}
 }
 
+/* With trials side by side, the answer is measured once alone before the
+ * study ends (its other measurements may have had neighbours): true when a
+ * confirmation of it was queued. At most twice per run (a confirmation
+ * that changes the answer asks for the new one's). */
+static bool confirm_alone(struct runner *r)
+{
+	struct store_trial *rows = NULL;
+	struct runner_proposal p;
+	struct opt_result best;
+	struct error err = { 0 };
+	char key[OPT_KEY_MAX];
+	bool alone = false;
+	size_t n = 0;
+	int k;
+
+	if (r->parallel <= 1 || r->alone_added >= 2)
+		return false;
+	opt_best(r->study->space, &r->history, &best, NULL);
+	if (!best.valid || opt_config_key(r->study->space, &best.config, key, sizeof(key)) < 0)
+		return false;
+	k = store_trial_history(r->store, r->study_id, &rows, &n, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		alone = alone || (rows[i].state == STORE_TRIAL_DONE && runner_kind_is_alone(rows[i].kind) &&
+				  strcmp(rows[i].canonical_key, key) == 0);
+	store_trial_array_free(rows, n);
+	if (alone)
+		return false;
+	p = (struct runner_proposal){
+		.ask = OPT_ASK_CONFIRM, .config = best.config, .attempt = 1, .predicted_cost = NAN, .alone = true
+	};
+	k = runner_queue_add(r, &p, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return false;
+	}
+	r->alone_added++;
+	return true;
+}
+
 void runner_plan(struct runner *r)
 {
 	bool spent;
@@ -297,6 +341,12 @@ void runner_plan(struct runner *r)
 	}
 	if (runner_failing(r) || r->asking || r->plan_waits_host)
 		return;
+	if (r->n_trials == 0 && !spent && r->planner_done && confirm_alone(r)) {
+		start_waiting(r);
+		if (r->evaluator->idle && !runner_failing(r))
+			r->evaluator->idle(r);
+		return;
+	}
 	if (r->n_trials == 0 && (spent || r->planner_done)) {
 		if (!spent)
 			snprintf(r->message, sizeof(r->message), "%s", r->done_message);

@@ -107,6 +107,7 @@ struct runner {
 	bool plan_waits_host;                        /* the planner waits for the host facts */
 	bool planner_done;                           /* it said done while trials ran: ask again once one is told */
 	char done_message[256];                      /* why it said done */
+	unsigned alone_added;                        /* confirmations alone the runner added (runner-fill.c) */
 	struct runner_trial *trials[RUNNER_ASK_MAX]; /* in flight (waiting or running), in trial order */
 	size_t n_trials;
 

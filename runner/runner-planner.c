@@ -1,7 +1,9 @@
 /* runner-planner.c — the planner interface (runner-planner.h) and its
- * plainest planner, the NLopt replay search: each ask is one opt_next over
- * the history, answered at once (a replay costs milliseconds). The twin is
- * runner-plan-twin.c. */
+ * plainest planner, the NLopt replay search: each ask is opt_next_pending
+ * over the history with the trials in flight at the constant liar's
+ * stand-in, once per configuration wanted, answered at once (a replay costs
+ * milliseconds). Side by side, a free slot first measures the incumbent
+ * again. The twin is runner-plan-twin.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -61,6 +63,28 @@ static struct opt_trial stand_in(const struct search_planner *s, const struct op
 				   .confirm = confirm };
 }
 
+/* Side by side, a slot is spent on measuring the incumbent again as soon
+ * as it is the best (the search would re-probe it only once its local check
+ * has converged): the answer is confirmed sooner, and the replay consumes
+ * the re-probe when it asks for it. Not when it was measured twice already
+ * or a re-probe of it is in flight. */
+static bool early_reprobe(const struct search_planner *s, const struct runner_ask *a, struct runner_proposal *ret)
+{
+	struct opt_result best;
+
+	opt_best(s->space, a->history, &best, NULL);
+	if (!best.valid || best.n > 1)
+		return false;
+	for (size_t i = 0; i < a->n_pending; i++)
+		if (a->pending[i].ask == OPT_ASK_CONFIRM &&
+		    memcmp(&a->pending[i].config, &best.config, sizeof(best.config)) == 0)
+			return false;
+	*ret = (struct runner_proposal){
+		.ask = OPT_ASK_CONFIRM, .config = best.config, .attempt = 1, .predicted_cost = NAN
+	};
+	return true;
+}
+
 /* k asks of opt_next_pending, each candidate in flight for the next. A
  * confirmation of the answer runs alone and only once the trials in flight
  * are told (they may change the answer): with some in flight, the batch
@@ -79,6 +103,10 @@ static int search_ask(struct runner_planner *p, const struct runner_ask *a, stru
 		return error_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < a->n_pending; i++)
 		pending[n++] = stand_in(s, a->history, &a->pending[i]);
+	if (a->n_pending + a->k >= 2 && early_reprobe(s, a, &ans.proposals[0])) {
+		pending[n++] = stand_in(s, a->history, &ans.proposals[0]);
+		ans.n++;
+	}
 	while (ans.n < a->k) {
 		struct runner_proposal *prop = &ans.proposals[ans.n];
 		struct opt_candidate cand;

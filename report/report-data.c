@@ -476,3 +476,51 @@ int report_write_html(struct store *s, const char *study, const char *dir, const
 	report_files_done(&files);
 	return 0;
 }
+
+/* The GPUs a trial held (bit i: GPU i; none recorded: GPU 0). */
+static uint64_t trial_gpu_mask(const struct store_trial *t)
+{
+	uint64_t m = 0;
+
+	for (const char *p = t->gpus; p && *p;) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || v >= 64)
+			break;
+		m |= UINT64_C(1) << v;
+		p = *end == ',' ? end + 1 : NULL;
+	}
+	return m ? m : 1;
+}
+
+void report_schedule(const struct report *r, struct report_schedule *ret)
+{
+	uint64_t t0 = 0, t1 = 0, all = 0;
+	double held = 0;
+
+	*ret = (struct report_schedule){ 0 };
+	for (size_t i = 0; i < r->n_trials; i++) {
+		const struct store_trial *t = &r->trials[i].t;
+		unsigned at_once = 0;
+
+		if (!t->started_usec || t->finished_usec <= t->started_usec)
+			continue;
+		t0 = !t0 || t->started_usec < t0 ? t->started_usec : t0;
+		t1 = MAX(t1, t->finished_usec);
+		all |= trial_gpu_mask(t);
+		held += (double)__builtin_popcountll(trial_gpu_mask(t)) * (double)(t->finished_usec - t->started_usec);
+		for (size_t j = 0; j < r->n_trials; j++) {
+			const struct store_trial *u = &r->trials[j].t;
+
+			at_once += u->started_usec && u->started_usec <= t->started_usec &&
+				   t->started_usec < u->finished_usec;
+		}
+		ret->most_at_once = MAX(ret->most_at_once, at_once);
+	}
+	if (t1 <= t0)
+		return;
+	ret->wall_s = (double)(t1 - t0) / 1e6;
+	ret->gpus = (unsigned)__builtin_popcountll(all);
+	ret->gpu_busy = held / 1e6 / (ret->wall_s * ret->gpus);
+}

@@ -726,6 +726,28 @@ static void section_landscape(struct doc *d, const struct report *r)
 	plot(d, REPORT_PLOT_LANDSCAPE);
 }
 
+/* The time to the answer and where the wall time went (the Gantt plot). */
+static void section_schedule(struct doc *d, const struct report *r)
+{
+	struct report_schedule sc;
+	char a[32], w[32];
+
+	report_schedule(r, &sc);
+	if (sc.wall_s <= 0)
+		return;
+	heading(d, 3, "schedule", "Time to the answer");
+	if (r->best >= 0 && isfinite(r->answer.time_to_answer_s))
+		para(d,
+		     "Time to the answer: %s, from the first trial's start to the end of the answer's last "
+		     "measurement%s. The trials took %s of wall time on %u GPU%s, at most %u at once; GPUs were busy "
+		     "%.0f%% of it.",
+		     format_duration(a, sizeof(a), sec_to_usec(r->answer.time_to_answer_s)),
+		     strstr(r->study.name, ".dry-run") ? " (virtual time: the schedule a real study keeps)" : "",
+		     format_duration(w, sizeof(w), sec_to_usec(sc.wall_s)), sc.gpus, sc.gpus == 1 ? "" : "s",
+		     sc.most_at_once, sc.gpu_busy * 100);
+	plot(d, REPORT_PLOT_GANTT);
+}
+
 static void section_progress(struct doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
@@ -742,6 +764,7 @@ static void section_progress(struct doc *d, const struct report *r)
 		     b->t.seq, r->n_trials, format_duration(buf, sizeof(buf), sec_to_usec(deploy)));
 	}
 	plot(d, REPORT_PLOT_PROGRESS);
+	section_schedule(d, r);
 }
 
 static void section_pareto(struct doc *d, const struct report *r)

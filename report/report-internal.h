@@ -87,6 +87,16 @@ void report_best_spread(const struct report *r, struct report_spread *ret);
  * says why (no spec, a dataset file that is gone). */
 int report_workload_lengths(const struct report *r, uint32_t **ret_in, uint32_t **ret_out, size_t *ret_n,
 			    char **ret_why);
+/* Where the wall time went (the trials' intervals on their GPUs): from the
+ * first start to the last finish, the share of GPU time trials held (of the
+ * GPUs any trial used), and the most trials at once. */
+struct report_schedule {
+	double wall_s;   /* 0 when no trial finished */
+	double gpu_busy; /* 0..1 */
+	unsigned most_at_once;
+	unsigned gpus; /* distinct GPUs trials ran on */
+};
+void report_schedule(const struct report *r, struct report_schedule *ret);
 /* Formats a double with %.*f, or "-" when NAN; returns buf. */
 const char *report_fmt(char *buf, size_t size, int digits, double v);
 
@@ -99,6 +109,7 @@ enum report_plot_kind {
 	REPORT_PLOT_PROGRESS,  /* best-so-far cost vs trial and vs wall time, deploy time */
 	REPORT_PLOT_PARETO,    /* tokens/s per user vs tokens/s per GPU */
 	REPORT_PLOT_SERVER,    /* KV-cache usage and running requests vs request rate, best config */
+	REPORT_PLOT_GANTT,     /* trials over wall time per GPU: deploying, probing, idle */
 	_REPORT_PLOT_MAX,
 };
 

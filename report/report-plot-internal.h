@@ -15,6 +15,15 @@ void plot_quote(FILE *f, const char *s);
 /* The terminal, output and common settings of plot k. */
 void plot_header(FILE *f, enum report_plot_kind k, unsigned width, unsigned height);
 
+/* A number for a data file ("NaN" when not finite). */
+void plot_num(FILE *f, double v);
+/* *ret = strdup(s) (why a plot is not drawn); -ENOMEM. */
+int plot_why(char **ret, const char *s);
+/* Closes a data file from plot_open: 0 or -errno (a NULL f: the open's error). */
+int plot_close_data(FILE *f);
+/* The Gantt plot (report-plot-gantt.c): trials over wall time, one row per GPU. */
+int report_plot_gantt(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why);
+
 /* Writes the gnuplot script of plot k to f (data files through plot_open).
  * Returns 1 when there is something to draw, 0 with *ret_why (owned) when
  * not, -errno on failure. */

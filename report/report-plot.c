@@ -35,6 +35,7 @@ extern char **environ;
 static const char *const plot_names[_REPORT_PLOT_MAX] = {
 	[REPORT_PLOT_WORKLOAD] = "workload", [REPORT_PLOT_LATENCY] = "latency", [REPORT_PLOT_LANDSCAPE] = "landscape",
 	[REPORT_PLOT_PROGRESS] = "progress", [REPORT_PLOT_PARETO] = "pareto",   [REPORT_PLOT_SERVER] = "server",
+	[REPORT_PLOT_GANTT] = "gantt",
 };
 
 static const char *const plot_titles[_REPORT_PLOT_MAX] = {
@@ -44,7 +45,29 @@ static const char *const plot_titles[_REPORT_PLOT_MAX] = {
 	[REPORT_PLOT_PROGRESS] = "Search progress",
 	[REPORT_PLOT_PARETO] = "Tokens/s per user against tokens/s per GPU",
 	[REPORT_PLOT_SERVER] = "Server KV-cache usage and running requests (best configuration)",
+	[REPORT_PLOT_GANTT] = "Trials over wall time per GPU: deploying, probing, idle",
 };
+
+void plot_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.9g", v);
+	else
+		fputs("NaN", f);
+}
+
+int plot_why(char **ret, const char *s)
+{
+	*ret = strdup(s);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int plot_close_data(FILE *f)
+{
+	if (!f)
+		return errno ? -errno : -ENOMEM;
+	return fclose(f) == 0 ? 0 : -errno;
+}
 
 const char *report_plot_name(enum report_plot_kind k)
 {

@@ -16,27 +16,6 @@
 #define MAX_GROUPS 12
 #define MAX_GRID   64
 
-static void num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.9g", v);
-	else
-		fputs("NaN", f);
-}
-
-static int why(char **ret, const char *s)
-{
-	*ret = strdup(s);
-	return *ret ? 0 : -ENOMEM;
-}
-
-static int close_data(FILE *f)
-{
-	if (!f)
-		return errno ? -errno : -ENOMEM;
-	return fclose(f) == 0 ? 0 : -errno;
-}
-
 /* ---- workload ---- */
 
 static int hist_file(struct plot_ctx *c, const char *name, const uint32_t *v, size_t n, double *ret_width,
@@ -69,13 +48,13 @@ static int hist_file(struct plot_ctx *c, const char *name, const uint32_t *v, si
 	}
 	f = plot_open(c, name);
 	if (!f)
-		return close_data(f);
+		return plot_close_data(f);
 	for (size_t b = 0; b < nb; b++)
 		fprintf(f, "%.9g %zu\n", w == 1 ? (double)lo + (double)b : lo + (b + 0.5) * w, cnt[b]);
 	*ret_width = w;
 	*ret_lo = lo - w;
 	*ret_hi = hi + w;
-	return close_data(f);
+	return plot_close_data(f);
 }
 
 static int plot_workload(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why)
@@ -89,7 +68,7 @@ static int plot_workload(struct plot_ctx *c, const struct report *r, FILE *f, ch
 	if (q < 0)
 		return q == -ENOMEM ? q : 0;
 	if (n == 0)
-		return why(ret_why, "the workload has no requests");
+		return plot_why(ret_why, "the workload has no requests");
 	q = hist_file(c, "wl-in.dat", in, n, &wi, &loi, &hii);
 	if (q >= 0)
 		q = hist_file(c, "wl-out.dat", out, n, &wo, &loo, &hio);
@@ -175,17 +154,17 @@ static int plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, cha
 	int q;
 
 	if (!b)
-		return why(ret_why, "no configuration met the SLA, so there is no best configuration to draw");
+		return plot_why(ret_why, "no configuration met the SLA, so there is no best configuration to draw");
 	if (!r->parsed)
-		return why(ret_why, "the study spec is not readable (SLA unknown)");
+		return plot_why(ret_why, "the study spec is not readable (SLA unknown)");
 	q = sorted_lps(b, &v, &n);
 	if (q < 0)
 		return q;
 	if (n == 0)
-		return why(ret_why, "the best configuration has no load points recorded");
+		return plot_why(ret_why, "the best configuration has no load points recorded");
 	d = plot_open(c, "lat.dat");
 	if (!d)
-		return close_data(d);
+		return plot_close_data(d);
 	for (size_t i = 0; i < n; i++) {
 		const struct store_load_point *lp = v[i];
 		double pts[] = { lp_x(lp),
@@ -201,11 +180,11 @@ static int plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, cha
 
 		for (size_t j = 0; j < ELEMENTSOF(pts); j++) {
 			/* log scale: a zero latency cannot be drawn */
-			num(d, j >= 1 && j <= 6 && pts[j] <= 0 ? NAN : pts[j]);
+			plot_num(d, j >= 1 && j <= 6 && pts[j] <= 0 ? NAN : pts[j]);
 			fputc(j + 1 < ELEMENTSOF(pts) ? ' ' : '\n', d);
 		}
 	}
-	q = close_data(d);
+	q = plot_close_data(d);
 	if (q < 0)
 		return q;
 	blp = report_trial_best_lp(b);
@@ -248,12 +227,12 @@ static int plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, cha
 	if (blp) {
 		d = plot_open(c, "lat-best.dat");
 		if (!d)
-			return close_data(d);
-		num(d, lp_x(blp));
+			return plot_close_data(d);
+		plot_num(d, lp_x(blp));
 		fputc(' ', d);
-		num(d, blp->good_output_throughput);
+		plot_num(d, blp->good_output_throughput);
 		fputc('\n', d);
-		q = close_data(d);
+		q = plot_close_data(d);
 		if (q < 0)
 			return q;
 		fprintf(f,
@@ -347,7 +326,7 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 	axis_fill(r, "max_num_seqs", &ax);
 	axis_fill(r, "max_num_batched_tokens", &ay);
 	if (ax.n == 0 || ay.n == 0)
-		return why(ret_why, "the search space has no max_num_seqs × max_num_batched_tokens grid");
+		return plot_why(ret_why, "the search space has no max_num_seqs × max_num_batched_tokens grid");
 	cost = malloc(sizeof(double) * MAX_GROUPS * ax.n * ay.n);
 	bad = calloc(MAX_GROUPS * ax.n * ay.n, 1);
 	if (!cost || !bad)
@@ -387,7 +366,7 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 		}
 	}
 	if (ng == 0)
-		return why(ret_why, "no finished trial has both max_num_seqs and max_num_batched_tokens");
+		return plot_why(ret_why, "no finished trial has both max_num_seqs and max_num_batched_tokens");
 	if (!isfinite(lo)) {
 		lo = 0;
 		hi = 1;
@@ -417,11 +396,11 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 		snprintf(xname, sizeof(xname), "ls-%zu-x.dat", g);
 		dc = plot_open(c, cname);
 		if (!dc)
-			return close_data(dc);
+			return plot_close_data(dc);
 		dx = plot_open(c, xname);
 		if (!dx) {
 			fclose(dc);
-			return close_data(dx);
+			return plot_close_data(dx);
 		}
 		for (size_t x = 0; x < ax.n; x++)
 			for (size_t y = 0; y < ay.n; y++) {
@@ -435,9 +414,9 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 					any_bad = true;
 				}
 			}
-		q = close_data(dc);
+		q = plot_close_data(dc);
 		if (q >= 0)
-			q = close_data(dx);
+			q = plot_close_data(dx);
 		if (q < 0)
 			return q;
 		fputs("set title ", f);
@@ -460,9 +439,9 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 			FILE *db = plot_open(c, "ls-best.dat");
 
 			if (!db)
-				return close_data(db);
+				return plot_close_data(db);
 			fprintf(db, "%d %d\n", bx, by);
-			q = close_data(db);
+			q = plot_close_data(db);
 			if (q < 0)
 				return q;
 			fputs(", 'ls-best.dat' using 1:2:(0.5):(0.5) with boxxyerror fs empty border lw 3 lc rgb "
@@ -488,7 +467,7 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 	int q;
 
 	if (r->n_trials == 0)
-		return why(ret_why, "the study has no trials yet");
+		return plot_why(ret_why, "the study has no trials yet");
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct store_trial *t = &r->trials[i].t;
 
@@ -498,14 +477,14 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 		any = any || (t->state == STORE_TRIAL_DONE && isfinite(t->cost_per_mtok));
 	}
 	if (!any)
-		return why(ret_why, "no trial met the SLA, so there is no cost to follow");
+		return plot_why(ret_why, "no trial met the SLA, so there is no cost to follow");
 	if (tmax > t0 && tmax - t0 < 120 * 1000000ull) {
 		scale = 1.0;
 		unit = "s";
 	}
 	d = plot_open(c, "prog.dat");
 	if (!d)
-		return close_data(d);
+		return plot_close_data(d);
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct store_trial *t = &r->trials[i].t;
 		double cost = t->state == STORE_TRIAL_DONE ? t->cost_per_mtok : NAN;
@@ -515,17 +494,18 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 		any_deploy = any_deploy || isfinite(t->deploy_seconds);
 		any_wall = any_wall || (t->finished_usec && t0 && t->finished_usec >= t0 && isfinite(cost));
 		fprintf(d, "%u ", t->seq);
-		num(d, cost);
+		plot_num(d, cost);
 		fputc(' ', d);
-		num(d, best);
+		plot_num(d, best);
 		fputc(' ', d);
-		num(d, t->deploy_seconds);
+		plot_num(d, t->deploy_seconds);
 		fputc(' ', d);
-		num(d, t->finished_usec && t0 && t->finished_usec >= t0 ? (double)(t->finished_usec - t0) / 1e6 / scale
-									: NAN);
+		plot_num(d, t->finished_usec && t0 && t->finished_usec >= t0
+				    ? (double)(t->finished_usec - t0) / 1e6 / scale
+				    : NAN);
 		fputc('\n', d);
 	}
-	q = close_data(d);
+	q = plot_close_data(d);
 	if (q < 0)
 		return q;
 	plot_header(f, REPORT_PLOT_PROGRESS, any_wall ? 1100 : 600, 380);
@@ -590,21 +570,21 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 		p[n++] = (struct pp){ t->t.max_goodput / t->gpus, y };
 	}
 	if (n == 0)
-		return why(ret_why, "no trial has both a max goodput and a TPOT at that load");
+		return plot_why(ret_why, "no trial has both a max goodput and a TPOT at that load");
 	qsort(p, n, sizeof(*p), cmp_pp);
 	d = plot_open(c, "par.dat");
 	if (!d)
-		return close_data(d);
+		return plot_close_data(d);
 	for (size_t i = 0; i < n; i++)
 		fprintf(d, "%.9g %.9g\n", p[i].x, p[i].y);
-	q = close_data(d);
+	q = plot_close_data(d);
 	if (q < 0)
 		return q;
 	/* The frontier: walking from the highest tokens/s per GPU down, keep each
 	 * point that beats every point to its right on tokens/s per user. */
 	d = plot_open(c, "par-front.dat");
 	if (!d)
-		return close_data(d);
+		return plot_close_data(d);
 	double ymax = -INFINITY;
 	_cleanup_(freep) struct pp *front = calloc(n, sizeof(*front));
 	size_t nf = 0;
@@ -619,7 +599,7 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 		}
 	for (size_t i = nf; i > 0; i--)
 		fprintf(d, "%.9g %.9g\n", front[i - 1].x, front[i - 1].y);
-	q = close_data(d);
+	q = plot_close_data(d);
 	if (q < 0)
 		return q;
 	plot_header(f, REPORT_PLOT_PARETO, 720, 440);
@@ -633,9 +613,9 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 	if (b && isfinite(report_trial_tps_per_user(b))) {
 		d = plot_open(c, "par-best.dat");
 		if (!d)
-			return close_data(d);
+			return plot_close_data(d);
 		fprintf(d, "%.9g %.9g\n", b->t.max_goodput / b->gpus, report_trial_tps_per_user(b));
-		q = close_data(d);
+		q = plot_close_data(d);
 		if (q < 0)
 			return q;
 		fputs(", 'par-best.dat' using 1:2 with points pt 7 ps 2.4 lc rgb '#2ca02c' title 'lowest $/Mtok'", f);
@@ -655,32 +635,33 @@ static int plot_server(struct plot_ctx *c, const struct report *r, FILE *f, char
 	int q;
 
 	if (!b)
-		return why(ret_why, "no configuration met the SLA");
+		return plot_why(ret_why, "no configuration met the SLA");
 	q = sorted_lps(b, &v, &n);
 	if (q < 0)
 		return q;
 	d = plot_open(c, "srv.dat");
 	if (!d)
-		return close_data(d);
+		return plot_close_data(d);
 	for (size_t i = 0; i < n; i++) {
 		if (!isfinite(v[i]->kv_usage_peak) && !isfinite(v[i]->running_peak))
 			continue;
-		num(d, lp_x(v[i]));
+		plot_num(d, lp_x(v[i]));
 		fputc(' ', d);
-		num(d, v[i]->kv_usage_peak * 100);
+		plot_num(d, v[i]->kv_usage_peak * 100);
 		fputc(' ', d);
-		num(d, v[i]->running_peak);
+		plot_num(d, v[i]->running_peak);
 		fputc(' ', d);
-		num(d, v[i]->waiting_peak);
+		plot_num(d, v[i]->waiting_peak);
 		fputc('\n', d);
 		used++;
 	}
-	q = close_data(d);
+	q = plot_close_data(d);
 	if (q < 0)
 		return q;
 	if (used == 0)
-		return why(ret_why, "the server's metrics (KV-cache usage, running requests) were not recorded for the "
-				    "best configuration");
+		return plot_why(ret_why,
+				"the server's metrics (KV-cache usage, running requests) were not recorded for the "
+				"best configuration");
 	plot_header(f, REPORT_PLOT_SERVER, 760, 400);
 	fputs("set title 'Server state at each load point (peaks scraped from /metrics)'\nset key below\n"
 	      "set xlabel 'request rate (req/s)'\nset ylabel 'KV-cache usage peak (%)'\nset yrange [0:105]\n"
@@ -707,6 +688,8 @@ int report_plot_script(struct plot_ctx *c, const struct report *r, enum report_p
 		return plot_pareto(c, r, f, ret_why);
 	case REPORT_PLOT_SERVER:
 		return plot_server(c, r, f, ret_why);
+	case REPORT_PLOT_GANTT:
+		return report_plot_gantt(c, r, f, ret_why);
 	default:
 		return -EINVAL;
 	}

@@ -80,9 +80,15 @@ def report_checks():
         if svgs or j["plots"] != 0 or "tables only" not in html:
             fail("without gnuplot the report must be table-only and say so")
         return
-    names = ["workload", "latency", "landscape", "progress", "pareto", "server"]
-    if len(svgs) != 6 or j["plots"] != 6 or files != sorted(f"plot-{n}.svg" for n in names):
-        fail(f"{len(svgs)} inline SVGs, {j['plots']} plots, files {files}: expected 6")
+    names = ["workload", "latency", "landscape", "progress", "pareto", "server", "gantt"]
+    if len(svgs) != 7 or j["plots"] != 7 or files != sorted(f"plot-{n}.svg" for n in names):
+        fail(f"{len(svgs)} inline SVGs, {j['plots']} plots, files {files}: expected 7")
+    # where the wall time went: the time to the answer, and the trials per GPU
+    if "Time to the answer: " not in html or "GPUs were busy" not in html:
+        fail("the report does not give the time to the answer")
+    gantt = open(os.path.join(out, "plot-gantt.svg"), encoding="utf-8").read()
+    if "Trials over wall time" not in gantt or "answer" not in gantt:
+        fail("the Gantt plot lacks its title or the answer's mark")
     ids = set()
     for s in svgs:
         root = ET.fromstring(s)  # well-formed, or this raises
@@ -176,7 +182,7 @@ def browser_checks():
 
     p = chrome("--dump-dom")
     dom = p.stdout
-    if len(re.findall(r"<svg", dom)) != 6 or 'id="plot-latency"' not in dom or "All trials" not in dom:
+    if len(re.findall(r"<svg", dom)) != 7 or 'id="plot-latency"' not in dom or "All trials" not in dom:
         fail("the DOM lacks the plots or the trials")
     log = p.stderr
     for bad in ["CONSOLE", "Uncaught", "ERR_NAME_NOT_RESOLVED", "net::ERR_", "Refused to"]:

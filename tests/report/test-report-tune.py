@@ -35,8 +35,8 @@ try:
     trials = html[html.index('<h2 id="trials">'):html.index('<h2 id="landscape">')]
     if len(re.findall(r"<tr[^>]*>\s*<td>", trials)) != n_trials:
         sys.exit("FAIL: not every trial is in the table")
-    if shutil.which("gnuplot") and j["plots"] != 6:
-        sys.exit(f"FAIL: {j['plots']} plots drawn, expected 6: {p.stderr}")
+    if shutil.which("gnuplot") and j["plots"] != 7:
+        sys.exit(f"FAIL: {j['plots']} plots drawn, expected 7: {p.stderr}")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 print("ok")

@@ -24,6 +24,14 @@ Cases:
             GPU memory to return to idle between trials
   lock      a second tune on a --db another one writes to is refused with
             the first one's pid; a FIFO as the spec is refused at once
+  parallel  a 4-GPU emulated host: the study runs 4 TP 1 trials at once on
+            real goodput-sim processes behind a GPU ledger (sim-ledger.py:
+            a GPU held twice is refused as busy); each trial's server got
+            its own GPU (CUDA_VISIBLE_DEVICES), trials that overlap never
+            share one, and the answer is the serial study's configuration
+            or within 5 % of its virtual-time cost; a GPU held by a foreign
+            process makes its trial host busy: it waits and runs again
+            (never an outcome), and the study finishes
   twin      "search.strategy": "twin": a dry run stores the twin's
             predicted cost with its trials; a real study of a tiny space
             finishes, stores a calibration for its key, and a second study
@@ -548,7 +556,92 @@ def case_lock():
     print("lock: second tune refused in %.2f s; FIFO spec and dataset refused" % dt)
 
 
+def ledger_engine(engines_dir):
+    """The sim profile with goodput-sim behind sim-ledger.py."""
+    with open(os.path.join(SRCDIR, "..", "..", "configs", "engines", "sim.json")) as f:
+        prof = json.load(f)
+    prof["name"] = "sim-ledger"
+    prof["argv"] = [sys.executable, os.path.join(SRCDIR, "sim-ledger.py"), shutil.which("goodput-sim", path=ENV["PATH"])] + prof["argv"][1:]
+    os.makedirs(engines_dir, exist_ok=True)
+    with open(os.path.join(engines_dir, "sim-ledger.json"), "w") as f:
+        json.dump(prof, f)
+
+
+def overlapping(ts):
+    """Most trials running at one trial's start, and pairs that shared a GPU while both ran."""
+    most, shared = 0, []
+    for a in ts:
+        at = [b for b in ts if b["started_usec"] <= a["started_usec"] < b["finished_usec"]]
+        most = max(most, len(at))
+        for b in ts:
+            if a["seq"] < b["seq"] and a["started_usec"] < b["finished_usec"] and b["started_usec"] < a["finished_usec"]:
+                if set(a["gpus"].split(",")) & set(b["gpus"].split(",")):
+                    shared.append((a["seq"], b["seq"], a["gpus"], b["gpus"]))
+    return most, shared
+
+
+def case_parallel():
+    engines = os.path.join(TMP, "engines")
+    ledger = os.path.join(TMP, "ledger")
+    os.makedirs(ledger)
+    ledger_engine(engines)
+    env = dict(ENV, SIM_LEDGER=ledger)
+    space = {"max_num_seqs": {"min": 16, "max": 128, "scale": "log2"}, "max_num_batched_tokens": [1024, 2048],
+             "quantization": ["fp8", "awq"], "max_model_len": [4096]}
+    gpu = {"type": "L40S", "devices": [0, 1, 2, 3], "price_per_gpu_hour": 0.99}
+    answers = {}
+    for name, par in (("serial", 1), ("side-by-side", "auto")):
+        spec = study(name, engine="sim-ledger", gpu=gpu, search_space=space, budget={"max_trials": 10, "parallel": par})
+        db = os.path.join(TMP, "parallel.db")
+        p, dt = tune(spec, "--db", db, "--engines-dir", engines, env=env)
+        st, ts = check_store(db, name)
+        most, shared = overlapping(ts)
+        if shared:
+            fail("%s: trials shared a GPU while both ran: %s" % (name, shared))
+        for t in ts:
+            with open(t["log_path"]) as f:
+                log = f.read()
+            if "CUDA_VISIBLE_DEVICES=%s " % t["gpus"] not in log:
+                fail("trial %d (GPU %s): its server was not given its GPU:\n%s" % (t["seq"], t["gpus"], log[:500]))
+        best = db_rows(db, "SELECT * FROM trials WHERE id = ?", st["best_trial_id"])[0]
+        answers[name] = (best["canonical_key"], len(ts), dt, most)
+        print("%s: %d trials in %.0f s, %d at once at most, answer %s" % (name, len(ts), dt, most, best["canonical_key"]))
+        if par == "auto":
+            if most < 4:
+                fail("side by side: at most %d trials ran at once on 4 GPUs" % most)
+            if "[GPU 3]" not in p.stderr:
+                fail("progress lines do not name the trials' GPUs:\n%s" % p.stderr[-1500:])
+    o = oracle(study("oracle", gpu=gpu, search_space=space))
+    costs = {c["key"]: c.get("cost") for c in o["configs"]}
+    ka, kb = answers["serial"][0], answers["side-by-side"][0]
+    if ka != kb and costs[kb] > costs[ka] * 1.05:
+        fail("side by side answered %s ($%.4f), one at a time %s ($%.4f): more than 5 %% apart"
+             % (kb, costs[kb], ka, costs[ka]))
+
+    # a GPU held by another process: host busy, waited for, never an outcome
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,os,sys,time\n"
+                               "fd=os.open(sys.argv[1],os.O_RDWR|os.O_CREAT)\nfcntl.flock(fd,fcntl.LOCK_EX)\n"
+                               "print('held',flush=True)\ntime.sleep(float(sys.argv[2]))",
+                               os.path.join(ledger, "gpu1"), "12"], stdout=subprocess.PIPE, text=True)
+    holder.stdout.readline()
+    spec = study("busy", engine="sim-ledger", gpu=gpu, search_space=space, budget={"max_trials": 6, "parallel": "auto"})
+    db = os.path.join(TMP, "busy.db")
+    try:
+        p, dt = tune(spec, "--db", db, "--engines-dir", engines, env=env)
+    finally:
+        holder.kill()
+        holder.wait()
+    st, ts = check_store(db, "busy")
+    if "the host is busy" not in p.stderr or "GPU 1 busy" not in p.stderr:
+        fail("a GPU held by another process was not reported as host busy:\n%s" % p.stderr[-2000:])
+    for t in ts:
+        if t["state"] != "done":
+            fail("trial %d ended %s (%s): a busy GPU is not the configuration's fault" % (t["seq"], t["state"], t["failure_message"]))
+    print("busy: GPU 1 held for 12 s; %d trials, all measured, in %.0f s" % (len(ts), dt))
+
+
 {"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,
- "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock}[CASE]()
+ "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock,
+ "parallel": case_parallel}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

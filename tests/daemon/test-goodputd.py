@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemonlib import (SkipTest, check, pgid_alive, read_json_line, run, tiny_spec,  # noqa: E402
-                       trials_ok, Notify)
+                       trials_ok, Notify, TestFailure)
 
 
 def case_protocol(make, tmp):
@@ -525,6 +525,87 @@ def case_units(make, tmp):
     check(p.returncode == 0, "security exposure above 3.0:\n" + p.stdout[-2000:] + p.stderr)
 
 
+def parallel_spec(name, trials):
+    spec = tiny_spec(name, trials=trials)
+    spec["gpu"] = {"type": "L40S", "devices": [0, 1, 2, 3], "price_per_gpu_hour": 0.99}
+    spec["budget"]["parallel"] = "auto"
+    return spec
+
+
+def wait_side_by_side(d, n, seconds=120):
+    """Until status lists n trials holding GPUs; returns the status."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        r = d.request({"command": "status"})
+        cur = r.get("current")
+        held = [t for t in (cur or {}).get("trials", []) if t["gpus"]]
+        if len(held) >= n:
+            return r
+        time.sleep(0.05)
+    raise TestFailure("never %d trials in flight:\n%s" % (n, d.log()))
+
+
+def server_pgids(d, study):
+    import sqlite3
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(d.state, "goodput.db"), uri=True)
+    rows = db.execute("select t.server_pgid from trials t join studies s on s.id = t.study_id "
+                      "where s.name = ? and t.server_pgid > 0", (study,)).fetchall()
+    db.close()
+    return [r[0] for r in rows]
+
+
+def case_parallel(make, tmp):
+    """Trials side by side on a 4-GPU host: status lists every trial in flight
+    with its GPUs, phase and knobs, and STATUS= summarises them; a pause with
+    several in flight tears them all down and a resume continues; kill -9
+    with several in flight, then a restart: every orphan killed, every trial
+    redone, none duplicated, the study finishes."""
+    n = Notify(os.path.join(tmp, "notify.sock"))
+    d = make(name="par", env={"NOTIFY_SOCKET": n.path}).start()
+    d.request({"command": "submit", "study": parallel_spec("par", trials=12)})
+    r = wait_side_by_side(d, 3)
+    trials = r["current"]["trials"]
+    gpus = [t["gpus"] for t in trials if t["gpus"]]
+    check(len(set(gpus)) == len(gpus), "two trials on one GPU: %s" % trials)
+    for t in trials:
+        check(t["phase"] in ("waiting", "deploying", "quality-check", "probing", "teardown") and t["knobs"]
+              and t["trial"] >= 1, t)
+    check(r["current"]["gpus_total"] == 4 and r["current"]["gpus_busy"] >= 3, r["current"])
+    check(n.wait_for("STATUS=trials ", 20), "no STATUS= summary of several trials: %s" % n.snapshot()[-5:])
+    check(any("/4 GPUs" in m for m in n.snapshot()), n.snapshot()[-5:])
+
+    # pause with several in flight: all torn down; resume continues
+    check(d.request({"command": "pause", "study": "par"})["ok"], "pause")
+    d.wait_phase(["paused"], min_trial=0, seconds=60)
+    check(no_sim_running(d), "a server survived the pause")
+    check(d.request({"command": "resume", "study": "par"})["ok"], "resume")
+    wait_side_by_side(d, 2)
+
+    # kill -9 with several in flight
+    pgids = []
+    deadline = time.monotonic() + 60
+    while len(pgids) < 2 and time.monotonic() < deadline:
+        pgids = server_pgids(d, "par")
+        time.sleep(0.05)
+    check(len(pgids) >= 2, "fewer than 2 servers recorded: %s" % pgids)
+    d.stop(sig=signal.SIGKILL)
+    in_flight = [t for t in trials_from_db(d, "par") if t["state"] in ("deploying", "probing", "pending")]
+    check(len(in_flight) >= 2, "killed with %s in flight" % in_flight)
+    d.start()
+    deadline = time.monotonic() + 20
+    while any(pgid_alive(p) for p in pgids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    check(not any(pgid_alive(p) for p in pgids), "orphaned servers still running: %s" % pgids)
+    d.wait_state("par", ["done"], 300)
+    trials = d.request({"command": "trials", "study": "par"})["trials"]
+    trials_ok(trials)
+    for t in in_flight:
+        check(any(u["seq"] == t["seq"] and u["state"] in ("done", "infeasible", "failed") for u in trials),
+              "trial %d in flight at the kill was not redone" % t["seq"])
+    check(d.stop() == 0, "exit code")
+    n.close()
+
+
 CASES = {
     "protocol": case_protocol,
     "client": case_client,
@@ -538,6 +619,7 @@ CASES = {
     "units": case_units,
     "report": case_report,
     "stall": case_stall,
+    "parallel": case_parallel,
 }
 
 if __name__ == "__main__":

@@ -63,21 +63,26 @@ static struct opt_trial stand_in(const struct search_planner *s, const struct op
 				   .confirm = confirm };
 }
 
-/* Side by side, a slot is spent on measuring the incumbent again as soon
- * as it is the best (the search would re-probe it only once its local check
- * has converged): the answer is confirmed sooner, and the replay consumes
- * the re-probe when it asks for it. Not when it was measured twice already
- * or a re-probe of it is in flight. */
-static bool early_reprobe(const struct search_planner *s, const struct runner_ask *a, struct runner_proposal *ret)
+/* Side by side on a host that runs at least EARLY_MIN_SLOTS trials at
+ * once, once the screen is over and while the budget left is at least
+ * twice that, a slot is spent on measuring the incumbent again as soon as
+ * it leads (the search would re-probe it only once its local check has
+ * converged): the answer is confirmed sooner, and the replay consumes the
+ * re-probe when it asks for it. Not when it was measured twice already or
+ * a re-probe of it is in flight. On a narrow host or a tight budget the
+ * deployment is one the search lacks (the demo's 2 GPUs and 12 trials). */
+#define EARLY_MIN_SLOTS 4
+
+static bool early_reprobe(const struct search_planner *s, const struct runner_ask *a, const struct opt_trial *pending,
+			  size_t n_pending, struct runner_proposal *ret)
 {
 	struct opt_result best;
 
 	opt_best(s->space, a->history, &best, NULL);
 	if (!best.valid || best.n > 1)
 		return false;
-	for (size_t i = 0; i < a->n_pending; i++)
-		if (a->pending[i].ask == OPT_ASK_CONFIRM &&
-		    memcmp(&a->pending[i].config, &best.config, sizeof(best.config)) == 0)
+	for (size_t i = 0; i < n_pending; i++)
+		if (pending[i].confirm && memcmp(&pending[i].config, &best.config, sizeof(best.config)) == 0)
 			return false;
 	*ret = (struct runner_proposal){
 		.ask = OPT_ASK_CONFIRM, .config = best.config, .attempt = 1, .predicted_cost = NAN
@@ -96,6 +101,7 @@ static int search_ask(struct runner_planner *p, const struct runner_ask *a, stru
 	struct search_planner *s = (struct search_planner *)p;
 	_cleanup_(freep) struct opt_trial *pending = NULL;
 	struct runner_answer ans = { 0 };
+	bool early = false;
 	size_t n = 0;
 
 	pending = calloc(a->n_pending + a->k, sizeof(*pending));
@@ -103,10 +109,6 @@ static int search_ask(struct runner_planner *p, const struct runner_ask *a, stru
 		return error_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < a->n_pending; i++)
 		pending[n++] = stand_in(s, a->history, &a->pending[i]);
-	if (a->n_pending + a->k >= 2 && early_reprobe(s, a, &ans.proposals[0])) {
-		pending[n++] = stand_in(s, a->history, &ans.proposals[0]);
-		ans.n++;
-	}
 	while (ans.n < a->k) {
 		struct runner_proposal *prop = &ans.proposals[ans.n];
 		struct opt_candidate cand;
@@ -122,6 +124,16 @@ static int search_ask(struct runner_planner *p, const struct runner_ask *a, stru
 		}
 		if (cand.phase == OPT_PHASE_CONFIRM && n > 0)
 			break;
+		/* past the screen, on a wide host, with budget to spare: the incumbent first */
+		if (cand.phase == OPT_PHASE_SEARCH && !early && a->n_pending + a->k >= EARLY_MIN_SLOTS &&
+		    (s->settings->max_trials == 0 ||
+		     a->history->n + n + 2 * (a->n_pending + a->k) <= s->settings->max_trials) &&
+		    early_reprobe(s, a, pending, n, prop)) {
+			early = true;
+			pending[n++] = stand_in(s, a->history, prop);
+			ans.n++;
+			continue;
+		}
 		*prop = (struct runner_proposal){ .ask = cand.ask,
 						  .config = cand.config,
 						  .attempt = cand.attempt,

@@ -13,7 +13,6 @@
 #include "cost.h"
 #include "engine.h"
 #include "macro.h"
-#include "perfmodel.h"
 #include "runner-dryrun.h"
 #include "simulate.h"
 
@@ -72,24 +71,18 @@ static int build_engine_config(const struct study *study, const struct opt_confi
 	return 0;
 }
 
-double runner_dry_startup_seconds(double weight_bytes, unsigned tp, bool refused)
+/* The sim core's start-up model for cfg: up to ready, or (refused) up to
+ * where vLLM gives up, after its weights and initialisation. */
+static double startup_seconds(const struct sim_engine_config *cfg, bool refused)
 {
-	double s = weight_bytes / (RUNNER_DRY_WEIGHTS_READ_GBPS * 1e9) + RUNNER_DRY_INIT_SECONDS +
-		   RUNNER_DRY_INIT_PER_RANK * (tp > 1 ? tp - 1 : 0);
+	struct sim_engine_config c = *cfg;
+	struct sim_startup_phases ph = { 0 };
 
-	return refused ? s : s + RUNNER_DRY_GRAPH_CAPTURE_SECONDS;
-}
-
-/* The weights' bytes over all ranks (0 when the model cannot be resolved). */
-static double weight_bytes(const struct sim_engine_config *cfg)
-{
-	struct sim_perf p;
-	struct error e = { 0 };
-
-	if (sim_perf_init(&p, &cfg->model, &cfg->gpu, cfg->quant, cfg->kv_dtype, cfg->tp ? cfg->tp : 1, &cfg->profile,
-			  &e) < 0)
+	sim_startup_model_init(&c.startup);
+	c.startup.enabled = true;
+	if (sim_engine_startup_usec(&c, &ph) == 0)
 		return 0;
-	return p.w_resident;
+	return refused ? ph.weights_s + ph.init_s : ph.total_s;
 }
 
 /* The probe's time in virtual seconds: its saturation run, then the rate
@@ -127,12 +120,12 @@ int runner_dry_evaluate(const struct study *study, const struct opt_config *conf
 	if (r < 0) {
 		res.infeasible = true;
 		snprintf(res.message, sizeof(res.message), "%s", error_str(&e, r));
-		res.startup_s = runner_dry_startup_seconds(weight_bytes(&cfg), cfg.tp, true);
+		res.startup_s = startup_seconds(&cfg, true);
 		*ret = res;
 		return 0;
 	}
 	sim_engine_free(eng);
-	res.startup_s = runner_dry_startup_seconds(weight_bytes(&cfg), cfg.tp, false);
+	res.startup_s = startup_seconds(&cfg, false);
 
 	if (study->scenario == OPT_SCENARIO_OFFLINE) {
 		r = sim_saturated_throughput(&cfg, &study->workload, &res.point, err);

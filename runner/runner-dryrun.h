@@ -29,28 +29,17 @@ struct runner_dry_result {
 	bool have_point, have_saturated;
 	struct probe_result point;     /* the load at max_rate (online) or saturation (offline) */
 	struct probe_result saturated; /* online: the rate-inf run */
-	/* what the trial takes on the host's clock (runner_dry_startup_seconds,
-	 * and the probe's load points): a refused configuration fails after
-	 * loading its weights and initialising */
+	/* what the trial takes on the host's clock: the server's start-up (the
+	 * sim core's start-up model, sim_engine_startup_usec: weights read at
+	 * 2 GB/s, 20 s initialisation + 5 s per TP rank above 1, 15 s of CUDA
+	 * graph capture; a refused configuration fails after its weights and
+	 * initialisation) and the probe's load points */
 	double startup_s, probe_s;
 };
 
-/* Start-up model of the dry run's clock, vLLM's phases (sim/PERFMODEL.md
- * §4.5; the figures of vLLM's logs): the weights read from disk at 2 GB/s
- * (all ranks' shards through one disk), engine initialisation 20 s plus
- * 5 s per tensor-parallel rank above the first, CUDA-graph capture 15 s. */
-#define RUNNER_DRY_WEIGHTS_READ_GBPS     2.0
-#define RUNNER_DRY_INIT_SECONDS          20.0
-#define RUNNER_DRY_INIT_PER_RANK         5.0
-#define RUNNER_DRY_GRAPH_CAPTURE_SECONDS 15.0
 /* The probe's rate search after its saturation run: 3.7–4.5 load points on
  * average (README), charged as 4 at the answer's rate. */
 #define RUNNER_DRY_SEARCH_POINTS 4
-
-/* Seconds from start to ready of a server whose weights take weight_bytes
- * over all ranks, at tensor-parallel degree tp; up to ready (refused is
- * false) or up to vLLM's refusal after initialising (true). */
-double runner_dry_startup_seconds(double weight_bytes, unsigned tp, bool refused);
 
 /* Evaluates config. variant > 0 changes the engine's jitter seed (a
  * "re-probe" for confirmations). Infeasible or never-met configurations are

@@ -5,7 +5,7 @@
  * A trial starts at the virtual clock's time on its GPUs and is evaluated
  * at once (from a deferred step of the loop, so that a pause or stop asked
  * in between is acted on); what it would take on the host — the server's
- * start-up (runner_dry_startup_seconds: weights read, initialisation,
+ * start-up (the sim core's start-up model: weights read, initialisation,
  * graph capture; with the start-up model on, runner_options) and the
  * probe's load points — fixes its end on the virtual clock. It ends only when the runner has nothing else to do (the
  * evaluator's idle: every trial that could start has started, no ask is in

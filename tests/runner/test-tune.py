@@ -25,13 +25,14 @@ Cases:
   lock      a second tune on a --db another one writes to is refused with
             the first one's pid; a FIFO as the spec is refused at once
   parallel  a 4-GPU emulated host: the study runs 4 TP 1 trials at once on
-            real goodput-sim processes behind a GPU ledger (sim-ledger.py:
-            a GPU held twice is refused as busy); each trial's server got
-            its own GPU (CUDA_VISIBLE_DEVICES), trials that overlap never
-            share one, and the answer is the serial study's configuration
-            or within 5 % of its virtual-time cost; a GPU held by a foreign
-            process makes its trial host busy: it waits and runs again
-            (never an outcome), and the study finishes
+            real goodput-sim processes sharing a GPU ledger
+            (GOODPUT_SIM_GPU_LEDGER: a GPU held twice is refused); each
+            trial's server got its own GPU (CUDA_VISIBLE_DEVICES), trials
+            that overlap never share one, and the answer is the serial
+            study's configuration or within 5 % of its virtual-time cost; a
+            second sim on a GPU another sim holds exits with "GPU 1 busy",
+            and a study meeting that GPU classifies it host busy: the trial
+            waits and runs again (never an outcome), the study finishes
   twin      "search.strategy": "twin": a dry run stores the twin's
             predicted cost with its trials; a real study of a tiny space
             finishes, stores a calibration for its key, and a second study
@@ -556,17 +557,6 @@ def case_lock():
     print("lock: second tune refused in %.2f s; FIFO spec and dataset refused" % dt)
 
 
-def ledger_engine(engines_dir):
-    """The sim profile with goodput-sim behind sim-ledger.py."""
-    with open(os.path.join(SRCDIR, "..", "..", "configs", "engines", "sim.json")) as f:
-        prof = json.load(f)
-    prof["name"] = "sim-ledger"
-    prof["argv"] = [sys.executable, os.path.join(SRCDIR, "sim-ledger.py"), shutil.which("goodput-sim", path=ENV["PATH"])] + prof["argv"][1:]
-    os.makedirs(engines_dir, exist_ok=True)
-    with open(os.path.join(engines_dir, "sim-ledger.json"), "w") as f:
-        json.dump(prof, f)
-
-
 def overlapping(ts):
     """Most trials running at one trial's start, and pairs that shared a GPU while both ran."""
     most, shared = 0, []
@@ -581,19 +571,17 @@ def overlapping(ts):
 
 
 def case_parallel():
-    engines = os.path.join(TMP, "engines")
     ledger = os.path.join(TMP, "ledger")
     os.makedirs(ledger)
-    ledger_engine(engines)
-    env = dict(ENV, SIM_LEDGER=ledger)
+    env = dict(ENV, GOODPUT_SIM_GPU_LEDGER=ledger)
     space = {"max_num_seqs": {"min": 16, "max": 128, "scale": "log2"}, "max_num_batched_tokens": [1024, 2048],
              "quantization": ["fp8", "awq"], "max_model_len": [4096]}
     gpu = {"type": "L40S", "devices": [0, 1, 2, 3], "price_per_gpu_hour": 0.99}
     answers = {}
     for name, par in (("serial", 1), ("side-by-side", "auto")):
-        spec = study(name, engine="sim-ledger", gpu=gpu, search_space=space, budget={"max_trials": 10, "parallel": par})
+        spec = study(name, gpu=gpu, search_space=space, budget={"max_trials": 10, "parallel": par})
         db = os.path.join(TMP, "parallel.db")
-        p, dt = tune(spec, "--db", db, "--engines-dir", engines, env=env)
+        p, dt = tune(spec, "--db", db, env=env)
         st, ts = check_store(db, name)
         most, shared = overlapping(ts)
         if shared:
@@ -618,17 +606,29 @@ def case_parallel():
         fail("side by side answered %s ($%.4f), one at a time %s ($%.4f): more than 5 %% apart"
              % (kb, costs[kb], ka, costs[ka]))
 
-    # a GPU held by another process: host busy, waited for, never an outcome
-    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,os,sys,time\n"
-                               "fd=os.open(sys.argv[1],os.O_RDWR|os.O_CREAT)\nfcntl.flock(fd,fcntl.LOCK_EX)\n"
-                               "print('held',flush=True)\ntime.sleep(float(sys.argv[2]))",
-                               os.path.join(ledger, "gpu1"), "12"], stdout=subprocess.PIPE, text=True)
-    holder.stdout.readline()
-    spec = study("busy", engine="sim-ledger", gpu=gpu, search_space=space, budget={"max_trials": 6, "parallel": "auto"})
+    # a GPU another goodput-sim holds: the second sim on it exits with "GPU 1
+    # busy"; host busy, waited for, never an outcome
+    holder = subprocess.Popen([SIM, "serve", "--model", "llama-3.1-8b", "--gpu", "L40S", "--port", "0"],
+                              env=dict(env, CUDA_VISIBLE_DEVICES="1"), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(os.path.join(ledger, "gpu1.lock")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run([SIM, "serve", "--model", "llama-3.1-8b", "--gpu", "L40S", "--port", "0"],
+                            env=dict(env, CUDA_VISIBLE_DEVICES="1"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, timeout=30)
+    if second.returncode == 0 or "GPU 1 busy" not in second.stderr:
+        fail("a second sim on a held GPU did not refuse it: exit %d: %s" % (second.returncode, second.stderr))
+    release = time.monotonic() + 12
+    spec = study("busy", gpu=gpu, search_space=space, budget={"max_trials": 6, "parallel": "auto"})
     db = os.path.join(TMP, "busy.db")
+    import threading
+    timer = threading.Timer(max(0.0, release - time.monotonic()), holder.kill)
+    timer.start()
     try:
-        p, dt = tune(spec, "--db", db, "--engines-dir", engines, env=env)
+        p, dt = tune(spec, "--db", db, env=env)
     finally:
+        timer.cancel()
         holder.kill()
         holder.wait()
     st, ts = check_store(db, "busy")

@@ -19,7 +19,7 @@ time, so the optimum is known. The figures:
   the answer's true cost against the optimum.
 
 Usage: bench-parallel.py GOODPUT TUNE_ORACLE SPEC.json... [--strategies search,twin]
-                         [--max-trials N] [--check-speedup SPEC=X ...]
+                         [--max-trials N] [--engines-dir DIR] [--check-speedup SPEC=X ...]
 Prints a Markdown table; exits 1 when a --check-speedup bound is missed or a
 parallel answer is more than 2 % worse than the serial one's."""
 import argparse
@@ -31,8 +31,10 @@ import sys
 import tempfile
 
 
-def run_study(goodput, spec, db, parallel, max_trials):
+def run_study(goodput, spec, db, parallel, max_trials, engines_dir):
     cmd = [goodput, "tune", "--dry-run", "--startup-model", "-q", "--json", "--db", db, "--parallel", parallel]
+    if engines_dir:
+        cmd += ["--engines-dir", engines_dir]
     if max_trials:
         cmd += ["--max-trials", str(max_trials)]
     cmd.append(spec)
@@ -87,6 +89,7 @@ def main():
     ap.add_argument("specs", nargs="+")
     ap.add_argument("--strategies", default="search,twin")
     ap.add_argument("--max-trials", type=int, default=0)
+    ap.add_argument("--engines-dir", help="engine profiles (default: goodput's)")
     ap.add_argument("--check-speedup", action="append", default=[],
                     help="NAME=X: the parallel study of spec NAME (file name without .json) reaches a confirmed "
                          "answer within 2 %% at least X times sooner, for every strategy")
@@ -101,7 +104,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="bench-parallel-") as tmp:
         for spec in a.specs:
             name = os.path.basename(spec)[:-5] if spec.endswith(".json") else os.path.basename(spec)
-            oracle = json.loads(subprocess.run([a.oracle, spec], stdout=subprocess.PIPE, check=True, text=True,
+            oracle = json.loads(subprocess.run([a.oracle, spec] + ([a.engines_dir] if a.engines_dir else []), stdout=subprocess.PIPE, check=True, text=True,
                                                stderr=subprocess.DEVNULL).stdout)
             truth = {c["key"]: c["cost"] for c in oracle["configs"] if "cost" in c}
             optimum = oracle["best_cost"]
@@ -115,7 +118,7 @@ def main():
                 res = {}
                 for par in ("1", "auto"):
                     db = os.path.join(tmp, "%s-%s-%s.db" % (name, strategy, par))
-                    summary = run_study(a.goodput, spec_s, db, par, a.max_trials)
+                    summary = run_study(a.goodput, spec_s, db, par, a.max_trials, a.engines_dir)
                     trials = timeline(db)
                     tta2, total, gpu_s = figures(trials, truth, optimum)
                     key = summary["best"]["knobs"] if "best" in summary else None

@@ -609,11 +609,16 @@ def case_parallel():
     # a GPU another goodput-sim holds: the second sim on it exits with "GPU 1
     # busy"; host busy, waited for, never an outcome
     holder = subprocess.Popen([SIM, "serve", "--model", "llama-3.1-8b", "--gpu", "L40S", "--port", "0"],
-                              env=dict(env, CUDA_VISIBLE_DEVICES="1"), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while not os.path.exists(os.path.join(ledger, "gpu1.lock")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+                              env=dict(env, CUDA_VISIBLE_DEVICES="1"), stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    # it holds its GPU once it listens (the lock file outlives the sims above)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = holder.stdout.readline()
+        if not line or "listening on" in line:
+            break
+    if holder.poll() is not None:
+        fail("the sim holding GPU 1 did not start")
     second = subprocess.run([SIM, "serve", "--model", "llama-3.1-8b", "--gpu", "L40S", "--port", "0"],
                             env=dict(env, CUDA_VISIBLE_DEVICES="1"), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, timeout=30)

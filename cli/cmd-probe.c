@@ -161,7 +161,9 @@ static void help(void)
 	       "  --metadata KEY=VALUE...  extra keys of the result (several words, or repeated)\n"
 	       "  --label NAME             the result's label (default: the backend, openai or\n"
 	       "                           openai-chat)\n"
-	       "  --save-requests FILE     write one JSON line per request to FILE (ms)\n"
+	       "  --save-requests FILE     write one JSON line per request to FILE (ms; send_usec and\n"
+	       "                           timestamp date each send: `goodput workload capture\n"
+	       "                           --from-log FILE` reads it back)\n"
 	       "  --no-progress            no progress line on stderr\n"
 	       "  -h, --help               this help\n"
 	       "\n"
@@ -353,6 +355,7 @@ static int finish_args(struct probe_args *a, struct error *err)
 
 static void probe_args_done(struct probe_args *a)
 {
+	probe_workload_flags_done(&a->wf);
 	for (size_t i = 0; i < a->n_headers; i++)
 		free(a->header_buf[i]);
 	free(a->base_url_buf);

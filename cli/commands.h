@@ -17,5 +17,7 @@ extern const struct verb verb_submit, verb_status, verb_list, verb_best, verb_tr
 extern const struct verb verb_report, verb_plan, verb_compare;
 /* cmd-export.c: a study's trials and load points as JSON or CSV */
 extern const struct verb verb_export;
+/* cmd-workload.c: `goodput workload capture` */
+extern const struct verb verb_workload;
 /* cmd-probe.c parses its own argv */
 int cmd_probe(int argc, char **argv);

@@ -340,7 +340,8 @@ int cli_probe_save_json(const char *path, const cJSON *j)
 	return 0;
 }
 
-static int request_line(FILE *f, size_t point, const struct probe_request_result *r)
+/* realtime_offset: CLOCK_REALTIME − CLOCK_MONOTONIC in µs, to date the sends. */
+static int request_line(FILE *f, size_t point, const struct probe_request_result *r, int64_t realtime_offset)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
 	_cleanup_(cjson_freep) char *s = NULL;
@@ -355,6 +356,7 @@ static int request_line(FILE *f, size_t point, const struct probe_request_result
 	    json_add_bool(j, "success", r->success) < 0 || json_add_number(j, "http_status", r->http_status) < 0 ||
 	    (r->error && json_add_string(j, "error", r->error) < 0) ||
 	    json_add_number(j, "send_usec", (double)r->send_usec) < 0 ||
+	    json_add_number(j, "timestamp", ((double)r->send_usec + (double)realtime_offset) / 1e6) < 0 ||
 	    json_add_number(j, "ttft_ms", usec_to_ms(r->ttft_usec)) < 0 ||
 	    (tpot >= 0 && json_add_number(j, "tpot_ms", tpot / 1000.0) < 0) ||
 	    json_add_number(j, "e2el_ms", usec_to_ms(r->e2e_usec)) < 0 ||
@@ -375,6 +377,7 @@ int cli_probe_save_requests(const char *path, const struct probe *p)
 {
 	_cleanup_(fclosep) FILE *f = fopen(path, "we");
 	const struct probe_load_point *pts;
+	int64_t offset = (int64_t)real_usec() - (int64_t)mono_usec();
 	size_t n;
 
 	if (!f)
@@ -382,7 +385,7 @@ int cli_probe_save_requests(const char *path, const struct probe *p)
 	pts = probe_load_points(p, &n);
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < pts[i].n_requests; k++)
-			if (request_line(f, i, &pts[i].requests[k]) < 0)
+			if (request_line(f, i, &pts[i].requests[k], offset) < 0)
 				return log_error_errno(-ENOMEM, "--save-requests: out of memory");
 	if (fflush(f) != 0 || ferror(f))
 		return log_error_errno(errno ? -errno : -EIO, "--save-requests: cannot write %s", path);

@@ -15,6 +15,11 @@ const char *const probe_series_names[] = {
 	[PROBE_SERIES_PREEMPTIONS] = "preemptions",
 	[PROBE_SERIES_PROMPT_TOKENS] = "prompt_tokens",
 	[PROBE_SERIES_GENERATION_TOKENS] = "generation_tokens",
+	[PROBE_SERIES_REQUESTS] = "requests",
+	[PROBE_SERIES_PREFIX_QUERIES] = "prefix_cache_queries",
+	[PROBE_SERIES_PREFIX_HITS] = "prefix_cache_hits",
+	[PROBE_SERIES_PROMPT_LENGTH] = "prompt_length",
+	[PROBE_SERIES_GENERATION_LENGTH] = "generation_length",
 	[_PROBE_SERIES_MAX] = NULL,
 };
 
@@ -26,7 +31,14 @@ const char *const probe_metrics_format_names[] = {
 
 bool probe_series_is_counter(enum probe_series s)
 {
-	return s == PROBE_SERIES_PREEMPTIONS || s == PROBE_SERIES_PROMPT_TOKENS || s == PROBE_SERIES_GENERATION_TOKENS;
+	return s == PROBE_SERIES_PREEMPTIONS || s == PROBE_SERIES_PROMPT_TOKENS ||
+	       s == PROBE_SERIES_GENERATION_TOKENS || s == PROBE_SERIES_REQUESTS || s == PROBE_SERIES_PREFIX_QUERIES ||
+	       s == PROBE_SERIES_PREFIX_HITS;
+}
+
+bool probe_series_is_histogram(enum probe_series s)
+{
+	return s == PROBE_SERIES_PROMPT_LENGTH || s == PROBE_SERIES_GENERATION_LENGTH;
 }
 
 int probe_series_from_string(const char *s)
@@ -89,6 +101,9 @@ int probe_metrics_map_add(struct probe_metrics_map *m, enum probe_series s, cons
 	trim(&a, &na);
 	if (b)
 		trim(&b, &nb);
+	if (b && probe_series_is_histogram(s))
+		return error_set(err, -EINVAL, "%s: \"%s\": a histogram is one metric, not a ratio",
+				 probe_series_names[s], name);
 	if (!name_ok(a, na) || (b && !name_ok(b, nb)))
 		return error_set(
 			err, -EINVAL,
@@ -127,6 +142,17 @@ void probe_metrics_map_init_default(struct probe_metrics_map *m)
 		{ PROBE_SERIES_GENERATION_TOKENS, "sglang:generation_tokens_total" },
 		{ PROBE_SERIES_GENERATION_TOKENS, "llamacpp:tokens_predicted_total" },
 		{ PROBE_SERIES_GENERATION_TOKENS, "tgi_request_generated_tokens_sum" },
+		{ PROBE_SERIES_REQUESTS, "vllm:request_success_total" },
+		{ PROBE_SERIES_REQUESTS, "sglang:num_requests_total" },
+		{ PROBE_SERIES_REQUESTS, "tgi_request_success" },
+		{ PROBE_SERIES_PREFIX_QUERIES, "vllm:prefix_cache_queries_total" },
+		{ PROBE_SERIES_PREFIX_HITS, "vllm:prefix_cache_hits_total" },
+		{ PROBE_SERIES_PROMPT_LENGTH, "vllm:request_prompt_tokens" },
+		{ PROBE_SERIES_PROMPT_LENGTH, "sglang:prompt_tokens_histogram" },
+		{ PROBE_SERIES_PROMPT_LENGTH, "tgi_request_input_length" },
+		{ PROBE_SERIES_GENERATION_LENGTH, "vllm:request_generation_tokens" },
+		{ PROBE_SERIES_GENERATION_LENGTH, "sglang:generation_tokens_histogram" },
+		{ PROBE_SERIES_GENERATION_LENGTH, "tgi_request_generated_tokens" },
 	};
 
 	probe_metrics_map_init(m);

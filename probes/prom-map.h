@@ -7,7 +7,10 @@
  * is SGLang's sglang:num_running_reqs, llama.cpp's
  * llamacpp:requests_processing and TGI's tgi_batch_current_size. An engine
  * profile declares its names (study/engine-profile.h, "metrics.series"); the
- * probe reads the series through this map. A series may list several names:
+ * probe reads the series through this map. `goodput workload capture` reads
+ * the request counters and the length histograms (vLLM's
+ * vllm:request_prompt_tokens, SGLang's sglang:prompt_tokens_histogram, TGI's
+ * tgi_request_input_length) through the same map. A series may list several names:
  * the first one a page holds is used (a newer name before a deprecated one).
  * A name "a / b" is a ratio of two metrics (TensorRT-LLM's KV usage is used
  * blocks over all blocks). For TensorRT-LLM's JSON iteration statistics the
@@ -29,6 +32,11 @@ enum probe_series {
 	PROBE_SERIES_PREEMPTIONS,       /* counter */
 	PROBE_SERIES_PROMPT_TOKENS,     /* counter */
 	PROBE_SERIES_GENERATION_TOKENS, /* counter */
+	PROBE_SERIES_REQUESTS,          /* counter: requests finished */
+	PROBE_SERIES_PREFIX_QUERIES,    /* counter: prompt tokens looked up in the prefix cache */
+	PROBE_SERIES_PREFIX_HITS,       /* counter: of them, found */
+	PROBE_SERIES_PROMPT_LENGTH,     /* histogram: prompt tokens per finished request */
+	PROBE_SERIES_GENERATION_LENGTH, /* histogram: generated tokens per finished request */
 	_PROBE_SERIES_MAX,
 };
 
@@ -38,6 +46,10 @@ extern const char *const probe_series_names[];
 /* Whether the series is a counter (its increase over a load point counts),
  * not a gauge (its mean and peak count). */
 bool probe_series_is_counter(enum probe_series s);
+/* Whether the series is a histogram: its names are the histogram's, whose
+ * NAME_bucket{le=...}, NAME_sum and NAME_count lines the page holds
+ * (prom.h: probe_prom_parse_histogram). */
+bool probe_series_is_histogram(enum probe_series s);
 int probe_series_from_string(const char *s);
 
 enum probe_metrics_format {

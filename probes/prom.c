@@ -92,20 +92,28 @@ static bool name_char(char c, bool first)
 	       (!first && c >= '0' && c <= '9');
 }
 
-/* Parses {a="x",b="y"} at *p (the '{'), leaving *p after the '}'. */
-static int parse_labels(const char **p, const char *end)
+static int parse_value(const char *s, const char *end, double *ret);
+
+/* Parses {a="x",b="y"} at *p (the '{'), leaving *p after the '}'. The value
+ * of an `le` label (a histogram bucket's bound) goes to *ret_le. */
+static int parse_labels(const char **p, const char *end, double *ret_le)
 {
 	const char *s = *p + 1;
 
 	for (;;) {
+		const char *label, *value;
+		bool is_le;
+
 		while (s < end && (*s == ' ' || *s == '\t'))
 			s++;
 		if (s < end && *s == '}')
 			break;
 		if (s >= end || !name_char(*s, true))
 			return -EBADMSG;
+		label = s;
 		while (s < end && name_char(*s, false))
 			s++;
+		is_le = s - label == 2 && label[0] == 'l' && label[1] == 'e';
 		while (s < end && (*s == ' ' || *s == '\t'))
 			s++;
 		if (s >= end || *s != '=')
@@ -115,6 +123,7 @@ static int parse_labels(const char **p, const char *end)
 			s++;
 		if (s >= end || *s != '"')
 			return -EBADMSG;
+		value = s + 1;
 		for (s++; s < end && *s != '"'; s++)
 			if (*s == '\\') {
 				s++;
@@ -122,6 +131,8 @@ static int parse_labels(const char **p, const char *end)
 					return -EBADMSG;
 			}
 		if (s >= end)
+			return -EBADMSG;
+		if (is_le && ret_le && parse_value(value, s, ret_le) < 0)
 			return -EBADMSG;
 		s++;
 		while (s < end && (*s == ' ' || *s == '\t'))
@@ -138,6 +149,7 @@ static int parse_labels(const char **p, const char *end)
 	return 0;
 }
 
+/* A number as Prometheus writes it ("1.5", "+Inf", "NaN", "2e+06"). */
 static int parse_value(const char *s, const char *end, double *ret)
 {
 	char buf[64];
@@ -168,23 +180,24 @@ static int shown(const char *from, const char *line_end)
 	return (int)MIN(line_end - from, 40);
 }
 
-int probe_prom_parse(const char *text, size_t len, const struct probe_metrics_map *map, struct probe_prom_sample *ret,
-		     struct error *err)
-{
-	const char *p = text, *end = text + len;
-	struct sums acc = { 0 };
-	size_t line = 0;
+/* One sample line of a page. */
+struct prom_line {
+	const char *name;
+	size_t name_len;
+	double value, le; /* le: NAN without an le label */
+};
 
-	map = map_or_default(map);
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *le = eol ? eol : end, *s = p, *name;
-		size_t name_len;
-		double v;
+/* The next sample line from *p (comments and blank lines skipped): 1 with
+ * ret filled, 0 at the end, < 0 for a line that is not Prometheus text. */
+static int next_sample(const char **p, const char *end, size_t *line, struct prom_line *ret, struct error *err)
+{
+	while (*p < end) {
+		const char *eol = memchr(*p, '\n', (size_t)(end - *p));
+		const char *le = eol ? eol : end, *s = *p, *name;
 		int r;
 
-		line++;
-		p = eol ? eol + 1 : end;
+		(*line)++;
+		*p = eol ? eol + 1 : end;
 		if (le > s && le[-1] == '\r')
 			le--;
 		while (s < le && (*s == ' ' || *s == '\t'))
@@ -193,26 +206,131 @@ int probe_prom_parse(const char *text, size_t len, const struct probe_metrics_ma
 			continue;
 		name = s;
 		if (!name_char(*s, true))
-			return error_set(err, -EBADMSG, "metrics line %zu: not Prometheus text: \"%.*s\"", line,
+			return error_set(err, -EBADMSG, "metrics line %zu: not Prometheus text: \"%.*s\"", *line,
 					 shown(name, le), name);
 		while (s < le && name_char(*s, false))
 			s++;
-		name_len = (size_t)(s - name);
+		*ret = (struct prom_line){ .name = name, .name_len = (size_t)(s - name), .le = NAN };
 		if (s < le && *s == '{') {
-			r = parse_labels(&s, le);
+			r = parse_labels(&s, le, &ret->le);
 			if (r < 0)
-				return error_set(err, r, "metrics line %zu: bad labels: \"%.*s\"", line,
+				return error_set(err, r, "metrics line %zu: bad labels: \"%.*s\"", *line,
 						 shown(name, le), name);
 		}
 		if (s >= le || (*s != ' ' && *s != '\t'))
-			return error_set(err, -EBADMSG, "metrics line %zu: expected a value: \"%.*s\"", line,
+			return error_set(err, -EBADMSG, "metrics line %zu: expected a value: \"%.*s\"", *line,
 					 shown(name, le), name);
-		r = parse_value(s, le, &v);
+		r = parse_value(s, le, &ret->value);
 		if (r < 0)
-			return error_set(err, r, "metrics line %zu: bad value: \"%.*s\"", line, shown(name, le), name);
-		add(&acc, map, name, name_len, v);
+			return error_set(err, r, "metrics line %zu: bad value: \"%.*s\"", *line, shown(name, le), name);
+		return 1;
 	}
+	return 0;
+}
+
+int probe_prom_parse(const char *text, size_t len, const struct probe_metrics_map *map, struct probe_prom_sample *ret,
+		     struct error *err)
+{
+	const char *p = text, *end = text + len;
+	struct sums acc = { 0 };
+	struct prom_line l;
+	size_t line = 0;
+	int r;
+
+	map = map_or_default(map);
+	while ((r = next_sample(&p, end, &line, &l, err)) > 0)
+		add(&acc, map, l.name, l.name_len, l.value);
+	if (r < 0)
+		return r;
 	resolve(&acc, map, ret);
+	return 0;
+}
+
+/* ---- histograms ---- */
+
+/* Whether the sample is name + suffix. */
+static bool is_part(const struct prom_line *l, const char *name, const char *suffix)
+{
+	size_t n = strlen(name), k = strlen(suffix);
+
+	return l->name_len == n + k && memcmp(l->name, name, n) == 0 && memcmp(l->name + n, suffix, k) == 0;
+}
+
+/* Adds count to bucket le, keeping the bounds sorted; buckets of several
+ * series (labels) with the same bound are summed. */
+static int add_bucket(struct probe_prom_histogram *h, double le, double count)
+{
+	size_t i = 0;
+
+	if (isinf(le) && le > 0) {
+		h->inf += count;
+		return 0;
+	}
+	while (i < h->n && h->le[i] < le)
+		i++;
+	if (i < h->n && h->le[i] == le) {
+		h->cum[i] += count;
+		return 0;
+	}
+	if (h->n >= PROBE_PROM_MAX_BUCKETS)
+		return -E2BIG;
+	memmove(&h->le[i + 1], &h->le[i], (h->n - i) * sizeof(double));
+	memmove(&h->cum[i + 1], &h->cum[i], (h->n - i) * sizeof(double));
+	h->le[i] = le;
+	h->cum[i] = count;
+	h->n++;
+	return 0;
+}
+
+static int histogram_named(const char *text, size_t len, const char *name, struct probe_prom_histogram *h,
+			   struct error *err)
+{
+	const char *p = text, *end = text + len;
+	struct prom_line l;
+	size_t line = 0;
+	int r;
+
+	*h = (struct probe_prom_histogram){ 0 };
+	while ((r = next_sample(&p, end, &line, &l, err)) > 0) {
+		if (!isfinite(l.value) && !isinf(l.value))
+			continue;
+		if (is_part(&l, name, "_bucket")) {
+			if (isnan(l.le))
+				return error_set(err, -EBADMSG, "metrics line %zu: %s_bucket without an le label", line,
+						 name);
+			if (add_bucket(h, l.le, l.value) < 0)
+				return error_set(err, -E2BIG, "%s: more than %d buckets", name, PROBE_PROM_MAX_BUCKETS);
+			h->have = true;
+		} else if (is_part(&l, name, "_sum")) {
+			h->sum += l.value;
+			h->have = true;
+		} else if (is_part(&l, name, "_count")) {
+			h->count += l.value;
+			h->have = true;
+		}
+	}
+	if (r < 0)
+		return r;
+	if (h->have && h->inf == 0 && h->count > 0)
+		h->inf = h->count; /* a page without the +Inf bucket: its count is the total */
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	return 0;
+}
+
+int probe_prom_parse_histogram(const char *text, size_t len, const struct probe_metrics_map *map, enum probe_series s,
+			       struct probe_prom_histogram *ret, struct error *err)
+{
+	map = map_or_default(map);
+	*ret = (struct probe_prom_histogram){ 0 };
+	if ((unsigned)s >= _PROBE_SERIES_MAX || !probe_series_is_histogram(s))
+		return error_set(err, -EINVAL, "series %d is not a histogram", (int)s);
+	for (size_t i = 0; i < map->n_refs[s]; i++) {
+		int r = histogram_named(text, len, map->refs[s][i].name, ret, err);
+
+		if (r < 0 || ret->have)
+			return r;
+	}
+	*ret = (struct probe_prom_histogram){ 0 };
 	return 0;
 }
 

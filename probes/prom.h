@@ -29,6 +29,27 @@ struct probe_prom_sample {
 int probe_prom_parse(const char *text, size_t len, const struct probe_metrics_map *map, struct probe_prom_sample *ret,
 		     struct error *err);
 
+#define PROBE_PROM_MAX_BUCKETS 160
+
+/* A histogram as one scrape read it: buckets of every series of the name
+ * (one per model, engine, ...) summed per bound. */
+struct probe_prom_histogram {
+	bool have;                          /* the page held it */
+	char name[PROBE_METRIC_NAME_MAX];   /* the name it was found under */
+	size_t n;                           /* finite bounds */
+	double le[PROBE_PROM_MAX_BUCKETS];  /* increasing */
+	double cum[PROBE_PROM_MAX_BUCKETS]; /* cumulative counts at each bound */
+	double inf;                         /* the +Inf bucket: every observation */
+	double sum, count;
+};
+
+/* Reads histogram series s (probe_series_is_histogram) from a Prometheus
+ * page: the first of the map's names the page holds. ret->have is false
+ * when the page holds none of them. Errors: a page that is not Prometheus
+ * text, a bucket without its le, more than PROBE_PROM_MAX_BUCKETS bounds. */
+int probe_prom_parse_histogram(const char *text, size_t len, const struct probe_metrics_map *map, enum probe_series s,
+			       struct probe_prom_histogram *ret, struct error *err);
+
 /* Parses one body in the map's format (Prometheus text, or a JSON array of
  * iteration statistics whose newest element is read; an empty array is a
  * sample with nothing in it). map may be NULL (the default map). */

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-util.h"
 #include "macro.h"
 #include "parse.h"
+#include "workload-json.h"
 
 enum {
 	ARG_DATASET_NAME = PROBE_WORKLOAD_FLAG_BASE,
@@ -41,6 +43,7 @@ enum {
 	ARG_GOODPUT,
 	ARG_SLA,
 	ARG_ATTAINMENT,
+	ARG_WORKLOAD,
 	_ARG_END,
 };
 
@@ -73,6 +76,7 @@ static const struct option options[] = {
 	{ "goodput", required_argument, NULL, ARG_GOODPUT },
 	{ "sla", required_argument, NULL, ARG_SLA },
 	{ "attainment", required_argument, NULL, ARG_ATTAINMENT },
+	{ "workload", required_argument, NULL, ARG_WORKLOAD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -89,6 +93,12 @@ void probe_workload_flags_init(struct probe_workload_flags *f)
 	probe_workload_config_init(&f->workload);
 	f->input_dist_kind = f->workload.input.kind;
 	f->output_dist_kind = f->workload.output.kind;
+}
+
+void probe_workload_flags_done(struct probe_workload_flags *f)
+{
+	cJSON_Delete(f->workload_json);
+	f->workload_json = NULL;
 }
 
 const struct option *probe_workload_flags_options(void)
@@ -297,6 +307,7 @@ static int handle_value(int opt, const char *arg, int argc, char **argv, struct 
 	case ARG_PERCENTILE_METRICS:
 		return parse_percentile_metrics(arg, &f->percentile_metrics, err);
 	case ARG_METRIC_PERCENTILES:
+		f->set_percentiles = true;
 		return parse_percentiles(arg, f, err);
 	case ARG_GOODPUT:
 		if (f->set_sla)
@@ -328,6 +339,26 @@ int probe_workload_flags_handle(int opt, const char *arg, int argc, char **argv,
 		return 0;
 	if (!arg)
 		arg = "";
+	if ((opt >= ARG_DATASET_NAME && opt <= ARG_DATASET_OUTPUT_LEN) || opt == ARG_BURSTINESS || opt == ARG_ARRIVAL)
+		f->shape_flags |= 1u << (opt - PROBE_WORKLOAD_FLAG_BASE);
+	switch (opt) {
+	case ARG_WORKLOAD:
+		if (!*arg)
+			return error_set(err, -EINVAL, "--workload: empty");
+		f->workload_path = arg;
+		return 1;
+	case ARG_NUM_WARMUPS:
+		f->set_num_warmups = true;
+		break;
+	case ARG_MAX_CONCURRENCY:
+		f->set_max_concurrency = true;
+		break;
+	case ARG_IGNORE_EOS:
+		f->set_ignore_eos = true;
+		break;
+	default:
+		break;
+	}
 	r = handle_value(opt, arg, argc, argv, f, err);
 	if (r == -ENOENT)
 		return 0;
@@ -373,6 +404,8 @@ static int finish_arrival(struct probe_workload_flags *f, struct error *err)
 					 w->request_rate);
 		w->request_rate = INFINITY;
 		break;
+	case PROBE_ARRIVAL_TRACE:
+		return error_set(err, -EINVAL, "--arrival trace: replays a log; give it with --workload FILE");
 	case PROBE_ARRIVAL_POISSON:
 		if (f->set_burstiness && w->burstiness != 1.0)
 			return error_set(
@@ -390,10 +423,73 @@ static int finish_arrival(struct probe_workload_flags *f, struct error *err)
 	return 0;
 }
 
+static int finish_sla(struct probe_workload_flags *f, struct error *err);
+
+/* The first shape flag given, by name, for the message refusing it. */
+static const char *first_shape_flag(unsigned mask)
+{
+	for (const struct option *o = options; o->name; o++)
+		if (mask & (1u << (o->val - PROBE_WORKLOAD_FLAG_BASE)))
+			return o->name;
+	return "?";
+}
+
+/* --workload FILE: the block with the probe's defaults under it, and the
+ * flags that override a block on top. */
+static int finish_block(struct probe_workload_flags *f, struct error *err)
+{
+	struct probe_workload_spec spec = { 0 };
+	const struct probe_workload_config given = f->workload;
+	int r;
+
+	if (f->shape_flags)
+		return error_set(err, -EINVAL, "--%s: not with --workload (the file describes the traffic)",
+				 first_shape_flag(f->shape_flags));
+	r = json_parse_file(f->workload_path, 1u << 20, &f->workload_json, err);
+	if (r < 0)
+		return error_prefix(err, r, "--workload");
+	probe_workload_config_init(&spec.config);
+	r = probe_workload_from_json(f->workload_json, "", &spec, err);
+	if (r < 0)
+		return error_prefix(err, r, "--workload %s", f->workload_path);
+	f->workload = spec.config;
+	if (spec.n_percentiles && !f->set_percentiles) {
+		memcpy(f->percentiles, spec.percentiles, sizeof(f->percentiles));
+		f->n_percentiles = spec.n_percentiles;
+	}
+	if (f->set_num_prompts)
+		f->workload.num_prompts = given.num_prompts;
+	if (f->set_num_warmups)
+		f->workload.num_warmup = given.num_warmup;
+	if (f->set_seed)
+		f->workload.seed = given.seed;
+	if (f->set_max_concurrency)
+		f->workload.max_concurrency = given.max_concurrency;
+	if (f->set_ignore_eos)
+		f->workload.ignore_eos = true;
+	if (f->set_request_rate && f->request_rate_inf) {
+		f->workload.arrival = PROBE_ARRIVAL_INF;
+		f->workload.request_rate = INFINITY;
+	} else if (f->set_request_rate) {
+		f->workload.request_rate = given.request_rate;
+		if (f->workload.arrival == PROBE_ARRIVAL_INF)
+			f->workload.arrival =
+				f->workload.burstiness == 1.0 ? PROBE_ARRIVAL_POISSON : PROBE_ARRIVAL_GAMMA;
+	}
+	return 0;
+}
+
 int probe_workload_flags_finish(struct probe_workload_flags *f, struct error *err)
 {
 	struct probe_workload_config *w = &f->workload;
 	int r;
+
+	if (f->workload_path) {
+		r = finish_block(f, err);
+		if (r < 0)
+			return r;
+		return finish_sla(f, err);
+	}
 
 	if (w->dataset == PROBE_DATASET_RANDOM && w->dataset_path)
 		return error_set(err, -EINVAL, "--dataset-path: only with --dataset-name sharegpt or custom");
@@ -418,6 +514,11 @@ int probe_workload_flags_finish(struct probe_workload_flags *f, struct error *er
 	r = finish_arrival(f, err);
 	if (r < 0)
 		return r;
+	return finish_sla(f, err);
+}
+
+static int finish_sla(struct probe_workload_flags *f, struct error *err)
+{
 	if (f->set_goodput && f->set_sla)
 		return both_sla_forms(err);
 	if (f->set_attainment && !probe_sla_has_request_bounds(&f->sla))
@@ -451,6 +552,9 @@ void probe_workload_flags_help(FILE *out)
 	      "  --max-concurrency N        At most N requests in flight\n"
 	      "  --ignore-eos               Ask the server to ignore EOS so lengths hold\n"
 	      "  --seed N                   Seed of every random draw (default 0)\n"
+	      "  --workload FILE            A workload block (a study's \"workload\", or what\n"
+	      "                             `goodput workload capture` writes): histogram or logged\n"
+	      "                             lengths, a rate profile, a replayed trace\n"
 	      "Metrics and SLA:\n"
 	      "  --percentile-metrics LIST  ttft,tpot,itl,e2el shown in the table (default all)\n"
 	      "  --metric-percentiles LIST  Percentiles reported (default 50,90,99)\n"

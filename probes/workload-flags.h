@@ -33,6 +33,11 @@
  *   --num-prompts N  --num-warmups N
  *   --request-rate R|inf  --burstiness B  --arrival poisson|gamma|constant|inf
  *   --max-concurrency N  --ignore-eos  --seed N
+ *   --workload FILE   a workload block (workload-json.h: what a study spec
+ *                     holds under "workload", what `goodput workload capture`
+ *                     writes); the flags that describe lengths, arrivals and
+ *                     datasets cannot be given with it, the counts, seed,
+ *                     rate, concurrency and ignore-eos override it
  *   --percentile-metrics ttft,tpot,itl,e2el  --metric-percentiles 50,90,99
  *   --goodput "ttft:500 tpot:50" (vLLM's form, one argument or several words)
  *   --sla ttft:500,tpot:50 | p99:tpot:50   (goodput's form; not with --goodput)
@@ -47,6 +52,8 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "error.h"
 #include "metrics.h"
@@ -74,9 +81,14 @@ struct probe_workload_flags {
 	/* What was given explicitly (for messages and for commands that
 	 * change defaults, e.g. a rate search ignoring --request-rate). */
 	bool set_request_rate, set_arrival, set_burstiness, set_goodput, set_sla, set_attainment;
-	bool set_num_prompts, set_seed;
+	bool set_num_prompts, set_seed, set_num_warmups, set_max_concurrency, set_ignore_eos, set_percentiles;
+
+	/* --workload FILE: its document (owned: the workload points into it) */
+	const char *workload_path;
+	cJSON *workload_json;
 
 	/* internal state of the parser */
+	unsigned shape_flags; /* bit per flag that describes the shape (refused with --workload) */
 	bool request_rate_inf;
 	enum probe_dist input_dist_kind, output_dist_kind;
 	double input_std, output_std;
@@ -86,6 +98,9 @@ struct probe_workload_flags {
 /* Defaults: probe_workload_config_init's workload, percentiles 50/90/99,
  * every metric shown, no SLA. */
 void probe_workload_flags_init(struct probe_workload_flags *f);
+
+/* Frees what f owns (the --workload document); f->workload is invalid after. */
+void probe_workload_flags_done(struct probe_workload_flags *f);
 
 /* The shared long options, terminated by an all-zero entry. Static storage. */
 const struct option *probe_workload_flags_options(void);

@@ -33,3 +33,32 @@ int probe_dataset_load_jsonl(const char *path, struct probe_dataset_entries **re
 
 /* One draw from a length distribution, clamped to [min, max]. */
 uint32_t probe_workload_draw_length(const struct probe_length_dist *d, struct probe_rng *rng);
+
+/* A histogram ready to draw from (workload-measured.c): each bucket's
+ * integer range, the cumulative counts, the lengths at GRID + 1 quantiles of
+ * each bucket, and the tilt of those quantiles that matches the mean. */
+#define PROBE_HISTOGRAM_GRID 32
+struct probe_histogram_draw {
+	uint32_t n;
+	double cum[PROBE_HISTOGRAM_MAX_BUCKETS];
+	uint32_t lo[PROBE_HISTOGRAM_MAX_BUCKETS], width[PROBE_HISTOGRAM_MAX_BUCKETS];
+	double q[PROBE_HISTOGRAM_MAX_BUCKETS][PROBE_HISTOGRAM_GRID + 1];
+	double theta;
+};
+
+void probe_histogram_prepare(const struct probe_length_dist *d, struct probe_histogram_draw *ret);
+uint32_t probe_histogram_draw(const struct probe_histogram_draw *p, struct probe_rng *rng);
+
+/* A run's walk through a rate profile: call probe_profile_warp with
+ * increasing unit-rate times τ, it returns the run's seconds. */
+struct probe_profile_warp {
+	const struct probe_rate_profile *p;
+	double scale;         /* requests/s per unit of the profile */
+	uint32_t seg;         /* the segment the walk is in */
+	double seg_day_start; /* where it began, day seconds from the run's start */
+	double day;           /* the walk's day seconds from the run's start */
+	double lambda_at;     /* expected arrivals by then */
+};
+
+void probe_profile_warp_init(const struct probe_rate_profile *p, double mean_rate, struct probe_profile_warp *ret);
+double probe_profile_warp(struct probe_profile_warp *w, double tau);

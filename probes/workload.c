@@ -23,19 +23,18 @@
 #include "time-util.h"
 #include "workload-internal.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_workload *, probe_workload_free)
-
 enum {
 	STREAM_LENGTHS = 1,
 	STREAM_PROMPTS = 2,
 	STREAM_ARRIVALS = 3,
 	STREAM_DATASET = 4,
+	STREAM_SAMPLES = 5,
 	STREAM_PREFIX = 0x100, /* + group number */
 };
 
 static const char *const dataset_names[] = { "random", "sharegpt", "custom", NULL };
-static const char *const dist_names[] = { "fixed", "uniform", "normal", "lognormal", NULL };
-static const char *const arrival_names[] = { "poisson", "gamma", "constant", "inf", NULL };
+static const char *const dist_names[] = { "fixed", "uniform", "normal", "lognormal", "histogram", "samples", NULL };
+static const char *const arrival_names[] = { "poisson", "gamma", "constant", "inf", "trace", NULL };
 
 static int name_index(const char *const *names, const char *s)
 {
@@ -83,18 +82,43 @@ void probe_workload_config_init(struct probe_workload_config *cfg)
 	};
 }
 
+static int check_histogram(const char *what, const struct probe_length_histogram *h, struct error *err)
+{
+	double total = 0;
+
+	if (h->n == 0 || h->n > PROBE_HISTOGRAM_MAX_BUCKETS)
+		return error_set(err, -EINVAL, "%s length: a histogram needs 1 to %u buckets, got %u", what,
+				 PROBE_HISTOGRAM_MAX_BUCKETS, h->n);
+	for (uint32_t i = 0; i < h->n; i++) {
+		if (!(h->le[i] > (i ? h->le[i - 1] : 0)) || h->le[i] > PROBE_MAX_TOKENS_PER_REQUEST)
+			return error_set(err, -EINVAL,
+					 "%s length: bucket bound %u (%g) must be above the one before and at most %u",
+					 what, i, h->le[i], PROBE_MAX_TOKENS_PER_REQUEST);
+		if (!(h->count[i] >= 0) || !isfinite(h->count[i]))
+			return error_set(err, -EINVAL, "%s length: bucket %u has count %g", what, i, h->count[i]);
+		total += h->count[i];
+	}
+	if (!(total > 0))
+		return error_set(err, -EINVAL, "%s length: every bucket of the histogram is empty", what);
+	return 0;
+}
+
 static int check_dist(const char *what, const struct probe_length_dist *d, struct error *err)
 {
 	uint32_t lo = d->min ? d->min : 1, hi = d->max ? d->max : PROBE_MAX_TOKENS_PER_REQUEST;
+	bool mean_optional = d->kind == PROBE_DIST_SAMPLES || (d->kind == PROBE_DIST_HISTOGRAM && isnan(d->mean));
 
-	if (!isfinite(d->mean) || d->mean < 1 || d->mean > PROBE_MAX_TOKENS_PER_REQUEST)
+	if (!mean_optional && (!isfinite(d->mean) || d->mean < 1 || d->mean > PROBE_MAX_TOKENS_PER_REQUEST))
 		return error_set(err, -EINVAL, "%s length: expected a mean in [1, %u], got %g", what,
 				 PROBE_MAX_TOKENS_PER_REQUEST, d->mean);
 	if (lo > hi || hi > PROBE_MAX_TOKENS_PER_REQUEST)
 		return error_set(err, -EINVAL, "%s length: bad clamp range [%u, %u]", what, lo, hi);
 	switch (d->kind) {
 	case PROBE_DIST_FIXED:
+	case PROBE_DIST_SAMPLES:
 		break;
+	case PROBE_DIST_HISTOGRAM:
+		return check_histogram(what, &d->hist, err);
 	case PROBE_DIST_UNIFORM:
 		if (!(d->range_ratio >= 0 && d->range_ratio < 1))
 			return error_set(err, -EINVAL, "%s length: range ratio must be in [0, 1), got %g", what,
@@ -108,6 +132,24 @@ static int check_dist(const char *what, const struct probe_length_dist *d, struc
 	default:
 		return error_set(err, -EINVAL, "%s length: unknown distribution %d", what, (int)d->kind);
 	}
+	return 0;
+}
+
+static int check_profile(const struct probe_rate_profile *p, struct error *err)
+{
+	if (p->n > PROBE_RATE_PROFILE_MAX)
+		return error_set(err, -EINVAL, "rate profile: at most %u points, got %u", PROBE_RATE_PROFILE_MAX, p->n);
+	for (uint32_t i = 0; i < p->n; i++) {
+		if (p->second_of_day[i] >= PROBE_SECONDS_PER_DAY ||
+		    (i && p->second_of_day[i] <= p->second_of_day[i - 1]))
+			return error_set(err, -EINVAL, "rate profile: point %u: times must increase within one day", i);
+		if (!(p->rate[i] >= 0) || !isfinite(p->rate[i]))
+			return error_set(err, -EINVAL, "rate profile: point %u: rate %g", i, p->rate[i]);
+	}
+	if (p->n && !(probe_rate_profile_mean(p) > 0))
+		return error_set(err, -EINVAL, "rate profile: every rate is 0");
+	if (p->n && (!(p->speed > 0) || !isfinite(p->speed)))
+		return error_set(err, -EINVAL, "rate profile: speed must be > 0, got %g", p->speed);
 	return 0;
 }
 
@@ -143,6 +185,43 @@ uint32_t probe_workload_draw_length(const struct probe_length_dist *d, struct pr
 	return (uint32_t)v;
 }
 
+static bool uses_samples(const struct probe_workload_config *cfg)
+{
+	return cfg->arrival == PROBE_ARRIVAL_TRACE ||
+	       (cfg->dataset == PROBE_DATASET_RANDOM && cfg->input.kind == PROBE_DIST_SAMPLES) ||
+	       (cfg->dataset != PROBE_DATASET_SHAREGPT && cfg->output.kind == PROBE_DIST_SAMPLES);
+}
+
+static int check_arrival(const struct probe_workload_config *cfg, struct error *err)
+{
+	switch (cfg->arrival) {
+	case PROBE_ARRIVAL_INF:
+		return 0; /* all at once: a profile or a trace has nothing to shape */
+	case PROBE_ARRIVAL_TRACE:
+		if (cfg->profile.n)
+			return error_set(err, -EINVAL,
+					 "rate_profile: a replayed trace has its own arrivals (use poisson or gamma)");
+		if (cfg->request_rate <= 0 || isnan(cfg->request_rate))
+			return error_set(err, -EINVAL,
+					 "request_rate: expected a rate > 0 to scale the trace to, got %g",
+					 cfg->request_rate);
+		return 0;
+	case PROBE_ARRIVAL_GAMMA:
+		if (!(cfg->burstiness > 0) || !isfinite(cfg->burstiness))
+			return error_set(err, -EINVAL, "burstiness: expected a positive number, got %g",
+					 cfg->burstiness);
+		__attribute__((fallthrough));
+	case PROBE_ARRIVAL_POISSON:
+	case PROBE_ARRIVAL_CONSTANT:
+		if (!(cfg->request_rate > 0) || !isfinite(cfg->request_rate))
+			return error_set(err, -EINVAL, "request_rate: arrival %s needs a finite rate > 0, got %g",
+					 probe_arrival_name(cfg->arrival), cfg->request_rate);
+		return check_profile(&cfg->profile, err);
+	default:
+		return error_set(err, -EINVAL, "arrival: unknown kind %d", (int)cfg->arrival);
+	}
+}
+
 static int check_config(const struct probe_workload_config *cfg, struct error *err)
 {
 	uint64_t n = (uint64_t)cfg->num_prompts + cfg->num_warmup;
@@ -173,55 +252,159 @@ static int check_config(const struct probe_workload_config *cfg, struct error *e
 	if (cfg->dataset_output_len > PROBE_MAX_TOKENS_PER_REQUEST)
 		return error_set(err, -EINVAL, "dataset_output_len: at most %u, got %u", PROBE_MAX_TOKENS_PER_REQUEST,
 				 cfg->dataset_output_len);
-	switch (cfg->arrival) {
-	case PROBE_ARRIVAL_INF:
-		break;
-	case PROBE_ARRIVAL_GAMMA:
-		if (!(cfg->burstiness > 0) || !isfinite(cfg->burstiness))
-			return error_set(err, -EINVAL, "burstiness: expected a positive number, got %g",
-					 cfg->burstiness);
-		__attribute__((fallthrough));
-	case PROBE_ARRIVAL_POISSON:
-	case PROBE_ARRIVAL_CONSTANT:
-		if (!(cfg->request_rate > 0) || !isfinite(cfg->request_rate))
-			return error_set(err, -EINVAL, "request_rate: arrival %s needs a finite rate > 0, got %g",
-					 probe_arrival_name(cfg->arrival), cfg->request_rate);
-		break;
-	default:
-		return error_set(err, -EINVAL, "arrival: unknown kind %d", (int)cfg->arrival);
+	if (uses_samples(cfg) && (!cfg->samples_path || !*cfg->samples_path))
+		return error_set(err, -EINVAL, "samples_path: needed for samples lengths and trace arrivals");
+	return check_arrival(cfg, err);
+}
+
+/* What one generation draws from: the samples file, when one is used, and
+ * the histograms ready to draw. */
+struct gen {
+	const struct probe_workload_config *cfg;
+	struct probe_samples *samples;
+	size_t *order; /* samples in the order requests take them */
+	struct probe_histogram_draw *hist_in, *hist_out;
+};
+
+static void gen_done(struct gen *g)
+{
+	probe_samples_free(g->samples);
+	free(g->order);
+	free(g->hist_in);
+	free(g->hist_out);
+}
+
+static int gen_init(const struct probe_workload_config *cfg, struct gen *g, struct error *err)
+{
+	struct probe_rng rng;
+	int r;
+
+	*g = (struct gen){ .cfg = cfg };
+	if (cfg->input.kind == PROBE_DIST_HISTOGRAM) {
+		g->hist_in = malloc(sizeof(*g->hist_in));
+		if (!g->hist_in)
+			return -ENOMEM;
+		probe_histogram_prepare(&cfg->input, g->hist_in);
+	}
+	if (cfg->output.kind == PROBE_DIST_HISTOGRAM) {
+		g->hist_out = malloc(sizeof(*g->hist_out));
+		if (!g->hist_out)
+			return -ENOMEM;
+		probe_histogram_prepare(&cfg->output, g->hist_out);
+	}
+	if (!uses_samples(cfg))
+		return 0;
+	r = probe_samples_load(cfg->samples_path, &g->samples, err);
+	if (r < 0)
+		return r;
+	if (cfg->arrival == PROBE_ARRIVAL_TRACE && !g->samples->have_time)
+		return error_set(err, -EINVAL, "%s: trace arrivals need the requests' times", cfg->samples_path);
+	g->order = malloc(g->samples->n * sizeof(size_t));
+	if (!g->order)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->samples->n; i++)
+		g->order[i] = i;
+	if (cfg->arrival == PROBE_ARRIVAL_TRACE)
+		return 0; /* a replay: the log's own order */
+	probe_rng_init(&rng, cfg->seed, STREAM_SAMPLES);
+	for (size_t i = g->samples->n; i > 1; i--) { /* Fisher–Yates */
+		size_t j = (size_t)probe_rng_below(&rng, i), t = g->order[i - 1];
+
+		g->order[i - 1] = g->order[j];
+		g->order[j] = t;
 	}
 	return 0;
 }
 
-/* Arrival offsets (µs) of the measured requests: first at 0, then the gaps. */
-static void fill_arrivals(const struct probe_workload_config *cfg, struct probe_workload *w)
+/* The sample request i takes: measured request j takes sample j, warm-ups
+ * the ones before it (from the end). */
+static size_t sample_of(const struct gen *g, size_t i)
 {
-	struct probe_rng rng;
-	double t = 0;
+	size_t n = g->samples->n;
 
+	return g->order[((i % n) + n - g->cfg->num_warmup % n) % n];
+}
+
+static uint32_t clamp_len(const struct probe_length_dist *d, uint32_t v)
+{
+	uint32_t lo = d->min ? d->min : 1, hi = d->max ? d->max : PROBE_MAX_TOKENS_PER_REQUEST;
+
+	return MIN(MAX(v, lo), hi);
+}
+
+static uint32_t draw_length(const struct gen *g, bool input, size_t i, struct probe_rng *rng)
+{
+	const struct probe_length_dist *d = input ? &g->cfg->input : &g->cfg->output;
+
+	switch (d->kind) {
+	case PROBE_DIST_HISTOGRAM:
+		return clamp_len(d, probe_histogram_draw(input ? g->hist_in : g->hist_out, rng));
+	case PROBE_DIST_SAMPLES:
+		return clamp_len(d, (input ? g->samples->input : g->samples->output)[sample_of(g, i)]);
+	default:
+		return probe_workload_draw_length(d, rng);
+	}
+}
+
+/* Trace arrivals: the log's offsets scaled to the asked rate, the log
+ * starting again one mean gap after its end. */
+static void fill_trace(const struct gen *g, struct probe_workload *w)
+{
+	const struct probe_samples *sm = g->samples;
+	double rate = probe_samples_rate(sm), scale = 1, span = (double)sm->t_usec[sm->n - 1];
+	double cycle = span + (sm->n > 1 ? span / (double)(sm->n - 1) : 1e6);
+
+	if (isfinite(g->cfg->request_rate) && isfinite(rate) && fabs(rate / g->cfg->request_rate - 1) > 1e-12)
+		scale = rate / g->cfg->request_rate;
+	for (size_t i = g->cfg->num_warmup; i < w->n_requests; i++) {
+		size_t j = i - g->cfg->num_warmup, k = g->order[j % sm->n];
+		double t = (double)(j / sm->n) * cycle + (double)sm->t_usec[k];
+
+		w->requests[i].arrival_usec = scale == 1 && j < sm->n ? sm->t_usec[k] : (uint64_t)llround(t * scale);
+	}
+}
+
+/* Arrival offsets (µs) of the measured requests: first at 0, then the gaps;
+ * with a rate profile, the gaps of a unit-rate process warped by it. */
+static void fill_arrivals(const struct gen *g, struct probe_workload *w)
+{
+	const struct probe_workload_config *cfg = g->cfg;
+	bool warp = cfg->profile.n > 0 && cfg->arrival != PROBE_ARRIVAL_INF;
+	struct probe_profile_warp pw;
+	struct probe_rng rng;
+	double t = 0, tau = 0, rate = warp ? 1.0 : cfg->request_rate;
+
+	if (cfg->arrival == PROBE_ARRIVAL_TRACE) {
+		fill_trace(g, w);
+		return;
+	}
+	if (warp)
+		probe_profile_warp_init(&cfg->profile, cfg->request_rate, &pw);
 	probe_rng_init(&rng, cfg->seed, STREAM_ARRIVALS);
 	for (size_t i = cfg->num_warmup; i < w->n_requests; i++) {
-		w->requests[i].arrival_usec = sec_to_usec(t);
+		w->requests[i].arrival_usec = sec_to_usec(warp ? probe_profile_warp(&pw, tau) : t);
 		switch (cfg->arrival) {
 		case PROBE_ARRIVAL_POISSON:
-			t += probe_rng_exp(&rng) / cfg->request_rate;
+			t += probe_rng_exp(&rng) / rate;
 			break;
 		case PROBE_ARRIVAL_GAMMA:
 			/* shape = burstiness, scale = 1/(rate·burstiness): mean gap 1/rate, CV 1/sqrt(burstiness) */
-			t += probe_rng_gamma(&rng, cfg->burstiness) / (cfg->request_rate * cfg->burstiness);
+			t += probe_rng_gamma(&rng, cfg->burstiness) / (rate * cfg->burstiness);
 			break;
 		case PROBE_ARRIVAL_CONSTANT:
-			t = (double)(i + 1 - cfg->num_warmup) / cfg->request_rate;
+			t = (double)(i + 1 - cfg->num_warmup) / rate;
 			break;
 		case PROBE_ARRIVAL_INF:
 		default:
 			break;
 		}
+		tau = t;
 	}
 }
 
-static int fill_random(const struct probe_workload_config *cfg, struct probe_workload *w, struct error *err)
+static int fill_random(const struct gen *g, struct probe_workload *w, struct error *err)
 {
+	const struct probe_workload_config *cfg = g->cfg;
 	struct probe_rng lengths, prompts, prefix_rng;
 	uint32_t group_size = cfg->prefix_group_size ? cfg->prefix_group_size : UINT32_MAX;
 	uint64_t total = 0;
@@ -237,10 +420,10 @@ static int fill_random(const struct probe_workload_config *cfg, struct probe_wor
 	}
 	for (size_t i = 0; i < w->n_requests; i++) {
 		struct probe_request_spec *r = &w->requests[i];
-		uint32_t body = probe_workload_draw_length(&cfg->input, &lengths);
+		uint32_t body = draw_length(g, true, i, &lengths);
 		uint32_t group = (uint32_t)(i / group_size);
 
-		r->output_len = probe_workload_draw_length(&cfg->output, &lengths);
+		r->output_len = draw_length(g, false, i, &lengths);
 		r->input_len = cfg->prefix_len + body;
 		if (r->input_len > PROBE_MAX_TOKENS_PER_REQUEST)
 			r->input_len = PROBE_MAX_TOKENS_PER_REQUEST, body = r->input_len - cfg->prefix_len;
@@ -275,8 +458,9 @@ static int fill_random(const struct probe_workload_config *cfg, struct probe_wor
 }
 
 /* Datasets: entries (already validated) are assigned to requests. */
-static int fill_dataset(const struct probe_workload_config *cfg, struct probe_workload *w, struct error *err)
+static int fill_dataset(const struct gen *g, struct probe_workload *w, struct error *err)
 {
+	const struct probe_workload_config *cfg = g->cfg;
 	_cleanup_(probe_dataset_freep) struct probe_dataset_entries *d = NULL;
 	struct probe_rng lengths, order;
 	_cleanup_(freep) size_t *perm = NULL;
@@ -315,7 +499,7 @@ static int fill_dataset(const struct probe_workload_config *cfg, struct probe_wo
 		else if (e->output_len > 0)
 			q->output_len = e->output_len;
 		else
-			q->output_len = probe_workload_draw_length(&cfg->output, &lengths);
+			q->output_len = draw_length(g, false, i, &lengths);
 		if (cfg->lengths_only)
 			continue;
 		q->prompt_text = strdup(e->prompt);
@@ -328,11 +512,15 @@ static int fill_dataset(const struct probe_workload_config *cfg, struct probe_wo
 int probe_workload_generate(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err)
 {
 	_cleanup_(probe_workload_freep) struct probe_workload *w = NULL;
+	_cleanup_(gen_done) struct gen g = { 0 };
 	int r;
 
 	r = check_config(cfg, err);
 	if (r < 0)
 		return r;
+	r = gen_init(cfg, &g, err);
+	if (r < 0)
+		return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -346,12 +534,12 @@ int probe_workload_generate(const struct probe_workload_config *cfg, struct prob
 		w->requests[i].warmup = i < cfg->num_warmup;
 	}
 	if (cfg->dataset == PROBE_DATASET_RANDOM)
-		r = fill_random(cfg, w, err);
+		r = fill_random(&g, w, err);
 	else
-		r = fill_dataset(cfg, w, err);
+		r = fill_dataset(&g, w, err);
 	if (r < 0)
 		return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
-	fill_arrivals(cfg, w);
+	fill_arrivals(&g, w);
 	*ret = TAKE_PTR(w);
 	return 0;
 }

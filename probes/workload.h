@@ -15,7 +15,12 @@
  *
  * Prefix sharing: with prefix_len K > 0 and prefix_group_size N > 0, requests
  * 0..N-1 share one K-token prefix, N..2N-1 another, and so on; the rest of
- * each prompt is unique. */
+ * each prompt is unique.
+ *
+ * Measured workloads (what `goodput workload capture` writes): lengths from
+ * a histogram (a server's bucket bounds and counts) or from a file of
+ * samples (a request log), arrivals replayed from that log, and a rate
+ * profile over the day that the arrival process follows. */
 #pragma once
 
 #include <stdbool.h>
@@ -31,6 +36,9 @@
 #define PROBE_MAX_TOTAL_PROMPT_TOKENS (UINT64_C(1) << 28) /* 1 GiB of ids */
 #define PROBE_MAX_DATASET_BYTES       (UINT64_C(2) << 30)
 #define PROBE_MAX_DATASET_LINE        (16u << 20)
+#define PROBE_HISTOGRAM_MAX_BUCKETS   128
+#define PROBE_RATE_PROFILE_MAX        96 /* a step every 15 minutes of a day */
+#define PROBE_SECONDS_PER_DAY         86400u
 
 enum probe_dataset {
 	PROBE_DATASET_RANDOM,   /* synthetic lengths from input/output distributions */
@@ -44,14 +52,42 @@ enum probe_dist {
 	                       * current --random-range-ratio */
 	PROBE_DIST_NORMAL,    /* mean, stddev; clamped to [min, max] */
 	PROBE_DIST_LOGNORMAL, /* median = mean, sigma = stddev (of the log); clamped to [min, max] */
+	PROBE_DIST_HISTOGRAM, /* a bucket by its count, then a length inside it (see below) */
+	PROBE_DIST_SAMPLES,   /* the lengths of the samples file (config.samples_path) */
+};
+
+/* Bucket i holds the integer lengths in (le[i−1], le[i]] (le[−1] = 0), as a
+ * Prometheus histogram's cumulative buckets delta'd into per-bucket counts. */
+struct probe_length_histogram {
+	uint32_t n;
+	double le[PROBE_HISTOGRAM_MAX_BUCKETS];    /* increasing, > 0 */
+	double count[PROBE_HISTOGRAM_MAX_BUCKETS]; /* >= 0, not all 0 */
 };
 
 struct probe_length_dist {
 	enum probe_dist kind;
-	double mean;
+	double mean;        /* histogram: the mean to match; NAN: the buckets' own (uniform inside each) */
 	double range_ratio; /* uniform only, in [0, 1) */
 	double stddev;      /* normal: tokens; lognormal: sigma of ln(length) */
 	uint32_t min, max;  /* clamp; 0 = 1 and PROBE_MAX_TOKENS_PER_REQUEST */
+	struct probe_length_histogram hist; /* histogram only */
+};
+
+/* A request rate over the day: rate[i] requests/s from second_of_day[i]
+ * until the next point (the last one holds until the first, across
+ * midnight). A run starts at `start` in the day and moves through it at
+ * `speed` day-seconds per second (1: real time; 1440: a day in a minute).
+ * The arrival process keeps its shape (Poisson, gamma, constant) in the
+ * time the profile warps: with Λ(t) the expected arrivals by t, request k
+ * arrives when Λ reaches the k-th point of the unit-rate process. The
+ * profile is scaled so that its mean over the day is the config's
+ * request_rate, so a rate search moves the whole curve. */
+struct probe_rate_profile {
+	uint32_t n;                                     /* 0: no profile */
+	uint32_t second_of_day[PROBE_RATE_PROFILE_MAX]; /* increasing, < PROBE_SECONDS_PER_DAY */
+	double rate[PROBE_RATE_PROFILE_MAX];            /* >= 0, mean over the day > 0 */
+	uint32_t start;                                 /* second of the day a run starts at */
+	double speed;                                   /* > 0 */
 };
 
 enum probe_arrival {
@@ -59,6 +95,7 @@ enum probe_arrival {
 	PROBE_ARRIVAL_GAMMA,    /* gamma gaps, shape = burstiness, mean 1/request_rate (as vLLM) */
 	PROBE_ARRIVAL_CONSTANT, /* exactly 1/request_rate apart */
 	PROBE_ARRIVAL_INF,      /* all at time 0 (vLLM's --request-rate inf) */
+	PROBE_ARRIVAL_TRACE,    /* the samples file's arrival times, scaled to request_rate */
 };
 
 struct probe_workload_config {
@@ -78,6 +115,9 @@ struct probe_workload_config {
 	/* additions */
 	uint32_t dataset_output_len; /* sharegpt/custom: fixed output length; 0 = from the dataset */
 	bool lengths_only;           /* no prompt_ids (virtual-time simulation needs lengths only) */
+	/* measured workloads */
+	const char *samples_path;          /* a request log: lengths (PROBE_DIST_SAMPLES), arrivals (TRACE) */
+	struct probe_rate_profile profile; /* n = 0: the rate is constant */
 };
 
 struct probe_request_spec {
@@ -117,6 +157,18 @@ struct probe_workload {
  *   dataset_output_len is set. custom (JSONL): lines in file order, reused
  *   cyclically; output_len from the line, else dataset_output_len, else a
  *   draw from cfg->output.
+ * - histogram lengths: a bucket is drawn by its count, then a length in it:
+ *   an integer in (le[i−1], le[i]] with density ∝ e^(θ·u) over the bucket's
+ *   width (u in [0, 1)), one θ for every bucket, solved so that the mean is
+ *   `mean` (θ = 0, uniform, when mean is NAN or cannot be reached).
+ * - samples (lengths from samples_path, see probe_samples_load): taken in the
+ *   file's order with TRACE arrivals (a replay), else in an order shuffled
+ *   with the seed; reused cyclically.
+ * - TRACE arrivals: the samples' arrival offsets times (the log's mean rate /
+ *   request_rate), exactly the log's when request_rate is its mean rate or
+ *   not finite; past the log's end it starts again one mean gap later.
+ * - a rate profile warps Poisson, gamma and constant arrivals (see struct
+ *   probe_rate_profile).
  * - caps: num_warmup + num_prompts <= PROBE_MAX_REQUESTS, total prompt ids
  *   <= PROBE_MAX_TOTAL_PROMPT_TOKENS, dataset files <= PROBE_MAX_DATASET_BYTES,
  *   a JSONL line <= PROBE_MAX_DATASET_LINE bytes. */
@@ -126,6 +178,10 @@ void probe_workload_config_init(struct probe_workload_config *cfg);
  * the file, the line (JSONL) or entry (ShareGPT) and the field. */
 int probe_workload_generate(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err);
 struct probe_workload *probe_workload_free(struct probe_workload *w);
+static inline void probe_workload_freep(struct probe_workload **w)
+{
+	probe_workload_free(*w);
+}
 
 /* The text form of a request's prompt (dataset text, or "w<id> w<id> ..."):
  * a new string the caller frees. */
@@ -134,9 +190,60 @@ char *probe_request_prompt_text(const struct probe_request_spec *r);
 /* Number of tokens in a text by the word rule. */
 uint32_t probe_count_words(const char *text);
 
+/* A request log read as samples (workload-samples.c): each request's
+ * arrival offset and lengths, in arrival order. One JSON object per line, in
+ * one of three forms (the whole file in one):
+ *  - `goodput probe --save-requests`: send_usec, input_tokens, output_tokens
+ *    (what the server reported), success (failed requests are left out),
+ *    timestamp (seconds since the epoch, when written);
+ *  - an OpenAI request/response pair: usage.prompt_tokens and
+ *    usage.completion_tokens (at the top or in "response"), and the time as
+ *    "timestamp" (seconds since the epoch, or RFC 3339 text) or the
+ *    response's "created";
+ *  - {"input_len": N, "output_len": M, "t": seconds (optional)}.
+ * Blank lines are skipped; any other line is an error naming file, line and
+ * field. A completion of 0 tokens counts as 1 (every request asks for one). */
+enum probe_samples_format {
+	PROBE_SAMPLES_PROBE,
+	PROBE_SAMPLES_OPENAI,
+	PROBE_SAMPLES_PLAIN,
+};
+
+struct probe_samples {
+	enum probe_samples_format format;
+	size_t n;
+	uint64_t *t_usec; /* arrival offsets from the first request, not decreasing; all 0 without times */
+	uint32_t *input, *output;
+	bool have_time;
+	double first_realtime; /* seconds since the epoch of the first request; NAN: unknown */
+	size_t skipped_failed; /* failed requests of a probe log, left out */
+};
+
+int probe_samples_load(const char *path, struct probe_samples **ret, struct error *err);
+struct probe_samples *probe_samples_free(struct probe_samples *s);
+static inline void probe_samples_freep(struct probe_samples **s)
+{
+	probe_samples_free(*s);
+}
+/* The log's mean rate: (n − 1) / its span, requests/s; NAN without times
+ * or with fewer than two requests over a span > 0. */
+double probe_samples_rate(const struct probe_samples *s);
+
+/* The mean length a distribution draws (the histogram's matched mean, the
+ * samples' mean needs the file: NAN). */
+double probe_length_dist_mean(const struct probe_length_dist *d);
+
+/* A histogram's mean with lengths uniform inside each bucket. */
+double probe_histogram_mean_uniform(const struct probe_length_histogram *h);
+
+/* The rate profile's mean over the day (requests/s), and its rate at a
+ * second of the day (unscaled); 0 without a profile. */
+double probe_rate_profile_mean(const struct probe_rate_profile *p);
+double probe_rate_profile_at(const struct probe_rate_profile *p, uint32_t second_of_day);
+
 /* Names for flags and JSON: "random"/"sharegpt"/"custom", "fixed"/"uniform"/
- * "normal"/"lognormal", "poisson"/"gamma"/"constant"/"inf"; the parsers return
- * the enum value or -EINVAL. */
+ * "normal"/"lognormal"/"histogram"/"samples", "poisson"/"gamma"/"constant"/
+ * "inf"/"trace"; the parsers return the enum value or -EINVAL. */
 const char *probe_dataset_name(enum probe_dataset d);
 const char *probe_dist_name(enum probe_dist d);
 const char *probe_arrival_name(enum probe_arrival a);

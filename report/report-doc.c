@@ -363,6 +363,13 @@ static void dist_text(char *buf, size_t size, const struct probe_length_dist *l)
 	case PROBE_DIST_LOGNORMAL:
 		snprintf(buf, size, "lognormal median %g, sigma %g", l->mean, l->stddev);
 		break;
+	case PROBE_DIST_HISTOGRAM:
+		snprintf(buf, size, "measured, %u buckets up to %g, mean %.1f", l->hist.n, l->hist.le[l->hist.n - 1],
+			 l->mean);
+		break;
+	case PROBE_DIST_SAMPLES:
+		snprintf(buf, size, "the logged requests' own");
+		break;
 	}
 }
 

@@ -76,6 +76,7 @@ enum {
 	O_FAIL_FAST,
 	O_NO_PREFIX_CACHE,
 	O_BACKEND,
+	O_TOKENS_HISTOGRAM,
 };
 
 struct flag {
@@ -197,6 +198,7 @@ static const struct flag sglang_flags[] = {
 	{ "context-length", ACT_ENGINE, 0, "max-model-len", true },
 	{ "random-seed", ACT_ENGINE, 0, "seed", true },
 	{ "enable-metrics", ACT_OPT, O_METRICS, NULL, false },
+	{ "collect-tokens-histogram", ACT_OPT, O_TOKENS_HISTOGRAM, NULL, false },
 	{ "disable-radix-cache", ACT_OPT, O_NO_PREFIX_CACHE, NULL, false },
 	{ "trust-remote-code", ACT_IGNORE, 0, NULL, false },
 	{ "disable-cuda-graph", ACT_IGNORE, 0, NULL, false },
@@ -397,6 +399,9 @@ static int apply_opt(int id, const char *what, const char *v, struct sim_dialect
 		break;
 	case O_METRICS:
 		opt->metrics_enabled = true;
+		break;
+	case O_TOKENS_HISTOGRAM:
+		opt->tokens_histogram = true;
 		break;
 	case O_PARALLEL:
 		r = parse_u32(what, v, 1, 65536, &pd->parallel, err);

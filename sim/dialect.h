@@ -50,6 +50,7 @@ struct sim_dialect_options {
 	enum sim_dialect dialect;
 	bool explicit_dialect;     /* chosen by --dialect or the program name (--version answers as the engine) */
 	bool metrics_enabled;      /* llama.cpp --metrics, SGLang --enable-metrics; always for the others */
+	bool tokens_histogram;     /* SGLang --collect-tokens-histogram: prompt/generation length histograms */
 	bool iter_perf_stats;      /* TensorRT-LLM: enable_iter_perf_stats (its /metrics JSON) */
 	bool perf_metrics;         /* TensorRT-LLM: return_perf_metrics (/prometheus/metrics) */
 	uint32_t max_concurrent;   /* TGI --max-concurrent-requests: more in flight get 429 (0 = no limit) */

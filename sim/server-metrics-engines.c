@@ -4,7 +4,9 @@
  * Names, types and buckets are the engines' own:
  *  - SGLang (python/sglang/srt/metrics/collector.py): sglang:num_running_reqs,
  *    num_queue_reqs, token_usage, prompt/generation_tokens_total, the TTFT,
- *    inter-token and end-to-end histograms; only with --enable-metrics (404
+ *    inter-token and end-to-end histograms, and with
+ *    --collect-tokens-histogram the prompt and generation length histograms
+ *    (default_bucket_prompt_tokens); only with --enable-metrics (404
  *    otherwise, FastAPI's {"detail":"Not Found"}).
  *  - TGI (router/src/server.rs, metrics-exporter-prometheus): tgi_queue_size,
  *    tgi_batch_current_size, tgi_batch_current_max_tokens,
@@ -107,6 +109,12 @@ static char *sglang_page(struct sim_server *s, const struct sim_engine_stats *st
 			  labels, &m->tpot);
 	sim_histogram_put(f, "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
 			  labels, &m->e2e);
+	if (s->cfg.dialect.tokens_histogram) {
+		sim_histogram_put(f, "sglang:prompt_tokens_histogram", "Histogram of prompt token length.", labels,
+				  &m->prompt_len);
+		sim_histogram_put(f, "sglang:generation_tokens_histogram", "Histogram of generation token length.",
+				  labels, &m->gen_len);
+	}
 	return done(f, &buf);
 }
 

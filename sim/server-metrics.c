@@ -34,6 +34,10 @@ static const double vllm_latency[] = { 0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,
 static const double sglang_ttft[] = { 0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400 };
 static const double sglang_itl[] = { 0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
 				     0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000 };
+/* collector.py's default_bucket_prompt_tokens, for prompt and generation lengths */
+static const double sglang_tokens[] = { 100,   300,   500,   700,   1000,  1500,   2000,   3000,   4000,   5000,
+					6000,  7000,  8000,  9000,  10000, 12000,  15000,  20000,  22000,  25000,
+					30000, 35000, 40000, 66000, 99000, 132000, 300000, 600000, 900000, 1100000 };
 static const double sglang_e2e[] = { 0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
 				     20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400 };
 static const double late_bounds[] = { 0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002,
@@ -202,6 +206,8 @@ int sim_server_metrics_init(struct sim_server *s)
 		r |= sim_histogram_init(&m->ttft, sglang_ttft, ELEMENTSOF(sglang_ttft));
 		r |= sim_histogram_init(&m->tpot, sglang_itl, ELEMENTSOF(sglang_itl));
 		r |= sim_histogram_init(&m->e2e, sglang_e2e, ELEMENTSOF(sglang_e2e));
+		r |= sim_histogram_init(&m->prompt_len, sglang_tokens, ELEMENTSOF(sglang_tokens));
+		r |= sim_histogram_init(&m->gen_len, sglang_tokens, ELEMENTSOF(sglang_tokens));
 		break;
 	case SIM_DIALECT_TGI:
 		tgi_duration_buckets(dur);

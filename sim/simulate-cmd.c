@@ -139,7 +139,7 @@ int sim_cmd_simulate(int argc, char **argv)
 						  { "help", no_argument, NULL, 'h' } };
 	struct option own[ELEMENTSOF(engine_flags) + ELEMENTSOF(own_tail)];
 	_cleanup_(freep) struct option *opts = NULL;
-	struct probe_workload_flags wf;
+	_cleanup_(probe_workload_flags_done) struct probe_workload_flags wf = { 0 };
 	struct sim_engine_config cfg;
 	struct sim_startup_phases ph, *startup = NULL;
 	struct probe_workload *w = NULL;

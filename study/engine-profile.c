@@ -353,7 +353,9 @@ static const struct json_field metrics_fields[] = {
 	  .schema = "{\"additionalProperties\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"array\", "
 		    "\"items\": {\"type\": \"string\"}}]}}",
 	  .doc = "the probe's series (running, waiting, kv_cache_usage, preemptions, prompt_tokens, "
-		 "generation_tokens) → the engine's metric names, first present wins; \"a / b\" is a ratio" },
+		 "generation_tokens) and workload capture's (requests, prefix_cache_queries, prefix_cache_hits; the "
+		 "histograms prompt_length and generation_length) → the engine's metric names, first present wins; "
+		 "\"a / b\" is a ratio" },
 	{ 0 },
 };
 

@@ -13,14 +13,11 @@
  * study, with a value that says "not given". */
 struct study_parse {
 	struct study s;
-	int input_dist, output_dist, arrival; /* -1: not given */
-	double attainment;                    /* NAN: not given */
+	double attainment; /* NAN: not given */
 };
 
 /* The study spec: every key, its type, range, default and documentation. */
 extern const struct json_field study_fields[];
 
-extern const char *const study_dataset_names[];
-extern const char *const study_dist_names[];
 extern const char *const study_method_names[];
 extern const char *const study_quant_names[];

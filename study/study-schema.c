@@ -19,22 +19,18 @@
 #include "json-util.h"
 #include "macro.h"
 #include "study-internal.h"
+#include "workload-json.h"
 
-const char *const study_dataset_names[] = { "random", "sharegpt", "custom", NULL };
-const char *const study_dist_names[] = { "fixed", "uniform", "normal", "lognormal", NULL };
-static const char *const arrival_names[] = { "poisson", "gamma", "constant", "inf", NULL };
 static const char *const scenario_names[] = { "online", "offline", NULL };
 static const char *const cost_tokens_names[] = { "output", "input+output", NULL };
 const char *const study_method_names[] = { "exec", "systemd", "command", NULL };
 const char *const study_quant_names[] = { "none", "fp8", "int8", "awq", NULL };
 
 /* JSON_ENUM stores an int: the enums it fills must be int-sized, in the order of their names. */
-_Static_assert(sizeof(enum probe_dataset) == sizeof(int), "enum probe_dataset is not int-sized");
 _Static_assert(sizeof(enum opt_scenario) == sizeof(int), "enum opt_scenario is not int-sized");
 _Static_assert(sizeof(enum opt_cost_tokens) == sizeof(int), "enum opt_cost_tokens is not int-sized");
 _Static_assert(sizeof(enum study_deploy_method) == sizeof(int), "enum study_deploy_method is not int-sized");
-_Static_assert(PROBE_DATASET_CUSTOM == 2 && OPT_SCENARIO_OFFLINE == 1 && OPT_COST_TOKENS_TOTAL == 1 &&
-		       STUDY_DEPLOY_COMMAND == 2,
+_Static_assert(OPT_SCENARIO_OFFLINE == 1 && OPT_COST_TOKENS_TOTAL == 1 && STUDY_DEPLOY_COMMAND == 2,
 	       "the enums follow their names");
 
 #define OFF(field) offsetof(struct study_parse, s.field)
@@ -84,37 +80,24 @@ static int parse_checkpoints(const cJSON *v, const char *path, const struct json
 	return json_dispatch(v, path, f->fields, 0, base, err);
 }
 
-static int parse_request_rate(const cJSON *v, const char *path, const struct json_field *f, void *base,
-			      struct error *err)
+/* The workload block is the probe's (probes/workload-json.h): read with
+ * its table into the study's workload, percentiles beside it. */
+static int parse_workload(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
-	struct study_parse *p = base;
+	struct study *s = &((struct study_parse *)base)->s;
+	struct probe_workload_spec spec = { .config = s->workload };
+	int r;
 
 	(void)f;
-	if (cJSON_IsString(v) && strcmp(v->valuestring, "inf") == 0) {
-		p->s.workload.request_rate = INFINITY;
-		return 0;
+	r = probe_workload_from_json(v, path, &spec, err);
+	if (r < 0)
+		return r;
+	s->workload = spec.config;
+	s->workload_captured = spec.captured;
+	if (spec.n_percentiles) {
+		memcpy(s->percentiles, spec.percentiles, sizeof(s->percentiles));
+		s->n_percentiles = spec.n_percentiles;
 	}
-	if (json_value_double(v, path, RATE_MIN, RATE_MAX, &p->s.workload.request_rate, err) < 0)
-		return error_set(err, -EINVAL, "%s: expected requests/s in [%g, %g] or \"inf\"", path, RATE_MIN,
-				 RATE_MAX);
-	return 0;
-}
-
-static int parse_percentiles(const cJSON *v, const char *path, const struct json_field *f, void *base,
-			     struct error *err)
-{
-	struct study_parse *p = base;
-	const cJSON *item;
-	size_t i = 0;
-
-	(void)f;
-	cJSON_ArrayForEach(item, v)
-	{
-		if (!cJSON_IsNumber(item) || !(item->valuedouble > 0) || item->valuedouble > 100)
-			return error_set(err, -EINVAL, "%s[%zu]: expected a number in (0, 100]", path, i);
-		p->s.percentiles[i++] = item->valuedouble;
-	}
-	p->s.n_percentiles = i;
 	return 0;
 }
 
@@ -312,55 +295,6 @@ static const struct json_field gpu_fields[] = {
 	"\"values\": {\"type\": \"array\", \"minItems\": 1, \"maxItems\": 64},"                                        \
 	"\"categorical\": {\"type\": \"boolean\"}}}]}"
 
-#define REQUEST_RATE_SCHEMA                                                                                            \
-	"{\"anyOf\": [{\"type\": \"number\", \"minimum\": " XSTR(RATE_MIN) ", \"maximum\": " XSTR(                     \
-		RATE_MAX) "}, {\"const\": \"inf\"}]}"
-
-static const struct json_field workload_fields[] = {
-	{ "dataset", JSON_ENUM, OFF(workload.dataset), .choices = study_dataset_names, .def = "random",
-	  .doc = "random, sharegpt or custom (JSONL)" },
-	{ "dataset_path", JSON_STRING, OFF(workload.dataset_path), .max = 4096,
-	  .doc = "dataset file (sharegpt, custom)" },
-	{ "input_len", JSON_DOUBLE, OFF(workload.input.mean), .min = 1, .max = TOKENS_MAX, .def = "1024",
-	  .doc = "mean prompt length, tokens" },
-	{ "output_len", JSON_DOUBLE, OFF(workload.output.mean), .min = 1, .max = TOKENS_MAX, .def = "128",
-	  .doc = "mean output length, tokens" },
-	{ "range_ratio", JSON_DOUBLE, OFF(workload.input.range_ratio), .min = 0, .max = 0.999, .def = "0",
-	  .doc = "uniform lengths in [len·(1−r), len·(1+r)] (vLLM's --random-range-ratio)" },
-	{ "input_len_dist", JSON_ENUM, RAW(input_dist), .choices = study_dist_names,
-	  .def = "fixed (uniform with range_ratio)", .doc = "fixed, uniform, normal, lognormal" },
-	{ "output_len_dist", JSON_ENUM, RAW(output_dist), .choices = study_dist_names, .def = "as input_len_dist",
-	  .doc = "fixed, uniform, normal, lognormal" },
-	{ "input_len_std", JSON_DOUBLE, OFF(workload.input.stddev), .min = 0, .max = TOKENS_MAX, .def = "0",
-	  .doc = "normal: tokens; lognormal: sigma of ln(length)" },
-	{ "output_len_std", JSON_DOUBLE, OFF(workload.output.stddev), .min = 0, .max = TOKENS_MAX, .def = "0",
-	  .doc = "normal: tokens; lognormal: sigma of ln(length)" },
-	{ "num_prompts", JSON_U32, OFF(workload.num_prompts), .min = 1, .max = 1000000, .def = "200",
-	  .doc = "measured requests per load point" },
-	{ "num_warmups", JSON_U32, OFF(workload.num_warmup), .min = 0, .max = 100000, .def = "0",
-	  .doc = "warm-up requests before each load point" },
-	{ "request_rate", JSON_ANY, .callback = parse_request_rate, .def = "inf", .schema = REQUEST_RATE_SCHEMA,
-	  .doc = "requests/s or \"inf\": the first rate of the search (each load point gets its own rate)" },
-	{ "burstiness", JSON_DOUBLE, OFF(workload.burstiness), .min = 1e-3, .max = 1e3, .def = "1",
-	  .doc = "gamma shape of arrivals (1 = Poisson)" },
-	{ "arrival", JSON_ENUM, RAW(arrival), .choices = arrival_names,
-	  .def = "poisson (gamma when burstiness is not 1)", .doc = "poisson, gamma, constant or inf" },
-	{ "max_concurrency", JSON_U32, OFF(workload.max_concurrency), .min = 0, .max = 100000, .def = "0",
-	  .doc = "requests in flight at most (0 = open loop)" },
-	{ "prefix_len", JSON_U32, OFF(workload.prefix_len), .min = 0, .max = PROBE_MAX_TOKENS_PER_REQUEST, .def = "0",
-	  .doc = "shared prefix tokens" },
-	{ "prefix_group_size", JSON_U32, OFF(workload.prefix_group_size), .min = 0, .max = 1000000, .def = "0",
-	  .doc = "requests sharing one prefix" },
-	{ "ignore_eos", JSON_BOOL, OFF(workload.ignore_eos), .def = "true",
-	  .doc = "ask the server to generate exactly output_len tokens" },
-	{ "seed", JSON_U64, OFF(workload.seed), .min = 0, .max = 9007199254740992.0, .def = "0",
-	  .doc = "workload seed" },
-	{ "percentiles", JSON_ARRAY, .callback = parse_percentiles, .min = 1, .max = PROBE_MAX_PERCENTILES,
-	  .schema = "{\"items\": {\"type\": \"number\", \"exclusiveMinimum\": 0, \"maximum\": 100}}",
-	  .def = "[50, 90, 99]", .doc = "latency percentiles reported" },
-	{ 0 },
-};
-
 static const struct json_field sla_fields[] = {
 	{ "ttft_ms", JSON_DOUBLE, .callback = parse_request_bound, .min = BOUND_MIN, .max = BOUND_MAX,
 	  .doc = "time to first token, per request" },
@@ -475,8 +409,8 @@ const struct json_field study_fields[] = {
 		 "\"quantization in [fp8, awq]\", \"kv_cache_dtype != fp8\"; implications \"kv_cache_dtype == fp8 => "
 		 "quantization == fp8\"; allowed combinations {\"allowed\": [{\"quantization\": \"fp8\", "
 		 "\"tensor_parallel\": [2, 4]}, ...]} (a configuration matches one entry on every knob it names)" },
-	{ "workload", JSON_OBJECT, .fields = workload_fields, .flags = JSON_MANDATORY,
-	  .doc = "the requests (as `goodput probe` takes them)" },
+	{ "workload", JSON_OBJECT, .fields = probe_workload_fields, .callback = parse_workload, .flags = JSON_MANDATORY,
+	  .doc = "the requests (as `goodput probe --workload` takes them, and `goodput workload capture` writes)" },
 	{ "sla", JSON_OBJECT, .fields = sla_fields,
 	  .doc = "latency bounds (online): per request ttft_ms, tpot_ms, itl_ms, e2el_ms with attainment; "
 		 "percentile bounds as p<P>_<metric>_ms, e.g. p99_tpot_ms" },

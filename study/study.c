@@ -169,6 +169,13 @@ static double longest(const struct probe_length_dist *d)
 		return ceil(d->mean + 4 * d->stddev);
 	case PROBE_DIST_LOGNORMAL:
 		return ceil(d->mean * exp(4 * d->stddev));
+	case PROBE_DIST_HISTOGRAM:
+		for (uint32_t i = d->hist.n; i > 0; i--)
+			if (d->hist.count[i - 1] > 0)
+				return floor(d->hist.le[i - 1]);
+		return 0;
+	case PROBE_DIST_SAMPLES:
+		return 0;
 	}
 	return 0;
 }
@@ -186,8 +193,8 @@ static int max_model_len_knob(struct study *s, const struct study_options *opts,
 
 		if (s->workload.dataset != PROBE_DATASET_RANDOM || !(in > 0) || !(out > 0))
 			return error_set(err, -EINVAL,
-					 "model.max_model_len: \"workload\" needs the random dataset's lengths; give "
-					 "a number of tokens");
+					 "model.max_model_len: \"workload\" needs the random dataset's lengths (not "
+					 "samples); give a number of tokens");
 		s->model.max_model_len = (uint32_t)MIN(16777216.0, ceil((in + out) * 1.1 / 256) * 256);
 	}
 	if (!s->model.max_model_len)
@@ -231,45 +238,12 @@ static int build_space(struct study *s, const struct study_options *opts, struct
 	return opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, &s->space, err);
 }
 
+/* What a study's rate search needs of the workload (the block itself was
+ * checked by its reader, probe_workload_from_json). */
 static int build_workload(struct study_parse *p, struct error *err)
 {
 	struct probe_workload_config *w = &p->s.workload;
-	bool uniform = w->input.range_ratio > 0;
 
-	if (w->dataset != PROBE_DATASET_RANDOM && !w->dataset_path)
-		return error_set(err, -EINVAL, "workload.dataset_path: missing (dataset %s reads a file)",
-				 study_dataset_names[w->dataset]);
-	if (w->dataset == PROBE_DATASET_RANDOM && w->dataset_path)
-		return error_set(err, -EINVAL, "workload.dataset_path: only for the sharegpt and custom datasets");
-	w->input.kind = p->input_dist >= 0 ? (enum probe_dist)p->input_dist
-			: uniform          ? PROBE_DIST_UNIFORM
-					   : PROBE_DIST_FIXED;
-	w->output.kind = p->output_dist >= 0 ? (enum probe_dist)p->output_dist : w->input.kind;
-	w->output.range_ratio = w->input.range_ratio;
-	if (uniform && w->input.kind != PROBE_DIST_UNIFORM && w->output.kind != PROBE_DIST_UNIFORM)
-		return error_set(err, -EINVAL, "workload.range_ratio: only applies to uniform lengths");
-	if ((w->input.kind == PROBE_DIST_NORMAL || w->input.kind == PROBE_DIST_LOGNORMAL) && !(w->input.stddev > 0))
-		return error_set(err, -EINVAL, "workload.input_len_std: needed (> 0) for %s lengths",
-				 study_dist_names[w->input.kind]);
-	if ((w->output.kind == PROBE_DIST_NORMAL || w->output.kind == PROBE_DIST_LOGNORMAL) && !(w->output.stddev > 0))
-		return error_set(err, -EINVAL, "workload.output_len_std: needed (> 0) for %s lengths",
-				 study_dist_names[w->output.kind]);
-	if (w->prefix_len > 0 && w->prefix_len >= w->input.mean)
-		return error_set(err, -EINVAL, "workload.prefix_len: %u must be below input_len (%g)", w->prefix_len,
-				 w->input.mean);
-	if ((w->prefix_len > 0) != (w->prefix_group_size > 0))
-		return error_set(err, -EINVAL,
-				 "workload.prefix_group_size: set prefix_len and prefix_group_size together");
-	/* The rate search sets the rate of each load point, so the process
-	 * follows burstiness unless the spec names one. */
-	if (p->arrival >= 0)
-		w->arrival = (enum probe_arrival)p->arrival;
-	else
-		w->arrival = w->burstiness == 1.0 ? PROBE_ARRIVAL_POISSON : PROBE_ARRIVAL_GAMMA;
-	if (w->arrival == PROBE_ARRIVAL_POISSON && w->burstiness != 1.0)
-		return error_set(err, -EINVAL,
-				 "workload.burstiness: %g, but arrival poisson has burstiness 1 (use gamma)",
-				 w->burstiness);
 	if (w->arrival == PROBE_ARRIVAL_INF && !w->max_concurrency)
 		return error_set(
 			err, -EINVAL,
@@ -329,7 +303,6 @@ static void study_defaults(struct study_parse *p)
 	s->search.seed = 1;
 	s->baseline = true;
 	s->search.algorithm = "LN_SBPLX";
-	p->input_dist = p->output_dist = p->arrival = -1;
 	p->attainment = NAN;
 }
 

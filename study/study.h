@@ -82,7 +82,8 @@ struct study {
 	const cJSON *search_space, *constraints; /* into json (constraints may be NULL) */
 	struct opt_space *space;                 /* parsed search space (owned) */
 
-	struct probe_workload_config workload; /* dataset_path points into json */
+	struct probe_workload_config workload; /* dataset_path, samples_path point into json */
+	const cJSON *workload_captured;        /* workload.captured (into json): what a capture measured; or NULL */
 	double percentiles[PROBE_MAX_PERCENTILES];
 	size_t n_percentiles;
 	struct probe_sla sla; /* empty for offline studies */

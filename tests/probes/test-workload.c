@@ -13,8 +13,6 @@
 #include "workload.h"
 #include "tests.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_workload *, probe_workload_free)
-
 static struct probe_workload *gen(const struct probe_workload_config *cfg)
 {
 	struct probe_workload *w = NULL;

@@ -156,10 +156,15 @@ def case_health():
                 check(ready.get("loading") == [503], "llama.cpp profile: 503 is not loading")
 
 
+HISTOGRAM_SERIES = ("prompt_length", "generation_length")
+
+
 def series_present(d, plain, series):
-    """Every series the profile maps is on the page (a ratio: both parts)."""
+    """Every series the profile maps is on the page (a ratio: both parts; a histogram: its _count)."""
     for s, names in series.items():
         names = names if isinstance(names, list) else [names]
+        if s in HISTOGRAM_SERIES:
+            names = [n + "_count" for n in names]
         found = [n for n in names if all(part.strip() in plain for part in n.split(" / "))]
         check(found, "%s: series %s (%r) not on /metrics" % (d, s, names))
 
@@ -168,7 +173,8 @@ def case_metrics():
     """Each engine's metric names, the ones its profile maps, and their values after a known load."""
     prompts, outs = [4, 9], [5, 3]
     for d in ["vllm", "sglang", "tgi", "llamacpp"]:
-        with start(d) as sim:
+        # SGLang exports its length histograms with --collect-tokens-histogram (workload capture reads them)
+        with start(d, ["--collect-tokens-histogram"] if d == "sglang" else []) as sim:
             requests(sim, prompts, outs)
             status, _, body = sim.request("GET", "/metrics")
             check(status == 200, "%s /metrics: %d" % (d, status))
@@ -180,6 +186,11 @@ def case_metrics():
             prompt = {"vllm": "vllm:prompt_tokens_total", "sglang": "sglang:prompt_tokens_total",
                       "llamacpp": "llamacpp:prompt_tokens_total", "tgi": "tgi_request_input_length_sum"}[d]
             check(plain[prompt] == sum(prompts), "%s %s = %r" % (d, prompt, plain.get(prompt)))
+            if d == "sglang":
+                for name, values in [("sglang:prompt_tokens_histogram", prompts),
+                                     ("sglang:generation_tokens_histogram", outs)]:
+                    check(plain.get(name + "_count") == len(values) and plain.get(name + "_sum") == sum(values),
+                          "sglang %s: %r" % (name, plain.get(name + "_count")))
             if d == "vllm":
                 check(any(k.startswith('vllm:num_requests_running{model_name="llama-3.1-8b",engine="0"}')
                           for k in full), "vLLM's labels missing")

@@ -260,6 +260,13 @@ int cli_probe_result_json(const struct probe *p, const struct probe_config *cfg,
 	}
 	if (r >= 0)
 		r = add_failure_reasons(root, top < n ? &pts[top] : NULL);
+	if (r >= 0) {
+		struct probe_outcome oc;
+
+		/* load points run again because the client itself lagged */
+		probe_get_outcome(p, &oc);
+		r = put(root, "redone_load_points", cJSON_CreateNumber(oc.redone_points));
+	}
 	if (r >= 0 && cfg->find_max_rate)
 		r = add_search(root, p, cfg);
 	if (r < 0)

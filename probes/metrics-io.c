@@ -110,6 +110,8 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 	q |= json_add_number(o, "max_concurrent_requests", r->max_concurrent_requests);
 	q |= json_add_number(o, "max_output_tokens_per_s", r->max_output_tokens_per_s);
 	q |= json_add_number(o, "mean_concurrency", r->mean_concurrency);
+	if (isfinite(r->client_lag_p95_ms))
+		q |= json_add_number(o, "client_lag_p95_ms", r->client_lag_p95_ms);
 	for (int m = 0; m < _PROBE_METRIC_MAX; m++) {
 		const struct probe_stat *s = &r->stat[m];
 
@@ -281,6 +283,7 @@ static const struct json_field result_fields[] = {
 	{ "max_concurrent_requests", JSON_DOUBLE, OFF(max_concurrent_requests), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "max_output_tokens_per_s", JSON_DOUBLE, OFF(max_output_tokens_per_s), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "mean_concurrency", JSON_DOUBLE, OFF(mean_concurrency), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "client_lag_p95_ms", JSON_DOUBLE, OFF(client_lag_p95_ms), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "attainment", JSON_DOUBLE, OFF(attainment), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "good_output_throughput", JSON_DOUBLE, OFF(good_output_throughput), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "metric_percentiles", JSON_ARRAY, .callback = read_percentiles, .flags = JSON_NULLABLE },
@@ -299,7 +302,7 @@ static const struct json_field result_fields[] = {
 
 int probe_result_from_json(const cJSON *j, struct probe_result *ret, struct error *err)
 {
-	struct probe_result res = { .burstiness = 1.0 };
+	struct probe_result res = { .burstiness = 1.0, .client_lag_p95_ms = NAN };
 	int r;
 
 	if (!cJSON_IsObject(j))

@@ -255,7 +255,7 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err)
 {
 	static const double default_pcts[] = { 50, 90, 99 };
-	struct probe_result res = { .burstiness = 1.0 };
+	struct probe_result res = { .burstiness = 1.0, .client_lag_p95_ms = NAN };
 	uint64_t good_tokens = 0, sum_e2e = 0;
 	uint32_t good = 0;
 	bool pct_ok = true;

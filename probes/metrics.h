@@ -145,6 +145,10 @@ struct probe_result {
 	bool sla_met;                  /* attainment >= target and every percentile bound holds */
 	/* server side, when scraped */
 	struct probe_server_metrics server;
+	/* the client's own lateness: p95 of how long after it was due a request
+	 * was sent (open loop; NAN when not measured: closed loops, virtual
+	 * time). A lagging client measures itself, not the server. */
+	double client_lag_p95_ms;
 	/* table only (not in JSON): bit 1 << metric for each metric shown; 0 = all */
 	unsigned percentile_metrics;
 };

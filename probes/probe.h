@@ -77,6 +77,8 @@ struct probe_outcome {
 	double saturation_rate; /* completed requests/s at saturation */
 	size_t best_point;      /* index of the load point at max_rate, or SIZE_MAX */
 	size_t failed_point;    /* SERVER_FAILED: the load point that shows it, else SIZE_MAX */
+	unsigned redone_points; /* load points run again because the client itself lagged (p95 of its
+	                         * requests sent over 20 ms late; at most twice each) */
 };
 
 enum probe_event_kind {

@@ -9,6 +9,7 @@
  * shifting the schedule. A scrape of /metrics runs on its own timer, one at
  * a time, on the same client. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,10 @@ struct probe_run {
 
 	struct probe_request_result *results; /* measured requests */
 	size_t n_results;
+	/* the client's own lateness: how long after it was due each measured
+	 * request of an open loop was handed to the client (µs) */
+	uint32_t *lag_usec;
+	size_t n_lag;
 
 	/* server metrics */
 	int scrape_tag; /* its address is the userdata of our GETs */
@@ -155,8 +160,15 @@ static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
 	size_t n = run->end - run->first;
 	uint64_t now = mono_usec();
 
-	while (run->arrived < n && due_usec(run, run->arrived) <= now)
+	while (run->arrived < n && due_usec(run, run->arrived) <= now) {
+		/* late past its due time only when the loop was: a closed loop's
+		 * requests (and those of a burst, all due at once) wait for slots
+		 * or for their turn, not for a late timer */
+		if (!run->warmup && run->lag_usec && run->cfg.max_concurrency == 0 &&
+		    run->w->config.arrival != PROBE_ARRIVAL_INF)
+			run->lag_usec[run->n_lag++] = (uint32_t)MIN(now - due_usec(run, run->arrived), UINT32_MAX);
 		run->arrived++;
+	}
 	dispatch(run);
 	if (run->arrived < n) {
 		(void)sd_event_source_set_time(s, due_usec(run, run->arrived));
@@ -269,7 +281,8 @@ int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_work
 		n_warm++;
 	run->n_results = w->n_requests - n_warm;
 	run->results = calloc(MAX(run->n_results, (size_t)1), sizeof(*run->results));
-	if (!run->results) {
+	run->lag_usec = calloc(MAX(run->n_results, (size_t)1), sizeof(*run->lag_usec));
+	if (!run->results || !run->lag_usec) {
 		probe_run_free(run);
 		return -ENOMEM;
 	}
@@ -298,6 +311,7 @@ struct probe_run *probe_run_free(struct probe_run *run)
 		probe_client_cancel(run->client, &run->scrape_tag);
 	}
 	sd_event_source_disable_unref(run->arrival_timer);
+	free(run->lag_usec);
 	sd_event_source_disable_unref(run->metrics_timer);
 	sd_event_source_disable_unref(run->done_defer);
 	for (size_t i = 0; i < run->n_results && run->results; i++)
@@ -336,6 +350,31 @@ double probe_run_duration_s(const struct probe_run *run)
 	uint64_t d = run->end_usec > run->t0_usec ? run->end_usec - run->t0_usec : 0;
 
 	return MAX(usec_to_sec(d), 1e-6);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double probe_run_client_lag_ms(struct probe_run *run, double pct)
+{
+	double *v;
+	double ms;
+
+	if (run->n_lag == 0)
+		return NAN;
+	v = calloc(run->n_lag, sizeof(*v));
+	if (!v)
+		return NAN;
+	qsort(run->lag_usec, run->n_lag, sizeof(run->lag_usec[0]), cmp_u32);
+	for (size_t i = 0; i < run->n_lag; i++)
+		v[i] = run->lag_usec[i] / 1000.0;
+	ms = probe_percentile_sorted(v, run->n_lag, pct);
+	free(v);
+	return ms;
 }
 
 void probe_run_server_metrics(const struct probe_run *run, struct probe_server_metrics *ret)

@@ -63,6 +63,12 @@ void probe_run_get_progress(const struct probe_run *run, struct probe_run_progre
  * order, still owned by the run), the wall time and the server figures. */
 const struct probe_request_result *probe_run_results(const struct probe_run *run, size_t *ret_n);
 double probe_run_duration_s(const struct probe_run *run);
+/* How late the client itself sent the measured requests of an open loop:
+ * the pct percentile of (handed to the client − due) over them, in ms; NAN
+ * for a closed loop or a burst (requests wait for slots or their turn, not
+ * for the client). A loop
+ * starved of CPU — by probes of trials side by side, say — shows here. */
+double probe_run_client_lag_ms(struct probe_run *run, double pct);
 void probe_run_server_metrics(const struct probe_run *run, struct probe_server_metrics *ret);
 /* Hands the results array over to the caller (free each with
  * probe_request_result_done, then the array). */

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""test-probe-lag.py — the probe's own lateness, against goodput-sim: an
+open-loop load point of `goodput probe --request-rate R --json` records how
+late the client itself sent its requests (client_lag_p95_ms). A probe
+starved of CPU (stopped with SIGSTOP for 200 ms every 400 ms, as a probe
+beside too many others would be) sends late: its load points are run again
+(redone_load_points), and what it finally records says it lagged. Left
+alone, it lags by a few milliseconds at most and redoes nothing.
+
+usage: test-probe-lag.py GOODPUT GOODPUT-SIM
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+goodput, sim = sys.argv[1], sys.argv[2]
+tmp = tempfile.mkdtemp(prefix="goodput-probe-lag-")
+
+
+def fail(msg):
+    print("FAIL:", msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def start_sim():
+    log = open(os.path.join(tmp, "sim.log"), "w+")
+    server = subprocess.Popen([sim, "--port", "0", "--gpu", "L40S"], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(400):
+        log.seek(0)
+        text = log.read()
+        if "Application startup complete" in text:
+            return server, text.split("listening on ")[1].split()[0]
+        time.sleep(0.05)
+    fail("goodput-sim did not start")
+
+
+def probe(url, starve):
+    cmd = [goodput, "probe", "--base-url", url, "--model", "llama-3.1-8b", "--no-progress", "--num-prompts", "80",
+           "--random-input-len", "128", "--random-output-len", "16", "--ignore-eos", "--request-rate", "20",
+           "--json"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stop = threading.Event()
+
+    def starver():
+        while not stop.is_set() and p.poll() is None:
+            time.sleep(0.2)
+            try:
+                p.send_signal(signal.SIGSTOP)
+                time.sleep(0.2)
+                p.send_signal(signal.SIGCONT)
+            except ProcessLookupError:
+                return
+
+    t = threading.Thread(target=starver, daemon=True)
+    if starve:
+        t.start()
+    try:
+        out, err = p.communicate(timeout=240)
+    finally:
+        stop.set()
+        if starve:
+            t.join()
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+    if p.returncode != 0:
+        fail("goodput probe exited %d: %s" % (p.returncode, err[-1000:]))
+    return json.loads(out)
+
+
+server, url = start_sim()
+try:
+    quiet = probe(url, False)
+    lag = quiet.get("client_lag_p95_ms")
+    if lag is None:
+        fail("an open-loop load point without client_lag_p95_ms: %s" % sorted(quiet))
+    if quiet["redone_load_points"] != 0 or lag > 20:
+        fail("a probe left alone redid %d load points, lag p95 %.1f ms" % (quiet["redone_load_points"], lag))
+    starved = probe(url, True)
+    lag_s = starved.get("client_lag_p95_ms")
+    if starved["redone_load_points"] != 2:
+        fail("a starved probe redid %d load points (lag p95 %s ms), not 2" % (starved["redone_load_points"], lag_s))
+    if lag_s is None or lag_s <= 20:
+        fail("a starved probe recorded no lag: %s" % lag_s)
+    print("left alone: client lag p95 %.2f ms, none redone; starved: %d redone, lag p95 %.0f ms"
+          % (lag, starved["redone_load_points"], lag_s))
+finally:
+    server.terminate()
+    server.wait(timeout=10)
+print("ok")

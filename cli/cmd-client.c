@@ -199,6 +199,21 @@ static const char *money(char *buf, size_t size, double v)
 	return buf;
 }
 
+/* Every trial in flight, with its GPUs (when more than one runs). */
+static void print_in_flight(const cJSON *a)
+{
+	const cJSON *t;
+
+	if (cJSON_GetArraySize(a) < 2)
+		return;
+	cJSON_ArrayForEach(t, a)
+	{
+		printf("  %s %.0f on GPU %-8s %-13s %s\n",
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "confirming")) ? "confirm" : "trial  ",
+		       num(t, "trial"), str(t, "gpus")[0] ? str(t, "gpus") : "-", str(t, "phase"), str(t, "knobs"));
+	}
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(r, "current");
@@ -219,6 +234,7 @@ static void print_status(const cJSON *r)
 			printf("best:    %s/Mtok at %.0f tok/s (%s)\n",
 			       money(m, sizeof(m), num(cur, "best_cost_per_mtok")), num(cur, "best_max_goodput"),
 			       str(cur, "best_knobs"));
+		print_in_flight(cJSON_GetObjectItemCaseSensitive(cur, "trials"));
 	}
 	printf("queue:   ");
 	cJSON_ArrayForEach(e, q)

@@ -572,6 +572,11 @@ def case_parallel(make, tmp):
               and t["trial"] >= 1, t)
     check(r["current"]["gpus_total"] == 4 and r["current"]["gpus_busy"] >= 3, r["current"])
     check(n.wait_for("STATUS=trials ", 20), "no STATUS= summary of several trials: %s" % n.snapshot()[-5:])
+    for _ in range(50):  # while several are in flight
+        p = d.client("status", check_rc=0)
+        if p.stdout.count(" on GPU ") >= 2:
+            break
+    check(p.stdout.count(" on GPU ") >= 2, "goodput status does not list the trials in flight:\n%s" % p.stdout)
     check(any("/4 GPUs" in m for m in n.snapshot()), n.snapshot()[-5:])
 
     # pause with several in flight: all torn down; resume continues

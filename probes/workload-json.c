@@ -408,6 +408,37 @@ int probe_workload_from_json(const cJSON *obj, const char *path, struct probe_wo
 	return 0;
 }
 
+int probe_rate_profile_from_json(const cJSON *v, struct probe_rate_profile *ret, struct error *err)
+{
+	struct block b = { 0 };
+	const cJSON *a = v;
+	const char *path = "(root)";
+	int r;
+
+	if (cJSON_IsObject(v)) {
+		const cJSON *captured = cJSON_GetObjectItemCaseSensitive(v, "captured");
+
+		a = cJSON_GetObjectItemCaseSensitive(v, "rate_profile");
+		path = "rate_profile";
+		if (!a && cJSON_IsObject(captured)) {
+			a = cJSON_GetObjectItemCaseSensitive(captured, "rate_profile");
+			path = "captured.rate_profile";
+		}
+		if (!a)
+			return error_set(err, -ENOENT, "no rate_profile (nor captured.rate_profile) in it");
+	}
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > PROBE_RATE_PROFILE_MAX)
+		return error_set(err, -EINVAL, "%s: expected [[\"HH:MM\", requests/s], ...] of 1 to %u points", path,
+				 PROBE_RATE_PROFILE_MAX);
+	r = parse_rate_profile(a, path, NULL, &b, err);
+	if (r < 0)
+		return r;
+	b.s.config.profile.start = b.s.config.profile.second_of_day[0];
+	b.s.config.profile.speed = 1;
+	*ret = b.s.config.profile;
+	return 0;
+}
+
 /* ---- the writer ---- */
 
 static const char *const shape_keys[] = {

@@ -41,6 +41,12 @@ int probe_workload_from_json(const cJSON *obj, const char *path, struct probe_wo
  * keeps its own num_prompts, seed, percentiles). -ENOMEM. */
 int probe_workload_shape_to_json(const struct probe_workload_config *cfg, cJSON *obj);
 
+/* A rate profile from a file's JSON: a bare [["HH:MM", req/s], ...], a
+ * workload block with "rate_profile", or a captured block whose
+ * "captured" holds the rate per hour it measured. -ENOENT when v holds
+ * none; -EINVAL with err naming the entry that is wrong. */
+int probe_rate_profile_from_json(const cJSON *v, struct probe_rate_profile *ret, struct error *err);
+
 /* "09:30" or "09:30:15" → seconds of the day; -EINVAL otherwise. */
 int probe_parse_time_of_day(const char *s, uint32_t *ret);
 /* Seconds of the day → "09:30" (or "09:30:15" when it has seconds). */

@@ -113,6 +113,44 @@ int report_plan_study(struct report *r, double load, bool by_tokens, double head
 void report_plan_print(const struct report *r, const struct report_plan *p, FILE *f);
 int report_plan_to_json(const struct report *r, const struct report_plan *p, cJSON **ret);
 
+/* ---- plan over a day: replicas hour by hour for a rate profile ---- */
+
+struct probe_rate_profile;
+
+/* One configuration's deployment for one hour. */
+struct report_plan_slot {
+	uint64_t replicas, gpus;
+	double usd; /* for the hour */
+};
+
+struct report_plan_hour {
+	unsigned hour; /* 0..23, local time as the profile gives it */
+	double load;   /* the profile's highest rate in the hour, requests/s */
+	struct report_plan_slot best, runner_up;
+	bool runner_up_cheaper; /* the runner-up costs less for this hour */
+};
+
+struct report_plan_day {
+	double headroom;
+	double capacity, runner_up_capacity; /* requests/s one replica serves under the SLA */
+	unsigned gpus_per_replica, runner_up_gpus_per_replica;
+	bool have_runner_up; /* measured, with a max rate */
+	struct report_plan_hour hours[24];
+	double usd_best, usd_runner_up, usd_mixed; /* a day: the best all day, the runner-up all day,
+							     * the cheaper of the two each hour */
+	uint64_t peak_gpus_best, peak_gpus_mixed;
+	unsigned runner_up_hours; /* hours the runner-up is cheaper */
+};
+
+/* Sizes each hour of the day for the profile's highest rate in it with the
+ * study's best configuration (store_study_best, as everywhere) and with its
+ * runner-up: replicas = ceil(load × (1 + headroom) / max rate). -ENOENT when
+ * nothing met the SLA. */
+int report_plan_day_study(struct report *r, const struct probe_rate_profile *p, double headroom,
+			  struct report_plan_day *ret, struct error *err);
+void report_plan_day_print(const struct report *r, const struct report_plan_day *d, FILE *f);
+int report_plan_day_to_json(const struct report *r, const struct report_plan_day *d, cJSON **ret);
+
 /* ---- compare: the same workload and SLA measured twice ---- */
 
 enum report_old_best {

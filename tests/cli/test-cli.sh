@@ -57,7 +57,7 @@ usage_error "status: unexpected argument 'x'" status x
 usage_error "--timeout: " check-engine --timeout 0 sim
 usage_error "--confirm: 99 is out of range" tune --confirm 99 x.json
 usage_error "--headroom: " plan --headroom -1 s --rate 1
-usage_error "give exactly one of --rate and --tokens-per-second" plan s
+usage_error "give exactly one of --rate, --tokens-per-second and --rate-profile" plan s
 usage_error "best: give a study name, or --model and --engine" best
 usage_error "unrecognized option '--model'" status --model m
 rm -f out.txt err.txt

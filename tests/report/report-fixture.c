@@ -212,3 +212,13 @@ void fix_fill(struct store *s)
 	add_study_trials(s, FIX_C, c, ELEMENTSOF(c), -1, false);
 	add_study_trials(s, FIX_D, d, ELEMENTSOF(d), 0, false);
 }
+
+void fix_fill_two_sizes(struct store *s)
+{
+	const struct fix_trial e[] = {
+		{ "search", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 4.0, 380 },
+		{ "search", 64, 2048, "fp8", 2, STORE_TRIAL_DONE, 0, NULL, 10.0, 1000 },
+	};
+
+	add_study_trials(s, FIX_E, e, ELEMENTSOF(e), 1, false);
+}

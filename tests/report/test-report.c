@@ -15,6 +15,7 @@
 #include "report.h"
 #include "store.h"
 #include "tests.h"
+#include "workload.h"
 
 static char dir[] = "/tmp/test-report-XXXXXX";
 
@@ -232,6 +233,49 @@ static void test_plan(struct store *s)
 	CHECK_STR_CONTAINS(err.msg, "no configuration met the SLA");
 }
 
+/* A day at 2 req/s (00–08, 18–24), 8 (08–12) and 30 (12–18), 20 % headroom:
+ * the best (2 GPUs, 10 req/s) needs 2, 2 and 8 GPUs; the runner-up (1 GPU,
+ * 4 req/s) 1, 3 and 9: it is cheaper in the 14 quiet hours. */
+static void test_plan_day(struct store *s)
+{
+	_cleanup_(report_freep) struct report *r = load(s, FIX_E, NULL);
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	_cleanup_(freep) char *text = NULL;
+	struct probe_rate_profile p = {
+		.n = 4, .second_of_day = { 0, 8 * 3600, 12 * 3600, 18 * 3600 }, .rate = { 2, 8, 30, 2 }, .speed = 1
+	};
+	struct report_plan_day d;
+	struct error err = { 0 };
+	size_t len = 0;
+	FILE *f;
+
+	CHECK_MSG(report_plan_day_study(r, &p, 0.2, &d, &err) >= 0, "%s", err.msg);
+	CHECK(d.have_runner_up && d.capacity == 10 && d.gpus_per_replica == 2 && d.runner_up_capacity == 4);
+	CHECK(d.hours[3].load == 2 && d.hours[3].best.gpus == 2 && d.hours[3].runner_up.gpus == 1);
+	CHECK(d.hours[3].runner_up_cheaper && !d.hours[9].runner_up_cheaper && !d.hours[13].runner_up_cheaper);
+	CHECK(d.hours[13].best.replicas == 4 && d.hours[13].runner_up.replicas == 9);
+	CHECK_INT_EQ(d.runner_up_hours, 14);
+	CHECK_REL(d.usd_best, 84 * FIX_PRICE, 1e-12);
+	CHECK_REL(d.usd_runner_up, 80 * FIX_PRICE, 1e-12);
+	CHECK_REL(d.usd_mixed, 70 * FIX_PRICE, 1e-12);
+	CHECK_INT_EQ(d.peak_gpus_best, 8);
+	f = open_memstream(&text, &len);
+	CHECK(f);
+	report_plan_day_print(r, &d, f);
+	CHECK(fclose(f) == 0);
+	CHECK_STR_CONTAINS(
+		text, "03:00        2         1     2     1.98                     1     1     0.99  <- runner-up");
+	CHECK_STR_CONTAINS(text, "$/day with the best: 83.16 (peak 8 GPUs)");
+	CHECK_STR_CONTAINS(text, "in the 14 hours it is cheaper: 69.30 (16.7% less)");
+	CHECK(report_plan_day_to_json(r, &d, &j) >= 0);
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "hours")) == 24);
+	CHECK(cJSON_GetObjectItem(j, "usd_per_day_mixed")->valuedouble == d.usd_mixed);
+	/* a study whose best is on one GPU: its runner-up on two never wins a quiet hour */
+	_cleanup_(report_freep) struct report *a = load(s, FIX_A, NULL);
+	CHECK(report_plan_day_study(a, &p, 0.2, &d, &err) >= 0);
+	CHECK(d.have_runner_up && d.runner_up_hours == 0 && d.usd_mixed == d.usd_best);
+}
+
 static cJSON *compare(struct store *s, const char *a, const char *b)
 {
 	_cleanup_(report_freep) struct report *ra = load(s, a, NULL);
@@ -312,6 +356,8 @@ int main(void)
 	test_files_without_gnuplot(s);
 	test_unknown_study(s);
 	test_plan(s);
+	fix_fill_two_sizes(s);
+	test_plan_day(s);
 	test_compare(s);
 	store_close(TAKE_PTR(s));
 	CHECK(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);

@@ -44,7 +44,9 @@ int main(int argc, char **argv)
 			help(stdout);
 			return CLI_EXIT_OK;
 		} else if (strcmp(argv[i], "--version") == 0) {
-			return verb_version.run(&verb_version, 0, argv + i + 1);
+			/* the same as `goodput version`, stray arguments included */
+			argv[i] = (char *)"version";
+			return verb_dispatch(verbs, ELEMENTSOF(verbs), argc - i, argv + i);
 		} else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
 			log_set_max_level(LOG_DEBUG);
 		} else {

@@ -92,6 +92,7 @@ int main(int argc, char **argv)
 	struct daemon_options o = { .socket_mode = 0660 };
 	struct daemon *d = NULL;
 	struct error err = { 0 };
+	bool version = false;
 	int c, r;
 
 	log_set_program("goodputd");
@@ -104,8 +105,8 @@ int main(int argc, char **argv)
 			log_set_max_level(LOG_DEBUG);
 			break;
 		case ARG_VERSION:
-			printf("goodputd %s\n", GOODPUT_VERSION);
-			return 0;
+			version = true; /* after the rest is checked: --version --bogus is a usage error */
+			break;
 		case ARG_SOCKET:
 			o.socket_path = optarg;
 			break;
@@ -139,6 +140,10 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		log_error("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
+	}
+	if (version) {
+		printf("goodputd %s\n", GOODPUT_VERSION);
+		return 0;
 	}
 
 	r = daemon_new(&o, &d, &err);

@@ -60,5 +60,14 @@ usage_error "--headroom: " plan --headroom -1 s --rate 1
 usage_error "give exactly one of --rate, --tokens-per-second and --rate-profile" plan s
 usage_error "best: give a study name, or --model and --engine" best
 usage_error "unrecognized option '--model'" status --model m
+# version, like every command, refuses what it does not take
+usage_error "unrecognized option '--bogus'" version --bogus
+usage_error "version: unexpected argument 'x'" version x
+usage_error "unrecognized option '--bogus'" --version --bogus
+usage_error "version: unexpected argument 'x'" --version x
+# offline queries: one source and one format at a time
+usage_error "--csv and --json exclude each other" trials --csv --json --db x.db s
+usage_error "--db and --socket exclude each other" list --db x.db --socket s
+usage_error "export: --format: expected json or csv" export --format xml s
 rm -f out.txt err.txt
 echo ok

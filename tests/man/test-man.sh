@@ -7,7 +7,8 @@
 #     goodputd --help; goodput-sim(1) every option of goodput-sim --help;
 #   - goodput(1) has a section for every command `goodput --help` lists and
 #     names every option of every command's --help;
-#   - the --help texts name their man page, and none names a source path.
+#   - the --help texts name their man page, and none names a source path;
+#     goodputd --version refuses anything beside it.
 # Usage: test-man.sh GOODPUT GOODPUTD GOODPUT-SIM MANDIR
 set -u
 goodput=$1
@@ -91,4 +92,10 @@ for p in "$goodputd" "$sim"; do
 done
 "$goodput" tune --help-spec | grep -E "$source_path" && fail "--help-spec names a source path"
 echo "--help names the manual and no source path"
+
+# What the pages say of --version holds: it takes nothing else.
+"$goodputd" --version --bogus >/dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "goodputd --version --bogus: exit $rc, expected 2"
+"$goodputd" --version extra >/dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "goodputd --version extra: exit $rc, expected 2"
 echo ok

@@ -68,6 +68,20 @@ char **deploy_strv_copy(char *const *v)
 	return strv_copy(v);
 }
 
+/* What systemd hands to a service's main process alone: a server started
+ * by goodputd must not notify, pet the watchdog or take sockets in its
+ * name (systemd refuses it and says so in the journal on every trial). */
+static bool for_main_process_only(const char *entry)
+{
+	static const char *const names[] = { "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=",
+					     "LISTEN_FDS=",    "LISTEN_PID=",    "LISTEN_FDNAMES=" };
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (strncmp(entry, names[i], strlen(names[i])) == 0)
+			return true;
+	return false;
+}
+
 char **deploy_environment(char **const *layers, size_t n_layers)
 {
 	size_t n = 0, k = 0;
@@ -82,7 +96,8 @@ char **deploy_environment(char **const *layers, size_t n_layers)
 	if (!env)
 		return NULL;
 	for (size_t i = 0; environ && environ[i]; i++)
-		env[k++] = environ[i];
+		if (!for_main_process_only(environ[i]))
+			env[k++] = environ[i];
 	for (size_t l = 0; l < n_layers; l++)
 		for (size_t i = 0; layers[l] && layers[l][i]; i++) {
 			const char *v = layers[l][i], *eq = strchr(v, '=');

@@ -226,15 +226,47 @@ static void test_lock(void)
 	close(pipefd[1]);
 }
 
+/* goodput's own programs: beside the running one first, else in bindir
+ * when executable there, else left to $PATH (-ENOENT). */
+static void test_own_program(void)
+{
+	char self[4096], *p = NULL;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *slash;
+
+	CHECK(n > 0);
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	CHECK(slash);
+	/* this test program is beside itself */
+	CHECK(file_find_own_program(slash + 1, dir, &p) == 0);
+	CHECK_STR_EQ(p, self);
+	free(p);
+
+	write_file(path_in("own-prog"), "#!/bin/sh\n");
+	CHECK(file_find_own_program("own-prog", dir, &p) == -ENOENT); /* not executable */
+	CHECK(chmod(path_in("own-prog"), 0755) == 0);
+	CHECK(file_find_own_program("own-prog", dir, &p) == 0);
+	CHECK_STR_EQ(p, path_in("own-prog"));
+	free(p);
+	CHECK(file_find_own_program("own-prog", NULL, &p) == -ENOENT);
+	CHECK(mkdir(path_in("own-dir"), 0755) == 0); /* a folder is no program */
+	CHECK(file_find_own_program("own-dir", dir, &p) == -ENOENT);
+	CHECK(rmdir(path_in("own-dir")) == 0);
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir));
+	test_own_program();
 	test_fifo_and_devices();
 	test_read();
 	test_utf8();
 	test_json_utf8();
 	test_lock();
-	for (const char *const *n = (const char *const[]){ "fifo", "a.txt", "link", "goodput.db.lock", NULL }; *n; n++)
+	for (const char *const *n =
+		     (const char *const[]){ "fifo", "a.txt", "link", "goodput.db.lock", "own-prog", NULL };
+	     *n; n++)
 		(void)unlink(path_in(*n));
 	CHECK(rmdir(dir) == 0);
 	return 0;

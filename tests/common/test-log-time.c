@@ -43,6 +43,15 @@ static void emit(void)
 	log_info("plain %d", 7);
 }
 
+/* A record with journal fields, outside the journal: the plain line. */
+static void emit_struct(void)
+{
+	static const char *const fields[] = { "GOODPUT_STUDY=s1", "MESSAGE_ID=0123", NULL };
+
+	log_struct(LOG_INFO, fields, "study %s: done", "s1");
+	log_struct(LOG_DEBUG, fields, "hidden %d", 1);
+}
+
 static void emit_journal(void)
 {
 	struct stat st;
@@ -68,6 +77,8 @@ static void test_log(void)
 	CHECK_STR_CONTAINS(out, "test-log: positive errno: Permission denied\n");
 	CHECK(!strstr(out, "hidden"));
 	CHECK_STR_CONTAINS(out, "test-log: plain 7\n");
+	out = capture_stderr(emit_struct);
+	CHECK_STR_EQ(out, "test-log: study s1: done\n");
 	out = capture_stderr(emit_journal);
 	CHECK_STR_EQ(out, "<4>to the journal\n");
 	CHECK(!log_to_journal());

@@ -131,7 +131,9 @@ def read_while_writing(d, db, name):
           (version, sim_version))
     text = run("best", "--db", db, name).stdout
     check("engine:   sim, version %s," % sim_version in text, "best --db names no engine version:\n" + text)
-    print("the best of %s was measured on %s" % (name, version[0]))
+    md = run("report", "--db", db, "--markdown", name).stdout
+    check("engine version (as measured) | %s" % sim_version in md, "the report names no engine version:\n" + md[:3000])
+    print("the best of %s was measured on %s (goodput best --db and the report say so)" % (name, version[0]))
 
 
 def main():

@@ -60,6 +60,10 @@ def value(samples, name, **labels):
     raise TestFailure("no sample %s%s" % (name, want))
 
 
+def same(a, b):
+    return abs(a - b) <= 1e-12 * abs(b)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -96,7 +100,7 @@ def node_exporter(path, expect):
         for line, v in expect:
             m = re.search("^" + re.escape(line) + r" (\S+)$", body, re.M)
             check(m, "node_exporter does not serve %s" % line)
-            check(float(m.group(1)) == v, "node_exporter: %s %s, goodputd wrote %r" % (line, m.group(1), v))
+            check(same(float(m.group(1)), v), "node_exporter: %s %s, goodputd wrote %r" % (line, m.group(1), v))
         n = len([l for l in body.splitlines() if l.startswith("goodput_")])
         print("prometheus-node-exporter (%s) serves %d goodput_ samples, node_textfile_scrape_error 0" % (exe, n))
     finally:
@@ -141,9 +145,12 @@ def main():
 
         best = json.loads(d.client("best", "--json", "m1", check_rc=0).stdout)["best"]
         trials = json.loads(d.client("trials", "--json", "m1", check_rc=0).stdout)["trials"]
+        # the file has every digit (%.17g); cJSON may print 15 when they read
+        # back within an epsilon: the same figure to 1e-12
         cost = value(s, "goodput_study_best_cost_per_million_tokens_dollars", study="m1")
-        check(cost == best["cost_per_mtok"], "cost %r, goodput best says %r" % (cost, best["cost_per_mtok"]))
-        check(value(s, "goodput_study_best_goodput_tokens_per_second", study="m1") == best["max_goodput"], "goodput")
+        check(same(cost, best["cost_per_mtok"]), "cost %r, goodput best says %r" % (cost, best["cost_per_mtok"]))
+        check(same(value(s, "goodput_study_best_goodput_tokens_per_second", study="m1"), best["max_goodput"]),
+              "goodput")
         check(value(s, "goodput_study_best_measurements", study="m1") == best["measurements"], "measurements")
         for outcome in ("done", "infeasible", "failed"):
             n = sum(1 for t in trials if t["state"] == outcome)

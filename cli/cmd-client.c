@@ -214,6 +214,44 @@ static void print_in_flight(const cJSON *a)
 	}
 }
 
+/* A string member, or "" when absent. */
+static const char *opt_str(const cJSON *j, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Each watched endpoint: its drift from its study, the flag, the re-tune. */
+static void print_watch(const cJSON *a)
+{
+	const cJSON *w;
+
+	cJSON_ArrayForEach(w, a)
+	{
+		double drift = num(w, "drift"), rc = num(w, "rate_change"), rate = num(w, "rate");
+		bool flagged = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "flagged"));
+
+		printf("watch:   %s against %s: ", str(w, "metrics_url"), str(w, "study"));
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "up")))
+			printf("DOWN (%s)", opt_str(w, "error")[0] ? opt_str(w, "error") : "no scrape yet");
+		else if (isnan(drift))
+			printf("collecting%s%s", opt_str(w, "study_error")[0] ? "; " : "", opt_str(w, "study_error"));
+		else {
+			printf("drift %.2f (input %.2f, output %.2f; threshold %.2f)", drift, num(w, "input_ks"),
+			       num(w, "output_ks"), num(w, "threshold"));
+			if (!isnan(rate))
+				printf(", %.3g req/s", rate);
+			if (!isnan(rc))
+				printf(" (%+.0f%%)", rc * 100);
+		}
+		if (flagged)
+			printf(", DRIFT FLAGGED%s%s", opt_str(w, "retune_study")[0] ? ": re-tune queued as " : "",
+			       opt_str(w, "retune_study"));
+		printf("\n");
+	}
+}
+
 static void print_status(const cJSON *r)
 {
 	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(r, "current");
@@ -242,6 +280,7 @@ static void print_status(const cJSON *r)
 		printf("%s%s", n++ ? ", " : "", cJSON_IsString(e) ? e->valuestring : "?");
 	}
 	printf("%s\n", n ? "" : "(empty)");
+	print_watch(cJSON_GetObjectItemCaseSensitive(r, "watch"));
 }
 
 static void print_list(const cJSON *r)

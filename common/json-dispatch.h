@@ -42,7 +42,9 @@ enum json_type {
 	JSON_STRV,     /* [min, max] non-empty strings → const char ** NULL-terminated: the array is the
 		        * caller's to free(), the strings point into the document */
 	JSON_OBJECT,   /* with fields: a nested table, same base; without: const cJSON * at offset */
-	JSON_ARRAY,    /* [min, max] elements (max 0: any) → const cJSON * at offset */
+	JSON_ARRAY,    /* [min, max] elements (max 0: any) → const cJSON * at offset; with fields, its
+		        * elements are objects of that table, read by the row's callback (the
+		        * reference names their keys "key[].field") */
 	JSON_ANY,      /* any value: the callback reads it (schema says what it accepts) */
 };
 

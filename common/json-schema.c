@@ -67,6 +67,12 @@ int json_fields_walk(const struct json_field *table, const char *prefix, json_fi
 			if (r < 0)
 				return r;
 		}
+		if (f->type == JSON_ARRAY && f->fields) {
+			strncat(path, "[]", sizeof(path) - strlen(path) - 1);
+			r = json_fields_walk(f->fields, path, fn, userdata);
+			if (r < 0)
+				return r;
+		}
 	}
 	return 0;
 }
@@ -255,9 +261,12 @@ static int value_schema(cJSON *s, const struct json_field *f, unsigned flags)
 			return object_schema(s, f->fields, flags);
 		return cJSON_AddStringToObject(s, "type", "object") ? 0 : -ENOMEM;
 	case JSON_ARRAY:
-		if (!cJSON_AddStringToObject(s, "type", "array"))
+		if (!cJSON_AddStringToObject(s, "type", "array") || array_counts(s, f) < 0)
 			return -ENOMEM;
-		return array_counts(s, f);
+		if (!f->fields)
+			return 0;
+		items = cJSON_AddObjectToObject(s, "items");
+		return items ? object_schema(items, f->fields, flags) : -ENOMEM;
 	case JSON_ANY:
 		return 0;
 	}

@@ -115,6 +115,97 @@ static int check_metrics_file(const cJSON *v, const char *path, const struct jso
 	return json_dispatch_store(v, path, f, base, err);
 }
 
+/* ---- watch ---- */
+
+static const char *const retune_names[] = { "notify", "queue", NULL };
+
+static int check_url(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	if (strncmp(v->valuestring, "http://", 7) != 0 && strncmp(v->valuestring, "https://", 8) != 0)
+		return error_set(err, -EINVAL, "%s: expected an http:// or https:// URL, got \"%.200s\"", path,
+				 v->valuestring);
+	return json_dispatch_store(v, path, f, base, err);
+}
+
+static int check_window(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	unsigned h1, m1, h2, m2;
+	int n = 0;
+
+	if (sscanf(v->valuestring, "%2u:%2u-%2u:%2u%n", &h1, &m1, &h2, &m2, &n) != 4 ||
+	    (size_t)n != strlen(v->valuestring) || h1 > 23 || h2 > 24 || m1 > 59 || m2 > 59 ||
+	    h1 * 60 + m1 == h2 * 60 + m2)
+		return error_set(err, -EINVAL, "%s: expected \"HH:MM-HH:MM\" (e.g. \"22:00-06:00\"), got \"%.40s\"",
+				 path, v->valuestring);
+	return json_dispatch_store(v, path, f, base, err);
+}
+
+#define WOFF(field) offsetof(struct daemon_watch_config, field)
+
+static const struct json_field watch_fields[] = {
+	{ "metrics_url", JSON_STRING, WOFF(metrics_url), .callback = check_url, .flags = JSON_MANDATORY, .max = 2048,
+	  .doc = "the production engine's metrics page, e.g. http://vllm-01:8000/metrics" },
+	{ "study", JSON_STRING, WOFF(study), .flags = JSON_MANDATORY, .max = 128,
+	  .doc = "the study (by name, in goodputd's store) tuned for this traffic: its workload is what the traffic "
+		 "is compared with" },
+	{ "engine", JSON_STRING, WOFF(engine), .max = 256, .def = "the study's engine",
+	  .doc = "engine profile whose metric names are read (metrics.series)" },
+	{ "interval", JSON_DURATION, WOFF(interval_usec), .min = 1, .max = 86400, .def = "60",
+	  .doc = "between scrapes: one watch interval, the unit drift is judged in" },
+	{ "threshold", JSON_DOUBLE, WOFF(threshold), .min = 0.01, .max = 1, .def = "0.2",
+	  .doc = "Kolmogorov–Smirnov distance (at the histogram's buckets) of the input or output lengths from the "
+		 "study's that counts as drift" },
+	{ "rate_threshold", JSON_DOUBLE, WOFF(rate_threshold), .min = 0.01, .max = 1000, .def = "1",
+	  .doc = "relative change of the arrival rate from the study's (its rate profile, else what its capture "
+		 "measured) that counts as drift: 1 = doubled or halved" },
+	{ "consecutive", JSON_U32, WOFF(consecutive), .min = 1, .max = 1000, .def = "2",
+	  .doc = "drifted intervals in a row before drift is flagged" },
+	{ "min_requests", JSON_U32, WOFF(min_requests), .min = 1, .max = 1000000, .def = "20",
+	  .doc = "requests an interval needs to be judged; a quieter one is judged with the next" },
+	{ "retune", JSON_ENUM, WOFF(retune), .choices = retune_names, .def = "notify",
+	  .doc = "notify (the log, status and metrics say it) or queue (also queue a re-tune of the study on the "
+		 "captured traffic, into its window)" },
+	{ "window", JSON_STRING, WOFF(window), .callback = check_window, .max = 16, .def = "the study's",
+	  .doc = "the re-tune's daily time window \"HH:MM-HH:MM\"" },
+	{ 0 },
+};
+
+static int parse_watch(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct daemon_config *c = base;
+	const cJSON *item;
+	size_t i = 0;
+
+	(void)f;
+	c->watch = calloc((size_t)MAX(cJSON_GetArraySize(v), 1), sizeof(*c->watch));
+	if (!c->watch)
+		return error_set(err, -ENOMEM, "out of memory");
+	cJSON_ArrayForEach(item, v)
+	{
+		struct daemon_watch_config *w = &c->watch[i];
+		char p[64];
+		int r;
+
+		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		if (!cJSON_IsObject(item))
+			return json_wrong(item, p, "an object {\"metrics_url\": ..., \"study\": ...}", err);
+		*w = (struct daemon_watch_config){ .interval_usec = 60 * USEC_PER_SEC,
+						   .threshold = 0.2,
+						   .rate_threshold = 1,
+						   .consecutive = 2,
+						   .min_requests = 20 };
+		r = json_dispatch(item, p, watch_fields, 0, w, err);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(c->watch[k].metrics_url, w->metrics_url) == 0)
+				return error_set(err, -EINVAL, "%s.metrics_url: \"%.200s\" is watched already", p,
+						 w->metrics_url);
+		c->n_watch = ++i;
+	}
+	return 0;
+}
+
 #define OFF(field) offsetof(struct daemon_config, field)
 
 static const struct json_field limits_fields[] = {
@@ -147,6 +238,9 @@ static const struct json_field config_fields[] = {
 	  .def = "goodput.prom in $RUNTIME_DIRECTORY (/run/goodputd under systemd), else none",
 	  .doc = "the Prometheus text file for node_exporter's textfile collector (an absolute path ending in "
 		 ".prom), rewritten atomically" },
+	{ "watch", JSON_ARRAY, .callback = parse_watch, .fields = watch_fields, .max = DAEMON_WATCH_MAX,
+	  .doc = "production endpoints whose traffic goodputd captures hour by hour into the store and compares "
+		 "with the workload a study was tuned for, flagging drift" },
 	{ "limits", JSON_OBJECT, .fields = limits_fields, .doc = "what clients may ask of the daemon" },
 	{ 0 },
 };
@@ -191,6 +285,7 @@ struct daemon_config *daemon_config_free(struct daemon_config *c)
 	if (!c)
 		return NULL;
 	cJSON_Delete(c->json);
+	free(c->watch);
 	free(c);
 	return NULL;
 }

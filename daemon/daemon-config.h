@@ -7,6 +7,18 @@
  *     "prices": { "H100": 2.49, ... }, $/GPU-hour for studies that give none, by gpu.type
  *     "metrics_file": "/run/goodputd/goodput.prom",  the Prometheus text file
  *                                     (default: goodput.prom in $RUNTIME_DIRECTORY, else none)
+ *     "watch": [{                      production endpoints whose traffic is compared with a study's
+ *       "metrics_url": "http://vllm-01:8000/metrics",  the engine's metrics page
+ *       "study": "chat-prod",         the study tuned for this traffic (by name)
+ *       "engine": "vllm",             profile whose metric names are read (default: the study's engine)
+ *       "interval": "1m",             between scrapes: one watch interval
+ *       "threshold": 0.2,             Kolmogorov–Smirnov distance of a length distribution that is drift
+ *       "rate_threshold": 1.0,        relative rate change that is drift (1: doubled or halved)
+ *       "consecutive": 2,             drifted intervals in a row before the flag goes up
+ *       "min_requests": 20,           requests an interval needs to be judged (fewer: it waits for more)
+ *       "retune": "notify",           "queue": also queue a re-tune of the study on the captured traffic
+ *       "window": "22:00-06:00"       the re-tune's time window (default: the study's)
+ *     }],
  *     "limits": {
  *       "max_connections": 512,       control-socket clients at once
  *       "max_connections_per_uid": 32, of those, held by one uid (root and goodputd's own are exempt)
@@ -34,13 +46,31 @@
 #define DAEMON_CONFIG_DEFAULT_PATH "/etc/goodput/goodputd.json"
 #define DAEMON_CONFIG_MAX_BYTES    (256 * 1024)
 
+enum daemon_retune {
+	DAEMON_RETUNE_NOTIFY, /* log, status and metrics say it */
+	DAEMON_RETUNE_QUEUE,  /* and a re-tune of the study on the captured traffic is queued */
+};
+
+#define DAEMON_WATCH_MAX 32
+
+/* One watched production endpoint (strings into the configuration's JSON). */
+struct daemon_watch_config {
+	const char *metrics_url, *study, *engine, *window;
+	uint64_t interval_usec;
+	double threshold, rate_threshold;
+	uint32_t consecutive, min_requests;
+	int retune; /* enum daemon_retune */
+};
+
 struct daemon_config {
-	cJSON *json;              /* owned; strings below point into it (or are NULL) */
-	const char *socket_group; /* NULL: none (root and the daemon's user only) */
-	gid_t socket_gid;         /* resolved when socket_group is set */
-	const char *engines_dir;  /* NULL: engine_profile_find's defaults */
-	const cJSON *prices;      /* object gpu type -> $/GPU-hour; may be NULL */
-	const char *metrics_file; /* NULL: goodput.prom in $RUNTIME_DIRECTORY, else none */
+	cJSON *json;                       /* owned; strings below point into it (or are NULL) */
+	const char *socket_group;          /* NULL: none (root and the daemon's user only) */
+	gid_t socket_gid;                  /* resolved when socket_group is set */
+	const char *engines_dir;           /* NULL: engine_profile_find's defaults */
+	const cJSON *prices;               /* object gpu type -> $/GPU-hour; may be NULL */
+	const char *metrics_file;          /* NULL: goodput.prom in $RUNTIME_DIRECTORY, else none */
+	struct daemon_watch_config *watch; /* owned array */
+	size_t n_watch;
 	struct {
 		uint32_t max_connections;
 		uint32_t max_connections_per_uid;

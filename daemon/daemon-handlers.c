@@ -153,7 +153,7 @@ static cJSON *handle_status(struct daemon *d, const struct ctl_request *req)
 	    json_add_string(resp, "status", d->status) < 0 || json_add_bool(resp, "dry_run", d->dry_run) < 0 ||
 	    json_add_string(resp, "state_dir", d->state_dir) < 0 ||
 	    json_add_number(resp, "connections", d->ctl ? ctl_server_n_connections(d->ctl) : 0) < 0 ||
-	    add_current(d, resp) < 0)
+	    add_current(d, resp) < 0 || daemon_watch_status_json(d, resp) < 0)
 		return oom();
 	return TAKE_PTR(resp);
 }

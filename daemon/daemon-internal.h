@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 #include <systemd/sd-event.h>
@@ -86,6 +87,10 @@ struct daemon {
 	bool metrics_due;     /* a change is waiting for the debounce */
 	bool metrics_failing; /* the last write failed (said once) */
 
+	/* Production endpoints watched for drift (daemon-watch.c). */
+	struct daemon_watch **watches;
+	size_t n_watches;
+
 	/* The head of the queue as last scheduled, parsed (for its window). */
 	int64_t head_id;
 	struct study *head;
@@ -146,3 +151,13 @@ int daemon_metrics_write(struct daemon *d);
 int daemon_write_best(struct daemon *d, int64_t study_id, struct error *err);
 /* Paths of those files (the caller frees); NULL when out of memory. */
 char *daemon_best_path(struct daemon *d, const char *study, const char *suffix);
+
+/* daemon-watch.c: production endpoints watched for drift */
+/* (Re)starts a watch for each entry of the configuration's "watch". */
+int daemon_watch_start(struct daemon *d);
+/* Stops every watch, their current hours written to the store. */
+void daemon_watch_stop(struct daemon *d);
+/* "watch": [...] of `status`: each endpoint's drift, flag and re-tune. */
+int daemon_watch_status_json(struct daemon *d, cJSON *resp);
+/* The goodput_watch_* families of the metrics file. */
+void daemon_watch_metrics(struct daemon *d, FILE *f);

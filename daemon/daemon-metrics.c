@@ -249,6 +249,7 @@ static int metrics_text(struct daemon *d, char **ret, size_t *ret_len)
 	for (size_t i = first; i < n; i++)
 		gather(d, &a[i], &fig[i - first]);
 	write_studies(f, fig, n - first);
+	daemon_watch_metrics(d, f);
 	free(fig);
 	store_study_array_free(a, n);
 	if (fclose(f) != 0 || !buf) {

@@ -90,6 +90,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		daemon_config_free(d->config);
 		d->config = c;
 		apply_config(d);
+		(void)daemon_watch_start(d);
 		daemon_metrics_changed(d);
 		log_info("reloaded %s", d->config_path);
 	}
@@ -370,6 +371,9 @@ int daemon_run(struct daemon *d)
 	r = daemon_metrics_init(d);
 	if (r < 0)
 		return log_error_errno(r, "metrics timer");
+	r = daemon_watch_start(d);
+	if (r < 0)
+		return log_error_errno(r, "watch");
 	log_info("goodputd ready (state %s%s)", d->state_dir, d->dry_run ? ", dry run" : "");
 	(void)sd_notifyf(false, "READY=1\nSTATUS=%s", d->status);
 
@@ -385,6 +389,7 @@ struct daemon *daemon_free(struct daemon *d)
 		return NULL;
 	d->runner = runner_free(d->runner);
 	d->ctl = ctl_server_free(d->ctl);
+	daemon_watch_stop(d);
 	daemon_report_jobs_free(d);
 	daemon_best_cache_clear(d);
 	study_free(d->head);

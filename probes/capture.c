@@ -293,6 +293,41 @@ int probe_capture_acc_add(struct probe_capture_acc *a, const struct probe_captur
 	return 0;
 }
 
+int probe_capture_acc_merge(struct probe_capture_acc *a, const struct probe_capture_acc *b, struct error *err)
+{
+	if (!b->n_intervals && !b->prompt.have)
+		return 0;
+	if ((a->prompt.have && b->prompt.have && !same_bounds(&a->prompt, &b->prompt)) ||
+	    (a->generation.have && b->generation.have && !same_bounds(&a->generation, &b->generation)))
+		return error_set(err, -EINVAL, "%s: the bucket bounds changed", b->prompt.name);
+	for (size_t i = 0; i < b->n_intervals; i++)
+		if (push_interval(a, b->counts[i], b->durations[i], b->ends[i]) < 0)
+			return error_set(err, -ENOMEM, "out of memory");
+	a->arrivals_from_gauges = (a->requests == 0 || a->arrivals_from_gauges) && b->arrivals_from_gauges;
+	if (b->prompt.have)
+		hist_add(&a->prompt, &b->prompt);
+	if (b->generation.have)
+		hist_add(&a->generation, &b->generation);
+	a->requests += b->requests;
+	a->arrivals += b->arrivals;
+	a->seconds += b->seconds;
+	a->prefix_queries += b->prefix_queries;
+	a->prefix_hits += b->prefix_hits;
+	a->have_prefix = a->have_prefix || b->have_prefix;
+	a->resets += b->resets;
+	if (!a->first_mono_usec) {
+		a->first_mono_usec = b->first_mono_usec;
+		a->first_real_usec = b->first_real_usec;
+	}
+	a->last_mono_usec = MAX(a->last_mono_usec, b->last_mono_usec);
+	a->last_real_usec = MAX(a->last_real_usec, b->last_real_usec);
+	for (unsigned h = 0; h < 24; h++) {
+		a->hour_requests[h] += b->hour_requests[h];
+		a->hour_seconds[h] += b->hour_seconds[h];
+	}
+	return 0;
+}
+
 /* ---- from a log ---- */
 
 /* vLLM's length buckets (1, 2, 5, 10, 20, 50, ...) up to the first that holds max. */

@@ -94,6 +94,10 @@ void probe_capture_acc_done(struct probe_capture_acc *a);
 /* Adds a delta. -EINVAL when its bucket bounds differ from the window's. */
 int probe_capture_acc_add(struct probe_capture_acc *a, const struct probe_capture_delta *d, struct error *err);
 
+/* Adds window b to window a (b's intervals after a's). -EINVAL when their
+ * bucket bounds differ. */
+int probe_capture_acc_merge(struct probe_capture_acc *a, const struct probe_capture_acc *b, struct error *err);
+
 /* A request log (probe_samples) as an accumulator: lengths into histograms
  * with vLLM's bounds (1-2-5 up to the longest length), arrivals binned into
  * intervals of interval_usec for the rate and its burstiness, the log's

@@ -39,6 +39,9 @@ enum store_stmt {
 	STMT_LP_DELETE_TRIAL,
 	STMT_LP_INSERT,
 	STMT_LP_LIST,
+	STMT_TRAFFIC_UPSERT,
+	STMT_TRAFFIC_LIST_STUDY,
+	STMT_TRAFFIC_LIST_WATCH,
 	_STMT_MAX,
 };
 
@@ -163,7 +166,8 @@ struct store_row {
 		sql, STORE_COL_ENUM, offsetof(st, field), false, from_string, if_null, if_unknown                      \
 	}
 
-extern const struct store_row store_study_row, store_trial_row, store_load_point_row, store_twin_calibration_row;
+extern const struct store_row store_study_row, store_trial_row, store_load_point_row, store_twin_calibration_row,
+	store_traffic_row;
 
 /* Frees the strings of a row of type t and zeroes it; accepts NULL. */
 void store_row_done(const struct store_row *t, void *row);

@@ -258,8 +258,29 @@ static const char *const migration_6[] = {
 #undef JSON_COL
 #undef ISO_TIME
 
+/* 7: the traffic a watched endpoint served, hour by hour (goodputd's watch):
+ * its shape as a workload block, the figures people plot, and the drift
+ * from the study it is compared with. */
+static const char *const migration_7[] = {
+	"CREATE TABLE traffic_shapes ("
+	" id INTEGER PRIMARY KEY,"
+	" watch TEXT NOT NULL,"
+	" study TEXT,"
+	" hour_usec INTEGER NOT NULL,"
+	" seconds REAL, requests REAL, arrivals REAL, mean_rate REAL, peak_rate REAL, burstiness REAL,"
+	" input_mean REAL, output_mean REAL, prefix_hit_rate REAL,"
+	" drift REAL, rate_change REAL, flagged INTEGER NOT NULL DEFAULT 0,"
+	" shape TEXT,"
+	" updated_usec INTEGER NOT NULL,"
+	" UNIQUE (watch, hour_usec))",
+	"CREATE INDEX traffic_shapes_study ON traffic_shapes (study, hour_usec)",
+	"PRAGMA user_version = 7",
+	NULL,
+};
+
 static const struct migration migrations[] = {
-	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 }, { migration_5 }, { migration_6 },
+	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 },
+	{ migration_5 }, { migration_6 }, { migration_7 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -325,6 +346,19 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_LP_DELETE_TRIAL] = { NULL, "DELETE FROM load_points WHERE trial_id = ?1" },
 	[STMT_LP_INSERT] = { &store_load_point_row, "load_points", true },
 	[STMT_LP_LIST] = { &store_load_point_row, "FROM load_points WHERE trial_id = ?1 ORDER BY seq" },
+	[STMT_TRAFFIC_UPSERT] = { NULL,
+				  "INSERT INTO traffic_shapes (watch, study, hour_usec, seconds, requests, arrivals,"
+				  " mean_rate, peak_rate, burstiness, input_mean, output_mean, prefix_hit_rate, drift,"
+				  " rate_change, flagged, shape, updated_usec)"
+				  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+				  " ON CONFLICT (watch, hour_usec) DO UPDATE SET study = ?2, seconds = ?4,"
+				  " requests = ?5, arrivals = ?6, mean_rate = ?7, peak_rate = ?8, burstiness = ?9,"
+				  " input_mean = ?10, output_mean = ?11, prefix_hit_rate = ?12, drift = ?13,"
+				  " rate_change = ?14, flagged = ?15, shape = ?16, updated_usec = ?17" },
+	[STMT_TRAFFIC_LIST_STUDY] = { &store_traffic_row, "FROM traffic_shapes WHERE study = ?1 AND hour_usec >= ?2 "
+							  "ORDER BY hour_usec, watch" },
+	[STMT_TRAFFIC_LIST_WATCH] = { &store_traffic_row,
+				      "FROM traffic_shapes WHERE watch = ?1 AND hour_usec >= ?2 ORDER BY hour_usec" },
 };
 
 /* ---- errors ---- */

@@ -29,7 +29,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 struct store;
 
@@ -338,3 +338,34 @@ int store_load_point_insert_gpu(struct store *s, int64_t trial_id, uint32_t seq,
 /* The load points of a trial in seq order. */
 int store_load_point_list(struct store *s, int64_t trial_id, struct store_load_point **ret, size_t *ret_n,
 			  struct error *err);
+
+/* ---- traffic shapes: what a watched endpoint served, hour by hour ---- */
+
+/* One hour of one watched endpoint (goodputd's watch): the figures people
+ * plot as columns, the shape as a workload block (capture's JSON, opaque
+ * here), and the drift from the study it is compared with. */
+struct store_traffic_shape {
+	int64_t id;
+	char *watch;        /* the metrics URL */
+	char *study;        /* the study it is compared with; may be NULL */
+	uint64_t hour_usec; /* the hour's start (CLOCK_REALTIME µs) */
+	double seconds;     /* observed in the hour */
+	double requests, arrivals, mean_rate, peak_rate, burstiness, input_mean, output_mean, prefix_hit_rate;
+	double drift;       /* the largest length distance in the hour (NAN: none measured) */
+	double rate_change; /* the rate against the study's, −1 .. (NAN: unknown) */
+	bool flagged;       /* drift was flagged in the hour */
+	char *shape_json;   /* the hour as a workload block; may be NULL */
+	uint64_t updated_usec;
+};
+
+void store_traffic_shape_done(struct store_traffic_shape *t);
+void store_traffic_shape_array_free(struct store_traffic_shape *a, size_t n);
+/* Inserts the hour, or replaces it (watch, hour_usec) with newer figures;
+ * updated is now. watch is required. */
+int store_traffic_upsert(struct store *s, const struct store_traffic_shape *t, struct error *err);
+/* The hours since since_usec (0: all) of a study's watches, or of one watch,
+ * oldest first. */
+int store_traffic_list_study(struct store *s, const char *study, uint64_t since_usec, struct store_traffic_shape **ret,
+			     size_t *ret_n, struct error *err);
+int store_traffic_list_watch(struct store *s, const char *watch, uint64_t since_usec, struct store_traffic_shape **ret,
+			     size_t *ret_n, struct error *err);

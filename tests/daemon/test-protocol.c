@@ -185,10 +185,60 @@ static void test_config(void)
 	CHECK(daemon_config_load("/nonexistent/goodputd.json", false, &c, &err) < 0);
 }
 
+/* "watch": each entry read by its own table, defaults filled, refusals named. */
+static void test_config_watch(void)
+{
+	_cleanup_(daemon_config_freep) struct daemon_config *c = NULL;
+	struct error err = { 0 };
+
+	CHECK_INT_EQ(
+		config_from(
+			"{\"watch\":[{\"metrics_url\":\"http://a:8000/metrics\",\"study\":\"chat\"},"
+			"{\"metrics_url\":\"https://b/metrics\",\"study\":\"rag\",\"interval\":\"5m\","
+			"\"threshold\":0.3,\"retune\":\"queue\",\"window\":\"22:00-06:00\",\"engine\":\"sglang\"}]}",
+			&c, &err),
+		0);
+	CHECK(c->n_watch == 2);
+	CHECK_STR_EQ(c->watch[0].study, "chat");
+	CHECK(c->watch[0].interval_usec == 60000000 && c->watch[0].threshold == 0.2 &&
+	      c->watch[0].rate_threshold == 1 && c->watch[0].consecutive == 2 && c->watch[0].min_requests == 20 &&
+	      c->watch[0].retune == DAEMON_RETUNE_NOTIFY && !c->watch[0].window && !c->watch[0].engine);
+	CHECK(c->watch[1].interval_usec == 300000000 && c->watch[1].threshold == 0.3 &&
+	      c->watch[1].retune == DAEMON_RETUNE_QUEUE);
+	CHECK_STR_EQ(c->watch[1].window, "22:00-06:00");
+	CHECK_STR_EQ(c->watch[1].engine, "sglang");
+	c = daemon_config_free(c);
+	{
+		static const struct {
+			const char *text, *msg;
+		} bad[] = {
+			{ "{\"watch\":[{\"study\":\"x\"}]}", "watch[0].metrics_url: missing" },
+			{ "{\"watch\":[{\"metrics_url\":\"ftp://x\",\"study\":\"x\"}]}",
+			  "watch[0].metrics_url: expected an http" },
+			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"x\",\"retune\":\"now\"}]}",
+			  "watch[0].retune" },
+			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"x\",\"window\":\"9-5\"}]}",
+			  "watch[0].window: expected \"HH:MM-HH:MM\"" },
+			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"x\",\"treshold\":1}]}",
+			  "watch[0].treshold: unknown key" },
+			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"a\"},{\"metrics_url\":\"http://x\","
+			  "\"study\":\"b\"}]}",
+			  "watch[1].metrics_url: \"http://x\" is watched already" },
+			{ "{\"watch\":[1]}", "watch[0]: expected an object" },
+		};
+
+		for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+			CHECK_MSG(config_from(bad[i].text, &c, &err) < 0, "%s accepted", bad[i].text);
+			CHECK_STR_CONTAINS(err.msg, bad[i].msg);
+		}
+	}
+}
+
 int main(void)
 {
 	test_requests();
 	test_responses();
 	test_config();
+	test_config_watch();
 	return 0;
 }

@@ -631,6 +631,58 @@ static void test_twin_calibrations(void)
 	CHECK_INT_EQ(store_twin_calibration_upsert(s, &c, &err), -EINVAL);
 }
 
+/* An hour of watched traffic: written, rewritten as it fills, read back
+ * per study and per watch in time order. */
+static void test_traffic(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("traffic.db"));
+	struct store_traffic_shape t = {
+		.watch = "http://a:8000/metrics",
+		.study = "chat",
+		.hour_usec = 7200000000,
+		.seconds = 60,
+		.requests = 300,
+		.arrivals = 301,
+		.mean_rate = 5.0166,
+		.peak_rate = 9,
+		.burstiness = 0.97,
+		.input_mean = 256,
+		.output_mean = 128,
+		.prefix_hit_rate = NAN,
+		.drift = 0.01,
+		.rate_change = NAN,
+		.shape_json = "{\"input_len\":256}",
+	};
+	struct store_traffic_shape *a = NULL;
+	struct error err = { 0 };
+	size_t n = 0;
+
+	CHECK_MSG(store_traffic_upsert(s, &t, &err) == 0, "%s", err.msg);
+	t.hour_usec = 3600000000;
+	CHECK(store_traffic_upsert(s, &t, &err) == 0);
+	/* the hour fills: the same row, newer figures */
+	t.requests = 600;
+	t.flagged = true;
+	t.drift = 0.9;
+	CHECK(store_traffic_upsert(s, &t, &err) == 0);
+	t.watch = "http://b:8000/metrics";
+	t.study = "rag";
+	CHECK(store_traffic_upsert(s, &t, &err) == 0);
+	CHECK_MSG(store_traffic_list_study(s, "chat", 0, &a, &n, &err) == 0, "%s", err.msg);
+	CHECK(n == 2 && a[0].hour_usec == 3600000000 && a[0].requests == 600 && a[0].flagged && a[0].drift == 0.9);
+	CHECK(a[1].hour_usec == 7200000000 && a[1].requests == 300 && !a[1].flagged && isnan(a[1].rate_change));
+	CHECK(a[1].mean_rate == 5.0166 && a[1].updated_usec > 0);
+	CHECK_STR_EQ(a[1].shape_json, "{\"input_len\":256}");
+	store_traffic_shape_array_free(a, n);
+	CHECK(store_traffic_list_study(s, "chat", 7200000000, &a, &n, &err) == 0 && n == 1);
+	store_traffic_shape_array_free(a, n);
+	CHECK(store_traffic_list_watch(s, "http://b:8000/metrics", 0, &a, &n, &err) == 0 && n == 1);
+	CHECK_STR_EQ(a[0].study, "rag");
+	store_traffic_shape_array_free(a, n);
+	t.watch = NULL;
+	CHECK_INT_EQ(store_traffic_upsert(s, &t, &err), -EINVAL);
+}
+
 /* Rows that another writer left: state and failure names that only a newer
  * goodput knows read back as failed and crashed rather than as nothing;
  * columns left NULL read as "none". */
@@ -677,6 +729,7 @@ int main(void)
 	test_disk_full();
 	test_concurrent_reader();
 	test_twin_calibrations();
+	test_traffic();
 	test_foreign_rows();
 	CHECK(nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) == 0);
 	return 0;

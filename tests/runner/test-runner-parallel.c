@@ -29,18 +29,19 @@
 #include "tests.h"
 #include "time-util.h"
 
-static const char *const SPEC_FMT =
-	"{\"name\": \"%s\", \"engine\": \"sim\", \"model\": {\"name\": \"llama-3.1-8b\"},"
-	" \"quantizations\": [\"none\", \"fp8\"],"
-	" \"gpu\": {\"type\": \"H100\", \"devices\": [0, 1, 2, 3, 4, 5, 6, 7], \"price_per_gpu_hour\": 3},"
-	" \"search_space\": {\"max_num_seqs\": {\"min\": 16, \"max\": 256, \"scale\": \"log2\"},"
-	"   \"max_num_batched_tokens\": {\"min\": 512, \"max\": 8192, \"scale\": \"log2\"},"
-	"   \"tensor_parallel\": %s},"
-	" \"workload\": {\"input_len\": 512, \"output_len\": 64, \"range_ratio\": 0.25, \"num_prompts\": 60, \"seed\": "
-	"5},"
-	" \"sla\": {\"ttft_ms\": 500, \"tpot_ms\": 30},"
-	" \"probe\": {\"tolerance\": 0.1, \"max_steps\": 5},"
-	" \"budget\": {\"max_trials\": %u, \"parallel\": %s}}";
+#define SPEC_FMT                                                                                                       \
+	"{\"name\": \"%s\", \"engine\": \"sim\", \"model\": {\"name\": \"llama-3.1-8b\"},"                             \
+	" \"quantizations\": [\"none\", \"fp8\"],"                                                                     \
+	" \"gpu\": {\"type\": \"H100\", \"devices\": [0, 1, 2, 3, 4, 5, 6, 7], \"price_per_gpu_hour\": 3},"            \
+	" \"search_space\": {\"max_num_seqs\": {\"min\": 16, \"max\": 256, \"scale\": \"log2\"},"                      \
+	"   \"max_num_batched_tokens\": {\"min\": 512, \"max\": 8192, \"scale\": \"log2\"},"                           \
+	"   \"tensor_parallel\": %s},"                                                                                 \
+	" \"workload\": {\"input_len\": 512, \"output_len\": 64, \"range_ratio\": 0.25, \"num_prompts\": 60, "         \
+	"\"seed\": "                                                                                                   \
+	"5},"                                                                                                          \
+	" \"sla\": {\"ttft_ms\": 500, \"tpot_ms\": 30},"                                                               \
+	" \"probe\": {\"tolerance\": 0.1, \"max_steps\": 5},"                                                          \
+	" \"budget\": {\"max_trials\": %u, \"parallel\": %s}}"
 
 struct ctx {
 	sd_event *e;

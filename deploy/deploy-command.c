@@ -73,7 +73,11 @@ static void on_deploy_exit(struct child *c, const struct child_exit *how, void *
 	if (child_exit_ok(how) || d->state != DEPLOY_STARTING)
 		return;
 	snprintf(text, sizeof(text), "the deploy command %s", child_exit_to_string(how, status, sizeof(status)));
-	deploy_server_ended(d, text);
+	/* the shell's "command not found" / "not executable": a program the hook runs is missing */
+	if (how->code == CLD_EXITED && (how->status == 126 || how->status == 127))
+		deploy_cannot_run(d, text);
+	else
+		deploy_server_ended(d, text);
 }
 
 static void on_health_exit(struct child *c, const struct child_exit *how, void *userdata)

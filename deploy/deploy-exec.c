@@ -38,7 +38,12 @@ static void on_server_exit(struct child *c, const struct child_exit *how, void *
 	char text[96];
 
 	X(d)->exited_usec = mono_usec();
-	deploy_server_ended(d, child_exit_to_string(how, text, sizeof(text)));
+	child_exit_to_string(how, text, sizeof(text));
+	/* a wrapper (a script, /usr/bin/env) that found no program to run */
+	if (how->code == CLD_EXITED && (how->status == 126 || how->status == 127))
+		deploy_cannot_run(d, text);
+	else
+		deploy_server_ended(d, text);
 }
 
 static int exec_start(struct deployment *d, struct error *err)

@@ -76,6 +76,7 @@ struct deployment {
 	long last_health_status; /* 0: no answer yet */
 	char *message;
 	uint16_t port;
+	bool port_chosen; /* the deployer chose the port (else the server's argv or its announce line has it) */
 	char base_url[256];
 	int64_t pgid;
 	uint64_t start_usec, ready_usec; /* CLOCK_MONOTONIC */
@@ -106,6 +107,11 @@ void deploy_health_done(struct deployment *d, bool healthy);
  * while starting or serving, the deployment fails — out of memory when its
  * log says so, crashed otherwise — and is torn down. */
 void deploy_server_ended(struct deployment *d, const char *how);
+/* The server, or the method's start of it, could not run at all — a
+ * program missing or not executable (an exit status of 126 or 127), the
+ * service manager refusing the unit: the same for every configuration.
+ * While starting, the deployment fails (DEPLOY_FAILURE_SETUP) and is torn down. */
+void deploy_cannot_run(struct deployment *d, const char *how);
 /* Fails the deployment with a message and tears it down. */
 void deploy_abort(struct deployment *d, enum deploy_failure f, const char *fmt, ...) _printf_(3, 4);
 /* Tears down (ops->terminate) and reports final (STOPPED or FAILED) once
@@ -143,6 +149,10 @@ bool deploy_log_matches_oom(const struct deployment *d, uint64_t offset);
  * process: goodput-sim's "GPU n busy", CUDA's "CUDA-capable device(s) is/are
  * busy or unavailable" (exclusive compute mode). */
 bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset);
+/* Whether the log from offset on says the server could not bind its port
+ * because something else holds it ("Address already in use", llama.cpp's
+ * "couldn't bind HTTP server socket"). */
+bool deploy_log_matches_port_in_use(const struct deployment *d, uint64_t offset);
 /* Why the server failed, from the log since offset with the profile's
  * failure patterns (without a profile: ENGINE_FAILURE_OOM when an
  * out-of-memory pattern matches, else none). */

@@ -20,9 +20,12 @@
  * the log's last lines, and with the cause its profile's failure patterns
  * read in the log (the weights do not fit, the KV cache for max_model_len
  * does not fit — with the length the engine suggests — no memory for cache
- * blocks). This is the one place where a server's end becomes a failure
- * class. What a health answer means (ready, still loading, unhealthy) is the
- * profile's too.
+ * blocks). A failure no configuration can avoid is a setup failure: a
+ * program that could not be run at all (deploy_cannot_run: the method saw
+ * an exec fail, an exit status of 126 or 127, the service manager refuse
+ * the unit), or a port the profile fixes held by another process. This is
+ * the one place where a server's end becomes a failure class. What a health
+ * answer means (ready, still loading, unhealthy) is the profile's too.
  *
  * Teardown. The method begins it (SIGTERM to a group, StopUnit, the
  * teardown command); a timer then waits until the method says everything it
@@ -100,9 +103,18 @@ void deploy_abort(struct deployment *d, enum deploy_failure f, const char *fmt, 
 /* Why a server that ended did so: the failure class, its cause from the
  * log (the profile's failure patterns) and a note for the message. A GPU
  * another process holds is not the configuration's fault: host busy, never
- * "out of memory". */
+ * "out of memory". A port held by another process is a setup failure when
+ * the deployer did not choose it (the profile's argv fixes it): every
+ * configuration would meet it; a port the deployer found free and lost in
+ * the moment before the server bound it is a crash of this trial only. */
 static enum deploy_failure classify_end(struct deployment *d, char *note, size_t size)
 {
+	if (!d->port_chosen && deploy_log_matches_port_in_use(d, d->log_offset)) {
+		snprintf(note, size,
+			 " (its port is held by another process, and the engine profile fixes the port: no "
+			 "configuration can start while it is)");
+		return DEPLOY_FAILURE_SETUP;
+	}
 	deploy_log_classify(d, d->log_offset, &d->cause, &d->suggested_len);
 	if (d->cause == ENGINE_FAILURE_GPU_BUSY || deploy_log_matches_busy(d, d->log_offset)) {
 		d->cause = ENGINE_FAILURE_GPU_BUSY;
@@ -148,6 +160,19 @@ void deploy_server_ended(struct deployment *d, const char *how)
 	f = classify_end(d, note, sizeof(note));
 	deploy_abort(d, f, "%s %s%s; last log lines:\n%s", how,
 		     d->state == DEPLOY_STARTING ? "during start-up" : "while serving", note, t ? t : "");
+}
+
+void deploy_cannot_run(struct deployment *d, const char *how)
+{
+	_cleanup_(freep) char *t = NULL;
+
+	if (d->state != DEPLOY_STARTING)
+		return;
+	t = deploy_tail(d);
+	deploy_abort(d, DEPLOY_FAILURE_SETUP,
+		     "%s during start-up (a program could not be run: the same for every "
+		     "configuration); last log lines:\n%s",
+		     how, t ? t : "");
 }
 
 static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata)
@@ -247,7 +272,8 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata)
 		d->health_in_flight = true;
 		r = d->ops->check_health ? d->ops->check_health(d, &err) : deploy_health_get(d, &err);
 		if (r < 0) {
-			deploy_abort(d, DEPLOY_FAILURE_CRASHED, "cannot check the health of %s: %s", d->base_url,
+			/* the health command cannot be run (or no client made): whatever the configuration */
+			deploy_abort(d, DEPLOY_FAILURE_SETUP, "cannot check the health of %s: %s", d->base_url,
 				     error_str(&err, r));
 			return 0;
 		}

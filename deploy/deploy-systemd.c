@@ -42,7 +42,9 @@ struct systemd_state {
 	char *start_job;
 	sd_bus_slot *props_slot, *jobs_slot, *call_slot;
 	bool unit_ended, stop_sent;
-	bool started; /* the start job finished or the unit was seen (de)activating: "inactive" now means it ended */
+	bool started;  /* the start job finished or the unit was seen (de)activating: "inactive" now means it ended */
+	bool job_done; /* the start job finished: the program was executed */
+	bool failed_early; /* the unit failed before that: its start job's result says why */
 };
 
 static struct systemd_state *S(struct deployment *d)
@@ -69,8 +71,9 @@ static bool systemd_gone(struct deployment *d)
 	return S(d)->unit_ended;
 }
 
-/* The unit ended (inactive or failed): a failure when it was not asked to. */
-static void unit_ended(struct deployment *d, const char *how)
+/* The unit ended (inactive or failed): a failure when it was not asked to;
+ * cannot_run: its program never ran (a setup failure). */
+static void unit_ended(struct deployment *d, const char *how, bool cannot_run)
 {
 	struct systemd_state *x = S(d);
 	char text[512];
@@ -84,7 +87,10 @@ static void unit_ended(struct deployment *d, const char *how)
 	(void)sd_bus_call_method_async(x->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "ResetFailedUnit", NULL, NULL, "s",
 				       d->unit_name);
 	snprintf(text, sizeof(text), "unit %s %s", d->unit_name, how);
-	deploy_server_ended(d, text);
+	if (cannot_run)
+		deploy_cannot_run(d, text);
+	else
+		deploy_server_ended(d, text);
 }
 
 /* ---- signals ---- */
@@ -115,10 +121,13 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
 	if (!state)
 		return 0;
 	/* A transient unit is announced inactive before it starts: that one means nothing. */
-	if (strcmp(state, "failed") == 0)
-		unit_ended(d, "failed");
+	if (strcmp(state, "failed") == 0 && !S(d)->job_done && !S(d)->stop_sent)
+		/* whether its program ran at all: the start job's result tells (on_job_removed) */
+		S(d)->failed_early = true;
+	else if (strcmp(state, "failed") == 0)
+		unit_ended(d, "failed", false);
 	else if (strcmp(state, "inactive") == 0 && S(d)->started)
-		unit_ended(d, "exited");
+		unit_ended(d, "exited", false);
 	else if (strcmp(state, "inactive") != 0)
 		S(d)->started = true;
 	return 0;
@@ -138,11 +147,15 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 	if (x->stop_sent) {
 		if (strcmp(result, "done") == 0)
 			x->unit_ended = true;
-	} else if (strcmp(result, "done") == 0)
+	} else if (strcmp(result, "done") == 0) {
 		x->started = true;
-	else
-		/* The program could not be executed, or a dependency failed. */
-		unit_ended(d, result);
+		x->job_done = true;
+		if (x->failed_early)
+			unit_ended(d, "failed", false);
+	} else
+		/* Type=exec: the program could not be executed, or a dependency
+		 * failed — before any configuration mattered */
+		unit_ended(d, result, true);
 	return 0;
 }
 
@@ -156,7 +169,8 @@ static int on_start_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 	x->call_slot = sd_bus_slot_unref(x->call_slot);
 	if (e) {
 		x->unit_ended = true;
-		deploy_abort(d, DEPLOY_FAILURE_CRASHED, "StartTransientUnit %s: %s", d->unit_name,
+		/* refused (access denied, a bad property): whatever the configuration */
+		deploy_abort(d, DEPLOY_FAILURE_SETUP, "StartTransientUnit %s: %s", d->unit_name,
 			     e->message ? e->message : e->name);
 		return 0;
 	}

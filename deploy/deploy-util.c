@@ -294,6 +294,17 @@ bool deploy_log_matches_busy(const struct deployment *d, uint64_t offset)
 	return false;
 }
 
+bool deploy_log_matches_port_in_use(const struct deployment *d, uint64_t offset)
+{
+	_cleanup_(freep) char *buf = NULL;
+	size_t len = 0;
+
+	if (read_region(d->log_path, offset, LOG_SCAN_MAX, &buf, &len) < 0)
+		return false;
+	/* strerror(EADDRINUSE) in C, Python and Rust servers alike; uvicorn lower-cases it */
+	return strcasestr(buf, "address already in use") || strstr(buf, "couldn't bind HTTP server socket");
+}
+
 void deploy_log_classify(const struct deployment *d, uint64_t offset, enum engine_failure_cause *ret_cause,
 			 uint64_t *ret_suggested_len)
 {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "macro.h"
 #include "time-util.h"
@@ -23,7 +24,7 @@ static const char *const state_names[] = {
 static const char *const failure_names[] = {
 	[DEPLOY_FAILURE_NONE] = "none",           [DEPLOY_FAILURE_OOM] = "oom",
 	[DEPLOY_FAILURE_CRASHED] = "crashed",     [DEPLOY_FAILURE_STARTUP_TIMEOUT] = "startup_timeout",
-	[DEPLOY_FAILURE_HOST_BUSY] = "host_busy",
+	[DEPLOY_FAILURE_HOST_BUSY] = "host_busy", [DEPLOY_FAILURE_SETUP] = "setup",
 };
 
 const char *deploy_state_to_string(enum deploy_state s)
@@ -162,6 +163,18 @@ static int choose_method(enum study_deploy_method method, const struct deploy_co
 	return 0;
 }
 
+/* A server on this host loads its checkpoint from a path that must be
+ * there: missing or unreadable, no configuration could start. */
+static int check_model_path(const struct deploy_ops *ops, const struct deploy_config *cfg, struct error *err)
+{
+	if (!ops->wait_port_free || !cfg->model_path || cfg->model_path[0] != '/')
+		return 0;
+	if (access(cfg->model_path, R_OK) < 0)
+		return error_set(err, -errno, "deploy: %s %s: %s", cfg->model_key ? cfg->model_key : "the model path",
+				 cfg->model_path, strerror(errno));
+	return 0;
+}
+
 /* Copies what the deployment keeps of cfg, with the defaults filled in. */
 static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 {
@@ -190,8 +203,10 @@ static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 		oom = true;
 	if (oom || !d->argv || !d->env || !d->oom_patterns || !d->hook_env)
 		return -ENOMEM;
-	if (cfg->port)
+	if (cfg->port) {
 		deploy_set_port(d, d->host, cfg->port);
+		d->port_chosen = true;
+	}
 	return 0;
 }
 
@@ -203,6 +218,8 @@ int deploy_start(sd_event *e, enum study_deploy_method method, const struct depl
 	int r;
 
 	r = choose_method(method, cfg, &ops, err);
+	if (r >= 0)
+		r = check_model_path(ops, cfg, err);
 	if (r < 0)
 		return r;
 	d = calloc(1, sizeof(*d));

@@ -45,6 +45,11 @@ enum deploy_failure {
 	DEPLOY_FAILURE_STARTUP_TIMEOUT, /* health never answered 200 in time */
 	DEPLOY_FAILURE_HOST_BUSY,       /* exited: its GPUs are held by another process ("GPU n busy",
 	                                 * CUDA's "busy or unavailable"): not the configuration's fault */
+	DEPLOY_FAILURE_SETUP,           /* could not run at all, the same for every configuration: the program,
+	                                 * a hook or a program they run missing or not executable, the model
+	                                 * path missing or unreadable, the log not writable, the service
+	                                 * manager refusing the unit, a port the profile fixes held by
+	                                 * another process */
 };
 
 const char *deploy_state_to_string(enum deploy_state s);
@@ -78,6 +83,12 @@ struct deploy_config {
 	 * and which service manager (the user's or the system's). */
 	const char *unit_name;
 	bool user_bus;
+
+	/* The checkpoint the server loads when it is a path (it starts with
+	 * '/'; anything else is a model id): for servers on this host (exec,
+	 * systemd) it must be there and readable, else the start fails at once
+	 * (a setup failure) naming model_key ("model.checkpoints.awq"). May be NULL. */
+	const char *model_path, *model_key;
 };
 
 /* The environment the command method's hooks receive: GOODPUT_KNOB_<NAME>=v
@@ -102,9 +113,11 @@ struct deployment;
 typedef void (*deploy_event_fn)(struct deployment *d, enum deploy_state state, void *userdata);
 
 /* Starts a server. Fails at once (with err) when the method is not available,
- * the log cannot be opened or the program cannot be executed; everything
- * later is reported through cb. The caller's signal mask gets SIGCHLD
- * blocked (sd-event needs it); children start with an empty mask. */
+ * the log cannot be opened, the program (or the command method's deploy
+ * hook) cannot be executed or the model path is missing: a failure of class
+ * DEPLOY_FAILURE_SETUP, since nothing there depends on the configuration.
+ * Everything later is reported through cb. The caller's signal mask gets
+ * SIGCHLD blocked (sd-event needs it); children start with an empty mask. */
 int deploy_start(sd_event *e, enum study_deploy_method method, const struct deploy_config *cfg, deploy_event_fn cb,
 		 void *userdata, struct deployment **ret, struct error *err);
 

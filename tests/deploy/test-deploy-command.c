@@ -6,7 +6,8 @@
  * output and torn down; one that exits without a URL fails; one that hangs
  * runs into the start-up timeout, is killed and torn down; one that is the
  * server itself (runs in the foreground) serves past the start-up timeout
- * and ends with the deployment.
+ * and ends with the deployment; a hook or a program it runs that is
+ * missing is a setup failure (no configuration can start).
  *
  * Usage: test-deploy-command PATH-TO-goodput-sim */
 #include <errno.h>
@@ -208,6 +209,56 @@ static void test_failing(sd_event *e)
 	unlink(path_of("teardown-ran"));
 }
 
+/* Failures no configuration can avoid are setup failures: a deploy script
+ * whose program is missing (the shell's status 127), a health command that
+ * cannot be run, a deploy command that is not there at all. */
+static void test_setup(sd_event *e)
+{
+	struct engine_command c = { .argv = (char *[]){ (char *)"engine", NULL }, .env = (char *[]){ NULL } };
+	struct deploy_outcome o = { 0 };
+	struct deployment *d = NULL;
+	struct error err = { 0 };
+
+	d = start(e, "setup-127", (char *[]){ (char *)"engine", NULL }, "deploy-127.sh", NULL, 30 * USEC_PER_SEC, NULL,
+		  &o);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+	CHECK(o.state == DEPLOY_FAILED && o.calls == 1);
+	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_SETUP, "%s: %s",
+		  deploy_failure_to_string(deploy_get_failure(d)), deploy_get_message(d));
+	CHECK_STR_CONTAINS(deploy_get_message(d), "the deploy command exited with status 127");
+	CHECK_STR_CONTAINS(deploy_get_message(d), "kubectl-not-installed");
+	CHECK(exists("teardown-ran"));
+	deploy_free(d);
+	unlink(path_of("teardown-ran"));
+
+	d = start(e, "setup-health", (char *[]){ (char *)"engine", NULL }, "deploy-url.sh", "no-such-health.sh",
+		  30 * USEC_PER_SEC, NULL, &o);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+	CHECK(o.state == DEPLOY_FAILED);
+	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_SETUP, "%s", deploy_get_message(d));
+	CHECK_STR_CONTAINS(deploy_get_message(d), "no-such-health.sh: No such file or directory");
+	deploy_free(d);
+	unlink(path_of("teardown-ran"));
+
+	/* not there at all: at once (a setup failure by deploy_start's contract) */
+	{
+		const char *deploy_argv[] = { path_of("no-such-deploy.sh"), NULL };
+		const char *teardown_argv[] = { path_of("teardown.sh"), NULL };
+		char log_path[512];
+		struct deploy_config cfg = { .command = &c,
+					     .host = "127.0.0.1",
+					     .health_path = "/health",
+					     .deploy_command = deploy_argv,
+					     .teardown_command = teardown_argv };
+
+		snprintf(log_path, sizeof(log_path), "%s/setup-missing.log", dir);
+		cfg.log_path = log_path;
+		CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_COMMAND, &cfg, deploy_test_on_event, &o, &d, &err), -ENOENT);
+		CHECK_STR_CONTAINS(err.msg, "cannot run the deploy command");
+		CHECK_STR_CONTAINS(err.msg, "no-such-deploy.sh");
+	}
+}
+
 static void test_hanging(sd_event *e)
 {
 	struct deploy_outcome o = { 0 };
@@ -287,6 +338,8 @@ int main(int argc, char **argv)
 		     "exit 3\n");
 	write_script("deploy-oom.sh", "echo 'torch.OutOfMemoryError: CUDA out of memory' >&2\nexit 1\n");
 	write_script("deploy-nourl.sh", "echo 'deployment.apps/llm patched'\nexit 0\n");
+	write_script("deploy-127.sh", "kubectl-not-installed apply -f llm.yaml\n");
+	write_script("deploy-url.sh", "echo GOODPUT_BASE_URL=http://127.0.0.1:9\n");
 	write_script("deploy-hang.sh", "echo 'waiting for rollout'\nexec sleep 600\n");
 	write_script("deploy-foreground.sh", "echo \"GOODPUT_BASE_URL=http://127.0.0.1:$GOODPUT_PORT\"\nexec \"$@\"\n");
 	CHECK(sd_event_default(&e) >= 0);
@@ -294,6 +347,7 @@ int main(int argc, char **argv)
 	test_sim(e, NULL);
 	test_sim(e, "health.sh");
 	test_failing(e);
+	test_setup(e);
 	test_hanging(e);
 	test_foreground(e);
 

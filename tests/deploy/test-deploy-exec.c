@@ -4,16 +4,19 @@
  * the log's last lines; a server that never answers times out and is torn
  * down; a server that dies while serving is reported; a process that
  * ignores SIGTERM is killed after the grace period; a missing program is an
- * immediate error.
+ * immediate error; failures no configuration can avoid are setup failures.
  *
  * Usage: test-deploy-exec PATH-TO-goodput-sim */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "deploy-test-util.h"
@@ -261,6 +264,87 @@ static void test_missing_program(sd_event *e)
 	CHECK_STR_CONTAINS(err.msg, "deploy and teardown commands");
 }
 
+/* Failures no configuration can avoid are setup failures, and only those:
+ * a wrapper whose program is missing (status 127), a port the server's
+ * argv fixes held by another process (but a port the deployer chose and
+ * lost is a crash of one trial), a program that is not executable, a
+ * model path that is not there. */
+static void test_setup(sd_event *e)
+{
+	struct engine_command wrapper = { .argv = (char *[]){ (char *)"/bin/sh", (char *)"-c",
+							      (char *)"exec /nonexistent/engine-server \"$@\"",
+							      (char *)"sh", (char *)"serve", NULL },
+					  .env = (char *[]){ NULL } };
+	struct deploy_outcome o = { 0 };
+	struct deployment *d = NULL;
+	struct deploy_config cfg;
+	struct error err = { 0 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	char port_s[16], log_path[256];
+	uint16_t held;
+	int fd;
+
+	d = start(e, &wrapper, "setup-127", 0, 0, 0, &o);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+	CHECK(o.state == DEPLOY_FAILED);
+	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_SETUP, "%s: %s",
+		  deploy_failure_to_string(deploy_get_failure(d)), deploy_get_message(d));
+	CHECK_STR_CONTAINS(deploy_get_message(d), "exited with status 127");
+	CHECK_STR_CONTAINS(deploy_get_message(d), "/nonexistent/engine-server");
+	deploy_free(d);
+
+	/* another process listens on the port the argv names */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0);
+	CHECK(getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+	held = ntohs(sa.sin_port);
+	snprintf(port_s, sizeof(port_s), "%u", held);
+	{
+		_cleanup_(engine_command_done) struct engine_command c = { 0 };
+
+		sim_command("llama-3.1-8b", "H100", "{}", (const char *const[]){ "--port", port_s, NULL }, &c);
+		d = start(e, &c, "setup-port", 0, 0, 0, &o);
+		deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+		CHECK(o.state == DEPLOY_FAILED);
+		CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_SETUP, "%s: %s",
+			  deploy_failure_to_string(deploy_get_failure(d)), deploy_get_message(d));
+		CHECK_STR_CONTAINS(deploy_get_message(d), "Address already in use");
+		CHECK_STR_CONTAINS(deploy_get_message(d), "the engine profile fixes the port");
+		deploy_free(d);
+		/* the deployer's own choice, lost: this trial's crash only (its
+		 * teardown then waits ~10 s for the port, in vain) */
+		d = start(e, &c, "lost-port", held, 0, USEC_PER_SEC / 2, &o);
+		deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+		CHECK(o.state == DEPLOY_FAILED);
+		CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_CRASHED, "%s: %s",
+			  deploy_failure_to_string(deploy_get_failure(d)), deploy_get_message(d));
+		deploy_free(d);
+	}
+	safe_close(fd);
+
+	/* not executable, and a model path that is not there: at once */
+	snprintf(log_path, sizeof(log_path), "%s/not-executable", dir);
+	fd = open(log_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	CHECK(fd >= 0);
+	safe_close(fd);
+	wrapper.argv = (char *[]){ log_path, NULL };
+	deploy_config_from_profile(&cfg, sim_profile, &wrapper, log_path, NULL, 0, 0, 0);
+	snprintf(log_path, sizeof(log_path), "%s/setup.log", dir);
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, deploy_test_on_event, &o, &d, &err), -EACCES);
+	CHECK_STR_CONTAINS(err.msg, "Permission denied");
+	wrapper.argv = (char *[]){ (char *)sim_path, NULL };
+	cfg.model_path = "/nonexistent/models/llama-3.1-8b-awq";
+	cfg.model_key = "model.checkpoints.awq";
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, deploy_test_on_event, &o, &d, &err), -ENOENT);
+	CHECK_STR_CONTAINS(err.msg,
+			   "model.checkpoints.awq /nonexistent/models/llama-3.1-8b-awq: No such file or directory");
+	/* a model id is no path */
+	cfg.model_path = "meta-llama/Llama-3.1-8B";
+	CHECK_INT_EQ(deploy_start(e, STUDY_DEPLOY_EXEC, &cfg, deploy_test_on_event, &o, &d, &err), 0);
+	deploy_free(d);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path);
@@ -288,6 +372,7 @@ int main(int argc, char **argv)
 	test_oom_from_log(e);
 	test_crash_while_serving(e);
 	test_sigterm_ignored(e);
+	test_setup(e);
 	engine_profile_free(sim_profile);
 	CHECK(nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) == 0);
 	return 0;

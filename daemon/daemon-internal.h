@@ -69,6 +69,7 @@ struct daemon {
 	enum daemon_state state;
 	bool window_stop; /* runner_stop was asked because the window closed */
 	char status[DAEMON_STATUS_MAX];
+	char last_failure[DAEMON_STATUS_MAX]; /* "STUDY failed: why" of the last study that ended, or "" */
 
 	/* The runner of the study at the head of the queue, when it runs. */
 	struct runner *runner;

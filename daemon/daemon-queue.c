@@ -85,6 +85,7 @@ static void fail_study(struct daemon *d, const struct store_study *st, const cha
 	int r;
 
 	log_error("study %s cannot run: %s", st->name, msg);
+	snprintf(d->last_failure, sizeof(d->last_failure), "%s failed: %s", st->name, msg);
 	r = store_study_set_state(d->store, st->id, STORE_STUDY_FAILED, msg, &err);
 	if (r < 0)
 		log_error("study %s: %s", st->name, error_str(&err, r));
@@ -151,7 +152,11 @@ static bool queue_step(struct daemon *d)
 		d->state = DAEMON_IDLE;
 		d->head = study_free(d->head);
 		d->head_id = 0;
-		daemon_set_status(d, "idle: no study queued");
+		/* why the last study ended, when it failed: the operator's next question */
+		if (d->last_failure[0])
+			daemon_set_status(d, "idle: no study queued; %s", d->last_failure);
+		else
+			daemon_set_status(d, "idle: no study queued");
 	} else if (head->state == STORE_STUDY_PAUSED) {
 		d->state = DAEMON_PAUSED;
 		daemon_set_status(d, "%s: paused ('goodput resume' continues it)", head->name);
@@ -239,6 +244,11 @@ static void runner_finished(struct daemon *d, struct runner *r, enum runner_end 
 	runner_get_status(r, &st);
 	snprintf(name, sizeof(name), "%s", st.study_name ? st.study_name : "?");
 	daemon_log_study_end(name, end, &st, d->state == DAEMON_STOPPING);
+	if (end == RUNNER_END_FAILED)
+		snprintf(d->last_failure, sizeof(d->last_failure), "%s failed: %s", name,
+			 st.message ? st.message : "unknown error");
+	else
+		d->last_failure[0] = 0;
 	if (end == RUNNER_END_DONE) {
 		k = daemon_write_best(d, id, &err);
 		if (k < 0 && k != -ENOENT)

@@ -40,6 +40,19 @@ static struct deploy_trial *state_of(const struct runner_trial *t)
 	return t->eval;
 }
 
+/* No configuration could have started: the study stops (t may be freed). */
+static void fail_setup(struct runner_trial *t, const char *why)
+{
+	_cleanup_(freep) char *msg = NULL;
+
+	if (asprintf(&msg, "no configuration can start (trial %u, %s): %s", t->seq, t->knobs_text, why) < 0) {
+		msg = NULL;
+		runner_fail(t->runner, "out of memory");
+		return;
+	}
+	runner_fail_setup(t->runner, msg);
+}
+
 /* ---- probing ---- */
 
 static void on_probe_event(struct probe *p, const struct probe_event *ev, void *userdata)
@@ -251,7 +264,6 @@ static void on_quality(struct runner_quality *q, bool passed, const char *why, v
 static void start_quality_check(struct runner_trial *t)
 {
 	struct deploy_trial *d = state_of(t);
-	struct trial_result res;
 	struct error err = { 0 };
 	int k;
 
@@ -261,9 +273,8 @@ static void start_quality_check(struct runner_trial *t)
 		return;
 	}
 	if (k == RUNNER_QUALITY_NOT_STARTED) {
-		trial_result_init(&res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_QUALITY_CHECK_FAILED);
-		snprintf(res.message, sizeof(res.message), "%s", err.msg);
-		runner_trial_finish(t, &res);
+		/* the check's program cannot be run: the same for every configuration */
+		fail_setup(t, err.msg);
 		return;
 	}
 	runner_trial_set_phase(t, RUNNER_QUALITY_CHECK);
@@ -325,7 +336,9 @@ static void on_deploy(struct deployment *dep, enum deploy_state state, void *use
 			start_probe(t);
 		return;
 	case DEPLOY_FAILED:
-		if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_HOST_BUSY)
+		if (t->open && t->phase == RUNNER_DEPLOYING && deploy_get_failure(dep) == DEPLOY_FAILURE_SETUP)
+			fail_setup(t, deploy_get_message(dep));
+		else if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_HOST_BUSY)
 			/* another process holds a GPU: wait and try again, never an outcome */
 			runner_trial_host_busy(t, busy_line(deploy_get_message(dep)));
 		else if (t->open)
@@ -381,15 +394,32 @@ static int deploy_method_config(const struct runner_trial *t, struct deploy_conf
 	return error_set(err, -EINVAL, "unknown deploy method %d", (int)s->deploy.method);
 }
 
-/* Renders the engine's command for the trial and starts the deployment. */
-static int launch(struct runner_trial *t, struct error *err)
+/* The checkpoint the trial's server loads, and the key that names it. */
+static const char *model_of(const struct runner_trial *t, char *key, size_t size)
+{
+	const struct study *s = t->runner->study;
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(t->knobs, OPT_KNOB_QUANTIZATION);
+	int quant = cJSON_IsString(q) ? study_quant_from_string(q->valuestring) : STUDY_QUANT_NONE;
+
+	if (quant >= 0 && s->model.checkpoints[quant]) {
+		snprintf(key, size, "model.checkpoints.%s", study_quant_to_string((enum study_quant)quant));
+		return s->model.checkpoints[quant];
+	}
+	snprintf(key, size, "model.name");
+	return s->model.name;
+}
+
+/* Renders the engine's command for the trial and starts the deployment.
+ * *ret_setup tells a failure of the deployment's start, which no
+ * configuration can avoid, from one of rendering this configuration. */
+static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
 {
 	struct runner *r = t->runner;
 	struct engine_command cmd = { 0 };
 	struct deploy_config cfg;
 	const char *host = r->study->deploy.host ? r->study->deploy.host : "127.0.0.1";
 	bool command = r->study->deploy.method == STUDY_DEPLOY_COMMAND;
-	char unit[256] = "", **hook_env = NULL;
+	char unit[256] = "", model_key[64], **hook_env = NULL;
 	unsigned devices[STUDY_GPUS_MAX], n_devices = 0;
 	uint16_t port = 0;
 	int k = 0;
@@ -412,10 +442,14 @@ static int launch(struct runner_trial *t, struct error *err)
 	if (k >= 0) {
 		deploy_config_from_profile(&cfg, r->profile, &cmd, t->log_path, host, port,
 					   r->study->deploy.startup_timeout_usec, r->study->deploy.stop_timeout_usec);
+		cfg.model_path = model_of(t, model_key, sizeof(model_key));
+		cfg.model_key = model_key;
 		k = deploy_method_config(t, &cfg, host, port, unit, sizeof(unit), &hook_env, err);
 	}
-	if (k >= 0)
+	if (k >= 0) {
 		k = deploy_start(r->event, r->study->deploy.method, &cfg, on_deploy, t, &state_of(t)->deploy, err);
+		*ret_setup = k < 0;
+	}
 	deploy_strv_free(hook_env); /* deploy_start copied it */
 	engine_command_done(&cmd);
 	return k;
@@ -428,6 +462,7 @@ static void deploy_eval_start(struct runner_trial *t)
 	struct trial_result res;
 	struct error err = { 0 };
 	char msg[ERROR_MSG_MAX];
+	bool setup = false;
 	int k;
 
 	d = calloc(1, sizeof(*d));
@@ -453,7 +488,11 @@ static void deploy_eval_start(struct runner_trial *t)
 		runner_fail(r, "out of memory");
 		return;
 	}
-	k = launch(t, &err);
+	k = launch(t, &setup, &err);
+	if (k < 0 && setup) {
+		fail_setup(t, error_str(&err, k));
+		return;
+	}
 	if (k < 0) {
 		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_DEPLOY_ERROR);
 		snprintf(res.message, sizeof(res.message), "%s", error_str(&err, k));

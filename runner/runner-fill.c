@@ -332,6 +332,9 @@ void runner_plan(struct runner *r)
 	spent = runner_wall_budget_spent(r, r->message, sizeof(r->message));
 	if (!spent) {
 		start_waiting(r);
+		/* a trial that could not start at all may have ended the study */
+		if (runner_failing(r) || r->request != RUNNER_REQUEST_NONE)
+			return;
 		if (!r->asking && !r->plan_waits_host && !r->planner_done && !alone_running(r) &&
 		    (n = ask_size(r)) > 0) {
 			if (!ask(r, n))

@@ -49,6 +49,7 @@ enum runner_request {
 	RUNNER_REQUEST_PAUSE,
 	RUNNER_REQUEST_STOP,
 	RUNNER_REQUEST_CANCEL,
+	RUNNER_REQUEST_FAIL, /* a failure no configuration can avoid: torn down, then FAILED (runner_fail_setup) */
 };
 
 /* One trial in flight: from the planner's proposal (recorded, waiting for
@@ -235,6 +236,14 @@ void runner_trial_gone(struct runner_trial *t);
 /* pause/stop/cancel asked: aborts what runs (trials → interrupted), tears
  * servers down, then settles the request. */
 void runner_halt(struct runner *r);
+/* A trial met a failure no configuration can avoid (the engine or a hook
+ * cannot be run, the model path is missing, a fixed port is held by another
+ * process): the study stops at once instead of spending its budget on the
+ * same failure. Every trial in flight is torn down as for a stop and left
+ * interrupted (redone on a resume once the cause is fixed, since it says
+ * nothing of its configuration); then the study ends FAILED with msg. The
+ * trial may be freed inside: the caller touches it no more. */
+void runner_fail_setup(struct runner *r, const char *msg);
 /* Frees every trial in flight (killing servers) and drops an ask in flight. */
 void runner_release_trials(struct runner *r);
 /* Frees one trial and takes it off the list (its GPUs are freed). */

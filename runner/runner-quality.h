@@ -16,7 +16,7 @@ typedef void (*runner_quality_fn)(struct runner_quality *q, bool passed, const c
 
 enum {
 	RUNNER_QUALITY_RUNNING,     /* cb follows */
-	RUNNER_QUALITY_NOT_STARTED, /* the check could not be started: err says why (the trial's outcome) */
+	RUNNER_QUALITY_NOT_STARTED, /* the check could not be started: err says why (no configuration can pass) */
 };
 
 /* Starts the check of trial t, whose server answers at base_url: argv

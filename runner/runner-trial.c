@@ -633,3 +633,12 @@ void runner_halt(struct runner *r)
 		runner_after_server_gone(r);
 	}
 }
+
+void runner_fail_setup(struct runner *r, const char *msg)
+{
+	if (runner_failing(r) || r->request != RUNNER_REQUEST_NONE)
+		return; /* ending already: the trials in flight go anyway */
+	snprintf(r->message, sizeof(r->message), "%s", msg);
+	r->request = RUNNER_REQUEST_FAIL;
+	runner_halt(r);
+}

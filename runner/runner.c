@@ -799,7 +799,7 @@ static int request_halt(struct runner *r, enum runner_request req)
 	if (!r->started || r->status.phase == RUNNER_FINISHED)
 		return -ESTALE;
 	if (r->request == RUNNER_REQUEST_STOP || r->request == RUNNER_REQUEST_CANCEL ||
-	    r->action == RUNNER_ACTION_FINISH)
+	    r->request == RUNNER_REQUEST_FAIL || r->action == RUNNER_ACTION_FINISH)
 		return -EALREADY;
 	if (req == RUNNER_REQUEST_PAUSE && (r->request == RUNNER_REQUEST_PAUSE || r->status.phase == RUNNER_PAUSED))
 		return -EALREADY;
@@ -880,6 +880,9 @@ bool runner_settle_request(struct runner *r)
 	case RUNNER_REQUEST_CANCEL:
 		r->pending_end = RUNNER_END_CANCELLED;
 		snprintf(r->message, sizeof(r->message), "cancelled");
+		break;
+	case RUNNER_REQUEST_FAIL:
+		r->pending_end = RUNNER_END_FAILED; /* r->message says why */
 		break;
 	}
 	runner_schedule(r, RUNNER_ACTION_FINISH);

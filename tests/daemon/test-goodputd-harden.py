@@ -225,7 +225,41 @@ def case_mode(make, tmp):
         d.stop()
 
 
+def case_setup(make, tmp):
+    """A failure no configuration can avoid (the engine is not installed)
+    stops the study at its first trial: state failed, the message in
+    `goodput status` and `goodput list`, the budget not spent on it."""
+    engines = os.path.join(tmp, "engines")
+    os.makedirs(engines)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "engines", "sim.json")
+    with open(src) as f:
+        prof = json.load(f)
+    prof["name"] = "sim-missing"
+    prof["argv"][0] = "goodput-sim-not-installed"
+    for k in ("version_command", "help_command"):
+        prof.pop(k, None)
+    with open(os.path.join(engines, "sim-missing.json"), "w") as f:
+        json.dump(prof, f)
+    d = make(env={"GOODPUT_ENGINES_DIR": engines}).start()
+    spec = tiny_spec("s1", trials=12)
+    spec["engine"] = "sim-missing"
+    r = d.request({"command": "submit", "study": spec})
+    check(r["ok"], r)
+    t0 = time.monotonic()
+    st = d.wait_state("s1", ["failed", "done"], 60)
+    dt = time.monotonic() - t0
+    want = "cannot run goodput-sim-not-installed: No such file or directory"
+    check(st["state"] == "failed" and want in (st.get("message") or ""), st)
+    trials = d.request({"command": "trials", "study": "s1"})["trials"]
+    check(len(trials) == 1 and trials[0]["state"] == "interrupted", trials)
+    p = d.client("status", check_rc=0)
+    check("s1 failed: no configuration can start" in p.stdout and want in p.stdout, p.stdout)
+    print("setup: stopped after %.1f s, 1 trial: %s" % (dt, p.stdout.splitlines()[1][:200]))
+    timed_status(d)
+
+
 CASES = {
+    "setup": case_setup,
     "mode": case_mode,
     "text": case_text,
     "caps": case_caps,

@@ -33,6 +33,13 @@ Cases:
             second sim on a GPU another sim holds exits with "GPU 1 busy",
             and a study meeting that GPU classifies it host busy: the trial
             waits and runs again (never an outcome), the study finishes
+  setup     a failure no configuration can avoid stops the study at once
+            with its message (state failed, exit status 1), trials in
+            flight torn down and left to be redone: the engine not
+            installed, not executable, a wrapper that finds no engine
+            (127), a missing model path, a port the profile fixes held by
+            another process, a missing deploy hook or quality check; once
+            the cause is fixed, --resume finishes the study
   twin      "search.strategy": "twin": a dry run stores the twin's
             predicted cost with its trials; a real study of a tiny space
             finishes, stores a calibration for its key, and a second study
@@ -43,6 +50,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -557,6 +565,108 @@ def case_lock():
     print("lock: second tune refused in %.2f s; FIFO spec and dataset refused" % dt)
 
 
+def setup_engines(held_port):
+    """Variants of the sim profile: its program missing, not executable,
+    behind a wrapper that finds no engine, and on a fixed port."""
+    d = os.path.join(TMP, "setup-engines")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(SRCDIR, "..", "..", "configs", "engines", "sim.json")) as f:
+        base = json.load(f)
+    noexec = os.path.join(TMP, "engine-noexec")
+    with open(noexec, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(noexec, 0o644)
+    wrapper = os.path.join(TMP, "engine-wrapper.sh")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nexec goodput-sim-not-installed \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    for name, prog in (("sim-missing", "goodput-sim-not-installed"), ("sim-noexec", noexec),
+                       ("sim-wrapper", wrapper), ("sim-port", None)):
+        p = dict(base, name=name)
+        p["argv"] = list(base["argv"])
+        if prog:
+            p["argv"][0] = prog
+            for k in ("version_command", "help_command"):
+                p.pop(k, None)
+        else:
+            p["argv"] = [str(held_port) if a == "{port}" else a for a in p["argv"]]
+        with open(os.path.join(d, name + ".json"), "w") as f:
+            json.dump(p, f)
+    return d
+
+
+def case_setup():
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    engines = setup_engines(holder.getsockname()[1])
+    hooks_dir, h = hooks()
+    space = {"max_num_seqs": [16, 32, 64, 128], "max_num_batched_tokens": [1024, 2048], "quantization": ["fp8"],
+             "max_model_len": [4096]}
+    two = {"type": "L40S", "count": 2, "price_per_gpu_hour": 0.99}
+    cases = [
+        ("missing", dict(engine="sim-missing"), "cannot run goodput-sim-not-installed: No such file or directory"),
+        ("noexec", dict(engine="sim-noexec"), "engine-noexec: Permission denied"),
+        ("wrapper", dict(engine="sim-wrapper"), "exited with status 127"),
+        ("model", dict(model={"name": "llama-3.1-8b", "checkpoints": {"awq": "/nonexistent/llama-3.1-8b-awq"}},
+                       search_space=dict(space, quantization=["awq"])),
+         "model.checkpoints.awq /nonexistent/llama-3.1-8b-awq: No such file or directory"),
+        ("port", dict(engine="sim-port", gpu=two, budget={"max_trials": 12, "parallel": 2}),
+         "Address already in use"),
+        ("hook", dict(deploy={"method": "command", "deploy_command": [os.path.join(TMP, "no-such-deploy.sh")],
+                              "teardown_command": [h["teardown.sh"]], "startup_timeout": 30}),
+         "no-such-deploy.sh: No such file or directory"),
+        ("quality", dict(quality_check=[os.path.join(TMP, "no-such-check.sh")], gpu=two,
+                         budget={"max_trials": 12, "parallel": 2}),
+         "no-such-check.sh could not be started: No such file or directory"),
+    ]
+    for name, over, want in cases:
+        over = dict(over)
+        over.setdefault("search_space", space)
+        over.setdefault("budget", {"max_trials": 12})
+        spec = study("setup-" + name, **over)
+        db = os.path.join(TMP, "setup-%s.db" % name)
+        cmd = [GOODPUT, "tune", "--engines-dir", engines, "--log-dir", os.path.join(TMP, "logs"), spec, "--db", db]
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        dt = time.monotonic() - t0
+        if p.returncode != 1 or "study failed: no configuration can start" not in p.stderr or want not in p.stderr:
+            fail("%s: exit %d after %.1f s, expected 1 with \"%s\":\n%s" % (name, p.returncode, dt, want,
+                                                                          p.stderr[-2000:]))
+        st = study_row(db, "setup-" + name)
+        if st["state"] != "failed" or want not in (st["message"] or ""):
+            fail("%s: study %s: %s" % (name, st["state"], st["message"]))
+        ts = trials(db, st["id"])
+        if not ts or len(ts) > 2 or any(t["state"] != "interrupted" for t in ts):
+            fail("%s: the budget was spent on it, or a trial took the blame: %s"
+                 % (name, [(t["seq"], t["state"], t["failure_message"]) for t in ts]))
+        for t in ts:
+            if t["server_pgid"] and pgid_alive(t["server_pgid"]):
+                fail("%s: the server of trial %d was left running" % (name, t["seq"]))
+        if dt > 60:
+            fail("%s: it took %.0f s to stop" % (name, dt))
+        print("setup/%s: stopped after %d trial(s) in %.1f s: %s" % (name, len(ts), dt,
+                                                                   st["message"][:160].replace("\n", " ")))
+    holder.close()
+
+    # the cause fixed (the engine installed), the study goes on from where it stopped
+    bindir = os.path.join(TMP, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    os.symlink(os.path.abspath(SIM), os.path.join(bindir, "goodput-sim-not-installed"))
+    env = dict(ENV, PATH=bindir + os.pathsep + ENV["PATH"])
+    db = os.path.join(TMP, "setup-missing.db")
+    spec = study("setup-missing", engine="sim-missing", search_space=space, budget={"max_trials": 3})
+    p = subprocess.run([GOODPUT, "tune", "--engines-dir", engines, "--log-dir", os.path.join(TMP, "logs"), "--resume",
+                        "setup-missing", "--db", db], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    if p.returncode != 0:
+        fail("--resume once the engine is there: exit %d:\n%s" % (p.returncode, p.stderr[-2000:]))
+    st, ts = check_store(db, "setup-missing")
+    if ts[0]["state"] != "done":
+        fail("the interrupted trial 1 was not redone: %s" % ts[0])
+    print("setup: resumed once the engine was installed: %d trials, %s" % (len(ts), st["state"]))
+
+
 def overlapping(ts):
     """Most trials running at one trial's start, and pairs that shared a GPU while both ran."""
     most, shared = 0, []
@@ -647,6 +757,6 @@ def case_parallel():
 
 {"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,
  "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock,
- "parallel": case_parallel}[CASE]()
+ "parallel": case_parallel, "setup": case_setup}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

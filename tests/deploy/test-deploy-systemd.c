@@ -3,7 +3,8 @@
  * transient unit goodput-<study>-<trial>.service, answers /health and a
  * model list, stops, and no goodput unit is left loaded; a server started
  * with a bad flag is classified as failed with the unit's log lines, and its
- * failed unit does not linger either.
+ * failed unit does not linger either; a program systemd cannot execute is a
+ * setup failure.
  *
  * Usage: test-deploy-systemd PATH-TO-goodput-sim LOG-DIR
  * Exits 77 when there is no systemd bus (not inside the container). */
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <systemd/sd-bus.h>
 
@@ -164,6 +166,35 @@ static void test_bad_flag(sd_event *e, sd_bus *bus)
 	CHECK_STR_CONTAINS(err.msg, "/nonexistent/server");
 }
 
+/* A program we can see but systemd cannot execute (its interpreter is
+ * missing): the start job fails, a setup failure — no configuration could
+ * start it. */
+static void test_cannot_exec(sd_event *e, sd_bus *bus)
+{
+	struct deploy_outcome o = { 0 };
+	struct deployment *d;
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/no-interpreter.sh", log_dir);
+	f = fopen(path, "w");
+	CHECK(f);
+	fprintf(f, "#!/nonexistent/interpreter\n");
+	CHECK(fclose(f) == 0);
+	CHECK(chmod(path, 0755) == 0);
+	d = start(e, (char *[]){ path, NULL }, "goodput-nspawn-demo-4.service", &o);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+	CHECK(o.state == DEPLOY_FAILED && o.calls == 1);
+	CHECK_MSG(deploy_get_failure(d) == DEPLOY_FAILURE_SETUP, "%s: %s",
+		  deploy_failure_to_string(deploy_get_failure(d)), deploy_get_message(d));
+	CHECK_STR_CONTAINS(deploy_get_message(d), "unit goodput-nspawn-demo-4.service failed during start-up");
+	fprintf(stderr, "cannot exec: %s\n", deploy_get_message(d));
+	deploy_free(d);
+	for (unsigned i = 0; i < 50 && goodput_units(bus, false) > 0; i++)
+		CHECK(sd_event_run(e, 20 * USEC_PER_MSEC) >= 0);
+	CHECK(goodput_units(bus, true) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
@@ -181,6 +212,7 @@ int main(int argc, char **argv)
 	CHECK(sd_event_default(&e) >= 0);
 	test_sim(e, bus);
 	test_bad_flag(e, bus);
+	test_cannot_exec(e, bus);
 	fprintf(stderr, "systemd deployer: all checks passed\n");
 	return 0;
 }

@@ -3,10 +3,10 @@
  * The sections follow what a credible benchmark report states (scenario and
  * SLA, lengths, load steps, TTFT/TPOT percentiles, throughput, goodput, GPU
  * memory, $/Mtok) and then what the study adds (search space, every trial,
- * landscape, progress, Pareto view, spread of the re-probed best). A tiny
- * writer (headings, paragraphs, notes, tables, code, plots) turns it into
- * Markdown or into HTML; both are escaped here, so store text (failure
- * messages, knob values) can never inject markup. The HTML page is
+ * landscape, progress, Pareto view, spread of the re-probed best). The tiny
+ * writer of report-doc-writer.c (headings, paragraphs, notes, tables, code,
+ * plots) turns it into Markdown or into HTML, escaped, so store text
+ * (failure messages, knob values) can never inject markup. The HTML page is
  * self-contained: inline CSS and inline SVG, no scripts, no external URL. */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,193 +22,6 @@
 #include "study.h"
 #include "time-util.h"
 
-struct doc {
-	FILE *f;
-	enum report_format fmt;
-	const struct report_plots *plots;
-	bool plot_files;
-	size_t cols; /* of the open table */
-};
-
-static void esc(struct doc *d, const char *s)
-{
-	for (; s && *s; s++) {
-		if (d->fmt == REPORT_FORMAT_HTML) {
-			switch (*s) {
-			case '&':
-				fputs("&amp;", d->f);
-				break;
-			case '<':
-				fputs("&lt;", d->f);
-				break;
-			case '>':
-				fputs("&gt;", d->f);
-				break;
-			case '"':
-				fputs("&quot;", d->f);
-				break;
-			default:
-				fputc(*s, d->f);
-			}
-		} else {
-			if (strchr("\\`*_|<>[]#", *s))
-				fputc('\\', d->f);
-			fputc(*s == '\n' ? ' ' : *s, d->f);
-		}
-	}
-}
-
-static void heading(struct doc *d, int level, const char *id, const char *text)
-{
-	if (d->fmt == REPORT_FORMAT_HTML) {
-		fprintf(d->f, "<h%d id=\"%s\">", level, id);
-		esc(d, text);
-		fprintf(d->f, "</h%d>\n", level);
-	} else {
-		fprintf(d->f, "\n%.*s ", level, "######");
-		esc(d, text);
-		fputs("\n\n", d->f);
-	}
-}
-
-static void para_start(struct doc *d, const char *cls)
-{
-	if (d->fmt == REPORT_FORMAT_HTML)
-		fprintf(d->f, "<p%s%s%s>", cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
-	else if (cls)
-		fputs("> **", d->f);
-}
-
-static void para_end(struct doc *d, const char *cls)
-{
-	if (d->fmt == REPORT_FORMAT_HTML)
-		fputs("</p>\n", d->f);
-	else
-		fputs(cls ? "**\n\n" : "\n\n", d->f);
-}
-
-static void para(struct doc *d, const char *fmt, ...) _printf_(2, 3);
-static void para(struct doc *d, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	para_start(d, NULL);
-	esc(d, buf);
-	para_end(d, NULL);
-}
-
-/* A highlighted statement: the verdict, or a warning. */
-static void note(struct doc *d, const char *cls, const char *fmt, ...) _printf_(3, 4);
-static void note(struct doc *d, const char *cls, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	para_start(d, cls);
-	esc(d, buf);
-	para_end(d, cls);
-}
-
-static void table_start(struct doc *d, size_t n, const char *const *headers)
-{
-	d->cols = n;
-	if (d->fmt == REPORT_FORMAT_HTML) {
-		fputs("<table>\n<thead><tr>", d->f);
-		for (size_t i = 0; i < n; i++) {
-			fputs("<th>", d->f);
-			esc(d, headers[i]);
-			fputs("</th>", d->f);
-		}
-		fputs("</tr></thead>\n<tbody>\n", d->f);
-	} else {
-		fputc('|', d->f);
-		for (size_t i = 0; i < n; i++) {
-			fputc(' ', d->f);
-			esc(d, headers[i]);
-			fputs(" |", d->f);
-		}
-		fputs("\n|", d->f);
-		for (size_t i = 0; i < n; i++)
-			fputs(" --- |", d->f);
-		fputc('\n', d->f);
-	}
-}
-
-/* One row; cells as strings (NULL shows as "-"). cls marks the row (HTML). */
-static void row(struct doc *d, const char *cls, const char *const *cells)
-{
-	if (d->fmt == REPORT_FORMAT_HTML) {
-		fprintf(d->f, "<tr%s%s%s>", cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
-		for (size_t i = 0; i < d->cols; i++) {
-			fputs("<td>", d->f);
-			esc(d, cells[i] ? cells[i] : "-");
-			fputs("</td>", d->f);
-		}
-		fputs("</tr>\n", d->f);
-	} else {
-		fputc('|', d->f);
-		for (size_t i = 0; i < d->cols; i++) {
-			fputc(' ', d->f);
-			esc(d, cells[i] && *cells[i] ? cells[i] : "-");
-			fputs(" |", d->f);
-		}
-		fputc('\n', d->f);
-	}
-}
-
-static void kv(struct doc *d, const char *k, const char *fmt, ...) _printf_(3, 4);
-static void kv(struct doc *d, const char *k, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	row(d, NULL, (const char *const[]){ k, buf });
-}
-
-static void table_end(struct doc *d)
-{
-	fputs(d->fmt == REPORT_FORMAT_HTML ? "</tbody>\n</table>\n" : "\n", d->f);
-	d->cols = 0;
-}
-
-static void code(struct doc *d, const char *text)
-{
-	if (d->fmt == REPORT_FORMAT_HTML) {
-		fputs("<pre><code>", d->f);
-		esc(d, text);
-		fputs("</code></pre>\n", d->f);
-	} else {
-		fprintf(d->f, "```\n%s\n```\n\n", text);
-	}
-}
-
-static void plot(struct doc *d, enum report_plot_kind k)
-{
-	const char *name = report_plot_name(k);
-
-	if (!d->plots)
-		return;
-	if (d->plots->svg[k]) {
-		if (d->fmt == REPORT_FORMAT_HTML)
-			fprintf(d->f, "<figure class=\"plot\" id=\"plot-%s\">\n%s\n</figure>\n", name,
-				d->plots->svg[k]);
-		else if (d->plot_files)
-			fprintf(d->f, "![%s](plot-%s.svg)\n\n", name, name);
-	} else if (d->plots->why[k]) {
-		note(d, "missing", "Plot not drawn: %s.", d->plots->why[k]);
-	}
-}
-
 /* ---- sections ---- */
 
 static const char *fmt_time(char *buf, size_t size, uint64_t usec)
@@ -216,19 +29,20 @@ static const char *fmt_time(char *buf, size_t size, uint64_t usec)
 	return usec ? format_iso8601(buf, size, usec) : "-";
 }
 
-static void section_title(struct doc *d, const struct report *r)
+static void section_title(struct report_doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
 	char t[256], now[64], knobs[256], c1[32], c2[32], c3[32], over[96];
 	size_t failed = 0, infeasible = 0, done = 0, nocost = 0;
 
 	snprintf(t, sizeof(t), "goodput report: %s", r->study.name);
-	heading(d, 1, "title", t);
-	para(d, "Study %s (id %" PRId64 "), state %s%s%s. Generated %s by goodput %s.", r->study.name, r->study.id,
-	     store_study_state_to_string(r->study.state), r->study.label ? "; label: " : "",
-	     r->study.label ? r->study.label : "", format_iso8601(now, sizeof(now), real_usec()), GOODPUT_VERSION);
+	report_doc_heading(d, 1, "title", t);
+	report_doc_para(d, "Study %s (id %" PRId64 "), state %s%s%s. Generated %s by goodput %s.", r->study.name,
+			r->study.id, store_study_state_to_string(r->study.state), r->study.label ? "; label: " : "",
+			r->study.label ? r->study.label : "", format_iso8601(now, sizeof(now), real_usec()),
+			GOODPUT_VERSION);
 	if (r->study.message)
-		note(d, "warning", "Study message: %s", r->study.message);
+		report_doc_note(d, "warning", "Study message: %s", r->study.message);
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct store_trial *tr = &r->trials[i].t;
 
@@ -239,37 +53,42 @@ static void section_title(struct doc *d, const struct report *r)
 	}
 	if (b) {
 		report_knobs_short(b, knobs, sizeof(knobs));
-		note(d, "verdict",
-		     "Best configuration: %s at $%s per million tokens%s (max goodput %s tokens/s at %s req/s, %u "
-		     "GPU%s per replica).",
-		     knobs, report_fmt(c1, sizeof(c1), 4, report_cost(r)), report_cost_note(r, over, sizeof(over)),
-		     report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), report_fmt(c3, sizeof(c3), 2, b->t.max_rate),
-		     b->gpus, b->gpus == 1 ? "" : "s");
+		report_doc_note(
+			d, "verdict",
+			"Best configuration: %s at $%s per million tokens%s (max goodput %s tokens/s at %s req/s, %u "
+			"GPU%s per replica).",
+			knobs, report_fmt(c1, sizeof(c1), 4, report_cost(r)), report_cost_note(r, over, sizeof(over)),
+			report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), report_fmt(c3, sizeof(c3), 2, b->t.max_rate),
+			b->gpus, b->gpus == 1 ? "" : "s");
 	} else if (r->n_trials == 0) {
-		note(d, "warning", "The study has no trials yet: there is nothing to report but its set-up.");
+		report_doc_note(d, "warning",
+				"The study has no trials yet: there is nothing to report but its set-up.");
 	} else {
-		note(d, "warning",
-		     "No configuration met the SLA: of %zu trials, %zu finished without meeting it, %zu were "
-		     "infeasible "
-		     "and %zu failed. There is no best configuration and no cost.",
-		     r->n_trials, nocost, infeasible, failed);
+		report_doc_note(
+			d, "warning",
+			"No configuration met the SLA: of %zu trials, %zu finished without meeting it, %zu were "
+			"infeasible "
+			"and %zu failed. There is no best configuration and no cost.",
+			r->n_trials, nocost, infeasible, failed);
 	}
 	if (b && (failed || infeasible))
-		para(d, "%zu of %zu trials were infeasible and %zu failed (see the table of trials for why).",
-		     infeasible, r->n_trials, failed);
+		report_doc_para(d,
+				"%zu of %zu trials were infeasible and %zu failed (see the table of trials for why).",
+				infeasible, r->n_trials, failed);
 	if (r->spec_error)
-		note(d, "warning", "The study spec could not be read back: %s. Sections that need it are incomplete.",
-		     r->spec_error);
+		report_doc_note(d, "warning",
+				"The study spec could not be read back: %s. Sections that need it are incomplete.",
+				r->spec_error);
 	if (d->plots && d->plots->note)
-		note(d, "warning", "%s", d->plots->note);
+		report_doc_note(d, "warning", "%s", d->plots->note);
 }
 
-static void host_rows(struct doc *d, const struct report *r)
+static void host_rows(struct report_doc *d, const struct report *r)
 {
 	const cJSON *it;
 
 	if (!r->host) {
-		kv(d, "host", "not recorded");
+		report_doc_kv(d, "host", "not recorded");
 		return;
 	}
 	cJSON_ArrayForEach(it, r->host)
@@ -278,48 +97,48 @@ static void host_rows(struct doc *d, const struct report *r)
 
 		snprintf(k, sizeof(k), "host: %s", it->string ? it->string : "?");
 		if (cJSON_IsString(it))
-			kv(d, k, "%s", it->valuestring);
+			report_doc_kv(d, k, "%s", it->valuestring);
 		else if (cJSON_IsNumber(it))
-			kv(d, k, "%g", it->valuedouble);
+			report_doc_kv(d, k, "%g", it->valuedouble);
 		else if (cJSON_IsBool(it))
-			kv(d, k, "%s", cJSON_IsTrue(it) ? "yes" : "no");
+			report_doc_kv(d, k, "%s", cJSON_IsTrue(it) ? "yes" : "no");
 		else {
 			_cleanup_(cjson_freep) char *s = cJSON_PrintUnformatted(it);
-			kv(d, k, "%s", s ? s : "?");
+			report_doc_kv(d, k, "%s", s ? s : "?");
 		}
 	}
 }
 
-static void section_scenario(struct doc *d, const struct report *r)
+static void section_scenario(struct report_doc *d, const struct report *r)
 {
 	const struct study *s = r->parsed;
 	char a[64], b[64], dur[32];
 
-	heading(d, 2, "scenario", "Scenario");
-	table_start(d, 2, (const char *const[]){ "item", "value" });
-	kv(d, "engine", "%s%s%s", r->study.engine, r->profile && r->profile->description ? " — " : "",
-	   r->profile && r->profile->description ? r->profile->description : "");
-	kv(d, "model", "%s", r->study.model);
+	report_doc_heading(d, 2, "scenario", "Scenario");
+	report_doc_table_start(d, 2, (const char *const[]){ "item", "value" });
+	report_doc_kv(d, "engine", "%s%s%s", r->study.engine, r->profile && r->profile->description ? " — " : "",
+		      r->profile && r->profile->description ? r->profile->description : "");
+	report_doc_kv(d, "model", "%s", r->study.model);
 	if (s) {
 		for (int q = 1; q < _STUDY_QUANT_MAX; q++)
 			if (s->model.checkpoints[q])
-				kv(d, "checkpoint", "%s: %s", study_quant_to_string((enum study_quant)q),
-				   s->model.checkpoints[q]);
-		kv(d, "GPU", "%s, %u on the host, $%.4g per GPU-hour", s->gpu.type, s->gpu.count,
-		   s->gpu.price_per_gpu_hour);
-		kv(d, "scenario", "%s; cost counts %s tokens", opt_scenario_to_string(s->scenario),
-		   opt_cost_tokens_to_string(s->cost_tokens));
+				report_doc_kv(d, "checkpoint", "%s: %s", study_quant_to_string((enum study_quant)q),
+					      s->model.checkpoints[q]);
+		report_doc_kv(d, "GPU", "%s, %u on the host, $%.4g per GPU-hour", s->gpu.type, s->gpu.count,
+			      s->gpu.price_per_gpu_hour);
+		report_doc_kv(d, "scenario", "%s; cost counts %s tokens", opt_scenario_to_string(s->scenario),
+			      opt_cost_tokens_to_string(s->cost_tokens));
 	}
 	host_rows(d, r);
-	kv(d, "search", "%s, seed %" PRIu64 ", NLopt %s", r->study.algorithm ? r->study.algorithm : "-", r->study.seed,
-	   r->study.nlopt_version ? r->study.nlopt_version : "-");
-	kv(d, "submitted / started / finished", "%s / %s / %s", fmt_time(a, sizeof(a), r->study.created_usec),
-	   fmt_time(b, sizeof(b), r->study.started_usec),
-	   r->study.finished_usec ? format_iso8601(dur, sizeof(dur), r->study.finished_usec) : "-");
+	report_doc_kv(d, "search", "%s, seed %" PRIu64 ", NLopt %s", r->study.algorithm ? r->study.algorithm : "-",
+		      r->study.seed, r->study.nlopt_version ? r->study.nlopt_version : "-");
+	report_doc_kv(d, "submitted / started / finished", "%s / %s / %s",
+		      fmt_time(a, sizeof(a), r->study.created_usec), fmt_time(b, sizeof(b), r->study.started_usec),
+		      r->study.finished_usec ? format_iso8601(dur, sizeof(dur), r->study.finished_usec) : "-");
 	if (r->study.started_usec && r->study.finished_usec > r->study.started_usec)
-		kv(d, "wall time", "%s",
-		   format_duration(dur, sizeof(dur), r->study.finished_usec - r->study.started_usec));
-	table_end(d);
+		report_doc_kv(d, "wall time", "%s",
+			      format_duration(dur, sizeof(dur), r->study.finished_usec - r->study.started_usec));
+	report_doc_table_end(d);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -329,7 +148,7 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void length_row(struct doc *d, const char *what, uint32_t *v, size_t n)
+static void length_row(struct report_doc *d, const char *what, uint32_t *v, size_t n)
 {
 	char c[6][32];
 	double sum = 0;
@@ -345,7 +164,7 @@ static void length_row(struct doc *d, const char *what, uint32_t *v, size_t n)
 	snprintf(c[4], sizeof(c[4]), "%.0f", PCT(99));
 	snprintf(c[5], sizeof(c[5]), "%u", v[n - 1]);
 #undef PCT
-	row(d, NULL, (const char *const[]){ what, c[0], c[1], c[2], c[3], c[4], c[5] });
+	report_doc_row(d, NULL, (const char *const[]){ what, c[0], c[1], c[2], c[3], c[4], c[5] });
 }
 
 static void dist_text(char *buf, size_t size, const struct probe_length_dist *l)
@@ -373,7 +192,7 @@ static void dist_text(char *buf, size_t size, const struct probe_length_dist *l)
 	}
 }
 
-static void section_workload(struct doc *d, const struct report *r)
+static void section_workload(struct report_doc *d, const struct report *r)
 {
 	const struct study *s = r->parsed;
 	_cleanup_(freep) uint32_t *in = NULL, *out = NULL;
@@ -381,57 +200,60 @@ static void section_workload(struct doc *d, const struct report *r)
 	char a[128], b[128];
 	size_t n = 0;
 
-	heading(d, 2, "workload", "Workload");
+	report_doc_heading(d, 2, "workload", "Workload");
 	if (!s) {
-		note(d, "missing", "The workload is unknown: the study spec is not readable.");
+		report_doc_note(d, "missing", "The workload is unknown: the study spec is not readable.");
 		return;
 	}
 	dist_text(a, sizeof(a), &s->workload.input);
 	dist_text(b, sizeof(b), &s->workload.output);
-	table_start(d, 2, (const char *const[]){ "item", "value" });
-	kv(d, "dataset", "%s%s%s", probe_dataset_name(s->workload.dataset), s->workload.dataset_path ? " " : "",
-	   s->workload.dataset_path ? s->workload.dataset_path : "");
+	report_doc_table_start(d, 2, (const char *const[]){ "item", "value" });
+	report_doc_kv(d, "dataset", "%s%s%s", probe_dataset_name(s->workload.dataset),
+		      s->workload.dataset_path ? " " : "", s->workload.dataset_path ? s->workload.dataset_path : "");
 	if (s->workload.dataset == PROBE_DATASET_RANDOM) {
-		kv(d, "input length", "%s tokens", a);
-		kv(d, "output length", "%s tokens%s", b, s->workload.ignore_eos ? " (ignore_eos)" : "");
+		report_doc_kv(d, "input length", "%s tokens", a);
+		report_doc_kv(d, "output length", "%s tokens%s", b, s->workload.ignore_eos ? " (ignore_eos)" : "");
 	}
 	if (s->workload.prefix_len)
-		kv(d, "shared prefix", "%u tokens per group of %u requests", s->workload.prefix_len,
-		   s->workload.prefix_group_size);
-	kv(d, "requests per load point", "%u measured + %u warm-up", s->workload.num_prompts, s->workload.num_warmup);
-	kv(d, "arrivals", "%s%s", probe_arrival_name(s->workload.arrival),
-	   s->workload.arrival == PROBE_ARRIVAL_GAMMA ? " (burstiness set)" : "");
+		report_doc_kv(d, "shared prefix", "%u tokens per group of %u requests", s->workload.prefix_len,
+			      s->workload.prefix_group_size);
+	report_doc_kv(d, "requests per load point", "%u measured + %u warm-up", s->workload.num_prompts,
+		      s->workload.num_warmup);
+	report_doc_kv(d, "arrivals", "%s%s", probe_arrival_name(s->workload.arrival),
+		      s->workload.arrival == PROBE_ARRIVAL_GAMMA ? " (burstiness set)" : "");
 	if (s->workload.max_concurrency)
-		kv(d, "max concurrency", "%u", s->workload.max_concurrency);
-	kv(d, "seed", "%" PRIu64, s->workload.seed);
-	table_end(d);
+		report_doc_kv(d, "max concurrency", "%u", s->workload.max_concurrency);
+	report_doc_kv(d, "seed", "%" PRIu64, s->workload.seed);
+	report_doc_table_end(d);
 	if (report_workload_lengths(r, &in, &out, &n, &why) >= 0 && n > 0) {
-		para(d,
-		     "Length distributions of the %zu requests regenerated from the spec (the same seed gives the same "
-		     "requests the probe sent):",
-		     n);
-		table_start(d, 7, (const char *const[]){ "tokens", "min", "mean", "p50", "p90", "p99", "max" });
+		report_doc_para(d,
+				"Length distributions of the %zu requests regenerated from the spec (the same seed "
+				"gives the same "
+				"requests the probe sent):",
+				n);
+		report_doc_table_start(d, 7,
+				       (const char *const[]){ "tokens", "min", "mean", "p50", "p90", "p99", "max" });
 		length_row(d, "input", in, n);
 		length_row(d, "output", out, n);
-		table_end(d);
+		report_doc_table_end(d);
 	} else if (why) {
-		note(d, "missing", "%s", why);
+		report_doc_note(d, "missing", "%s", why);
 	}
-	plot(d, REPORT_PLOT_WORKLOAD);
+	report_doc_plot(d, REPORT_PLOT_WORKLOAD);
 }
 
-static void section_sla(struct doc *d, const struct report *r)
+static void section_sla(struct report_doc *d, const struct report *r)
 {
 	const struct study *s = r->parsed;
 	const struct report_trial *b = report_best(r);
 	const struct store_load_point *lp = b ? report_trial_best_lp(b) : NULL;
 	char t[256];
 
-	heading(d, 2, "sla", "SLA");
+	report_doc_heading(d, 2, "sla", "SLA");
 	report_sla_text(r, t, sizeof(t));
-	para(d, "SLA: %s.", t);
+	report_doc_para(d, "SLA: %s.", t);
 	if (s && !probe_sla_empty(&s->sla)) {
-		table_start(d, 3, (const char *const[]){ "metric", "bound", "applies to" });
+		report_doc_table_start(d, 3, (const char *const[]){ "metric", "bound", "applies to" });
 		for (size_t i = 0; i < s->sla.n_bounds; i++) {
 			const struct probe_sla_bound *bd = &s->sla.bounds[i];
 			char bound[32], applies[96];
@@ -443,19 +265,20 @@ static void section_sla(struct doc *d, const struct report *r)
 				snprintf(applies, sizeof(applies),
 					 "each request; at least %g%% of requests must meet it",
 					 s->sla.attainment * 100);
-			row(d, NULL, (const char *const[]){ probe_metric_name(bd->metric), bound, applies });
+			report_doc_row(d, NULL, (const char *const[]){ probe_metric_name(bd->metric), bound, applies });
 		}
-		table_end(d);
+		report_doc_table_end(d);
 	}
 	if (lp)
-		para(d,
-		     "Attainment of the best configuration at its max-goodput load (%.2f req/s): %.1f%% of requests "
-		     "met "
-		     "the SLA.",
-		     lp->request_rate, lp->attainment * 100);
+		report_doc_para(
+			d,
+			"Attainment of the best configuration at its max-goodput load (%.2f req/s): %.1f%% of requests "
+			"met "
+			"the SLA.",
+			lp->request_rate, lp->attainment * 100);
 }
 
-static void section_space(struct doc *d, const struct report *r)
+static void section_space(struct report_doc *d, const struct report *r)
 {
 	const struct study *s = r->parsed;
 	char buf[64];
@@ -463,12 +286,12 @@ static void section_space(struct doc *d, const struct report *r)
 				? r->study.finished_usec - r->study.started_usec
 				: 0;
 
-	heading(d, 2, "space", "Search space and budget");
+	report_doc_heading(d, 2, "space", "Search space and budget");
 	if (!s || !s->space) {
-		note(d, "missing", "The search space is unknown: the study spec is not readable.");
+		report_doc_note(d, "missing", "The search space is unknown: the study spec is not readable.");
 		return;
 	}
-	table_start(d, 2, (const char *const[]){ "knob", "values" });
+	report_doc_table_start(d, 2, (const char *const[]){ "knob", "values" });
 	for (size_t i = 0; i < s->space->n_knobs; i++) {
 		const struct opt_knob *k = &s->space->knobs[i];
 		char vals[1024];
@@ -487,21 +310,23 @@ static void section_space(struct doc *d, const struct report *r)
 				used += (size_t)snprintf(vals + used, sizeof(vals) - used, "%s%g", j ? ", " : "",
 							 k->numbers[j]);
 		}
-		row(d, NULL, (const char *const[]){ k->name, vals });
+		report_doc_row(d, NULL, (const char *const[]){ k->name, vals });
 	}
-	table_end(d);
-	table_start(d, 2, (const char *const[]){ "item", "value" });
+	report_doc_table_end(d);
+	report_doc_table_start(d, 2, (const char *const[]){ "item", "value" });
 	for (size_t i = 0; i < s->space->n_constraints; i++)
-		kv(d, "constraint", "%s", s->space->constraints[i].text);
-	kv(d, "configurations", "%" PRIu64 " allowed of %" PRIu64 " on the grid", opt_space_count(s->space),
-	   s->space->n_grid);
-	kv(d, "budget", "%u trials, wall time %s", s->budget.max_trials,
-	   s->budget.max_wall_time_usec == USEC_INFINITY
-		   ? "unlimited"
-		   : format_duration(buf, sizeof(buf), s->budget.max_wall_time_usec));
-	kv(d, "used", "%zu trials, wall time %s", r->n_trials, wall ? format_duration(buf, sizeof(buf), wall) : "-");
-	kv(d, "rate search", "tolerance %g, at most %u load points per trial", s->probe.tolerance, s->probe.max_steps);
-	table_end(d);
+		report_doc_kv(d, "constraint", "%s", s->space->constraints[i].text);
+	report_doc_kv(d, "configurations", "%" PRIu64 " allowed of %" PRIu64 " on the grid", opt_space_count(s->space),
+		      s->space->n_grid);
+	report_doc_kv(d, "budget", "%u trials, wall time %s", s->budget.max_trials,
+		      s->budget.max_wall_time_usec == USEC_INFINITY
+			      ? "unlimited"
+			      : format_duration(buf, sizeof(buf), s->budget.max_wall_time_usec));
+	report_doc_kv(d, "used", "%zu trials, wall time %s", r->n_trials,
+		      wall ? format_duration(buf, sizeof(buf), wall) : "-");
+	report_doc_kv(d, "rate search", "tolerance %g, at most %u load points per trial", s->probe.tolerance,
+		      s->probe.max_steps);
+	report_doc_table_end(d);
 }
 
 static void lp_cells(const struct store_load_point *lp, char c[][32])
@@ -525,15 +350,15 @@ static void lp_cells(const struct store_load_point *lp, char c[][32])
 
 /* Says why there are no GPU figures: none in the whole study (no NVML), or
  * none for this configuration. */
-static void gpu_missing(struct doc *d, const struct report *r)
+static void gpu_missing(struct report_doc *d, const struct report *r)
 {
 	if (!report_has_gpu(r))
-		note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
+		report_doc_note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
 	else
-		note(d, "missing", "GPU telemetry: not recorded for this configuration's load points.");
+		report_doc_note(d, "missing", "GPU telemetry: not recorded for this configuration's load points.");
 }
 
-static void section_best(struct doc *d, const struct report *r)
+static void section_best(struct report_doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
 	const struct store_load_point *lp;
@@ -541,117 +366,122 @@ static void section_best(struct doc *d, const struct report *r)
 	char c[16][32];
 	bool gpu;
 
-	heading(d, 2, "best", "Best configuration");
+	report_doc_heading(d, 2, "best", "Best configuration");
 	if (!b) {
-		note(d, "warning", "No configuration met the SLA, so there is no best configuration to launch.");
+		report_doc_note(d, "warning",
+				"No configuration met the SLA, so there is no best configuration to launch.");
 		return;
 	}
-	table_start(d, 2, (const char *const[]){ "knob", "value" });
-	kv(d, "engine version (as measured)", "%s",
-	   r->answer.engine_version ? r->answer.engine_version : "not recorded");
+	report_doc_table_start(d, 2, (const char *const[]){ "knob", "value" });
+	report_doc_kv(d, "engine version (as measured)", "%s",
+		      r->answer.engine_version ? r->answer.engine_version : "not recorded");
 	cJSON_ArrayForEach(k, b->knobs)
 	{
 		char v[64];
 
-		row(d, NULL, (const char *const[]){ k->string, report_knob_text(b, k->string, v, sizeof(v)) });
+		report_doc_row(d, NULL,
+			       (const char *const[]){ k->string, report_knob_text(b, k->string, v, sizeof(v)) });
 	}
-	table_end(d);
+	report_doc_table_end(d);
 	if (r->launch_command) {
-		para(d, "Launch it with (port 8000 as an example; goodput picks one per trial):");
-		code(d, r->launch_command);
+		report_doc_para(d, "Launch it with (port 8000 as an example; goodput picks one per trial):");
+		report_doc_code(d, r->launch_command);
 	} else {
-		note(d, "missing", "No launch command: %s.", r->launch_error ? r->launch_error : "unknown engine");
+		report_doc_note(d, "missing", "No launch command: %s.",
+				r->launch_error ? r->launch_error : "unknown engine");
 	}
 	lp = report_trial_best_lp(b);
-	table_start(d, 2, (const char *const[]){ "at max goodput", "value" });
-	kv(d, "$/Mtok (the mean of its measurements)", "%s", report_fmt(c[0], 32, 4, report_cost(r)));
-	kv(d, "max goodput (tokens/s counted for cost)", "%s", report_fmt(c[0], 32, 1, b->t.max_goodput));
-	kv(d, "max request rate under the SLA (req/s)", "%s", report_fmt(c[0], 32, 3, b->t.max_rate));
-	kv(d, "mean concurrency", "%s", report_fmt(c[0], 32, 1, b->t.concurrency));
+	report_doc_table_start(d, 2, (const char *const[]){ "at max goodput", "value" });
+	report_doc_kv(d, "$/Mtok (the mean of its measurements)", "%s", report_fmt(c[0], 32, 4, report_cost(r)));
+	report_doc_kv(d, "max goodput (tokens/s counted for cost)", "%s", report_fmt(c[0], 32, 1, b->t.max_goodput));
+	report_doc_kv(d, "max request rate under the SLA (req/s)", "%s", report_fmt(c[0], 32, 3, b->t.max_rate));
+	report_doc_kv(d, "mean concurrency", "%s", report_fmt(c[0], 32, 1, b->t.concurrency));
 	if (lp) {
-		kv(d, "TTFT p50 / p90 / p99 (ms)", "%s / %s / %s", report_fmt(c[0], 32, 1, lp->p50_ttft_ms),
-		   report_fmt(c[1], 32, 1, lp->p90_ttft_ms), report_fmt(c[2], 32, 1, lp->p99_ttft_ms));
-		kv(d, "TPOT p50 / p90 / p99 (ms)", "%s / %s / %s", report_fmt(c[0], 32, 2, lp->p50_tpot_ms),
-		   report_fmt(c[1], 32, 2, lp->p90_tpot_ms), report_fmt(c[2], 32, 2, lp->p99_tpot_ms));
-		kv(d, "ITL p99 / E2E p99 (ms)", "%s / %s", report_fmt(c[0], 32, 2, lp->p99_itl_ms),
-		   report_fmt(c[1], 32, 1, lp->p99_e2el_ms));
-		kv(d, "output / total tokens/s", "%s / %s", report_fmt(c[0], 32, 1, lp->output_throughput),
-		   report_fmt(c[1], 32, 1, lp->total_token_throughput));
-		kv(d, "attainment", "%s%%", report_fmt(c[0], 32, 1, lp->attainment * 100));
-		kv(d, "tokens/s per user (1000 / mean TPOT)", "%s",
-		   report_fmt(c[0], 32, 1, report_trial_tps_per_user(b)));
+		report_doc_kv(d, "TTFT p50 / p90 / p99 (ms)", "%s / %s / %s", report_fmt(c[0], 32, 1, lp->p50_ttft_ms),
+			      report_fmt(c[1], 32, 1, lp->p90_ttft_ms), report_fmt(c[2], 32, 1, lp->p99_ttft_ms));
+		report_doc_kv(d, "TPOT p50 / p90 / p99 (ms)", "%s / %s / %s", report_fmt(c[0], 32, 2, lp->p50_tpot_ms),
+			      report_fmt(c[1], 32, 2, lp->p90_tpot_ms), report_fmt(c[2], 32, 2, lp->p99_tpot_ms));
+		report_doc_kv(d, "ITL p99 / E2E p99 (ms)", "%s / %s", report_fmt(c[0], 32, 2, lp->p99_itl_ms),
+			      report_fmt(c[1], 32, 1, lp->p99_e2el_ms));
+		report_doc_kv(d, "output / total tokens/s", "%s / %s", report_fmt(c[0], 32, 1, lp->output_throughput),
+			      report_fmt(c[1], 32, 1, lp->total_token_throughput));
+		report_doc_kv(d, "attainment", "%s%%", report_fmt(c[0], 32, 1, lp->attainment * 100));
+		report_doc_kv(d, "tokens/s per user (1000 / mean TPOT)", "%s",
+			      report_fmt(c[0], 32, 1, report_trial_tps_per_user(b)));
 		if (report_lp_has_gpu(lp)) {
-			kv(d, "GPU utilisation mean / peak (%)", "%s / %s", report_fmt(c[0], 32, 0, lp->gpu_util_mean),
-			   report_fmt(c[1], 32, 0, lp->gpu_util_peak));
-			kv(d, "GPU memory used mean / peak (MiB)", "%s / %s",
-			   report_fmt(c[0], 32, 0, lp->gpu_mem_mean_mib),
-			   report_fmt(c[1], 32, 0, lp->gpu_mem_peak_mib));
+			report_doc_kv(d, "GPU utilisation mean / peak (%)", "%s / %s",
+				      report_fmt(c[0], 32, 0, lp->gpu_util_mean),
+				      report_fmt(c[1], 32, 0, lp->gpu_util_peak));
+			report_doc_kv(d, "GPU memory used mean / peak (MiB)", "%s / %s",
+				      report_fmt(c[0], 32, 0, lp->gpu_mem_mean_mib),
+				      report_fmt(c[1], 32, 0, lp->gpu_mem_peak_mib));
 		}
 	}
-	table_end(d);
-	heading(d, 3, "curve", "Latency–throughput curve");
-	plot(d, REPORT_PLOT_LATENCY);
-	para(d, "Load points of the best configuration (the rate search's steps):");
+	report_doc_table_end(d);
+	report_doc_heading(d, 3, "curve", "Latency–throughput curve");
+	report_doc_plot(d, REPORT_PLOT_LATENCY);
+	report_doc_para(d, "Load points of the best configuration (the rate search's steps):");
 	gpu = report_trial_has_gpu(b);
-	table_start(d, gpu ? 15 : 11,
-		    (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50", "TTFT p99",
-					   "TPOT p50", "TPOT p99", "output tok/s", "goodput tok/s", "KV peak %",
-					   "GPU util % mean", "GPU util % peak", "GPU mem MiB mean",
-					   "GPU mem MiB peak" });
+	report_doc_table_start(d, gpu ? 15 : 11,
+			       (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50",
+						      "TTFT p99", "TPOT p50", "TPOT p99", "output tok/s",
+						      "goodput tok/s", "KV peak %", "GPU util % mean",
+						      "GPU util % peak", "GPU mem MiB mean", "GPU mem MiB peak" });
 	for (size_t i = 0; i < b->n_lps; i++) {
 		lp_cells(&b->lps[i], c);
-		row(d, (long)i == b->best_lp ? "best" : NULL,
-		    (const char *const[]){ c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11],
-					   c[12], c[13], c[14] });
+		report_doc_row(d, (long)i == b->best_lp ? "best" : NULL,
+			       (const char *const[]){ c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
+						      c[11], c[12], c[13], c[14] });
 	}
-	table_end(d);
+	report_doc_table_end(d);
 	if (!gpu)
 		gpu_missing(d, r);
 }
 
-static void section_spread(struct doc *d, const struct report *r)
+static void section_spread(struct report_doc *d, const struct report *r)
 {
 	struct report_spread sp;
 	char c[6][32];
 
 	if (!report_best(r))
 		return;
-	heading(d, 2, "spread", "Re-probed best");
+	report_doc_heading(d, 2, "spread", "Re-probed best");
 	report_best_spread(r, &sp);
 	if (r->answer.n <= 1 || sp.n <= 1) {
-		para(d,
-		     "The best configuration was measured once (no confirmation re-probe was recorded), so its spread "
-		     "is unknown.");
+		report_doc_para(d, "The best configuration was measured once (no confirmation re-probe was recorded), "
+				   "so its spread "
+				   "is unknown.");
 		return;
 	}
-	para(d,
-	     "The best configuration was measured %u times (search and confirmation re-probes); its cost is "
-	     "the mean:",
-	     r->answer.n);
-	table_start(d, 5, (const char *const[]){ "figure", "mean", "min", "max", "spread (max−min)/mean" });
+	report_doc_para(d,
+			"The best configuration was measured %u times (search and confirmation re-probes); its cost is "
+			"the mean:",
+			r->answer.n);
+	report_doc_table_start(d, 5, (const char *const[]){ "figure", "mean", "min", "max", "spread (max−min)/mean" });
 	snprintf(c[3], 32, "%.1f%%", (sp.goodput_max - sp.goodput_min) / sp.goodput_mean * 100);
-	row(d, NULL,
-	    (const char *const[]){ "max goodput (tokens/s)", report_fmt(c[0], 32, 1, sp.goodput_mean),
-				   report_fmt(c[1], 32, 1, sp.goodput_min), report_fmt(c[2], 32, 1, sp.goodput_max),
-				   c[3] });
+	report_doc_row(d, NULL,
+		       (const char *const[]){ "max goodput (tokens/s)", report_fmt(c[0], 32, 1, sp.goodput_mean),
+					      report_fmt(c[1], 32, 1, sp.goodput_min),
+					      report_fmt(c[2], 32, 1, sp.goodput_max), c[3] });
 	snprintf(c[3], 32, "%.1f%%", r->answer.spread * 100);
-	row(d, NULL,
-	    (const char *const[]){ "$/Mtok", report_fmt(c[0], 32, 4, r->answer.cost_per_mtok),
-				   report_fmt(c[1], 32, 4, r->answer.cost_min),
-				   report_fmt(c[2], 32, 4, r->answer.cost_max), c[3] });
-	table_end(d);
+	report_doc_row(d, NULL,
+		       (const char *const[]){ "$/Mtok", report_fmt(c[0], 32, 4, r->answer.cost_per_mtok),
+					      report_fmt(c[1], 32, 4, r->answer.cost_min),
+					      report_fmt(c[2], 32, 4, r->answer.cost_max), c[3] });
+	report_doc_table_end(d);
 }
 
-static void section_trials(struct doc *d, const struct report *r)
+static void section_trials(struct report_doc *d, const struct report *r)
 {
-	heading(d, 2, "trials", "All trials");
+	report_doc_heading(d, 2, "trials", "All trials");
 	if (r->n_trials == 0) {
-		para(d, "No trials yet.");
+		report_doc_para(d, "No trials yet.");
 		return;
 	}
-	table_start(d, 11,
-		    (const char *const[]){ "#", "kind", "configuration", "state", "failure", "max req/s",
-					   "max goodput tok/s", "$/Mtok", "deploy s", "KV peak %", "message" });
+	report_doc_table_start(d, 11,
+			       (const char *const[]){ "#", "kind", "configuration", "state", "failure", "max req/s",
+						      "max goodput tok/s", "$/Mtok", "deploy s", "KV peak %",
+						      "message" });
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct report_trial *t = &r->trials[i];
 		const struct store_load_point *lp = report_trial_best_lp(t);
@@ -667,22 +497,23 @@ static void section_trials(struct doc *d, const struct report *r)
 		report_fmt(c[2], 32, 4, t->t.cost_per_mtok);
 		report_fmt(c[3], 32, 1, t->t.deploy_seconds);
 		report_fmt(c[4], 32, 0, lp && isfinite(lp->kv_usage_peak) ? lp->kv_usage_peak * 100 : NAN);
-		row(d,
-		    (long)i == r->best               ? "best"
-		    : t->t.state == STORE_TRIAL_DONE ? NULL
-						     : "bad",
-		    (const char *const[]){ seq, t->t.kind, knobs, state,
-					   t->t.failure ? store_failure_to_string(t->t.failure) : "", c[0], c[1], c[2],
-					   c[3], c[4], t->t.failure_message ? t->t.failure_message : "" });
+		report_doc_row(d,
+			       (long)i == r->best               ? "best"
+			       : t->t.state == STORE_TRIAL_DONE ? NULL
+								: "bad",
+			       (const char *const[]){ seq, t->t.kind, knobs, state,
+						      t->t.failure ? store_failure_to_string(t->t.failure) : "", c[0],
+						      c[1], c[2], c[3], c[4],
+						      t->t.failure_message ? t->t.failure_message : "" });
 	}
-	table_end(d);
+	report_doc_table_end(d);
 	if (r->best >= 0)
-		para(d, "★ marks the best configuration.");
+		report_doc_para(d, "★ marks the best configuration.");
 }
 
 /* The twin strategy: what the twin predicted for each trial it asked for
  * against what was measured. */
-static void section_twin(struct doc *d, const struct report *r)
+static void section_twin(struct report_doc *d, const struct report *r)
 {
 	const char *strategy = r->parsed ? r->parsed->search.strategy : NULL;
 	double sum = 0;
@@ -690,11 +521,12 @@ static void section_twin(struct doc *d, const struct report *r)
 
 	if (!strategy || strcmp(strategy, "twin") != 0)
 		return;
-	heading(d, 2, "twin", "Twin: predicted vs measured");
-	para(d, "The digital twin (goodput-sim's engine model calibrated to this server's measurements) chose the "
-		"trials below; each row shows the $/Mtok it predicted when it asked for the trial and what was "
-		"measured. Design trials and confirmation re-probes carry no prediction.");
-	table_start(
+	report_doc_heading(d, 2, "twin", "Twin: predicted vs measured");
+	report_doc_para(
+		d, "The digital twin (goodput-sim's engine model calibrated to this server's measurements) chose the "
+		   "trials below; each row shows the $/Mtok it predicted when it asked for the trial and what was "
+		   "measured. Design trials and confirmation re-probes carry no prediction.");
+	report_doc_table_start(
 		d, 6,
 		(const char *const[]){ "#", "kind", "configuration", "predicted $/Mtok", "measured $/Mtok", "error" });
 	for (size_t i = 0; i < r->n_trials; i++) {
@@ -713,28 +545,30 @@ static void section_twin(struct doc *d, const struct report *r)
 			n++;
 		} else
 			snprintf(c[2], 32, "-");
-		row(d, (long)i == r->best ? "best" : NULL,
-		    (const char *const[]){ seq, t->t.kind, knobs, c[0], c[1], c[2] });
+		report_doc_row(d, (long)i == r->best ? "best" : NULL,
+			       (const char *const[]){ seq, t->t.kind, knobs, c[0], c[1], c[2] });
 	}
-	table_end(d);
+	report_doc_table_end(d);
 	if (n > 0)
-		para(d, "Mean absolute error of the twin's predictions: %.1f%% over %zu trial%s.", sum / n * 100, n,
-		     n == 1 ? "" : "s");
+		report_doc_para(d, "Mean absolute error of the twin's predictions: %.1f%% over %zu trial%s.",
+				sum / n * 100, n, n == 1 ? "" : "s");
 	else
-		para(d, "No trial carries both a prediction and a measured cost.");
+		report_doc_para(d, "No trial carries both a prediction and a measured cost.");
 }
 
-static void section_landscape(struct doc *d, const struct report *r)
+static void section_landscape(struct report_doc *d, const struct report *r)
 {
-	heading(d, 2, "landscape", "Cost landscape");
-	para(d, "$/Mtok of each measured configuration over batch size (max_num_seqs) and chunked-prefill size "
+	report_doc_heading(d, 2, "landscape", "Cost landscape");
+	report_doc_para(
+		d,
+		"$/Mtok of each measured configuration over batch size (max_num_seqs) and chunked-prefill size "
 		"(max_num_batched_tokens), one panel per quantization and tensor-parallel size. Blank cells were not "
 		"measured.");
-	plot(d, REPORT_PLOT_LANDSCAPE);
+	report_doc_plot(d, REPORT_PLOT_LANDSCAPE);
 }
 
 /* The time to the answer and where the wall time went (the Gantt plot). */
-static void section_schedule(struct doc *d, const struct report *r)
+static void section_schedule(struct report_doc *d, const struct report *r)
 {
 	struct report_schedule sc;
 	char a[32], w[32];
@@ -742,77 +576,83 @@ static void section_schedule(struct doc *d, const struct report *r)
 	report_schedule(r, &sc);
 	if (sc.wall_s <= 0)
 		return;
-	heading(d, 3, "schedule", "Time to the answer");
+	report_doc_heading(d, 3, "schedule", "Time to the answer");
 	if (r->best >= 0 && isfinite(r->answer.time_to_answer_s))
-		para(d,
-		     "Time to the answer: %s, from the first trial's start to the end of the answer's last "
-		     "measurement%s. The trials took %s of wall time on %u GPU%s, at most %u at once; GPUs were busy "
-		     "%.0f%% of it.",
-		     format_duration(a, sizeof(a), sec_to_usec(r->answer.time_to_answer_s)),
-		     strstr(r->study.name, ".dry-run") ? " (virtual time: the schedule a real study keeps)" : "",
-		     format_duration(w, sizeof(w), sec_to_usec(sc.wall_s)), sc.gpus, sc.gpus == 1 ? "" : "s",
-		     sc.most_at_once, sc.gpu_busy * 100);
-	plot(d, REPORT_PLOT_GANTT);
+		report_doc_para(d,
+				"Time to the answer: %s, from the first trial's start to the end of the answer's last "
+				"measurement%s. The trials took %s of wall time on %u GPU%s, at most %u at once; GPUs "
+				"were busy "
+				"%.0f%% of it.",
+				format_duration(a, sizeof(a), sec_to_usec(r->answer.time_to_answer_s)),
+				strstr(r->study.name, ".dry-run") ? " (virtual time: the schedule a real study keeps)"
+								  : "",
+				format_duration(w, sizeof(w), sec_to_usec(sc.wall_s)), sc.gpus, sc.gpus == 1 ? "" : "s",
+				sc.most_at_once, sc.gpu_busy * 100);
+	report_doc_plot(d, REPORT_PLOT_GANTT);
 }
 
-static void section_progress(struct doc *d, const struct report *r)
+static void section_progress(struct report_doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
 	double deploy = 0;
 	char buf[32];
 
-	heading(d, 2, "progress", "Search progress");
+	report_doc_heading(d, 2, "progress", "Search progress");
 	for (size_t i = 0; i < r->n_trials; i++)
 		if (isfinite(r->trials[i].t.deploy_seconds))
 			deploy += r->trials[i].t.deploy_seconds;
 	if (b) {
-		para(d,
-		     "The best configuration was first measured at trial %u of %zu. Deploying servers took %s in all.",
-		     b->t.seq, r->n_trials, format_duration(buf, sizeof(buf), sec_to_usec(deploy)));
+		report_doc_para(d,
+				"The best configuration was first measured at trial %u of %zu. Deploying servers took "
+				"%s in all.",
+				b->t.seq, r->n_trials, format_duration(buf, sizeof(buf), sec_to_usec(deploy)));
 	}
-	plot(d, REPORT_PLOT_PROGRESS);
+	report_doc_plot(d, REPORT_PLOT_PROGRESS);
 	section_schedule(d, r);
 }
 
-static void section_pareto(struct doc *d, const struct report *r)
+static void section_pareto(struct report_doc *d, const struct report *r)
 {
-	heading(d, 2, "pareto", "Per-user speed against per-GPU throughput");
-	para(d, "Larger batches raise tokens/s per GPU (cheaper) and lower each user's tokens/s (slower replies); "
-		"the frontier shows the best trade-offs measured.");
-	plot(d, REPORT_PLOT_PARETO);
+	report_doc_heading(d, 2, "pareto", "Per-user speed against per-GPU throughput");
+	report_doc_para(
+		d, "Larger batches raise tokens/s per GPU (cheaper) and lower each user's tokens/s (slower replies); "
+		   "the frontier shows the best trade-offs measured.");
+	report_doc_plot(d, REPORT_PLOT_PARETO);
 }
 
-static void section_server(struct doc *d, const struct report *r)
+static void section_server(struct report_doc *d, const struct report *r)
 {
 	bool any = false, gpu = report_has_gpu(r);
 
-	heading(d, 2, "server", "GPU memory and server state");
+	report_doc_heading(d, 2, "server", "GPU memory and server state");
 	for (size_t i = 0; i < r->n_trials && !any; i++)
 		for (size_t j = 0; j < r->trials[i].n_lps; j++)
 			any = any || isfinite(r->trials[i].lps[j].kv_usage_peak) ||
 			      isfinite(r->trials[i].lps[j].running_peak);
 	if (!any && !gpu) {
-		para(d, "Server state was not recorded: no load point scraped the server's /metrics "
-			"(KV-cache usage, running and waiting requests).");
-		note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
+		report_doc_para(d, "Server state was not recorded: no load point scraped the server's /metrics "
+				   "(KV-cache usage, running and waiting requests).");
+		report_doc_note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
 		return;
 	}
 	if (any) {
-		para(d,
-		     "KV-cache usage (the share of GPU memory set aside for the KV cache that is in use) and running "
-		     "requests, peaks scraped from the server's /metrics at each trial's max-goodput load:");
-		plot(d, REPORT_PLOT_SERVER);
+		report_doc_para(d,
+				"KV-cache usage (the share of GPU memory set aside for the KV cache that is in use) "
+				"and running "
+				"requests, peaks scraped from the server's /metrics at each trial's max-goodput load:");
+		report_doc_plot(d, REPORT_PLOT_SERVER);
 	} else {
-		para(d, "Server state was not recorded (no load point scraped the server's /metrics); "
-			"GPU figures at each trial's max-goodput load:");
+		report_doc_para(d, "Server state was not recorded (no load point scraped the server's /metrics); "
+				   "GPU figures at each trial's max-goodput load:");
 	}
 	if (gpu)
-		para(d, "GPU utilisation (mean over the GPUs) and memory used (summed over the GPUs) were sampled "
-			"with NVML during each load point.");
-	table_start(d, gpu ? 10 : 6,
-		    (const char *const[]){ "#", "configuration", "KV peak %", "running peak", "waiting peak",
-					   "preemptions", "GPU util % mean", "GPU util % peak", "GPU mem MiB mean",
-					   "GPU mem MiB peak" });
+		report_doc_para(
+			d, "GPU utilisation (mean over the GPUs) and memory used (summed over the GPUs) were sampled "
+			   "with NVML during each load point.");
+	report_doc_table_start(d, gpu ? 10 : 6,
+			       (const char *const[]){ "#", "configuration", "KV peak %", "running peak", "waiting peak",
+						      "preemptions", "GPU util % mean", "GPU util % peak",
+						      "GPU mem MiB mean", "GPU mem MiB peak" });
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct report_trial *t = &r->trials[i];
 		const struct store_load_point *lp = report_trial_best_lp(t);
@@ -822,17 +662,19 @@ static void section_server(struct doc *d, const struct report *r)
 			continue;
 		snprintf(seq, sizeof(seq), "%u", t->t.seq);
 		report_knobs_short(t, knobs, sizeof(knobs));
-		row(d, (long)i == r->best ? "best" : NULL,
-		    (const char *const[]){
-			    seq, knobs, report_fmt(c[0], 32, 0, lp->kv_usage_peak * 100),
-			    report_fmt(c[1], 32, 0, lp->running_peak), report_fmt(c[2], 32, 0, lp->waiting_peak),
-			    report_fmt(c[3], 32, 0, lp->preemptions), report_fmt(c[4], 32, 0, lp->gpu_util_mean),
-			    report_fmt(c[5], 32, 0, lp->gpu_util_peak), report_fmt(c[6], 32, 0, lp->gpu_mem_mean_mib),
-			    report_fmt(c[7], 32, 0, lp->gpu_mem_peak_mib) });
+		report_doc_row(d, (long)i == r->best ? "best" : NULL,
+			       (const char *const[]){ seq, knobs, report_fmt(c[0], 32, 0, lp->kv_usage_peak * 100),
+						      report_fmt(c[1], 32, 0, lp->running_peak),
+						      report_fmt(c[2], 32, 0, lp->waiting_peak),
+						      report_fmt(c[3], 32, 0, lp->preemptions),
+						      report_fmt(c[4], 32, 0, lp->gpu_util_mean),
+						      report_fmt(c[5], 32, 0, lp->gpu_util_peak),
+						      report_fmt(c[6], 32, 0, lp->gpu_mem_mean_mib),
+						      report_fmt(c[7], 32, 0, lp->gpu_mem_peak_mib) });
 	}
-	table_end(d);
+	report_doc_table_end(d);
 	if (!gpu)
-		note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
+		report_doc_note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
 }
 
 static const char html_head[] =
@@ -857,7 +699,7 @@ static const char html_head[] =
 int report_doc_write(const struct report *r, const struct report_plots *plots, enum report_format fmt, bool plot_files,
 		     FILE *f)
 {
-	struct doc d = { .f = f, .fmt = fmt, .plots = plots, .plot_files = plot_files };
+	struct report_doc d = { .f = f, .fmt = fmt, .plots = plots, .plot_files = plot_files };
 
 	if (fmt == REPORT_FORMAT_HTML) {
 		char title[256];
@@ -865,7 +707,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 		snprintf(title, sizeof(title), "goodput report: %s", r->study.name);
 		/* the study name is escaped on its own line */
 		fprintf(f, "%.*s", (int)(strstr(html_head, "%s") - html_head), html_head);
-		esc(&d, title);
+		report_doc_esc(&d, title);
 		fputs(strstr(html_head, "%s") + 2, f);
 		fputs("<nav>", f);
 		static const char *const nav[][2] = {

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "macro.h"
 #include "report.h"
 #include "store.h"
 
@@ -130,6 +131,33 @@ enum report_format {
 	REPORT_FORMAT_MARKDOWN,
 	REPORT_FORMAT_HTML,
 };
+
+/* The writer the sections write through (report-doc-writer.c): every text
+ * escaped for the format. */
+struct report_doc {
+	FILE *f;
+	enum report_format fmt;
+	const struct report_plots *plots;
+	bool plot_files;
+	size_t cols; /* of the open table */
+};
+
+void report_doc_esc(struct report_doc *d, const char *s);
+void report_doc_heading(struct report_doc *d, int level, const char *id, const char *text);
+/* A paragraph; cls (may be NULL) marks a highlighted one: "verdict", "warning", "missing". */
+void report_doc_para_start(struct report_doc *d, const char *cls);
+void report_doc_para_end(struct report_doc *d, const char *cls);
+void report_doc_para(struct report_doc *d, const char *fmt, ...) _printf_(2, 3);
+void report_doc_note(struct report_doc *d, const char *cls, const char *fmt, ...) _printf_(3, 4);
+/* A table of n columns; rows of cells as strings (NULL shows as "-"); cls marks a row (HTML). */
+void report_doc_table_start(struct report_doc *d, size_t n, const char *const *headers);
+void report_doc_row(struct report_doc *d, const char *cls, const char *const *cells);
+/* A row of a two-column table. */
+void report_doc_kv(struct report_doc *d, const char *k, const char *fmt, ...) _printf_(3, 4);
+void report_doc_table_end(struct report_doc *d);
+void report_doc_code(struct report_doc *d, const char *text);
+/* Plot k inline (HTML), as a file reference (Markdown), or why it is missing. */
+void report_doc_plot(struct report_doc *d, enum report_plot_kind k);
 
 /* Writes the report body. plots may be NULL (tables only); for Markdown,
  * plot_files says the plots exist as plot-NAME.svg beside the page. */

@@ -133,13 +133,6 @@ int probe_capture_acc_workload(const struct probe_capture_acc *a, struct probe_w
  * bound twice the last); false when there were no requests. */
 bool probe_capture_length_histogram(const struct probe_prom_histogram *h, struct probe_length_histogram *ret);
 
-/* Kolmogorov–Smirnov distance, at the histogram's bounds, between its
- * distribution and n lengths (0 when they agree at every bound). */
-double probe_histogram_ks(const struct probe_length_histogram *h, const uint32_t *lengths, size_t n);
-/* The same between two histograms, at the bounds of a (b's CDF read at a's
- * bounds by linear interpolation inside b's buckets). */
-double probe_histogram_ks2(const struct probe_length_histogram *a, const struct probe_length_histogram *b);
-
 /* The captured block: the shape keys (probe_workload_shape_to_json) and
  * "captured": {source, ...summary, started, duration, interval, the rate
  * per hour, and — for windows of at most PROBE_CAPTURE_MAX_LISTED

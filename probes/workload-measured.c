@@ -19,6 +19,7 @@
  * config's mean rate) at the day time the run has reached. Poisson stays
  * Poisson with that varying rate, gamma keeps its burstiness. */
 #include <errno.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -296,4 +297,74 @@ double probe_profile_warp(struct probe_profile_warp *w, double tau)
 		w->seg = (w->seg + 1) % p->n;
 	}
 	return INFINITY; /* unreachable with a mean rate > 0 */
+}
+
+/* ---- distances between length distributions ---- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double probe_histogram_ks(const struct probe_length_histogram *h, const uint32_t *lengths, size_t n)
+{
+	uint32_t *v = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
+	double total = 0, cum = 0, ks = 0;
+	size_t k = 0;
+
+	if (!v || n == 0) {
+		free(v);
+		return NAN;
+	}
+	memcpy(v, lengths, n * sizeof(uint32_t));
+	qsort(v, n, sizeof(uint32_t), cmp_u32);
+	for (uint32_t i = 0; i < h->n; i++)
+		total += h->count[i];
+	for (uint32_t i = 0; i < h->n && total > 0; i++) {
+		cum += h->count[i];
+		while (k < n && v[k] <= h->le[i])
+			k++;
+		ks = MAX(ks, fabs(cum / total - (double)k / (double)n));
+	}
+	free(v);
+	return ks;
+}
+
+/* b's CDF at x, linear inside its buckets. */
+static double cdf_at(const struct probe_length_histogram *b, double total, double x)
+{
+	double cum = 0;
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		double lo = i ? b->le[i - 1] : 0;
+
+		if (x >= b->le[i]) {
+			cum += b->count[i];
+			continue;
+		}
+		if (x > lo)
+			cum += b->count[i] * (x - lo) / (b->le[i] - lo);
+		break;
+	}
+	return total > 0 ? cum / total : 0;
+}
+
+double probe_histogram_ks2(const struct probe_length_histogram *a, const struct probe_length_histogram *b)
+{
+	double ta = 0, tb = 0, cum = 0, ks = 0;
+
+	for (uint32_t i = 0; i < a->n; i++)
+		ta += a->count[i];
+	for (uint32_t i = 0; i < b->n; i++)
+		tb += b->count[i];
+	if (!(ta > 0) || !(tb > 0))
+		return NAN;
+	for (uint32_t i = 0; i < a->n; i++) {
+		cum += a->count[i];
+		ks = MAX(ks, fabs(cum / ta - cdf_at(b, tb, a->le[i])));
+	}
+	/* past a's last bound a is 1; b may still hold mass */
+	return MAX(ks, 1 - cdf_at(b, tb, a->le[a->n - 1]));
 }

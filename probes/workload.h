@@ -236,6 +236,13 @@ double probe_length_dist_mean(const struct probe_length_dist *d);
 /* A histogram's mean with lengths uniform inside each bucket. */
 double probe_histogram_mean_uniform(const struct probe_length_histogram *h);
 
+/* Kolmogorov–Smirnov distance, at the histogram's bounds, between its
+ * distribution and n lengths (0 when they agree at every bound). */
+double probe_histogram_ks(const struct probe_length_histogram *h, const uint32_t *lengths, size_t n);
+/* The same between two histograms, at the bounds of a (b's CDF read at a's
+ * bounds by linear interpolation inside b's buckets). */
+double probe_histogram_ks2(const struct probe_length_histogram *a, const struct probe_length_histogram *b);
+
 /* The rate profile's mean over the day (requests/s), and its rate at a
  * second of the day (unscaled); 0 without a profile. */
 double probe_rate_profile_mean(const struct probe_rate_profile *p);

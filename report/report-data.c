@@ -47,6 +47,7 @@ struct report *report_free(struct report *r)
 	cJSON_Delete(r->host_owned);
 	free(r->study_ref);
 	store_study_best_done(&r->answer);
+	report_production_done(&r->production);
 	free(r);
 	return NULL;
 }
@@ -221,6 +222,7 @@ int report_load(struct store *s, const char *study, const struct report_options 
 		return q;
 	find_best(r, s);
 	load_spec_and_profile(r);
+	report_production_load(r, s);
 	render_launch(r);
 	find_host(r);
 	*ret = TAKE_PTR(r);

@@ -192,6 +192,25 @@ static void dist_text(char *buf, size_t size, const struct probe_length_dist *l)
 	}
 }
 
+/* What the workload was measured from (`goodput workload capture`). */
+static void captured_row(struct report_doc *d, const cJSON *c)
+{
+	const cJSON *src = cJSON_GetObjectItemCaseSensitive(c, "source");
+	const cJSON *where = cJSON_IsString(src) ? cJSON_GetObjectItemCaseSensitive(c, src->valuestring) : NULL;
+	const cJSON *from = cJSON_GetObjectItemCaseSensitive(c, "started"),
+		    *to = cJSON_GetObjectItemCaseSensitive(c, "ended");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "requests"),
+		    *rate = cJSON_GetObjectItemCaseSensitive(c, "mean_rate");
+	const cJSON *peak = cJSON_GetObjectItemCaseSensitive(c, "peak_rate"),
+		    *b = cJSON_GetObjectItemCaseSensitive(c, "burstiness");
+
+	report_doc_kv(d, "measured from", "%s %s, %s to %s: %.0f requests, %.3g req/s (peak %.3g), burstiness %.3g",
+		      cJSON_IsString(src) ? src->valuestring : "?", cJSON_IsString(where) ? where->valuestring : "",
+		      cJSON_IsString(from) ? from->valuestring : "?", cJSON_IsString(to) ? to->valuestring : "?",
+		      cJSON_IsNumber(n) ? n->valuedouble : NAN, cJSON_IsNumber(rate) ? rate->valuedouble : NAN,
+		      cJSON_IsNumber(peak) ? peak->valuedouble : NAN, cJSON_IsNumber(b) ? b->valuedouble : NAN);
+}
+
 static void section_workload(struct report_doc *d, const struct report *r)
 {
 	const struct study *s = r->parsed;
@@ -219,8 +238,11 @@ static void section_workload(struct report_doc *d, const struct report *r)
 			      s->workload.prefix_group_size);
 	report_doc_kv(d, "requests per load point", "%u measured + %u warm-up", s->workload.num_prompts,
 		      s->workload.num_warmup);
-	report_doc_kv(d, "arrivals", "%s%s", probe_arrival_name(s->workload.arrival),
-		      s->workload.arrival == PROBE_ARRIVAL_GAMMA ? " (burstiness set)" : "");
+	report_doc_kv(d, "arrivals", "%s%s%s", probe_arrival_name(s->workload.arrival),
+		      s->workload.arrival == PROBE_ARRIVAL_GAMMA ? " (burstiness set)" : "",
+		      s->workload.profile.n ? ", following a rate profile over the day" : "");
+	if (s->workload_captured)
+		captured_row(d, s->workload_captured);
 	if (s->workload.max_concurrency)
 		report_doc_kv(d, "max concurrency", "%u", s->workload.max_concurrency);
 	report_doc_kv(d, "seed", "%" PRIu64, s->workload.seed);
@@ -718,6 +740,8 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 		};
 		for (size_t i = 0; i < ELEMENTSOF(nav); i++)
 			fprintf(f, "<a href=\"#%s\">%s</a>", nav[i][0], nav[i][1]);
+		if (r->production.hours)
+			fputs("<a href=\"#production\">Production</a>", f);
 		fputs("</nav>\n", f);
 	}
 	section_title(&d, r);
@@ -733,6 +757,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 	section_progress(&d, r);
 	section_pareto(&d, r);
 	section_server(&d, r);
+	report_production_section(&d, r);
 	if (fmt == REPORT_FORMAT_HTML)
 		fputs("</body>\n</html>\n", f);
 	return ferror(f) ? -EIO : 0;

@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "report.h"
 #include "store.h"
+#include "workload.h"
 
 struct study;
 struct engine_profile;
@@ -24,6 +25,22 @@ struct report_trial {
 	long best_lp;  /* the max-goodput load point: the SLA-meeting one at the highest rate; -1 none */
 	unsigned gpus; /* GPUs per replica: tensor_parallel, else 1 */
 	bool confirm;  /* a re-probe ("confirm", "dry-run-confirm") */
+};
+
+/* The production traffic goodputd's watch recorded for the study
+ * (report-production.c): its hours summed. */
+struct report_production {
+	size_t hours;     /* rows of traffic_shapes; 0: none recorded */
+	char *watch;      /* the first endpoint's URL (owned) */
+	size_t n_watches; /* endpoints */
+	uint64_t first_usec, last_usec;
+	double seconds, requests, arrivals, peak_rate, burstiness, prefix_hit_rate, max_drift;
+	unsigned flagged_hours;
+	struct probe_length_histogram input, output; /* summed over the hours of equal bounds; n 0: none */
+	size_t skipped;                              /* hours of other bucket bounds, not summed */
+	double input_mean, output_mean;
+	double rate_by_hour[24];       /* mean arrival rate by local hour of the day; NAN: not seen */
+	double tuned_rate_by_hour[24]; /* the study's rate profile by hour; NAN: it has none */
 };
 
 struct report {
@@ -43,7 +60,16 @@ struct report {
 	cJSON *host_owned;
 	struct report_options opts;
 	char *study_ref;
+	struct report_production production;
 };
+
+struct report_doc;
+
+/* Loads the study's production traffic into r->production (none: hours 0). */
+void report_production_load(struct report *r, struct store *s);
+void report_production_done(struct report_production *p);
+/* The section "Production traffic" (nothing without recorded traffic). */
+void report_production_section(struct report_doc *d, const struct report *r);
 
 /* Helpers over the loaded data (report-data.c). */
 const struct report_trial *report_best(const struct report *r);
@@ -104,13 +130,14 @@ const char *report_fmt(char *buf, size_t size, int digits, double v);
 /* ---- plots (report-plot.c) ---- */
 
 enum report_plot_kind {
-	REPORT_PLOT_WORKLOAD,  /* input/output length histograms */
-	REPORT_PLOT_LATENCY,   /* TTFT/TPOT percentiles and goodput vs request rate, best config */
-	REPORT_PLOT_LANDSCAPE, /* $/Mtok heatmap over batch × chunk per quantization/TP */
-	REPORT_PLOT_PROGRESS,  /* best-so-far cost vs trial and vs wall time, deploy time */
-	REPORT_PLOT_PARETO,    /* tokens/s per user vs tokens/s per GPU */
-	REPORT_PLOT_SERVER,    /* KV-cache usage and running requests vs request rate, best config */
-	REPORT_PLOT_GANTT,     /* trials over wall time per GPU: deploying, probing, idle */
+	REPORT_PLOT_WORKLOAD,   /* input/output length histograms */
+	REPORT_PLOT_LATENCY,    /* TTFT/TPOT percentiles and goodput vs request rate, best config */
+	REPORT_PLOT_LANDSCAPE,  /* $/Mtok heatmap over batch × chunk per quantization/TP */
+	REPORT_PLOT_PROGRESS,   /* best-so-far cost vs trial and vs wall time, deploy time */
+	REPORT_PLOT_PARETO,     /* tokens/s per user vs tokens/s per GPU */
+	REPORT_PLOT_SERVER,     /* KV-cache usage and running requests vs request rate, best config */
+	REPORT_PLOT_GANTT,      /* trials over wall time per GPU: deploying, probing, idle */
+	REPORT_PLOT_PRODUCTION, /* the tuned-for lengths and rate beside production's (goodputd's watch) */
 	_REPORT_PLOT_MAX,
 };
 

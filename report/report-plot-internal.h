@@ -21,6 +21,8 @@ void plot_num(FILE *f, double v);
 int plot_why(char **ret, const char *s);
 /* Closes a data file from plot_open: 0 or -errno (a NULL f: the open's error). */
 int plot_close_data(FILE *f);
+/* Production beside the tuned-for workload (report-production.c): lengths and rate by hour. */
+int report_plot_production(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why);
 /* The Gantt plot (report-plot-gantt.c): trials over wall time, one row per GPU. */
 int report_plot_gantt(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why);
 

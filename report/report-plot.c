@@ -33,9 +33,10 @@ extern char **environ;
 #define SVG_MAX_BYTES        (16u << 20)
 
 static const char *const plot_names[_REPORT_PLOT_MAX] = {
-	[REPORT_PLOT_WORKLOAD] = "workload", [REPORT_PLOT_LATENCY] = "latency", [REPORT_PLOT_LANDSCAPE] = "landscape",
-	[REPORT_PLOT_PROGRESS] = "progress", [REPORT_PLOT_PARETO] = "pareto",   [REPORT_PLOT_SERVER] = "server",
-	[REPORT_PLOT_GANTT] = "gantt",
+	[REPORT_PLOT_WORKLOAD] = "workload",   [REPORT_PLOT_LATENCY] = "latency",
+	[REPORT_PLOT_LANDSCAPE] = "landscape", [REPORT_PLOT_PROGRESS] = "progress",
+	[REPORT_PLOT_PARETO] = "pareto",       [REPORT_PLOT_SERVER] = "server",
+	[REPORT_PLOT_GANTT] = "gantt",         [REPORT_PLOT_PRODUCTION] = "production",
 };
 
 static const char *const plot_titles[_REPORT_PLOT_MAX] = {
@@ -46,6 +47,7 @@ static const char *const plot_titles[_REPORT_PLOT_MAX] = {
 	[REPORT_PLOT_PARETO] = "Tokens/s per user against tokens/s per GPU",
 	[REPORT_PLOT_SERVER] = "Server KV-cache usage and running requests (best configuration)",
 	[REPORT_PLOT_GANTT] = "Trials over wall time per GPU: deploying, probing, idle",
+	[REPORT_PLOT_PRODUCTION] = "Production traffic beside the workload the study was tuned for",
 };
 
 void plot_num(FILE *f, double v)

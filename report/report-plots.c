@@ -690,6 +690,8 @@ int report_plot_script(struct plot_ctx *c, const struct report *r, enum report_p
 		return plot_server(c, r, f, ret_why);
 	case REPORT_PLOT_GANTT:
 		return report_plot_gantt(c, r, f, ret_why);
+	case REPORT_PLOT_PRODUCTION:
+		return report_plot_production(c, r, f, ret_why);
 	default:
 		return -EINVAL;
 	}

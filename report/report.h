@@ -7,7 +7,10 @@
  * configuration with the exact command that launches it, its latency–
  * throughput curve, every trial, the cost landscape, the search's progress, a
  * Pareto view (tokens/s per user against tokens/s per GPU), the server's KV
- * usage where it was scraped, and the spread of the re-probed best.
+ * usage where it was scraped, the spread of the re-probed best, and — when
+ * goodputd watches production for the study — the traffic production
+ * served beside the workload the study was tuned for (lengths, rate by
+ * hour, the drift flagged).
  *
  * Outputs: a self-contained HTML page (inline SVG plots drawn by gnuplot, no
  * network fetches), a Markdown page (plots as SVG files beside it), a short

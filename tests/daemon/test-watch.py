@@ -12,11 +12,13 @@ watch is added by a reload (SIGHUP) once the study is done.
   the study on the captured traffic is queued — into a window that is
   closed now, so it waits there — its workload the captured RAG shape.
 * `goodput status` and the metrics file show the drift; the store holds
-  the hour's traffic.
+  the hour's traffic, and the study's report sets it beside the workload
+  the study was tuned for.
 
 Usage: test-watch.py GOODPUTD GOODPUT GOODPUT-SIM"""
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -149,6 +151,22 @@ def main():
                           (url + "/metrics",)).fetchall()
         check(rows and rows[-1][0] > 0 and rows[-1][2], "no hour of traffic in the store: %r" % rows)
         print("status, metrics file and store (%d hour rows) show it" % len(rows))
+        db.close()
+        d.stop()
+
+        # The report: production's lengths and rate beside the tuned-for workload.
+        out = os.path.join(tmp, "report")
+        p = subprocess.run([goodput, "report", "--db", os.path.join(d.state, "goodput.db"), "chat", "--out", out],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "goodput report: %s" % p.stderr)
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
+        check("## Production traffic" in md and "input length, KS distance at the buckets" in md,
+              "the report has no production section:\n" + md[-3000:])
+        check("Drift was flagged" in md, "the report does not say drift was flagged")
+        if shutil.which("gnuplot"):
+            check(os.path.exists(os.path.join(out, "plot-production.svg")), "no production plot")
+        print("the report sets production beside the tuned-for workload")
     finally:
         for p in probes:
             if p.poll() is None:

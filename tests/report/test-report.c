@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -276,6 +277,61 @@ static void test_plan_day(struct store *s)
 	CHECK(d.have_runner_up && d.runner_up_hours == 0 && d.usd_mixed == d.usd_best);
 }
 
+/* Production traffic recorded for study A beside its workload (uniform 512
+ * ± 25 % input, 64 ± 25 % output): two hours of one endpoint summed, the
+ * distance at the buckets, the rate by hour, a flagged hour. */
+static void test_production(struct store *s)
+{
+	static const char shape[] =
+		"{\"input_len_dist\":\"histogram\",\"input_len\":%g,\"input_len_histogram\":{\"le\":[100,500,1000],"
+		"\"count\":[%g,%g,%g]},\"output_len_dist\":\"histogram\",\"output_len\":60,\"output_len_histogram\":"
+		"{\"le\":[50,100],\"count\":[%g,%g]},\"arrival\":\"poisson\",\"request_rate\":2}";
+	char text[2][512];
+	struct store_traffic_shape t = { .watch = "http://prod:8000/metrics",
+					 .study = FIX_A,
+					 .seconds = 3600,
+					 .peak_rate = 5,
+					 .burstiness = 1,
+					 .prefix_hit_rate = NAN,
+					 .drift = 0.1,
+					 .rate_change = NAN };
+	struct error err = { 0 };
+	_cleanup_(freep) char *md = NULL;
+	struct tm tm = { .tm_year = 125, .tm_mon = 2, .tm_mday = 1, .tm_hour = 9, .tm_isdst = -1 };
+	time_t nine = mktime(&tm);
+
+	snprintf(text[0], sizeof(text[0]), shape, 300.0, 10.0, 80.0, 10.0, 40.0, 60.0);
+	snprintf(text[1], sizeof(text[1]), shape, 600.0, 0.0, 50.0, 50.0, 40.0, 60.0);
+	for (int h = 0; h < 2; h++) {
+		t.hour_usec = (uint64_t)(nine + h * 3600) * 1000000;
+		t.requests = t.arrivals = h ? 7200 : 3600; /* 1 and 2 req/s */
+		t.flagged = h == 1;
+		t.drift = h ? 0.55 : 0.1;
+		t.shape_json = text[h];
+		CHECK_MSG(store_traffic_upsert(s, &t, &err) == 0, "%s", err.msg);
+	}
+	md = markdown(s, FIX_A);
+	CHECK_STR_CONTAINS(md, "## Production traffic");
+	CHECK_STR_CONTAINS(md,
+			   "The traffic goodputd's watch recorded from http://prod:8000/metrics (1 endpoint) against "
+			   "this study, in 2 hours");
+	CHECK_STR_CONTAINS(md, "10800 requests");
+	/* 10 + 0, 80 + 50, 10 + 50 requests in the buckets; the hours' means weighted by what their
+	 * histograms counted (100 each); the tuned lengths, 384..640, are half below 500, production's 70 % */
+	CHECK_STR_CONTAINS(md, "| input length, mean | 510.4 | 450.0 |");
+	CHECK_STR_CONTAINS(md, "| input length, p50 | 505 | ≤ 500 |");
+	CHECK_STR_CONTAINS(md, "| input length, p90 | 618 | ≤ 1000 |");
+	CHECK_STR_CONTAINS(md, "| input length, KS distance at the buckets | - | 0.2");
+	CHECK_STR_CONTAINS(md, "| output length, KS distance at the buckets | - | 0.3");
+	CHECK_STR_CONTAINS(md, "| mean rate (req/s) | - | 1.500 |");
+	CHECK_STR_CONTAINS(md, "| 09:00 | 1.000 | - |");
+	CHECK_STR_CONTAINS(md, "| 10:00 | 2.000 | - |");
+	CHECK_STR_CONTAINS(md, "Drift was flagged in 1 hour (the largest length distance 0.55)");
+	/* a dry run of the study is compared with the same traffic; another study has none */
+	_cleanup_(freep) char *other = markdown(s, FIX_B);
+	CHECK(!strstr(other, "Production traffic"));
+}
+
 static cJSON *compare(struct store *s, const char *a, const char *b)
 {
 	_cleanup_(report_freep) struct report *ra = load(s, a, NULL);
@@ -359,6 +415,7 @@ int main(void)
 	fix_fill_two_sizes(s);
 	test_plan_day(s);
 	test_compare(s);
+	test_production(s);
 	store_close(TAKE_PTR(s));
 	CHECK(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
 	return 0;

@@ -35,7 +35,7 @@ static struct {
 	const char *metrics_url, *from_log, *output, *engine, *engines_dir;
 	uint64_t duration_usec, interval_usec;
 	bool shape;
-} arg = { .duration_usec = 3600 * USEC_PER_SEC, .interval_usec = 15 * USEC_PER_SEC, .engine = "vllm" };
+} arg = { .duration_usec = 3600 * USEC_PER_SEC, .interval_usec = 15 * USEC_PER_SEC };
 
 enum {
 	OPT_DURATION,
@@ -67,7 +67,8 @@ static const struct verb_option options[] = {
 	  (void *)OPT_INTERVAL },
 	{ "output", 'o', "FILE", "write the workload block to FILE (default stdout)", VERB_STRING, &arg.output },
 	{ "engine", 0, "PROFILE",
-	  "the engine profile whose metric names are read (default vllm;\nsglang, tgi, sim, or a profile path)",
+	  "the engine profile whose metric names are read (default vllm,\nelse the built-in vLLM, SGLang and TGI "
+	  "names; sglang, tgi, sim,\nor a profile path)",
 	  VERB_STRING, &arg.engine },
 	{ "engines-dir", 0, "DIR", "look for engine profiles here first", VERB_STRING, &arg.engines_dir },
 	{ "shape", 0, NULL,
@@ -231,14 +232,19 @@ static int load_map(struct probe_metrics_map *ret)
 	struct error err = { 0 };
 	int r;
 
-	r = engine_profile_find(arg.engine, arg.engines_dir, &p, &err);
+	r = engine_profile_find(arg.engine ? arg.engine : "vllm", arg.engines_dir, &p, &err);
+	if (r == -ENOENT && !arg.engine) {
+		/* no profiles installed: the built-in names (vLLM's, SGLang's, TGI's) */
+		probe_metrics_map_init_default(ret);
+		return 0;
+	}
 	if (r < 0)
 		return log_error_errno(r, "--engine: %s", error_str(&err, r));
 	if (p->metrics.format != PROBE_METRICS_PROMETHEUS)
 		return log_error_errno(-EINVAL,
 				       "--engine %s: its metrics are not Prometheus text (%s), which has no request "
 				       "lengths to capture",
-				       arg.engine, probe_metrics_format_names[p->metrics.format]);
+				       p->name, probe_metrics_format_names[p->metrics.format]);
 	if (probe_metrics_map_is_empty(&p->metrics))
 		probe_metrics_map_init_default(ret);
 	else

@@ -544,6 +544,11 @@ int probe_workload_generate(const struct probe_workload_config *cfg, struct prob
 	return 0;
 }
 
+bool probe_workload_arrivals_scale(const struct probe_workload_config *cfg)
+{
+	return cfg->arrival == PROBE_ARRIVAL_INF || cfg->arrival == PROBE_ARRIVAL_TRACE || cfg->profile.n == 0;
+}
+
 struct probe_workload *probe_workload_free(struct probe_workload *w)
 {
 	if (!w)

@@ -183,6 +183,12 @@ static inline void probe_workload_freep(struct probe_workload **w)
 	probe_workload_free(*w);
 }
 
+/* Whether the measured requests' arrival times at rate R are those at rate 1
+ * divided by R, so that one generated sequence serves every rate of a
+ * search: true for Poisson, gamma, constant, all-at-once and trace
+ * arrivals; false with a rate profile, whose curve is warped, not scaled. */
+bool probe_workload_arrivals_scale(const struct probe_workload_config *cfg);
+
 /* The text form of a request's prompt (dataset text, or "w<id> w<id> ..."):
  * a new string the caller frees. */
 char *probe_request_prompt_text(const struct probe_request_spec *r);

@@ -131,6 +131,7 @@ static void test_rate_profile(void)
 	last = (double)w->requests[n - 1].arrival_usec / 1e6;
 	CHECK_MSG(fabs((double)in_first - 100) < 40, "first 50 s: %zu arrivals, expected ~100", in_first);
 	CHECK_MSG(fabs(last / 750 - 1) < 0.1, "3000 arrivals over %g s, expected ~750 (4/s)", last);
+	CHECK(!probe_workload_arrivals_scale(&cfg));
 	/* twice the mean rate: the same curve, twice as dense */
 	cfg.request_rate = 8;
 	f = gen(&cfg);
@@ -235,6 +236,7 @@ static void test_trace(void)
 	cfg.request_rate = 4;
 	s = gen(&cfg);
 	CHECK(s->requests[2].arrival_usec == 500000 && s->requests[4].arrival_usec == 875000);
+	CHECK(probe_workload_arrivals_scale(&cfg));
 	/* samples lengths with other arrivals: each of the log's lengths once per
 	 * pass over it, in an order shuffled by the seed */
 	{

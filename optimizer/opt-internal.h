@@ -157,6 +157,10 @@ bool opt_replay_reprobe(struct replay *r, const struct opt_config *c);
 /* Screening: probes every categorical combination at the screen level
  * (opt.h); the strategy's first phase. */
 void opt_replay_screen(struct replay *r);
+/* A later search phase: reveals the first n trials of h (those of earlier
+ * phases, decided ones and their re-probes) in their order, in place of
+ * screening. */
+void opt_replay_prime(struct replay *r, const struct opt_history *h, size_t n);
 /* Local checks and restarted SBPLX runs, combination by combination, until
  * the replay stops (a candidate, an error, the budget) or converges. */
 void opt_replay_search(struct replay *r);

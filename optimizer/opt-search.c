@@ -215,6 +215,32 @@ void opt_replay_screen(struct replay *r)
 	free(first);
 }
 
+void opt_replay_prime(struct replay *r, const struct opt_history *h, size_t n)
+{
+	r->phase = OPT_PHASE_SEARCH;
+	for (size_t i = 0; i < n && !r->stopped; i++) {
+		const struct opt_trial *t = &h->trials[i];
+		size_t k = opt_replay_combo_of(r, &t->config);
+		double cost;
+
+		if (!opt_space_allowed(r->space, &t->config))
+			continue;
+		if (t->confirm) {
+			(void)opt_replay_reprobe(r, &t->config);
+			continue;
+		}
+		if (t->outcome == OPT_OUTCOME_FAILED)
+			continue; /* revealed once decided, by a later trial of the same configuration */
+		if (opt_replay_evaluate(r, &t->config, &cost) == EVAL_MEASURED)
+			r->combo_screen[k] = MIN(r->combo_screen[k], cost);
+	}
+	/* a combination with nothing measured in earlier phases stays out, as
+	 * screening had left it */
+	for (size_t k = 0; k < r->n_combos; k++)
+		if (!isfinite(r->combo_screen[k]))
+			r->combo_done[k] = true;
+}
+
 /* Where combination k's search starts: the ordinal values of the best
  * configuration so far (the batch knobs that suit one quantization/TP tend
  * to suit the others), unless that is ruled out; else its own best. */

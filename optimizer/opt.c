@@ -593,6 +593,9 @@ int opt_next_pending(const struct opt_space *space, const struct opt_settings *s
 	if (settings->max_attempts < 1 || !(settings->promising >= 0) || !(settings->screen_level >= 0) ||
 	    !(settings->screen_level <= 1))
 		return error_set(err, -EINVAL, "optimizer settings out of range");
+	if (settings->phase_start > history->n)
+		return error_set(err, -EINVAL, "search phase starts after trial %zu of a history of %zu",
+				 settings->phase_start, history->n);
 	for (size_t i = 0; i < n_pending; i++)
 		if (pending[i].outcome != OPT_OUTCOME_MEASURED)
 			return error_set(err, -EINVAL, "pending trial %zu: it stands in as measured", i);
@@ -601,7 +604,10 @@ int opt_next_pending(const struct opt_space *space, const struct opt_settings *s
 		return q;
 	q = replay_init(&r, space, settings, &all, err);
 	if (q >= 0) {
-		opt_replay_screen(&r);
+		if (settings->phase_start > 0)
+			opt_replay_prime(&r, &all, settings->phase_start);
+		else
+			opt_replay_screen(&r);
 		opt_replay_search(&r);
 		q = r.error;
 		if (q < 0)

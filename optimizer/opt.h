@@ -71,6 +71,12 @@
  * confirmations stop at max_trials. Wall-time budgets are the caller's: stop
  * asking and call opt_best().
  *
+ * Phases: a caller that widens a range after the search ended (an edge of
+ * the space holds the best) continues in the widened space with
+ * settings.phase_start = the trials made before; the replay reveals those
+ * first and searches on, so the same (space, settings, history) still give
+ * the same path.
+ *
  * Seed: settings.seed picks the order the combinations are screened in (a
  * rotation of the restart-aware order) and the initial simplex steps of
  * every SBPLX run; the same seed and history give the same path. */
@@ -149,6 +155,11 @@ struct opt_settings {
 	double promising;      /* search a combination whose best is <= (1 + promising) × the overall best */
 	double screen_level;   /* where on each normalised ordinal grid a combination is screened first */
 	const struct opt_preflight *preflight; /* NULL: no memory estimate */
+	/* Trials of the history made before the current search phase (the
+	 * space was widened at a range bound since: the caller's record of
+	 * when); 0 = one phase. They are revealed first, in their order, and
+	 * the search goes on from what they say without screening again. */
+	size_t phase_start;
 };
 
 /* Defaults: seed 0, max_trials 0, confirm_probes 1, max_attempts 2,

@@ -635,3 +635,66 @@ double opt_space_normalise(const struct opt_space *space, size_t knob, unsigned 
 
 	return n > 1 ? (double)idx / (double)(n - 1) : 0.0;
 }
+
+/* ---- widening a range ---- */
+
+static cJSON *range_object(cJSON *search_space, const char *knob)
+{
+	cJSON *k = cJSON_GetObjectItemCaseSensitive(search_space, knob);
+
+	if (!cJSON_IsObject(k) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(k, "min")) ||
+	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(k, "max")))
+		return NULL;
+	return k;
+}
+
+int opt_space_set_range_json(cJSON *search_space, const char *knob, int64_t min, int64_t max)
+{
+	cJSON *k = range_object(search_space, knob);
+
+	if (!k || min < 0 || min > max)
+		return -EINVAL;
+	cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(k, "min"), (double)min);
+	cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(k, "max"), (double)max);
+	return 0;
+}
+
+int opt_space_widen_json(cJSON *search_space, const char *knob, bool upper, int64_t lower_limit, int64_t upper_limit,
+			 int64_t *ret_min, int64_t *ret_max)
+{
+	cJSON *k = range_object(search_space, knob), *scale, *stepj;
+	int64_t min, max, step;
+	bool log2 = false;
+
+	if (!k)
+		return -EINVAL;
+	min = (int64_t)cJSON_GetObjectItemCaseSensitive(k, "min")->valuedouble;
+	max = (int64_t)cJSON_GetObjectItemCaseSensitive(k, "max")->valuedouble;
+	scale = cJSON_GetObjectItemCaseSensitive(k, "scale");
+	stepj = cJSON_GetObjectItemCaseSensitive(k, "step");
+	log2 = cJSON_IsString(scale) && strcmp(scale->valuestring, "log2") == 0;
+	step = cJSON_IsNumber(stepj) ? (int64_t)stepj->valuedouble : 1;
+	if (log2) {
+		if (upper)
+			max = max <= upper_limit / 2 ? max * 2 : max;
+		else
+			min = min % 2 == 0 && min / 2 >= MAX(lower_limit, 1) ? min / 2 : min;
+	} else {
+		int64_t grow = MAX(step, (max - min) / step * step);
+
+		if (upper)
+			max += MAX(0, (upper_limit - max) / step) >= grow / step ? grow
+										 : (upper_limit - max) / step * step;
+		else
+			min -= MAX(0, (min - lower_limit) / step) >= grow / step ? grow
+										 : (min - lower_limit) / step * step;
+	}
+	if (min == (int64_t)cJSON_GetObjectItemCaseSensitive(k, "min")->valuedouble &&
+	    max == (int64_t)cJSON_GetObjectItemCaseSensitive(k, "max")->valuedouble)
+		return -ERANGE;
+	if (opt_space_set_range_json(search_space, knob, min, max) < 0)
+		return -EINVAL;
+	*ret_min = min;
+	*ret_max = max;
+	return 0;
+}

@@ -218,6 +218,19 @@ double opt_space_violation(const struct opt_space *space, const struct opt_confi
  * (OPT_KEY_MAX bytes suffice). Returns -ENOBUFS when it does not fit. */
 int opt_config_key(const struct opt_space *space, const struct opt_config *config, char *buf, size_t size);
 
+/* Widens the range of `knob` in a "search_space" object by one log2 step:
+ * its max doubled (upper) or its min halved; a linear range grows by as
+ * many steps as it holds, on its step. Values stay on the grid they were
+ * on, so every configuration of the old space is one of the new. The new
+ * bound stays within [lower_limit, upper_limit] (the engine's limits);
+ * -ERANGE when nothing is left to widen, -EINVAL when knob is not a range.
+ * search_space is changed in place; *ret_min and *ret_max get the new range. */
+int opt_space_widen_json(cJSON *search_space, const char *knob, bool upper, int64_t lower_limit, int64_t upper_limit,
+			 int64_t *ret_min, int64_t *ret_max);
+/* Sets the range of `knob` in a "search_space" object to [min, max] (a
+ * stored widening replayed); -EINVAL when knob is not a range. */
+int opt_space_set_range_json(cJSON *search_space, const char *knob, int64_t min, int64_t max);
+
 /* Parses a canonical key back into a configuration: every knob exactly once,
  * in any order, with a value of its grid. */
 int opt_config_from_key(const struct opt_space *space, const char *key, struct opt_config *ret, struct error *err);

@@ -159,6 +159,27 @@ const char *study_checkpoint(const struct study *s, enum study_quant q);
  * (always true without one), using local time. */
 bool study_in_window(const struct study *s, uint64_t realtime_usec);
 
+/* The best configuration on a bound of an integer range (study-edge.c). */
+struct study_edge {
+	bool found;                   /* the best is on a bound of a range knob */
+	char knob[OPT_KNOB_NAME_MAX]; /* the first such knob, in the space's order */
+	bool upper;                   /* on the range's largest value (else its smallest) */
+	double value, min, max;       /* the best's value and the range */
+	bool have_evidence;           /* a load point at the best's max rate was given */
+	bool sla_binding;             /* an SLA bound is within 20 % of its limit there */
+	bool widen;        /* a wider range may be cheaper: up where the SLA does not bind, down where it does */
+	char limiter[256]; /* what limits goodput there, with the figures */
+};
+
+/* Whether best (a configuration of space, the study's or a widened one) is
+ * on a range bound, with the evidence of `at`, the load point at its max
+ * rate (NULL: none). Always 0. */
+int study_find_edge(const struct study *s, const struct opt_space *space, const struct opt_config *best,
+		    const struct probe_result *at, struct study_edge *ret);
+/* "max_num_seqs=128 is the top of its range (8–128); what limits goodput
+ * there: ..." for people. */
+void study_edge_format(const struct study_edge *e, char *buf, size_t size);
+
 /* The reference of every key: path, type, range/default and description. */
 void study_schema_print(FILE *f);
 /* The same as a JSON Schema (draft 2020-12) for editors and validators:

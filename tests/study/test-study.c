@@ -309,6 +309,46 @@ static void test_search_keys(void)
 	CHECK_INT_EQ(again->model.max_model_len, 512);
 }
 
+/* The best on a range bound, with what limits goodput there. */
+static void test_edge(void)
+{
+	_cleanup_(study_freep) struct study *s = NULL;
+	struct probe_result at = { .n_percentiles = 3, .percentiles = { 50, 90, 99 }, .mean_concurrency = 117 };
+	struct study_edge e;
+	struct opt_config c;
+	struct error err = { 0 };
+	char text[512];
+
+	CHECK_MSG(parse_with(minimal, "sla", "{\"ttft_ms\": 500, \"tpot_ms\": 100}", &s, &err) == 0, "%s", err.msg);
+	at.stat[PROBE_METRIC_TTFT].pct_ms[1] = 66;
+	at.stat[PROBE_METRIC_TPOT].pct_ms[1] = 31;
+	at.stat[PROBE_METRIC_TTFT].pct_ms[2] = 90;
+	at.stat[PROBE_METRIC_TPOT].pct_ms[2] = 40;
+	at.server = (struct probe_server_metrics){ .present = true, .running_peak = 64, .waiting_peak = 40 };
+
+	/* max_num_seqs 8..64: the top, the SLA far off, the batch full */
+	CHECK_INT_EQ(opt_config_from_key(s->space, "max_num_seqs=64", &c, &err), 0);
+	CHECK_INT_EQ(study_find_edge(s, s->space, &c, &at, &e), 0);
+	CHECK(e.found && e.upper && e.value == 64 && !e.sla_binding && e.widen);
+	CHECK_STR_EQ(e.knob, "max_num_seqs");
+	CHECK_STR_CONTAINS(e.limiter, "the full batch: 64 of max_num_seqs 64 running, 40 waiting");
+	CHECK_STR_CONTAINS(e.limiter, "ttft p90 66 ms of 500");
+	study_edge_format(&e, text, sizeof(text));
+	CHECK_STR_CONTAINS(text, "max_num_seqs=64 is the top of its range (8–64)");
+	CHECK_STR_CONTAINS(text, "a wider range may be cheaper");
+
+	/* the SLA binds there (TPOT p90 95 of 100): no widening upwards */
+	at.stat[PROBE_METRIC_TPOT].pct_ms[1] = 95;
+	CHECK_INT_EQ(study_find_edge(s, s->space, &c, &at, &e), 0);
+	CHECK(e.found && e.sla_binding && !e.widen);
+	CHECK_STR_CONTAINS(e.limiter, "the SLA (ttft p90 66 ms of 500, tpot p90 95 ms of 100)");
+
+	/* inside the range: nothing to say */
+	CHECK_INT_EQ(opt_config_from_key(s->space, "max_num_seqs=16", &c, &err), 0);
+	CHECK_INT_EQ(study_find_edge(s, s->space, &c, &at, &e), 0);
+	CHECK(!e.found);
+}
+
 static void test_schema_text(void)
 {
 	char *buf = NULL;
@@ -333,6 +373,7 @@ int main(void)
 	test_gpus();
 	test_variants();
 	test_search_keys();
+	test_edge();
 	test_schema_text();
 	return 0;
 }

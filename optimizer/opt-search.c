@@ -25,6 +25,8 @@
 /* The local check walks on while a cost stays within this of the best: two
  * noisy measurements of equal configurations differ by a few percent. */
 #define LOCAL_TOLERANCE 0.05
+/* A later search phase goes on in the combinations this close to the best. */
+#define PHASE_TOLERANCE 0.10
 
 /* Sum of the normalised coordinates of the memory-monotone knobs. */
 static double memory_load(const struct replay *r, const struct opt_config *c)
@@ -215,6 +217,35 @@ void opt_replay_screen(struct replay *r)
 	free(first);
 }
 
+/* The new bound of a widened knob, at the best's other values, and along
+ * each other ordinal knob from there: on a flat or noisy landscape the local
+ * check, which moves only to better points, would not look there. */
+static void phase_row(struct replay *r)
+{
+	const struct opt_space *s = r->space;
+	int knob = r->set->phase_knob;
+	struct opt_config c;
+	double cost;
+
+	if (knob < 0 || (size_t)knob >= s->n_knobs || !isfinite(r->best) || s->knobs[knob].categorical)
+		return;
+	c = r->best_cfg;
+	c.idx[knob] = (uint16_t)(r->set->phase_upper ? s->knobs[knob].n_values - 1 : 0);
+	for (size_t i = 0; i < r->n_dim && !r->stopped; i++) {
+		size_t d = r->dim[i];
+
+		for (size_t v = 0; v < s->knobs[d].n_values && !r->stopped; v++) {
+			struct opt_config x = c;
+
+			x.idx[d] = (uint16_t)v;
+			if ((int)d != knob && opt_space_allowed(s, &x))
+				(void)opt_replay_evaluate(r, &x, &cost);
+		}
+	}
+	if (!r->stopped && opt_space_allowed(s, &c))
+		(void)opt_replay_evaluate(r, &c, &cost);
+}
+
 void opt_replay_prime(struct replay *r, const struct opt_history *h, size_t n)
 {
 	r->phase = OPT_PHASE_SEARCH;
@@ -234,11 +265,13 @@ void opt_replay_prime(struct replay *r, const struct opt_history *h, size_t n)
 		if (opt_replay_evaluate(r, &t->config, &cost) == EVAL_MEASURED)
 			r->combo_screen[k] = MIN(r->combo_screen[k], cost);
 	}
-	/* a combination with nothing measured in earlier phases stays out, as
-	 * screening had left it */
+	/* the widening matters where the search ended: a combination with
+	 * nothing measured in earlier phases, or whose best is clearly worse
+	 * than the overall best, stays as the earlier phases left it */
 	for (size_t k = 0; k < r->n_combos; k++)
-		if (!isfinite(r->combo_screen[k]))
+		if (!isfinite(r->combo_screen[k]) || r->combo_best[k] > r->best * (1 + PHASE_TOLERANCE))
 			r->combo_done[k] = true;
+	phase_row(r);
 }
 
 /* Where combination k's search starts: the ordinal values of the best

@@ -137,6 +137,7 @@ void opt_settings_init(struct opt_settings *s)
 		.max_attempts = 2,
 		.promising = 1.0,
 		.screen_level = 0.5,
+		.phase_knob = -1,
 	};
 }
 

@@ -74,8 +74,10 @@
  * Phases: a caller that widens a range after the search ended (an edge of
  * the space holds the best) continues in the widened space with
  * settings.phase_start = the trials made before; the replay reveals those
- * first and searches on, so the same (space, settings, history) still give
- * the same path.
+ * first, measures the new bound along the other ordinal knobs (the best's
+ * values elsewhere), and searches on from there in the combinations within
+ * 10 % of the best, so the same (space, settings, history) still give the
+ * same path.
  *
  * Seed: settings.seed picks the order the combinations are screened in (a
  * rotation of the restart-aware order) and the initial simplex steps of
@@ -160,6 +162,11 @@ struct opt_settings {
 	 * when); 0 = one phase. They are revealed first, in their order, and
 	 * the search goes on from what they say without screening again. */
 	size_t phase_start;
+	/* The knob whose range the current phase widened (its index in the
+	 * space; -1: none) and at which end: the search measures the new
+	 * bound first, along every other ordinal knob. opt_settings_init sets -1. */
+	int phase_knob;
+	bool phase_upper;
 };
 
 /* Defaults: seed 0, max_trials 0, confirm_probes 1, max_attempts 2,

@@ -90,7 +90,8 @@ static const struct store_column study_columns[] = {
 	STORE_COLUMN_ENUM(struct store_study, state, "state", store_study_state_from_string, STORE_STUDY_FAILED,
 			  STORE_STUDY_FAILED),
 	COL(TEXT, message), COL(UINT64, created_usec), COL(UINT64, started_usec), COL(UINT64, finished_usec),
-	COL(INT64, best_trial_id), COL(UINT64, seed), COL(TEXT, algorithm), COL(TEXT, nlopt_version)
+	COL(INT64, best_trial_id), COL(UINT64, seed), COL(TEXT, algorithm), COL(TEXT, nlopt_version),
+	COL(TEXT, preflight_json), COL(TEXT, phases_json)
 };
 #undef COL
 
@@ -163,4 +164,24 @@ int store_study_set_best(struct store *s, int64_t study_id, int64_t trial_id, st
 		return error_set(err, -EINVAL, "%s: trial %lld is not a trial of study %lld", s->path,
 				 (long long)trial_id, (long long)study_id);
 	return r < 0 ? r : 0;
+}
+
+static int study_set_text(struct store *s, enum store_stmt stmt, int64_t id, const char *json, const char *what,
+			  struct error *err)
+{
+	int r = store_exec(s, stmt, what, STORE_VALUES(STORE_INT(id), STORE_TEXT(json)), err);
+
+	if (r == 0)
+		return error_set(err, -ENOENT, "%s: no study with id %lld", s->path, (long long)id);
+	return r < 0 ? r : 0;
+}
+
+int store_study_set_preflight(struct store *s, int64_t id, const char *json, struct error *err)
+{
+	return study_set_text(s, STMT_STUDY_SET_PREFLIGHT, id, json, "recording the memory pre-flight", err);
+}
+
+int store_study_set_phases(struct store *s, int64_t id, const char *json, struct error *err)
+{
+	return study_set_text(s, STMT_STUDY_SET_PHASES, id, json, "recording the search phases", err);
 }

@@ -35,7 +35,7 @@ static const struct store_column trial_columns[] = {
 	COL(TEXT, failure_message), COL(DOUBLE, deploy_seconds), COL(DOUBLE, max_rate), COL(DOUBLE, max_goodput),
 	COL(DOUBLE, concurrency), COL(DOUBLE, cost_per_mtok), COL(UINT64, started_usec), COL(UINT64, finished_usec),
 	COL(TEXT, log_path), COL(INT64, server_pgid), COL(TEXT, server_unit), COL(TEXT, host_json),
-	COL(DOUBLE, predicted_cost), COL(TEXT, gpus)
+	COL(DOUBLE, predicted_cost), COL(TEXT, gpus), COL(TEXT, oom_cause), COL(UINT32, suggested_max_model_len)
 };
 #undef COL
 
@@ -230,7 +230,9 @@ int store_trial_finish(struct store *s, int64_t id, const struct store_trial_out
 			     STORE_TEXT(o->failure == STORE_FAILURE_NONE ? NULL : store_failure_to_string(o->failure)),
 			     STORE_TEXT(o->failure_message), STORE_DOUBLE(o->deploy_seconds), STORE_DOUBLE(o->max_rate),
 			     STORE_DOUBLE(o->max_goodput), STORE_DOUBLE(o->concurrency), STORE_DOUBLE(o->cost_per_mtok),
-			     STORE_INT(o->finished_usec ? o->finished_usec : real_usec())),
+			     STORE_INT(o->finished_usec ? o->finished_usec : real_usec()), STORE_TEXT(o->oom_cause),
+			     o->suggested_max_model_len ? (struct store_value)STORE_INT(o->suggested_max_model_len)
+							: (struct store_value)STORE_TEXT(NULL)),
 		err);
 	return trial_updated(s, r, id, err);
 }

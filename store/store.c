@@ -278,9 +278,21 @@ static const char *const migration_7[] = {
 	NULL,
 };
 
+/* 8: why a server did not start (the engine's out-of-memory cause and the
+ * max_model_len it said would fit), the memory pre-flight's estimates, and
+ * the search phases of widened ranges. */
+static const char *const migration_8[] = {
+	"ALTER TABLE trials ADD COLUMN oom_cause TEXT",
+	"ALTER TABLE trials ADD COLUMN suggested_max_model_len INTEGER",
+	"ALTER TABLE studies ADD COLUMN preflight_json TEXT",
+	"ALTER TABLE studies ADD COLUMN phases_json TEXT",
+	"PRAGMA user_version = 8",
+	NULL,
+};
+
 static const struct migration migrations[] = {
 	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 },
-	{ migration_5 }, { migration_6 }, { migration_7 },
+	{ migration_5 }, { migration_6 }, { migration_7 }, { migration_8 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -308,6 +320,8 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 					 " ELSE started_usec END,"
 					 " finished_usec = CASE WHEN ?2 IN ('done', 'failed', 'cancelled') THEN ?4"
 					 " ELSE NULL END WHERE id = ?1" },
+	[STMT_STUDY_SET_PREFLIGHT] = { NULL, "UPDATE studies SET preflight_json = ?2 WHERE id = ?1" },
+	[STMT_STUDY_SET_PHASES] = { NULL, "UPDATE studies SET phases_json = ?2 WHERE id = ?1" },
 	[STMT_STUDY_SET_BEST] = { NULL, "UPDATE studies SET best_trial_id = ?2 WHERE id = ?1"
 					" AND EXISTS (SELECT 1 FROM trials WHERE id = ?2 AND study_id = ?1)" },
 	[STMT_TRIAL_NEXT_SEQ] = { NULL, "SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE study_id = ?1" },
@@ -338,7 +352,8 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_TWIN_CAL_GET] = { &store_twin_calibration_row, "FROM twin_calibrations WHERE key = ?1" },
 	[STMT_TRIAL_FINISH] = { NULL, "UPDATE trials SET state = ?2, failure_class = ?3, failure_message = ?4,"
 				      " deploy_seconds = ?5, max_rate = ?6, max_goodput = ?7, concurrency = ?8,"
-				      " cost_per_mtok = ?9, finished_usec = ?10, server_pgid = NULL WHERE id = ?1" },
+				      " cost_per_mtok = ?9, finished_usec = ?10, server_pgid = NULL, oom_cause = ?11,"
+				      " suggested_max_model_len = ?12 WHERE id = ?1" },
 	[STMT_TRIAL_HISTORY] = { &store_trial_row, "FROM trials WHERE study_id = ?1 ORDER BY seq" },
 	[STMT_TRIAL_INTERRUPT] = { NULL, "UPDATE trials SET state = 'interrupted'"
 					 " WHERE study_id = ?1 AND state IN ('deploying', 'probing')" },

@@ -29,7 +29,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 struct store;
 
@@ -99,6 +99,10 @@ struct store_study {
 	uint64_t seed;
 	char *algorithm;
 	char *nlopt_version;
+	/* the memory pre-flight's estimates (JSON array, the runner's); may be NULL */
+	char *preflight_json;
+	/* the search phases of widened ranges (JSON array, the runner's; replayed on resume); may be NULL */
+	char *phases_json;
 };
 
 /* Frees the strings of an embedded study (and zeroes it). */
@@ -113,6 +117,10 @@ int store_study_get(struct store *s, int64_t id, struct store_study *ret, struct
 int store_study_get_by_name(struct store *s, const char *name, struct store_study *ret, struct error *err);
 /* All studies in submission order. The caller frees with store_study_array_free. */
 int store_study_list(struct store *s, struct store_study **ret, size_t *ret_n, struct error *err);
+/* Records the memory pre-flight's estimates / the search phases (JSON
+ * text, NULL clears). */
+int store_study_set_preflight(struct store *s, int64_t id, const char *json, struct error *err);
+int store_study_set_phases(struct store *s, int64_t id, const char *json, struct error *err);
 /* Moves a study to state; `running` sets started (first time only), done/
  * failed/cancelled set finished. message may be NULL (clears it). */
 int store_study_set_state(struct store *s, int64_t id, enum store_study_state state, const char *message,
@@ -181,6 +189,10 @@ struct store_trial {
 	double predicted_cost;
 	/* the GPU indices it ran on ("0,1"), or NULL (recorded before trials ran side by side) */
 	char *gpus;
+	/* why it did not start, as the engine's log said ("weights", "kv_cache",
+	 * "cache_blocks"), and the max_model_len the engine said fits; NULL / 0 */
+	char *oom_cause;
+	uint32_t suggested_max_model_len;
 };
 
 void store_trial_done(struct store_trial *t);
@@ -219,7 +231,9 @@ struct store_trial_outcome {
 	enum store_failure failure;
 	const char *failure_message;                                              /* may be NULL */
 	double deploy_seconds, max_rate, max_goodput, concurrency, cost_per_mtok; /* NAN: unknown */
-	uint64_t finished_usec; /* 0: now (a dry run gives its virtual time) */
+	uint64_t finished_usec;           /* 0: now (a dry run gives its virtual time) */
+	const char *oom_cause;            /* "weights", "kv_cache", "cache_blocks"; NULL: none */
+	uint32_t suggested_max_model_len; /* 0: not said */
 };
 
 /* Finishes a trial with its outcome (sets finished, clears the server pgid). */

@@ -70,6 +70,8 @@ int study_find_edge(const struct study *s, const struct opt_space *space, const 
 	char bounds[200] = "";
 	double ratio = 0;
 
+	if (at && s->scenario == OPT_SCENARIO_ONLINE)
+		ratio = worst_bound(s, at, bounds, sizeof(bounds));
 	for (size_t k = 0; k < space->n_knobs && !e.found; k++) {
 		const struct opt_knob *knob = &space->knobs[k];
 
@@ -88,9 +90,7 @@ int study_find_edge(const struct study *s, const struct opt_space *space, const 
 		*ret = e;
 		return 0;
 	}
-	if (at && s->scenario == OPT_SCENARIO_ONLINE)
-		ratio = worst_bound(s, at, bounds, sizeof(bounds));
-	e.sla_binding = ratio >= BINDING;
+	study_edge_decide(&e, ratio);
 	e.have_evidence = at != NULL;
 	if (!at)
 		snprintf(e.limiter, sizeof(e.limiter), "unknown (no load point at the best's max rate)");
@@ -105,11 +105,19 @@ int study_find_edge(const struct study *s, const struct opt_space *space, const 
 	else
 		snprintf(e.limiter, sizeof(e.limiter), "%s %g, not the SLA (%s; %.1f requests in flight on average)",
 			 e.knob, e.value, bounds[0] ? bounds : "no latency bounds", at->mean_concurrency);
-	/* a wider range may be cheaper where the range, not the SLA, stopped it
-	 * going up; below the range where the SLA binds */
-	e.widen = e.have_evidence && (e.upper ? !e.sla_binding : e.sla_binding);
+	if (!e.have_evidence)
+		e.widen = false;
 	*ret = e;
 	return 0;
+}
+
+void study_edge_decide(struct study_edge *e, double sla_ratio)
+{
+	e->sla_ratio = sla_ratio;
+	e->sla_binding = sla_ratio >= BINDING;
+	/* a wider range may be cheaper where the range, not the SLA, stopped it
+	 * going up; below the range where the SLA binds */
+	e->widen = e->found && (e->upper ? !e->sla_binding : e->sla_binding);
 }
 
 void study_edge_format(const struct study_edge *e, char *buf, size_t size)

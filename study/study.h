@@ -166,7 +166,8 @@ struct study_edge {
 	bool upper;                   /* on the range's largest value (else its smallest) */
 	double value, min, max;       /* the best's value and the range */
 	bool have_evidence;           /* a load point at the best's max rate was given */
-	bool sla_binding;             /* an SLA bound is within 20 % of its limit there */
+	double sla_ratio;             /* the worst latency/bound ratio at `at` (0: no evidence, or offline) */
+	bool sla_binding;             /* an SLA bound is within 20 % of its limit there (ratio >= 0.8) */
 	bool widen;        /* a wider range may be cheaper: up where the SLA does not bind, down where it does */
 	char limiter[256]; /* what limits goodput there, with the figures */
 };
@@ -176,6 +177,9 @@ struct study_edge {
  * rate (NULL: none). Always 0. */
 int study_find_edge(const struct study *s, const struct opt_space *space, const struct opt_config *best,
 		    const struct probe_result *at, struct study_edge *ret);
+/* Sets the judgement of a found edge from the worst latency/bound ratio at
+ * the best's max rate (what study_find_edge does with its load point). */
+void study_edge_decide(struct study_edge *e, double sla_ratio);
 /* "max_num_seqs=128 is the top of its range (8–128); what limits goodput
  * there: ..." for people. */
 void study_edge_format(const struct study_edge *e, char *buf, size_t size);

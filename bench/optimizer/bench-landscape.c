@@ -7,16 +7,15 @@
  * and activations, by the chunk budget, and by the TPOT and TTFT bounds of
  * the SLA; memory for activations grows with the chunk and with the batch,
  * so large batch × chunk fails to start at bf16; the rate search's 3 %
- * steps turn the cost into plateaus.
+ * steps turn the cost into plateaus. It is fast: the smoke test uses it.
  *
- * The sim landscapes (--sim) come from goodput-sim's engine model for a chat
- * workload per space (see specs[]): prompts of 512–1024 tokens, answers of
- * 128–256 tokens (uniform), Poisson arrivals, 200 requests per rate-search
- * run, the SLA per request with 90 % attainment. Computing one takes
- * ~20 s, so it is cached in a file named by a hash of everything it depends
- * on (model, GPU, space, workload, SLA, rate-search settings); the engine
- * model itself is checked on every load by recomputing a few
- * configurations, so a changed sim model recomputes the cache too. */
+ * The study landscapes (--sim) are study specs — bench/optimizer/landscapes/
+ * and the 70B example configs/studies/sim-demo.json — each configuration
+ * evaluated as `goodput tune --dry-run` evaluates it (bench-sim.c). Computing
+ * one takes seconds to a minute, so it is cached in a file named by a hash
+ * of the spec; the engine model itself is checked on every load by
+ * recomputing a few configurations, so a changed sim model recomputes the
+ * cache too. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench-landscape.h"
+#include "engine-profile.h"
 #include "json-util.h"
 #include "macro.h"
 
@@ -39,8 +39,6 @@ struct spec {
 	double params_b, kv_mb_per_token, act_mb_per_token;
 	double mem_gb, bw_tbs, tflops, fp8_speedup, usd_per_hour;
 	double in_len, out_len, ttft_ms, tpot_ms;
-	/* sim landscape */
-	struct bench_workload sim;
 };
 
 static const struct spec specs[] = {
@@ -64,16 +62,6 @@ static const struct spec specs[] = {
 		.out_len = 256,
 		.ttft_ms = 2000,
 		.tpot_ms = 60,
-		/* A 70B chat assistant: answers streamed faster than reading speed. */
-		.sim = { .in_mean = 768,
-			 .in_range = 1.0 / 3,
-			 .out_mean = 192,
-			 .out_range = 1.0 / 3,
-			 .num_prompts = 200,
-			 .sla = "ttft:2000,tpot:75",
-			 .attainment = 0.9,
-			 .rel_tol = 0.02,
-			 .max_runs = 12 },
 	},
 	{
 		.name = "llama-3.1-8b on 2x L40S",
@@ -95,23 +83,8 @@ static const struct spec specs[] = {
 		.out_len = 256,
 		.ttft_ms = 1500,
 		.tpot_ms = 40,
-		/* A small, snappy chat model: tighter latency bounds. */
-		.sim = { .in_mean = 768,
-			 .in_range = 1.0 / 3,
-			 .out_mean = 192,
-			 .out_range = 1.0 / 3,
-			 .num_prompts = 200,
-			 .sla = "ttft:1000,tpot:50",
-			 .attainment = 0.9,
-			 .rel_tol = 0.02,
-			 .max_runs = 12 },
 	},
 };
-
-size_t bench_n_spaces(void)
-{
-	return ELEMENTSOF(specs);
-}
 
 static void synthetic(const struct spec *sp, const struct opt_space *s, const struct opt_config *c,
 		      struct bench_point *ret)
@@ -163,35 +136,64 @@ static void synthetic(const struct spec *sp, const struct opt_space *s, const st
 	ret->outcome = OPT_OUTCOME_SLA_NEVER_MET;
 }
 
+/* The study landscapes: a spec, and the top of max_num_seqs the truth
+ * covers when it is above the spec's (the optimum lies beyond the range). */
+static const struct {
+	const char *name, *path;
+	int64_t truth_max_seqs;
+} studies[] = {
+	{ "llama-3.1-8b, 2x H100, TTFT 500 / TPOT 50 ms", "bench/optimizer/landscapes/8b-h100x2-ttft500-tpot50.json",
+	  0 },
+	{ "llama-3.1-8b, 2x H100, TTFT 300 / TPOT 15 ms", "bench/optimizer/landscapes/8b-h100x2-ttft300-tpot15.json",
+	  0 },
+	{ "llama-3.1-70b, 4x L40S (the example study)", "configs/studies/sim-demo.json", 0 },
+	{ "llama-3.1-70b, 8x H100, TP 2/4/8", "bench/optimizer/landscapes/70b-h100x8.json", 0 },
+	{ "llama-3.1-8b, 1x L40S, optimum above the batch range", "bench/optimizer/landscapes/8b-l40s-edge.json",
+	  1024 },
+};
+
+size_t bench_n_spaces(bool sim)
+{
+	return sim ? ELEMENTSOF(studies) : ELEMENTSOF(specs);
+}
+
 void bench_space_free(struct bench_space *bs)
 {
 	if (!bs)
 		return;
-	opt_space_free(bs->space);
+	if (!bs->truth_study)
+		opt_space_free(bs->space); /* else the truth study's */
+	study_free(bs->study);
+	study_free(bs->truth_study);
+	cJSON_Delete(bs->start_space_json);
+	engine_profile_free(bs->profile);
 	free(bs->configs);
 	free(bs->truth);
 	free(bs->index_of);
 	free(bs);
 }
 
-size_t bench_space_index(const struct bench_space *bs, const struct opt_config *c)
+const struct opt_space *bench_space_start(const struct bench_space *bs)
 {
-	return (size_t)bs->index_of[opt_config_ordinal(bs->space, c)];
+	return bs->study ? bs->study->space : bs->space;
 }
 
-/* ---- the sim landscape cache ---- */
+ssize_t bench_space_lookup(const struct bench_space *bs, const struct opt_space *space, const struct opt_config *c)
+{
+	struct opt_config t;
+	char key[OPT_KEY_MAX];
 
-#define CACHE_MAGIC  "goodput bench-optimizer landscape v1"
+	if (space == bs->space)
+		return bs->index_of[opt_config_ordinal(bs->space, c)];
+	if (opt_config_key(space, c, key, sizeof(key)) < 0 || opt_config_from_key(bs->space, key, &t, NULL) < 0)
+		return -1;
+	return bs->index_of[opt_config_ordinal(bs->space, &t)];
+}
+
+/* ---- the study landscape cache ---- */
+
+#define CACHE_MAGIC  "goodput bench-optimizer landscape v2"
 #define CACHE_CHECKS 3
-
-static void describe(const struct spec *sp, char *buf, size_t size)
-{
-	const struct bench_workload *w = &sp->sim;
-
-	snprintf(buf, size, "%s|%s|%u|%s|in %.17g±%.17g|out %.17g±%.17g|n %u|%s|att %.17g|tol %.17g|runs %u", sp->model,
-		 sp->gpu, sp->gpus, sp->search_space, w->in_mean, w->in_range, w->out_mean, w->out_range,
-		 w->num_prompts, w->sla, w->attainment, w->rel_tol, w->max_runs);
-}
 
 static uint64_t fnv1a(const char *s)
 {
@@ -216,35 +218,35 @@ static bool same_point(const struct bench_point *a, const struct bench_point *b)
 
 /* 1 when the file held the landscape (truth filled), 0 when it is absent,
  * stale or unreadable (the caller recomputes). */
-static int cache_load(const char *path, const char *key, struct bench_space *bs)
+static int cache_load(const char *path, uint64_t key, struct bench_space *bs)
 {
 	_cleanup_(fclosep) FILE *f = fopen(path, "re");
-	char line[4096];
+	char line[512];
 	size_t k = 0;
+	uint64_t stored;
 
 	if (!f)
 		return 0;
 	if (!fgets(line, sizeof(line), f) || strcmp(line, CACHE_MAGIC "\n") != 0)
 		return 0;
-	if (!fgets(line, sizeof(line), f) || strncmp(line, "key ", 4) != 0 || strlen(line) < 5 ||
-	    strncmp(line + 4, key, strlen(line) - 5) != 0 || strlen(line) - 5 != strlen(key))
+	if (!fgets(line, sizeof(line), f) || sscanf(line, "key %" SCNx64, &stored) != 1 || stored != key)
 		return 0;
 	while (k < bs->n && fgets(line, sizeof(line), f)) {
 		char name[32];
 		uint64_t o;
-		double cost;
+		double cost, ratio;
 		enum opt_outcome out;
 
-		if (sscanf(line, "%" SCNu64 " %31s %la", &o, name, &cost) != 3 ||
+		if (sscanf(line, "%" SCNu64 " %31s %la %la", &o, name, &cost, &ratio) != 4 ||
 		    o != opt_config_ordinal(bs->space, &bs->configs[k]) || opt_outcome_from_string(name, &out) < 0 ||
 		    (out == OPT_OUTCOME_MEASURED && !(cost > 0 && isfinite(cost))))
 			return 0;
-		bs->truth[k++] = (struct bench_point){ .outcome = out, .cost = cost };
+		bs->truth[k++] = (struct bench_point){ .outcome = out, .cost = cost, .sla_ratio = ratio };
 	}
 	return k == bs->n;
 }
 
-static void cache_store(const char *path, const char *key, const struct bench_space *bs)
+static void cache_store(const char *path, uint64_t key, const struct bench_space *bs)
 {
 	char tmp[4200];
 	FILE *f;
@@ -255,40 +257,48 @@ static void cache_store(const char *path, const char *key, const struct bench_sp
 	f = fopen(tmp, "we");
 	if (!f)
 		return; /* a cache is an optimisation: carry on without */
-	fprintf(f, "%s\nkey %s\n", CACHE_MAGIC, key);
+	fprintf(f, "%s\nkey %016" PRIx64 "\n", CACHE_MAGIC, key);
 	for (size_t k = 0; k < bs->n; k++)
-		fprintf(f, "%" PRIu64 " %s %a\n", opt_config_ordinal(bs->space, &bs->configs[k]),
-			opt_outcome_to_string(bs->truth[k].outcome), bs->truth[k].cost);
+		fprintf(f, "%" PRIu64 " %s %a %a\n", opt_config_ordinal(bs->space, &bs->configs[k]),
+			opt_outcome_to_string(bs->truth[k].outcome), bs->truth[k].cost, bs->truth[k].sla_ratio);
 	ok = fflush(f) == 0 && !ferror(f);
 	ok = fclose(f) == 0 && ok;
 	if (!ok || rename(tmp, path) < 0)
 		(void)unlink(tmp);
 }
 
-static int sim_landscape(const struct spec *sp, const char *cache_dir, struct bench_space *bs, struct error *err)
+static void find_optimum(struct bench_space *bs)
 {
-	char key[2048], path[4096];
+	bs->optimum_index = SIZE_MAX;
+	for (size_t k = 0; k < bs->n; k++)
+		if (bs->truth[k].outcome == OPT_OUTCOME_MEASURED &&
+		    (bs->optimum_index == SIZE_MAX || bs->truth[k].cost < bs->truth[bs->optimum_index].cost))
+			bs->optimum_index = k;
+}
+
+static int study_truth(struct bench_space *bs, const char *cache_dir, struct error *err)
+{
+	_cleanup_(freep) char *spec = study_to_string(bs->truth_study);
+	char path[4096];
+	uint64_t key;
 	int r;
 
-	describe(sp, key, sizeof(key));
+	if (!spec)
+		return -ENOMEM;
+	key = fnv1a(spec);
 	if (cache_dir) {
-		if (snprintf(path, sizeof(path), "%s/bench-optimizer-%016" PRIx64 ".landscape", cache_dir,
-			     fnv1a(key)) >= (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/bench-optimizer-%016" PRIx64 ".landscape", cache_dir, key) >=
+		    (int)sizeof(path))
 			return error_set(err, -ENAMETOOLONG, "--cache-dir: path too long");
 		if (cache_load(path, key, bs) > 0) {
 			bool ok = true;
 
-			for (size_t k = 0; k < bs->n; k++)
-				if (bs->truth[k].outcome == OPT_OUTCOME_MEASURED &&
-				    (bs->optimum_index == SIZE_MAX ||
-				     bs->truth[k].cost < bs->truth[bs->optimum_index].cost))
-					bs->optimum_index = k;
+			find_optimum(bs);
 			for (size_t j = 0; j < CACHE_CHECKS && ok && bs->optimum_index != SIZE_MAX; j++) {
 				size_t k = check_index(bs, j);
 				struct bench_point p;
 
-				r = bench_sim_eval(sp->model, sp->gpu, sp->gpus, &sp->sim, bs->space, &bs->configs[k],
-						   &p, err);
+				r = bench_sim_eval(bs->truth_study, &bs->configs[k], &p, err);
 				if (r < 0)
 					return r;
 				ok = same_point(&p, &bs->truth[k]);
@@ -300,8 +310,7 @@ static int sim_landscape(const struct spec *sp, const char *cache_dir, struct be
 		}
 	}
 	for (size_t k = 0; k < bs->n; k++) {
-		r = bench_sim_eval(sp->model, sp->gpu, sp->gpus, &sp->sim, bs->space, &bs->configs[k], &bs->truth[k],
-				   err);
+		r = bench_sim_eval(bs->truth_study, &bs->configs[k], &bs->truth[k], err);
 		if (r < 0)
 			return r;
 	}
@@ -310,21 +319,71 @@ static int sim_landscape(const struct spec *sp, const char *cache_dir, struct be
 	return 0;
 }
 
-int bench_space_new(size_t i, bool sim, const char *cache_dir, struct bench_space **ret, struct error *err)
+/* The spec, its copy with the truth's wider range, and the pre-flight. */
+static int load_studies(struct bench_space *bs, size_t i, const char *source_root, struct error *err)
 {
-	const struct spec *sp = &specs[i];
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-	struct opt_space_options o = { .gpus = sp->gpus };
+	struct study_options so = { 0 };
+	char path[4096], engines[4096];
+	cJSON *ss;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", source_root, studies[i].path);
+	snprintf(engines, sizeof(engines), "%s/configs/engines", source_root);
+	r = json_parse_file(path, STUDY_SPEC_MAX_BYTES, &j, err);
+	if (r >= 0)
+		r = engine_profile_find("sim", engines, &bs->profile, err);
+	if (r < 0)
+		return r;
+	so.extra_knobs = bs->profile->extra_knobs;
+	r = study_from_json(j, &so, &bs->study, err);
+	if (r < 0)
+		return error_prefix(err, r, "%s", path);
+	bs->start_space_json = cJSON_Duplicate(bs->study->search_space, true);
+	if (!bs->start_space_json)
+		return -ENOMEM;
+	ss = cJSON_GetObjectItemCaseSensitive(j, "search_space");
+	if (studies[i].truth_max_seqs > 0) {
+		const struct opt_knob *k =
+			&bs->study->space->knobs[opt_space_knob_index(bs->study->space, OPT_KNOB_MAX_NUM_SEQS)];
+
+		r = opt_space_set_range_json(ss, OPT_KNOB_MAX_NUM_SEQS, k->min, studies[i].truth_max_seqs);
+		if (r < 0)
+			return error_set(err, r, "%s: max_num_seqs is not a range", path);
+		bs->truth_max_seqs = studies[i].truth_max_seqs;
+	}
+	r = study_from_json(j, &so, &bs->truth_study, err);
+	if (r >= 0)
+		r = runner_preflight_init(&bs->preflight, bs->truth_study, err);
+	if (r < 0)
+		return error_prefix(err, r, "%s", path);
+	bs->space = bs->truth_study->space;
+	snprintf(bs->name, sizeof(bs->name), "%s", studies[i].name);
+	snprintf(bs->label, sizeof(bs->label), "%s (%s)", bs->study->label ? bs->study->label : "", studies[i].path);
+	return 0;
+}
+
+int bench_space_new(size_t i, bool sim, const char *source_root, const char *cache_dir, struct bench_space **ret,
+		    struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	struct bench_space *bs;
 	int r;
 
 	bs = calloc(1, sizeof(*bs));
 	if (!bs)
 		return -ENOMEM;
-	snprintf(bs->name, sizeof(bs->name), "%s%s", sp->name, sim ? " (goodput-sim)" : " (synthetic)");
-	r = json_parse_strict(sp->name, sp->search_space, strlen(sp->search_space), &j, err);
-	if (r >= 0)
-		r = opt_space_from_json(j, "search_space", NULL, NULL, &o, &bs->space, err);
+	if (sim)
+		r = load_studies(bs, i, source_root, err);
+	else {
+		const struct spec *sp = &specs[i];
+		struct opt_space_options o = { .gpus = sp->gpus };
+
+		snprintf(bs->name, sizeof(bs->name), "%s (synthetic)", sp->name);
+		r = json_parse_strict(sp->name, sp->search_space, strlen(sp->search_space), &j, err);
+		if (r >= 0)
+			r = opt_space_from_json(j, "search_space", NULL, NULL, &o, &bs->space, err);
+	}
 	if (r >= 0)
 		r = opt_space_enumerate(bs->space, &bs->configs, &bs->n);
 	if (r < 0)
@@ -336,36 +395,23 @@ int bench_space_new(size_t i, bool sim, const char *cache_dir, struct bench_spac
 		goto fail;
 	}
 	memset(bs->index_of, 0xff, bs->space->n_grid * sizeof(int32_t));
-	bs->optimum = INFINITY;
-	bs->optimum_index = SIZE_MAX;
-	if (sim) {
-		const struct bench_workload *w = &sp->sim;
-
-		snprintf(bs->workload, sizeof(bs->workload),
-			 "chat: %.0f–%.0f tokens in, %.0f–%.0f out, %u requests, SLA %s @ %.0f %%",
-			 w->in_mean * (1 - w->in_range), w->in_mean * (1 + w->in_range),
-			 w->out_mean * (1 - w->out_range), w->out_mean * (1 + w->out_range), w->num_prompts, w->sla,
-			 w->attainment * 100);
-		r = sim_landscape(sp, cache_dir, bs, err);
-		if (r < 0)
-			goto fail;
-	}
-	for (size_t k = 0; k < bs->n; k++) {
+	for (size_t k = 0; k < bs->n; k++)
 		bs->index_of[opt_config_ordinal(bs->space, &bs->configs[k])] = (int32_t)k;
-		if (!sim)
-			synthetic(sp, bs->space, &bs->configs[k], &bs->truth[k]);
-		if (bs->truth[k].outcome == OPT_OUTCOME_MEASURED) {
-			bs->n_feasible++;
-			if (bs->truth[k].cost < bs->optimum || bs->optimum_index == SIZE_MAX) {
-				bs->optimum = bs->truth[k].cost;
-				bs->optimum_index = k;
-			}
-		}
-	}
-	if (bs->n_feasible == 0) {
-		r = error_set(err, -EINVAL, "%s: no feasible configuration", sp->name);
+	if (sim)
+		r = study_truth(bs, cache_dir, err);
+	else
+		for (size_t k = 0; k < bs->n; k++)
+			synthetic(&specs[i], bs->space, &bs->configs[k], &bs->truth[k]);
+	if (r < 0)
+		goto fail;
+	find_optimum(bs);
+	for (size_t k = 0; k < bs->n; k++)
+		bs->n_feasible += bs->truth[k].outcome == OPT_OUTCOME_MEASURED;
+	if (bs->optimum_index == SIZE_MAX) {
+		r = error_set(err, -EINVAL, "%s: no feasible configuration", bs->name);
 		goto fail;
 	}
+	bs->optimum = bs->truth[bs->optimum_index].cost;
 	*ret = bs;
 	return 0;
 fail:

@@ -1,25 +1,25 @@
-/* bench-optimizer — how many deployments the search needs, against an
- * exhaustive grid sweep and random search, on realistic cost landscapes.
+/* bench-optimizer — how many deployments goodput's search needs on cost
+ * landscapes, side by side with its peers: random search, the grid in vLLM
+ * auto_tune's order, and Optuna's TPE sampler.
  *
- * Each space's true cost landscape ($/Mtok, or infeasible / SLA never met
- * per configuration) is computed once for the whole grid, either from a
- * closed-form model shaped like the real thing (throughput rising with the
- * batch until the TPOT bound, KV capacity or the chunk budget caps it; small
- * chunks break TTFT; large batch × chunk runs out of memory; rate-search
- * plateaus) or, with --sim, from goodput-sim's engine model in virtual time
- * (the max SLA rate of each configuration). The searches then see that
- * landscape through multiplicative log-normal measurement noise, a fresh
- * draw for every deployment, seeded per run.
+ * Each landscape's truth ($/Mtok, or infeasible / SLA never met per
+ * configuration) is computed once for the whole grid (bench-landscape.c):
+ * with --sim from study specs, each configuration evaluated by `goodput
+ * tune --dry-run`'s evaluator; else from a fast synthetic model. Every
+ * method then measures through the same evaluator (bench-methods.h):
+ * multiplicative log-normal noise, a fresh draw per deployment, seeded per
+ * run. TPE runs in Python (bench-tpe.py) and asks this program, started
+ * with --serve, for each evaluation.
  *
- * Figures per method and space, over many seeds: the number of distinct
- * deployments until the incumbent (the best *measured* configuration so
- * far) is truly within 2 % of the optimum — median and quartiles — and the
- * median true regret of the incumbent after a fixed budget of deployments.
- * The search's re-probes count as deployments; its incumbent is what the
- * tuner would answer (lowest mean cost, opt_best).
+ * Figures per method and landscape, over many seeds: deployments until the
+ * configuration the method would answer (the lowest mean of its
+ * measurements) is truly within 2 % of the optimum — median and p90 — the
+ * share of seeds that got there, the median regret after 10 deployments,
+ * and the share of the first 30 deployments whose server started. The
+ * search's re-probes count as deployments (the runner's baseline
+ * deployment, one more, is not counted here).
  *
- * Debugging: BENCH_TRACE=SEED prints the search's deployments for that seed,
- * BENCH_DEBUG=1 a line per seed. */
+ * Debugging: BENCH_TRACE=SEED prints the search's deployments for that seed. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -29,194 +29,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench-landscape.h"
+#include "bench-methods.h"
 #include "json-util.h"
 #include "macro.h"
-#include "opt.h"
 
-#define TARGET      0.02
-#define NOT_REACHED 1e9
+#define TARGET        0.02
+#define NOT_REACHED   1e9
+#define REGRET_AT     10
+#define STARTED_FIRST 30
 
-static const unsigned budgets[] = { 10, 20, 30, 40, 60, 80 };
-#define N_BUDGETS ELEMENTSOF(budgets)
-
-struct rng {
-	uint64_t s;
+struct summary {
+	bool ran;
+	double med, p90, reached, regret10, started, length;
 };
-
-static uint64_t rng_next(struct rng *r)
-{
-	uint64_t z = (r->s += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-static double rng_uniform(struct rng *r)
-{
-	return ((double)(rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double rng_normal(struct rng *r)
-{
-	return sqrt(-2 * log(rng_uniform(r))) * cos(2 * M_PI * rng_uniform(r));
-}
-
-/* One method's run: the true regret of the incumbent after each deployment. */
-struct trace {
-	double *regret; /* [0, n) */
-	size_t n;
-};
-
-struct ctx {
-	const struct bench_space *bs;
-	double sigma;
-};
-
-/* A measurement of truth[i] (the caller draws noise in deployment order). */
-static void measure(const struct ctx *x, size_t i, struct rng *rng, enum opt_outcome *ret_o, double *ret_cost)
-{
-	const struct bench_point *p = &x->bs->truth[i];
-
-	*ret_o = p->outcome;
-	*ret_cost = p->outcome == OPT_OUTCOME_MEASURED ? p->cost * exp(x->sigma * rng_normal(rng)) : 0;
-}
-
-/* Tracks the incumbent (lowest measured cost) and records its true regret. */
-static void record(const struct ctx *x, struct trace *t, size_t i, enum opt_outcome o, double measured,
-		   double *inc_measured, size_t *inc)
-{
-	if (o == OPT_OUTCOME_MEASURED && measured < *inc_measured) {
-		*inc_measured = measured;
-		*inc = i;
-	}
-	t->regret[t->n++] = *inc == SIZE_MAX ? INFINITY : x->bs->truth[*inc].cost / x->bs->optimum - 1;
-}
-
-/* The search, as the study runner drives it. A re-probe (OPT_ASK_CONFIRM)
- * is a deployment too; the incumbent is what the tuner would answer: the
- * configuration with the lowest mean of its measurements (opt_best). */
-static int run_search(const struct ctx *x, uint64_t seed, struct trace *t)
-{
-	const struct bench_space *bs = x->bs;
-	struct opt_history h;
-	struct opt_settings set;
-	struct rng rng = { seed * 7919 + 1 };
-	_cleanup_(freep) double *sum = calloc(bs->n, sizeof(double));
-	_cleanup_(freep) unsigned *cnt = calloc(bs->n, sizeof(unsigned));
-	size_t inc = SIZE_MAX;
-	int r = 0;
-	bool touched = false;
-
-	if (!sum || !cnt)
-		return -ENOMEM;
-	opt_settings_init(&set);
-	set.seed = seed;
-	opt_history_init(&h);
-	for (;;) {
-		struct opt_candidate c;
-		struct opt_trial tr = { 0 };
-		struct error err = { 0 };
-		size_t i;
-
-		r = opt_next(bs->space, &set, &h, &c, &err);
-		if (r < 0) {
-			fprintf(stderr, "opt_next: %s\n", error_str(&err, r));
-			break;
-		}
-		if (c.ask == OPT_ASK_DONE)
-			break;
-		i = bench_space_index(bs, &c.config);
-		tr.config = c.config;
-		tr.confirm = c.ask == OPT_ASK_CONFIRM;
-		measure(x, i, &rng, &tr.outcome, &tr.cost);
-		r = opt_history_add(&h, &tr);
-		if (r < 0)
-			break;
-		if (tr.outcome == OPT_OUTCOME_MEASURED) {
-			sum[i] += tr.cost;
-			cnt[i]++;
-			if (inc == i || inc == SIZE_MAX || sum[i] / cnt[i] < sum[inc] / cnt[inc]) {
-				inc = i;
-				for (size_t k = 0; k < bs->n; k++) /* the incumbent's mean may have risen */
-					if (cnt[k] && sum[k] / cnt[k] < sum[inc] / cnt[inc])
-						inc = k;
-			}
-		}
-		t->regret[t->n++] = inc == SIZE_MAX ? INFINITY : bs->truth[inc].cost / bs->optimum - 1;
-		touched = touched ||
-			  (tr.outcome == OPT_OUTCOME_MEASURED && bs->truth[i].cost <= bs->optimum * (1 + TARGET));
-		if (getenv("BENCH_TRACE") && strtoull(getenv("BENCH_TRACE"), NULL, 10) == seed) {
-			char key[OPT_KEY_MAX];
-
-			(void)opt_config_key(bs->space, &c.config, key, sizeof(key));
-			fprintf(stderr, "%3zu %-7s %-7s %-90s %s %.3f  regret %.3f\n", h.n,
-				opt_phase_to_string(c.phase), opt_ask_to_string(c.ask), key,
-				opt_outcome_to_string(tr.outcome), tr.cost / bs->optimum, t->regret[t->n - 1]);
-		}
-	}
-	if (getenv("BENCH_DEBUG"))
-		fprintf(stderr, "seed %" PRIu64 ": %s a configuration within the target\n", seed,
-			touched ? "measured" : "never measured");
-	opt_history_done(&h);
-	return r;
-}
-
-/* Random search: a random permutation of the allowed configurations. */
-static void run_random(const struct ctx *x, uint64_t seed, struct trace *t, size_t *perm)
-{
-	struct rng rng = { seed * 104729 + 3 };
-	double inc_m = INFINITY;
-	size_t inc = SIZE_MAX;
-
-	for (size_t i = 0; i < x->bs->n; i++)
-		perm[i] = i;
-	for (size_t i = x->bs->n; i > 1; i--) {
-		size_t j = (size_t)(rng_next(&rng) % i), tmp = perm[i - 1];
-
-		perm[i - 1] = perm[j];
-		perm[j] = tmp;
-	}
-	for (size_t k = 0; k < x->bs->n; k++) {
-		enum opt_outcome o;
-		double m;
-
-		measure(x, perm[k], &rng, &o, &m);
-		record(x, t, perm[k], o, m, &inc_m, &inc);
-	}
-}
-
-/* Exhaustive grid: every allowed configuration in grid order. */
-static void run_grid(const struct ctx *x, uint64_t seed, struct trace *t)
-{
-	struct rng rng = { seed * 15485863 + 5 };
-	double inc_m = INFINITY;
-	size_t inc = SIZE_MAX;
-
-	for (size_t k = 0; k < x->bs->n; k++) {
-		enum opt_outcome o;
-		double m;
-
-		measure(x, k, &rng, &o, &m);
-		record(x, t, k, o, m, &inc_m, &inc);
-	}
-}
-
-static double evals_to_target(const struct trace *t)
-{
-	for (size_t k = 0; k < t->n; k++)
-		if (t->regret[k] <= TARGET)
-			return (double)(k + 1);
-	return NOT_REACHED;
-}
-
-static double regret_at(const struct trace *t, unsigned budget)
-{
-	if (t->n == 0)
-		return INFINITY;
-	return t->regret[MIN((size_t)budget, t->n) - 1];
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -231,132 +56,161 @@ static double quantile(double *v, size_t n, double q)
 	return v[(size_t)floor(q * (double)(n - 1) + 0.5)];
 }
 
-struct summary {
-	double med, p25, p75, reached;
-	double regret[N_BUDGETS];
+static double evals_to_target(const struct bench_trace *t)
+{
+	for (size_t k = 0; k < t->n; k++)
+		if (t->regret[k] <= TARGET)
+			return (double)(k + 1);
+	return NOT_REACHED;
+}
+
+struct opts {
+	unsigned seeds;
+	double sigma;
+	bool sim, json, dump;
+	const char *cache_dir, *source_root, *python, *tpe_script, *self;
+	size_t max_deployments; /* TPE's runs stop there (the others stop on their own or at the grid's end) */
+	bool methods[_BENCH_METHOD_MAX];
 };
+
+static int run_method(const struct opts *o, enum bench_method m, size_t space_index, const struct bench_space *bs,
+		      struct summary *ret)
+{
+	_cleanup_(freep) double *evals = calloc(o->seeds, sizeof(double));
+	_cleanup_(freep) double *reg = calloc(o->seeds, sizeof(double));
+	_cleanup_(freep) double *len = calloc(o->seeds, sizeof(double));
+	double started = 0, counted = 0;
+	unsigned reached = 0;
+	struct bench_trace t = { 0 };
+	int r = 0;
+
+	if (!evals || !reg || !len)
+		return -ENOMEM;
+	for (unsigned s = 0; s < o->seeds; s++) {
+		struct error err = { 0 };
+
+		if (m == BENCH_TPE)
+			r = bench_run_tpe(o->python, o->tpe_script, o->self, space_index, o->sim, o->source_root,
+					  o->cache_dir, o->sigma, s, o->max_deployments, &t, &err);
+		else
+			r = bench_run(m, bs, o->sigma, s, &t, &err);
+		if (r == -ENOPKG) {
+			bench_trace_done(&t);
+			*ret = (struct summary){ .ran = false };
+			return 0;
+		}
+		if (r < 0) {
+			fprintf(stderr, "%s, %s, seed %u: %s\n", bs->name, bench_method_name(m), s, error_str(&err, r));
+			bench_trace_done(&t);
+			return r;
+		}
+		evals[s] = evals_to_target(&t);
+		reached += evals[s] < NOT_REACHED;
+		reg[s] = t.n ? t.regret[MIN((size_t)REGRET_AT, t.n) - 1] : INFINITY;
+		len[s] = (double)t.n;
+		for (size_t k = 0; k < t.n && k < STARTED_FIRST; k++) {
+			started += t.started[k];
+			counted++;
+		}
+	}
+	bench_trace_done(&t);
+	*ret = (struct summary){
+		.ran = true,
+		.med = quantile(evals, o->seeds, 0.5),
+		.p90 = quantile(evals, o->seeds, 0.9),
+		.reached = (double)reached / o->seeds,
+		.regret10 = quantile(reg, o->seeds, 0.5),
+		.started = counted > 0 ? started / counted : 1,
+		.length = quantile(len, o->seeds, 0.5),
+	};
+	return 0;
+}
 
 static void print_count(double v)
 {
 	if (v >= NOT_REACHED)
-		printf("  %6s", "never");
+		printf(" %7s", "never");
 	else
-		printf("  %6.0f", v);
+		printf(" %7.0f", v);
 }
 
-static int bench_one(const struct bench_space *bs, unsigned seeds, double sigma, bool json, cJSON *out)
+static int add_summary(cJSON *o, const char *name, const struct summary *s)
 {
-	static const char *const names[] = { "search", "random", "grid" };
-	struct ctx x = { .bs = bs, .sigma = sigma };
-	_cleanup_(freep) double *evals = calloc(seeds, sizeof(double));
-	_cleanup_(freep) double *reg = calloc(seeds * N_BUDGETS, sizeof(double));
-	_cleanup_(freep) size_t *perm = calloc(bs->n, sizeof(size_t));
-	struct summary sum[3];
-	struct trace t = { 0 };
-	char key[OPT_KEY_MAX];
+	cJSON *m = cJSON_AddObjectToObject(o, name);
 
-	t.regret = calloc(bs->n * 4 + 64, sizeof(double));
-	if (!evals || !reg || !perm || !t.regret) {
-		free(t.regret);
+	if (!m || json_add_number(m, "median_deployments", s->med < NOT_REACHED ? s->med : NAN) < 0 ||
+	    json_add_number(m, "p90_deployments", s->p90 < NOT_REACHED ? s->p90 : NAN) < 0 ||
+	    json_add_number(m, "reached_fraction", s->reached) < 0 ||
+	    json_add_number(m, "median_regret_at_10", s->regret10) < 0 ||
+	    json_add_number(m, "started_fraction", s->started) < 0 ||
+	    json_add_number(m, "median_run_length", s->length) < 0)
 		return -ENOMEM;
-	}
-	for (int m = 0; m < 3; m++) {
-		unsigned reached = 0;
+	return 0;
+}
 
-		for (unsigned s = 0; s < seeds; s++) {
-			t.n = 0;
-			if (m == 0) {
-				int r = run_search(&x, s, &t);
+static int bench_one(const struct opts *o, size_t space_index, const struct bench_space *bs, cJSON *out)
+{
+	struct summary sum[_BENCH_METHOD_MAX] = { 0 };
+	char key[OPT_KEY_MAX];
+	int r;
+	bool ok;
 
-				if (r < 0) {
-					free(t.regret);
-					return r;
-				}
-			} else if (m == 1)
-				run_random(&x, s, &t, perm);
-			else
-				run_grid(&x, s, &t);
-			evals[s] = evals_to_target(&t);
-			if (getenv("BENCH_DEBUG") && m == 0)
-				fprintf(stderr, "seed %u: %zu deployments, final regret %.3f, to-target %g\n", s, t.n,
-					t.n ? t.regret[t.n - 1] : -1, evals[s]);
-			reached += evals[s] < NOT_REACHED;
-			for (size_t b = 0; b < N_BUDGETS; b++)
-				reg[b * seeds + s] = regret_at(&t, budgets[b]);
+	for (int m = 0; m < _BENCH_METHOD_MAX; m++)
+		if (o->methods[m]) {
+			r = run_method(o, (enum bench_method)m, space_index, bs, &sum[m]);
+			if (r < 0)
+				return r;
 		}
-		sum[m].p25 = quantile(evals, seeds, 0.25);
-		sum[m].med = quantile(evals, seeds, 0.5);
-		sum[m].p75 = quantile(evals, seeds, 0.75);
-		sum[m].reached = (double)reached / seeds;
-		for (size_t b = 0; b < N_BUDGETS; b++)
-			sum[m].regret[b] = quantile(reg + b * seeds, seeds, 0.5);
-	}
-	free(t.regret);
-
 	(void)opt_config_key(bs->space, &bs->configs[bs->optimum_index], key, sizeof(key));
-	if (!json) {
-		printf("\n%s: %zu configurations (%zu feasible), optimum $%.4g/Mtok at %s\n", bs->name, bs->n,
-		       bs->n_feasible, bs->optimum, key);
-		if (bs->workload[0])
-			printf("  workload %s%s\n", bs->workload, bs->from_cache ? " (landscape from the cache)" : "");
-		printf("  %-7s %31s %8s | median regret %% after N deployments\n", "method",
-		       "deployments to within 2 % (p25 median p75)", "reached");
-		printf("  %-7s %39s %8s |", "", "", "");
-		for (size_t b = 0; b < N_BUDGETS; b++)
-			printf(" %6u", budgets[b]);
-		printf("\n");
-		for (int m = 0; m < 3; m++) {
-			printf("  %-7s %15s", names[m], "");
-			print_count(sum[m].p25);
-			print_count(sum[m].med);
-			print_count(sum[m].p75);
-			printf("  %5.0f %%  %5.1f%% |",
-			       sum[m].med < NOT_REACHED ? sum[m].med / (double)bs->n * 100 : 100.0,
-			       sum[m].reached * 100);
-			for (size_t b = 0; b < N_BUDGETS; b++)
-				printf(" %6.1f", sum[m].regret[b] * 100);
-			printf("\n");
-		}
-	} else {
-		cJSON *o = cJSON_CreateObject();
+	if (out) {
+		cJSON *l = cJSON_CreateObject();
 
-		if (!o || !cJSON_AddItemToArray(out, o))
+		if (!l || !cJSON_AddItemToArray(out, l) || json_add_string(l, "landscape", bs->name) < 0 ||
+		    json_add_number(l, "configurations", (double)bs->n) < 0 ||
+		    json_add_number(l, "feasible", (double)bs->n_feasible) < 0 ||
+		    json_add_number(l, "optimum", bs->optimum) < 0 || json_add_string(l, "optimum_config", key) < 0)
 			return -ENOMEM;
-		if (json_add_string(o, "space", bs->name) < 0 ||
-		    json_add_number(o, "configurations", (double)bs->n) < 0 ||
-		    json_add_number(o, "optimum", bs->optimum) < 0 || json_add_string(o, "optimum_config", key) < 0 ||
-		    json_add_string(o, "workload", bs->workload) < 0)
-			return -ENOMEM;
-		for (int m = 0; m < 3; m++) {
-			cJSON *mo = cJSON_AddObjectToObject(o, names[m]);
-
-			if (!mo ||
-			    json_add_number(mo, "median_evals", sum[m].med < NOT_REACHED ? sum[m].med : NAN) < 0 ||
-			    json_add_number(mo, "p25_evals", sum[m].p25 < NOT_REACHED ? sum[m].p25 : NAN) < 0 ||
-			    json_add_number(mo, "p75_evals", sum[m].p75 < NOT_REACHED ? sum[m].p75 : NAN) < 0 ||
-			    json_add_number(mo, "reached_fraction", sum[m].reached) < 0)
+		for (int m = 0; m < _BENCH_METHOD_MAX; m++)
+			if (sum[m].ran && add_summary(l, bench_method_name((enum bench_method)m), &sum[m]) < 0)
 				return -ENOMEM;
-			for (size_t b = 0; b < N_BUDGETS; b++) {
-				char k[32];
-
-				snprintf(k, sizeof(k), "median_regret_at_%u", budgets[b]);
-				if (json_add_number(mo, k, sum[m].regret[b]) < 0)
-					return -ENOMEM;
+	} else {
+		printf("\n%s: %zu configurations (%zu feasible), optimum $%.4g/Mtok at %s%s\n", bs->name, bs->n,
+		       bs->n_feasible, bs->optimum, key, bs->from_cache ? " (landscape from the cache)" : "");
+		if (bs->label[0])
+			printf("  %s\n", bs->label);
+		printf("  %-7s %s\n", "method",
+		       "deployments to 2 %: median     p90  reached | regret after 10 | started (first 30) | run");
+		for (int m = 0; m < _BENCH_METHOD_MAX; m++) {
+			if (!o->methods[m])
+				continue;
+			if (!sum[m].ran) {
+				printf("  %-7s skipped (python3-optuna not installed)\n",
+				       bench_method_name((enum bench_method)m));
+				continue;
 			}
+			printf("  %-7s %19s", bench_method_name((enum bench_method)m), "");
+			print_count(sum[m].med);
+			print_count(sum[m].p90);
+			printf("  %5.0f %% | %13.1f %% | %16.0f %% | %4.0f\n", sum[m].reached * 100,
+			       sum[m].regret10 * 100, sum[m].started * 100, sum[m].length);
 		}
 	}
 
-	/* The targets, checked so that a small run can be a test. */
-	{
-		bool ok = sum[0].med <= 0.10 * (double)bs->n;
-
-		for (size_t b = 0; b < N_BUDGETS; b++)
-			ok = ok && sum[0].regret[b] <= sum[1].regret[b];
-		if (!json)
-			printf("  target (median ≤ 10 %% of the grid, below random at every budget): %s\n",
+	/* the targets, checked so that a small run can be a test */
+	if (o->sim) {
+		ok = !sum[BENCH_TPE].ran || sum[BENCH_SEARCH].med < sum[BENCH_TPE].med;
+		if (!out)
+			printf("  target (search's median below TPE's): %s\n", !sum[BENCH_TPE].ran ? "TPE not run"
+									       : ok                ? "met"
+												   : "MISSED");
+	} else {
+		ok = sum[BENCH_SEARCH].med <= 0.10 * (double)bs->n &&
+		     (!sum[BENCH_RANDOM].ran || sum[BENCH_SEARCH].regret10 <= sum[BENCH_RANDOM].regret10);
+		if (!out)
+			printf("  target (median ≤ 10 %% of the grid, regret after 10 below random's): %s\n",
 			       ok ? "met" : "MISSED");
-		return ok ? 0 : 1;
 	}
+	return ok ? 0 : 1;
 }
 
 /* The landscape as a table per categorical combination: rows max_num_seqs,
@@ -368,19 +222,22 @@ static void dump(const struct bench_space *bs)
 	int a = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_SEQS),
 	    b = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_BATCHED_TOKENS);
 	int q = opt_space_knob_index(s, OPT_KNOB_QUANTIZATION), t = opt_space_knob_index(s, OPT_KNOB_TENSOR_PARALLEL);
+	size_t nq = q >= 0 ? s->knobs[q].n_values : 1, nt = t >= 0 ? s->knobs[t].n_values : 1;
 	char buf[64];
 
-	if (a < 0 || b < 0 || q < 0 || t < 0)
+	if (a < 0 || b < 0)
 		return;
-	for (size_t qi = 0; qi < s->knobs[q].n_values; qi++)
-		for (size_t ti = 0; ti < s->knobs[t].n_values; ti++) {
+	for (size_t qi = 0; qi < nq; qi++)
+		for (size_t ti = 0; ti < nt; ti++) {
 			struct opt_config c = { 0 };
 
-			c.idx[q] = (uint16_t)qi;
-			c.idx[t] = (uint16_t)ti;
+			if (q >= 0)
+				c.idx[q] = (uint16_t)qi;
+			if (t >= 0)
+				c.idx[t] = (uint16_t)ti;
 			printf("  quantization=%s tensor_parallel=%s (cost / optimum)\n    %6s",
-			       opt_config_text(s, &c, (size_t)q, buf, sizeof(buf)),
-			       opt_config_text(s, &c, (size_t)t, buf + 32, 32), "seqs");
+			       q >= 0 ? opt_config_text(s, &c, (size_t)q, buf, sizeof(buf)) : "none",
+			       t >= 0 ? opt_config_text(s, &c, (size_t)t, buf + 32, 32) : "1", "seqs");
 			for (size_t j = 0; j < s->knobs[b].n_values; j++)
 				printf(" %6.0f", s->knobs[b].numbers[j]);
 			printf("\n");
@@ -407,24 +264,51 @@ static void dump(const struct bench_space *bs)
 
 static void help(void)
 {
-	printf("bench-optimizer [--seeds N] [--sigma S] [--sim] [--cache-dir DIR | --no-cache] [--dump] [--json]\n"
-	       "Compares the tuner's search with an exhaustive grid and random search: deployments\n"
-	       "until the incumbent is within 2 %% of the optimum, and its regret after N deployments.\n"
-	       "  --seeds N       runs per method and space (default 101)\n"
+	printf("bench-optimizer [--seeds N] [--sigma S] [--sim] [--methods LIST] [--tpe SCRIPT] [--python PATH]\n"
+	       "                [--space I] [--cache-dir DIR | --no-cache] [--source-root DIR] [--dump] [--json]\n"
+	       "bench-optimizer --serve I --seed S [--sim] [--sigma S] [...]\n"
+	       "Compares goodput's search with random search, the grid in vLLM auto_tune's order and Optuna's\n"
+	       "TPE: deployments until the answer is within 2 %% of the optimum (median, p90), regret after 10\n"
+	       "deployments, the share of deployments that started.\n"
+	       "  --seeds N       runs per method and landscape (default 21)\n"
 	       "  --sigma S       log-normal measurement noise per deployment (default 0.03)\n"
-	       "  --sim           true costs from goodput-sim's engine model in virtual time\n"
-	       "                  (a chat workload per space, see bench-landscape.c)\n"
-	       "  --cache-dir DIR where --sim landscapes are cached (default: the directory of this\n"
-	       "                  program, i.e. the build directory)\n"
+	       "  --sim           the study landscapes, each configuration as `goodput tune --dry-run`\n"
+	       "                  evaluates it (bench/optimizer/landscapes/, configs/studies/sim-demo.json)\n"
+	       "  --methods LIST  comma-separated: search,random,grid,tpe (default all)\n"
+	       "  --tpe SCRIPT    bench-tpe.py (TPE is skipped without it, or without python3-optuna)\n"
+	       "  --python PATH   the Python that has Optuna (default /usr/bin/python3)\n"
+	       "  --space I       only landscape I\n"
+	       "  --max-deployments N  where TPE's runs stop (default 150: \"never\" beyond)\n"
+	       "  --cache-dir DIR where --sim landscapes are cached (default: this program's directory)\n"
 	       "  --no-cache      compute --sim landscapes afresh and store nothing\n"
+	       "  --source-root DIR  where the study specs are (default: the source tree it was built from)\n"
 	       "  --dump          print each landscape (cost relative to the optimum)\n"
 	       "  --json          machine-readable output\n"
+	       "  --serve I       the evaluator of landscape I over stdin/stdout (bench-serve.c), seeded by --seed\n"
 	       "Exit status 1 when a target is missed.\n");
+}
+
+static int parse_methods(const char *list, bool *ret)
+{
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	memset(ret, 0, sizeof(bool) * _BENCH_METHOD_MAX);
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		bool found = false;
+
+		for (int m = 0; m < _BENCH_METHOD_MAX; m++)
+			if (strcmp(w, bench_method_name((enum bench_method)m)) == 0)
+				ret[m] = found = true;
+		if (!found)
+			return -EINVAL;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
+	static const struct option options[] = {
 		{ "seeds", required_argument, NULL, 's' },
 		{ "sigma", required_argument, NULL, 'n' },
 		{ "sim", no_argument, NULL, 'S' },
@@ -433,47 +317,93 @@ int main(int argc, char **argv)
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "no-cache", no_argument, NULL, 'N' },
 		{ "dump", no_argument, NULL, 'D' },
+		{ "methods", required_argument, NULL, 'm' },
+		{ "tpe", required_argument, NULL, 'T' },
+		{ "python", required_argument, NULL, 'P' },
+		{ "space", required_argument, NULL, 'i' },
+		{ "serve", required_argument, NULL, 'v' },
+		{ "seed", required_argument, NULL, 'e' },
+		{ "source-root", required_argument, NULL, 'R' },
+		{ "max-deployments", required_argument, NULL, 'M' },
 		{ 0 },
 	};
-	unsigned seeds = 101;
-	double sigma = 0.03;
-	bool json = false, sim = false, dump_landscape = false;
-	const char *cache_dir = NULL;
+	struct opts o = { .seeds = 21,
+			  .sigma = 0.03,
+			  .python = "/usr/bin/python3",
+			  .source_root = BENCH_SOURCE_ROOT,
+			  .max_deployments = 150 };
+	long only = -1, serve = -1;
+	uint64_t seed = 0;
 	bool no_cache = false;
-	char exe_dir[4096];
+	char exe[4096];
 	_cleanup_(cJSON_Deletep) cJSON *out = NULL;
 	int c, missed = 0;
+	ssize_t n;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+	for (int m = 0; m < _BENCH_METHOD_MAX; m++)
+		o.methods[m] = true;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
 		switch (c) {
 		case 's':
-			seeds = (unsigned)strtoul(optarg, NULL, 10);
-			if (seeds < 1 || seeds > 100000) {
+			o.seeds = (unsigned)strtoul(optarg, NULL, 10);
+			if (o.seeds < 1 || o.seeds > 100000) {
 				fprintf(stderr, "--seeds: expected 1..100000, got \"%s\"\n", optarg);
 				return 2;
 			}
 			break;
 		case 'n':
-			sigma = strtod(optarg, NULL);
-			if (!(sigma >= 0 && sigma <= 1)) {
+			o.sigma = strtod(optarg, NULL);
+			if (!(o.sigma >= 0 && o.sigma <= 1)) {
 				fprintf(stderr, "--sigma: expected 0..1, got \"%s\"\n", optarg);
 				return 2;
 			}
 			break;
 		case 'S':
-			sim = true;
+			o.sim = true;
 			break;
 		case 'j':
-			json = true;
+			o.json = true;
 			break;
 		case 'C':
-			cache_dir = optarg;
+			o.cache_dir = optarg;
 			break;
 		case 'N':
 			no_cache = true;
 			break;
 		case 'D':
-			dump_landscape = true;
+			o.dump = true;
+			break;
+		case 'm':
+			if (parse_methods(optarg, o.methods) < 0) {
+				fprintf(stderr, "--methods: expected a list of search,random,grid,tpe, got \"%s\"\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'T':
+			o.tpe_script = optarg;
+			break;
+		case 'P':
+			o.python = optarg;
+			break;
+		case 'i':
+			only = strtol(optarg, NULL, 10);
+			break;
+		case 'v':
+			serve = strtol(optarg, NULL, 10);
+			break;
+		case 'e':
+			seed = strtoull(optarg, NULL, 10);
+			break;
+		case 'R':
+			o.source_root = optarg;
+			break;
+		case 'M':
+			o.max_deployments = (size_t)strtoul(optarg, NULL, 10);
+			if (o.max_deployments < 1) {
+				fprintf(stderr, "--max-deployments: expected a positive number, got \"%s\"\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			help();
@@ -481,43 +411,70 @@ int main(int argc, char **argv)
 		default:
 			return 2;
 		}
+	/* the cache and the TPE script's --serve both need this program's path */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	o.self = exe;
 	if (no_cache)
-		cache_dir = NULL;
-	else if (!cache_dir) {
-		/* Next to the program: the build directory, never the source tree. */
-		ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof(exe_dir) - 1);
+		o.cache_dir = NULL;
+	else if (!o.cache_dir) {
+		static char dir[4096];
 		char *slash;
 
-		exe_dir[n > 0 ? n : 0] = 0;
-		slash = strrchr(exe_dir, '/');
-		if (slash && slash != exe_dir) {
+		snprintf(dir, sizeof(dir), "%s", exe);
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
 			*slash = 0;
-			cache_dir = exe_dir;
+			o.cache_dir = dir;
 		} else
-			cache_dir = ".";
+			o.cache_dir = ".";
 	}
-	if (json) {
+	if (!o.tpe_script)
+		o.methods[BENCH_TPE] = false;
+
+	if (serve >= 0) {
+		struct bench_space *bs = NULL;
+		struct error err = { 0 };
+		int r = (size_t)serve < bench_n_spaces(o.sim)
+				? bench_space_new((size_t)serve, o.sim, o.source_root, o.cache_dir, &bs, &err)
+				: error_set(&err, -EINVAL, "--serve: no landscape %ld", serve);
+
+		if (r >= 0)
+			r = bench_serve(bs, o.sigma, seed, o.max_deployments, STDIN_FILENO, STDOUT_FILENO, &err);
+		bench_space_free(bs);
+		if (r < 0) {
+			fprintf(stderr, "bench-optimizer --serve: %s\n", error_str(&err, r));
+			return 1;
+		}
+		return 0;
+	}
+
+	if (o.json) {
 		out = cJSON_CreateArray();
 		if (!out)
 			return 1;
-	}
-	if (!json)
-		printf("optimizer benchmark: %u seeds, %.1f %% measurement noise, costs from %s\n", seeds, sigma * 100,
-		       sim ? "goodput-sim (virtual time)" : "the synthetic model");
-	for (size_t i = 0; i < bench_n_spaces(); i++) {
+	} else
+		printf("optimizer benchmark: %u seeds, %.1f %% measurement noise, costs from %s\n", o.seeds,
+		       o.sigma * 100,
+		       o.sim ? "goodput tune --dry-run's evaluator (goodput-sim, virtual time)"
+			     : "the synthetic model");
+	for (size_t i = 0; i < bench_n_spaces(o.sim); i++) {
 		struct bench_space *bs = NULL;
 		struct error err = { 0 };
-		int r = bench_space_new(i, sim, cache_dir, &bs, &err);
+		int r;
 
+		if (only >= 0 && (size_t)only != i)
+			continue;
+		r = bench_space_new(i, o.sim, o.source_root, o.cache_dir, &bs, &err);
 		if (r < 0) {
-			fprintf(stderr, "space %zu: %s\n", i, error_str(&err, r));
+			fprintf(stderr, "landscape %zu: %s\n", i, error_str(&err, r));
 			return 1;
 		}
-		if (dump_landscape && !json) {
+		if (o.dump && !o.json) {
 			printf("\n%s\n", bs->name);
 			dump(bs);
 		}
-		r = bench_one(bs, seeds, sigma, json, out);
+		r = bench_one(&o, i, bs, out);
 		bench_space_free(bs);
 		if (r < 0) {
 			fprintf(stderr, "benchmark failed: %s\n", strerror(-r));
@@ -525,7 +482,7 @@ int main(int argc, char **argv)
 		}
 		missed += r;
 	}
-	if (json) {
+	if (out) {
 		_cleanup_(cjson_freep) char *s = cJSON_Print(out);
 
 		if (!s)

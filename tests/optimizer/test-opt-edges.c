@@ -67,6 +67,8 @@ static struct opt_candidate run(struct opt_history *h, struct phase *phases, siz
 		opt_settings_init(&set);
 		set.confirm_probes = 0;
 		set.phase_start = *n_phases > 0 ? phases[*n_phases - 1].start : 0;
+		set.phase_knob = *n_phases > 0 ? opt_space_knob_index(s, "max_num_seqs") : -1;
+		set.phase_upper = true;
 		CHECK_MSG(opt_next(s, &set, h, &c, &err) == 0, "%s", err.msg);
 		if (c.ask == OPT_ASK_DONE) {
 			int k = opt_space_knob_index(s, "max_num_seqs");

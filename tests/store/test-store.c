@@ -290,7 +290,9 @@ static void test_round_trip(void)
 					  .max_rate = NAN,
 					  .max_goodput = NAN,
 					  .concurrency = NAN,
-					  .cost_per_mtok = NAN };
+					  .cost_per_mtok = NAN,
+					  .oom_cause = "kv_cache",
+					  .suggested_max_model_len = 77008 };
 	CHECK(store_trial_finish(s, other, &o, &err) == 0);
 	o.state = STORE_TRIAL_PROBING;
 	CHECK_INT_EQ(store_trial_finish(s, other, &o, &err), -EINVAL);
@@ -313,7 +315,20 @@ static void test_round_trip(void)
 	/* Stored as valid UTF-8: every invalid byte became U+FFFD. */
 	CHECK_STR_EQ(h[1].failure_message, "CUDA out of memory \xEF\xBF\xBD\xEF\xBF\xBD");
 	CHECK(isnan(h[1].cost_per_mtok) && isnan(h[1].deploy_seconds));
+	/* why it did not start, as the engine said */
+	CHECK_STR_EQ(h[1].oom_cause, "kv_cache");
+	CHECK_INT_EQ(h[1].suggested_max_model_len, 77008);
+	CHECK(h[0].oom_cause == NULL && h[0].suggested_max_model_len == 0);
 	store_trial_array_free(h, n);
+
+	/* the pre-flight's estimates and the search phases, kept with the study */
+	CHECK(store_study_set_preflight(s, study, "[{\"combination\":\"none tp=1\"}]", &err) == 0);
+	CHECK(store_study_set_phases(s, study, "[{\"knob\":\"max_num_seqs\",\"trials\":7,\"max\":256}]", &err) == 0);
+	CHECK(store_study_get(s, study, &st, &err) == 0);
+	CHECK_STR_EQ(st.preflight_json, "[{\"combination\":\"none tp=1\"}]");
+	CHECK_STR_CONTAINS(st.phases_json, "\"max\":256");
+	store_study_done(&st);
+	CHECK_INT_EQ(store_study_set_phases(s, 999, "[]", &err), -ENOENT);
 
 	CHECK(store_load_point_list(s, trial, &lps, &n, &err) == 0);
 	CHECK_INT_EQ(n, 2);

@@ -1,0 +1,389 @@
+/* bench-methods.c — the evaluator every method measures through, and the
+ * methods that run in this process: goodput's search, random order, and the
+ * grid in vLLM auto_tune's order (TPE runs in Python: bench-serve.c).
+ *
+ * The search runs as the study runner drives it: opt_next with the study's
+ * memory pre-flight, each re-probe a deployment, and — where the study asks
+ * for it (search.extend_edges) — a widened range when the search ends with
+ * its best on a bound the SLA does not hold it at, continued as a new search
+ * phase. The peers search the study's space as written. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench-methods.h"
+#include "macro.h"
+
+uint64_t bench_rng_next(struct bench_rng *r)
+{
+	uint64_t z = (r->s += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+double bench_rng_uniform(struct bench_rng *r)
+{
+	return ((double)(bench_rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double rng_normal(struct bench_rng *r)
+{
+	return sqrt(-2 * log(bench_rng_uniform(r))) * cos(2 * M_PI * bench_rng_uniform(r));
+}
+
+const char *bench_method_name(enum bench_method m)
+{
+	static const char *const names[_BENCH_METHOD_MAX] = { "search", "random", "grid", "tpe" };
+
+	return (unsigned)m < _BENCH_METHOD_MAX ? names[m] : "?";
+}
+
+/* ---- the trace and the evaluator ---- */
+
+int bench_trace_push(struct bench_trace *t, double regret, bool started)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		double *r = realloc(t->regret, cap * sizeof(double));
+		bool *s;
+
+		if (!r)
+			return -ENOMEM;
+		t->regret = r;
+		s = realloc(t->started, cap * sizeof(bool));
+		if (!s)
+			return -ENOMEM;
+		t->started = s;
+		t->cap = cap;
+	}
+	t->regret[t->n] = regret;
+	t->started[t->n++] = started;
+	return 0;
+}
+
+void bench_trace_done(struct bench_trace *t)
+{
+	free(t->regret);
+	free(t->started);
+	*t = (struct bench_trace){ 0 };
+}
+
+int bench_eval_init(struct bench_eval *e, const struct bench_space *bs, double sigma, uint64_t seed,
+		    struct bench_trace *t)
+{
+	*e = (struct bench_eval){ .bs = bs, .sigma = sigma, .rng = { seed * 7919 + 1 }, .inc = SIZE_MAX, .trace = t };
+	e->sum = calloc(bs->n, sizeof(double));
+	e->cnt = calloc(bs->n, sizeof(unsigned));
+	e->cap_deployments = 4 * bs->n + 64;
+	t->n = 0;
+	if (!e->sum || !e->cnt) {
+		bench_eval_done(e);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void bench_eval_done(struct bench_eval *e)
+{
+	free(e->sum);
+	free(e->cnt);
+	e->sum = NULL;
+	e->cnt = NULL;
+}
+
+int bench_eval_deploy(struct bench_eval *e, size_t i, enum opt_outcome *ret_outcome, double *ret_cost)
+{
+	const struct bench_point *p = &e->bs->truth[i];
+	double cost = 0;
+
+	if (e->trace->n >= e->cap_deployments)
+		return -ENOSPC;
+	if (p->outcome == OPT_OUTCOME_MEASURED) {
+		cost = p->cost * exp(e->sigma * rng_normal(&e->rng));
+		e->sum[i] += cost;
+		e->cnt[i]++;
+		/* the incumbent: the lowest mean (a re-probe may raise the old one's) */
+		e->inc = i;
+		for (size_t k = 0; k < e->bs->n; k++)
+			if (e->cnt[k] && e->sum[k] / e->cnt[k] < e->sum[e->inc] / e->cnt[e->inc])
+				e->inc = k;
+	}
+	*ret_outcome = p->outcome;
+	*ret_cost = cost;
+	return bench_trace_push(e->trace,
+				e->inc == SIZE_MAX ? INFINITY : e->bs->truth[e->inc].cost / e->bs->optimum - 1,
+				p->outcome != OPT_OUTCOME_INFEASIBLE);
+}
+
+/* ---- goodput's search ---- */
+
+/* The search's space after the widenings so far. */
+static int rebuild_space(const struct bench_space *bs, const cJSON *ss, struct opt_space **ret, struct error *err)
+{
+	struct opt_space_options o = { .gpus = bs->study->gpu.count, .extra_knobs = bs->profile->extra_knobs };
+
+	return opt_space_from_json(ss, "search_space", bs->study->constraints, "constraints", &o, ret, err);
+}
+
+/* The history's configurations moved into a widened space (by key). */
+static int move_history(const struct opt_space *from, const struct opt_space *to, struct opt_history *h,
+			struct error *err)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		char key[OPT_KEY_MAX];
+		int r = opt_config_key(from, &h->trials[i].config, key, sizeof(key));
+
+		if (r >= 0)
+			r = opt_config_from_key(to, key, &h->trials[i].config, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Widens the range the best sits on, when the study asks for it and the
+ * SLA does not hold the best there; 1 when it did. */
+static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **space, const struct opt_result *best,
+		 struct opt_history *h, struct opt_settings *set, struct error *err)
+{
+	_cleanup_(opt_space_freep) struct opt_space *wider = NULL;
+	struct study_edge edge;
+	ssize_t i = bench_space_lookup(bs, *space, &best->config);
+	int64_t min, max;
+	int k, r;
+
+	if (!bs->study || !bs->study->search.extend_edges || i < 0)
+		return 0;
+	(void)study_find_edge(bs->study, *space, &best->config, NULL, &edge);
+	study_edge_decide(&edge, bs->truth[i].sla_ratio);
+	if (!edge.widen)
+		return 0;
+	/* the truth's range is this benchmark's engine limit */
+	k = opt_space_knob_index(bs->space, edge.knob);
+	if (k < 0)
+		return 0;
+	r = opt_space_widen_json(ss, edge.knob, edge.upper, bs->space->knobs[k].min, bs->space->knobs[k].max, &min,
+				 &max);
+	if (r == -ERANGE)
+		return 0;
+	if (r >= 0)
+		r = rebuild_space(bs, ss, &wider, err);
+	if (r >= 0)
+		r = move_history(*space, wider, h, err);
+	if (r < 0)
+		return r;
+	opt_space_free(*space);
+	*space = TAKE_PTR(wider);
+	set->phase_knob = opt_space_knob_index(*space, edge.knob);
+	set->phase_upper = edge.upper;
+	return 1;
+}
+
+static int run_search(const struct bench_space *bs, double sigma, uint64_t seed, struct bench_trace *t,
+		      struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *ss = bs->start_space_json ? cJSON_Duplicate(bs->start_space_json, true) : NULL;
+	_cleanup_(opt_space_freep) struct opt_space *space = NULL;
+	struct opt_settings set;
+	struct opt_history h;
+	struct bench_eval e;
+	int r;
+
+	r = bench_eval_init(&e, bs, sigma, seed, t);
+	if (r < 0)
+		return r;
+	if (bs->study)
+		r = ss ? rebuild_space(bs, ss, &space, err) : -ENOMEM;
+	if (r < 0) {
+		bench_eval_done(&e);
+		return r;
+	}
+	opt_settings_init(&set);
+	set.seed = seed;
+	if (bs->study && bs->preflight.usable)
+		set.preflight = &bs->preflight.hook;
+	opt_history_init(&h);
+	for (;;) {
+		const struct opt_space *s = space ? space : bs->space;
+		struct opt_candidate c;
+		struct opt_trial tr = { 0 };
+		ssize_t i;
+
+		r = opt_next(s, &set, &h, &c, err);
+		if (r < 0)
+			break;
+		if (c.ask == OPT_ASK_DONE) {
+			if (c.reason == OPT_DONE_BUDGET || !c.best.valid || !space)
+				break;
+			r = widen(bs, ss, &space, &c.best, &h, &set, err);
+			if (r <= 0)
+				break;
+			if (getenv("BENCH_TRACE") && strtoull(getenv("BENCH_TRACE"), NULL, 10) == seed)
+				fprintf(stderr, "--- widened: %s\n", cJSON_PrintUnformatted(ss));
+			set.phase_start = h.n;
+			continue;
+		}
+		i = bench_space_lookup(bs, s, &c.config);
+		if (i < 0) {
+			r = error_set(err, -EINVAL, "the search asked for a configuration outside the truth");
+			break;
+		}
+		tr.config = c.config;
+		tr.confirm = c.ask == OPT_ASK_CONFIRM;
+		r = bench_eval_deploy(&e, (size_t)i, &tr.outcome, &tr.cost);
+		if (getenv("BENCH_TRACE") && strtoull(getenv("BENCH_TRACE"), NULL, 10) == seed) {
+			char key[OPT_KEY_MAX];
+
+			(void)opt_config_key(s, &c.config, key, sizeof(key));
+			fprintf(stderr, "%3zu %-7s %-7s %-80s %s %.3f  regret %.3f\n", h.n + 1,
+				opt_phase_to_string(c.phase), opt_ask_to_string(c.ask), key,
+				opt_outcome_to_string(tr.outcome), tr.cost / bs->optimum, t->regret[t->n - 1]);
+		}
+		if (r == -ENOSPC) {
+			r = 0;
+			break;
+		}
+		if (tr.outcome == OPT_OUTCOME_INFEASIBLE) {
+			struct runner_estimate est;
+
+			/* the engine's log says why (the sim's cause) */
+			runner_preflight_estimate(&bs->preflight, s, &c.config, &est);
+			tr.cause = bs->study ? est.cause : OPT_OOM_UNKNOWN;
+			tr.suggested_len = est.cause == OPT_OOM_KV_CACHE ? (uint32_t)est.kv_tokens : 0;
+		}
+		if (r >= 0)
+			r = opt_history_add(&h, &tr);
+		if (r < 0)
+			break;
+	}
+	opt_history_done(&h);
+	bench_eval_done(&e);
+	return r;
+}
+
+/* ---- the peers ---- */
+
+static int run_order(const struct bench_space *bs, double sigma, uint64_t seed, const size_t *order, size_t n,
+		     struct bench_trace *t)
+{
+	struct bench_eval e;
+	int r;
+
+	r = bench_eval_init(&e, bs, sigma, seed, t);
+	for (size_t k = 0; k < n && r >= 0; k++) {
+		enum opt_outcome o;
+		double cost;
+
+		r = bench_eval_deploy(&e, order[k], &o, &cost);
+	}
+	bench_eval_done(&e);
+	return r == -ENOSPC ? 0 : r;
+}
+
+/* The start space's allowed configurations as truth indices, grid order. */
+static int start_configs(const struct bench_space *bs, size_t **ret, size_t *ret_n)
+{
+	const struct opt_space *s = bench_space_start(bs);
+	_cleanup_(freep) struct opt_config *all = NULL;
+	_cleanup_(freep) size_t *v = NULL;
+	size_t n = 0, m = 0;
+	int r;
+
+	r = opt_space_enumerate(s, &all, &n);
+	if (r < 0)
+		return r;
+	v = calloc(n ? n : 1, sizeof(size_t));
+	if (!v)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		ssize_t i = bench_space_lookup(bs, s, &all[k]);
+
+		if (i >= 0)
+			v[m++] = (size_t)i;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = m;
+	return 0;
+}
+
+static const struct opt_space *grid_space;
+
+static int auto_tune_cmp(const void *a, const void *b)
+{
+	static const char *const order[] = { OPT_KNOB_QUANTIZATION, OPT_KNOB_TENSOR_PARALLEL, OPT_KNOB_MAX_NUM_SEQS,
+					     OPT_KNOB_MAX_NUM_BATCHED_TOKENS };
+	const struct opt_config *x = a, *y = b;
+
+	for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+		int k = opt_space_knob_index(grid_space, order[i]);
+
+		if (k >= 0 && x->idx[k] != y->idx[k])
+			return x->idx[k] < y->idx[k] ? -1 : 1;
+	}
+	return memcmp(x, y, sizeof(*x));
+}
+
+int bench_grid_order(const struct bench_space *bs, size_t **ret, size_t *ret_n)
+{
+	const struct opt_space *s = bench_space_start(bs);
+	_cleanup_(freep) struct opt_config *all = NULL;
+	_cleanup_(freep) size_t *v = NULL;
+	size_t n = 0, m = 0;
+	int r;
+
+	r = opt_space_enumerate(s, &all, &n);
+	if (r < 0)
+		return r;
+	grid_space = s;
+	qsort(all, n, sizeof(all[0]), auto_tune_cmp);
+	v = calloc(n ? n : 1, sizeof(size_t));
+	if (!v)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		ssize_t i = bench_space_lookup(bs, s, &all[k]);
+
+		if (i >= 0)
+			v[m++] = (size_t)i;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = m;
+	return 0;
+}
+
+int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, uint64_t seed, struct bench_trace *t,
+	      struct error *err)
+{
+	_cleanup_(freep) size_t *order = NULL;
+	size_t n = 0;
+	int r;
+
+	switch (m) {
+	case BENCH_SEARCH:
+		return run_search(bs, sigma, seed, t, err);
+	case BENCH_RANDOM: {
+		struct bench_rng rng = { seed * 104729 + 3 };
+
+		r = start_configs(bs, &order, &n);
+		if (r < 0)
+			return r;
+		for (size_t i = n; i > 1; i--) {
+			size_t j = (size_t)(bench_rng_next(&rng) % i), tmp = order[i - 1];
+
+			order[i - 1] = order[j];
+			order[j] = tmp;
+		}
+		return run_order(bs, sigma, seed, order, n, t);
+	}
+	case BENCH_GRID:
+		r = bench_grid_order(bs, &order, &n);
+		if (r < 0)
+			return r;
+		return run_order(bs, sigma, seed, order, n, t);
+	default:
+		return error_set(err, -EINVAL, "method %s does not run in this process", bench_method_name(m));
+	}
+}

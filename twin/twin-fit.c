@@ -186,7 +186,7 @@ static int collect_points(struct twin *t, const struct twin_trial *trials, size_
 				}
 				p = q;
 			}
-			twin_workload_at(t, tr->points[j].rate, 0, &wc);
+			twin_point_workload(t, &tr->points[j], &wc);
 			p[np] = (struct fit_point){ .cfg = (size_t)ci, .pt = &tr->points[j] };
 			r = probe_workload_generate(&wc, &p[np].w, err);
 			if (r < 0) {
@@ -588,7 +588,7 @@ int twin_fit_report(struct twin *t, const struct twin_trial *trials, size_t n, c
 			r = twin_engine_config(t, (size_t)ci, p, &cfg, err);
 			if (r < 0)
 				return r;
-			twin_workload_at(t, tr->points[j].rate, 0, &wc);
+			twin_point_workload(t, &tr->points[j], &wc);
 			r = probe_workload_generate(&wc, &w, err);
 			if (r < 0)
 				return r;

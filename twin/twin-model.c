@@ -225,6 +225,14 @@ void twin_workload_at(const struct twin *t, double rate, uint32_t num_prompts, s
 	*ret = c;
 }
 
+void twin_point_workload(const struct twin *t, const struct twin_point *pt, struct probe_workload_config *ret)
+{
+	twin_workload_at(t, pt->rate, pt->num_prompts, ret);
+	ret->seed += pt->index;
+	if (pt->index > 0)
+		ret->num_warmup = 0;
+}
+
 double twin_cost(const struct twin *t, size_t i, const struct probe_result *r, bool saturated)
 {
 	struct opt_throughput tp = { 0 };
@@ -478,6 +486,7 @@ int twin_point_from_result(const struct probe_result *r, struct twin_point *ret)
 		pt.fig[TWIN_FIG_TPOT_P50 + k] = r->stat[PROBE_METRIC_TPOT].pct_ms[idx[k]];
 	}
 	pt.fig[TWIN_FIG_THROUGHPUT] = r->output_throughput;
+	pt.num_prompts = r->num_prompts;
 	*ret = pt;
 	return 0;
 }

@@ -105,10 +105,17 @@ const char *twin_figure_name(enum twin_figure f);
 struct twin_point {
 	double rate; /* requests/s; INFINITY for the saturated run */
 	double fig[_TWIN_FIG_MAX];
+	/* Which requests were sent, so the twin simulates the very same: the
+	 * probe draws each load point's prompts and arrivals with the workload's
+	 * seed + the point's number in its trial (0 = the first, the only one
+	 * with warm-up requests), and the rate search may ask for more or fewer
+	 * requests than the workload's num_prompts. */
+	uint32_t index;       /* the point's number in its trial's probe */
+	uint32_t num_prompts; /* requests measured (0: the workload's) */
 };
 
-/* The figures of a load point's result (its percentiles must include 50, 90
- * and 99; -EINVAL otherwise). */
+/* The figures of a load point's result and its number of requests (its
+ * percentiles must include 50, 90 and 99; -EINVAL otherwise); index 0. */
 int twin_point_from_result(const struct probe_result *r, struct twin_point *ret);
 
 /* One real trial: the optimizer's view plus its load points. Plain data. */

@@ -23,6 +23,7 @@
 
 #include "macro.h"
 #include "tests.h"
+#include "simulate.h"
 #include "twin.h"
 
 static const char *small_space = "{\"max_num_seqs\": {\"min\": 16, \"max\": 256, \"scale\": \"log2\"},"
@@ -565,15 +566,78 @@ static void test_wire(void)
 	twin_history_done(&h);
 }
 
+/* A point as the probe measures it: the k-th of its trial, drawn with the
+ * workload's seed + k, with the number of requests the rate search asked
+ * for. Simulated as drawn, the model it came from fits it exactly; with the
+ * workload's seed and size it does not (what the twin did before). */
+static void test_point_draw(void)
+{
+	_cleanup_(opt_space_freep) struct opt_space *s = make_space(small_space);
+	_cleanup_(twin_freep) struct twin *tw = NULL;
+	struct twin_setup setup;
+	struct sim_engine_config cfg;
+	struct probe_workload_config wc;
+	struct probe_workload *w = NULL;
+	struct probe_result res;
+	struct twin_trial tr = { .predicted_cost = NAN };
+	struct twin_fit_options o;
+	struct twin_fit as_drawn, as_before;
+	struct sim_profile base;
+	struct error err = { 0 };
+
+	make_setup(&setup, 0);
+	CHECK(twin_new(s, &setup, &tw, &err) >= 0);
+	sim_engine_config_init(&cfg);
+	CHECK(sim_engine_config_apply_flag(&cfg, "--model", "llama-3.1-8b", &err) > 0);
+	CHECK(sim_engine_config_apply_flag(&cfg, "--gpu", "L40S", &err) > 0);
+	CHECK(sim_engine_config_apply_flag(&cfg, "--gpus", "2", &err) > 0);
+	CHECK(sim_engine_config_apply_flag(&cfg, "--max-num-seqs", "64", &err) > 0);
+	CHECK(sim_engine_config_apply_flag(&cfg, "--max-num-batched-tokens", "4096", &err) > 0);
+	CHECK(sim_engine_config_apply_flag(&cfg, "--jitter", "0", &err) > 0);
+	CHECK(sim_engine_config_resolve(&cfg, &err) >= 0);
+	tr.trial = (struct opt_trial){ .config = config_of(s, "max_num_seqs=64,max_num_batched_tokens=4096,"
+							      "quantization=none,tensor_parallel=1"),
+				       .outcome = OPT_OUTCOME_MEASURED,
+				       .cost = 1 };
+	for (uint32_t k = 1; k <= 3; k++) {
+		wc = setup.workload;
+		wc.request_rate = 1.5 * k;
+		wc.seed += k;
+		wc.num_prompts = 24;
+		wc.num_warmup = 0;
+		wc.lengths_only = true;
+		CHECK(probe_workload_generate(&wc, &w, &err) >= 0);
+		CHECK(sim_simulate(&cfg, w, NULL, NULL, 0, &res, NULL, &err) >= 0);
+		probe_workload_free(w);
+		res.request_rate = wc.request_rate;
+		CHECK(twin_point_from_result(&res, &tr.points[tr.n_points]) >= 0);
+		CHECK_INT_EQ(tr.points[tr.n_points].num_prompts, 24);
+		tr.points[tr.n_points++].index = k;
+	}
+	twin_base_profile(tw, &base);
+	twin_fit_options_init(&o);
+	CHECK(twin_evaluate(tw, &tr, 1, &base, &o, &as_drawn, &err) >= 0);
+	for (size_t k = 0; k < tr.n_points; k++) {
+		tr.points[k].index = 0;
+		tr.points[k].num_prompts = 0;
+	}
+	CHECK(twin_evaluate(tw, &tr, 1, &base, &o, &as_before, &err) >= 0);
+	fprintf(stderr, "simulated as drawn: %.2f %% error; with the workload's seed and size: %.1f %%\n",
+		as_drawn.error * 100, as_before.error * 100);
+	CHECK(as_drawn.error < 0.005);
+	CHECK(as_before.error > 4 * as_drawn.error + 0.02);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(void);
 	} tests[] = {
-		{ "json", test_json },     { "calibration", test_calibration },
-		{ "replay", test_replay }, { "fallback", test_fallback },
-		{ "drift", test_drift },   { "wire", test_wire },
+		{ "json", test_json },       { "calibration", test_calibration },
+		{ "replay", test_replay },   { "fallback", test_fallback },
+		{ "drift", test_drift },     { "wire", test_wire },
+		{ "draw", test_point_draw },
 	};
 	unsigned ran = 0;
 

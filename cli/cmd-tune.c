@@ -25,6 +25,7 @@
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
+#include "report.h"
 #include "runner.h"
 #include "store.h"
 #include "study.h"
@@ -132,19 +133,6 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 /* ---- summary ---- */
 
-static const struct store_load_point *point_at_max(const struct store_load_point *lp, size_t n, double max_rate)
-{
-	const struct store_load_point *best = NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!lp[i].sla_met)
-			continue;
-		if (!best || fabs(lp[i].request_rate - max_rate) < fabs(best->request_rate - max_rate))
-			best = &lp[i];
-	}
-	return best ? best : (n > 0 ? &lp[n - 1] : NULL);
-}
-
 static int add_latency(cJSON *o, const char *key, double p50, double p90, double p99, double mean)
 {
 	cJSON *l = cJSON_AddObjectToObject(o, key);
@@ -167,6 +155,7 @@ struct summary {
 	size_t n_lp;
 	const struct store_load_point *at; /* the best's load point at its max rate */
 	char *command;
+	struct report_findings findings; /* the baseline, the edge, the pre-flight */
 };
 
 static void summary_done(struct summary *s)
@@ -208,7 +197,8 @@ static int summary_load(const struct tune_ctx *c, struct store *store, int64_t s
 		describe(c->runner, s->best.runner_up_key, s->best.runner_up_knobs_json, s->runner_up_knobs,
 			 sizeof(s->runner_up_knobs));
 	if (store_load_point_list(store, s->best.trial.id, &s->lp, &s->n_lp, &err) >= 0)
-		s->at = point_at_max(s->lp, s->n_lp, s->best.trial.max_rate);
+		s->at = store_load_point_at_max(s->lp, s->n_lp, s->best.trial.max_rate);
+	report_findings_of(&s->st, runner_get_study(c->runner), &s->best, s->at, &s->findings);
 	if (runner_format_command(c->runner, s->best.trial.knobs_json, "127.0.0.1", 8000, &s->command, &err) < 0)
 		log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
 	return 0;
@@ -242,6 +232,8 @@ static int best_json(const struct summary *s, cJSON *o)
 				  json_add_number(conf, "runner_up_cost_per_mtok", b->runner_up_cost_per_mtok) < 0 ||
 				  json_add_number(conf, "runner_up_measurements", b->runner_up_n) < 0 ||
 				  json_add_number(conf, "runner_up_spread", b->runner_up_spread) < 0))
+		return -ENOMEM;
+	if (report_findings_json(&s->findings, o) < 0)
 		return -ENOMEM;
 	if (s->at && (add_latency(o, "ttft_ms", s->at->p50_ttft_ms, s->at->p90_ttft_ms, s->at->p99_ttft_ms,
 				  s->at->mean_ttft_ms) < 0 ||
@@ -332,6 +324,16 @@ static void summary_text(const struct summary *s, const char *db_path)
 			printf("  time to answer:  %s after the first trial started%s\n",
 			       duration_text(b->time_to_answer_s),
 			       strstr(st->name, ".dry-run") ? " (virtual time)" : "");
+		if (s->findings.have_baseline)
+			printf("  vs defaults:     %s\n", s->findings.baseline);
+		if (s->findings.have_edge)
+			printf("  edge:            %s\n", s->findings.edge_text);
+		if (s->findings.n_predicted_infeasible > 0)
+			printf("  not deployed:    %s: predicted not to fit at any batch size (the report has the "
+			       "estimates)\n",
+			       s->findings.predicted_infeasible);
+		if (s->findings.max_model_len[0])
+			printf("  context:         %s\n", s->findings.max_model_len);
 		if (s->command)
 			printf("\nRun it:\n  %s\n", s->command);
 	}

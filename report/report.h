@@ -31,6 +31,7 @@
 #include <cjson/cJSON.h>
 
 #include "error.h"
+#include "study.h"
 
 struct store;
 struct report;
@@ -76,6 +77,43 @@ int report_write_files(struct report *r, const char *dir, struct report_files *r
 void report_summary_print(struct report *r, FILE *f);
 /* The same as JSON: {"study", "state", "trials", "best": {...} | null, ...}. */
 int report_summary_json(struct report *r, cJSON **ret);
+
+/* ---- what a study found beside its answer (report-findings.c) ---- */
+
+struct store_study;
+struct store_study_best;
+struct store_load_point;
+
+struct report_findings {
+	bool have_baseline;            /* the study measured (or is measuring) the engine's defaults */
+	double baseline_cost_per_mtok; /* NAN when they have no cost */
+	char baseline_knobs[256];      /* "max_num_seqs=256 max_num_batched_tokens=2048 fp8 tp=4" */
+	char baseline[512];            /* "$0.23/Mtok, 44 % cheaper than the engine's defaults ($0.42/Mtok: ...)" */
+	bool have_edge;                /* the answer sits on a bound of a range */
+	struct study_edge edge;
+	char edge_text[768]; /* study_edge_format */
+	/* the memory pre-flight: the combinations predicted not to fit at any
+	 * batch size, never deployed ("bf16 tp=1, bf16 tp=2, fp8 tp=1") */
+	unsigned n_predicted_infeasible;
+	char predicted_infeasible[512];
+	char max_model_len[200]; /* "max_model_len fixed at 1024 for the workload (...)"; "" when the engine's */
+};
+
+/* The findings of study row (its pre-flight) and s (parsed, its search
+ * phases applied; may be NULL: no edge) from its answer b and the load point
+ * at the best's max rate (may be NULL). The same words in every place the
+ * answer is shown. */
+void report_findings_of(const struct store_study *row, const struct study *s, const struct store_study_best *b,
+			const struct store_load_point *at, struct report_findings *ret);
+/* Adds "baseline_cost_per_mtok" (null without), "baseline_knobs", "baseline",
+ * "edge": {knob, bound: "max"|"min", value, limiter, sla_binding,
+ * wider_may_be_cheaper, note} or null, "predicted_infeasible": [combination,
+ * ...] and "max_model_len" (a note) to o. */
+int report_findings_json(const struct report_findings *f, cJSON *o);
+/* Applies the search phases recorded with a study (row->phases_json) to its
+ * parsed spec, so that a widened best is a configuration of its space. */
+int report_study_phases(const struct store_study *row, struct study *s, const struct study_options *opts,
+			struct error *err);
 
 /* For the daemon's control socket: the Markdown of a study (tables only),
  * and the path of the written HTML (report_write_files into dir). */

@@ -12,6 +12,7 @@
 
 #include "cost.h"
 #include "engine.h"
+#include "json-util.h"
 #include "macro.h"
 #include "runner-dryrun.h"
 #include "simulate.h"
@@ -35,10 +36,25 @@ static const char *sim_flag_of(const char *knob, char *buf, size_t size)
 	return buf;
 }
 
-static int build_engine_config(const struct study *study, const struct opt_config *config, unsigned variant,
+/* A knob's value as the sim's flags read it. */
+static const char *value_text(const cJSON *v, char *buf, size_t size)
+{
+	if (cJSON_IsString(v))
+		return v->valuestring;
+	if (!cJSON_IsNumber(v))
+		return NULL;
+	if (floor(v->valuedouble) == v->valuedouble && fabs(v->valuedouble) < 1e15)
+		snprintf(buf, size, "%.0f", v->valuedouble);
+	else
+		snprintf(buf, size, "%.17g", v->valuedouble);
+	return buf;
+}
+
+static int build_engine_config(const struct study *study, const cJSON *knobs, unsigned variant,
 			       struct sim_engine_config *ret, struct error *err)
 {
 	struct sim_engine_config c;
+	const cJSON *item;
 	char num[32];
 	int r;
 
@@ -51,16 +67,17 @@ static int build_engine_config(const struct study *study, const struct opt_confi
 		r = sim_engine_config_apply_flag(&c, "--gpus", num, err);
 	if (r < 0)
 		return error_prefix(err, r, "dry run");
-	for (size_t k = 0; k < study->space->n_knobs; k++) {
+	cJSON_ArrayForEach(item, knobs)
+	{
 		char flagbuf[OPT_KNOB_NAME_MAX + 3], valbuf[64];
-		const char *flag = sim_flag_of(study->space->knobs[k].name, flagbuf, sizeof(flagbuf));
-		const char *value = opt_config_text(study->space, config, k, valbuf, sizeof(valbuf));
+		const char *flag = sim_flag_of(item->string, flagbuf, sizeof(flagbuf));
+		const char *value = value_text(item, valbuf, sizeof(valbuf));
 
 		if (!flag || !value)
 			continue;
 		r = sim_engine_config_apply_flag(&c, flag, value, err);
 		if (r < 0)
-			return error_prefix(err, r, "dry run: knob %s", study->space->knobs[k].name);
+			return error_prefix(err, r, "dry run: knob %s", item->string);
 		/* r == 0: not a sim flag (an engine-specific knob): no effect in virtual time */
 	}
 	c.seed = variant;
@@ -103,28 +120,43 @@ static double probe_seconds(const struct study *study, const struct runner_dry_r
 int runner_dry_evaluate(const struct study *study, const struct opt_config *config, unsigned variant,
 			struct runner_dry_result *ret, struct error *err)
 {
+	_cleanup_(cJSON_Deletep) cJSON *knobs = NULL;
+	int r;
+
+	r = opt_config_to_json(study->space, config, &knobs);
+	if (r < 0)
+		return error_set(err, r, "out of memory");
+	return runner_dry_evaluate_knobs(study, knobs, variant, ret, err);
+}
+
+int runner_dry_evaluate_knobs(const struct study *study, const cJSON *knobs, unsigned variant,
+			      struct runner_dry_result *ret, struct error *err)
+{
 	struct runner_dry_result res = { .cost_per_mtok = NAN, .max_rate = 0 };
 	struct sim_engine_config cfg;
-	struct sim_engine *eng = NULL;
+	struct sim_startup_check check = { 0 };
 	struct opt_throughput tp = { 0 };
 	struct error e = { 0 };
 	const struct probe_result *pt;
 	double tps, in_per_req;
 	int r;
 
-	r = build_engine_config(study, config, variant, &cfg, err);
+	r = build_engine_config(study, knobs, variant, &cfg, err);
 	if (r < 0)
 		return r;
-	/* vLLM's start-up checks first: a refusal is the configuration's outcome. */
-	r = sim_engine_new(&cfg, NULL, NULL, &eng, &e);
+	/* vLLM's start-up checks first: a refusal is the configuration's outcome,
+	 * with the cause the engine's log would give */
+	r = sim_engine_check_startup(&cfg, &check, &e);
 	if (r < 0) {
 		res.infeasible = true;
+		res.cause = check.cause;
+		res.suggested_max_model_len =
+			check.cause == SIM_STARTUP_KV_CACHE ? (uint32_t)MIN(check.est_max_model_len, UINT32_MAX) : 0;
 		snprintf(res.message, sizeof(res.message), "%s", error_str(&e, r));
 		res.startup_s = startup_seconds(&cfg, true);
 		*ret = res;
 		return 0;
 	}
-	sim_engine_free(eng);
 	res.startup_s = startup_seconds(&cfg, false);
 
 	if (study->scenario == OPT_SCENARIO_OFFLINE) {
@@ -163,8 +195,7 @@ int runner_dry_evaluate(const struct study *study, const struct opt_config *conf
 	res.probe_s = probe_seconds(study, &res);
 	tps = opt_cost_tokens_per_sec(study->scenario, study->cost_tokens, &tp);
 	res.tokens_per_sec = tps;
-	r = opt_cost_per_mtok(study->gpu.price_per_gpu_hour, opt_cost_gpus_per_replica(study->space, config), tps,
-			      &res.cost_per_mtok);
+	r = opt_cost_per_mtok(study->gpu.price_per_gpu_hour, cfg.tp ? cfg.tp : 1, tps, &res.cost_per_mtok);
 	if (r == -EDOM) {
 		res.sla_never_met = true;
 		res.cost_per_mtok = NAN;

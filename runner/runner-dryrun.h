@@ -13,14 +13,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "error.h"
 #include "metrics.h"
+#include "perfmodel.h"
 #include "space.h"
 #include "study.h"
 
 struct runner_dry_result {
-	bool infeasible;    /* the start-up checks refused it (weights or KV cache do not fit) */
-	bool sla_never_met; /* online: no rate met the SLA */
+	bool infeasible;                  /* the start-up checks refused it (weights or KV cache do not fit) */
+	enum sim_startup_cause cause;     /* infeasible: why, as the engine's log would say */
+	uint32_t suggested_max_model_len; /* cause KV cache: the longest that fits (0: none) */
+	bool sla_never_met;               /* online: no rate met the SLA */
 	char message[ERROR_MSG_MAX];
 	double max_rate;       /* req/s (online) or saturated completions/s (offline) */
 	double tokens_per_sec; /* what the cost counts */
@@ -47,3 +52,8 @@ struct runner_dry_result {
  * unknown model or GPU preset), with err naming it. */
 int runner_dry_evaluate(const struct study *study, const struct opt_config *config, unsigned variant,
 			struct runner_dry_result *ret, struct error *err);
+/* The same for knob values that need not lie on the study's grid (a
+ * baseline at the engine's defaults): {"max_num_seqs": 256, ...}; knobs
+ * absent take the sim's defaults. */
+int runner_dry_evaluate_knobs(const struct study *study, const cJSON *knobs, unsigned variant,
+			      struct runner_dry_result *ret, struct error *err);

@@ -287,9 +287,17 @@ static void deploy_failed(struct runner_trial *t, struct deployment *dep)
 	struct trial_result res;
 
 	switch (deploy_get_failure(dep)) {
-	case DEPLOY_FAILURE_OOM:
+	case DEPLOY_FAILURE_OOM: {
+		enum engine_failure_cause cause;
+		uint64_t suggested;
+
 		trial_result_init(&res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM);
+		/* why, as the engine's log said: it decides what else is ruled out */
+		deploy_get_failure_cause(dep, &cause, &suggested);
+		res.cause = runner_cause_of_engine(cause);
+		res.suggested_len = res.cause == OPT_OOM_KV_CACHE ? (uint32_t)MIN(suggested, UINT32_MAX) : 0;
 		break;
+	}
 	case DEPLOY_FAILURE_STARTUP_TIMEOUT:
 		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_STARTUP_TIMEOUT);
 		break;

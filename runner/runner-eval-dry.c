@@ -40,6 +40,8 @@ static void dry_result(const struct runner_dry_result *res, struct trial_result 
 	if (res->infeasible) {
 		trial_result_init(ret, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_OOM);
 		snprintf(ret->message, sizeof(ret->message), "%s", res->message);
+		ret->cause = runner_cause_of_sim(res->cause);
+		ret->suggested_len = res->suggested_max_model_len;
 	} else if (res->sla_never_met) {
 		trial_result_init(ret, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
 		snprintf(ret->message, sizeof(ret->message), "%s", res->message);
@@ -68,7 +70,7 @@ static int evaluate(struct runner_trial *t, struct dry_trial *d)
 	}
 	if (t->proposal.ask == OPT_ASK_CONFIRM)
 		variant = 1000 + t->seq;
-	k = runner_dry_evaluate(r->study, &t->proposal.config, variant, res, &err);
+	k = runner_dry_evaluate_knobs(r->study, t->knobs, variant, res, &err);
 	if (k < 0) {
 		free(res);
 		runner_fail(r, error_str(&err, k));

@@ -197,6 +197,19 @@ static void take_answer(struct runner *r, const struct runner_answer *a)
 	int k;
 
 	runner_planner_describe(r->planner, r->status.twin, sizeof(r->status.twin));
+	if (a->search_over && r->n_trials == 0) {
+		/* search.extend_edges: a wider range, and the search goes on */
+		k = runner_edge_phase(r, &err);
+		if (k < 0) {
+			runner_fail(r, error_str(&err, k));
+			return;
+		}
+		if (k > 0) {
+			r->planner_done = false;
+			runner_schedule(r, RUNNER_ACTION_PLAN);
+			return;
+		}
+	}
 	if (a->n == 0) {
 		snprintf(r->done_message, sizeof(r->done_message), "%s",
 			 a->message[0] ? a->message : opt_done_reason_to_string(a->reason));
@@ -234,6 +247,7 @@ static bool ask(struct runner *r, size_t n)
 	struct runner_answer answer;
 	struct runner_ask a;
 	struct error err = { 0 };
+	size_t n_pending = 0;
 	int k;
 
 	pending = calloc(r->n_trials ? r->n_trials : 1, sizeof(*pending));
@@ -241,8 +255,10 @@ static bool ask(struct runner *r, size_t n)
 		runner_fail(r, "out of memory");
 		return false;
 	}
+	/* a baseline off the grid is no configuration of the search */
 	for (size_t i = 0; i < r->n_trials; i++)
-		pending[i] = r->trials[i]->proposal;
+		if (!r->trials[i]->proposal.baseline || r->baseline.on_grid)
+			pending[n_pending++] = r->trials[i]->proposal;
 	if (n_running(r) == 0)
 		runner_set_phase(r, RUNNER_PLANNING);
 	r->plan_waits_host = false;
@@ -250,7 +266,7 @@ static bool ask(struct runner *r, size_t n)
 		.history = &r->history,
 		.trial_ids = r->trial_ids,
 		.pending = pending,
-		.n_pending = r->n_trials,
+		.n_pending = n_pending,
 		.k = n,
 		.host_json = r->host ? deploy_host_facts(r->host) : NULL,
 		.host_pending = r->host && deploy_host_facts_pending(r->host),

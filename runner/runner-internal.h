@@ -34,9 +34,22 @@
 #include "probe.h"
 #include "runner-evaluator.h"
 #include "runner-planner.h"
+#include "runner-preflight.h"
 #include "runner.h"
 #include "store.h"
 #include "study.h"
+
+/* The study's baseline: the engine's default configuration (runner-baseline.c). */
+struct runner_baseline {
+	bool enabled;          /* chosen: the study asks for it and it is predicted to fit */
+	cJSON *knobs;          /* what its trial deploys (owned) */
+	char key[OPT_KEY_MAX]; /* its canonical key (the grid's when on_grid) */
+	bool on_grid;          /* every knob on the grid: it enters the search's history */
+	struct opt_config config;
+	unsigned tp;
+	char text[256]; /* "max_num_seqs=256 max_num_batched_tokens=2048 fp8 tp=4" */
+	char why[160];  /* why there is none */
+};
 
 enum runner_action {
 	RUNNER_ACTION_NONE,
@@ -94,6 +107,10 @@ struct runner {
 	struct study *study;
 	struct engine_profile *profile;
 	struct opt_settings settings;
+	struct runner_preflight preflight;           /* the memory pre-flight (settings.preflight when usable) */
+	struct runner_baseline baseline;             /* the engine's defaults, measured first */
+	struct study_phase phases[STUDY_PHASES_MAX]; /* search.extend_edges' widenings (runner-edge.c) */
+	size_t n_phases;
 
 	/* the finished trials, in the order they were told: the planners'
 	 * history, with each entry's store id */
@@ -179,6 +196,38 @@ int runner_history_insert(struct runner *r, const struct opt_trial *t, int64_t t
 bool runner_kind_is_confirm(const char *kind);
 /* A confirmation of the answer (measured alone), not a re-probe of the search's. */
 bool runner_kind_is_alone(const char *kind);
+
+/* ---- runner-memory.c ---- */
+
+/* An engine's (deploy/) or the sim core's start-up failure cause as the
+ * optimizer's; the optimizer's as the store's text (NULL: unknown) and back. */
+enum opt_oom_cause runner_cause_of_engine(enum engine_failure_cause c);
+enum opt_oom_cause runner_cause_of_sim(enum sim_startup_cause c);
+const char *runner_cause_text(enum opt_oom_cause c);
+enum opt_oom_cause runner_cause_from_text(const char *s);
+/* Records the pre-flight's estimates with the study (per categorical
+ * combination, at its smallest and largest batch knobs). */
+int runner_preflight_record(struct runner *r, struct error *err);
+
+/* ---- runner-edge.c ---- */
+
+/* Applies the search phases recorded with the study to its space and the
+ * search's settings (a resumed study widens as the first run did). */
+int runner_phases_load(struct runner *r, struct error *err);
+/* The search has ended: when its best sits on a range's bound where a wider
+ * range may be cheaper (and the study extends edges), widens the range,
+ * records the phase and sets the search on in it; 1 when it did. */
+int runner_edge_phase(struct runner *r, struct error *err);
+
+/* ---- runner-baseline.c ---- */
+
+bool runner_kind_is_baseline(const char *kind);
+/* Chooses the baseline's knobs (r->baseline; enabled false with why when
+ * the study asks for none or nothing is predicted to fit). */
+int runner_baseline_choose(struct runner *r, struct error *err);
+void runner_baseline_done(struct runner_baseline *b);
+/* Queues the baseline trial first when the study has none yet. */
+int runner_baseline_queue(struct runner *r, struct error *err);
 void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, char *buf, size_t size);
 
 /* ---- runner-trial.c: the trial loop ---- */
@@ -189,6 +238,8 @@ struct trial_result {
 	enum store_failure failure;
 	char message[ERROR_MSG_MAX];
 	double max_rate, max_goodput, concurrency, cost;
+	enum opt_oom_cause cause; /* INFEASIBLE out of memory: why, as the engine said */
+	uint32_t suggested_len;   /* cause KV cache: the max_model_len the engine said fits (0: not said) */
 };
 
 static inline void trial_result_init(struct trial_result *t, enum store_trial_state state, enum store_failure failure)

@@ -46,7 +46,7 @@ struct runner_planner *runner_planner_free(struct runner_planner *p)
 
 struct search_planner {
 	struct runner_planner base;
-	const struct opt_space *space;
+	const struct study *study; /* its space may be widened between asks (search phases) */
 	const struct opt_settings *settings;
 };
 
@@ -59,7 +59,7 @@ static struct opt_trial stand_in(const struct search_planner *s, const struct op
 
 	return (struct opt_trial){ .config = p->config,
 				   .outcome = OPT_OUTCOME_MEASURED,
-				   .cost = opt_stand_in(s->space, h, &p->config, confirm),
+				   .cost = opt_stand_in(s->study->space, h, &p->config, confirm),
 				   .confirm = confirm };
 }
 
@@ -78,7 +78,7 @@ static bool early_reprobe(const struct search_planner *s, const struct runner_as
 {
 	struct opt_result best;
 
-	opt_best(s->space, a->history, &best, NULL);
+	opt_best(s->study->space, a->history, &best, NULL);
 	if (!best.valid || best.n > 1)
 		return false;
 	for (size_t i = 0; i < n_pending; i++)
@@ -114,9 +114,12 @@ static int search_ask(struct runner_planner *p, const struct runner_ask *a, stru
 		struct opt_candidate cand;
 		int k;
 
-		k = opt_next_pending(s->space, s->settings, a->history, pending, n, &cand, err);
+		k = opt_next_pending(s->study->space, s->settings, a->history, pending, n, &cand, err);
 		if (k < 0)
 			return k;
+		if (n == 0 && ans.n == 0)
+			ans.search_over = (cand.ask == OPT_ASK_DONE || cand.phase == OPT_PHASE_CONFIRM) &&
+					  (cand.reason == OPT_DONE_CONVERGED || cand.reason == OPT_DONE_EXHAUSTED);
 		if (cand.ask == OPT_ASK_DONE) {
 			if (ans.n == 0)
 				ans.reason = cand.reason;
@@ -166,7 +169,7 @@ int runner_planner_search_new(const struct runner_planner_env *env, runner_answe
 	if (!s)
 		return error_set(err, -ENOMEM, "out of memory");
 	s->base = (struct runner_planner){ .ops = &search_ops, .cb = cb, .userdata = userdata };
-	s->space = env->study->space;
+	s->study = env->study;
 	s->settings = env->settings;
 	*ret = &s->base;
 	return 0;

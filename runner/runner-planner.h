@@ -45,6 +45,7 @@ struct runner_proposal {
 	unsigned attempt;      /* 1, or 2.. when a FAILED configuration is deployed again */
 	double predicted_cost; /* what the planner expects it to cost ($/Mtok); NAN: no prediction */
 	bool alone;            /* a confirmation of the answer: measured with nothing else on the host */
+	bool baseline;         /* the engine's defaults (runner-baseline.c): config only when on the grid */
 };
 
 /* What the planner is asked with. */
@@ -67,6 +68,10 @@ struct runner_answer {
 	/* done: why */
 	enum opt_done_reason reason;
 	char message[256]; /* for people; "" = the reason's name */
+	/* the search itself has ended (converged or exhausted, nothing in
+	 * flight): what follows is the final confirmations, or done. A runner
+	 * may widen the space here (search.extend_edges) and ask again. */
+	bool search_over;
 };
 
 enum runner_ask_result {

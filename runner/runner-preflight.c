@@ -104,11 +104,32 @@ static const char *knob_text(const struct opt_space *space, const struct opt_con
 	return k < 0 ? def : opt_config_text(space, c, (size_t)k, buf, sizeof(buf));
 }
 
-void runner_preflight_estimate(const struct runner_preflight *p, const struct opt_space *space,
-			       const struct opt_config *c, struct runner_estimate *ret)
+/* The knob values an estimate reads (the engine's defaults where not given). */
+struct knob_values {
+	const char *quantization, *kv_cache_dtype;
+	unsigned tp;
+	double max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, max_model_len;
+};
+
+static void defaults(const struct runner_preflight *p, struct knob_values *v)
+{
+	uint32_t def_mbt, def_seqs;
+
+	sim_perf_default_batch(&p->gpu, &def_mbt, &def_seqs);
+	*v = (struct knob_values){
+		.quantization = "none",
+		.kv_cache_dtype = "auto",
+		.tp = 1,
+		.max_num_seqs = def_seqs,
+		.max_num_batched_tokens = def_mbt,
+		.gpu_memory_utilization = DEFAULT_GPU_MEMORY_UTILIZATION,
+		.max_model_len = p->model.max_position,
+	};
+}
+
+static void estimate_values(const struct runner_preflight *p, const struct knob_values *v, struct runner_estimate *ret)
 {
 	struct runner_estimate e = { .fit = OPT_FIT_UNKNOWN, .cause = OPT_OOM_UNKNOWN };
-	uint32_t def_mbt, def_seqs, mbt, seqs;
 	enum sim_quant q = SIM_QUANT_NONE;
 	enum sim_kv_dtype kv = SIM_KV_AUTO;
 	struct error err = { 0 };
@@ -116,25 +137,21 @@ void runner_preflight_estimate(const struct runner_preflight *p, const struct op
 	struct sim_startup_check check;
 	struct sim_memory mem;
 	struct sim_perf perf;
-	double gmu, block_bytes;
+	uint32_t mbt = (uint32_t)v->max_num_batched_tokens, seqs = (uint32_t)v->max_num_seqs;
+	double block_bytes;
 
-	e.quantization = knob_text(space, c, OPT_KNOB_QUANTIZATION, "none");
-	e.tp = (unsigned)knob_number(space, c, OPT_KNOB_TENSOR_PARALLEL, 1);
+	e.quantization = v->quantization;
+	e.tp = v->tp;
 	if (!p->usable) {
 		*ret = e;
 		return;
 	}
-	sim_perf_default_batch(&p->gpu, &def_mbt, &def_seqs);
-	mbt = (uint32_t)knob_number(space, c, OPT_KNOB_MAX_NUM_BATCHED_TOKENS, def_mbt);
-	seqs = (uint32_t)knob_number(space, c, OPT_KNOB_MAX_NUM_SEQS, def_seqs);
-	gmu = knob_number(space, c, OPT_KNOB_GPU_MEMORY_UTILIZATION, DEFAULT_GPU_MEMORY_UTILIZATION);
-	e.max_model_len = (uint32_t)knob_number(space, c, OPT_KNOB_MAX_MODEL_LEN, p->model.max_position);
+	e.max_model_len = (uint32_t)v->max_model_len;
 	(void)sim_quant_from_string(e.quantization, &q);
-	(void)sim_kv_dtype_from_string(knob_text(space, c, OPT_KNOB_KV_CACHE_DTYPE, "auto"), &kv);
-
+	(void)sim_kv_dtype_from_string(v->kv_cache_dtype, &kv);
 	e.memory_gib = p->gpu.mem_bytes / SIM_GIB;
-	e.budget_gib = e.memory_gib * gmu;
-	policy = (struct sim_memory_policy){ .rules = SIM_MEMORY_VLLM, .fraction = gmu };
+	e.budget_gib = e.memory_gib * v->gpu_memory_utilization;
+	policy = (struct sim_memory_policy){ .rules = SIM_MEMORY_VLLM, .fraction = v->gpu_memory_utilization };
 	if (sim_perf_init(&perf, &p->model, &p->gpu, q, kv, e.tp, &p->profile, &err) < 0 ||
 	    (sim_perf_check_startup(&perf, &policy, e.tp, e.max_model_len, seqs, mbt, &check, &err) < 0 &&
 	     check.cause == SIM_STARTUP_CONFIG)) {
@@ -151,17 +168,71 @@ void runner_preflight_estimate(const struct runner_preflight *p, const struct op
 	e.kv_gib = ceil((double)e.max_model_len / SIM_BLOCK_SIZE) * block_bytes / SIM_GIB;
 	e.need_gib = e.weights_gib + e.activations_gib + e.kv_gib;
 	e.kv_tokens = mem.kv_tokens;
-	if (mem.weights > p->gpu.mem_bytes)
+	/* the cause the engine's start-up check gives (the sim core's, which
+	 * the sim's dialects word as each engine does) */
+	switch (check.cause) {
+	case SIM_STARTUP_WEIGHTS:
 		e.cause = OPT_OOM_WEIGHTS;
-	else if (mem.kv_avail <= 0 || mem.num_blocks == 0)
+		break;
+	case SIM_STARTUP_CACHE_BLOCKS:
 		e.cause = OPT_OOM_CACHE_BLOCKS;
-	else
-		e.cause = OPT_OOM_KV_CACHE;
+		break;
+	default:
+		e.cause = mem.weights > p->gpu.mem_bytes             ? OPT_OOM_WEIGHTS
+			  : mem.kv_avail <= 0 || mem.num_blocks == 0 ? OPT_OOM_CACHE_BLOCKS
+								     : OPT_OOM_KV_CACHE;
+		break;
+	}
 	if (e.need_gib <= e.budget_gib && mem.num_blocks > 0 && mem.kv_tokens >= e.max_model_len)
 		e.fit = OPT_FIT_YES;
 	else
 		e.fit = e.need_gib > e.budget_gib * (1 + RUNNER_PREFLIGHT_MARGIN) ? OPT_FIT_NO : OPT_FIT_NEAR;
 	*ret = e;
+}
+
+void runner_preflight_estimate(const struct runner_preflight *p, const struct opt_space *space,
+			       const struct opt_config *c, struct runner_estimate *ret)
+{
+	struct knob_values v;
+
+	defaults(p, &v);
+	v.quantization = knob_text(space, c, OPT_KNOB_QUANTIZATION, v.quantization);
+	v.kv_cache_dtype = knob_text(space, c, OPT_KNOB_KV_CACHE_DTYPE, v.kv_cache_dtype);
+	v.tp = (unsigned)knob_number(space, c, OPT_KNOB_TENSOR_PARALLEL, v.tp);
+	v.max_num_seqs = knob_number(space, c, OPT_KNOB_MAX_NUM_SEQS, v.max_num_seqs);
+	v.max_num_batched_tokens = knob_number(space, c, OPT_KNOB_MAX_NUM_BATCHED_TOKENS, v.max_num_batched_tokens);
+	v.gpu_memory_utilization = knob_number(space, c, OPT_KNOB_GPU_MEMORY_UTILIZATION, v.gpu_memory_utilization);
+	v.max_model_len = knob_number(space, c, OPT_KNOB_MAX_MODEL_LEN, v.max_model_len);
+	estimate_values(p, &v, ret);
+}
+
+static double json_number(const cJSON *knobs, const char *name, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static const char *json_text(const cJSON *knobs, const char *name, const char *def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, name);
+
+	return cJSON_IsString(v) ? v->valuestring : def;
+}
+
+void runner_preflight_estimate_knobs(const struct runner_preflight *p, const cJSON *knobs, struct runner_estimate *ret)
+{
+	struct knob_values v;
+
+	defaults(p, &v);
+	v.quantization = json_text(knobs, OPT_KNOB_QUANTIZATION, v.quantization);
+	v.kv_cache_dtype = json_text(knobs, OPT_KNOB_KV_CACHE_DTYPE, v.kv_cache_dtype);
+	v.tp = (unsigned)json_number(knobs, OPT_KNOB_TENSOR_PARALLEL, v.tp);
+	v.max_num_seqs = json_number(knobs, OPT_KNOB_MAX_NUM_SEQS, v.max_num_seqs);
+	v.max_num_batched_tokens = json_number(knobs, OPT_KNOB_MAX_NUM_BATCHED_TOKENS, v.max_num_batched_tokens);
+	v.gpu_memory_utilization = json_number(knobs, OPT_KNOB_GPU_MEMORY_UTILIZATION, v.gpu_memory_utilization);
+	v.max_model_len = json_number(knobs, OPT_KNOB_MAX_MODEL_LEN, v.max_model_len);
+	estimate_values(p, &v, ret);
 }
 
 enum opt_fit runner_preflight_fit(const struct opt_space *space, const struct opt_config *c, void *userdata)

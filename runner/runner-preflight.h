@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "error.h"
 #include "opt.h"
 #include "perfmodel.h"
@@ -69,6 +71,10 @@ int runner_preflight_init(struct runner_preflight *p, const struct study *study,
 /* The estimate of configuration c of space (the study's, or a widened one). */
 void runner_preflight_estimate(const struct runner_preflight *p, const struct opt_space *space,
 			       const struct opt_config *c, struct runner_estimate *ret);
+
+/* The estimate of knob values that need not lie on a grid ({"max_num_seqs":
+ * 256, "quantization": "fp8", ...}; absent knobs at the engine's defaults). */
+void runner_preflight_estimate_knobs(const struct runner_preflight *p, const cJSON *knobs, struct runner_estimate *ret);
 
 /* opt_preflight's function: userdata is the struct runner_preflight. */
 enum opt_fit runner_preflight_fit(const struct opt_space *space, const struct opt_config *c, void *userdata);

@@ -46,7 +46,9 @@ static void name_kind(const struct runner *r, const struct runner_proposal *p, c
 {
 	const struct runner_evaluator *ev = r->evaluator;
 
-	if (p->ask == OPT_ASK_CONFIRM)
+	if (p->baseline)
+		snprintf(buf, size, "baseline");
+	else if (p->ask == OPT_ASK_CONFIRM)
 		snprintf(buf, size, "%s%sconfirm-%u", ev->confirm_prefix, p->alone ? "" : "search-",
 			 confirmations_of(r, &p->config) + 1);
 	else if (p->attempt > 1)
@@ -63,6 +65,13 @@ static int proposal_of_row(const struct runner *r, const struct store_trial *row
 	const char *retry = row->kind ? strstr(row->kind, "-retry-") : NULL;
 	int k;
 
+	if (runner_kind_is_baseline(row->kind)) {
+		p.ask = OPT_ASK_TRIAL;
+		p.baseline = true;
+		p.config = r->baseline.config;
+		*ret = p;
+		return 0;
+	}
 	k = opt_config_from_key(r->study->space, row->canonical_key, &p.config, err);
 	if (k < 0)
 		return error_prefix(err, k, "trial %u", row->seq);
@@ -137,12 +146,20 @@ static int trial_new(struct runner *r, const struct runner_proposal *p, struct r
 	t->proposal = *p;
 	t->deploy_seconds = NAN;
 	t->phase = RUNNER_WAITING;
-	t->tp = runner_config_tp(r, &p->config);
+	t->tp = p->baseline ? r->baseline.tp : runner_config_tp(r, &p->config);
 	name_kind(r, p, t->kind, sizeof(t->kind));
-	runner_knobs_text(r->study->space, &p->config, t->knobs_text, sizeof(t->knobs_text));
-	k = opt_config_to_json(r->study->space, &p->config, &t->knobs);
-	if (k >= 0)
-		k = opt_config_key(r->study->space, &p->config, key, sizeof(key));
+	if (p->baseline) {
+		/* the engine's defaults: knob values that need not lie on the grid */
+		snprintf(t->knobs_text, sizeof(t->knobs_text), "baseline %.200s", r->baseline.text);
+		t->knobs = r->baseline.knobs ? cJSON_Duplicate(r->baseline.knobs, true) : NULL;
+		k = t->knobs ? 0 : -ENOMEM;
+		snprintf(key, sizeof(key), "%s", r->baseline.key);
+	} else {
+		runner_knobs_text(r->study->space, &p->config, t->knobs_text, sizeof(t->knobs_text));
+		k = opt_config_to_json(r->study->space, &p->config, &t->knobs);
+		if (k >= 0)
+			k = opt_config_key(r->study->space, &p->config, key, sizeof(key));
+	}
 	if (k >= 0 && !(knobs_json = cJSON_PrintUnformatted(t->knobs)))
 		k = -ENOMEM;
 	if (k < 0) {
@@ -382,6 +399,8 @@ static int commit_outcome(struct runner_trial *t, const struct trial_result *res
 		.concurrency = res->concurrency,
 		.cost_per_mtok = res->cost,
 		.finished_usec = t->finished_at_usec,
+		.oom_cause = res->state == STORE_TRIAL_INFEASIBLE ? runner_cause_text(res->cause) : NULL,
+		.suggested_max_model_len = res->suggested_len,
 	};
 	int k;
 
@@ -398,7 +417,9 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	struct opt_trial ot = { .config = t->proposal.config,
 				.outcome = outcome_for_opt(res),
 				.cost = res->cost,
-				.confirm = t->proposal.ask == OPT_ASK_CONFIRM };
+				.confirm = t->proposal.ask == OPT_ASK_CONFIRM,
+				.cause = res->cause,
+				.suggested_len = res->suggested_len };
 	struct error err = { 0 };
 	int k;
 
@@ -415,7 +436,8 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	}
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;
-	k = runner_history_insert(r, &ot, t->id, t->seq);
+	/* a baseline off the grid is no configuration of the search */
+	k = t->proposal.baseline && !r->baseline.on_grid ? 0 : runner_history_insert(r, &ot, t->id, t->seq);
 	if (k < 0) {
 		char msg[160];
 

@@ -162,6 +162,11 @@ uint64_t runner_clock(const struct runner *r)
 	return r->opts.dry_run ? r->vclock_usec : mono_usec();
 }
 
+const struct study *runner_get_study(const struct runner *r)
+{
+	return r->study;
+}
+
 void runner_get_status(const struct runner *r, struct runner_status *ret)
 {
 	uint64_t now = real_usec();
@@ -289,6 +294,8 @@ static bool trial_to_opt(const struct store_trial *t, struct opt_trial *ret)
 		return false;
 	}
 	ret->confirm = runner_kind_is_confirm(t->kind);
+	ret->cause = runner_cause_from_text(t->oom_cause);
+	ret->suggested_len = t->suggested_max_model_len;
 	return true;
 }
 
@@ -397,6 +404,8 @@ static int load_history(struct runner *r, struct error *err)
 
 		if (!trial_to_opt(&t[i], &ot))
 			continue;
+		if (runner_kind_is_baseline(t[i].kind) && !r->baseline.on_grid)
+			continue; /* no configuration of the search (runner-baseline.c) */
 		k = opt_config_from_key(r->study->space, t[i].canonical_key, &ot.config, err);
 		if (k < 0) {
 			error_prefix(err, k, "trial %u", t[i].seq);
@@ -530,6 +539,9 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	}
 
 	opt_settings_init(&r->settings);
+	k = runner_phases_load(r, err);
+	if (k < 0)
+		return error_prefix(err, k, "study %s", r->row.name);
 	r->settings.seed = r->study->search.seed;
 	r->settings.max_trials = r->opts.max_trials ? r->opts.max_trials : r->study->budget.max_trials;
 	if (r->opts.confirm_probes >= 0)
@@ -537,6 +549,17 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	r->wall_budget_usec =
 		r->opts.max_wall_time_usec ? r->opts.max_wall_time_usec : r->study->budget.max_wall_time_usec;
 	r->status.max_trials = r->settings.max_trials;
+	k = runner_preflight_init(&r->preflight, r->study, err);
+	if (k < 0)
+		return error_prefix(err, k, "study %s", r->row.name);
+	if (r->preflight.usable)
+		r->settings.preflight = &r->preflight.hook;
+	k = runner_baseline_choose(r, err);
+	if (k < 0)
+		return error_prefix(err, k, "study %s", r->row.name);
+	/* max_trials counts the baseline: off the grid, the search does not see it */
+	if (r->baseline.enabled && !r->baseline.on_grid && r->settings.max_trials > 1)
+		r->settings.max_trials--;
 	r->n_gpus = r->study->gpu.n_devices;
 	if (r->opts.startup_model < 0)
 		r->opts.startup_model = strcmp(r->profile->name, "sim") != 0;
@@ -564,6 +587,7 @@ struct runner *runner_free(struct runner *r)
 	runner_host_free(r);
 	r->step_source = sd_event_source_disable_unref(r->step_source);
 	r->wall_timer = sd_event_source_disable_unref(r->wall_timer);
+	runner_baseline_done(&r->baseline);
 	engine_profile_free(r->profile);
 	study_free(r->study);
 	store_study_done(&r->row);
@@ -765,7 +789,11 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 	if (k >= 0)
 		k = read_start(r, &err);
 	if (k >= 0)
+		k = runner_preflight_record(r, &err);
+	if (k >= 0)
 		k = runner_queue_load(r, &err);
+	if (k >= 0)
+		k = runner_baseline_queue(r, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return 0;

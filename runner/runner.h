@@ -243,6 +243,9 @@ struct study;
 int runner_study_insert(struct store *store, const struct study *study, const char *name, int64_t *ret_id,
 			struct error *err);
 
+/* The study as the runner searches it (its search phases applied). */
+const struct study *runner_get_study(const struct runner *r);
+
 /* A snapshot of the status; strings point into the runner. */
 void runner_get_status(const struct runner *r, struct runner_status *ret);
 /* The trials in flight, in trial order, into ret (at most n); returns how many there are. */

@@ -110,6 +110,7 @@ void store_study_best_done(struct store_study_best *b)
 	free(b->runner_up_key);
 	free(b->runner_up_knobs_json);
 	free(b->engine_version);
+	free(b->baseline_knobs_json);
 	*b = (struct store_study_best){ 0 };
 }
 
@@ -126,7 +127,7 @@ static int engine_version(const struct store_trial *t, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int fill(struct store_trial *t, size_t n, const struct group *g, size_t best, size_t second,
+static int fill(struct store_trial *t, size_t n, const struct group *g, size_t n_groups, size_t best, size_t second,
 		struct store_study_best *ret)
 {
 	struct store_study_best b = {
@@ -161,6 +162,22 @@ static int fill(struct store_trial *t, size_t n, const struct group *g, size_t b
 			return -ENOMEM;
 		}
 	}
+	/* the engine's defaults, as the study measured them */
+	b.baseline_cost_per_mtok = NAN;
+	for (size_t i = 0; i < n && !b.have_baseline; i++) {
+		if (!t[i].kind || strcmp(t[i].kind, "baseline") != 0)
+			continue;
+		b.have_baseline = true;
+		b.baseline_state = t[i].state;
+		b.baseline_failure = t[i].failure;
+		for (size_t k = 0; k < n_groups; k++)
+			if (same_config(&t[g[k].first], &t[i]) && measured(&t[i]))
+				b.baseline_cost_per_mtok = g[k].mean;
+		if (t[i].knobs_json && !(b.baseline_knobs_json = strdup(t[i].knobs_json))) {
+			store_study_best_done(&b);
+			return -ENOMEM;
+		}
+	}
 	/* the row is handed over */
 	b.trial = t[g[best].first];
 	t[g[best].first] = (struct store_trial){ 0 };
@@ -189,7 +206,7 @@ int store_study_best(struct store *s, int64_t study_id, struct store_study_best 
 		if (best == SIZE_MAX)
 			best = cheapest(g, n_groups, SIZE_MAX);
 		second = cheapest(g, n_groups, best);
-		if (fill(t, n, g, best, second, ret) < 0)
+		if (fill(t, n, g, n_groups, best, second, ret) < 0)
 			r = error_set(err, -ENOMEM, "out of memory");
 	}
 	free(g);

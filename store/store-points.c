@@ -138,3 +138,16 @@ int store_load_point_list(struct store *s, int64_t trial_id, struct store_load_p
 	return store_list(s, STMT_LP_LIST, "listing load points", STORE_VALUES(STORE_INT(trial_id)), (void **)ret,
 			  ret_n, err);
 }
+
+const struct store_load_point *store_load_point_at_max(const struct store_load_point *lp, size_t n, double max_rate)
+{
+	const struct store_load_point *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!lp[i].sla_met)
+			continue;
+		if (!best || fabs(lp[i].request_rate - max_rate) < fabs(best->request_rate - max_rate))
+			best = &lp[i];
+	}
+	return best ? best : (n > 0 ? &lp[n - 1] : NULL);
+}

@@ -272,6 +272,14 @@ struct store_study_best {
 	 * answer was measured (its first measurement's host facts); NULL:
 	 * not recorded (a dry run, no version command) */
 	char *engine_version;
+	/* the engine's default configuration (the trial of kind "baseline"),
+	 * when the study measured it: how it ended and its cost (the mean of
+	 * its configuration's measurements, as every cost is) */
+	bool have_baseline;
+	enum store_trial_state baseline_state; /* done, infeasible (did not start / SLA never met), failed, ... */
+	enum store_failure baseline_failure;
+	double baseline_cost_per_mtok; /* NAN when it has no measurement */
+	char *baseline_knobs_json;
 };
 
 /* Frees the strings of an embedded answer (and zeroes it). */
@@ -333,6 +341,10 @@ struct store_load_point {
 
 void store_load_point_done(struct store_load_point *lp);
 void store_load_point_array_free(struct store_load_point *a, size_t n);
+
+/* The load point at (nearest) max_rate among those that met the SLA, else
+ * the last; NULL without points. Points into lp. */
+const struct store_load_point *store_load_point_at_max(const struct store_load_point *lp, size_t n, double max_rate);
 
 /* GPU figures of a load point (NAN: unavailable, stored as NULL). */
 struct store_gpu_figures {

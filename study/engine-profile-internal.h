@@ -23,5 +23,10 @@ int engine_profile_parse_statuses(const cJSON *v, const char *path, const struct
 				  struct error *err);
 int engine_profile_parse_series(const cJSON *v, const char *path, const struct json_field *f, void *base,
 				struct error *err);
+/* ---- engine-profile-defaults.c ---- */
+
+/* The "defaults" key's table (read after "knobs": it names them). */
+extern const struct json_field engine_profile_defaults_fields[];
+
 /* Frees the compiled expressions. */
 void engine_profile_free_regexes(struct engine_profile *p);

@@ -391,6 +391,8 @@ static const struct json_field profile_fields[] = {
 	  .max = 256, .def = "the last non-empty line",
 	  .doc = "POSIX extended regular expression: its first group (or match) on the output is the version" },
 	{ "metrics", JSON_OBJECT, .fields = metrics_fields, .doc = "the engine's own metrics" },
+	{ "defaults", JSON_OBJECT, .fields = engine_profile_defaults_fields,
+	  .doc = "what the engine does when a knob is not given (the study's baseline) and how far knobs may go" },
 	{ "metrics_path", JSON_STRING, OFF(metrics_path), .callback = parse_http_path, .max = 256,
 	  .doc = "metrics.path, as older profiles write it" },
 	{ "help_command", JSON_STRV, OFF(help_command), .max = 16, .def = "argv[0] --help",
@@ -549,6 +551,7 @@ struct engine_profile *engine_profile_free(struct engine_profile *p)
 	free(p->version_command);
 	free(p->help_command);
 	free(p->sources);
+	free(p->defaults.large_except);
 	engine_profile_free_regexes(p);
 	cJSON_Delete(p->json);
 	free(p->path);

@@ -165,7 +165,25 @@ struct engine_profile {
 	/* goodput-sim as installed with this goodput (owned): the commands
 	 * above that name it point here; NULL: left to $PATH */
 	char *own_program;
+	/* what the engine does when a knob is not given (engine-profile-defaults.c) */
+	struct {
+		const cJSON *knobs;        /* {"max_num_seqs": 256, ...} or NULL */
+		double large_min_gib;      /* GPUs with this much memory or more take large_knobs */
+		const char **large_except; /* ... except these GPU types (array owned) or NULL */
+		const cJSON *large_knobs;  /* or NULL */
+		const cJSON *limits;       /* {"max_num_seqs": [1, 4096], ...} or NULL */
+	} defaults;
 };
+
+/* The knob values the engine uses when it is not given them, on a GPU of
+ * this type and memory (GiB; 0: unknown, the small-GPU defaults):
+ * {"max_num_seqs": 256, ...}, empty when the profile says nothing. The
+ * caller owns *ret. */
+int engine_profile_default_knobs(const struct engine_profile *p, const char *gpu_type, double gpu_memory_gib,
+				 cJSON **ret);
+/* How far a knob may go ("defaults.limits"); -ENOENT when the profile does
+ * not say. */
+int engine_profile_knob_limits(const struct engine_profile *p, const char *knob, double *ret_min, double *ret_max);
 
 /* Why a start-up failed, from the log text: the first failure pattern (in
  * profile order) that matches, else ENGINE_FAILURE_OOM when an oom_patterns

@@ -17,6 +17,8 @@
 
 /* A bound is binding when the latency it judges is this close to it. */
 #define BINDING 0.8
+/* A widening paid off when the best got this much cheaper in its phase. */
+#define PHASE_GAIN 0.02
 
 /* The latency of metric m at percentile pct in r (the smallest percentile
  * measured at or above pct, else the largest); NAN when none. */
@@ -63,12 +65,24 @@ static double worst_bound(const struct study *s, const struct probe_result *r, c
 	return worst;
 }
 
+/* Whether the batch was full at the load point (1), not (0), or whether
+ * that is not the question (-1: the edge is another knob's, or no point). */
+int study_edge_batch_full(const struct study_edge *e, const struct probe_result *at)
+{
+	if (!at || strcmp(e->knob, OPT_KNOB_MAX_NUM_SEQS) != 0)
+		return -1;
+	if (at->server.present)
+		return at->server.running_peak >= e->value * 0.95;
+	return at->max_concurrent_requests >= e->value;
+}
+
 int study_find_edge(const struct study *s, const struct opt_space *space, const struct opt_config *best,
 		    const struct probe_result *at, struct study_edge *ret)
 {
 	struct study_edge e = { 0 };
 	char bounds[200] = "";
 	double ratio = 0;
+	int full;
 
 	if (at && s->scenario == OPT_SCENARIO_ONLINE)
 		ratio = worst_bound(s, at, bounds, sizeof(bounds));
@@ -90,21 +104,31 @@ int study_find_edge(const struct study *s, const struct opt_space *space, const 
 		*ret = e;
 		return 0;
 	}
+	full = study_edge_batch_full(&e, at);
 	study_edge_decide(&e, ratio);
 	e.have_evidence = at != NULL;
 	if (!at)
 		snprintf(e.limiter, sizeof(e.limiter), "unknown (no load point at the best's max rate)");
 	else if (e.sla_binding)
 		snprintf(e.limiter, sizeof(e.limiter), "the SLA (%s)", bounds);
-	else if (strcmp(e.knob, OPT_KNOB_MAX_NUM_SEQS) == 0 && at->server.present &&
-		 at->server.running_peak >= e.value * 0.95)
+	else if (full > 0 && at->server.present)
 		snprintf(e.limiter, sizeof(e.limiter),
 			 "the full batch: %.0f of max_num_seqs %g running, %.0f waiting at peak; the SLA does not bind "
 			 "(%s)",
 			 at->server.running_peak, e.value, at->server.waiting_peak, bounds);
+	else if (full > 0)
+		snprintf(e.limiter, sizeof(e.limiter),
+			 "the full batch: up to %.0f requests in flight against max_num_seqs %g; the SLA does not bind "
+			 "(%s)",
+			 at->max_concurrent_requests, e.value, bounds);
+	else if (full == 0)
+		snprintf(e.limiter, sizeof(e.limiter),
+			 "not the SLA (%s): up to %.0f requests in flight of max_num_seqs %g at that rate, the batch "
+			 "fills above it",
+			 bounds, at->max_concurrent_requests, e.value);
 	else
-		snprintf(e.limiter, sizeof(e.limiter), "%s %g, not the SLA (%s; %.1f requests in flight on average)",
-			 e.knob, e.value, bounds[0] ? bounds : "no latency bounds", at->mean_concurrency);
+		snprintf(e.limiter, sizeof(e.limiter), "%s %g, not the SLA (%s)", e.knob, e.value,
+			 bounds[0] ? bounds : "no latency bounds");
 	if (!e.have_evidence)
 		e.widen = false;
 	*ret = e;
@@ -116,8 +140,20 @@ void study_edge_decide(struct study_edge *e, double sla_ratio)
 	e->sla_ratio = sla_ratio;
 	e->sla_binding = sla_ratio >= BINDING;
 	/* a wider range may be cheaper where the range, not the SLA, stopped it
-	 * going up; below the range where the SLA binds */
+	 * going up (the batch may be short of full at the max SLA rate itself:
+	 * the rate just above, where it filled, is the one that failed); below
+	 * the range where the SLA binds */
 	e->widen = e->found && (e->upper ? !e->sla_binding : e->sla_binding);
+}
+
+bool study_edge_worth_widening(const struct study_edge *e, const struct study_phase *phases, size_t n, double best_cost)
+{
+	if (!e->found || !e->widen)
+		return false;
+	for (size_t i = n; i-- > 0;)
+		if (strcmp(phases[i].knob, e->knob) == 0 && phases[i].upper == e->upper)
+			return !(phases[i].best_cost > 0) || best_cost < phases[i].best_cost * (1 - PHASE_GAIN);
+	return true;
 }
 
 void study_edge_format(const struct study_edge *e, char *buf, size_t size)

@@ -419,3 +419,95 @@ bool study_in_window(const struct study *s, uint64_t realtime_usec)
 		return now >= s->window.start_min && now < s->window.end_min;
 	return now >= s->window.start_min || now < s->window.end_min;
 }
+
+/* ---- search phases ---- */
+
+int study_phases_parse(const char *json, struct study_phase *ret, size_t max, size_t *ret_n, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	const cJSON *item;
+	size_t n = 0;
+
+	*ret_n = 0;
+	if (!json || !*json)
+		return 0;
+	j = cJSON_ParseWithLength(json, strlen(json));
+	if (!cJSON_IsArray(j))
+		return error_set(err, -EINVAL, "search phases: expected a JSON array");
+	cJSON_ArrayForEach(item, j)
+	{
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(item, "trials");
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(item, "knob");
+		const cJSON *lo = cJSON_GetObjectItemCaseSensitive(item, "min");
+		const cJSON *hi = cJSON_GetObjectItemCaseSensitive(item, "max");
+		const cJSON *up = cJSON_GetObjectItemCaseSensitive(item, "upper");
+		const cJSON *bc = cJSON_GetObjectItemCaseSensitive(item, "best_cost");
+
+		if (n >= max)
+			return error_set(err, -E2BIG, "search phases: more than %zu", max);
+		if (!cJSON_IsNumber(t) || !(t->valuedouble >= 0) || !cJSON_IsString(k) ||
+		    strlen(k->valuestring) >= OPT_KNOB_NAME_MAX || !cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) ||
+		    !(lo->valuedouble >= 0) || !(hi->valuedouble >= lo->valuedouble) || !cJSON_IsBool(up))
+			return error_set(err, -EINVAL,
+					 "search phases[%zu]: expected {\"trials\", \"knob\", \"min\", \"max\", "
+					 "\"upper\"}",
+					 n);
+		ret[n] = (struct study_phase){ .trials = (size_t)t->valuedouble,
+					       .min = (int64_t)lo->valuedouble,
+					       .max = (int64_t)hi->valuedouble,
+					       .upper = cJSON_IsTrue(up),
+					       .best_cost = cJSON_IsNumber(bc) ? bc->valuedouble : 0 };
+		snprintf(ret[n].knob, sizeof(ret[n].knob), "%s", k->valuestring);
+		n++;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+char *study_phases_format(const struct study_phase *p, size_t n)
+{
+	_cleanup_(cJSON_Deletep) cJSON *a = cJSON_CreateArray();
+	char *c, *copy;
+
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(a, o) || json_add_number(o, "trials", (double)p[i].trials) < 0 ||
+		    json_add_string(o, "knob", p[i].knob) < 0 || json_add_number(o, "min", (double)p[i].min) < 0 ||
+		    json_add_number(o, "max", (double)p[i].max) < 0 || !cJSON_AddBoolToObject(o, "upper", p[i].upper) ||
+		    json_add_number(o, "best_cost", p[i].best_cost) < 0)
+			return NULL;
+	}
+	c = cJSON_PrintUnformatted(a);
+	if (!c)
+		return NULL;
+	copy = strdup(c);
+	cJSON_free(c);
+	return copy;
+}
+
+int study_apply_phases(struct study *s, const struct study_phase *p, size_t n, const struct study_options *opts,
+		       struct error *err)
+{
+	struct opt_space_options so = {
+		.gpus = s->gpu.count,
+		.extra_knobs = opts ? opts->extra_knobs : NULL,
+	};
+	struct opt_space *space = NULL;
+	int r;
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (opt_space_set_range_json((cJSON *)s->search_space, p[i].knob, p[i].min, p[i].max) < 0)
+			return error_set(err, -EINVAL, "search phase %zu: search_space.%s is not a range", i,
+					 p[i].knob);
+	r = opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, &space, err);
+	if (r < 0)
+		return error_prefix(err, r, "search phases");
+	opt_space_free(s->space);
+	s->space = space;
+	return 0;
+}

@@ -159,6 +159,29 @@ const char *study_checkpoint(const struct study *s, enum study_quant q);
  * (always true without one), using local time. */
 bool study_in_window(const struct study *s, uint64_t realtime_usec);
 
+/* A search phase: a range widened when the search ended with its best on
+ * its bound (search.extend_edges), recorded with the study so that a resumed
+ * study and every report see the same space. */
+struct study_phase {
+	size_t trials;                /* trials made before it began */
+	char knob[OPT_KNOB_NAME_MAX]; /* the range widened */
+	int64_t min, max;             /* its new bounds */
+	bool upper;                   /* widened at the top (else the bottom) */
+	double best_cost;             /* the best's cost when it began ($/Mtok; 0: unknown) */
+};
+
+#define STUDY_PHASES_MAX 32
+
+/* Reads the phases recorded with a study (a JSON array, NULL or "" for
+ * none); errors name the entry. */
+int study_phases_parse(const char *json, struct study_phase *ret, size_t max, size_t *ret_n, struct error *err);
+/* The phases as a JSON array (the caller frees the text). */
+char *study_phases_format(const struct study_phase *p, size_t n);
+/* Applies the phases to the study's search space (ranges widened, the space
+ * parsed again with the same options). */
+int study_apply_phases(struct study *s, const struct study_phase *p, size_t n, const struct study_options *opts,
+		       struct error *err);
+
 /* The best configuration on a bound of an integer range (study-edge.c). */
 struct study_edge {
 	bool found;                   /* the best is on a bound of a range knob */
@@ -178,8 +201,18 @@ struct study_edge {
 int study_find_edge(const struct study *s, const struct opt_space *space, const struct opt_config *best,
 		    const struct probe_result *at, struct study_edge *ret);
 /* Sets the judgement of a found edge from the worst latency/bound ratio at
- * the best's max rate (what study_find_edge does with its load point). */
+ * the best's max rate: what study_find_edge does with its load point. */
 void study_edge_decide(struct study_edge *e, double sla_ratio);
+/* Whether the batch was full at `at` for a max_num_seqs edge (the server's
+ * running peak, else the client's peak in flight): 1 or 0; -1 when the edge
+ * is another knob's or there is no point. */
+int study_edge_batch_full(const struct study_edge *e, const struct probe_result *at);
+/* Whether widening at this edge is worth a phase: it may be cheaper (widen)
+ * and, when the same end of the same range was widened before, that phase
+ * paid off (the best is now at least 2 % cheaper than when it began; a
+ * plateau keeps its best on the bound by chance). */
+bool study_edge_worth_widening(const struct study_edge *e, const struct study_phase *phases, size_t n,
+			       double best_cost);
 /* "max_num_seqs=128 is the top of its range (8–128); what limits goodput
  * there: ..." for people. */
 void study_edge_format(const struct study_edge *e, char *buf, size_t size);

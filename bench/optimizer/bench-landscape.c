@@ -192,7 +192,7 @@ ssize_t bench_space_lookup(const struct bench_space *bs, const struct opt_space 
 
 /* ---- the study landscape cache ---- */
 
-#define CACHE_MAGIC  "goodput bench-optimizer landscape v2"
+#define CACHE_MAGIC  "goodput bench-optimizer landscape v3"
 #define CACHE_CHECKS 3
 
 static uint64_t fnv1a(const char *s)
@@ -234,14 +234,16 @@ static int cache_load(const char *path, uint64_t key, struct bench_space *bs)
 	while (k < bs->n && fgets(line, sizeof(line), f)) {
 		char name[32];
 		uint64_t o;
-		double cost, ratio;
+		double cost, ratio, peak;
 		enum opt_outcome out;
 
-		if (sscanf(line, "%" SCNu64 " %31s %la %la", &o, name, &cost, &ratio) != 4 ||
+		if (sscanf(line, "%" SCNu64 " %31s %la %la %la", &o, name, &cost, &ratio, &peak) != 5 ||
 		    o != opt_config_ordinal(bs->space, &bs->configs[k]) || opt_outcome_from_string(name, &out) < 0 ||
 		    (out == OPT_OUTCOME_MEASURED && !(cost > 0 && isfinite(cost))))
 			return 0;
-		bs->truth[k++] = (struct bench_point){ .outcome = out, .cost = cost, .sla_ratio = ratio };
+		bs->truth[k++] = (struct bench_point){
+			.outcome = out, .cost = cost, .sla_ratio = ratio, .peak_in_flight = peak
+		};
 	}
 	return k == bs->n;
 }
@@ -259,8 +261,9 @@ static void cache_store(const char *path, uint64_t key, const struct bench_space
 		return; /* a cache is an optimisation: carry on without */
 	fprintf(f, "%s\nkey %016" PRIx64 "\n", CACHE_MAGIC, key);
 	for (size_t k = 0; k < bs->n; k++)
-		fprintf(f, "%" PRIu64 " %s %a %a\n", opt_config_ordinal(bs->space, &bs->configs[k]),
-			opt_outcome_to_string(bs->truth[k].outcome), bs->truth[k].cost, bs->truth[k].sla_ratio);
+		fprintf(f, "%" PRIu64 " %s %a %a %a\n", opt_config_ordinal(bs->space, &bs->configs[k]),
+			opt_outcome_to_string(bs->truth[k].outcome), bs->truth[k].cost, bs->truth[k].sla_ratio,
+			bs->truth[k].peak_in_flight);
 	ok = fflush(f) == 0 && !ferror(f);
 	ok = fclose(f) == 0 && ok;
 	if (!ok || rename(tmp, path) < 0)

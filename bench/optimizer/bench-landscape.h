@@ -23,8 +23,9 @@
 
 struct bench_point {
 	enum opt_outcome outcome;
-	double cost;      /* $/Mtok when MEASURED */
-	double sla_ratio; /* the worst latency/bound ratio at the max rate (0: unknown) */
+	double cost;           /* $/Mtok when MEASURED */
+	double sla_ratio;      /* the worst latency/bound ratio at the max rate (0: unknown) */
+	double peak_in_flight; /* requests in flight at most at the max rate (0: unknown) */
 };
 
 struct bench_space {

@@ -148,7 +148,8 @@ static int move_history(const struct opt_space *from, const struct opt_space *to
 /* Widens the range the best sits on, when the study asks for it and the
  * SLA does not hold the best there; 1 when it did. */
 static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **space, const struct opt_result *best,
-		 struct opt_history *h, struct opt_settings *set, struct error *err)
+		 struct opt_history *h, struct opt_settings *set, struct study_phase *phases, size_t *n_phases,
+		 struct error *err)
 {
 	_cleanup_(opt_space_freep) struct opt_space *wider = NULL;
 	struct study_edge edge;
@@ -159,8 +160,9 @@ static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **spa
 	if (!bs->study || !bs->study->search.extend_edges || i < 0)
 		return 0;
 	(void)study_find_edge(bs->study, *space, &best->config, NULL, &edge);
+	/* the evidence the runner reads off the best's load point */
 	study_edge_decide(&edge, bs->truth[i].sla_ratio);
-	if (!edge.widen)
+	if (*n_phases >= STUDY_PHASES_MAX || !study_edge_worth_widening(&edge, phases, *n_phases, best->cost))
 		return 0;
 	/* the truth's range is this benchmark's engine limit */
 	k = opt_space_knob_index(bs->space, edge.knob);
@@ -180,6 +182,11 @@ static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **spa
 	*space = TAKE_PTR(wider);
 	set->phase_knob = opt_space_knob_index(*space, edge.knob);
 	set->phase_upper = edge.upper;
+	phases[*n_phases] = (struct study_phase){
+		.trials = h->n, .min = min, .max = max, .upper = edge.upper, .best_cost = best->cost
+	};
+	snprintf(phases[*n_phases].knob, sizeof(phases[*n_phases].knob), "%s", edge.knob);
+	(*n_phases)++;
 	return 1;
 }
 
@@ -188,6 +195,8 @@ static int run_search(const struct bench_space *bs, double sigma, uint64_t seed,
 {
 	_cleanup_(cJSON_Deletep) cJSON *ss = bs->start_space_json ? cJSON_Duplicate(bs->start_space_json, true) : NULL;
 	_cleanup_(opt_space_freep) struct opt_space *space = NULL;
+	struct study_phase phases[STUDY_PHASES_MAX];
+	size_t n_phases = 0;
 	struct opt_settings set;
 	struct opt_history h;
 	struct bench_eval e;
@@ -219,7 +228,7 @@ static int run_search(const struct bench_space *bs, double sigma, uint64_t seed,
 		if (c.ask == OPT_ASK_DONE) {
 			if (c.reason == OPT_DONE_BUDGET || !c.best.valid || !space)
 				break;
-			r = widen(bs, ss, &space, &c.best, &h, &set, err);
+			r = widen(bs, ss, &space, &c.best, &h, &set, phases, &n_phases, err);
 			if (r <= 0)
 				break;
 			if (getenv("BENCH_TRACE") && strtoull(getenv("BENCH_TRACE"), NULL, 10) == seed)

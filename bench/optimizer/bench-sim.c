@@ -32,6 +32,7 @@ int bench_sim_eval(const struct study *study, const struct opt_config *c, struct
 	(void)study_find_edge(study, study->space, c, res.have_point ? &res.point : NULL, &edge);
 	*ret = (struct bench_point){ .outcome = OPT_OUTCOME_MEASURED,
 				     .cost = res.cost_per_mtok,
-				     .sla_ratio = edge.sla_ratio };
+				     .sla_ratio = edge.sla_ratio,
+				     .peak_in_flight = res.have_point ? res.point.max_concurrent_requests : 0 };
 	return 0;
 }

@@ -307,7 +307,7 @@ static int64_t add_study_tp_first(struct store *s, const char *name)
 	return id;
 }
 
-/* The demo study with "search.strategy": "twin". */
+/* The demo study with "search.strategy": "twin" (and no baseline). */
 static int64_t add_study_twin(struct store *s, const char *name)
 {
 	_cleanup_(study_freep) struct study *st = NULL;
@@ -325,13 +325,15 @@ static int64_t add_study_twin(struct store *s, const char *name)
 	CHECK(search);
 	cJSON_DeleteItemFromObjectCaseSensitive(search, "strategy");
 	CHECK(cJSON_AddStringToObject(search, "strategy", "twin"));
+	/* the twin's own trials only: what it plans is what is checked */
+	CHECK(cJSON_AddFalseToObject(j, "baseline"));
 	CHECK_MSG(study_from_json(j, &so, &st, &err) >= 0, "%s", err.msg);
 	CHECK(runner_study_insert(s, st, name, &id, &err) >= 0);
 	return id;
 }
 
-/* Deployments after which the next one uses another quantization; *ret_qt
- * the (quantization, tp) sequence. */
+/* The search's deployments after which the next one uses another
+ * quantization; *ret_qt the (quantization, tp) sequence. */
 static unsigned quant_switches(struct store *s, int64_t id, char *ret_qt, size_t size)
 {
 	struct store_trial *t = NULL;
@@ -348,6 +350,8 @@ static unsigned quant_switches(struct store *s, int64_t id, char *ret_qt, size_t
 		const cJSON *tp = cJSON_GetObjectItemCaseSensitive(k, "tensor_parallel");
 
 		CHECK(cJSON_IsString(q) && cJSON_IsNumber(tp));
+		if (strcmp(t[i].kind, "baseline") == 0)
+			continue; /* the engine's defaults, before the search */
 		if (prev[0] && strcmp(prev, q->valuestring) != 0)
 			sw++;
 		snprintf(prev, sizeof(prev), "%s", q->valuestring);
@@ -377,7 +381,8 @@ int main(void)
 	CHECK_INT_EQ(run(s, a, &c), RUNNER_END_DONE);
 	CHECK(c.trials_finished >= 4);
 	CHECK_INT_EQ(c.best_checked, c.trials_finished + 1);
-	CHECK_STR_CONTAINS(c.status_line, "trial 1/12 probing max_num_seqs=");
+	/* the engine's defaults first: the baseline */
+	CHECK_STR_CONTAINS(c.status_line, "trial 1/12 probing baseline max_num_seqs=256 max_num_batched_tokens=2048");
 
 	/* paused after 2, resumed, stopped after 4; then a new runner finishes it */
 	b = add_study(s, "interrupted");

@@ -8,7 +8,8 @@
  * pre-flight predicts to fit, else the first allowed quantization that
  * fits at some TP; knobs the profile names no default for are left to the
  * engine (absent from the command line), and a knob of one value keeps it
- * (a fixed max_model_len). The baseline is a trial of kind "baseline". It
+ * (a fixed max_model_len). The baseline is a trial of kind "baseline"
+ * ("dry-run-baseline" in a dry run). It
  * enters the search's history only when its values lie on the grid; it
  * counts in max_trials either way (an off-grid baseline lowers the
  * search's budget by one, decided once per study so that the replay stays
@@ -25,9 +26,12 @@
 
 #define BASELINE_KIND "baseline"
 
+/* "baseline", or "dry-run-baseline" in a dry run. */
 bool runner_kind_is_baseline(const char *kind)
 {
-	return kind && strcmp(kind, BASELINE_KIND) == 0;
+	size_t n = kind ? strlen(kind) : 0;
+
+	return n >= strlen(BASELINE_KIND) && strcmp(kind + n - strlen(BASELINE_KIND), BASELINE_KIND) == 0;
 }
 
 /* The values of a list or range knob, or NULL for a knob the space lacks. */
@@ -68,8 +72,10 @@ static int baseline_knobs(const struct runner *r, const cJSON *defaults, const c
 					 : set_string(o, item->string, item->valuestring) < 0)
 			return -ENOMEM;
 	}
+	/* a knob the study fixes and the engine names no default for (a
+	 * max_model_len the workload needs) keeps its one value */
 	for (size_t k = 0; k < s->n_knobs; k++)
-		if (s->knobs[k].n_values == 1) {
+		if (s->knobs[k].n_values == 1 && !cJSON_GetObjectItemCaseSensitive(defaults, s->knobs[k].name)) {
 			struct opt_config c = { 0 };
 			char buf[64];
 

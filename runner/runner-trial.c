@@ -47,7 +47,7 @@ static void name_kind(const struct runner *r, const struct runner_proposal *p, c
 	const struct runner_evaluator *ev = r->evaluator;
 
 	if (p->baseline)
-		snprintf(buf, size, "baseline");
+		snprintf(buf, size, "%sbaseline", ev->confirm_prefix);
 	else if (p->ask == OPT_ASK_CONFIRM)
 		snprintf(buf, size, "%s%sconfirm-%u", ev->confirm_prefix, p->alone ? "" : "search-",
 			 confirmations_of(r, &p->config) + 1);

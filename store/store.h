@@ -272,7 +272,8 @@ struct store_study_best {
 	 * answer was measured (its first measurement's host facts); NULL:
 	 * not recorded (a dry run, no version command) */
 	char *engine_version;
-	/* the engine's default configuration (the trial of kind "baseline"),
+	/* the engine's default configuration (the trial of kind "baseline" or
+	 * "dry-run-baseline"),
 	 * when the study measured it: how it ended and its cost (the mean of
 	 * its configuration's measurements, as every cost is) */
 	bool have_baseline;

@@ -97,7 +97,7 @@ def case_client(make, tmp):
     p = d.client("best", "--json", "--model", "llama-3.1-8b", "--engine", "sim", check_rc=0)
     check(json.loads(p.stdout)["study"]["name"] == "c1", p.stdout)
     p = d.client("trials", "c1", check_rc=0)
-    check(p.stdout.count("dry-run") >= 3, p.stdout)
+    check(p.stdout.count("dry-run") + p.stdout.count("baseline") >= 3, p.stdout)
     p = d.client("status", "--json", check_rc=0)
     check(json.loads(p.stdout)["state"] == "idle", p.stdout)
     p = d.client("best", "nope", check_rc=1)

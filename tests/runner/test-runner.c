@@ -350,7 +350,7 @@ static unsigned quant_switches(struct store *s, int64_t id, char *ret_qt, size_t
 		const cJSON *tp = cJSON_GetObjectItemCaseSensitive(k, "tensor_parallel");
 
 		CHECK(cJSON_IsString(q) && cJSON_IsNumber(tp));
-		if (strcmp(t[i].kind, "baseline") == 0)
+		if (strstr(t[i].kind, "baseline"))
 			continue; /* the engine's defaults, before the search */
 		if (prev[0] && strcmp(prev, q->valuestring) != 0)
 			sw++;

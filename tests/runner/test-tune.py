@@ -269,8 +269,12 @@ def case_failures():
     for name, extra, want_state, want_failure in cases:
         space = dict(base_space)
         space.update(extra)
+        # the memory pre-flight would not deploy gpu_memory_utilization 0.1:
+        # told of a GPU far larger than the sim's, it predicts a fit, and the
+        # server's own start-up check refuses it
+        gpu = {"type": "L40S", "count": 1, "price_per_gpu_hour": 0.99, "memory_gib": 480}
         spec = study("fail-" + name, engine="sim-faults", search_space=space, workload=light,
-                     budget={"max_trials": 4},
+                     budget={"max_trials": 4}, baseline=False, gpu=gpu,
                      deploy={"method": "exec", "startup_timeout": 4, "stop_timeout": 5})
         db = os.path.join(TMP, "fail-%s.db" % name)
         p, dt = tune(spec, "--db", db)
@@ -472,6 +476,7 @@ def case_twin():
         demo = json.load(f)
     demo["name"] = "twin-dry"
     demo["search"]["strategy"] = "twin"
+    demo["baseline"] = False  # the twin's own trials only
     spec = os.path.join(TMP, "twin-dry.json")
     with open(spec, "w") as f:
         json.dump(demo, f)

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "csv.h"
 #include "exit-status.h"
+#include "report.h"
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
@@ -321,6 +322,18 @@ static void print_best(const cJSON *r)
 		printf(" (mean of %.0f measurements, spread %.1f%%)", num(b, "measurements"), num(b, "spread") * 100);
 	printf("\n");
 	printf("goodput:  %.1f tok/s at %.3g req/s\n", num(b, "max_goodput"), num(b, "max_rate"));
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "baseline")))
+		printf("defaults: %s\n", str(b, "baseline"));
+	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(b, "edge")))
+		printf("edge:     %s\n", str(cJSON_GetObjectItemCaseSensitive(b, "edge"), "note"));
+	if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(b, "predicted_infeasible"))) {
+		const cJSON *c;
+
+		printf("not deployed (predicted not to fit):");
+		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(b, "predicted_infeasible"))
+			printf(" %s", cJSON_IsString(c) ? c->valuestring : "?");
+		printf("\n");
+	}
 	printf("trial:    %.0f (%s)\n", num(b, "seq"), str(b, "kind"));
 	if (cJSON_IsObject(files))
 		printf("files:    %s\n          %s\n          %s\n", str(files, "json"), str(files, "env"),
@@ -482,6 +495,9 @@ static int answer_offline(const struct client_cmd *c, const cJSON *req, cJSON **
 					     : ctl_answer_trials(s, &parsed, ret);
 		if (r < 0)
 			error_set(err, r, "out of memory");
+		else if (c->command == CTL_BEST)
+			/* what goodputd adds: the defaults, the edge */
+			r = report_best_findings(s, NULL, *ret, err);
 	}
 	ctl_request_done(&parsed);
 	return r;

@@ -25,6 +25,7 @@
 #include "config.h"
 #include "engine-profile.h"
 #include "json-util.h"
+#include "report.h"
 #include "log.h"
 
 static cJSON *oom(void)
@@ -171,7 +172,14 @@ static cJSON *handle_best(struct daemon *d, const struct ctl_request *req)
 {
 	cJSON *resp = NULL;
 
-	return ctl_answer_best(d->store, req, d->best_dir, &resp) < 0 ? oom() : resp;
+	struct error err = { 0 };
+
+	if (ctl_answer_best(d->store, req, d->best_dir, &resp) < 0)
+		return oom();
+	/* what the study found beside its answer: the defaults, the edge */
+	if (report_best_findings(d->store, d->config->engines_dir, resp, &err) < 0)
+		log_debug("best: %s", error_str(&err, -EIO));
+	return resp;
 }
 
 void daemon_best_cache_clear(struct daemon *d)

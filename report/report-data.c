@@ -152,9 +152,12 @@ static void load_spec_and_profile(struct report *r)
 	struct study_options so = { .extra_knobs = r->profile ? (const char *const *)r->profile->extra_knobs : NULL };
 	e = (struct error){ 0 };
 	q = study_from_json(r->spec, &so, &r->parsed, &e);
+	/* the space as the search left it (search.extend_edges' widenings) */
+	if (q >= 0)
+		q = report_study_phases(&r->study, r->parsed, &so, &e);
 	if (q < 0) {
 		r->spec_error = strdup_err(&e, q);
-		r->parsed = NULL;
+		r->parsed = study_free(r->parsed);
 	}
 }
 

@@ -1,7 +1,7 @@
 /* report-doc-writer.c — the report's tiny writer: headings, paragraphs,
  * notes, tables, code and plots, in Markdown or in HTML, every text escaped
  * for the format, so store text (failure messages, knob values) can never
- * inject markup. The sections (report-doc.c, report-production.c) write
+ * inject markup. The sections (report-doc.c, report-doc-findings.c, report-production.c) write
  * through it. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -750,6 +750,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 	section_sla(&d, r);
 	section_space(&d, r);
 	section_best(&d, r);
+	report_doc_findings(&d, r);
 	section_spread(&d, r);
 	section_trials(&d, r);
 	section_twin(&d, r);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine-profile.h"
 #include "json-util.h"
 #include "macro.h"
 #include "metrics.h"
@@ -211,4 +212,46 @@ int report_study_phases(const struct store_study *row, struct study *s, const st
 	if (k >= 0)
 		k = study_apply_phases(s, phases, n, opts, err);
 	return k;
+}
+
+int report_best_findings(struct store *s, const char *engines_dir, cJSON *resp, struct error *err)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(study_freep) struct study *parsed = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	const cJSON *study = cJSON_GetObjectItemCaseSensitive(resp, "study");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(study, "name");
+	cJSON *best = cJSON_GetObjectItemCaseSensitive(resp, "best");
+	struct store_study st = { 0 };
+	struct store_study_best b = { 0 };
+	struct store_load_point *lp = NULL;
+	struct study_options so = { 0 };
+	struct report_findings f;
+	struct error e = { 0 };
+	size_t n = 0;
+	int r;
+
+	if (!cJSON_IsString(name) || !cJSON_IsObject(best))
+		return 0; /* an error answer: nothing to add */
+	r = store_study_get_by_name(s, name->valuestring, &st, err);
+	if (r >= 0)
+		r = store_study_best(s, st.id, &b, err);
+	if (r >= 0)
+		r = store_load_point_list(s, b.trial.id, &lp, &n, err);
+	if (r >= 0) {
+		/* a spec that no longer parses (a profile gone) still has its baseline */
+		if (json_parse_strict("stored spec", st.spec_json, strlen(st.spec_json), &spec, &e) >= 0 &&
+		    engine_profile_find(st.engine, engines_dir, &p, &e) >= 0) {
+			so.extra_knobs = (const char *const *)p->extra_knobs;
+			if (study_from_json(spec, &so, &parsed, &e) < 0 ||
+			    report_study_phases(&st, parsed, &so, &e) < 0)
+				parsed = study_free(parsed);
+		}
+		report_findings_of(&st, parsed, &b, store_load_point_at_max(lp, n, b.trial.max_rate), &f);
+		r = report_findings_json(&f, best) < 0 ? error_set(err, -ENOMEM, "out of memory") : 0;
+	}
+	store_load_point_array_free(lp, n);
+	store_study_best_done(&b);
+	store_study_done(&st);
+	return r == -ENOENT ? 0 : r;
 }

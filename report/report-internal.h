@@ -190,3 +190,9 @@ void report_doc_plot(struct report_doc *d, enum report_plot_kind k);
  * plot_files says the plots exist as plot-NAME.svg beside the page. */
 int report_doc_write(const struct report *r, const struct report_plots *plots, enum report_format fmt, bool plot_files,
 		     FILE *f);
+
+/* ---- what the study found (report-doc-findings.c) ---- */
+
+/* The comparison with the engine's defaults, the edge, the memory
+ * pre-flight and a fixed max_model_len, after the best configuration. */
+void report_doc_findings(struct report_doc *d, const struct report *r);

@@ -168,6 +168,7 @@ int report_write_files(struct report *r, const char *dir, struct report_files *r
 
 void report_summary_print(struct report *r, FILE *f)
 {
+	struct report_findings fi;
 	const struct report_trial *b = report_best(r);
 	char knobs[256], c1[32], c2[32], c3[32], sla[256], note[96];
 
@@ -189,6 +190,13 @@ void report_summary_print(struct report *r, FILE *f)
 		fprintf(f, "launch: %s\n", r->launch_command);
 	else
 		fprintf(f, "launch: unavailable (%s)\n", r->launch_error ? r->launch_error : "?");
+	report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &fi);
+	if (fi.have_baseline)
+		fprintf(f, "vs defaults: %s\n", fi.baseline);
+	if (fi.have_edge)
+		fprintf(f, "edge: %s\n", fi.edge_text);
+	if (fi.n_predicted_infeasible > 0)
+		fprintf(f, "not deployed (predicted not to fit): %s\n", fi.predicted_infeasible);
 }
 
 static int add_num_or_null(cJSON *o, const char *k, double v)
@@ -202,6 +210,7 @@ int report_summary_json(struct report *r, cJSON **ret)
 {
 	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
 	const struct report_trial *b = report_best(r);
+	struct report_findings fi;
 	char sla[256];
 	int q = 0;
 
@@ -238,6 +247,8 @@ int report_summary_json(struct report *r, cJSON **ret)
 			q |= json_add_string(bj, "engine_version", r->answer.engine_version);
 		if (r->launch_command)
 			q |= json_add_string(bj, "launch_command", r->launch_command);
+		report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &fi);
+		q |= report_findings_json(&fi, bj);
 	}
 	if (q)
 		return -ENOMEM;

@@ -110,6 +110,10 @@ void report_findings_of(const struct store_study *row, const struct study *s, co
  * wider_may_be_cheaper, note} or null, "predicted_infeasible": [combination,
  * ...] and "max_model_len" (a note) to o. */
 int report_findings_json(const struct report_findings *f, cJSON *o);
+/* Adds the findings to an answer of `best` (the control protocol's: its
+ * "study" names the study, its "best" object gets report_findings_json's
+ * keys); an error answer is left alone. engines_dir as report_options'. */
+int report_best_findings(struct store *s, const char *engines_dir, cJSON *resp, struct error *err);
 /* Applies the search phases recorded with a study (row->phases_json) to its
  * parsed spec, so that a widened best is a configuration of its space. */
 int report_study_phases(const struct store_study *row, struct study *s, const struct study_options *opts,

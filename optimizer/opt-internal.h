@@ -97,7 +97,8 @@ struct replay {
 	bool *combo_checked;   /* the local check passed at combo_checked_cfg */
 	struct opt_config *combo_checked_cfg;
 	unsigned *combo_runs;
-	double best; /* lowest revealed cost overall */
+	unsigned *combo_turns; /* turns the search loop gave it (contenders alternate) */
+	double best;           /* lowest revealed cost overall */
 	struct opt_config best_cfg;
 
 	/* the NLopt run in progress */

@@ -25,6 +25,8 @@
 /* The local check walks on while a cost stays within this of the best: two
  * noisy measurements of equal configurations differ by a few percent. */
 #define LOCAL_TOLERANCE 0.05
+/* Combinations whose best is within this of the leader's take turns with it. */
+#define CONTENDER 0.20
 /* A later search phase goes on in the combinations this close to the best. */
 #define PHASE_TOLERANCE 0.10
 
@@ -301,7 +303,7 @@ static void run_start(const struct replay *r, size_t k, struct opt_config *ret)
  * A point that beats the best becomes the centre and the check starts again
  * from it. Returns when no point of the check beats the centre (or the
  * replay stopped). */
-static void local_check(struct replay *r, size_t k)
+static bool local_check(struct replay *r, size_t k)
 {
 	const struct opt_space *s = r->space;
 
@@ -341,8 +343,9 @@ static void local_check(struct replay *r, size_t k)
 				moved = opt_replay_evaluate(r, &c, &cost) == EVAL_MEASURED && cost < centre_cost;
 			}
 		}
+		/* a move ends the turn: close contenders take theirs between moves */
 		if (moved)
-			continue;
+			return true;
 		/* Converged on the centre: measure it again once before
 		 * believing it (its cost may be a lucky draw). */
 		{
@@ -351,12 +354,13 @@ static void local_check(struct replay *r, size_t k)
 			size_t v = slot ? (size_t)*slot : SIZE_MAX;
 
 			if (r->set->confirm_probes == 0 || v == SIZE_MAX || r->seen[v].reprobes > 0)
-				return;
+				return false;
 			(void)opt_replay_reprobe(r, &centre);
 			if (!r->stopped && r->seen[v].reprobes == 0)
-				return; /* cannot happen: a revealed centre can be re-probed */
+				return false; /* cannot happen: a revealed centre can be re-probed */
 		}
 	}
+	return false;
 }
 
 void opt_replay_search(struct replay *r)
@@ -374,7 +378,10 @@ void opt_replay_search(struct replay *r)
 		bool need_local;
 
 		/* Promising: screened within `promising` of the best screen;
-		 * the one with the lowest cost so far goes first. */
+		 * the one with the lowest cost so far leads. Contenders close
+		 * to it take turns with it (the fewest turns first), so that
+		 * each has its batch knobs explored before a long refinement
+		 * of the leader spends the budget. */
 		for (size_t k = 0; k < r->n_combos; k++)
 			if (!r->combo_done[k] && isfinite(r->combo_best[k]) &&
 			    r->combo_screen[k] <= screen_best * (1 + r->set->promising) &&
@@ -382,6 +389,14 @@ void opt_replay_search(struct replay *r)
 				pick = k;
 		if (pick == SIZE_MAX)
 			return;
+		for (size_t k = 0, lead = pick; k < r->n_combos; k++)
+			if (k != pick && !r->combo_done[k] && isfinite(r->combo_best[k]) &&
+			    r->combo_screen[k] <= screen_best * (1 + r->set->promising) &&
+			    r->combo_best[k] <= r->combo_best[lead] * (1 + CONTENDER) &&
+			    (r->combo_turns[k] < r->combo_turns[pick] ||
+			     (r->combo_turns[k] == r->combo_turns[pick] && r->combo_best[k] < r->combo_best[pick])))
+				pick = k;
+		r->combo_turns[pick]++;
 		if (r->n_dim == 0) {
 			r->combo_done[pick] = true;
 			continue;
@@ -401,7 +416,8 @@ void opt_replay_search(struct replay *r)
 				if (r->stopped)
 					return;
 			}
-			local_check(r, pick);
+			if (local_check(r, pick))
+				continue; /* moved: the check goes on at its next turn */
 			if (r->stopped)
 				return;
 			r->combo_checked[pick] = true;

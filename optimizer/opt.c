@@ -153,6 +153,7 @@ static void replay_done(struct replay *r)
 	free(r->combo_best);
 	free(r->combo_screen);
 	free(r->combo_runs);
+	free(r->combo_turns);
 	free(r->combo_best_cfg);
 	free(r->combo_done);
 	free(r->combo_near);
@@ -253,8 +254,9 @@ static int replay_init(struct replay *r, const struct opt_space *space, const st
 	r->combo_checked = calloc(r->n_combos, sizeof(bool));
 	r->combo_checked_cfg = calloc(r->n_combos, sizeof(struct opt_config));
 	r->combo_runs = calloc(r->n_combos, sizeof(unsigned));
+	r->combo_turns = calloc(r->n_combos, sizeof(unsigned));
 	if (!r->combo_best || !r->combo_screen || !r->combo_best_cfg || !r->combo_done || !r->combo_near ||
-	    !r->combo_converged || !r->combo_checked || !r->combo_checked_cfg || !r->combo_runs)
+	    !r->combo_converged || !r->combo_checked || !r->combo_checked_cfg || !r->combo_runs || !r->combo_turns)
 		return -ENOMEM;
 	for (size_t c = 0; c < r->n_combos; c++)
 		r->combo_best[c] = r->combo_screen[c] = INFINITY;

@@ -182,6 +182,11 @@ int runner_baseline_choose(struct runner *r, struct error *err)
 		snprintf(b->why, sizeof(b->why), "the study asks for no baseline");
 		return 0;
 	}
+	if (r->settings.max_trials == 1) {
+		/* max_trials counts the baseline: one deployment is the search's */
+		snprintf(b->why, sizeof(b->why), "max_trials 1 leaves no room for a baseline");
+		return 0;
+	}
 	k = engine_profile_default_knobs(r->profile, r->study->gpu.type, mem_gib, &defaults);
 	if (k < 0)
 		return error_set(err, k, "out of memory");

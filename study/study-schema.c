@@ -425,7 +425,7 @@ const struct json_field study_fields[] = {
 	{ "baseline", JSON_BOOL, OFF(baseline), .def = "true",
 	  .doc = "measure the engine's default configuration first (its default batch and chunk size at the "
 		 "smallest TP predicted to fit, native precision if it fits): the summary and report compare the "
-		 "best with it; it counts in budget.max_trials" },
+		 "best with it; it counts in budget.max_trials (none with max_trials 1)" },
 	{ "window", JSON_STRING, .callback = parse_window, .max = 16, .def = "always",
 	  .schema = "{\"pattern\": \"^[0-9]{1,2}:[0-9]{1,2}-[0-9]{1,2}:[0-9]{1,2}$\"}",
 	  .doc = "daily time window \"HH:MM-HH:MM\" (local time) in which the daemon runs trials" },

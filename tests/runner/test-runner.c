@@ -275,6 +275,30 @@ static int64_t add_study(struct store *s, const char *name)
 	return id;
 }
 
+/* The edge landscape (its optimum above the initial max_num_seqs range,
+ * search.extend_edges on), with a light workload and a large budget. */
+static int64_t add_study_edges(struct store *s, const char *name)
+{
+	_cleanup_(study_freep) struct study *st = NULL;
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct study_options so = { 0 };
+	struct error err = { 0 };
+	int64_t id;
+
+	CHECK(engine_profile_find("sim", NULL, &p, &err) >= 0);
+	so.extra_knobs = p->extra_knobs;
+	CHECK(json_parse_file(TEST_SOURCE_ROOT "/bench/optimizer/landscapes/8b-l40s-edge.json", 1 << 20, &j, &err) >=
+	      0);
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "workload"), "num_prompts",
+					       cJSON_CreateNumber(60));
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "budget"), "max_trials",
+					       cJSON_CreateNumber(60));
+	CHECK_MSG(study_from_json(j, &so, &st, &err) >= 0, "%s", err.msg);
+	CHECK(runner_study_insert(s, st, name, &id, &err) >= 0);
+	return id;
+}
+
 /* The demo study with its search space listed tensor_parallel first. */
 static int64_t add_study_tp_first(struct store *s, const char *name)
 {
@@ -504,6 +528,42 @@ int main(void)
 			CHECK_MSG(strstr(twice, first) && first[strcspn(first, " ") - 1] == '1',
 				  "the screen does not keep the quantizations together: %s", qa);
 		}
+	}
+
+	/* search.extend_edges: the ranges widened are recorded as phases, and a
+	 * study stopped anywhere and resumed widens and searches exactly as the
+	 * straight run did */
+	{
+		struct store_study ra = { 0 }, rb = { 0 };
+		unsigned total;
+
+		a = add_study_edges(s, "edges");
+		c = (struct ctx){ 0 };
+		CHECK_INT_EQ(run(s, a, &c), RUNNER_END_DONE);
+		total = c.trials_finished;
+		CHECK(store_study_get(s, a, &ra, &err) >= 0);
+		CHECK_MSG(ra.phases_json && strstr(ra.phases_json, "\"knob\":\"max_num_seqs\""),
+			  "no widening recorded: %s", ra.phases_json ? ra.phases_json : "(none)");
+		fprintf(stderr, "edges: %u trials, phases %s\n", total, ra.phases_json);
+		la = trial_list(s, a);
+		for (unsigned stop = 5; stop < total; stop += 7) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "edges-%u", stop);
+			b = add_study_edges(s, name);
+			c = (struct ctx){ .stop_after = stop };
+			CHECK_INT_EQ(run(s, b, &c), RUNNER_END_STOPPED);
+			c = (struct ctx){ 0 };
+			CHECK_INT_EQ(run(s, b, &c), RUNNER_END_DONE);
+			lb = trial_list(s, b);
+			CHECK_MSG(strcmp(la, lb) == 0, "stopped after %u and resumed: the trials differ", stop);
+			CHECK(store_study_get(s, b, &rb, &err) >= 0);
+			CHECK_STR_EQ(ra.phases_json, rb.phases_json);
+			store_study_done(&rb);
+			free(lb);
+		}
+		free(la);
+		store_study_done(&ra);
 	}
 
 	/* the twin plans in a child: the loop ticks on meanwhile */

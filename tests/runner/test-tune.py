@@ -45,6 +45,19 @@ Cases:
             finishes, stores a calibration for its key, and a second study
             with the same key starts warm; `goodput report` shows the
             twin's predicted vs measured table
+  budget    max_trials N deploys at most N servers (the baseline, retries
+            and confirmations counted), in dry runs for N = 1..8 and against
+            real goodput-sim processes; --confirm 0 runs no re-probe
+  memory    the 70B example in a dry run deploys no quantization x TP the
+            pre-flight predicts not to fit and measures the batch knobs of
+            fp8 and awq at TP 4; with the pre-flight misled (a GPU said to
+            be far larger), real servers refuse with their cause and no
+            configuration a cause rules out is deployed after it
+  constraints  "kv_cache_dtype == fp8 => quantization == fp8" and an
+            allowed-combinations list hold for every trial
+  baseline  the engine's defaults are measured first; the summary, --json
+            (baseline_cost_per_mtok, edge {knob, bound, limiter}) and the
+            report compare the answer with them and name the edge
 """
 import json
 import os
@@ -760,8 +773,181 @@ def case_parallel():
     print("busy: GPU 1 held for 12 s; %d trials, all measured, in %.0f s" % (len(ts), dt))
 
 
+def demo_spec(name, **over):
+    with open(os.path.join(SRCDIR, "..", "..", "configs", "studies", "demo-sim-llama8b-l40s.json")) as f:
+        s = json.load(f)
+    s["name"] = name
+    s.update(over)
+    path = os.path.join(TMP, name + ".json")
+    with open(path, "w") as f:
+        json.dump(s, f)
+    return path
+
+
+def case_budget():
+    # dry runs: max_trials N, every deployment counted
+    for n in (1, 2, 3, 5, 8):
+        spec = demo_spec("budget-%d" % n)
+        db = os.path.join(TMP, "budget-%d.db" % n)
+        tune(spec, "--db", db, "--dry-run", "--max-trials", str(n), timeout=120)
+        st, ts = check_store(db, "budget-%d.dry-run" % n)
+        if len(ts) > n:
+            fail("max_trials %d: %d trials deployed: %s" % (n, len(ts), [t["kind"] for t in ts]))
+        if n >= 3 and len(ts) < n:
+            fail("max_trials %d: only %d trials (the budget was not used)" % (n, len(ts)))
+        if n >= 2 and not ts[0]["kind"].endswith("baseline"):
+            fail("max_trials %d: the engine's defaults are not the first trial: %s" % (n, ts[0]["kind"]))
+        print("budget: max_trials %d -> %d trials (%s)" % (n, len(ts), " ".join(t["kind"] for t in ts)))
+    # --confirm 0: nothing measured twice
+    spec = demo_spec("noconfirm")
+    db = os.path.join(TMP, "noconfirm.db")
+    tune(spec, "--db", db, "--dry-run", "--confirm", "0", timeout=120)
+    st, ts = check_store(db, "noconfirm.dry-run")
+    if any("confirm" in t["kind"] for t in ts):
+        fail("--confirm 0 ran re-probes: %s" % [t["kind"] for t in ts])
+    keys = [t["canonical_key"] for t in ts]
+    if len(set(keys)) != len(keys):
+        fail("--confirm 0 measured a configuration twice")
+    # real servers: max_trials 3 starts 3 servers at most
+    spec = study("budget-real", budget={"max_trials": 3})
+    db = os.path.join(TMP, "budget-real.db")
+    logs = os.path.join(TMP, "logs")
+    before = set(os.listdir(logs)) if os.path.isdir(logs) else set()
+    tune(spec, "--db", db)
+    st, ts = check_store(db, "budget-real")
+    started = [f for f in os.listdir(logs) if f not in before]
+    if len(ts) > 3 or len(started) > 3:
+        fail("max_trials 3: %d trials, %d server logs" % (len(ts), len(started)))
+    print("budget: real max_trials 3 -> %d trials, %d servers started" % (len(ts), len(started)))
+
+
+def combination(t):
+    k = json.loads(t["knobs"])
+    return (k.get("quantization", "none"), k.get("tensor_parallel", 1))
+
+
+def case_memory():
+    # the 70B example in a dry run
+    spec = os.path.join(SRCDIR, "..", "..", "configs", "studies", "sim-demo.json")
+    db = os.path.join(TMP, "memory.db")
+    p, dt = tune(spec, "--db", db, "--dry-run", "--json", timeout=300)
+    st, ts = check_store(db, "sim-demo-llama70b-l40s.dry-run")
+    pre = json.loads(st["preflight_json"])
+    ruled = set()
+    for c in pre["combinations"]:
+        if c["smallest"]["fit"] == "does not fit":
+            q, tp = c["combination"].split(" tp=")
+            ruled.add(("none" if q == "bf16" else q, int(tp)))
+    if not ruled:
+        fail("the pre-flight ruled out nothing on 70B / 4x L40S: %s" % pre)
+    deployed = [combination(t) for t in ts]
+    if any(c in ruled for c in deployed):
+        fail("deployed what the pre-flight predicted not to fit: %s (ruled out %s)" % (deployed, sorted(ruled)))
+    started = [t for t in ts if t["failure_class"] != "oom"]
+    measured = {}
+    for t in ts:
+        if t["state"] == "done":
+            measured.setdefault(combination(t), set()).add(t["canonical_key"])
+    for c in (("fp8", 4), ("awq", 4)):
+        if len(measured.get(c, ())) < 2:
+            fail("%s tp=%d: batch knobs not explored (%s)" % (c[0], c[1], sorted(measured.get(c, ()))))
+    if len(started) < 0.8 * len(ts):
+        fail("only %d of %d deployments started" % (len(started), len(ts)))
+    out = json.loads(p.stdout)
+    if "predicted_infeasible" not in out["best"]:
+        fail("--json does not list what was not deployed: %s" % out["best"].keys())
+    print("memory: dry run %d trials, %d started, ruled out %s, measured fp8/4 %d, awq/4 %d"
+          % (len(ts), len(started), sorted(ruled), len(measured[("fp8", 4)]), len(measured[("awq", 4)])))
+
+    # real servers, the pre-flight misled: the causes prune
+    light = {"dataset": "random", "input_len": 128, "output_len": 16, "range_ratio": 0.25,
+             "num_prompts": 16, "ignore_eos": True, "seed": 7}
+    space = {"max_num_seqs": [8, 16, 32], "max_num_batched_tokens": [512], "tensor_parallel": [1, 2, 4]}
+    spec = study("memory-real", model={"name": "llama-3.1-70b"}, quantizations=["none", "fp8"],
+                 gpu={"type": "L40S", "count": 4, "price_per_gpu_hour": 0.99, "memory_gib": 480},
+                 search_space=space, workload=light, sla={"ttft_ms": 5000, "tpot_ms": 200},
+                 budget={"max_trials": 9}, baseline=False,
+                 probe={"tolerance": 0.3, "max_steps": 3, "request_timeout": 60})
+    db = os.path.join(TMP, "memory-real.db")
+    tune(spec, "--db", db, timeout=900)
+    st, ts = check_store(db, "memory-real")
+    pruned = set()
+    for t in ts:
+        c = combination(t)
+        if c in pruned:
+            fail("trial %d deployed %s after a cause ruled the combination out: %s"
+                 % (t["seq"], c, [(x["seq"], x["oom_cause"]) for x in ts]))
+        if t["failure_class"] == "oom":
+            if t["oom_cause"] not in ("weights", "kv_cache", "cache_blocks"):
+                fail("trial %d: out of memory without a cause: %s" % (t["seq"], t["failure_message"]))
+            if t["oom_cause"] in ("weights", "kv_cache"):
+                pruned.add(c)
+    causes = sorted(set(t["oom_cause"] for t in ts if t["oom_cause"]))
+    if "weights" not in causes or not any(t["state"] == "done" for t in ts):
+        fail("expected a weights failure and a measured trial: %s" % [(t["seq"], t["state"], t["oom_cause"]) for t in ts])
+    print("memory: real %d trials, causes %s, combinations ruled out by a cause %s"
+          % (len(ts), causes, sorted(pruned)))
+
+
+def case_constraints():
+    space = {"max_num_seqs": {"min": 16, "max": 64, "scale": "log2"}, "max_num_batched_tokens": [2048],
+             "quantization": ["none", "fp8", "awq"], "tensor_parallel": [1, 2],
+             "kv_cache_dtype": ["auto", "fp8"], "max_model_len": [4096]}
+    rules = ["max_num_batched_tokens >= max_num_seqs", "kv_cache_dtype == fp8 => quantization == fp8",
+             {"allowed": [{"quantization": ["none", "fp8"]}, {"quantization": "awq", "tensor_parallel": 1}]}]
+    spec = study("constraints", search_space=space, constraints=rules, budget={"max_trials": 30},
+                 gpu={"type": "L40S", "count": 2, "price_per_gpu_hour": 0.99})
+    db = os.path.join(TMP, "constraints.db")
+    tune(spec, "--db", db, "--dry-run", timeout=120)
+    st, ts = check_store(db, "constraints.dry-run")
+    seen_fp8_kv = False
+    for t in ts:
+        if t["kind"].endswith("baseline"):
+            continue
+        k = json.loads(t["knobs"])
+        if k["kv_cache_dtype"] == "fp8" and k["quantization"] != "fp8":
+            fail("trial %d breaks the implication: %s" % (t["seq"], k))
+        if k["quantization"] == "awq" and k["tensor_parallel"] != 1:
+            fail("trial %d is not an allowed combination: %s" % (t["seq"], k))
+        seen_fp8_kv = seen_fp8_kv or k["kv_cache_dtype"] == "fp8"
+    if not seen_fp8_kv:
+        fail("the search never tried the fp8 KV cache that fp8 allows")
+    print("constraints: %d trials, every one allowed" % len(ts))
+
+
+def case_baseline():
+    spec = demo_spec("baseline")
+    db = os.path.join(TMP, "baseline.db")
+    p, dt = tune(spec, "--db", db, "--dry-run", "--json", timeout=120)
+    out = json.loads(p.stdout)
+    b = out["best"]
+    if not (b["baseline_cost_per_mtok"] and b["baseline_cost_per_mtok"] > b["cost_per_mtok"]):
+        fail("no baseline comparison in --json: %s" % b)
+    if "cheaper than the engine's defaults" not in b["baseline"]:
+        fail("baseline sentence: %s" % b["baseline"])
+    edge = b["edge"]
+    if not edge or not edge["knob"] or edge["bound"] not in ("max", "min") or not edge["limiter"]:
+        fail("no edge {knob, bound, limiter} in --json: %s" % edge)
+    st, ts = check_store(db, "baseline.dry-run")
+    base = [t for t in ts if t["kind"].endswith("baseline")]
+    if len(base) != 1 or base[0]["seq"] != 1:
+        fail("the baseline is not the first trial: %s" % [t["kind"] for t in ts])
+    k = json.loads(base[0]["knobs"])
+    if k["max_num_seqs"] != 256 or k["max_num_batched_tokens"] != 2048 or k["quantization"] != "none":
+        fail("the baseline is not vLLM's default on a 48 GB GPU: %s" % k)
+    p, dt = tune("--db", db, "--dry-run", "--resume", "baseline.dry-run", timeout=60)
+    if "vs defaults:" not in p.stdout or "cheaper than the engine's defaults" not in p.stdout or "edge:" not in p.stdout:
+        fail("summary without the comparison or the edge:\n%s" % p.stdout)
+    r = subprocess.run([GOODPUT, "report", "--db", db, "--markdown", "--engines-dir", ENGINES, "baseline.dry-run"],
+                       env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    if r.returncode != 0 or "cheaper than the engine" not in r.stdout or "top of its range" not in r.stdout:
+        fail("report without the comparison or the edge (exit %d):\n%s" % (r.returncode, r.stdout[-3000:]))
+    print("baseline: %s; edge %s=%g (%s)" % (b["baseline"], edge["knob"], edge["value"], edge["bound"]))
+
+
 {"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,
  "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock,
- "parallel": case_parallel, "setup": case_setup}[CASE]()
+ "parallel": case_parallel, "setup": case_setup, "budget": case_budget, "memory": case_memory,
+ "constraints": case_constraints, "baseline": case_baseline}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

@@ -552,7 +552,7 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	k = runner_preflight_init(&r->preflight, r->study, err);
 	if (k < 0)
 		return error_prefix(err, k, "study %s", r->row.name);
-	if (r->preflight.usable)
+	if (r->preflight.usable && r->study->search.preflight)
 		r->settings.preflight = &r->preflight.hook;
 	k = runner_baseline_choose(r, err);
 	if (k < 0)

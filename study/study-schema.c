@@ -376,6 +376,10 @@ static const struct json_field search_fields[] = {
 	  .doc = "when the search ends with its best on a bound of an integer range that the SLA does not limit, "
 		 "widen that range by log2 steps (within the engine's limits) and go on; each widening is stored as "
 		 "a search phase a resumed study replays" },
+	{ "preflight", JSON_BOOL, OFF(search.preflight), .def = "true",
+	  .doc = "skip configurations the memory estimate (the model's weights and KV cache against the GPU's "
+		 "memory) says do not fit, recording them as predicted infeasible; false deploys them and lets the "
+		 "engine say why they do not start" },
 	{ 0 },
 };
 

@@ -302,6 +302,7 @@ static void study_defaults(struct study_parse *p)
 	s->deploy.command_timeout_usec = 120 * USEC_PER_SEC;
 	s->search.seed = 1;
 	s->baseline = true;
+	s->search.preflight = true;
 	s->search.algorithm = "LN_SBPLX";
 	p->attainment = NAN;
 }

@@ -14,7 +14,7 @@
  * quality_check, gpu {type, count, devices, price_per_gpu_hour}, search_space,
  * constraints, workload {...}, sla {...}, scenario, cost_tokens, budget
  * {max_trials, max_wall_time, parallel}, probe {...}, deploy {...}, search {seed,
- * algorithm, strategy, extend_edges}, baseline, window, label. */
+ * algorithm, strategy, extend_edges, preflight}, baseline, window, label. */
 #pragma once
 
 #include <stdbool.h>
@@ -120,6 +120,7 @@ struct study {
 		const char *algorithm; /* NLopt algorithm name, e.g. "LN_SBPLX" */
 		const char *strategy;  /* outer strategy for categorical knobs; NULL = the optimizer's default */
 		bool extend_edges;     /* widen a range whose bound holds the best (runner) */
+		bool preflight;        /* skip configurations the memory estimate rules out (runner) */
 	} search;
 
 	bool baseline; /* measure the engine's default configuration first */

@@ -13,6 +13,7 @@
  * The table copies vLLM's layout ("{:<40} {:<10.2f}", 50-column rules) and
  * adds goodput's SLA lines at the end. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -75,6 +76,19 @@ static int add_server(cJSON *obj, const struct probe_server_metrics *s)
 	return r;
 }
 
+/* "failure_reasons": {"connection refused": 5, ...}, most frequent first. */
+static int add_failure_reasons(cJSON *obj, const struct probe_result *r)
+{
+	cJSON *o = cJSON_AddObjectToObject(obj, "failure_reasons");
+
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_failure_reasons; i++)
+		if (json_add_number(o, r->failure_reasons[i].reason, r->failure_reasons[i].count) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
 int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 {
 	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
@@ -88,6 +102,11 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 		q |= json_add_string(o, "request_rate", "inf");
 	else
 		q |= json_add_number(o, "request_rate", r->request_rate);
+	if (!(r->offered_rate > 0)) {
+		if (!cJSON_AddNullToObject(o, "offered_rate"))
+			q = -ENOMEM;
+	} else
+		q |= json_add_number(o, "offered_rate", r->offered_rate);
 	q |= json_add_number(o, "burstiness", r->burstiness);
 	if (r->max_concurrency)
 		q |= json_add_number(o, "max_concurrency", r->max_concurrency);
@@ -148,6 +167,13 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 	q |= json_add_number(o, "attainment", r->attainment);
 	q |= json_add_number(o, "good_output_throughput", r->good_output_throughput);
 	q |= json_add_bool(o, "sla_met", r->sla_met);
+	if (r->verdict != PROBE_VERDICT_NONE) {
+		q |= json_add_string(o, "verdict", probe_verdict_name(r->verdict));
+		q |= json_add_number(o, "verdict_requests", r->verdict_requests);
+		q |= json_add_number(o, "verdict_confidence", r->verdict_confidence);
+	}
+	if (add_failure_reasons(o, r) < 0)
+		return -ENOMEM;
 	if (r->server.present && add_server(o, &r->server) < 0)
 		return -ENOMEM;
 	if (q < 0)
@@ -224,6 +250,42 @@ static int read_sla(const cJSON *v, const char *path, const struct json_field *f
 	return r < 0 ? error_prefix(err, r, "%s", path) : 0;
 }
 
+static int read_verdict(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct probe_result *res = base;
+	int k;
+
+	(void)f;
+	if (!cJSON_IsString(v) || (k = probe_verdict_from_name(v->valuestring)) < 0)
+		return json_wrong(v, path, "\"met\", \"missed\", \"undecided\" or \"none\"", err);
+	res->verdict = (enum probe_verdict)k;
+	return 0;
+}
+
+static int read_failure_reasons(const cJSON *v, const char *path, const struct json_field *f, void *base,
+				struct error *err)
+{
+	struct probe_result *res = base;
+	const cJSON *item;
+
+	(void)f;
+	if (!cJSON_IsObject(v))
+		return json_wrong(v, path, "an object", err);
+	cJSON_ArrayForEach(item, v)
+	{
+		struct probe_failure_count *c;
+
+		if (res->n_failure_reasons >= PROBE_MAX_FAILURE_REASONS)
+			break; /* the most frequent come first */
+		if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0 && item->valuedouble <= UINT32_MAX))
+			return error_set(err, -EINVAL, "%s.%s: expected a count", path, item->string);
+		c = &res->failure_reasons[res->n_failure_reasons++];
+		snprintf(c->reason, sizeof(c->reason), "%s", item->string);
+		c->count = (uint32_t)item->valuedouble;
+	}
+	return 0;
+}
+
 static int read_server(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
 	struct probe_result *res = base;
@@ -265,6 +327,7 @@ static const struct json_field server_fields[] = {
  * before the p<P>_<metric>_ms keys, sla before attainment_target. */
 static const struct json_field result_fields[] = {
 	{ "request_rate", JSON_ANY, .callback = read_rate, .flags = JSON_NULLABLE, .min = 0, .max = 1e300 },
+	{ "offered_rate", JSON_DOUBLE, OFF(offered_rate), .flags = JSON_NULLABLE, .min = 0, .max = 1e300 },
 	{ "burstiness", JSON_DOUBLE, OFF(burstiness), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "max_concurrency", JSON_U32, OFF(max_concurrency), .flags = JSON_NULLABLE, .max = UINT32_MAX },
 	{ "num_prompts", JSON_U32, OFF(num_prompts), .flags = JSON_MANDATORY, .max = UINT32_MAX },
@@ -296,6 +359,10 @@ static const struct json_field result_fields[] = {
 	{ "sla", JSON_ANY, .callback = read_sla, .flags = JSON_NULLABLE },
 	{ "attainment_target", JSON_DOUBLE, OFF(sla.attainment), .flags = JSON_NULLABLE, .min = 0, .max = 1 },
 	{ "sla_met", JSON_BOOL, OFF(sla_met), .flags = JSON_NULLABLE },
+	{ "verdict", JSON_ANY, .callback = read_verdict, .flags = JSON_NULLABLE },
+	{ "verdict_requests", JSON_U32, OFF(verdict_requests), .flags = JSON_NULLABLE, .max = UINT32_MAX },
+	{ "verdict_confidence", JSON_DOUBLE, OFF(verdict_confidence), .flags = JSON_NULLABLE, .min = 0, .max = 1 },
+	{ "failure_reasons", JSON_ANY, .callback = read_failure_reasons, .flags = JSON_NULLABLE },
 	{ "server", JSON_OBJECT, .fields = server_fields, .callback = read_server, .flags = JSON_NULLABLE },
 	{ 0 },
 };
@@ -314,6 +381,14 @@ int probe_result_from_json(const cJSON *j, struct probe_result *ret, struct erro
 	/* null goodput: no per-request bounds, so every completed request was good */
 	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "request_goodput")))
 		res.request_goodput = res.request_throughput;
+	/* not written: a result that missed its SLA with attainment enough (or
+	 * despite the verdict "met") missed a percentile bound */
+	if (res.verdict == PROBE_VERDICT_NONE)
+		res.percentiles_met =
+			res.sla_met ||
+			res.attainment < (res.sla.attainment > 0 ? res.sla.attainment : PROBE_SLA_DEFAULT_ATTAINMENT);
+	else
+		res.percentiles_met = res.sla_met || res.verdict != PROBE_VERDICT_MET;
 	*ret = res;
 	return 0;
 }
@@ -360,6 +435,8 @@ void probe_result_print(FILE *f, const struct probe_result *r)
 		line_s(f, "Request rate configured (RPS):", "inf");
 	else if (r->request_rate > 0)
 		line_f(f, "Request rate configured (RPS):", r->request_rate);
+	if (!isinf(r->request_rate) && r->offered_rate > 0)
+		line_f(f, "Request rate offered (RPS):", r->offered_rate);
 	line_f(f, "Benchmark duration (s):", r->duration_s);
 	line_u(f, "Total input tokens:", (unsigned long long)r->total_input_tokens);
 	line_u(f, "Total generated tokens:", (unsigned long long)r->total_output_tokens);
@@ -395,6 +472,11 @@ void probe_result_print(FILE *f, const struct probe_result *r)
 	line_f(f, "SLA attainment (%):", r->attainment * 100);
 	line_f(f, "Good output throughput (tok/s):", r->good_output_throughput);
 	line_s(f, "SLA met:", r->sla_met ? "yes" : "no");
+	if (r->verdict != PROBE_VERDICT_NONE) {
+		snprintf(buf, sizeof(buf), "%s (%.0f%% confidence, first %" PRIu32 " requests)",
+			 probe_verdict_name(r->verdict), r->verdict_confidence * 100, r->verdict_requests);
+		line_s(f, "SLA verdict:", buf);
+	}
 	if (r->server.present) {
 		print_rule(f, "Server (/metrics)", '-');
 		line_f(f, "Mean KV cache usage (%):", r->server.kv_usage_mean * 100);

@@ -251,6 +251,72 @@ static int percentile_bounds_hold(const struct probe_request_result *reqs, size_
 	return 0;
 }
 
+/* (requests − 1) over the span of their send times; 0 with fewer than two
+ * requests or no span (everything sent at once). */
+static double offered_rate(const struct probe_request_result *reqs, size_t n)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		first = MIN(first, reqs[i].send_usec);
+		last = MAX(last, reqs[i].send_usec);
+	}
+	if (n < 2 || last <= first)
+		return 0;
+	return (double)(n - 1) / ((double)(last - first) / 1e6);
+}
+
+/* The most frequent reasons, their texts cut at a character boundary. */
+static int keep_failure_reasons(const struct probe_request_result *reqs, size_t n, struct probe_result *res)
+{
+	_cleanup_(freep) struct probe_failure_reason *why = NULL;
+	size_t n_why = 0;
+	int r;
+
+	r = probe_failure_reasons(reqs, n, &why, &n_why);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_why && i < PROBE_MAX_FAILURE_REASONS; i++) {
+		struct probe_failure_count *c = &res->failure_reasons[i];
+		size_t len = strlen(why[i].reason);
+
+		if (len >= sizeof(c->reason)) {
+			len = sizeof(c->reason) - 1;
+			while (len > 0 && ((unsigned char)why[i].reason[len] & 0xC0) == 0x80)
+				len--; /* not inside a UTF-8 sequence */
+		}
+		memcpy(c->reason, why[i].reason, len);
+		c->reason[len] = 0;
+		c->count = why[i].count;
+		res->n_failure_reasons++;
+	}
+	return 0;
+}
+
+void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence)
+{
+	r->verdict = v;
+	r->verdict_requests = requests;
+	r->verdict_confidence = confidence;
+	if (v != PROBE_VERDICT_NONE)
+		r->sla_met = v == PROBE_VERDICT_MET && r->percentiles_met;
+}
+
+static const char *const verdict_names[] = { "none", "met", "missed", "undecided", NULL };
+
+const char *probe_verdict_name(enum probe_verdict v)
+{
+	return (unsigned)v < ELEMENTSOF(verdict_names) - 1 ? verdict_names[v] : "?";
+}
+
+int probe_verdict_from_name(const char *s)
+{
+	for (size_t i = 0; verdict_names[i]; i++)
+		if (strcmp(verdict_names[i], s) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
 int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s, const double *pcts,
 			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err)
 {
@@ -318,12 +384,18 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 		stat_compute(x, n, res.percentiles, res.n_percentiles, &res.stat[m]);
 	}
 
+	res.offered_rate = offered_rate(reqs, n_reqs);
+	r = keep_failure_reasons(reqs, n_reqs, &res);
+	if (r < 0)
+		return error_set(err, r, "metrics: out of memory");
+
 	res.attainment = n_reqs ? (double)good / (double)n_reqs : 0;
 	res.request_goodput = good / duration_s;
 	res.good_output_throughput = (double)good_tokens / duration_s;
 	r = percentile_bounds_hold(reqs, n_reqs, res.failed, sla, &pct_ok);
 	if (r < 0)
 		return error_set(err, r, "metrics: out of memory");
+	res.percentiles_met = pct_ok;
 	if (probe_sla_has_request_bounds(sla)) {
 		double target = res.sla.attainment > 0 ? res.sla.attainment : PROBE_SLA_DEFAULT_ATTAINMENT;
 

@@ -117,9 +117,34 @@ struct probe_server_metrics {
 	size_t samples;
 };
 
+/* A load point's verdict when it was decided while its requests came back
+ * (sequential.h); NONE when it sent a fixed count and sla_met alone judges
+ * it. */
+enum probe_verdict {
+	PROBE_VERDICT_NONE,
+	PROBE_VERDICT_MET,       /* attainment above the target, at the stated confidence */
+	PROBE_VERDICT_MISSED,    /* attainment below it, at the stated confidence */
+	PROBE_VERDICT_UNDECIDED, /* the cap came first: not told apart from the target */
+};
+
+/* "met", "missed", "undecided" ("none" for NONE); the parser returns the
+ * value or -EINVAL. */
+const char *probe_verdict_name(enum probe_verdict v);
+int probe_verdict_from_name(const char *s);
+
+#define PROBE_MAX_FAILURE_REASONS 8
+#define PROBE_FAILURE_REASON_MAX  160
+
+/* One reason requests failed for, kept in the result (the text cut to fit). */
+struct probe_failure_count {
+	char reason[PROBE_FAILURE_REASON_MAX];
+	uint32_t count;
+};
+
 struct probe_result {
 	/* the load */
-	double request_rate; /* offered requests/s; INFINITY for "inf" */
+	double request_rate; /* the rate asked for, requests/s; INFINITY for "inf" */
+	double offered_rate; /* the rate actually sent: (requests − 1) / (last send − first send); 0 unknown */
 	double burstiness;
 	uint32_t max_concurrency; /* 0 = none */
 	/* counts and totals */
@@ -142,7 +167,15 @@ struct probe_result {
 	double attainment;             /* good / num_prompts (failed count as not good) */
 	double request_goodput;        /* good requests / s (vLLM's "request_goodput") */
 	double good_output_throughput; /* output tokens/s of good requests */
-	bool sla_met;                  /* attainment >= target and every percentile bound holds */
+	bool sla_met;         /* attainment >= target (or the verdict "met") and every percentile bound holds */
+	bool percentiles_met; /* every percentile bound holds (not in JSON) */
+	/* the sequential verdict (NONE: a fixed count) */
+	enum probe_verdict verdict;
+	uint32_t verdict_requests; /* the requests it rests on, the first sent */
+	double verdict_confidence; /* e.g. 0.95 */
+	/* why requests failed, most frequent first (at most PROBE_MAX_FAILURE_REASONS) */
+	struct probe_failure_count failure_reasons[PROBE_MAX_FAILURE_REASONS];
+	size_t n_failure_reasons;
 	/* server side, when scraped */
 	struct probe_server_metrics server;
 	/* the client's own lateness: p95 of how long after it was due a request
@@ -157,10 +190,16 @@ struct probe_result {
  * wall time; percentiles (n <= PROBE_MAX_PERCENTILES) default to 50, 90, 99
  * when n_pcts is 0. sla may be NULL (no bounds: every completed request is
  * good, and sla_met means no request failed). Sample order does not matter.
- * The load's description (request_rate, burstiness, max_concurrency) and
- * server metrics are left for the caller to fill in (rate 0, burstiness 1). */
+ * The offered rate comes from the send times, the failure reasons from the
+ * failed requests' texts. The load's description (request_rate, burstiness,
+ * max_concurrency) and server metrics are left for the caller to fill in
+ * (rate 0, burstiness 1). */
 int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s, const double *pcts,
 			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err);
+
+/* Sets the sequential verdict of a load point whose figures r holds:
+ * sla_met then follows the verdict (and the percentile bounds). */
+void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence);
 
 /* One reason requests failed for, and how many did. */
 struct probe_failure_reason {

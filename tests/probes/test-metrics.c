@@ -258,9 +258,17 @@ static void test_json(void)
 						    .running_peak = 8,
 						    .preemptions = 2,
 						    .samples = 12 };
+	/* three sends over 0.9 s: 2 / 0.9 req/s as sent; the failure kept by its reason */
+	CHECK_REL(res.offered_rate, 2 / 0.9, 1e-9);
+	CHECK_INT_EQ(res.n_failure_reasons, 1);
+	CHECK_INT_EQ(res.failure_reasons[0].count, 1);
+	probe_result_set_verdict(&res, PROBE_VERDICT_MET, 3, 0.95);
 	CHECK_INT_EQ(probe_result_to_json(&res, &j), 0);
 	text = cJSON_PrintUnformatted(j);
 	CHECK(text);
+	CHECK_STR_CONTAINS(text, "\"verdict\":\"met\"");
+	CHECK_STR_CONTAINS(text, "\"verdict_requests\":3");
+	CHECK_STR_CONTAINS(text, "\"failure_reasons\":{\"");
 	/* vLLM's keys and values */
 	CHECK_STR_CONTAINS(text, "\"request_rate\":\"inf\"");
 	CHECK_STR_CONTAINS(text, "\"completed\":2");

@@ -1,9 +1,11 @@
 /* probe.c — the probe driver: a sequence of load points on one client.
  *
- * Each load point generates its workload from the same config and seed (so
- * every point sends the same prompts) with the rate the search asks for,
- * runs it with probe_run, and turns the results into a probe_result. The
- * search decides the next rate from the points so far.
+ * Each load point generates its workload from the same config and seed
+ * (the same lengths and arrival sequence, scaled to the rate the search
+ * asks for; other prompt ids at each point), runs it with probe_run, and
+ * turns the results into a probe_result. A point of the search judges its
+ * requests as they come back (sequential.h) and stops sending once its
+ * verdict is sure. The search decides the next rate from the points so far.
  *
  * The search itself is probes/ratesearch.h, a pure function of the points
  * so far: the driver summarises each load point for it, asks what to do
@@ -18,6 +20,7 @@
 #include "macro.h"
 #include "probe.h"
 #include "ratesearch.h"
+#include "sequential.h"
 #include "time-util.h"
 
 #define PROGRESS_INTERVAL_USEC (500 * USEC_PER_MSEC)
@@ -39,7 +42,10 @@ struct probe {
 	sd_event_source *progress_timer, *done_defer;
 	double cur_rate;
 	bool cur_saturation;
-	unsigned cur_redone; /* times the current point was run again */
+	unsigned cur_redone;         /* times the current point was run again */
+	struct probe_sequential seq; /* the current point's verdict, when seq_active */
+	bool seq_active, seq_stopped;
+	uint32_t cur_good; /* measured requests of the current point good so far */
 
 	struct probe_load_point *points;
 	size_t n_points;
@@ -94,6 +100,11 @@ int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, s
 				 cfg->min_rate, cfg->max_rate);
 	if (cfg->workload.num_prompts == 0)
 		return error_set(err, -EINVAL, "--num-prompts: expected at least 1, got 0");
+	if (cfg->confidence != 0 && !(cfg->confidence >= 0.5 && cfg->confidence < 1))
+		return error_set(err, -EINVAL, "confidence: expected a fraction in [0.5, 1), got %g", cfg->confidence);
+	if (cfg->max_point_requests > PROBE_MAX_REQUESTS)
+		return error_set(err, -EINVAL, "requests per load point: at most %u, got %u", PROBE_MAX_REQUESTS,
+				 cfg->max_point_requests);
 	if (!cfg->find_max_rate && cfg->workload.arrival != PROBE_ARRIVAL_INF && !(cfg->workload.request_rate > 0))
 		return error_set(err, -EINVAL, "--request-rate: expected a rate > 0, got %g",
 				 cfg->workload.request_rate);
@@ -112,12 +123,18 @@ int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, s
 	probe_ratesearch_config_init(&p->search);
 	p->search.tolerance = cfg->rate_tolerance;
 	p->search.num_requests = cfg->workload.num_prompts;
-	p->search.max_requests = cfg->workload.num_prompts * 4;
+	p->search.max_requests = cfg->max_point_requests > 0 ? cfg->max_point_requests
+							     : (uint32_t)MIN(cfg->workload.num_prompts * UINT64_C(4),
+									     (uint64_t)PROBE_MAX_REQUESTS);
 	p->search.max_points = cfg->max_load_points;
+	if (cfg->confidence > 0)
+		p->search.confidence = cfg->confidence;
 	if (probe_sla_has_request_bounds(&cfg->sla))
 		p->search.target = cfg->sla.attainment > 0 ? cfg->sla.attainment : PROBE_SLA_DEFAULT_ATTAINMENT;
 	else
 		p->search.target = 0; /* percentile bounds only: judged by sla_met */
+	/* a verdict on attainment needs a target below 1 to be told apart from */
+	p->search.sequential = !cfg->fixed_count && p->search.target > 0 && p->search.target < 1;
 	p->next_num_prompts = cfg->workload.num_prompts;
 	*ret = p;
 	return 0;
@@ -129,6 +146,7 @@ struct probe *probe_free(struct probe *p)
 		return NULL;
 	probe_run_free(p->run);
 	probe_workload_free(p->workload);
+	probe_sequential_done(&p->seq);
 	sd_event_source_disable_unref(p->progress_timer);
 	sd_event_source_disable_unref(p->done_defer);
 	for (size_t i = 0; i < p->n_points; i++) {
@@ -167,6 +185,7 @@ static void emit_progress(struct probe *p)
 		.load_point = p->n_points,
 		.rate = p->cur_rate,
 		.saturation = p->cur_saturation,
+		.good = p->cur_good,
 	};
 
 	if (!p->run || !p->on_event)
@@ -187,6 +206,49 @@ static int on_progress(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void on_run_done(struct probe_run *run, void *userdata);
 
+/* Each measured request as it ends: counted, and judged by the point's
+ * sequential test. A verdict stops the sending; when the last request in
+ * flight is back and the verdict over everything sent no longer holds,
+ * the sending goes on. */
+static void on_request(struct probe_run *run, size_t pos, const struct probe_request_result *r, void *userdata)
+{
+	struct probe *p = userdata;
+	bool good = probe_request_is_good(r, &p->cfg.sla);
+	struct probe_run_progress pr;
+	enum probe_verdict v;
+
+	p->cur_good += good;
+	if (!p->seq_active || pos > UINT32_MAX)
+		return;
+	v = probe_sequential_add(&p->seq, (uint32_t)pos, good);
+	if (v != PROBE_VERDICT_NONE && !p->seq_stopped) {
+		p->seq_stopped = true;
+		probe_run_stop_sending(run);
+		return;
+	}
+	probe_run_get_progress(run, &pr);
+	if (v == PROBE_VERDICT_NONE && p->seq_stopped && pr.done == pr.sent && probe_run_resume_sending(run) >= 0)
+		p->seq_stopped = false;
+}
+
+/* Readies the sequential verdict of a point of the search (none for the
+ * saturation run or a fixed count). */
+static int start_verdict(struct probe *p, bool saturation, uint32_t max_requests)
+{
+	struct probe_sequential_config sc;
+
+	probe_sequential_done(&p->seq);
+	p->seq_active = p->seq_stopped = false;
+	if (!p->cfg.find_max_rate || saturation || !p->search.sequential)
+		return 0;
+	probe_sequential_config_init(&sc, p->search.target, max_requests);
+	sc.confidence = p->search.confidence;
+	sc.margin = p->search.margin;
+	sc.min_requests = MIN(sc.min_requests, max_requests);
+	p->seq_active = true;
+	return probe_sequential_init(&p->seq, &sc, &p->err);
+}
+
 /* Starts a load point at rate (INFINITY: all at once / closed loop). */
 static int start_point(struct probe *p, double rate, bool saturation)
 {
@@ -205,17 +267,24 @@ static int start_point(struct probe *p, double rate, bool saturation)
 		wc.num_prompts = p->next_num_prompts;
 	if (p->n_points > 0)
 		wc.num_warmup = 0; /* warm-up once, before the first point */
-	/* Fresh prompts at every point (same distributions): a server's prefix
-	 * cache must not make later points look faster than the first. */
-	wc.seed = p->cfg.workload.seed + p->n_points;
+	/* The same seed at every point: the same lengths and the same arrival
+	 * sequence, scaled to the rate, so that points differ only in rate.
+	 * Other prompt ids at each point: a server's prefix cache must not
+	 * make later points look faster than the first. */
+	wc.prompt_variant = (uint32_t)MIN(p->n_points, (size_t)UINT32_MAX);
 	probe_workload_free(p->workload);
 	p->workload = NULL;
 	r = probe_workload_generate(&wc, &p->workload, &p->err);
 	if (r < 0)
 		return r;
+	r = start_verdict(p, saturation, wc.num_prompts);
+	if (r < 0)
+		return r;
 	p->cfg.run.max_concurrency = wc.max_concurrency;
+	p->cfg.run.on_request = on_request;
 	p->cur_rate = wc.arrival == PROBE_ARRIVAL_INF ? INFINITY : wc.request_rate;
 	p->cur_saturation = saturation;
+	p->cur_good = 0;
 	r = probe_run_start(p->event, p->client, p->workload, &p->cfg.run, on_run_done, p, &p->run);
 	if (r < 0)
 		return error_set(&p->err, r, "could not start the load point: %s", strerror(-r));
@@ -252,6 +321,7 @@ static int search_next(struct probe *p, double *ret_rate)
 			.good = (uint32_t)lround(res->attainment * res->num_prompts),
 			.sla_met = res->sla_met,
 			.throughput = res->request_throughput,
+			.verdict = res->verdict,
 		};
 		/* latency figures that steer the search (ratesearch.h) */
 		r = probe_ratesearch_ratios(&p->search, &p->cfg.sla, p->points[i].requests, p->points[i].n_requests,
@@ -303,6 +373,10 @@ static int search_next(struct probe *p, double *ret_rate)
 	}
 	p->outcome.max_rate = step.action == PROBE_RATESEARCH_NEVER ? 0 : step.rate;
 	p->outcome.best_point = step.best >= 0 && (size_t)step.best < p->n_points ? (size_t)step.best : SIZE_MAX;
+	p->outcome.why = step.why;
+	p->outcome.budget_spent = step.budget_spent;
+	p->outcome.met_above = step.met_above;
+	p->outcome.failed_below = step.failed_below;
 	return 0;
 }
 
@@ -326,6 +400,9 @@ static int add_point(struct probe *p, struct probe_run *run)
 		return r;
 	}
 	pt.result.request_rate = p->cur_rate;
+	if (p->seq_active)
+		probe_result_set_verdict(&pt.result, probe_sequential_finish(&p->seq), p->seq.judged,
+					 p->seq.cfg.confidence);
 	pt.result.burstiness = p->workload->config.burstiness > 0 ? p->workload->config.burstiness : 1.0;
 	pt.result.max_concurrency = p->workload->config.max_concurrency;
 	probe_run_server_metrics(run, &pt.result.server);

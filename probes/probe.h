@@ -10,9 +10,16 @@
  * max_concurrency) measures the rate the server completes requests at; the
  * search (probes/ratesearch.h) then looks below it for the largest rate whose
  * load point meets the SLA with confidence, stopping when the bracket is
- * within rate_tolerance (relative). Each point sends fresh prompts (seed +
- * point number) so that a prefix cache does not flatter later points.
- * Warm-up requests are sent before the first load point only.
+ * within rate_tolerance (relative). Each load point of the search keeps
+ * sending until its verdict is sure (sequential.h: met or missed at the
+ * stated confidence, or undecided at max_point_requests), so its length
+ * follows from the decision; fixed_count sends num_prompts at every point
+ * instead, judged afterwards. The points share one arrival sequence and one
+ * set of lengths (the workload's seed), scaled to each rate, so that they
+ * differ only in rate; each sends other prompt ids (a prompt variant) so
+ * that a prefix cache does not flatter later points. Each point reports the
+ * rate it asked for and the rate actually sent (offered_rate). Warm-up
+ * requests are sent once, before the first load point.
  *
  * A server that fails requests is told apart from one that is too slow: the
  * search stops at a load point where every request failed, and a search
@@ -49,6 +56,12 @@ struct probe_config {
 	 * throughput otherwise): a server that cannot complete min_rate at
 	 * saturation, or fails the SLA there, never meets it. */
 	double min_rate, max_rate;
+	/* The verdict of each load point of the search: sequential (the
+	 * default) up to max_point_requests (0: 4 × num_prompts) at confidence
+	 * (0: 0.95), or fixed_count: num_prompts each, judged afterwards. */
+	bool fixed_count;
+	uint32_t max_point_requests;
+	double confidence;
 };
 
 void probe_config_init(struct probe_config *cfg);
@@ -79,6 +92,10 @@ struct probe_outcome {
 	size_t failed_point;    /* SERVER_FAILED: the load point that shows it, else SIZE_MAX */
 	unsigned redone_points; /* load points run again because the client itself lagged (p95 of its
 	                         * requests sent over 20 ms late; at most twice each) */
+	const char *why;        /* the search's last word, static ("bracket within tolerance"); NULL */
+	bool budget_spent;      /* the answer came because max_load_points ran out */
+	double met_above;       /* a higher rate that met the SLA although one between failed; 0 */
+	double failed_below;    /* a lower rate that failed although max_rate met it; 0 */
 };
 
 enum probe_event_kind {
@@ -93,6 +110,7 @@ struct probe_event {
 	double rate;       /* offered rate; INFINITY for all at once */
 	bool saturation;
 	struct probe_run_progress progress;
+	uint32_t good; /* PROGRESS: measured requests of the point good under the SLA so far */
 	const struct probe_load_point *point;
 };
 

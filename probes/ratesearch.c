@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "sequential.h"
 
 void probe_ratesearch_config_init(struct probe_ratesearch_config *cfg)
 {
@@ -24,6 +25,8 @@ void probe_ratesearch_config_init(struct probe_ratesearch_config *cfg)
 		.num_requests = 200,
 		.max_requests = 800,
 		.max_points = 12,
+		.confidence = PROBE_SEQUENTIAL_CONFIDENCE,
+		.margin = PROBE_SEQUENTIAL_MARGIN,
 	};
 }
 
@@ -72,7 +75,9 @@ struct group {
 	size_t last;    /* index of the newest point */
 	enum verdict v; /* by the point estimate, doubtful ones at max_requests as FAIL */
 	bool conclusive;
-	double lw_sum; /* Σ log(1/sla_ratio) over its points (informed steering) */
+	enum probe_verdict verdict; /* of the newest point, when it was decided sequentially */
+	bool undecided;             /* that verdict: the cap came first */
+	double lw_sum;              /* Σ log(1/sla_ratio) over its points (informed steering) */
 	uint32_t n_w;
 };
 
@@ -87,6 +92,14 @@ static void judge(const struct probe_ratesearch_config *cfg, struct group *g)
 {
 	double p, lo, hi;
 
+	if (g->verdict != PROBE_VERDICT_NONE) {
+		/* decided while it ran, as sure as the test makes it; sla_met
+		 * follows the verdict and the percentile bounds */
+		g->v = g->last_met ? PASS : FAIL;
+		g->conclusive = true;
+		g->undecided = g->verdict == PROBE_VERDICT_UNDECIDED;
+		return;
+	}
 	if (cfg->target <= 0 || g->n == 0) {
 		g->v = g->last_met ? PASS : FAIL;
 		g->conclusive = true;
@@ -120,6 +133,7 @@ static void add_point(const struct probe_ratesearch_config *cfg, struct group *g
 		g->pct_fail = true;
 	g->last_met = p->sla_met;
 	g->last = idx;
+	g->verdict = p->verdict;
 	if (p->sla_ratio > 0) {
 		g->lw_sum -= log(p->sla_ratio);
 		g->n_w++;
@@ -139,6 +153,24 @@ static int cmp_group(const void *a, const void *b)
 	return (x->rate > y->rate) - (x->rate < y->rate);
 }
 
+/* The attainment a load point is aimed at: where a sequential one drifts
+ * to neither verdict; else where a point of n requests would pass
+ * *conclusively*, so the boundary point rarely needs confirming. */
+static double aim_attainment(const struct probe_ratesearch_config *cfg, size_t n)
+{
+	double t = cfg->target;
+
+	if (cfg->sequential) {
+		struct probe_sequential_config sc;
+
+		probe_sequential_config_init(&sc, t, cfg->max_requests);
+		sc.confidence = cfg->confidence;
+		sc.margin = cfg->margin;
+		return probe_sequential_aim(&sc);
+	}
+	return MIN(t + cfg->z * sqrt(t * (1 - t) / (double)n), 1 - 1.0 / (double)n);
+}
+
 /* logit(attainment) − logit(target), attainment clamped by half a request. */
 static double score(const struct probe_ratesearch_config *cfg, const struct group *g)
 {
@@ -147,9 +179,7 @@ static double score(const struct probe_ratesearch_config *cfg, const struct grou
 	a = CLAMP(a, 0.5 / n, 1 - 0.5 / n);
 	if (t <= 0 || t >= 1) /* percentile-only SLA: no attainment to steer by */
 		return g->v == PASS ? 1 : -1;
-	/* aim where a point of num_requests would pass *conclusively*, so the
-	 * boundary point rarely needs confirming */
-	t = MIN(t + cfg->z * sqrt(t * (1 - t) / cfg->num_requests), 1 - 1.0 / cfg->num_requests);
+	t = aim_attainment(cfg, cfg->num_requests);
 	return log(a / (1 - a)) - log(t / (1 - t));
 }
 
@@ -333,21 +363,253 @@ static double next_rate_informed(const struct probe_ratesearch_config *cfg, cons
 	return exp(g) < min_rate * (1 + cfg->tolerance) ? min_rate : exp(g);
 }
 
+/* What one call of probe_ratesearch_next works on. */
+struct search {
+	const struct probe_ratesearch_config *cfg;
+	const struct probe_rate_point *pts;
+	size_t n;
+	struct group *groups; /* finite rates, sorted by rate */
+	size_t n_groups, n_finite;
+	struct group sat;
+	const struct group *lo, *hi; /* highest pass below the lowest fail, and that fail */
+	double x_sat, min_rate;
+	struct probe_ratesearch_step *step;
+};
+
+static int check_config(const struct probe_ratesearch_config *cfg, struct error *err)
+{
+	if (!(cfg->tolerance > 0 && cfg->tolerance < 1) || !(cfg->z > 0) || cfg->num_requests == 0 ||
+	    !(cfg->target >= 0 && cfg->target <= 1) || !(cfg->min_rate_frac > 0 && cfg->min_rate_frac < 1) ||
+	    (cfg->sequential && cfg->max_requests == 0))
+		return error_set(err, -EINVAL, "rate search: bad settings (tolerance %g, z %g, target %g, requests %u)",
+				 cfg->tolerance, cfg->z, cfg->target, cfg->num_requests);
+	return 0;
+}
+
+/* Pools the points by rate (the saturation run apart), judges each group
+ * and finds the bracket. */
+static int build_groups(struct search *S, struct error *err)
+{
+	const struct probe_ratesearch_config *cfg = S->cfg;
+
+	S->groups = calloc(S->n, sizeof(*S->groups));
+	if (!S->groups)
+		return -ENOMEM;
+	S->sat = (struct group){ .rate = INFINITY };
+	for (size_t i = 0; i < S->n; i++) {
+		const struct probe_rate_point *p = &S->pts[i];
+		struct group *g = NULL;
+
+		if (isinf(p->rate)) {
+			add_point(cfg, &S->sat, p, i);
+			continue;
+		}
+		if (!(p->rate > 0))
+			return error_set(err, -EINVAL, "rate search: load point %zu has rate %g", i, p->rate);
+		S->n_finite++;
+		for (size_t k = 0; k < S->n_groups; k++)
+			if (same_rate(S->groups[k].rate, p->rate))
+				g = &S->groups[k];
+		if (!g)
+			g = &S->groups[S->n_groups++];
+		add_point(cfg, g, p, i);
+	}
+	judge(cfg, &S->sat);
+	for (size_t k = 0; k < S->n_groups; k++)
+		judge(cfg, &S->groups[k]);
+	qsort(S->groups, S->n_groups, sizeof(*S->groups), cmp_group);
+	for (size_t k = 0; k < S->n_groups && !S->hi; k++)
+		if (S->groups[k].v == FAIL)
+			S->hi = &S->groups[k];
+	for (size_t k = S->n_groups; k > 0 && !S->lo; k--)
+		if (S->groups[k - 1].v == PASS && (!S->hi || S->groups[k - 1].rate < S->hi->rate))
+			S->lo = &S->groups[k - 1];
+	S->step->lo = S->lo ? S->lo->rate : 0;
+	S->step->hi = S->hi ? S->hi->rate : INFINITY;
+	return 0;
+}
+
+/* An answer at rate (a group's, or the saturation run's), noting a sure
+ * pass above it: the verdicts then disagree, and the answer says so rather
+ * than quietly reporting less than was measured. */
+static void answer_at(struct search *S, enum probe_ratesearch_action a, const struct group *g, const char *why)
+{
+	answer(S->step, a, g->rate, (ssize_t)g->last, why);
+	for (size_t k = 0; k < S->n_groups; k++) {
+		const struct group *x = &S->groups[k];
+
+		if (x->rate > g->rate && !same_rate(x->rate, g->rate) && x->v == PASS && x->conclusive)
+			S->step->met_above = x->rate;
+	}
+}
+
+/* The answers the bracket gives, or a point that confirms its lower end:
+ * true when the step is decided. */
+static bool decide_from_bracket(struct search *S)
+{
+	const struct probe_ratesearch_config *cfg = S->cfg;
+	const struct group *lo = S->lo, *hi = S->hi;
+
+	if (!lo) {
+		if (hi && hi->rate <= S->min_rate * (1 + 1e-9)) {
+			answer(S->step, PROBE_RATESEARCH_NEVER, hi->rate, -1,
+			       "the SLA fails even at the lowest useful rate");
+			return true;
+		}
+		return false;
+	}
+	bool closed_hi = hi && hi->rate <= lo->rate * (1 + cfg->tolerance) * (1 + 1e-12);
+	bool at_cap = !hi && lo->rate * (1 + cfg->tolerance) >= S->x_sat;
+
+	if ((closed_hi || at_cap) && !lo->conclusive) {
+		/* one more point brings the pool at this rate to max_requests */
+		measure(S->step, lo->rate,
+			(uint32_t)MAX((uint64_t)cfg->max_requests - lo->n, (uint64_t)cfg->num_requests),
+			"confirming the boundary with more requests");
+		return true;
+	}
+	if (closed_hi)
+		answer_at(S, PROBE_RATESEARCH_DONE, lo,
+			  hi->undecided ? "bracket within tolerance; the rate above it stayed undecided"
+					: "bracket within tolerance");
+	else if (at_cap)
+		answer_at(S, PROBE_RATESEARCH_ALWAYS, lo, "the SLA holds up to the saturation throughput");
+	return closed_hi || at_cap;
+}
+
+/* max_points finite points spent: the best sure pass, or NEVER. */
+static void decide_budget_spent(struct search *S)
+{
+	const struct group *best = S->lo && S->lo->conclusive ? S->lo : NULL;
+
+	/* else the highest rate that passed with confidence below the failing end */
+	for (size_t k = 0; k < S->n_groups && !best; k++) {
+		const struct group *g = &S->groups[S->n_groups - 1 - k];
+
+		if (g->v == PASS && g->conclusive && (!S->hi || g->rate < S->hi->rate))
+			best = g;
+	}
+	if (best)
+		answer_at(S, PROBE_RATESEARCH_DONE, best, "point budget spent");
+	else
+		answer(S->step, PROBE_RATESEARCH_NEVER, S->step->hi, -1, "point budget spent without a passing rate");
+	S->step->budget_spent = true;
+}
+
+/* The requests a point at a finite rate asks for. */
+static uint32_t point_requests(const struct probe_ratesearch_config *cfg)
+{
+	return cfg->sequential ? cfg->max_requests : cfg->num_requests;
+}
+
+/* The next point when every point carries sla_ratio (steering by latency). */
+static void measure_informed(struct search *S)
+{
+	const struct probe_ratesearch_config *cfg = S->cfg;
+	const struct group *lo_s = NULL, *hi_s = NULL;
+	const struct probe_rate_point *pts = S->pts;
+	size_t n = S->n;
+	int repeat = 0;
+
+	/* steer by conclusive passes: a pass still in doubt is no lower end */
+	for (size_t k = 0; k < S->n_groups && !hi_s; k++)
+		if (!(S->groups[k].v == PASS && S->groups[k].conclusive))
+			hi_s = &S->groups[k];
+		else
+			lo_s = &S->groups[k];
+	if (hi_s && hi_s->v == PASS && lo_s && hi_s->rate <= lo_s->rate * (1 + cfg->tolerance) * (1 + 1e-12)) {
+		measure(S->step, hi_s->rate,
+			(uint32_t)MAX((uint64_t)cfg->max_requests - MIN(hi_s->n, (uint64_t)cfg->max_requests),
+				      (uint64_t)cfg->num_requests),
+			"confirming a doubtful pass above the bracket");
+		return;
+	}
+	if (n >= 3 && !isinf(pts[n - 1].rate) && !isinf(pts[n - 2].rate) && pts[n - 1].sla_met == pts[n - 2].sla_met)
+		repeat = pts[n - 1].sla_met ? 1 : -1;
+	measure(S->step,
+		next_rate_informed(cfg, S->groups, S->n_groups, lo_s, hi_s, &pts[0], S->x_sat, S->min_rate, repeat),
+		point_requests(cfg), S->n_finite == 0 ? "first load point" : "steering by latency");
+}
+
+/* The next point from attainment alone (points without sla_ratio). */
+static void measure_blind(struct search *S)
+{
+	const struct probe_ratesearch_config *cfg = S->cfg;
+	const struct probe_rate_point *pts = S->pts;
+	const struct group *lo = S->lo, *hi = S->hi;
+	size_t n = S->n;
+	bool same_side_twice = false, flat_fail = false;
+
+	if (n >= 3 && !isinf(pts[n - 1].rate) && !isinf(pts[n - 2].rate))
+		same_side_twice = pts[n - 1].sla_met == pts[n - 2].sla_met;
+	if (!lo && hi && hi + 1 < S->groups + S->n_groups) {
+		const struct group *h2 = hi + 1; /* the next failing rate above (all fail without lo) */
+
+		flat_fail = fabs((double)hi->good / (double)MAX(hi->n, (uint64_t)1) -
+				 (double)h2->good / (double)MAX(h2->n, (uint64_t)1)) < 0.05;
+	}
+	measure(S->step, next_rate(cfg, lo, hi, &S->sat, S->x_sat, S->min_rate, same_side_twice, flat_fail),
+		point_requests(cfg),
+		S->n_finite == 0 ? "first load point"
+		: lo && hi       ? "narrowing the bracket"
+		: lo             ? "raising the rate"
+				 : "lowering the rate");
+}
+
+/* Before any finite point: what the saturation run settles. True when it
+ * settles the step. */
+static bool decide_from_saturation(struct search *S)
+{
+	const struct probe_rate_point *pts = S->pts;
+
+	S->x_sat = pts[0].throughput;
+	S->step->saturation = S->x_sat;
+	if (!(S->x_sat > 0)) {
+		answer(S->step, PROBE_RATESEARCH_NEVER, 0, -1, "the saturation run completed no request");
+		return true;
+	}
+	S->min_rate = S->x_sat * S->cfg->min_rate_frac;
+	if (S->sat.v == PASS && S->sat.conclusive) {
+		answer(S->step, PROBE_RATESEARCH_ALWAYS, S->x_sat, (ssize_t)S->sat.last,
+		       "the SLA holds even with every request sent at once");
+		return true;
+	}
+	if (S->sat.v == PASS && S->n_finite == 0) {
+		measure(S->step, INFINITY, S->cfg->num_requests, "saturation run passed, but not conclusively");
+		return true;
+	}
+	return false;
+}
+
+/* A NEVER while some rate met the SLA with confidence above a failing one
+ * would hide a measured pass: the answer is that pass, and the failure
+ * below it is named. */
+static void never_over_a_pass(struct search *S)
+{
+	const struct group *best = NULL;
+
+	if (S->step->action != PROBE_RATESEARCH_NEVER)
+		return;
+	for (size_t k = 0; k < S->n_groups; k++)
+		if (S->groups[k].v == PASS && S->groups[k].conclusive)
+			best = &S->groups[k];
+	if (!best)
+		return;
+	answer_at(S, PROBE_RATESEARCH_DONE, best, "met above a rate that failed: the verdicts disagree");
+	S->step->failed_below = S->hi ? S->hi->rate : 0;
+}
+
 int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struct probe_rate_point *pts, size_t n,
 			  struct probe_ratesearch_step *ret, struct error *err)
 {
-	_cleanup_(freep) struct group *groups = NULL;
 	struct probe_ratesearch_step s = { .best = -1, .hi = INFINITY };
-	struct group sat = { .rate = INFINITY };
-	struct group *lo = NULL, *hi = NULL;
-	size_t n_groups = 0, n_finite = 0;
-	double x_sat, min_rate;
-	bool same_side_twice = false, flat_fail = false;
+	struct search S = { .cfg = cfg, .pts = pts, .n = n, .step = &s };
+	bool informed;
+	int r;
 
-	if (!(cfg->tolerance > 0 && cfg->tolerance < 1) || !(cfg->z > 0) || cfg->num_requests == 0 ||
-	    !(cfg->target >= 0 && cfg->target <= 1) || !(cfg->min_rate_frac > 0 && cfg->min_rate_frac < 1))
-		return error_set(err, -EINVAL, "rate search: bad settings (tolerance %g, z %g, target %g, requests %u)",
-				 cfg->tolerance, cfg->z, cfg->target, cfg->num_requests);
+	r = check_config(cfg, err);
+	if (r < 0)
+		return r;
 	if (n == 0) {
 		measure(&s, INFINITY, cfg->num_requests, "saturation run");
 		*ret = s;
@@ -356,152 +618,24 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 	if (!isinf(pts[0].rate))
 		return error_set(err, -EINVAL,
 				 "rate search: the first load point must be the saturation run (rate inf)");
-
-	groups = calloc(n, sizeof(*groups));
-	if (!groups)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		struct group *g = NULL;
-
-		if (isinf(pts[i].rate)) {
-			add_point(cfg, &sat, &pts[i], i);
-			continue;
-		}
-		if (!(pts[i].rate > 0))
-			return error_set(err, -EINVAL, "rate search: load point %zu has rate %g", i, pts[i].rate);
-		n_finite++;
-		for (size_t k = 0; k < n_groups; k++)
-			if (same_rate(groups[k].rate, pts[i].rate))
-				g = &groups[k];
-		if (!g)
-			g = &groups[n_groups++];
-		add_point(cfg, g, &pts[i], i);
-	}
-	judge(cfg, &sat);
-
-	x_sat = pts[0].throughput;
-	s.saturation = x_sat;
-	if (!(x_sat > 0)) {
-		answer(&s, PROBE_RATESEARCH_NEVER, 0, -1, "the saturation run completed no request");
-		*ret = s;
-		return 0;
-	}
-	min_rate = x_sat * cfg->min_rate_frac;
-	if (sat.v == PASS && sat.conclusive) {
-		answer(&s, PROBE_RATESEARCH_ALWAYS, x_sat, (ssize_t)sat.last,
-		       "the SLA holds even with every request sent at once");
-		*ret = s;
-		return 0;
-	}
-	if (sat.v == PASS && n_finite == 0) {
-		measure(&s, INFINITY, cfg->num_requests, "saturation run passed, but not conclusively");
-		*ret = s;
-		return 0;
-	}
-
-	for (size_t k = 0; k < n_groups; k++)
-		judge(cfg, &groups[k]);
-	qsort(groups, n_groups, sizeof(*groups), cmp_group);
-	for (size_t k = 0; k < n_groups; k++)
-		if (groups[k].v == FAIL) {
-			hi = &groups[k];
-			break;
-		}
-	for (size_t k = n_groups; k > 0; k--)
-		if (groups[k - 1].v == PASS && (!hi || groups[k - 1].rate < hi->rate)) {
-			lo = &groups[k - 1];
-			break;
-		}
-	s.lo = lo ? lo->rate : 0;
-	s.hi = hi ? hi->rate : INFINITY;
-
-	if (lo) {
-		bool closed_hi = hi && hi->rate <= lo->rate * (1 + cfg->tolerance) * (1 + 1e-12);
-		bool at_cap = !hi && lo->rate * (1 + cfg->tolerance) >= x_sat;
-
-		if ((closed_hi || at_cap) && !lo->conclusive) {
-			/* one more point brings the pool at this rate to max_requests */
-			measure(&s, lo->rate,
-				(uint32_t)MAX((uint64_t)cfg->max_requests - lo->n, (uint64_t)cfg->num_requests),
-				"confirming the boundary with more requests");
-			*ret = s;
-			return 0;
-		}
-		if (closed_hi) {
-			answer(&s, PROBE_RATESEARCH_DONE, lo->rate, (ssize_t)lo->last, "bracket within tolerance");
-			*ret = s;
-			return 0;
-		}
-		if (at_cap) {
-			answer(&s, PROBE_RATESEARCH_ALWAYS, lo->rate, (ssize_t)lo->last,
-			       "the SLA holds up to the saturation throughput");
-			*ret = s;
-			return 0;
-		}
-	} else if (hi && hi->rate <= min_rate * (1 + 1e-9)) {
-		answer(&s, PROBE_RATESEARCH_NEVER, hi->rate, -1, "the SLA fails even at the lowest useful rate");
-		*ret = s;
-		return 0;
-	}
-	if (n_finite >= cfg->max_points) {
-		const struct group *best = lo && lo->conclusive ? lo : NULL;
-
-		/* else the highest rate that passed with confidence below the failing end */
-		for (size_t k = 0; k < n_groups && !best; k++) {
-			const struct group *g = &groups[n_groups - 1 - k];
-
-			if (g->v == PASS && g->conclusive && (!hi || g->rate < hi->rate))
-				best = g;
-		}
-		if (best)
-			answer(&s, PROBE_RATESEARCH_DONE, best->rate, (ssize_t)best->last, "point budget spent");
-		else
-			answer(&s, PROBE_RATESEARCH_NEVER, s.hi, -1, "point budget spent without a passing rate");
-		*ret = s;
-		return 0;
-	}
-	if (n >= 3 && !isinf(pts[n - 1].rate) && !isinf(pts[n - 2].rate))
-		same_side_twice = pts[n - 1].sla_met == pts[n - 2].sla_met;
-	if (!lo && hi && hi + 1 < groups + n_groups) {
-		const struct group *h2 = hi + 1; /* the next failing rate above (all fail without lo) */
-
-		flat_fail = fabs((double)hi->good / (double)MAX(hi->n, (uint64_t)1) -
-				 (double)h2->good / (double)MAX(h2->n, (uint64_t)1)) < 0.05;
-	}
-	bool informed = pts[0].sla_ratio > 0;
-	int repeat = 0;
-
-	for (size_t i = 0; i < n; i++)
-		informed = informed && pts[i].sla_ratio > 0;
-	if (informed) {
-		/* steer by conclusive passes: a pass still in doubt is no lower end */
-		const struct group *lo_s = NULL, *hi_s = NULL;
-
-		for (size_t k = 0; k < n_groups && !hi_s; k++)
-			if (!(groups[k].v == PASS && groups[k].conclusive))
-				hi_s = &groups[k];
+	r = build_groups(&S, err);
+	if (r >= 0 && !decide_from_saturation(&S) && !decide_from_bracket(&S)) {
+		if (S.n_finite >= cfg->max_points)
+			decide_budget_spent(&S);
+		else {
+			informed = true;
+			for (size_t i = 0; i < n; i++)
+				informed = informed && pts[i].sla_ratio > 0;
+			if (informed)
+				measure_informed(&S);
 			else
-				lo_s = &groups[k];
-		if (hi_s && hi_s->v == PASS && lo_s && hi_s->rate <= lo_s->rate * (1 + cfg->tolerance) * (1 + 1e-12)) {
-			measure(&s, hi_s->rate,
-				(uint32_t)MAX((uint64_t)cfg->max_requests - MIN(hi_s->n, (uint64_t)cfg->max_requests),
-					      (uint64_t)cfg->num_requests),
-				"confirming a doubtful pass above the bracket");
-			*ret = s;
-			return 0;
+				measure_blind(&S);
 		}
-		if (same_side_twice)
-			repeat = pts[n - 1].sla_met ? 1 : -1;
-		measure(&s, next_rate_informed(cfg, groups, n_groups, lo_s, hi_s, &pts[0], x_sat, min_rate, repeat),
-			cfg->num_requests, n_finite == 0 ? "first load point" : "steering by latency");
-		*ret = s;
-		return 0;
+		never_over_a_pass(&S);
 	}
-	measure(&s, next_rate(cfg, lo, hi, &sat, x_sat, min_rate, same_side_twice, flat_fail), cfg->num_requests,
-		n_finite == 0 ? "first load point"
-		: lo && hi    ? "narrowing the bracket"
-		: lo          ? "raising the rate"
-			      : "lowering the rate");
+	free(S.groups);
+	if (r < 0)
+		return r;
 	*ret = s;
 	return 0;
 }
@@ -614,9 +748,12 @@ int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const str
 	if (!x)
 		return -ENOMEM;
 	/* aim at the fewest good requests that pass the Wilson check, so that
-	 * sla_ratio <= 1 exactly when this point passes conclusively */
+	 * sla_ratio <= 1 exactly when this point passes conclusively; a
+	 * sequential point at the attainment where its test turns to "met" */
 	q = 0;
-	if (t > 0) {
+	if (t > 0 && cfg->sequential)
+		q = aim_attainment(cfg, n);
+	else if (t > 0) {
 		size_t k = n;
 
 		while (k > 1) {

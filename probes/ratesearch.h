@@ -27,25 +27,34 @@
  *    it, ALWAYS; when min_rate fails (or max_points run out with nothing
  *    passing), NEVER.
  *
- * Confidence: a point's attainment good/n gets a Wilson score interval
- * (default z = 1.2816, one-sided 90%). It is *conclusive* when the interval
- * lies wholly on one side of the target. During the search every point steers
- * by its point estimate (its sla_met). Before DONE or ALWAYS is answered, the
- * passing point that would be reported must be conclusive: if it is not, the
- * same rate is measured once more with enough requests to bring the pool at
- * that rate (counts of all points at one rate add up) to max_requests; a
- * point still inconclusive then is treated as failing —
- * conservative, so the reported rate is one the SLA holds at with confidence.
- * Failing points are never re-measured (treating a doubtful point as failing
- * is the conservative side already). Percentile-only SLAs (target 0) are
- * judged by sla_met alone.
+ * Confidence. Sequential load points (cfg->sequential, what the probe
+ * runs) come back decided: met or missed at the test's confidence, or
+ * undecided at the cap, which counts as missed (sequential.h). Every such
+ * point is sure, so the search never measures a rate twice; an answer
+ * below a rate that met the SLA (a pass above a fail: the verdicts
+ * disagree) names that rate in met_above instead of hiding it.
+ * Points of a fixed count (the saturation run, and every point when
+ * sequential is off) are judged here: a point's attainment good/n gets a
+ * Wilson score interval (default z = 1.2816, one-sided 90%). It is
+ * *conclusive* when the interval lies wholly on one side of the target.
+ * During the search every point steers by its point estimate (its
+ * sla_met). Before DONE or ALWAYS is answered, the passing point that
+ * would be reported must be conclusive: if it is not, the same rate is
+ * measured once more with enough requests to bring the pool at that rate
+ * (counts of all points at one rate add up) to max_requests; a point
+ * still inconclusive then is treated as failing — conservative, so the
+ * reported rate is one the SLA holds at with confidence. Failing points
+ * are never re-measured (treating a doubtful point as failing is the
+ * conservative side already). Percentile-only SLAs (target 0) are judged
+ * by sla_met alone.
  *
  * Steering by latency (when the points carry sla_ratio): attainment alone is
  * a step on a sharp knee (all good below, none above) and says nothing about
  * how far a point is from it. Every load point also carries sla_ratio, the
  * aim quantile over its requests of each request's worst latency/bound ratio
  * (probe_ratesearch_ratios()): a continuous figure that is 1 where the point
- * would just pass conclusively. Its inverse w = 1/sla_ratio is close to
+ * would just pass conclusively (a sequential point: where its test drifts
+ * to neither verdict). Its inverse w = 1/sla_ratio is close to
  * linear in the rate on a queueing server — TTFT ≈ prefill/(1 − ρ) when the
  * knee is set by queueing, TPOT ≈ a/(1 − k·rate) when it is set by the batch
  * size (Little's law: concurrency = rate × E2E) — so the next rate solves
@@ -83,6 +92,11 @@ struct probe_ratesearch_config {
 	uint32_t num_requests; /* requests per load point; default 200 */
 	uint32_t max_requests; /* pooled requests per rate for the confidence check; default 4 × num_requests */
 	uint32_t max_points;   /* finite-rate points before giving up; default 12 */
+	/* Sequential load points (sequential.h): each finite-rate point sends
+	 * up to max_requests and ends sure — met, missed, or undecided at the
+	 * cap (treated as missed); num_requests is the saturation run's. */
+	bool sequential;
+	double confidence, margin; /* of the sequential test; defaults 0.95, 0.5 */
 };
 
 /* One measured load point (a summary of its probe_result). */
@@ -93,9 +107,10 @@ struct probe_rate_point {
 	bool sla_met;      /* the load point's verdict (attainment and percentile bounds) */
 	double throughput; /* completed requests/s achieved */
 	/* Latency figures for steering (0 = unknown), see probe_ratesearch_ratios(). */
-	double sla_ratio;  /* aim quantile of the per-request worst latency/bound ratio */
-	double tpot_ratio; /* the same over the TPOT and ITL bounds only (0 when there are none) */
-	double tpot_floor; /* lowest per-request TPOT / its bound (saturation run: unloaded TPOT bound) */
+	double sla_ratio;           /* aim quantile of the per-request worst latency/bound ratio */
+	double tpot_ratio;          /* the same over the TPOT and ITL bounds only (0 when there are none) */
+	double tpot_floor;          /* lowest per-request TPOT / its bound (saturation run: unloaded TPOT bound) */
+	enum probe_verdict verdict; /* decided while it ran (sequential.h); NONE: judged here by Wilson */
 };
 
 enum probe_ratesearch_action {
@@ -113,6 +128,12 @@ struct probe_ratesearch_step {
 	double lo, hi;         /* current bracket (0 / INFINITY when open) */
 	double saturation;     /* X_sat, 0 before the saturation run */
 	const char *why;       /* a short static explanation for logs */
+	/* DONE/ALWAYS: a higher rate that met the SLA with confidence although a
+	 * rate between failed (the verdicts disagree: noise, or a server that
+	 * changed); 0 when none */
+	double met_above;
+	double failed_below; /* DONE: a lower rate failed although `rate` met (the same disagreement); 0 */
+	bool budget_spent;   /* the answer came because max_points ran out */
 };
 
 void probe_ratesearch_config_init(struct probe_ratesearch_config *cfg);

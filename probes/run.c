@@ -35,14 +35,17 @@ struct probe_run {
 	size_t arrived, sent, done, failed; /* counts within the phase */
 	uint32_t in_flight;
 	uint64_t t0_usec, end_usec, base_arrival_usec;
-	bool finished;
+	uint64_t pause_usec;   /* the schedule's shift: time spent stopped and resumed */
+	uint64_t stopped_usec; /* when the sending stopped (0: it did not) */
+	size_t full_end;       /* the phase's end before a stop */
+	bool finished, completing;
 
 	struct probe_request_result *results; /* measured requests */
 	size_t n_results;
 	/* the client's own lateness: how long after it was due each measured
 	 * request of an open loop was handed to the client (µs) */
 	uint32_t *lag_usec;
-	size_t n_lag;
+	size_t n_lag, lag_cap;
 
 	/* server metrics */
 	int scrape_tag; /* its address is the userdata of our GETs */
@@ -96,6 +99,8 @@ static void record(struct probe_run *run, struct probe_request_result *r, size_t
 	}
 	run->results[pos - run->first] = *r;
 	*r = (struct probe_request_result){ 0 };
+	if (run->cfg.on_request)
+		run->cfg.on_request(run, pos - run->first, &run->results[pos - run->first], run->userdata);
 }
 
 /* Sends what is due and allowed by the concurrency limit. */
@@ -127,8 +132,11 @@ static void dispatch(struct probe_run *run)
 
 static void phase_complete(struct probe_run *run)
 {
-	if (run->warmup && start_phase(run, false) >= 0)
+	run->completing = true;
+	if (run->warmup && start_phase(run, false) >= 0) {
+		run->completing = false;
 		return;
+	}
 	finish(run);
 }
 
@@ -145,13 +153,14 @@ static void on_stream_done(struct probe_client *c, struct probe_request_result *
 	record(run, r, pos);
 	probe_request_result_done(r);
 	dispatch(run);
-	if (run->done == run->end - run->first)
+	if (run->done == run->end - run->first && !run->finished && !run->completing)
 		phase_complete(run);
 }
 
 static uint64_t due_usec(const struct probe_run *run, size_t i)
 {
-	return run->t0_usec + (run->w->requests[run->first + i].arrival_usec - run->base_arrival_usec);
+	return run->t0_usec + run->pause_usec +
+	       (run->w->requests[run->first + i].arrival_usec - run->base_arrival_usec);
 }
 
 static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
@@ -164,17 +173,20 @@ static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
 		/* late past its due time only when the loop was: a closed loop's
 		 * requests (and those of a burst, all due at once) wait for slots
 		 * or for their turn, not for a late timer */
-		if (!run->warmup && run->lag_usec && run->cfg.max_concurrency == 0 &&
+		if (!run->warmup && run->lag_usec && run->n_lag < run->lag_cap && run->cfg.max_concurrency == 0 &&
 		    run->w->config.arrival != PROBE_ARRIVAL_INF)
 			run->lag_usec[run->n_lag++] = (uint32_t)MIN(now - due_usec(run, run->arrived), UINT32_MAX);
 		run->arrived++;
 	}
 	dispatch(run);
+	n = run->end - run->first; /* a request that failed at once may have stopped the sending */
+	if (run->finished || run->completing)
+		return 0;
 	if (run->arrived < n) {
 		(void)sd_event_source_set_time(s, due_usec(run, run->arrived));
 		(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	}
-	if (run->done == n && !run->finished)
+	if (run->done == n)
 		phase_complete(run);
 	return 0;
 }
@@ -227,6 +239,7 @@ static int start_phase(struct probe_run *run, bool warmup)
 	run->first = warmup ? 0 : n_warm;
 	run->end = warmup ? n_warm : run->w->n_requests;
 	run->arrived = run->sent = run->done = run->failed = 0;
+	run->pause_usec = run->stopped_usec = 0;
 	run->t0_usec = mono_usec();
 	if (run->end == run->first)
 		return -ENOENT; /* an empty phase: the caller moves on */
@@ -281,7 +294,8 @@ int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_work
 		n_warm++;
 	run->n_results = w->n_requests - n_warm;
 	run->results = calloc(MAX(run->n_results, (size_t)1), sizeof(*run->results));
-	run->lag_usec = calloc(MAX(run->n_results, (size_t)1), sizeof(*run->lag_usec));
+	run->lag_cap = MAX(run->n_results, (size_t)1);
+	run->lag_usec = calloc(run->lag_cap, sizeof(*run->lag_usec));
 	if (!run->results || !run->lag_usec) {
 		probe_run_free(run);
 		return -ENOMEM;
@@ -320,6 +334,39 @@ struct probe_run *probe_run_free(struct probe_run *run)
 	sd_event_unref(run->event);
 	free(run);
 	return NULL;
+}
+
+void probe_run_stop_sending(struct probe_run *run)
+{
+	if (run->warmup || run->finished || run->sent == run->end - run->first)
+		return;
+	/* the unsent requests were never part of the load point */
+	run->full_end = run->end;
+	run->end = run->first + run->sent;
+	run->arrived = run->sent;
+	run->n_results = run->sent;
+	run->stopped_usec = mono_usec();
+	(void)sd_event_source_set_enabled(run->arrival_timer, SD_EVENT_OFF);
+	if (run->done == run->sent && !run->completing)
+		phase_complete(run);
+}
+
+int probe_run_resume_sending(struct probe_run *run)
+{
+	uint64_t now = mono_usec();
+	int r;
+
+	if (run->warmup || run->finished || run->completing || run->stopped_usec == 0)
+		return -ESTALE;
+	run->end = run->full_end;
+	run->n_results = run->end - run->first;
+	/* the rest of the schedule moves by the pause, its gaps kept */
+	run->pause_usec += now - run->stopped_usec;
+	run->stopped_usec = 0;
+	r = sd_event_source_set_time(run->arrival_timer, due_usec(run, run->arrived));
+	if (r >= 0)
+		r = sd_event_source_set_enabled(run->arrival_timer, SD_EVENT_ONESHOT);
+	return r;
 }
 
 bool probe_run_finished(const struct probe_run *run)

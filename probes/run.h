@@ -9,6 +9,12 @@
  * when every arrival is 0). The send time of a request is when it leaves,
  * not when it was due.
  *
+ * A caller that judges the load point as it goes (sequential.h) hears of
+ * each measured request as it ends and may stop the sending early
+ * (probe_run_stop_sending): the requests in flight then finish, and the
+ * load point's results are the requests sent — unless the caller, having
+ * heard them, takes the sending up again (probe_run_resume_sending).
+ *
  * Every measured request ends with a result, failed or not. The wall time
  * runs from the measured phase's start to the last completion. The run
  * never blocks the loop; its done callback comes from a deferred event
@@ -27,9 +33,17 @@
 #include "prom-map.h"
 #include "workload.h"
 
+struct probe_run;
+
+/* A measured request ended: pos is its place in send order (0-based), r is
+ * borrowed for the call. */
+typedef void (*probe_run_request_fn)(struct probe_run *run, size_t pos, const struct probe_request_result *r,
+				     void *userdata);
+
 struct probe_run_config {
-	uint32_t max_concurrency; /* 0 = no limit */
-	const char *metrics_path; /* "/metrics"; NULL = do not scrape */
+	uint32_t max_concurrency;        /* 0 = no limit */
+	probe_run_request_fn on_request; /* NULL = none; called with the run's userdata */
+	const char *metrics_path;        /* "/metrics"; NULL = do not scrape */
 	/* which metrics mean what (an engine profile's); NULL = the default map.
 	 * Borrowed: it must outlive the run. */
 	const struct probe_metrics_map *metrics_map;
@@ -40,12 +54,10 @@ void probe_run_config_init(struct probe_run_config *cfg);
 
 struct probe_run_progress {
 	bool warmup;    /* still in the warm-up phase */
-	uint32_t total; /* requests of the current phase */
+	uint32_t total; /* requests of the current phase (at most, when it may stop early) */
 	uint32_t sent, done, failed;
 	uint64_t elapsed_usec; /* since the current phase began */
 };
-
-struct probe_run;
 
 typedef void (*probe_run_done_fn)(struct probe_run *run, void *userdata);
 
@@ -55,6 +67,15 @@ int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_work
 /* Cancels what is in flight (no callback) and frees everything. */
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free)
+
+/* Sends no more measured requests: the run ends when those in flight have,
+ * and its results are the requests sent. No effect during the warm-up or
+ * once everything was sent. */
+void probe_run_stop_sending(struct probe_run *run);
+/* Takes the sending up again where it stopped, the rest of the schedule
+ * moved by the pause. Only before the run ended, i.e. from the on_request
+ * call of the last request in flight (or earlier); -ESTALE otherwise. */
+int probe_run_resume_sending(struct probe_run *run);
 
 bool probe_run_finished(const struct probe_run *run);
 void probe_run_get_progress(const struct probe_run *run, struct probe_run_progress *ret);

@@ -402,6 +402,12 @@ static void fill_arrivals(const struct gen *g, struct probe_workload *w)
 	}
 }
 
+/* The seed of the token ids: the workload's, moved by the prompt variant. */
+static uint64_t prompt_seed(const struct probe_workload_config *cfg)
+{
+	return cfg->seed + cfg->prompt_variant * UINT64_C(0x9E3779B97F4A7C15);
+}
+
 static int fill_random(const struct gen *g, struct probe_workload *w, struct error *err)
 {
 	const struct probe_workload_config *cfg = g->cfg;
@@ -412,7 +418,7 @@ static int fill_random(const struct gen *g, struct probe_workload *w, struct err
 	_cleanup_(freep) uint32_t *prefix = NULL;
 
 	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
-	probe_rng_init(&prompts, cfg->seed, STREAM_PROMPTS);
+	probe_rng_init(&prompts, prompt_seed(cfg), STREAM_PROMPTS);
 	if (cfg->prefix_len > 0 && !cfg->lengths_only) {
 		prefix = calloc(cfg->prefix_len, sizeof(uint32_t));
 		if (!prefix)
@@ -441,7 +447,7 @@ static int fill_random(const struct gen *g, struct probe_workload *w, struct err
 		if (!r->prompt_ids)
 			return -ENOMEM;
 		if (cfg->prefix_len > 0 && group != cur_group) {
-			probe_rng_init(&prefix_rng, cfg->seed, STREAM_PREFIX + group);
+			probe_rng_init(&prefix_rng, prompt_seed(cfg), STREAM_PREFIX + group);
 			for (uint32_t k = 0; k < cfg->prefix_len; k++)
 				prefix[k] =
 					PROBE_TOKEN_ID_MIN +
@@ -491,7 +497,9 @@ static int fill_dataset(const struct gen *g, struct probe_workload *w, struct er
 	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
 	for (size_t i = 0; i < w->n_requests; i++) {
 		struct probe_request_spec *q = &w->requests[i];
-		const struct probe_dataset_entry *e = &d->entries[perm[i % d->n]];
+		/* a prompt variant starts where the previous one's requests ended */
+		size_t at = (size_t)(((uint64_t)cfg->prompt_variant * w->n_requests + i) % d->n);
+		const struct probe_dataset_entry *e = &d->entries[perm[at]];
 
 		q->input_len = e->input_len;
 		if (cfg->dataset_output_len > 0)

@@ -112,6 +112,10 @@ struct probe_workload_config {
 	uint32_t prefix_group_size; /* N requests per shared prefix */
 	bool ignore_eos;
 	uint64_t seed;
+	/* > 0: other prompts for the same seed — other token ids (and shared
+	 * prefixes), or the dataset's entries further on — with the same
+	 * synthetic lengths and arrival times (a rate search's load points) */
+	uint32_t prompt_variant;
 	/* additions */
 	uint32_t dataset_output_len; /* sharegpt/custom: fixed output length; 0 = from the dataset */
 	bool lengths_only;           /* no prompt_ids (virtual-time simulation needs lengths only) */

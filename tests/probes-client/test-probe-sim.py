@@ -8,7 +8,11 @@ the sim's own trace of when it sent every token (--trace, CLOCK_MONOTONIC
   loaded ASan machine meets; TPOT agrees with the sim's send gaps; token
   counts agree;
 * open loop at a rate: every request is accounted for and the output token
-  totals agree; /metrics was scraped (the "server" figures are present).
+  totals agree; /metrics was scraped (the "server" figures are present);
+* --find-max-rate: every load point of the search carries a sure verdict
+  and stops sending once it has one (the sim received exactly the requests
+  the load points report, clear ones far fewer than the cap), and reports
+  the rate it actually sent.
 
 usage: test-probe-sim.py GOODPUT GOODPUT-SIM
 """
@@ -111,6 +115,33 @@ try:
     check(j.get("total_output_tokens") == sum(len(t["tokens"]) for t in tr), "output tokens agree with the trace")
     check("server" in j and j["server"].get("num_requests_running_peak", 0) >= 1,
           f"/metrics scraped: {j.get('server')}")
+
+    # The search: sequential load points.
+    trace = os.path.join(tmp, "trace3.jsonl")
+    server, url = start_sim(trace)
+    p = probe(url, "--num-prompts", "50", "--random-input-len", "128", "--random-output-len", "8",
+              "--find-max-rate", "--goodput", "ttft:60", "tpot:20", "--json")
+    check(p.returncode == 0, "search run")
+    j = json.loads(p.stdout) if p.returncode == 0 else {"load_points": []}
+    stop_sim(server)
+    tr = read_trace(trace)
+    pts = j["load_points"]
+    search = [lp for lp in pts if not lp.get("saturation")]
+    check(len(search) >= 2, f"{len(search)} search points")
+    check(sum(lp["num_prompts"] for lp in pts) == len(tr),
+          f"the sim got {len(tr)} requests, the load points report {sum(lp['num_prompts'] for lp in pts)}")
+    for lp in search:
+        check(lp.get("verdict") in ("met", "missed", "undecided"), f"verdict {lp.get('verdict')}")
+        check(lp["sla_met"] == (lp.get("verdict") == "met"), "sla_met follows the verdict")
+        check(lp.get("verdict_confidence") == 0.95, f"confidence {lp.get('verdict_confidence')}")
+        check(16 <= lp.get("verdict_requests", 0) <= lp["num_prompts"] <= 200,
+              f"verdict on {lp.get('verdict_requests')} of {lp['num_prompts']} requests (cap 200)")
+        check(lp.get("offered_rate") and 0.5 < lp["offered_rate"] / lp["request_rate"] < 2,
+              f"offered {lp.get('offered_rate')} for {lp['request_rate']} req/s")
+    check(any(lp["num_prompts"] < 150 for lp in search), "a clear load point stopped early: "
+          + ", ".join(f"{lp['request_rate']:.1f}/s: {lp['num_prompts']}" for lp in search))
+    check(j.get("search") in ("found", "client_limit") and j.get("max_request_rate", 0) > 0,
+          f"search {j.get('search')}: {j.get('search_reason')}")
 finally:
     if server and server.poll() is None:
         stop_sim(server)

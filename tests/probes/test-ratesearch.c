@@ -8,6 +8,7 @@
 #include "macro.h"
 #include "ratesearch.h"
 #include "rng.h"
+#include "sequential.h"
 #include "tests.h"
 
 struct server {
@@ -33,11 +34,40 @@ static double attainment(const struct server *s, double rate, double target)
 	return s->floor + (1 - s->floor) / (1 + exp((rate - centre) / s->width));
 }
 
-static struct probe_rate_point run(struct server *s, double rate, uint32_t n, double target)
+/* A sequential load point (sequential.h) over goods drawn one by one. */
+static struct probe_rate_point run_sequential(const struct probe_ratesearch_config *cfg, struct server *s, double rate,
+					      double a)
+{
+	struct probe_sequential_config sc;
+	struct probe_sequential q;
+	enum probe_verdict v = PROBE_VERDICT_NONE;
+
+	probe_sequential_config_init(&sc, cfg->target, cfg->max_requests);
+	CHECK_INT_EQ(probe_sequential_init(&q, &sc, NULL), 0);
+	for (uint32_t i = 0; i < cfg->max_requests && v == PROBE_VERDICT_NONE; i++)
+		v = probe_sequential_add(&q, i,
+					 s->noisy ? probe_rng_double(&s->rng) < a
+						  : floor(a * (i + 1) + 1e-9) > floor(a * i + 1e-9));
+	v = probe_sequential_finish(&q);
+	probe_sequential_done(&q);
+	return (struct probe_rate_point){
+		.rate = rate,
+		.n = q.judged,
+		.good = q.good,
+		.sla_met = v == PROBE_VERDICT_MET,
+		.throughput = fmin(rate, s->capacity),
+		.verdict = v,
+	};
+}
+
+static struct probe_rate_point run(const struct probe_ratesearch_config *cfg, struct server *s, double rate, uint32_t n,
+				   double target)
 {
 	double a = attainment(s, rate, target);
 	uint32_t good = 0;
 
+	if (cfg->sequential && !isinf(rate))
+		return run_sequential(cfg, s, rate, a);
 	if (s->noisy) {
 		for (uint32_t i = 0; i < n; i++)
 			good += probe_rng_double(&s->rng) < a;
@@ -50,6 +80,21 @@ static struct probe_rate_point run(struct server *s, double rate, uint32_t n, do
 		.sla_met = (double)good / n >= target,
 		.throughput = isinf(rate) ? s->capacity : fmin(rate, s->capacity),
 	};
+}
+
+/* What the search must never do: answer below a rate it measured as met
+ * with confidence (a sequential "met") without saying so, or answer NEVER
+ * although some rate met the SLA. */
+static void check_not_below_met(const struct probe_rate_point *pts, size_t n, const struct probe_ratesearch_step *st)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (pts[i].verdict != PROBE_VERDICT_MET)
+			continue;
+		CHECK_MSG(st->action != PROBE_RATESEARCH_NEVER, "NEVER although %g req/s met the SLA", pts[i].rate);
+		CHECK_MSG(pts[i].rate <= st->rate * (1 + 1e-12) || st->met_above >= pts[i].rate * (1 - 1e-12),
+			  "answered %g req/s below %g req/s, measured as met, without saying so", st->rate,
+			  pts[i].rate);
+	}
 }
 
 /* Runs a search to its end; returns the final step and the number of finite points. */
@@ -68,7 +113,7 @@ static struct probe_ratesearch_step search(const struct probe_ratesearch_config 
 		CHECK(n < 64);
 		CHECK(step.num_requests > 0);
 		CHECK(isinf(step.rate) || (step.rate > 0 && step.rate <= s->capacity * 1.0000001));
-		pts[n++] = run(s, step.rate, step.num_requests, cfg->target);
+		pts[n++] = run(cfg, s, step.rate, step.num_requests, cfg->target);
 		if (getenv("RS_DEBUG"))
 			fprintf(stderr, "  rate %.3f n %u good %u (%s)\n", step.rate, pts[n - 1].n, pts[n - 1].good,
 				step.why);
@@ -77,6 +122,7 @@ static struct probe_ratesearch_step search(const struct probe_ratesearch_config 
 	if (getenv("RS_DEBUG"))
 		fprintf(stderr, "-> %s %.3f after %zu points (%s)\n", probe_ratesearch_action_name(step.action),
 			step.rate, finite, step.why);
+	check_not_below_met(pts, n, &step);
 	*ret_points = finite;
 	return step;
 }
@@ -154,9 +200,27 @@ static struct probe_rate_point q_run(struct qserver *s, const struct probe_rates
 
 	CHECK(reqs);
 	q_requests(s, rate, n, reqs);
-	for (uint32_t i = 0; i < n; i++)
-		pt.good += probe_request_is_good(&reqs[i], &s->sla);
-	pt.sla_met = pt.good >= cfg->target * n - 1e-9;
+	if (cfg->sequential && !isinf(rate)) {
+		/* the verdict as the probe reaches it, on the first requests sent */
+		struct probe_sequential_config sc;
+		struct probe_sequential q;
+
+		probe_sequential_config_init(&sc, cfg->target, n);
+		CHECK_INT_EQ(probe_sequential_init(&q, &sc, NULL), 0);
+		for (uint32_t i = 0; i < n && probe_sequential_add(&q, i, probe_request_is_good(&reqs[i], &s->sla)) ==
+						      PROBE_VERDICT_NONE;
+		     i++)
+			;
+		pt.verdict = probe_sequential_finish(&q);
+		pt.n = n = q.judged;
+		pt.good = q.good;
+		pt.sla_met = pt.verdict == PROBE_VERDICT_MET;
+		probe_sequential_done(&q);
+	} else {
+		for (uint32_t i = 0; i < n; i++)
+			pt.good += probe_request_is_good(&reqs[i], &s->sla);
+		pt.sla_met = pt.good >= cfg->target * n - 1e-9;
+	}
 	pt.throughput = isinf(rate) ? s->capacity : MIN(rate, s->capacity);
 	CHECK_INT_EQ(probe_ratesearch_ratios(cfg, &s->sla, reqs, n, &pt), 0);
 	if (getenv("RS_BLIND")) /* attainment only, as before latency steering */
@@ -167,10 +231,13 @@ static struct probe_rate_point q_run(struct qserver *s, const struct probe_rates
 
 /* The largest rate whose attainment (over n requests; the same random
  * numbers) reaches the target: bisection on a monotone curve. */
-static double q_truth(struct qserver *s, const struct probe_ratesearch_config *cfg, uint32_t n)
+static double q_truth(struct qserver *s, const struct probe_ratesearch_config *search, uint32_t n)
 {
 	double lo = s->capacity * 1e-3, hi = s->capacity * 1.2;
 	bool noisy = s->noisy;
+	struct probe_ratesearch_config fixed = *search, *cfg = &fixed;
+
+	fixed.sequential = false;
 
 	s->noisy = false;
 	for (int k = 0; k < 24; k++) { /* to 0.05% */
@@ -186,7 +253,7 @@ static double q_truth(struct qserver *s, const struct probe_ratesearch_config *c
 }
 
 static struct probe_ratesearch_step q_search(const struct probe_ratesearch_config *cfg, struct qserver *s,
-					     size_t *ret_points)
+					     size_t *ret_points, uint64_t *ret_requests)
 {
 	struct probe_rate_point pts[64];
 	struct probe_ratesearch_step step;
@@ -203,7 +270,10 @@ static struct probe_ratesearch_step q_search(const struct probe_ratesearch_confi
 				pts[n - 1].n, pts[n - 1].good, pts[n - 1].sla_ratio, pts[n - 1].tpot_ratio,
 				pts[n - 1].tpot_floor, step.why);
 		finite += !isinf(step.rate);
+		if (ret_requests)
+			*ret_requests += pts[n - 1].n;
 	}
+	check_not_below_met(pts, n, &step);
 	*ret_points = finite;
 	return step;
 }
@@ -264,7 +334,7 @@ static void test_queueing(void)
 					}
 					q_make(&s, kind, knees[i], fs[fi], variant != 1, variant == 2);
 					truth = q_truth(&s, &cfg, variant == 2 ? 4000 : 200);
-					st = q_search(&cfg, &s, &points);
+					st = q_search(&cfg, &s, &points, NULL);
 					if (table)
 						fprintf(stderr, "%d %.2f %d %d %.3f %.4f %zu %s\n", kind, fs[fi],
 							variant != 1, variant == 2, truth / s.capacity, st.rate / truth,
@@ -297,6 +367,70 @@ static void test_queueing(void)
 	/* knees at half of X_sat and above: at most 5 load points on average */
 	CHECK_MSG((double)hi_total / (double)hi_runs <= 5.0 && hi_worst <= 8,
 		  "knees >= 0.5: mean %.2f, worst %zu points", (double)hi_total / (double)hi_runs, hi_worst);
+}
+
+/* The same servers with sequential load points: an answer every time,
+ * never above the truth by more than the tolerance, never below a rate
+ * measured as met (q_search checks it), and fewer requests than fixed
+ * counts. A "met" needs attainment clearly above the target, so answers
+ * lie lower than the fixed counts' (whose truth is their own rule's): by up
+ * to a sixth, where attainment falls slowly with the rate (low knees, TTFT
+ * spread), and up to a quarter for knees below a sixth of the capacity. */
+static void test_queueing_sequential(void)
+{
+	static const double knees[] = { 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.72, 0.8, 0.88, 0.95 };
+	static const double fs[] = { 0.2, 0.35, 0.5 };
+	struct probe_ratesearch_config cfg, fixed;
+	size_t runs = 0, total = 0, worst = 0;
+	uint64_t requests = 0, fixed_requests = 0;
+	double worst_err = 0;
+	bool table = getenv("RS_TABLE");
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.sequential = true;
+	fixed = cfg;
+	fixed.sequential = false;
+	for (int kind = 0; kind <= 2; kind++)
+		for (size_t i = 0; i < ELEMENTSOF(knees); i++)
+			for (size_t fi = 0; fi < ELEMENTSOF(fs); fi++)
+				for (int variant = 0; variant < 3; variant++) {
+					struct qserver s;
+					struct probe_ratesearch_step st;
+					size_t points, fixed_points;
+					double truth;
+
+					if (kind == 1 && fi > 0)
+						continue;
+					q_make(&s, kind, knees[i], fs[fi], variant != 1, variant == 2);
+					truth = q_truth(&s, &cfg, 4000);
+					(void)q_search(&fixed, &s, &fixed_points, &fixed_requests);
+					st = q_search(&cfg, &s, &points, &requests);
+					if (table)
+						fprintf(stderr, "seq %d %.2f %d %d %.3f %.4f %zu %s (%s)\n", kind,
+							fs[fi], variant != 1, variant == 2, truth / s.capacity,
+							st.rate / truth, points,
+							probe_ratesearch_action_name(st.action), st.why);
+					CHECK_MSG(st.action == PROBE_RATESEARCH_DONE ||
+							  st.action == PROBE_RATESEARCH_ALWAYS,
+						  "kind %d knee %g: %s", kind, knees[i],
+						  probe_ratesearch_action_name(st.action));
+					CHECK_MSG(st.rate <= truth * (1 + cfg.tolerance) &&
+							  st.rate >= truth / (knees[i] < 0.15 ? 1.5 : 1.2),
+						  "kind %d knee %g f %g variant %d: found %g, truth %g", kind, knees[i],
+						  fs[fi], variant, st.rate, truth);
+					CHECK_MSG(points <= 10, "kind %d knee %g: %zu points", kind, knees[i], points);
+					worst = MAX(worst, points);
+					worst_err = MAX(worst_err, fabs(st.rate / truth - 1));
+					total += points;
+					runs++;
+				}
+	fprintf(stderr,
+		"queueing servers, sequential: %zu searches, at most %zu (mean %.2f) load points after saturation, "
+		"worst error %.1f%%, %.0f requests per search (fixed counts: %.0f)\n",
+		runs, worst, (double)total / (double)runs, worst_err * 100, (double)requests / (double)runs,
+		(double)fixed_requests / (double)runs);
+	CHECK_MSG(requests < fixed_requests * 0.6, "sequential %llu requests, fixed %llu", (unsigned long long)requests,
+		  (unsigned long long)fixed_requests);
 }
 
 static void test_ratios(void)
@@ -401,14 +535,15 @@ static void test_well_behaved_five(void)
 	}
 }
 
-static void test_noisy(void)
+static void test_noisy(bool sequential)
 {
 	static const double truths[] = { 10, 40, 70 };
 	struct probe_ratesearch_config cfg;
 
 	probe_ratesearch_config_init(&cfg);
+	cfg.sequential = sequential;
 	for (size_t i = 0; i < ELEMENTSOF(truths); i++)
-		for (uint64_t seed = 1; seed <= 5; seed++) {
+		for (uint64_t seed = 1; seed <= (sequential ? 40 : 5); seed++) {
 			struct server s = { .capacity = 100,
 					    .truth = truths[i],
 					    .width = 0.02 * truths[i],
@@ -491,6 +626,55 @@ static void test_boundary_confidence(void)
 	CHECK_INT_EQ(st.best, 1);
 }
 
+/* Sure verdicts that disagree (a pass above a fail) are said, not hidden. */
+static void test_disagreeing_verdicts(void)
+{
+	struct probe_ratesearch_config cfg;
+	struct probe_ratesearch_step st;
+	struct probe_rate_point pts[] = {
+		{ .rate = INFINITY, .n = 200, .good = 20, .sla_met = false, .throughput = 100 },
+		{ .rate = 40, .n = 60, .good = 60, .sla_met = true, .throughput = 40, .verdict = PROBE_VERDICT_MET },
+		{ .rate = 41.5,
+		  .n = 30,
+		  .good = 20,
+		  .sla_met = false,
+		  .throughput = 41,
+		  .verdict = PROBE_VERDICT_MISSED },
+		{ .rate = 45, .n = 60, .good = 60, .sla_met = true, .throughput = 45, .verdict = PROBE_VERDICT_MET },
+	};
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.sequential = true;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_INT_EQ(st.action, PROBE_RATESEARCH_DONE);
+	CHECK(st.rate == 40 && st.best == 1);
+	CHECK(st.met_above == 45);
+	check_not_below_met(pts, 4, &st);
+
+	/* every pass above the lowest fail, and the points spent: not NEVER */
+	pts[1] = (struct probe_rate_point){
+		.rate = 10, .n = 30, .good = 10, .sla_met = false, .throughput = 10, .verdict = PROBE_VERDICT_MISSED
+	};
+	cfg.max_points = 3;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_INT_EQ(st.action, PROBE_RATESEARCH_DONE);
+	CHECK(st.rate == 45 && st.failed_below == 10);
+	CHECK(st.budget_spent);
+	check_not_below_met(pts, 4, &st);
+
+	/* an undecided point counts as not met */
+	pts[1] = (struct probe_rate_point){
+		.rate = 40, .n = 60, .good = 60, .sla_met = true, .throughput = 40, .verdict = PROBE_VERDICT_MET
+	};
+	pts[2].verdict = PROBE_VERDICT_UNDECIDED;
+	pts[2].good = 29;
+	pts[3] = pts[2];
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 3, &st, NULL), 0);
+	CHECK_INT_EQ(st.action, PROBE_RATESEARCH_DONE);
+	CHECK(st.rate == 40);
+	CHECK_STR_CONTAINS(st.why, "undecided");
+}
+
 static void test_errors(void)
 {
 	struct probe_ratesearch_config cfg;
@@ -512,10 +696,13 @@ int main(void)
 	test_deterministic();
 	test_well_behaved_five();
 	test_queueing();
+	test_queueing_sequential();
 	test_ratios();
-	test_noisy();
+	test_noisy(false);
+	test_noisy(true);
 	test_never_always();
 	test_boundary_confidence();
+	test_disagreeing_verdicts();
 	test_errors();
 	return 0;
 }

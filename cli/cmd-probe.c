@@ -55,6 +55,9 @@ enum {
 	ARG_FIND_MAX_RATE,
 	ARG_RATE_TOLERANCE,
 	ARG_MAX_LOAD_POINTS,
+	ARG_VERDICT,
+	ARG_MAX_POINT_REQUESTS,
+	ARG_CONFIDENCE,
 	ARG_REQUEST_TIMEOUT,
 	ARG_PROMPT_FORMAT,
 	ARG_TTFT_INCLUDE_CONNECT,
@@ -85,6 +88,9 @@ static const struct option own_options[] = {
 	{ "find-max-rate", no_argument, NULL, ARG_FIND_MAX_RATE },
 	{ "rate-tolerance", required_argument, NULL, ARG_RATE_TOLERANCE },
 	{ "max-load-points", required_argument, NULL, ARG_MAX_LOAD_POINTS },
+	{ "verdict", required_argument, NULL, ARG_VERDICT },
+	{ "max-point-requests", required_argument, NULL, ARG_MAX_POINT_REQUESTS },
+	{ "confidence", required_argument, NULL, ARG_CONFIDENCE },
 	{ "request-timeout", required_argument, NULL, ARG_REQUEST_TIMEOUT },
 	{ "prompt-format", required_argument, NULL, ARG_PROMPT_FORMAT },
 	{ "ttft-include-connect", no_argument, NULL, ARG_TTFT_INCLUDE_CONNECT },
@@ -149,6 +155,16 @@ static void help(void)
 	       "  --find-max-rate          saturation run, then search the largest rate meeting the SLA\n"
 	       "  --rate-tolerance F       stop when the bracket is within F (default 0.05)\n"
 	       "  --max-load-points N      finite-rate points before the search gives up (default 12)\n"
+	       "  --verdict sequential|fixed\n"
+	       "                           sequential (default): each load point sends until its\n"
+	       "                           verdict is sure at --confidence (a sequential test on\n"
+	       "                           attainment), at most --max-point-requests; fixed: each\n"
+	       "                           sends --num-prompts, judged afterwards\n"
+	       "  --max-point-requests N   cap of a sequential load point (default 4 x --num-prompts)\n"
+	       "  --confidence F           of each sequential verdict (default 0.95)\n"
+	       "The saturation run sends --num-prompts at once. The search's load points share\n"
+	       "one arrival sequence (--seed), scaled to each rate; each reports the rate asked\n"
+	       "for and the rate actually sent (offered).\n"
 	       "\n"
 	       "Output (vllm bench serve's names; the result is the file vLLM writes):\n"
 	       "  --json                   print the result as JSON on stdout\n"
@@ -318,6 +334,15 @@ static int output_option(struct probe_args *a, int opt, const char *arg, int arg
 		return parse_double("--rate-tolerance", arg, 1e-4, 0.9, &a->cfg.rate_tolerance, err);
 	case ARG_MAX_LOAD_POINTS:
 		return parse_u32("--max-load-points", arg, 1, 100, &a->cfg.max_load_points, err);
+	case ARG_VERDICT:
+		if (strcmp(arg, "sequential") != 0 && strcmp(arg, "fixed") != 0)
+			return error_set(err, -EINVAL, "--verdict: expected sequential or fixed, got \"%s\"", arg);
+		a->cfg.fixed_count = strcmp(arg, "fixed") == 0;
+		return 0;
+	case ARG_MAX_POINT_REQUESTS:
+		return parse_u32("--max-point-requests", arg, 1, PROBE_MAX_REQUESTS, &a->cfg.max_point_requests, err);
+	case ARG_CONFIDENCE:
+		return parse_double("--confidence", arg, 0.5, 0.9999, &a->cfg.confidence, err);
 	default:
 		return -ENOENT;
 	}
@@ -439,8 +464,8 @@ static void show_progress(struct ctx *c, const struct probe_event *ev)
 	if (!c->tty && now - c->last_progress_usec < 10 * USEC_PER_SEC)
 		return;
 	c->last_progress_usec = now;
-	n = snprintf(line, sizeof(line), "%s%u/%u requests done (%u failed), %s elapsed, rate %s",
-		     pr->warmup ? "warm-up: " : "", pr->done, pr->total, pr->failed,
+	n = snprintf(line, sizeof(line), "%s%u/%u requests done (%u good, %u failed), %s elapsed, rate %s",
+		     pr->warmup ? "warm-up: " : "", pr->done, pr->total, pr->warmup ? 0 : ev->good, pr->failed,
 		     format_duration(el, sizeof(el), pr->elapsed_usec),
 		     rate_str(rb, sizeof(rb), pr->elapsed_usec > 0 ? pr->done / usec_to_sec(pr->elapsed_usec) : 0));
 	if (c->tty) {
@@ -467,12 +492,19 @@ static void on_event(struct probe *p, const struct probe_event *ev, void *userda
 	case PROBE_EVENT_PROGRESS:
 		show_progress(c, ev);
 		return;
-	case PROBE_EVENT_LOAD_POINT_DONE:
+	case PROBE_EVENT_LOAD_POINT_DONE: {
+		const struct probe_result *r = &ev->point->result;
+
 		clear_progress(c);
-		fprintf(stderr, "load point %zu: %u completed, %u failed, attainment %.1f%%, SLA %s\n",
-			ev->load_point + 1, ev->point->result.completed, ev->point->result.failed,
-			ev->point->result.attainment * 100, ev->point->result.sla_met ? "met" : "missed");
+		fprintf(stderr, "load point %zu: %u completed, %u failed, attainment %.1f%%, SLA %s",
+			ev->load_point + 1, r->completed, r->failed, r->attainment * 100,
+			r->sla_met ? "met" : "missed");
+		if (r->verdict != PROBE_VERDICT_NONE)
+			fprintf(stderr, " (%s at %.0f%% confidence after %u requests)", probe_verdict_name(r->verdict),
+				r->verdict_confidence * 100, r->verdict_requests);
+		fputc('\n', stderr);
 		return;
+	}
 	}
 }
 

@@ -217,6 +217,11 @@ static int add_search(cJSON *root, const struct probe *p, const struct probe_con
 	r = put(root, "load_points", arr = cJSON_CreateArray());
 	r = r < 0 ? r : put(root, "search", cJSON_CreateString(probe_search_outcome_name(o.search)));
 	r = r < 0 ? r : put(root, "max_request_rate", cJSON_CreateNumber(o.max_rate));
+	r = r < 0 ? r
+		  : put(root, "max_offered_rate",
+			o.best_point < n && pts[o.best_point].result.offered_rate > 0
+				? cJSON_CreateNumber(pts[o.best_point].result.offered_rate)
+				: cJSON_CreateNull());
 	r = r < 0 ? r : put(root, "saturation_request_rate", cJSON_CreateNumber(o.saturation_rate));
 	r = r < 0 ? r : put(root, "rate_tolerance", cJSON_CreateNumber(cfg->rate_tolerance));
 	r = r < 0 ? r : put(root, "num_load_points", cJSON_CreateNumber((double)n));
@@ -453,39 +458,75 @@ static void print_search(FILE *f, const struct probe *p, const struct probe_conf
 	probe_sla_format(&cfg->sla, sla, sizeof(sla));
 	fprintf(f, "============ goodput max-rate search ============\n");
 	fprintf(f, "SLA: %s\n", sla);
-	fprintf(f, "%-4s %-11s %10s %8s %10s %11s %11s %11s %6s\n", "#", "rate (r/s)", "done/s", "failed", "attain",
-		"p99 TTFT", "p99 TPOT", "goodput r/s", "SLA");
+	fprintf(f, "%-4s %-11s %9s %6s %10s %8s %10s %11s %11s %11s %s\n", "#", "rate (r/s)", "offered", "sent",
+		"done/s", "failed", "attain", "p99 TTFT", "p99 TPOT", "goodput r/s", "SLA");
 	for (size_t i = 0; i < n; i++) {
 		const struct probe_result *r = &pts[i].result;
-		char rb[32];
+		char rb[32], ob[32], verdict[64];
 		size_t k99 = r->n_percentiles;
 
 		for (size_t k = 0; k < r->n_percentiles; k++)
 			if (r->percentiles[k] == 99)
 				k99 = k;
-		if (pts[i].saturation)
+		if (pts[i].saturation) {
 			snprintf(rb, sizeof(rb), "sat (inf)");
-		else
+			snprintf(ob, sizeof(ob), "-");
+		} else {
 			snprintf(rb, sizeof(rb), "%.3f", r->request_rate);
-		fprintf(f, "%-4zu %-11s %10.3f %8" PRIu32 " %9.1f%% %9.1fms %9.1fms %11.3f %6s\n", i + 1, rb,
-			r->request_throughput, r->failed, r->attainment * 100,
+			snprintf(ob, sizeof(ob), "%.3f", r->offered_rate);
+		}
+		if (r->verdict != PROBE_VERDICT_NONE)
+			snprintf(verdict, sizeof(verdict), "%s (%s, %.0f%%)", r->sla_met ? "met" : "missed",
+				 probe_verdict_name(r->verdict), r->verdict_confidence * 100);
+		else
+			snprintf(verdict, sizeof(verdict), "%s", r->sla_met ? "met" : "missed");
+		fprintf(f, "%-4zu %-11s %9s %6" PRIu32 " %10.3f %8" PRIu32 " %9.1f%% %9.1fms %9.1fms %11.3f %s\n",
+			i + 1, rb, ob, r->num_prompts, r->request_throughput, r->failed, r->attainment * 100,
 			k99 < r->n_percentiles ? r->stat[PROBE_METRIC_TTFT].pct_ms[k99] : NAN,
 			k99 < r->n_percentiles ? r->stat[PROBE_METRIC_TPOT].pct_ms[k99] : NAN, r->request_goodput,
-			r->sla_met ? "met" : "missed");
+			verdict);
 	}
 	switch (o.search) {
 	case PROBE_SEARCH_FOUND:
-		fprintf(f, "Max request rate meeting the SLA: %.3f req/s (within %.0f%%)\n", o.max_rate,
-			cfg->rate_tolerance * 100);
+		if (o.budget_spent)
+			fprintf(f,
+				"Max request rate meeting the SLA: %.3f req/s; the search stopped at its limit of %u "
+				"load points, so a higher rate may meet it too\n",
+				o.max_rate, cfg->max_load_points);
+		else
+			fprintf(f, "Max request rate meeting the SLA: %.3f req/s (a rate %.0f%% higher did not)\n",
+				o.max_rate, cfg->rate_tolerance * 100);
+		if (o.best_point < n && pts[o.best_point].result.offered_rate > 0)
+			fprintf(f,
+				"  as sent: %.3f req/s over its %" PRIu32 " requests (one arrival sequence, scaled)\n",
+				pts[o.best_point].result.offered_rate, pts[o.best_point].result.num_prompts);
+		if (o.met_above > 0)
+			fprintf(f,
+				"Note: %.3f req/s, above it, met the SLA too, but a rate between did not: the verdicts "
+				"disagree (noise, or a server that changed while it was measured)\n",
+				o.met_above);
+		if (o.failed_below > 0)
+			fprintf(f,
+				"Note: %.3f req/s, below it, did not meet the SLA: the verdicts disagree (noise, or a "
+				"server that changed while it was measured)\n",
+				o.failed_below);
 		break;
 	case PROBE_SEARCH_NEVER_MET:
 		fprintf(f, "The server never met the SLA, even at the lowest rate tried.\n");
 		break;
 	case PROBE_SEARCH_CLIENT_LIMIT:
-		fprintf(f,
-			"The SLA held even with every request at once (%.3f req/s completed): the server is not the "
-			"limit of this workload; raise --num-prompts or --max-concurrency.\n",
-			o.saturation_rate);
+		if (o.best_point < n && pts[o.best_point].saturation)
+			fprintf(f,
+				"The SLA held even with every request at once (%.3f req/s completed): the server is "
+				"not "
+				"the limit of this workload; raise --num-prompts or --max-concurrency.\n",
+				o.saturation_rate);
+		else
+			fprintf(f,
+				"The SLA held at every rate tried up to %.3f req/s, within %.0f%% of what the server "
+				"completes with every request at once (%.3f req/s): its limit is its throughput, not "
+				"the SLA.\n",
+				o.max_rate, cfg->rate_tolerance * 100, o.saturation_rate);
 		break;
 	case PROBE_SEARCH_SERVER_FAILED:
 		if (o.failed_point < n && pts[o.failed_point].result.completed == 0)

@@ -261,9 +261,11 @@ const struct json_field probe_workload_fields[] = {
 		 "a timestamp, or {\"input_len\", \"output_len\", \"t\"} lines) for samples lengths and trace "
 		 "arrivals" },
 	{ "num_prompts", JSON_U32, OFF(num_prompts), .min = 1, .max = 1000000, .def = "200",
-	  .doc = "measured requests per load point" },
+	  .doc = "requests of a single load point and of the saturation run; the search's load points send until "
+		 "their verdict is sure, at most 4 × num_prompts (a study's probe.max_requests)" },
 	{ "num_warmups", JSON_U32, OFF(num_warmup), .min = 0, .max = 100000, .def = "0",
-	  .doc = "warm-up requests before each load point" },
+	  .doc = "warm-up requests once per trial, after the server is ready and before its first load point "
+		 "(not measured)" },
 	{ "request_rate", JSON_ANY, .callback = parse_request_rate, .def = "inf (with rate_profile: its mean)",
 	  .schema = REQUEST_RATE_SCHEMA,
 	  .doc = "requests/s or \"inf\": the first rate of a study's search (each load point gets its own rate); "

@@ -205,6 +205,8 @@ static void probe_config(const struct runner_trial *t, struct probe_config *pc)
 			pc->max_load_points = s->probe.max_steps;
 		pc->min_rate = s->probe.min_rate;
 		pc->max_rate = s->probe.max_rate;
+		pc->max_point_requests = s->probe.max_requests;
+		pc->confidence = s->probe.confidence;
 	}
 }
 

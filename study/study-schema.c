@@ -336,6 +336,13 @@ static const struct json_field probe_fields[] = {
 	  .doc = "load points per trial at most" },
 	{ "request_timeout", JSON_DURATION, OFF(probe.request_timeout_usec), .min = 0.1, .max = 86400, .def = "300",
 	  .doc = "per request" },
+	{ "max_requests", JSON_U32, OFF(probe.max_requests), .min = 1, .max = 1000000,
+	  .def = "4 × workload.num_prompts",
+	  .doc = "requests a load point of the search sends at most: each sends until its verdict on attainment "
+		 "is sure at `confidence` (a sequential test), and one still in doubt here counts as not met" },
+	{ "confidence", JSON_DOUBLE, OFF(probe.confidence), .min = 0.5, .max = 0.9999, .def = "0.95",
+	  .doc = "of each load point's verdict: a load point at the attainment target is called met, one at "
+		 "half its miss rate missed, at most 1 − confidence of the time" },
 	{ 0 },
 };
 

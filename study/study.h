@@ -102,6 +102,8 @@ struct study {
 		double min_rate, max_rate;     /* requests/s bounds of the rate search (max 0: from saturation) */
 		uint32_t max_steps;            /* load points per trial at most */
 		uint64_t request_timeout_usec; /* per request */
+		uint32_t max_requests;         /* of one load point of the search; 0: 4 × workload.num_prompts */
+		double confidence;             /* of each load point's verdict; 0: the probe's (0.95) */
 	} probe;
 
 	struct {

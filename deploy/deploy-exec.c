@@ -107,6 +107,6 @@ static void exec_destroy(struct deployment *d)
 const struct deploy_ops deploy_exec_ops = {
 	.name = "exec", .state_size = sizeof(struct exec_state), .teardown_usec = exec_teardown_usec,
 	.start = exec_start, .terminate = exec_terminate, .gone = exec_gone, .destroy = exec_destroy,
-	.wait_port_free = true,
+	.wait_port_closed = true,
 };
 /* clang-format on */

@@ -9,7 +9,7 @@
  * poll that finds the address and checks health through the probe's HTTP
  * client, the start-up timeout, the classification of a server that ended
  * (crashed, out of memory) with the last lines of its log, and the wait
- * after a teardown until everything has ended and the port is free. */
+ * after a teardown until everything has ended and the port is closed. */
 #pragma once
 
 #include "client.h"
@@ -40,8 +40,9 @@ struct deploy_ops {
 	uint64_t (*teardown_usec)(const struct deployment *d);
 	/* Releases what the method's state holds, killing what still runs. */
 	void (*destroy)(struct deployment *d);
-	/* The server listens on this host: a teardown ends once its port is free. */
-	bool wait_port_free;
+	/* The server listens on this host: a teardown ends once its port no
+	 * longer accepts connections. */
+	bool wait_port_closed;
 	/* For the start-up timeout's message: what was missing while the
 	 * address was unknown ("the deploy command reported no GOODPUT_BASE_URL=
 	 * line"; NULL: the server's announce line). */

@@ -29,10 +29,14 @@
  *
  * Teardown. The method begins it (SIGTERM to a group, StopUnit, the
  * teardown command); a timer then waits until the method says everything it
- * started has ended and, for servers on this host, the port can be bound
- * again, so that the next trial finds the host clean. When that takes longer
- * than the method allows, the deployment reports anyway and says what was
- * left in its message. */
+ * started has ended and, for servers on this host, nothing accepts
+ * connections on the port any more, so that the next trial finds the host
+ * clean. It does not wait until the port could be bound again: the old
+ * server's connections sit in TIME_WAIT for a minute (or FIN_WAIT2, when the
+ * probe's kept-alive connections were not closed), and the next trial takes
+ * a fresh port from the kernel instead. When the teardown takes longer than
+ * the method allows, the deployment reports anyway and says what was left
+ * in its message. */
 #include "deploy-internal.h"
 
 #include <errno.h>
@@ -52,8 +56,8 @@
 #define ADDRESS_POLL_USEC   (100 * USEC_PER_MSEC)
 #define HEALTH_TIMEOUT_USEC (5 * USEC_PER_SEC)
 #define HEALTH_BODY_MAX     4096
-#define REAP_INTERVAL_USEC  (50 * USEC_PER_MSEC)
-#define PORT_WAIT_USEC      (10 * USEC_PER_SEC)
+#define REAP_INTERVAL_USEC  (20 * USEC_PER_MSEC)
+#define REAP_SLACK_USEC     (2 * USEC_PER_SEC) /* for a SIGKILL at the limit to take effect */
 
 /* ---- the log ---- */
 
@@ -319,18 +323,18 @@ static int on_reap(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct deployment *d = userdata;
 	bool gone = d->ops->gone(d);
-	bool port_free = !d->ops->wait_port_free || !d->port || deploy_port_is_free(d->host, d->port);
+	bool port_closed = !d->ops->wait_port_closed || !d->port || !deploy_port_accepts(d->host, d->port);
 	uint64_t now = mono_usec();
 
-	if (!(gone && port_free) && now < d->reap_deadline_usec) {
+	if (!(gone && port_closed) && now < d->reap_deadline_usec) {
 		(void)sd_event_source_set_time(s, now + REAP_INTERVAL_USEC);
 		(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 		return 0;
 	}
 	if (!gone)
 		deploy_append_message(d, "the server did not stop in time");
-	else if (!port_free)
-		deploy_append_message(d, "port %u still in use after teardown", d->port);
+	else if (!port_closed)
+		deploy_append_message(d, "port %u still accepts connections after teardown", d->port);
 	d->reap_source = sd_event_source_disable_unref(d->reap_source);
 	deploy_set_state(d, d->final_state);
 	return 0;
@@ -347,7 +351,7 @@ void deploy_teardown(struct deployment *d, enum deploy_state final)
 	d->state = DEPLOY_STOPPING;
 	d->final_state = final;
 	d->ops->terminate(d);
-	d->reap_deadline_usec = mono_usec() + limit + (d->ops->wait_port_free ? PORT_WAIT_USEC : 0);
+	d->reap_deadline_usec = mono_usec() + limit + REAP_SLACK_USEC;
 	r = sd_event_add_time(d->event, &d->reap_source, CLOCK_MONOTONIC, mono_usec(), 1000, on_reap, d);
 	if (r < 0) {
 		/* Cannot wait: report now rather than hang. */

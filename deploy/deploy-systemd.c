@@ -341,7 +341,7 @@ static void systemd_destroy(struct deployment *d)
 const struct deploy_ops deploy_systemd_ops = {
 	.name = "systemd", .state_size = sizeof(struct systemd_state), .start = systemd_start,
 	.terminate = systemd_terminate, .gone = systemd_gone, .destroy = systemd_destroy,
-	.wait_port_free = true,
+	.wait_port_closed = true,
 };
 /* clang-format on */
 

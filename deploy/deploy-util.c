@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <math.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -168,22 +169,32 @@ int deploy_pick_free_port(const char *host, uint16_t *ret, struct error *err)
 	return 0;
 }
 
-bool deploy_port_is_free(const char *host, uint16_t port)
+bool deploy_port_accepts(const char *host, uint16_t port)
 {
 	_cleanup_(closep) int fd = -1;
 	struct sockaddr_storage ss;
+	struct pollfd pfd;
 	socklen_t len;
-	int family, one = 1;
+	int family, e = 0;
 
 	family = make_addr(host, port, &ss, &len);
 	if (family < 0)
-		return true;
-	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		return false;
+	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
+		return true; /* cannot tell: ask again */
+	if (connect(fd, (struct sockaddr *)&ss, len) == 0)
 		return true;
-	/* TIME_WAIT leftovers do not stop a server that sets SO_REUSEADDR itself. */
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	return bind(fd, (struct sockaddr *)&ss, len) == 0;
+	if (errno != EINPROGRESS)
+		return false; /* refused (nothing listens), or unreachable */
+	/* a local address answers within the call; otherwise look once, without waiting */
+	pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	if (poll(&pfd, 1, 0) <= 0)
+		return true; /* no answer yet: ask again */
+	len = sizeof(e);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+		return true;
+	return e == 0;
 }
 
 int deploy_kill_orphan(int64_t pgid)

@@ -167,7 +167,7 @@ static int choose_method(enum study_deploy_method method, const struct deploy_co
  * there: missing or unreadable, no configuration could start. */
 static int check_model_path(const struct deploy_ops *ops, const struct deploy_config *cfg, struct error *err)
 {
-	if (!ops->wait_port_free || !cfg->model_path || cfg->model_path[0] != '/')
+	if (!ops->wait_port_closed || !cfg->model_path || cfg->model_path[0] != '/')
 		return 0;
 	if (access(cfg->model_path, R_OK) < 0)
 		return error_set(err, -errno, "deploy: %s %s: %s", cfg->model_key ? cfg->model_key : "the model path",

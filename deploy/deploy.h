@@ -17,8 +17,11 @@
  *
  * The callback reports READY, FAILED and STOPPED, each once, from a deferred
  * event source (so the callee may free the deployment inside it). FAILED and
- * STOPPED come only after the whole process group has exited and the port is
- * free again (or a bounded wait for the port ran out, said in the message). */
+ * STOPPED come only after the whole process group has exited and its port no
+ * longer accepts connections (or the stop timeout ran out, said in the
+ * message). The port is not waited for until it can be bound again (its
+ * connections linger in TIME_WAIT for a minute): the next server takes a
+ * fresh port from the kernel. */
 #pragma once
 
 #include <stdbool.h>
@@ -151,11 +154,13 @@ const char *deploy_get_unit(const struct deployment *d);
 /* Seconds from start to READY (NAN before). */
 double deploy_get_startup_seconds(const struct deployment *d);
 
-/* A port on host that is free right now (bind to port 0), for profiles
- * whose servers take a fixed --port. */
+/* A port on host that is free right now: the kernel's choice for a bind to
+ * port 0, which never is one that still holds connections (TIME_WAIT), for
+ * profiles whose servers take a --port. */
 int deploy_pick_free_port(const char *host, uint16_t *ret, struct error *err);
-/* Whether host:port can be bound right now. */
-bool deploy_port_is_free(const char *host, uint16_t port);
+/* Whether something accepts TCP connections on host:port right now (a
+ * connect that never waits: refused is false; no answer yet is true). */
+bool deploy_port_accepts(const char *host, uint16_t port);
 
 /* SIGKILL to a process group left over from an earlier run (by its recorded
  * pgid). Returns 1 when one was there, 0 when not. Never called on our own

@@ -149,7 +149,8 @@ static void test_sim(sd_event *e, const char *health)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
 	CHECK_STR_EQ(deploy_get_base_url(d), url);
 	CHECK(deploy_get_port(d) == port);
-	CHECK(!deploy_port_is_free("127.0.0.1", port));
+	/* the health command calls it ready on its third call, perhaps before it listens */
+	CHECK(health || deploy_port_accepts("127.0.0.1", port));
 	CHECK_STR_EQ(read_file("knob-seqs"), "64");
 	CHECK_STR_EQ(read_file("knob-odd"), odd); /* verbatim: nothing evaluated it */
 	CHECK(access("/tmp/goodput-pwned", F_OK) < 0);
@@ -167,7 +168,7 @@ static void test_sim(sd_event *e, const char *health)
 		  deploy_get_message(d));
 	CHECK(exists("teardown-ran"));
 	CHECK(kill(pid, 0) < 0 && errno == ESRCH);
-	CHECK(deploy_port_is_free("127.0.0.1", port));
+	CHECK(!deploy_port_accepts("127.0.0.1", port));
 	deploy_free(d);
 	unlink(path_of("teardown-ran"));
 	unlink(path_of("health-calls"));
@@ -311,7 +312,7 @@ static void test_foreground(sd_event *e)
 	CHECK_MSG(o.state == DEPLOY_STOPPED && o.calls == 2, "%s: %s", deploy_state_to_string(o.state),
 		  deploy_get_message(d));
 	CHECK(kill(-(pid_t)pgid, 0) < 0 && errno == ESRCH);
-	CHECK(deploy_port_is_free("127.0.0.1", port));
+	CHECK(!deploy_port_accepts("127.0.0.1", port));
 	deploy_free(d);
 	unlink(path_of("teardown-ran"));
 }

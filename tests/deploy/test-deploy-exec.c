@@ -1,5 +1,6 @@
 /* The exec deployer against real processes: goodput-sim becomes ready and
- * stops cleanly (no process left, port free); a configuration whose weights
+ * stops cleanly (no process left, port closed), and at once even while a
+ * client holds a connection open; a configuration whose weights
  * do not fit is classified out-of-memory; a failing start-up is a crash with
  * the log's last lines; a server that never answers times out and is torn
  * down; a server that dies while serving is reported; a process that
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -97,14 +99,80 @@ static void test_ready_and_stop(sd_event *e)
 	CHECK_STR_CONTAINS(deploy_get_base_url(d), "http://127.0.0.1:");
 	CHECK(isfinite(deploy_get_startup_seconds(d)));
 	fprintf(stderr, "goodput-sim ready in %.3f s on port %u\n", deploy_get_startup_seconds(d), port);
-	CHECK(!deploy_port_is_free("127.0.0.1", port));
+	CHECK(deploy_port_accepts("127.0.0.1", port));
 	CHECK(deploy_stop(d) == 0);
 	CHECK(deploy_stop(d) == -EALREADY);
 	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK(o.state == DEPLOY_STOPPED && o.calls == 2);
 	CHECK(deploy_get_failure(d) == DEPLOY_FAILURE_NONE);
 	CHECK(group_gone(pgid));
-	CHECK(deploy_port_is_free("127.0.0.1", port));
+	CHECK(!deploy_port_accepts("127.0.0.1", port));
+	deploy_free(d);
+}
+
+/* A connection to the port, kept open (a client's kept-alive connection
+ * that nobody closes): its descriptor. */
+static int hold_connection(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	static const char req[] = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	char buf[512];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	CHECK(write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1));
+	CHECK(read(fd, buf, sizeof(buf)) > 0);
+	return fd;
+}
+
+/* A server as some engines are: its sockets without SO_REUSEADDR, its
+ * client connections closed from its side when it exits. */
+static const char plain_server[] =
+	"import signal, socket, sys\n"
+	"s = socket.socket()\n"
+	"s.bind(('127.0.0.1', 0)); s.listen(16)\n"
+	"print('goodput-sim: listening on http://127.0.0.1:%d' % s.getsockname()[1], flush=True)\n"
+	"signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+	"conns = []\n"
+	"while True:\n"
+	"    c, _ = s.accept(); conns.append(c)\n"
+	"    c.recv(4096)\n"
+	"    c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok')\n";
+
+/* No dead time after a trial: with a client's connection still open the
+ * server's end lingers (FIN_WAIT2, then TIME_WAIT: the port cannot be bound
+ * for a minute), yet the teardown ends as soon as the server's group is
+ * gone and the port refuses connections, and the kernel hands out another
+ * port next. */
+static void test_teardown_with_open_connection(sd_event *e)
+{
+	struct engine_command c = { .argv = (char *[]){ (char *)"python3", (char *)"-c", (char *)plain_server, NULL },
+				    .env = (char *[]){ NULL } };
+	struct deploy_outcome o = { 0 };
+	struct deployment *d;
+	struct error err = { 0 };
+	uint64_t t0, gap;
+	uint16_t port, next;
+	int fd;
+
+	d = start(e, &c, "open-connection", 0, 0, 10 * USEC_PER_SEC, &o);
+	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+	CHECK_MSG(o.state == DEPLOY_READY, "state %s: %s", deploy_state_to_string(o.state), deploy_get_message(d));
+	port = deploy_get_port(d);
+	fd = hold_connection(port);
+	t0 = mono_usec();
+	CHECK(deploy_stop(d) == 0);
+	deploy_test_run(e, &o.done, 60 * USEC_PER_SEC);
+	gap = mono_usec() - t0;
+	CHECK_MSG(o.state == DEPLOY_STOPPED, "%s: %s", deploy_state_to_string(o.state), deploy_get_message(d));
+	fprintf(stderr, "teardown with a connection held open: %.3f s\n", usec_to_sec(gap));
+	CHECK_MSG(gap < 5 * USEC_PER_SEC, "teardown took %.1f s", usec_to_sec(gap));
+	CHECK(!deploy_port_accepts("127.0.0.1", port));
+	CHECK(deploy_pick_free_port("127.0.0.1", &next, &err) == 0);
+	CHECK(next != port);
+	close(fd);
 	deploy_free(d);
 }
 
@@ -366,6 +434,7 @@ int main(int argc, char **argv)
 	CHECK(sd_event_default(&e) >= 0);
 	test_missing_program(e);
 	test_ready_and_stop(e);
+	test_teardown_with_open_connection(e);
 	test_oom(e);
 	test_fail_startup(e);
 	test_startup_timeout(e);

@@ -127,7 +127,7 @@ static void test_sim(sd_event *e, sd_bus *bus)
 	deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
 	CHECK_MSG(o.state == DEPLOY_STOPPED && o.calls == 2, "%s: %s", deploy_state_to_string(o.state),
 		  deploy_get_message(d));
-	CHECK(deploy_port_is_free("127.0.0.1", port));
+	CHECK(!deploy_port_accepts("127.0.0.1", port));
 	deploy_free(d);
 	/* The transient unit is gone (collected once inactive). */
 	for (unsigned i = 0; i < 50 && goodput_units(bus, false) > 0; i++)

@@ -220,7 +220,7 @@ static void on_request(struct probe_run *run, size_t pos, const struct probe_req
 	p->cur_good += good;
 	if (!p->seq_active || pos > UINT32_MAX)
 		return;
-	v = probe_sequential_add(&p->seq, (uint32_t)pos, good);
+	v = probe_sequential_add(&p->seq, (uint32_t)pos, good, r->send_usec);
 	if (v != PROBE_VERDICT_NONE && !p->seq_stopped) {
 		p->seq_stopped = true;
 		probe_run_stop_sending(run);

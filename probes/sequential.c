@@ -22,6 +22,7 @@ void probe_sequential_config_init(struct probe_sequential_config *cfg, double ta
 		.confidence = PROBE_SEQUENTIAL_CONFIDENCE,
 		.margin = PROBE_SEQUENTIAL_MARGIN,
 		.min_requests = PROBE_SEQUENTIAL_MIN_REQUESTS,
+		.min_seconds = PROBE_SEQUENTIAL_MIN_SECONDS,
 		.max_requests = max_requests,
 	};
 }
@@ -43,6 +44,9 @@ int probe_sequential_init(struct probe_sequential *s, const struct probe_sequent
 				 cfg->confidence);
 	if (!(cfg->margin > 0 && cfg->margin < 1))
 		return error_set(err, -EINVAL, "sequential verdict: margin must be in (0, 1), got %g", cfg->margin);
+	if (!(cfg->min_seconds >= 0))
+		return error_set(err, -EINVAL, "sequential verdict: min_seconds must be >= 0, got %g",
+				 cfg->min_seconds);
 	if (cfg->max_requests == 0 || cfg->min_requests > cfg->max_requests)
 		return error_set(err, -EINVAL,
 				 "sequential verdict: expected 0 < min_requests (%u) <= max_requests (%u)",
@@ -54,23 +58,37 @@ int probe_sequential_init(struct probe_sequential *s, const struct probe_sequent
 		.upper = log((1 - alpha) / alpha),
 		.lower = log(alpha / (1 - alpha)),
 		.seen = calloc(cfg->max_requests, 1),
+		.send_usec = calloc(cfg->max_requests, sizeof(uint64_t)),
 	};
-	if (!s->seen)
+	if (!s->seen || !s->send_usec) {
+		probe_sequential_done(s);
 		return error_set(err, -ENOMEM, "sequential verdict: out of memory");
+	}
 	return 0;
 }
 
 void probe_sequential_done(struct probe_sequential *s)
 {
 	free(s->seen);
+	free(s->send_usec);
 	s->seen = NULL;
+	s->send_usec = NULL;
 }
 
-enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, bool good)
+/* The send times the requests read so far span, s. */
+static double span_s(const struct probe_sequential *s)
+{
+	uint64_t a = s->send_usec[0], b = s->judged ? s->send_usec[s->judged - 1] : a;
+
+	return b > a ? (double)(b - a) / 1e6 : 0;
+}
+
+enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, bool good, uint64_t send_usec)
 {
 	if (i >= s->cfg.max_requests || s->seen[i] != OUT)
 		return s->verdict;
 	s->seen[i] = good ? GOOD : BAD;
+	s->send_usec[i] = send_usec;
 	/* read on in send order as far as every request has come back */
 	while (s->judged < s->cfg.max_requests && s->seen[s->judged] != OUT) {
 		bool g = s->seen[s->judged] == GOOD;
@@ -79,7 +97,7 @@ enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, 
 		s->good += g;
 		s->judged++;
 	}
-	if (s->judged >= s->cfg.min_requests)
+	if (s->judged >= s->cfg.min_requests && span_s(s) >= s->cfg.min_seconds)
 		s->verdict = s->llr >= s->upper   ? PROBE_VERDICT_MET
 			     : s->llr <= s->lower ? PROBE_VERDICT_MISSED
 						  : PROBE_VERDICT_NONE;
@@ -88,6 +106,11 @@ enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, 
 
 enum probe_verdict probe_sequential_finish(struct probe_sequential *s)
 {
+	/* a cap reached before min_seconds passed: the sum says what it says */
+	if (s->verdict == PROBE_VERDICT_NONE && s->judged >= s->cfg.min_requests)
+		s->verdict = s->llr >= s->upper   ? PROBE_VERDICT_MET
+			     : s->llr <= s->lower ? PROBE_VERDICT_MISSED
+						  : PROBE_VERDICT_NONE;
 	if (s->verdict == PROBE_VERDICT_NONE)
 		s->verdict = PROBE_VERDICT_UNDECIDED;
 	return s->verdict;

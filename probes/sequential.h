@@ -22,7 +22,12 @@
  * attainment falls steeply with the rate near the knee. At confidence 0.95
  * and t = 0.9 a load point with every request good is "met" after 55
  * requests, one with half of them good "missed" as soon as min_requests
- * have come back; near the target it takes a few hundred. A load
+ * have come back; near the target it takes a few hundred. Nor does a
+ * verdict rest on requests sent within less than min_seconds (3 s): the
+ * requests of a short window share one state of the server's queue, and
+ * at a high rate 55 requests are a fraction of a second — goodput-sim in
+ * virtual time, at 85 req/s, then placed the max rate 6 % too high on
+ * average (the queue had no time to build), and within 0.1 % with 3 s. A load
  * point that reaches max_requests without a verdict is "undecided": its
  * attainment is indistinguishable from the target at that count, and the
  * rate search treats it as not met.
@@ -55,12 +60,14 @@
 #define PROBE_SEQUENTIAL_CONFIDENCE   0.95
 #define PROBE_SEQUENTIAL_MARGIN       0.5
 #define PROBE_SEQUENTIAL_MIN_REQUESTS 16u
+#define PROBE_SEQUENTIAL_MIN_SECONDS  3.0
 
 struct probe_sequential_config {
 	double target;         /* attainment target t, in (0, 1) */
 	double confidence;     /* 1 − α; default 0.95 */
 	double margin;         /* p1 = t + margin·(1 − t); default 0.5 */
 	uint32_t min_requests; /* no verdict on fewer; default 16 */
+	double min_seconds;    /* nor on requests sent over less time; default 3 s */
 	uint32_t max_requests; /* the cap: requests a load point sends at most */
 };
 
@@ -73,6 +80,7 @@ struct probe_sequential {
 	double llr;                 /* over the judged prefix */
 	uint32_t judged, good;      /* the prefix in send order that the test has read */
 	uint8_t *seen;              /* per request: 0 still out, 1 good, 2 not good */
+	uint64_t *send_usec;        /* per request, as it came back */
 	enum probe_verdict verdict; /* over the requests read so far */
 };
 
@@ -80,14 +88,15 @@ struct probe_sequential {
 int probe_sequential_init(struct probe_sequential *s, const struct probe_sequential_config *cfg, struct error *err);
 void probe_sequential_done(struct probe_sequential *s);
 
-/* Request number i (0-based, in send order) ended, good or not. Returns
+/* Request number i (0-based, in send order), sent at send_usec, ended,
+ * good or not. Returns
  * the verdict over the requests read so far: NONE while the sum lies
  * between the boundaries (or fewer than min_requests were read), else MET
  * or MISSED. Requests past the cap and repeats are ignored. */
-enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, bool good);
+enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, bool good, uint64_t send_usec);
 
 /* The load point has ended (everything sent came back): the verdict, which
- * is UNDECIDED when the test had none. */
+ * is UNDECIDED when the test had none (min_seconds yields to the cap). */
 enum probe_verdict probe_sequential_finish(struct probe_sequential *s);
 
 /* The attainment at which the test drifts towards neither verdict: the

@@ -48,6 +48,8 @@ static const struct setup setups[] = {
 	{ "8b/L40S TTFT knee, jitter", "llama-3.1-8b", "L40S", "64", 512, 64, 0.5, "ttft:400,tpot:60", 0.9, 0.15 },
 	{ "8b/L40S TPOT knee, jitter", "llama-3.1-8b", "L40S", "256", 256, 128, 0.5, "ttft:3000,tpot:45", 0.9, 0.15 },
 	{ "8b/L40S 95 %, jitter", "llama-3.1-8b", "L40S", "64", 512, 64, 0.5, "ttft:400,tpot:60", 0.95, 0.15 },
+	/* bench-ratesearch-live.py's setup, in virtual time */
+	{ "8b/H100 short replies, jitter", "llama-3.1-8b", "H100", "64", 256, 16, 0.5, "ttft:150,tpot:25", 0.9, 0.15 },
 };
 
 struct method {
@@ -197,7 +199,7 @@ static size_t sequential_cut(const struct probe_request_result *q, size_t n, con
 
 		if (stop && i >= stop)
 			continue; /* not sent while the sending was stopped */
-		v = probe_sequential_add(&s, (uint32_t)i, probe_request_is_good(&q[i], sla));
+		v = probe_sequential_add(&s, (uint32_t)i, probe_request_is_good(&q[i], sla), q[i].send_usec);
 		fed[i] = true;
 		if (!stop) {
 			if (v != PROBE_VERDICT_NONE)
@@ -213,7 +215,8 @@ static size_t sequential_cut(const struct probe_request_result *q, size_t n, con
 		/* the verdict fell back: go on, with what finished meanwhile */
 		for (size_t j = stop; j < n; j++)
 			if (!fed[j] && done_at(&q[j]) <= t) {
-				v = probe_sequential_add(&s, (uint32_t)j, probe_request_is_good(&q[j], sla));
+				v = probe_sequential_add(&s, (uint32_t)j, probe_request_is_good(&q[j], sla),
+							 q[j].send_usec);
 				fed[j] = true;
 			}
 		stop = v != PROBE_VERDICT_NONE ? sent_by(q, n, t, s.judged) : 0;

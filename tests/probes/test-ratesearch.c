@@ -47,7 +47,8 @@ static struct probe_rate_point run_sequential(const struct probe_ratesearch_conf
 	for (uint32_t i = 0; i < cfg->max_requests && v == PROBE_VERDICT_NONE; i++)
 		v = probe_sequential_add(&q, i,
 					 s->noisy ? probe_rng_double(&s->rng) < a
-						  : floor(a * (i + 1) + 1e-9) > floor(a * i + 1e-9));
+						  : floor(a * (i + 1) + 1e-9) > floor(a * i + 1e-9),
+					 (uint64_t)i * 1000000);
 	v = probe_sequential_finish(&q);
 	probe_sequential_done(&q);
 	return (struct probe_rate_point){
@@ -207,8 +208,8 @@ static struct probe_rate_point q_run(struct qserver *s, const struct probe_rates
 
 		probe_sequential_config_init(&sc, cfg->target, n);
 		CHECK_INT_EQ(probe_sequential_init(&q, &sc, NULL), 0);
-		for (uint32_t i = 0; i < n && probe_sequential_add(&q, i, probe_request_is_good(&reqs[i], &s->sla)) ==
-						      PROBE_VERDICT_NONE;
+		for (uint32_t i = 0; i < n && probe_sequential_add(&q, i, probe_request_is_good(&reqs[i], &s->sla),
+								   (uint64_t)i * 1000000) == PROBE_VERDICT_NONE;
 		     i++)
 			;
 		pt.verdict = probe_sequential_finish(&q);

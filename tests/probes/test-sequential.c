@@ -9,6 +9,7 @@
 #include "rng.h"
 #include "sequential.h"
 #include "tests.h"
+#include "time-util.h"
 
 /* Runs one load point whose requests are good with probability p, in send
  * order; returns the verdict and the requests it rested on. */
@@ -20,7 +21,7 @@ static enum probe_verdict run(const struct probe_sequential_config *cfg, double 
 
 	CHECK_INT_EQ(probe_sequential_init(&s, cfg, NULL), 0);
 	for (uint32_t i = 0; i < cfg->max_requests && v == PROBE_VERDICT_NONE; i++)
-		v = probe_sequential_add(&s, i, probe_rng_double(rng) < p);
+		v = probe_sequential_add(&s, i, probe_rng_double(rng) < p, i * USEC_PER_SEC);
 	v = probe_sequential_finish(&s);
 	*ret_n = s.judged;
 	probe_sequential_done(&s);
@@ -59,25 +60,25 @@ static void test_send_order(void)
 	/* 99 fast good requests come back while the first is still out: no
 	 * verdict, however strong the rest looks */
 	for (uint32_t i = 1; i < 100; i++)
-		CHECK_INT_EQ(probe_sequential_add(&s, i, true), PROBE_VERDICT_NONE);
+		CHECK_INT_EQ(probe_sequential_add(&s, i, true, i * USEC_PER_SEC), PROBE_VERDICT_NONE);
 	CHECK_INT_EQ(s.judged, 0);
 	/* the first one was slow and missed its bound: the test reads on from it,
 	 * through all 100 (one bad request costs about 13 good ones: 55 + 13) */
-	CHECK_INT_EQ(probe_sequential_add(&s, 0, false), PROBE_VERDICT_MET);
+	CHECK_INT_EQ(probe_sequential_add(&s, 0, false, 0), PROBE_VERDICT_MET);
 	CHECK_INT_EQ(s.judged, 100);
 	CHECK_INT_EQ(s.good, 99);
 	/* repeats and requests past the cap change nothing */
-	CHECK_INT_EQ(probe_sequential_add(&s, 3, false), PROBE_VERDICT_MET);
-	CHECK_INT_EQ(probe_sequential_add(&s, 5000, false), PROBE_VERDICT_MET);
+	CHECK_INT_EQ(probe_sequential_add(&s, 3, false, 0), PROBE_VERDICT_MET);
+	CHECK_INT_EQ(probe_sequential_add(&s, 5000, false, 0), PROBE_VERDICT_MET);
 	CHECK_INT_EQ(s.judged, 100);
 	/* the requests in flight when the verdict came can take it back (a load
 	 * point whose queue was still building up): a few misses make it
 	 * doubtful again (the probe sends on), more turn it round */
 	for (uint32_t i = 100; i < 103; i++)
-		(void)probe_sequential_add(&s, i, false);
+		(void)probe_sequential_add(&s, i, false, i * USEC_PER_SEC);
 	CHECK_INT_EQ(s.verdict, PROBE_VERDICT_NONE);
 	for (uint32_t i = 103; i < 140; i++)
-		(void)probe_sequential_add(&s, i, false);
+		(void)probe_sequential_add(&s, i, false, i * USEC_PER_SEC);
 	CHECK_INT_EQ(s.verdict, PROBE_VERDICT_MISSED);
 	probe_sequential_done(&s);
 }
@@ -112,6 +113,31 @@ static void test_error_rates(void)
 	}
 }
 
+/* Fast requests: no verdict until they span min_seconds, unless the cap
+ * comes first. */
+static void test_min_seconds(void)
+{
+	struct probe_sequential_config cfg;
+	struct probe_sequential s;
+	uint32_t i;
+
+	probe_sequential_config_init(&cfg, 0.9, 800);
+	CHECK_INT_EQ(probe_sequential_init(&s, &cfg, NULL), 0);
+	/* 100 req/s: 55 good requests are 0.54 s; a verdict needs 3 s, 301 of them */
+	for (i = 0; i < 800 && probe_sequential_add(&s, i, true, i * 10000ULL) == PROBE_VERDICT_NONE; i++)
+		;
+	CHECK_INT_EQ(s.verdict, PROBE_VERDICT_MET);
+	CHECK_INT_EQ(s.judged, 301);
+	probe_sequential_done(&s);
+
+	cfg.max_requests = 100;
+	CHECK_INT_EQ(probe_sequential_init(&s, &cfg, NULL), 0);
+	for (i = 0; i < 100; i++)
+		CHECK_INT_EQ(probe_sequential_add(&s, i, true, i * 10000ULL), PROBE_VERDICT_NONE);
+	CHECK_INT_EQ(probe_sequential_finish(&s), PROBE_VERDICT_MET);
+	probe_sequential_done(&s);
+}
+
 static void test_errors(void)
 {
 	struct probe_sequential_config cfg;
@@ -131,6 +157,7 @@ int main(void)
 	test_clear_cases();
 	test_send_order();
 	test_error_rates();
+	test_min_seconds();
 	test_errors();
 	return 0;
 }

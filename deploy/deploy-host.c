@@ -88,14 +88,15 @@ static void on_facts(struct host_info_job *j, char *json, void *userdata)
 		h->facts_cb(h, json, h->facts_userdata);
 }
 
-int deploy_host_describe(struct deploy_host *h, const struct engine_profile *p, deploy_host_facts_fn cb, void *userdata)
+int deploy_host_describe(struct deploy_host *h, const struct engine_profile *p, const char *binary,
+			 deploy_host_facts_fn cb, void *userdata)
 {
 	if (h->described)
 		return -EALREADY;
 	h->described = true;
 	h->facts_cb = cb;
 	h->facts_userdata = userdata;
-	return host_info_start(h->event, p, h->gpu, 0, on_facts, h, &h->facts_job);
+	return host_info_start(h->event, p, binary, h->gpu, 0, on_facts, h, &h->facts_job);
 }
 
 const char *deploy_host_facts(const struct deploy_host *h)

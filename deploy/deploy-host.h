@@ -43,11 +43,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct deploy_host *, deploy_host_free)
  * freed), or NULL when out of memory. */
 typedef void (*deploy_host_facts_fn)(struct deploy_host *h, const char *facts_json, void *userdata);
 
-/* Starts gathering the facts of a host running profile's engine; cb follows
- * from the loop. -EALREADY when started before; other errors when the job
- * cannot start (the host has no facts then). */
-int deploy_host_describe(struct deploy_host *h, const struct engine_profile *p, deploy_host_facts_fn cb,
-			 void *userdata);
+/* Starts gathering the facts of a host running profile's engine (binary:
+ * the study's engine_binary, or NULL); cb follows from the loop. -EALREADY
+ * when started before; other errors when the job cannot start (the host
+ * has no facts then). */
+int deploy_host_describe(struct deploy_host *h, const struct engine_profile *p, const char *binary,
+			 deploy_host_facts_fn cb, void *userdata);
 /* The facts JSON, or NULL while they are being gathered (or were never). */
 const char *deploy_host_facts(const struct deploy_host *h);
 /* True from deploy_host_describe until its callback. */

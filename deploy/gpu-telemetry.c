@@ -392,11 +392,33 @@ static int on_defer(sd_event_source *s, void *userdata)
 	return 0;
 }
 
-int host_info_start(sd_event *e, const struct engine_profile *p, struct gpu_telemetry *t, uint64_t timeout_usec,
-		    host_info_fn cb, void *userdata, struct host_info_job **ret)
+/* The version command, its program the study's engine_binary when it is the
+ * profile's own (llama-server --version; not python3 -c ...). */
+static char **version_argv(const struct engine_profile *p, const char *binary)
 {
+	size_t n = 0;
+	char **v;
+
+	if (!p || !p->version_command)
+		return NULL;
+	while (p->version_command[n])
+		n++;
+	v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (char *)p->version_command[i];
+	if (binary && n > 0 && p->argv && p->argv[0] && strcmp(v[0], p->argv[0]) == 0)
+		v[0] = (char *)binary;
+	return v;
+}
+
+int host_info_start(sd_event *e, const struct engine_profile *p, const char *binary, struct gpu_telemetry *t,
+		    uint64_t timeout_usec, host_info_fn cb, void *userdata, struct host_info_job **ret)
+{
+	_cleanup_(freep) char **argv = version_argv(p, binary);
 	struct child_options o = {
-		.argv = p ? (char *const *)p->version_command : NULL,
+		.argv = argv,
 		.output = CHILD_OUTPUT_CAPTURE,
 		.capture_max = VERSION_MAX_BYTES,
 		.timeout_usec = timeout_usec ? timeout_usec : 60 * USEC_PER_SEC,

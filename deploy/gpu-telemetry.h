@@ -79,8 +79,11 @@ struct host_info_job;
 typedef void (*host_info_fn)(struct host_info_job *j, char *json, void *userdata);
 /* Runs the version command (argv, no shell, stdout+stderr captured, killed
  * after timeout_usec; 0: 60 s) on the loop and calls cb. p (may be NULL) is
- * borrowed and must outlive the job. t may be NULL (no
+ * borrowed and must outlive the job; binary (the study's engine_binary, or
+ * NULL) replaces the version command's program when that is the profile's
+ * own. t may be NULL (no
  * GPU facts). The job is freed by host_info_job_free (after cb, or to cancel). */
-int host_info_start(sd_event *e, const struct engine_profile *p, struct gpu_telemetry *t, uint64_t timeout_usec,
+int host_info_start(sd_event *e, const struct engine_profile *p, const char *binary, struct gpu_telemetry *t,
+		    uint64_t timeout_usec,
 		    host_info_fn cb, void *userdata, struct host_info_job **ret);
 struct host_info_job *host_info_job_free(struct host_info_job *j);

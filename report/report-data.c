@@ -20,8 +20,6 @@
 #include "study.h"
 #include "workload.h"
 
-#define LAUNCH_PORT 8000
-
 static void report_trial_done(struct report_trial *t)
 {
 	store_trial_done(&t->t);
@@ -161,31 +159,25 @@ static void load_spec_and_profile(struct report *r)
 	}
 }
 
+/* The command the best trial's server was launched with, as the store
+ * kept it: never rebuilt from whatever profile is found now. */
 static void render_launch(struct report *r)
 {
 	const struct report_trial *b = report_best(r);
-	struct engine_command cmd = { 0 };
-	struct error e = { 0 };
-	int q;
+	_cleanup_(engine_command_done) struct engine_command cmd = { 0 };
 
 	if (!b)
 		return;
-	if (!r->profile || !r->parsed) {
-		r->launch_error = strdup(!r->profile ? (r->profile_error ? r->profile_error : "no engine profile")
-						     : (r->spec_error ? r->spec_error : "no spec"));
+	if (!b->t.launch_json) {
+		r->launch_error = strdup("the store holds none for the best trial (recorded before goodput kept "
+					 "each trial's launch command)");
 		return;
 	}
-	if (!b->knobs) {
-		r->launch_error = strdup("the best trial's knob values are not readable");
-		return;
-	}
-	q = engine_profile_render_study(r->profile, r->parsed, b->knobs, NULL, LAUNCH_PORT, &cmd, &e);
-	if (q < 0) {
-		r->launch_error = strdup_err(&e, q);
+	if (engine_command_from_json(b->t.launch_json, &cmd) < 0) {
+		r->launch_error = strdup("the stored launch command of the best trial is not readable");
 		return;
 	}
 	r->launch_command = engine_command_format(&cmd);
-	engine_command_done(&cmd);
 }
 
 static void find_host(struct report *r)

@@ -109,6 +109,26 @@ static void host_rows(struct report_doc *d, const struct report *r)
 	}
 }
 
+/* A string or an array of strings of the stored spec, as one row (shell
+ * quoted where a word needs it; none when the spec has no such key). */
+static void spec_strings(struct report_doc *d, const struct report *r, const char *key, const char *label)
+{
+	const cJSON *v = r->spec ? cJSON_GetObjectItemCaseSensitive(r->spec, key) : NULL, *item;
+	_cleanup_(freep) char **argv = NULL;
+	_cleanup_(freep) char *text = NULL;
+	size_t n = 0;
+
+	if (cJSON_IsString(v)) {
+		report_doc_kv(d, label, "%s", v->valuestring);
+		return;
+	}
+	if (!cJSON_IsArray(v) || !(argv = calloc((size_t)cJSON_GetArraySize(v) + 1, sizeof(char *))))
+		return;
+	cJSON_ArrayForEach(item, v) if (cJSON_IsString(item)) argv[n++] = item->valuestring;
+	text = engine_command_format(&(struct engine_command){ .argv = argv });
+	report_doc_kv(d, label, "%s", text ? text : "");
+}
+
 static void section_scenario(struct report_doc *d, const struct report *r)
 {
 	const struct study *s = r->parsed;
@@ -118,6 +138,8 @@ static void section_scenario(struct report_doc *d, const struct report *r)
 	report_doc_table_start(d, 2, (const char *const[]){ "item", "value" });
 	report_doc_kv(d, "engine", "%s%s%s", r->study.engine, r->profile && r->profile->description ? " — " : "",
 		      r->profile && r->profile->description ? r->profile->description : "");
+	spec_strings(d, r, "engine_binary", "engine program");
+	spec_strings(d, r, "engine_args", "engine arguments (after the profile's flags)");
 	report_doc_kv(d, "model", "%s", r->study.model);
 	if (s) {
 		for (int q = 1; q < _STUDY_QUANT_MAX; q++)
@@ -406,7 +428,8 @@ static void section_best(struct report_doc *d, const struct report *r)
 	}
 	report_doc_table_end(d);
 	if (r->launch_command) {
-		report_doc_para(d, "Launch it with (port 8000 as an example; goodput picks one per trial):");
+		report_doc_para(d, "The command its server was launched with, as recorded with the trial (its port and "
+				   "GPUs were that trial's):");
 		report_doc_code(d, r->launch_command);
 	} else {
 		report_doc_note(d, "missing", "No launch command: %s.",

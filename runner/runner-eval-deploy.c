@@ -404,6 +404,18 @@ static int deploy_method_config(const struct runner_trial *t, struct deploy_conf
 	return error_set(err, -EINVAL, "unknown deploy method %d", (int)s->deploy.method);
 }
 
+/* The exact command of the trial's server, kept with the trial. */
+static int record_launch(struct runner_trial *t, const struct engine_command *cmd, struct error *err)
+{
+	_cleanup_(freep) char *json = NULL;
+	int k;
+
+	k = engine_command_to_json(cmd, &json);
+	if (k < 0)
+		return error_set(err, k, "cannot record the launch command of trial %u", t->seq);
+	return store_trial_set_launch(t->runner->store, t->id, json, err);
+}
+
 /* The checkpoint the trial's server loads, and the key that names it. */
 static const char *model_of(const struct runner_trial *t, char *key, size_t size)
 {
@@ -419,7 +431,7 @@ static const char *model_of(const struct runner_trial *t, char *key, size_t size
 	return s->model.name;
 }
 
-/* Renders the engine's command for the trial and starts the deployment.
+/* Renders the engine's command for the trial, records it and starts the deployment.
  * *ret_setup tells a failure of the deployment's start, which no
  * configuration can avoid, from one of rendering this configuration. */
 static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
@@ -456,6 +468,8 @@ static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
 		cfg.model_key = model_key;
 		k = deploy_method_config(t, &cfg, host, port, unit, sizeof(unit), &hook_env, err);
 	}
+	if (k >= 0)
+		k = record_launch(t, &cmd, err);
 	if (k >= 0) {
 		k = deploy_start(r->event, r->study->deploy.method, &cfg, on_deploy, t, &state_of(t)->deploy, err);
 		*ret_setup = k < 0;

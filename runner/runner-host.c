@@ -79,7 +79,7 @@ void runner_host_start(struct runner *r)
 	}
 	if (terr < 0)
 		log_warning("study %s: GPU telemetry unavailable: %s", r->row.name, strerror(-terr));
-	k = deploy_host_describe(r->host, r->profile, on_host_facts, r);
+	k = deploy_host_describe(r->host, r->profile, r->study->engine_binary, on_host_facts, r);
 	if (k < 0)
 		log_warning("study %s: cannot describe the host: %s", r->row.name, strerror(-k));
 }

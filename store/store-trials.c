@@ -35,7 +35,8 @@ static const struct store_column trial_columns[] = {
 	COL(TEXT, failure_message), COL(DOUBLE, deploy_seconds), COL(DOUBLE, max_rate), COL(DOUBLE, max_goodput),
 	COL(DOUBLE, concurrency), COL(DOUBLE, cost_per_mtok), COL(UINT64, started_usec), COL(UINT64, finished_usec),
 	COL(TEXT, log_path), COL(INT64, server_pgid), COL(TEXT, server_unit), COL(TEXT, host_json),
-	COL(DOUBLE, predicted_cost), COL(TEXT, gpus), COL(TEXT, oom_cause), COL(UINT32, suggested_max_model_len)
+	COL(DOUBLE, predicted_cost), COL(TEXT, gpus), COL(TEXT, oom_cause), COL(UINT32, suggested_max_model_len),
+	STORE_COLUMN_AS(TEXT, struct store_trial, launch_json, "launch")
 };
 #undef COL
 
@@ -204,6 +205,12 @@ int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct e
 {
 	return trial_set(s, STMT_TRIAL_SET_GPUS, "recording a trial's GPUs", id, (struct store_value)STORE_TEXT(gpus),
 			 err);
+}
+
+int store_trial_set_launch(struct store *s, int64_t id, const char *launch_json, struct error *err)
+{
+	return trial_set(s, STMT_TRIAL_SET_LAUNCH, "recording a trial's launch command", id,
+			 (struct store_value)STORE_TEXT(launch_json), err);
 }
 
 int store_trial_set_times(struct store *s, int64_t id, uint64_t started_usec, uint64_t finished_usec, struct error *err)

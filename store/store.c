@@ -290,9 +290,18 @@ static const char *const migration_8[] = {
 	NULL,
 };
 
+/* 9: the exact command each trial's server was launched with (JSON
+ * {"argv": [...], "env": [...]}), so that a report never rebuilds it from
+ * whatever profile it finds later. */
+static const char *const migration_9[] = {
+	"ALTER TABLE trials ADD COLUMN launch TEXT",
+	"PRAGMA user_version = 9",
+	NULL,
+};
+
 static const struct migration migrations[] = {
 	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 },
-	{ migration_5 }, { migration_6 }, { migration_7 }, { migration_8 },
+	{ migration_5 }, { migration_6 }, { migration_7 }, { migration_8 }, { migration_9 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -341,6 +350,7 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_TRIAL_SET_HOST] = { NULL, "UPDATE trials SET host_json = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_PREDICTED] = { NULL, "UPDATE trials SET predicted_cost = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_GPUS] = { NULL, "UPDATE trials SET gpus = ?2 WHERE id = ?1" },
+	[STMT_TRIAL_SET_LAUNCH] = { NULL, "UPDATE trials SET launch = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_TIMES] = { NULL, "UPDATE trials SET started_usec = ?2, finished_usec = ?3 WHERE id = ?1" },
 	[STMT_TWIN_CAL_UPSERT] = { NULL,
 				   "INSERT INTO twin_calibrations (key, engine, engine_version, gpu, driver, model,"

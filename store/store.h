@@ -29,7 +29,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 struct store;
 
@@ -193,6 +193,9 @@ struct store_trial {
 	 * "cache_blocks"), and the max_model_len the engine said fits; NULL / 0 */
 	char *oom_cause;
 	uint32_t suggested_max_model_len;
+	/* the command its server was launched with: {"argv": [...], "env": [...]}; NULL when it never
+	 * launched (or was recorded before goodput kept it) */
+	char *launch_json;
 };
 
 void store_trial_done(struct store_trial *t);
@@ -220,6 +223,9 @@ int store_trial_set_host(struct store *s, int64_t id, const char *host_json, str
 int store_trial_set_predicted_cost(struct store *s, int64_t id, double cost, struct error *err);
 /* Records the GPUs a trial runs on ("0,1"; NULL clears it). */
 int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct error *err);
+/* Records the exact command the trial's server was launched with (JSON, see
+ * store_trial.launch_json). */
+int store_trial_set_launch(struct store *s, int64_t id, const char *launch_json, struct error *err);
 /* Overwrites a trial's start and finish times: a dry run's trials carry
  * the virtual times of its simulated schedule (the study's start plus
  * virtual µs) instead of the moments they were computed. */

@@ -249,6 +249,19 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 		if (r < 0)
 			return r;
 	}
+	/* the operator's: the program, and fixed flags after all of the profile's */
+	if (params->binary && c.argv) {
+		s = strdup(params->binary);
+		if (!s)
+			return -ENOMEM;
+		free(c.argv[0]);
+		c.argv[0] = TAKE_PTR(s);
+	}
+	for (size_t i = 0; params->extra_args && params->extra_args[i]; i++) {
+		r = push(&c.argv, &n_argv, strdup(params->extra_args[i]));
+		if (r < 0)
+			return r;
+	}
 	cJSON_ArrayForEach(item, p->env)
 	{
 		char where[128], *val = NULL, *kv = NULL;
@@ -336,6 +349,8 @@ int engine_profile_render_trial(const struct engine_profile *p, const struct stu
 		.gpu_count = s->gpu.count,
 		.devices = devices,
 		.n_devices = n_devices,
+		.binary = s->engine_binary,
+		.extra_args = s->engine_args,
 	};
 	int r;
 
@@ -434,4 +449,81 @@ char *engine_command_format(const struct engine_command *c)
 	for (size_t i = 0; c->argv && c->argv[i]; i++)
 		append_quoted(&buf, &len, &cap, c->argv[i]);
 	return buf;
+}
+
+static int strv_to_json(cJSON *o, const char *key, char *const *v)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+
+	if (!a)
+		return -ENOMEM;
+	for (size_t i = 0; v && v[i]; i++) {
+		cJSON *item = cJSON_CreateString(v[i]);
+
+		if (!item || !cJSON_AddItemToArray(a, item)) {
+			cJSON_Delete(item);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int engine_command_to_json(const struct engine_command *c, char **ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	if (!o || strv_to_json(o, "argv", c->argv) < 0 || strv_to_json(o, "env", c->env) < 0)
+		return -ENOMEM;
+	s = cJSON_PrintUnformatted(o);
+	if (!s)
+		return -ENOMEM;
+	*ret = strdup(s);
+	cJSON_free(s);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int strv_from_json(const cJSON *o, const char *key, bool need_one, char ***ret)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *item;
+	char **v;
+	size_t n = 0;
+
+	if (!cJSON_IsArray(a) || (need_one && cJSON_GetArraySize(a) < 1))
+		return -EINVAL;
+	v = calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, a)
+	{
+		if (!cJSON_IsString(item) || !(v[n] = strdup(item->valuestring))) {
+			int r = cJSON_IsString(item) ? -ENOMEM : -EINVAL;
+
+			for (size_t i = 0; i < n; i++)
+				free(v[i]);
+			free(v);
+			return r;
+		}
+		n++;
+	}
+	*ret = v;
+	return 0;
+}
+
+int engine_command_from_json(const char *json, struct engine_command *ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *o = json ? cJSON_Parse(json) : NULL;
+	_cleanup_(engine_command_done) struct engine_command c = { 0 };
+	int r;
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	r = strv_from_json(o, "argv", true, &c.argv);
+	if (r >= 0)
+		r = strv_from_json(o, "env", false, &c.env);
+	if (r < 0)
+		return r;
+	*ret = c;
+	c = (struct engine_command){ 0 };
+	return 0;
 }

@@ -248,6 +248,10 @@ struct engine_render_params {
 	 * what gpu_env says; NULL: 0..tensor_parallel−1 */
 	const unsigned *devices;
 	unsigned n_devices;
+	/* the program instead of the profile's argv[0]; NULL: the profile's */
+	const char *binary;
+	/* appended verbatim after every flag the profile renders (NULL-terminated); NULL: none */
+	const char *const *extra_args;
 };
 
 /* A server's command line and extra environment ("NAME=value"), both
@@ -267,7 +271,8 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 
 /* Renders for a study: the checkpoint of the knobs' quantization (refusing a
  * quantization the profile needs a checkpoint for when the study names none),
- * the study's model name as served name, its GPU type and count. */
+ * the study's model name as served name, its GPU type and count, its
+ * engine_binary and engine_args. */
 int engine_profile_render_study(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
 				const char *host, uint16_t port, struct engine_command *ret, struct error *err);
 /* As engine_profile_render_study, for a trial that runs on the given GPUs
@@ -284,3 +289,8 @@ int engine_profile_check_study(const struct engine_profile *p, const struct stud
 /* "NAME=value ... prog 'arg with space' ..." — for people (reports, logs),
  * shell-quoted; never executed. The caller frees it. */
 char *engine_command_format(const struct engine_command *c);
+/* The command as JSON {"argv": [...], "env": [...]} (what the store keeps
+ * of each trial's launch), and back. -ENOMEM; -EINVAL for JSON that is not
+ * such an object. */
+int engine_command_to_json(const struct engine_command *c, char **ret);
+int engine_command_from_json(const char *json, struct engine_command *ret);

@@ -19,6 +19,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "study-internal.h"
+#include "utf8.h"
 #include "workload-json.h"
 
 static const char *const scenario_names[] = { "online", "offline", NULL };
@@ -60,6 +61,22 @@ static int check_name(const cJSON *v, const char *path, const struct json_field 
 					 path, name);
 	if (name[0] == '.' || name[0] == '-')
 		return error_set(err, -EINVAL, "%s: \"%s\": must not start with '.' or '-'", path, name);
+	return 0;
+}
+
+/* A program to run: not an option, no control characters. */
+static int check_binary(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	const char *b = v->valuestring;
+	int r;
+
+	r = json_dispatch_store(v, path, f, base, err);
+	if (r < 0)
+		return r;
+	if (!b[0] || b[0] == '-')
+		return error_set(err, -EINVAL, "%s: \"%.64s\": expected a program (a path or a name)", path, b);
+	if (utf8_has_control(b))
+		return error_set(err, -EINVAL, "%s: control characters are not allowed", path);
 	return 0;
 }
 
@@ -396,6 +413,14 @@ const struct json_field study_fields[] = {
 	  .doc = "unique name of the study ([A-Za-z0-9_.-])" },
 	{ "engine", JSON_STRING, OFF(engine), .flags = JSON_MANDATORY, .max = 64,
 	  .doc = "engine profile: a name (sim, vllm, ...; see goodput-engine(5)) or a file" },
+	{ "engine_binary", JSON_STRING, OFF(engine_binary), .callback = check_binary, .max = 4096,
+	  .def = "the profile's program",
+	  .doc = "the engine's program, a path or a name looked up in PATH: "
+		 "\"/opt/llama.cpp/build/bin/llama-server\"" },
+	{ "engine_args", JSON_STRV, OFF(engine_args), .flags = JSON_ARGV, .min = 1, .max = 256,
+	  .doc = "arguments appended verbatim after the profile's flags, never through a shell: fixed flags such as "
+		 "[\"--threads\", \"8\", \"--ctx-size\", \"4096\"] (an engine that reads a flag twice takes the "
+		 "last)" },
 	{ "label", JSON_STRING, OFF(label), .max = 256,
 	  .doc = "free text grouping studies of one workload/SLA for `goodput best`" },
 	{ "model", JSON_OBJECT, .fields = model_fields, .flags = JSON_MANDATORY, .doc = "the model to serve" },

@@ -311,6 +311,7 @@ static void study_defaults(struct study_parse *p)
 static void study_done(struct study *s)
 {
 	opt_space_free(s->space);
+	free(s->engine_args);
 	free(s->quality_check);
 	free(s->deploy.deploy_command);
 	free(s->deploy.teardown_command);

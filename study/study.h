@@ -57,7 +57,13 @@ struct study {
 
 	const char *name;   /* [A-Za-z0-9_.-], at most STUDY_NAME_MAX */
 	const char *engine; /* engine profile name */
-	const char *label;  /* free text for "best for this workload"; may be NULL */
+	/* the engine's program instead of the profile's argv[0] (a path, or a
+	 * name looked up in PATH); NULL: the profile's */
+	const char *engine_binary;
+	/* arguments appended verbatim after the profile's flags (argv,
+	 * NULL-terminated; array owned, strings in json); NULL: none */
+	const char **engine_args;
+	const char *label; /* free text for "best for this workload"; may be NULL */
 
 	struct {
 		const char *name;                          /* served model name / checkpoint for "none" */

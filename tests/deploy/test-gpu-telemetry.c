@@ -45,7 +45,7 @@ static char *host_info(sd_event *e, const struct engine_profile *p, struct gpu_t
 	struct host_info_job *j = NULL;
 	uint64_t end = mono_usec() + 20 * USEC_PER_SEC;
 
-	CHECK(host_info_start(e, p, t, 10 * USEC_PER_SEC, on_host, &h, &j) == 0);
+	CHECK(host_info_start(e, p, NULL, t, 10 * USEC_PER_SEC, on_host, &h, &j) == 0);
 	while (!h.done && mono_usec() < end)
 		CHECK(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
 	CHECK(h.done && h.json);

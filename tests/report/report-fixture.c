@@ -9,7 +9,7 @@
 #include "tests.h"
 
 static const char spec_fmt[] =
-	"{\"name\":\"%s\",\"engine\":\"sim\",\"label\":\"chat 512/64\","
+	"{\"name\":\"%s\",\"engine\":\"sim\",\"engine_args\":[\"--seed\",\"7 8\"],\"label\":\"chat 512/64\","
 	"\"model\":{\"name\":\"llama-3.1-70b\"},\"quantizations\":[\"none\",\"fp8\"],"
 	"\"gpu\":{\"type\":\"L40S\",\"count\":4,\"price_per_gpu_hour\":0.99},"
 	"\"search_space\":{\"max_num_seqs\":{\"min\":8,\"max\":64,\"scale\":\"log2\"},"
@@ -121,7 +121,7 @@ struct fix_trial {
 
 static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial *t, uint32_t n, bool scraped)
 {
-	char knobs[256], key[256];
+	char knobs[256], key[256], launch[1024];
 	struct error err = { 0 };
 	int64_t id = 0;
 
@@ -132,6 +132,14 @@ static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial 
 		 t->seqs, t->chunk, t->quant, t->tp);
 	CHECK_MSG(store_trial_insert(s, study, t->kind, knobs, key, &id, &err) >= 0, "%s", err.msg);
 	CHECK(store_trial_set_state(s, id, STORE_TRIAL_DEPLOYING, &err) >= 0);
+	/* the command as the runner records it at launch: the trial's own port */
+	snprintf(launch, sizeof(launch),
+		 "{\"argv\":[\"goodput-sim\",\"serve\",\"--model\",\"llama-3.1-70b\",\"--gpu\",\"L40S\",\"--gpus\","
+		 "\"4\",\"--host\",\"127.0.0.1\",\"--port\",\"%u\",\"--max-num-seqs\",\"%u\","
+		 "\"--max-num-batched-tokens\",\"%u\",\"--quantization\",\"%s\",\"--tensor-parallel-size\",\"%u\"],"
+		 "\"env\":[\"CUDA_VISIBLE_DEVICES=0\"]}",
+		 FIX_LAUNCH_PORT + n, t->seqs, t->chunk, t->quant, t->tp);
+	CHECK_MSG(store_trial_set_launch(s, id, launch, &err) >= 0, "%s", err.msg);
 	if (n == 1)
 		CHECK(store_trial_set_host(
 			      s, id, "{\"engine_version\":\"goodput-sim 0.1.0\",\"gpu\":\"L40S\",\"driver\":\"sim\"}",

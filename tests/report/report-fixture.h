@@ -17,6 +17,7 @@ struct store;
 #define FIX_A_BEST_GOODPUT    250.0
 #define FIX_A_CONFIRM_GOODPUT 240.0 /* its re-probe: the study's cost is the mean of the two */
 #define FIX_B_BEST_GOODPUT    500.0
+#define FIX_LAUNCH_PORT       41000 /* + the trial's number: the port each trial was launched on */
 /* GPU telemetry (study A only; B, C, D have none): utilisation %, memory MiB
  * at each trial's SLA-edge load point (A's best: 4.0 req/s) */
 #define FIX_GPU_UTIL_MEAN 60.0

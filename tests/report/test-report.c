@@ -54,8 +54,13 @@ static void test_markdown_best(struct store *s)
 	CHECK_STR_CONTAINS(md, cost);
 	CHECK_STR_CONTAINS(md, "Best configuration: max\\_num\\_seqs=32 max\\_num\\_batched\\_tokens=1024 fp8 tp=1");
 	CHECK_STR_CONTAINS(md, "max goodput 250.0 tokens/s at 4.00 req/s");
-	/* the launch command from the sim engine profile */
+	/* the launch command as the best trial (the third) was launched: stored
+	 * with it, never rebuilt from a profile found now (its port is the trial's) */
 	CHECK_STR_CONTAINS(md, "goodput-sim serve --model llama-3.1-70b --gpu L40S --gpus 4");
+	CHECK_STR_CONTAINS(md, "--port 41003");
+	CHECK_STR_CONTAINS(md, "CUDA_VISIBLE_DEVICES=0 goodput-sim");
+	/* the study's fixed engine flags, as given */
+	CHECK_STR_CONTAINS(md, "engine arguments (after the profile's flags) | --seed '7 8'");
 	CHECK_STR_CONTAINS(md, "--max-num-seqs 32 --max-num-batched-tokens 1024");
 	CHECK_STR_CONTAINS(md, "--quantization fp8");
 	/* every section */

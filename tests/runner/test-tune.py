@@ -193,11 +193,19 @@ def check_store(db, name, want_state="done"):
 
 
 def case_search():
-    spec = study("search")
+    # the engine's program named by path, and fixed flags after the profile's
+    spec = study("search", engine_binary=os.path.abspath(SIM), engine_args=["--seed", "5"])
     db = os.path.join(TMP, "search.db")
     p, dt = tune(spec, "--db", db, "--json")
     out = json.loads(p.stdout)
     st, ts = check_store(db, "search")
+    for t in ts:
+        launch = json.loads(t["launch"] or "null")
+        if not launch or launch["argv"][0] != os.path.abspath(SIM) or launch["argv"][-2:] != ["--seed", "5"]:
+            fail("trial %d: the stored launch command lacks engine_binary/engine_args: %s" % (t["seq"], launch))
+    if " %s serve " % os.path.abspath(SIM) not in out["best"]["command"] or \
+            not out["best"]["command"].endswith("--seed 5"):
+        fail("the summary's command lacks engine_binary/engine_args: %s" % out["best"]["command"])
     best = db_rows(db, "SELECT * FROM trials WHERE id = ?", st["best_trial_id"])
     if not best:
         fail("no best trial recorded")

@@ -185,6 +185,35 @@ static void test_sim(void)
 	engine_command_done(&c);
 	CHECK(engine_profile_render_trial(p, s, k, NULL, 0, (const unsigned[]){ 2 }, 1, &c, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "tensor_parallel");
+	/* the study's engine_binary and engine_args: the program replaced, the
+	 * arguments after every flag the profile renders, verbatim ('$' stays) */
+	s->engine_binary = "/opt/sim/bin/goodput-sim";
+	s->engine_args = (const char *[]){ "--seed", "$HOME", "", NULL };
+	CHECK_MSG(engine_profile_render_study(p, s, k, NULL, 0, &c, &err) == 0, "%s", err.msg);
+	CHECK_STR_EQ(c.argv[0], "/opt/sim/bin/goodput-sim");
+	{
+		size_t n = 0;
+		_cleanup_(freep) char *json = NULL;
+		_cleanup_(engine_command_done) struct engine_command back = { 0 };
+
+		while (c.argv[n])
+			n++;
+		CHECK(n == 25);
+		CHECK_STR_EQ(c.argv[21], "awq"); /* the profile's last flag */
+		CHECK_STR_EQ(c.argv[22], "--seed");
+		CHECK_STR_EQ(c.argv[23], "$HOME");
+		CHECK_STR_EQ(c.argv[24], "");
+		/* what the store keeps of a launch reads back the same */
+		CHECK(engine_command_to_json(&c, &json) == 0);
+		CHECK(engine_command_from_json(json, &back) == 0);
+		for (size_t i = 0; i <= n; i++)
+			CHECK(back.argv[i] == c.argv[i] || strcmp(back.argv[i], c.argv[i]) == 0);
+		CHECK_STR_EQ(back.env[0], c.env[0]);
+		CHECK(engine_command_from_json("{\"argv\": []}", &back) == -EINVAL);
+	}
+	s->engine_binary = NULL;
+	s->engine_args = NULL;
+	engine_command_done(&c);
 	cJSON_Delete(k);
 	/* A study knob the profile lacks is caught before any deployment. */
 	CHECK(engine_profile_find("no-such-engine", NULL, &p, &err) == -ENOENT);

@@ -201,6 +201,29 @@ static void test_errors(void)
 }
 
 /* gpu.devices gives the indices (and the count); budget.parallel how many at once. */
+static void test_engine_binary_args(void)
+{
+	struct study *s = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(parse_with(minimal, "engine_binary", "\"/opt/llama.cpp/bin/llama-server\"", &s, &err) == 0, "%s",
+		  err.msg);
+	CHECK_STR_EQ(s->engine_binary, "/opt/llama.cpp/bin/llama-server");
+	CHECK(s->engine_args == NULL);
+	study_free(s);
+	s = NULL;
+	CHECK_MSG(parse_with(minimal, "engine_args", "[\"--threads\", \"8\", \"--ctx-size\", \"4096\"]", &s, &err) == 0,
+		  "%s", err.msg);
+	CHECK_STR_EQ(s->engine_args[0], "--threads");
+	CHECK_STR_EQ(s->engine_args[3], "4096");
+	CHECK(s->engine_args[4] == NULL);
+	study_free(s);
+	refused("engine_binary", "\"--help\"", "engine_binary");
+	refused("engine_binary", "\"a\\nb\"", "control characters");
+	refused("engine_args", "[]", "engine_args");
+	refused("engine_args", "[1]", "engine_args");
+}
+
 static void test_gpus(void)
 {
 	_cleanup_(study_freep) struct study *s = NULL, *t = NULL, *u = NULL;
@@ -371,6 +394,7 @@ int main(void)
 	test_examples();
 	test_errors();
 	test_gpus();
+	test_engine_binary_args();
 	test_variants();
 	test_search_keys();
 	test_edge();

@@ -551,7 +551,9 @@ static int run(const struct verb *v, int argc, char **argv)
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "ok"))) {
 		if (!arg.json)
 			log_error("%s%s", arg.db ? "" : "goodputd: ", str(resp, "error"));
-		return CLI_EXIT_FAILED;
+		/* a study that ended with nothing meeting the SLA is an answer, not an error */
+		return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "no_feasible_config")) ? CLI_EXIT_SLA_NOT_MET
+												  : CLI_EXIT_FAILED;
 	}
 	if (!arg.json)
 		print_answer(c, resp);

@@ -38,6 +38,8 @@ struct tune_ctx {
 	unsigned signals;
 	enum runner_end end;
 	bool status_shown;
+	bool no_feasible;         /* the study ended with nothing meeting the SLA */
+	uint64_t last_point_usec; /* when a load point's progress was last shown */
 };
 
 /* ---- progress ---- */
@@ -55,6 +57,34 @@ static void trial_tag(const struct runner_trial_status *t, char *buf, size_t siz
 {
 	snprintf(buf, size, "%s %u%s%s%s", t->confirming ? "confirm" : "trial", t->seq, t->gpus[0] ? " [GPU " : "",
 		 t->gpus, t->gpus[0] ? "]" : "");
+}
+
+/* "trial 3 load point 2/12: 0.84 req/s, 37/40 good so far": on a terminal
+ * rewritten in place, in a log once a load point ends and every 10 s. */
+static void show_point(struct tune_ctx *c, const struct runner_trial_status *t, const struct runner_event *ev)
+{
+	char tag[96], what[64], failed[32] = "", line[256];
+	uint64_t now = mono_usec();
+
+	if (!ev->point.ended && (ev->point.done == 0 || (!c->tty && now - c->last_point_usec < 10 * USEC_PER_SEC)))
+		return;
+	c->last_point_usec = now;
+	trial_tag(t, tag, sizeof(tag));
+	if (ev->point.saturation)
+		snprintf(what, sizeof(what), "saturation run (all at once)");
+	else
+		snprintf(what, sizeof(what), "load point %u/%u: %.3g req/s", ev->point.index, ev->point.max,
+			 ev->point.rate);
+	if (ev->point.failed)
+		snprintf(failed, sizeof(failed), ", %u failed", ev->point.failed);
+	snprintf(line, sizeof(line), "%s %s, %u/%u good%s%s", tag, what, ev->point.good, ev->point.done, failed,
+		 ev->point.ended ? "" : " so far");
+	if (c->tty) {
+		clear_line(c);
+		fprintf(stderr, "%s", line);
+		c->status_shown = true;
+	} else
+		fprintf(stderr, "%s\n", line);
 }
 
 static void on_event(struct runner *r, const struct runner_event *ev, void *userdata)
@@ -82,6 +112,10 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 			fprintf(stderr, "%s\n", line);
 		break;
 	case RUNNER_EVENT_LOAD_POINT:
+		break;
+	case RUNNER_EVENT_POINT_PROGRESS:
+		if (!c->quiet && t)
+			show_point(c, t, ev);
 		break;
 	case RUNNER_EVENT_TRIAL_FINISHED:
 		if (c->quiet || !t)
@@ -297,8 +331,9 @@ static void summary_text(const struct summary *s, const char *db_path)
 	printf("Trials: %zu (%u measured, %u infeasible, %u failed)\n", s->n_trials, s->counts[STORE_TRIAL_DONE],
 	       s->counts[STORE_TRIAL_INFEASIBLE], s->counts[STORE_TRIAL_FAILED]);
 	if (!s->have_best)
-		printf(st->state == STORE_STUDY_DONE ? "No configuration met the SLA.\n"
-						     : "No configuration measured yet.\n");
+		printf(st->state == STORE_STUDY_NO_FEASIBLE ? "No configuration met the SLA (the closest attempt is "
+							      "above).\n"
+							    : "No configuration measured yet.\n");
 	else {
 		printf("\nBest configuration: %s\n", s->knobs);
 		printf("  knobs:           %s\n", b->trial.knobs_json);
@@ -348,6 +383,8 @@ static int summary(struct tune_ctx *c, struct store *store, int64_t study_id, co
 	int k;
 
 	k = summary_load(c, store, study_id, &s);
+	if (k >= 0)
+		c->no_feasible = s.st.state == STORE_STUDY_NO_FEASIBLE;
 	if (k >= 0 && c->json)
 		k = summary_json(c, &s, db_path);
 	else if (k >= 0)
@@ -617,6 +654,8 @@ static int run_study(struct store *store, int64_t study_id, const struct runner_
 	c.runner = runner_free(c.runner);
 	if (k < 0)
 		return CLI_EXIT_FAILED;
+	if (c.end == RUNNER_END_DONE && c.no_feasible)
+		return CLI_EXIT_SLA_NOT_MET;
 	return c.end == RUNNER_END_DONE      ? CLI_EXIT_OK
 	       : c.end == RUNNER_END_STOPPED ? CLI_EXIT_INTERRUPTED
 					     : CLI_EXIT_FAILED;

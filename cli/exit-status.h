@@ -23,6 +23,6 @@ enum {
 	"  0    ok\n"                                                                                                  \
 	"  1    failed: errors, the server unreachable, every request failed\n"                                        \
 	"  2    usage error\n"                                                                                         \
-	"  3    nothing met the SLA (probe --find-max-rate)\n"                                                         \
+	"  3    nothing met the SLA (probe --find-max-rate; a study that ended no_feasible_config: tune, best)\n"      \
 	"  77   skipped: the engine is not installed (check-engine)\n"                                                 \
 	"  130  stopped by SIGINT or SIGTERM\n"

@@ -404,7 +404,7 @@ static cJSON *handle_change(struct daemon *d, const struct ctl_peer *peer, const
 	}
 	if (r < 0)
 		return store_error(req, &err, r);
-	if (st.state == STORE_STUDY_DONE || st.state == STORE_STUDY_FAILED || st.state == STORE_STUDY_CANCELLED) {
+	if (store_study_state_is_final(st.state)) {
 		resp = ctl_response_error(req->id, "study %s has finished (%s)", st.name,
 					  store_study_state_to_string(st.state));
 		store_study_done(&st);

@@ -174,7 +174,7 @@ static double progress(const struct study_figures *fig)
 	unsigned finished =
 		fig->counts[STORE_TRIAL_DONE] + fig->counts[STORE_TRIAL_INFEASIBLE] + fig->counts[STORE_TRIAL_FAILED];
 
-	if (fig->st->state == STORE_STUDY_DONE)
+	if (fig->st->state == STORE_STUDY_DONE || fig->st->state == STORE_STUDY_NO_FEASIBLE)
 		return 1;
 	if (isnan(fig->max_trials))
 		return NAN;

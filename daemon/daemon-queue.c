@@ -276,6 +276,8 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 	struct daemon *d = userdata;
 	char buf[DAEMON_STATUS_MAX];
 
+	if (ev->kind == RUNNER_EVENT_POINT_PROGRESS)
+		return; /* twice a second per trial: nothing the daemon shows changes */
 	daemon_best_cache_clear(d);
 	daemon_metrics_changed(d);
 	switch (ev->kind) {
@@ -296,6 +298,7 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 		daemon_log_trial_finished(ev);
 		break;
 	case RUNNER_EVENT_LOAD_POINT:
+	case RUNNER_EVENT_POINT_PROGRESS:
 		break;
 	case RUNNER_EVENT_FINISHED:
 		runner_finished(d, r, ev->end);

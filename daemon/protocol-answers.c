@@ -115,7 +115,14 @@ static int find_best(struct store *s, const struct ctl_request *req, struct stor
 	}
 	if (r >= 0)
 		r = store_study_best(s, ret_st->id, ret_b, &err);
-	if (r == -ENOENT)
+	if (r == -ENOENT && ret_st->state == STORE_STUDY_NO_FEASIBLE) {
+		/* the study's message names the closest attempt, as tune and the report say */
+		*ret_error = ctl_response_error(req->id, "study %s (%s): %s", ret_st->name,
+						store_study_state_to_string(ret_st->state),
+						ret_st->message ? ret_st->message : "no configuration met the SLA");
+		if (*ret_error && json_add_bool(*ret_error, "no_feasible_config", true) < 0)
+			*ret_error = (cJSON_Delete(*ret_error), NULL);
+	} else if (r == -ENOENT)
 		*ret_error = ctl_response_error(req->id, "study %s (%s) has no configuration that met the SLA yet",
 						ret_st->name, store_study_state_to_string(ret_st->state));
 	else if (r < 0)

@@ -16,6 +16,7 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -459,4 +460,114 @@ int probe_failure_reasons(const struct probe_request_result *reqs, size_t n, str
 	*ret = out;
 	*ret_n = n_out;
 	return 0;
+}
+
+/* ---- why a load point missed its SLA ---- */
+
+/* One request's figure for a per-request bound (ms): INFINITY when it
+ * failed; a one-token reply's TPOT is 0; ITL: its largest gap. */
+static double request_value(const struct probe_request_result *r, enum probe_metric m)
+{
+	double v = 0;
+
+	if (!r->success)
+		return INFINITY;
+	switch (m) {
+	case PROBE_METRIC_TTFT:
+		return (double)r->ttft_usec / 1000.0;
+	case PROBE_METRIC_TPOT:
+		return MAX(probe_request_tpot_usec(r), 0.0) / 1000.0;
+	case PROBE_METRIC_ITL:
+		for (size_t k = 0; k < r->n_itl; k++)
+			v = MAX(v, (double)r->itl_usec[k] / 1000.0);
+		return v;
+	default:
+		return (double)r->e2e_usec / 1000.0;
+	}
+}
+
+static void append_bound(char *buf, size_t size, size_t *len, const char *metric, const char *pct, double v,
+			 double bound)
+{
+	int k;
+
+	if (*len >= size)
+		return;
+	if (isinf(v))
+		k = snprintf(buf + *len, size - *len, "%s%s %s: failed requests", *len ? ", " : "", metric, pct);
+	else if (v > bound)
+		k = snprintf(buf + *len, size - *len, "%s%s %s %.4g ms over %.4g ms (+%.0f%%)", *len ? ", " : "",
+			     metric, pct, v, bound, (v / bound - 1) * 100);
+	else
+		k = snprintf(buf + *len, size - *len, "%s%s %s %.4g ms within %.4g ms", *len ? ", " : "", metric, pct,
+			     v, bound);
+	*len = k > 0 ? MIN(*len + (size_t)k, size) : *len;
+}
+
+int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const struct probe_sla *sla, char *buf,
+			size_t size)
+{
+	double t = sla->attainment > 0 ? sla->attainment : PROBE_SLA_DEFAULT_ATTAINMENT;
+	size_t len = 0;
+	char pct[32];
+
+	if (size == 0)
+		return -EINVAL;
+	buf[0] = 0;
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < sla->n_bounds; i++) {
+		const struct probe_sla_bound *b = &sla->bounds[i];
+		_cleanup_(freep) double *x = NULL;
+		size_t m = 0;
+		double v;
+		int r;
+
+		if (b->percentile == 0) {
+			/* the figure at the attainment target's quantile: what the bound must hold */
+			x = calloc(n, sizeof(*x));
+			if (!x)
+				return -ENOMEM;
+			for (size_t k = 0; k < n; k++)
+				x[k] = request_value(&reqs[k], b->metric);
+			qsort(x, n, sizeof(*x), cmp_double);
+			/* the smallest figure ceil(t·n) of the requests stay within */
+			v = x[CLAMP((size_t)ceil(t * (double)n - 1e-9), (size_t)1, n) - 1];
+			snprintf(pct, sizeof(pct), "p%.4g", t * 100);
+		} else {
+			size_t failed = 0;
+
+			for (size_t k = 0; k < n; k++)
+				failed += !reqs[k].success;
+			r = collect(reqs, n, b->metric, &x, &m);
+			if (r < 0)
+				return r;
+			qsort(x, m, sizeof(*x), cmp_double);
+			v = (double)failed > (100.0 - b->percentile) / 100.0 * (double)n || m == 0
+				    ? INFINITY
+				    : probe_percentile_sorted(x, m, b->percentile);
+			snprintf(pct, sizeof(pct), "p%.4g", b->percentile);
+		}
+		append_bound(buf, size, &len, probe_metric_name(b->metric), pct, v, b->bound_ms);
+	}
+	return 0;
+}
+
+void probe_result_format_failures(const struct probe_result *r, char *buf, size_t size)
+{
+	size_t len = 0, shown = 0;
+
+	if (size == 0)
+		return;
+	buf[0] = 0;
+	for (size_t i = 0; i < r->n_failure_reasons && len < size; i++) {
+		int k = snprintf(buf + len, size - len, "%s%s ×%" PRIu32, i ? ", " : "", r->failure_reasons[i].reason,
+				 r->failure_reasons[i].count);
+
+		shown += r->failure_reasons[i].count;
+		len = k > 0 ? MIN(len + (size_t)k, size) : len;
+	}
+	if (shown < r->failed && len < size)
+		snprintf(buf + len, size - len, "%s%" PRIu32 " for other reasons", len ? ", " : "",
+			 r->failed - (uint32_t)shown);
 }

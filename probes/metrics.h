@@ -201,6 +201,20 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
  * sla_met then follows the verdict (and the percentile bounds). */
 void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence);
 
+/* Which bound a load point's requests missed and by how much, for people:
+ * for each bound of sla, the figure it must hold at — a per-request bound
+ * at the attainment target's quantile over the requests (a failed request
+ * counts as slower than any bound), a percentile bound at its percentile —
+ * against the bound: "ttft p90 812 ms over 500 ms (+62%), tpot p90 48 ms
+ * within 50 ms". "" for no requests. -ENOMEM, -EINVAL (size 0). */
+int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const struct probe_sla *sla, char *buf,
+			size_t size);
+
+/* A result's failed requests by reason, for people: "connection refused
+ * ×5, HTTP 500: boom ×3" (and how many failed for reasons not kept); ""
+ * when none failed. */
+void probe_result_format_failures(const struct probe_result *r, char *buf, size_t size);
+
 /* One reason requests failed for, and how many did. */
 struct probe_failure_reason {
 	const char *reason; /* a failed request's error text, borrowed from the requests */

@@ -74,8 +74,19 @@ static void trial_derive(struct report_trial *t)
 	tp = report_knob_number(t, "tensor_parallel");
 	t->gpus = isfinite(tp) && tp >= 1 ? (unsigned)tp : 1;
 	t->confirm = t->t.kind && strstr(t->t.kind, "confirm");
+	/* the load point the trial's answer came from: every figure of the
+	 * "at max goodput" rows is that one point's (the search may have seen
+	 * a higher rate met by its point estimate, but not with confidence) */
 	t->best_lp = -1;
-	for (size_t i = 0; i < t->n_lps; i++) {
+	for (size_t i = 0; i < t->n_lps && isfinite(t->t.max_rate); i++) {
+		const struct store_load_point *lp = &t->lps[i];
+
+		if (lp->sla_met && isfinite(lp->request_rate) &&
+		    fabs(lp->request_rate - t->t.max_rate) <= 1e-9 * MAX(lp->request_rate, t->t.max_rate))
+			t->best_lp = (long)i;
+	}
+	/* else (offline: the saturated run; or older records) the highest rate that met the SLA */
+	for (size_t i = 0; i < t->n_lps && t->best_lp < 0; i++) {
 		const struct store_load_point *lp = &t->lps[i];
 
 		if (!lp->sla_met || !isfinite(lp->request_rate))

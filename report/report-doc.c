@@ -412,8 +412,14 @@ static void section_best(struct report_doc *d, const struct report *r)
 
 	report_doc_heading(d, 2, "best", "Best configuration");
 	if (!b) {
-		report_doc_note(d, "warning",
-				"No configuration met the SLA, so there is no best configuration to launch.");
+		if (r->study.state == STORE_STUDY_NO_FEASIBLE && r->study.message)
+			report_doc_note(
+				d, "warning",
+				"No configuration met the SLA, so there is no best configuration to launch: %s.",
+				r->study.message);
+		else
+			report_doc_note(d, "warning",
+					"No configuration met the SLA, so there is no best configuration to launch.");
 		return;
 	}
 	report_doc_table_start(d, 2, (const char *const[]){ "knob", "value" });
@@ -516,6 +522,43 @@ static void section_spread(struct report_doc *d, const struct report *r)
 	report_doc_table_end(d);
 }
 
+/* Every load point that had failed requests, with their reasons as the
+ * probe counted them (kept in the stored result). */
+static void section_failed_requests(struct report_doc *d, const struct report *r)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < r->n_trials; i++)
+		for (size_t k = 0; k < r->trials[i].n_lps; k++) {
+			const struct store_load_point *lp = &r->trials[i].lps[k];
+			_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+			struct probe_result res;
+			struct error e = { 0 };
+			char seq[16], rate[32], failed[32], why[512];
+
+			if (lp->failed == 0 || !lp->result_json || !(j = cJSON_Parse(lp->result_json)) ||
+			    probe_result_from_json(j, &res, &e) < 0)
+				continue;
+			if (!any) {
+				report_doc_heading(d, 3, "failed-requests", "Failed requests");
+				report_doc_table_start(d, 4,
+						       (const char *const[]){ "#", "req/s", "failed", "why (count)" });
+				any = true;
+			}
+			probe_result_format_failures(&res, why, sizeof(why));
+			snprintf(seq, sizeof(seq), "%u", r->trials[i].t.seq);
+			if (isfinite(lp->request_rate))
+				report_fmt(rate, sizeof(rate), 3, lp->request_rate);
+			else
+				snprintf(rate, sizeof(rate), "all at once");
+			snprintf(failed, sizeof(failed), "%u of %u", lp->failed, res.num_prompts);
+			report_doc_row(d, "bad",
+				       (const char *const[]){ seq, rate, failed, why[0] ? why : "not recorded" });
+		}
+	if (any)
+		report_doc_table_end(d);
+}
+
 static void section_trials(struct report_doc *d, const struct report *r)
 {
 	report_doc_heading(d, 2, "trials", "All trials");
@@ -554,6 +597,7 @@ static void section_trials(struct report_doc *d, const struct report *r)
 	report_doc_table_end(d);
 	if (r->best >= 0)
 		report_doc_para(d, "★ marks the best configuration.");
+	section_failed_requests(d, r);
 }
 
 /* The twin strategy: what the twin predicted for each trial it asked for

@@ -50,6 +50,33 @@ static const char *value_text(const cJSON *v, char *buf, size_t size)
 	return buf;
 }
 
+/* The dry run models a GPU and a model only from goodput-sim's presets:
+ * a study naming others is told so by its own keys, not by sim flags it
+ * never typed. */
+static int check_presets(const struct study *study, struct error *err)
+{
+	struct sim_model m;
+	struct error e = { 0 };
+	char names[256];
+	size_t len = 0;
+
+	if (!sim_gpu_find(study->gpu.type))
+		return error_set(err, -EINVAL,
+				 "gpu.type \"%s\": no performance preset for it (the dry run models H100, H200, A100, "
+				 "L40S and MI300X)",
+				 study->gpu.type);
+	if (sim_model_preset(study->model.name, &m, &e) >= 0)
+		return 0;
+	names[0] = 0;
+	for (size_t i = 0; sim_model_preset_name(i) && len < sizeof(names); i++) {
+		int k = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "", sim_model_preset_name(i));
+
+		len = k > 0 ? MIN(len + (size_t)k, sizeof(names)) : len;
+	}
+	return error_set(err, -EINVAL, "model.name \"%s\": no model preset for it (the dry run models %s)",
+			 study->model.name, names);
+}
+
 static int build_engine_config(const struct study *study, const cJSON *knobs, unsigned variant,
 			       struct sim_engine_config *ret, struct error *err)
 {
@@ -58,6 +85,9 @@ static int build_engine_config(const struct study *study, const cJSON *knobs, un
 	char num[32];
 	int r;
 
+	r = check_presets(study, err);
+	if (r < 0)
+		return r;
 	sim_engine_config_init(&c);
 	snprintf(num, sizeof(num), "%u", study->gpu.count);
 	r = sim_engine_config_apply_flag(&c, "--model", study->model.name, err);

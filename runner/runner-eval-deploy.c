@@ -55,6 +55,34 @@ static void fail_setup(struct runner_trial *t, const char *why)
 
 /* ---- probing ---- */
 
+/* Where the probe is, for people: "trial 3 load point 2/12: 0.84 req/s,
+ * 37/40 good so far". */
+static void point_progress(struct runner_trial *t, const struct probe_event *ev, bool ended)
+{
+	const struct study *s = t->runner->study;
+	struct runner_event rev = { 0 };
+
+	rev.point.saturation = ev->saturation;
+	rev.point.ended = ended;
+	rev.point.index = (unsigned)ev->load_point; /* the saturation run is point 0 */
+	rev.point.max = s->probe.max_steps ? s->probe.max_steps : 12;
+	rev.point.rate = ev->rate;
+	if (ended) {
+		const struct probe_result *r = &ev->point->result;
+
+		rev.point.done = r->num_prompts;
+		rev.point.good = (unsigned)lround(r->attainment * r->num_prompts);
+		rev.point.failed = r->failed;
+		rev.point.total = r->num_prompts;
+	} else {
+		rev.point.done = ev->progress.done;
+		rev.point.good = ev->good;
+		rev.point.failed = ev->progress.failed;
+		rev.point.total = ev->progress.total;
+	}
+	runner_trial_point_progress(t, &rev);
+}
+
 static void on_probe_event(struct probe *p, const struct probe_event *ev, void *userdata)
 {
 	struct runner_trial *t = userdata;
@@ -69,8 +97,13 @@ static void on_probe_event(struct probe *p, const struct probe_event *ev, void *
 		runner_gpu_point_start(t);
 		return;
 	}
+	if (ev->kind == PROBE_EVENT_PROGRESS && !ev->progress.warmup) {
+		point_progress(t, ev, false);
+		return;
+	}
 	if (ev->kind != PROBE_EVENT_LOAD_POINT_DONE || !ev->point)
 		return;
+	point_progress(t, ev, true);
 	runner_gpu_point_stop(t, &gpu);
 	if (ev->point->result.failed > 0)
 		d->points_failed = true;
@@ -108,6 +141,59 @@ static void outcome_from_point(const struct runner_trial *t, const struct probe_
 	res->concurrency = pt->mean_concurrency;
 }
 
+/* The server failed requests (every one of a load point, or at the lowest
+ * rate more than the SLA allows while the rest met it): a failed trial,
+ * its message the reasons as counted. */
+static void server_failed(const struct probe_load_point *pt, struct trial_result *res)
+{
+	char why[384];
+
+	probe_result_format_failures(&pt->result, why, sizeof(why));
+	trial_result_init(res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
+	if (pt->saturation)
+		snprintf(res->message, sizeof(res->message),
+			 "the server failed %u of %u requests with every one at once: %s", pt->result.failed,
+			 pt->result.num_prompts, why[0] ? why : "no reason given");
+	else
+		snprintf(res->message, sizeof(res->message), "the server failed %u of %u requests at %.4g req/s: %s",
+			 pt->result.failed, pt->result.num_prompts, pt->result.request_rate,
+			 why[0] ? why : "no reason given");
+}
+
+/* No load met the SLA: the load point that came closest (the highest
+ * attainment; ties: the lower rate; the saturation run only when it is all
+ * there is), which bound failed there and by how much, and why requests
+ * failed there if any did. */
+static void never_met(const struct study *s, const struct probe_load_point *pts, size_t n, struct trial_result *res)
+{
+	const struct probe_load_point *c = NULL;
+	char sla[128], shortfall[320] = "", why[256] = "";
+
+	for (size_t i = 0; i < n; i++) {
+		const struct probe_result *r = &pts[i].result;
+
+		if (!c || (c->saturation && !pts[i].saturation) ||
+		    (c->saturation == pts[i].saturation &&
+		     (r->attainment > c->result.attainment ||
+		      (r->attainment == c->result.attainment && r->request_rate < c->result.request_rate))))
+			c = &pts[i];
+	}
+	probe_sla_format(&s->sla, sla, sizeof(sla));
+	trial_result_init(res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
+	if (!c) {
+		snprintf(res->message, sizeof(res->message), "no load met the SLA (%s): no load point ran", sla);
+		return;
+	}
+	(void)probe_sla_shortfall(c->requests, c->n_requests, &s->sla, shortfall, sizeof(shortfall));
+	probe_result_format_failures(&c->result, why, sizeof(why));
+	snprintf(res->message, sizeof(res->message),
+		 "no load met the SLA (%s) in %zu load points; closest %s%.4g req/s%s: %.1f%% good: %s%s%s", sla, n,
+		 c->saturation ? "with every request at once, " : "at ",
+		 c->saturation ? c->result.request_throughput : c->result.request_rate,
+		 c->saturation ? " completed" : "", c->result.attainment * 100, shortfall, why[0] ? "; failed: " : "",
+		 why);
+}
+
 static void classify_probe(struct runner_trial *t, int result)
 {
 	const struct study *s = t->runner->study;
@@ -129,15 +215,15 @@ static void classify_probe(struct runner_trial *t, int result)
 		if (n == 0 || points[n - 1].result.completed == 0) {
 			trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
 			snprintf(res.message, sizeof(res.message), "no request completed");
+			if (n > 0)
+				server_failed(&points[n - 1], &res);
 		} else
 			outcome_from_point(t, &points[n - 1].result, points[n - 1].result.request_throughput, &res);
-	} else if (o.search == PROBE_SEARCH_NEVER_MET || !(o.max_rate > 0) || o.best_point >= n) {
-		char sla[128];
-
-		probe_sla_format(&s->sla, sla, sizeof(sla));
-		trial_result_init(&res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
-		snprintf(res.message, sizeof(res.message), "no load met the SLA (%s) in %zu load points", sla, n);
-	} else
+	} else if (o.search == PROBE_SEARCH_SERVER_FAILED && o.failed_point < n)
+		server_failed(&points[o.failed_point], &res);
+	else if (o.search == PROBE_SEARCH_NEVER_MET || !(o.max_rate > 0) || o.best_point >= n)
+		never_met(s, points, n, &res);
+	else
 		outcome_from_point(t, &points[o.best_point].result, o.max_rate, &res);
 	runner_trial_finish(t, &res);
 }

@@ -190,7 +190,7 @@ bool runner_host_stop_waiting(struct runner *r)
 bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size)
 {
 	uint64_t used, left;
-	double mean_deploy;
+	double mean_deploy, mean_trial;
 
 	if (r->wall_budget_usec == 0 || r->wall_budget_usec == UINT64_MAX)
 		return false;
@@ -201,6 +201,15 @@ bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size)
 		return true;
 	}
 	left = r->wall_budget_usec - used;
+	mean_trial = r->trial_n ? r->trial_sum_s / r->trial_n : 0;
+	if (mean_trial > 0 && (double)left / USEC_PER_SEC < mean_trial) {
+		snprintf(
+			msg, size,
+			"wall-time budget reached: %.0f s left, less than a trial takes (%.0f s on average): none more "
+			"was started",
+			(double)left / USEC_PER_SEC, mean_trial);
+		return true;
+	}
 	mean_deploy = r->deploy_n ? r->deploy_sum_s / r->deploy_n : 0;
 	if (mean_deploy > 0 && (double)left / USEC_PER_SEC < mean_deploy) {
 		snprintf(msg, size,

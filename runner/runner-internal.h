@@ -63,6 +63,7 @@ enum runner_request {
 	RUNNER_REQUEST_STOP,
 	RUNNER_REQUEST_CANCEL,
 	RUNNER_REQUEST_FAIL, /* a failure no configuration can avoid: torn down, then FAILED (runner_fail_setup) */
+	RUNNER_REQUEST_BUDGET, /* the wall-time budget ran out: stop what runs, end the study */
 };
 
 /* One trial in flight: from the planner's proposal (recorded, waiting for
@@ -95,6 +96,7 @@ struct runner_trial {
 	 * earlier run that was interrupted (0: none) */
 	uint64_t vstart_usec, vstart_before_usec;
 	uint64_t finished_at_usec; /* when its outcome is committed: the dry run's virtual time (0: now) */
+	uint64_t started_usec;     /* when it began to run (runner clock) */
 };
 
 struct runner {
@@ -165,6 +167,10 @@ struct runner {
 	uint64_t wall_used_before_usec;
 	double deploy_sum_s;
 	unsigned deploy_n;
+	/* how long trials took, start to outcome (this run's and stored ones):
+	 * a trial that cannot finish in what is left of the budget is not started */
+	double trial_sum_s;
+	unsigned trial_n;
 
 	/* the host (runner-host.c; NULL in a dry run) */
 	struct deploy_host *host;
@@ -275,6 +281,9 @@ void runner_on_answer(struct runner_planner *p, int k, const struct runner_answe
 void runner_trial_set_phase(struct runner_trial *t, enum runner_phase p);
 /* The probe offers a new rate (status). */
 void runner_trial_set_rate(struct runner_trial *t, double rate);
+/* Where a trial's probe is (a RUNNER_EVENT_POINT_PROGRESS); ev's point is
+ * filled by the caller. */
+void runner_trial_point_progress(struct runner_trial *t, struct runner_event *ev);
 /* Stores a load point (gpu may be NULL) and, when announce, emits it as a
  * RUNNER_EVENT_LOAD_POINT. < 0 when the store failed (the study fails). */
 int runner_trial_load_point(struct runner_trial *t, const char *phase, const struct probe_result *res,

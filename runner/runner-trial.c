@@ -265,6 +265,7 @@ int runner_trial_start(struct runner_trial *t, uint64_t gpus)
 	}
 	t->running = true;
 	t->open = true;
+	t->started_usec = r->opts.dry_run ? r->study_start_usec + t->vstart_usec : runner_clock(r);
 	r->gpus_busy |= gpus;
 	r->status.trial = t->seq;
 	r->status.trial_id = t->id;
@@ -346,6 +347,12 @@ void runner_trial_set_phase(struct runner_trial *t, enum runner_phase p)
 	t->phase = p;
 	t->runner->status.phase = p;
 	emit_trial(t, &(struct runner_event){ .kind = RUNNER_EVENT_PHASE });
+}
+
+void runner_trial_point_progress(struct runner_trial *t, struct runner_event *ev)
+{
+	ev->kind = RUNNER_EVENT_POINT_PROGRESS;
+	emit_trial(t, ev);
 }
 
 void runner_trial_set_rate(struct runner_trial *t, double rate)
@@ -433,6 +440,10 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	if (isfinite(t->deploy_seconds) && t->deploy_seconds > 0) {
 		r->deploy_sum_s += t->deploy_seconds;
 		r->deploy_n++;
+	}
+	if (!r->opts.dry_run && runner_clock(r) > t->started_usec) {
+		r->trial_sum_s += (double)(runner_clock(r) - t->started_usec) / USEC_PER_SEC;
+		r->trial_n++;
 	}
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;

@@ -426,6 +426,10 @@ static int load_history(struct runner *r, struct error *err)
 			r->deploy_sum_s += t[i].deploy_seconds;
 			r->deploy_n++;
 		}
+		if (!r->opts.dry_run && t[i].started_usec > 0 && t[i].finished_usec > t[i].started_usec) {
+			r->trial_sum_s += (double)(t[i].finished_usec - t[i].started_usec) / USEC_PER_SEC;
+			r->trial_n++;
+		}
 		if (t[i].seq > r->status.trial)
 			r->status.trial = t[i].seq;
 	}
@@ -659,6 +663,34 @@ static int record_best(struct runner *r, struct error *err)
 	return 0;
 }
 
+/* A study that ended with nothing meeting the SLA: its message names the
+ * attempt that came closest (which bound failed, by how much, at what
+ * rate: the trial's own message), so that tune, `goodput best` and the
+ * report, which show the study's message, say the same. */
+static void describe_no_feasible(struct runner *r)
+{
+	_cleanup_(store_study_closest_done) struct store_study_closest c = { 0 };
+	_cleanup_(freep) char *text = NULL;
+	struct error err = { 0 };
+	const char *was = r->message;
+	int k;
+
+	if (store_study_closest(r->store, r->study_id, &c, &err) < 0)
+		k = asprintf(&text, "no configuration met the SLA%s%s", was[0] ? "; " : "", was);
+	else
+		k = asprintf(&text,
+			     "no configuration met the SLA; the closest: trial %u %s at %.4g req/s, %.1f%% of requests "
+			     "good: %s%s%s",
+			     c.trial.seq, c.trial.knobs_json ? c.trial.knobs_json : "", c.rate, c.attainment * 100,
+			     c.trial.failure_message ? c.trial.failure_message : "(no detail recorded)",
+			     was[0] ? "; " : "", was);
+	if (k < 0)
+		return;
+	k = (int)MIN(strlen(text), sizeof(r->message) - 1);
+	memcpy(r->message, text, (size_t)k);
+	r->message[k] = 0;
+}
+
 /* Called by the final step: the study's last state is committed, then the
  * FINISHED event (the callee may free the runner in it). */
 void runner_finish(struct runner *r, enum runner_end end)
@@ -686,6 +718,10 @@ void runner_finish(struct runner *r, enum runner_end end)
 	}
 	if (end == RUNNER_END_DONE)
 		k = record_best(r, &err);
+	if (k >= 0 && end == RUNNER_END_DONE && !r->status.have_best) {
+		state = STORE_STUDY_NO_FEASIBLE;
+		describe_no_feasible(r);
+	}
 	if (k >= 0 && (end != RUNNER_END_STOPPED || r->row.state != STORE_STUDY_RUNNING))
 		k = store_study_set_state(r->store, r->study_id, state, r->message[0] ? r->message : NULL, &err);
 	if (k < 0) {
@@ -714,12 +750,25 @@ bool runner_failing(const struct runner *r)
 	return r->action == RUNNER_ACTION_FINISH;
 }
 
+static int request_halt(struct runner *r, enum runner_request req);
+
 static int on_wall_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct runner *r = userdata;
+	unsigned stopped = 0;
 
-	/* Checked between trials; a trial in flight runs to its end. */
 	r->wall_expired = true;
+	/* the limit holds: trials in flight are stopped there, recorded as
+	 * interrupted (a resume with a larger budget redoes them), and the
+	 * study ends with what it measured */
+	for (size_t i = 0; i < r->n_trials; i++)
+		stopped += r->trials[i]->running && r->trials[i]->open;
+	if (stopped == 0 || r->request != RUNNER_REQUEST_NONE)
+		return 0;
+	snprintf(r->message, sizeof(r->message),
+		 "wall-time budget reached (%.0f s): %u trial%s stopped at the limit, recorded as interrupted",
+		 (double)r->wall_budget_usec / USEC_PER_SEC, stopped, stopped == 1 ? "" : "s");
+	(void)request_halt(r, RUNNER_REQUEST_BUDGET);
 	return 0;
 }
 
@@ -774,7 +823,7 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 	r->cb = cb;
 	r->userdata = userdata;
 	r->start_usec = runner_clock(r);
-	if (r->row.state == STORE_STUDY_DONE) {
+	if (r->row.state == STORE_STUDY_DONE || r->row.state == STORE_STUDY_NO_FEASIBLE) {
 		r->pending_end = RUNNER_END_DONE;
 		runner_schedule(r, RUNNER_ACTION_FINISH);
 		return 0;
@@ -911,6 +960,10 @@ bool runner_settle_request(struct runner *r)
 		break;
 	case RUNNER_REQUEST_FAIL:
 		r->pending_end = RUNNER_END_FAILED; /* r->message says why */
+		break;
+	case RUNNER_REQUEST_BUDGET:
+		/* the study ends as a finished one: what was measured is its answer */
+		r->pending_end = RUNNER_END_DONE;
 		break;
 	}
 	runner_schedule(r, RUNNER_ACTION_FINISH);

@@ -183,6 +183,7 @@ int runner_status_format(const struct runner_status *st, char *buf, size_t size)
 enum runner_event_kind {
 	RUNNER_EVENT_PHASE,          /* the phase changed (status filled) */
 	RUNNER_EVENT_LOAD_POINT,     /* a load point of the current trial finished (load_point set) */
+	RUNNER_EVENT_POINT_PROGRESS, /* a load point of a trial is running, or just ended (point set) */
 	RUNNER_EVENT_TRIAL_FINISHED, /* trial_id finished (trial_state/failure/cost set) */
 	RUNNER_EVENT_FINISHED,       /* the runner reached FINISHED (end set); last event */
 };
@@ -194,6 +195,15 @@ struct runner_event {
 	const struct runner_trial_status *trial;
 	/* LOAD_POINT */
 	const struct probe_result *load_point;
+	/* POINT_PROGRESS: where the trial's probe is */
+	struct {
+		bool saturation;                    /* the saturation run (else the search's load point `index`) */
+		bool ended;                         /* the load point just ended (its last word) */
+		unsigned index;                     /* 1, 2, ...: the search's load points after the saturation run */
+		unsigned max;                       /* the search's load points at most (probe.max_steps) */
+		double rate;                        /* asked for, requests/s (INFINITY: all at once) */
+		unsigned done, good, failed, total; /* requests so far; total: at most */
+	} point;
 	/* TRIAL_FINISHED */
 	int64_t trial_id;
 	int trial_state;             /* enum store_trial_state */

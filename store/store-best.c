@@ -261,3 +261,62 @@ int store_best_for(struct store *s, const char *model, const char *engine, const
 	store_study_array_free(a, n);
 	return r < 0 ? r : 0;
 }
+
+/* ---- when nothing met the SLA ---- */
+
+void store_study_closest_done(struct store_study_closest *c)
+{
+	store_trial_done(&c->trial);
+	*c = (struct store_study_closest){ 0 };
+}
+
+/* Whether load point (a, r) came closer than the best so far. */
+static bool closer(double a, double r, double best_a, double best_r)
+{
+	if (isnan(best_a))
+		return true;
+	if (a != best_a)
+		return a > best_a;
+	return r < best_r;
+}
+
+int store_study_closest(struct store *s, int64_t study_id, struct store_study_closest *ret, struct error *err)
+{
+	struct store_trial *t = NULL;
+	size_t n = 0, best = SIZE_MAX;
+	double best_a = NAN, best_r = NAN;
+	int r;
+
+	r = store_trial_history(s, study_id, &t, &n, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		struct store_load_point *lp = NULL;
+		size_t m = 0;
+
+		/* only trials that ended with an outcome: one cut short says nothing */
+		if (t[i].state != STORE_TRIAL_DONE && t[i].state != STORE_TRIAL_INFEASIBLE &&
+		    t[i].state != STORE_TRIAL_FAILED)
+			continue;
+		r = store_load_point_list(s, t[i].id, &lp, &m, err);
+		for (size_t k = 0; r >= 0 && k < m; k++) {
+			if (!lp[k].phase || strcmp(lp[k].phase, "saturation") == 0 || !isfinite(lp[k].request_rate))
+				continue;
+			if (closer(isfinite(lp[k].attainment) ? lp[k].attainment : 0, lp[k].request_rate, best_a,
+				   best_r)) {
+				best_a = isfinite(lp[k].attainment) ? lp[k].attainment : 0;
+				best_r = lp[k].request_rate;
+				best = i;
+			}
+		}
+		store_load_point_array_free(lp, m);
+	}
+	if (r >= 0 && best == SIZE_MAX)
+		r = error_set(err, -ENOENT, "study %lld: no trial measured a load point", (long long)study_id);
+	if (r >= 0) {
+		*ret = (struct store_study_closest){ .trial = t[best], .rate = best_r, .attainment = best_a };
+		t[best] = (struct store_trial){ 0 };
+	}
+	store_trial_array_free(t, n);
+	return r < 0 ? r : 0;
+}

@@ -14,8 +14,13 @@
 /* ---- names ---- */
 
 static const char *const study_state_names[_STORE_STUDY_STATE_MAX] = {
-	[STORE_STUDY_QUEUED] = "queued", [STORE_STUDY_RUNNING] = "running", [STORE_STUDY_PAUSED] = "paused",
-	[STORE_STUDY_DONE] = "done",     [STORE_STUDY_FAILED] = "failed",   [STORE_STUDY_CANCELLED] = "cancelled",
+	[STORE_STUDY_QUEUED] = "queued",
+	[STORE_STUDY_RUNNING] = "running",
+	[STORE_STUDY_PAUSED] = "paused",
+	[STORE_STUDY_DONE] = "done",
+	[STORE_STUDY_FAILED] = "failed",
+	[STORE_STUDY_CANCELLED] = "cancelled",
+	[STORE_STUDY_NO_FEASIBLE] = "no_feasible_config",
 };
 
 static const char *const trial_state_names[_STORE_TRIAL_STATE_MAX] = {
@@ -48,6 +53,12 @@ static int lookup_name(const char *const *names, size_t n, const char *s)
 const char *store_study_state_to_string(enum store_study_state s)
 {
 	return (unsigned)s < _STORE_STUDY_STATE_MAX ? study_state_names[s] : NULL;
+}
+
+bool store_study_state_is_final(enum store_study_state s)
+{
+	return s == STORE_STUDY_DONE || s == STORE_STUDY_NO_FEASIBLE || s == STORE_STUDY_FAILED ||
+	       s == STORE_STUDY_CANCELLED;
 }
 
 int store_study_state_from_string(const char *s)

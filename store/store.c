@@ -327,7 +327,8 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_STUDY_SET_STATE] = { NULL, "UPDATE studies SET state = ?2, message = ?3,"
 					 " started_usec = CASE WHEN ?2 = 'running' AND started_usec IS NULL THEN ?4"
 					 " ELSE started_usec END,"
-					 " finished_usec = CASE WHEN ?2 IN ('done', 'failed', 'cancelled') THEN ?4"
+					 " finished_usec = CASE WHEN ?2 IN ('done', 'no_feasible_config', 'failed', "
+					 "'cancelled') THEN ?4"
 					 " ELSE NULL END WHERE id = ?1" },
 	[STMT_STUDY_SET_PREFLIGHT] = { NULL, "UPDATE studies SET preflight_json = ?2 WHERE id = ?1" },
 	[STMT_STUDY_SET_PHASES] = { NULL, "UPDATE studies SET phases_json = ?2 WHERE id = ?1" },

@@ -77,10 +77,14 @@ enum store_study_state {
 	STORE_STUDY_DONE,
 	STORE_STUDY_FAILED,
 	STORE_STUDY_CANCELLED,
+	STORE_STUDY_NO_FEASIBLE, /* finished, and no configuration met the SLA ("no_feasible_config") */
 	_STORE_STUDY_STATE_MAX,
 };
 
 const char *store_study_state_to_string(enum store_study_state s);
+/* Whether a study in state s has ended (done, no_feasible_config, failed,
+ * cancelled). */
+bool store_study_state_is_final(enum store_study_state s);
 /* -EINVAL for an unknown name. */
 int store_study_state_from_string(const char *s);
 
@@ -121,8 +125,8 @@ int store_study_list(struct store *s, struct store_study **ret, size_t *ret_n, s
  * text, NULL clears). */
 int store_study_set_preflight(struct store *s, int64_t id, const char *json, struct error *err);
 int store_study_set_phases(struct store *s, int64_t id, const char *json, struct error *err);
-/* Moves a study to state; `running` sets started (first time only), done/
- * failed/cancelled set finished. message may be NULL (clears it). */
+/* Moves a study to state; `running` sets started (first time only), a final
+ * state sets finished. message may be NULL (clears it). */
 int store_study_set_state(struct store *s, int64_t id, enum store_study_state state, const char *message,
 			  struct error *err);
 /* Records the trial the runner chose as the study's answer (it must belong
@@ -294,6 +298,21 @@ void store_study_best_done(struct store_study_best *b);
 /* The study's answer. -ENOENT when nothing was measured yet. The caller owns
  * *ret (store_study_best_done). */
 int store_study_best(struct store *s, int64_t study_id, struct store_study_best *ret, struct error *err);
+/* When nothing met the SLA: the attempt that came closest — the trial
+ * whose search load point (not the saturation run) reached the highest
+ * attainment (ties: the lower rate; a percentile-only SLA: the lowest
+ * rate tried), with that point's rate and attainment. The trial's
+ * failure_message says which bound failed there and by how much. */
+struct store_study_closest {
+	struct store_trial trial;
+	double rate, attainment; /* of that load point */
+};
+
+void store_study_closest_done(struct store_study_closest *c);
+/* -ENOENT when no trial of the study measured a load point. The caller
+ * owns *ret (store_study_closest_done). */
+int store_study_closest(struct store *s, int64_t study_id, struct store_study_closest *ret, struct error *err);
+
 /* The cheapest answer over finished (`done`) studies of a model on an
  * engine (and label, when not NULL): the study (ret_study, the caller's to
  * store_study_done) and its answer. -ENOENT when there is none. */

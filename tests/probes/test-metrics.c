@@ -428,8 +428,39 @@ static void test_failure_reasons(void)
 	CHECK(!none && n == 0);
 }
 
+/* Which bound missed, and by how much: the figure at the attainment
+ * target's quantile (failed requests slower than any bound). */
+static void test_shortfall(void)
+{
+	struct probe_request_result r[10];
+	struct probe_sla sla = { 0 };
+	struct probe_result res;
+	char buf[256];
+
+	for (uint32_t i = 0; i < 10; i++)
+		r[i] = (struct probe_request_result){ .index = i,
+						      .success = i != 9,
+						      .ttft_usec = (i + 1) * 100000ULL,
+						      .e2e_usec = (i + 1) * 100000ULL + 900000ULL,
+						      .output_tokens = 10,
+						      .error = i == 9 ? (char *)"connection refused" : NULL };
+	CHECK_INT_EQ(probe_sla_parse("ttft:500,tpot:200", &sla, NULL), 0);
+	sla.attainment = 0.8;
+	/* TTFT at the 8th of 10: 800 ms; TPOT 100 ms for every completed request */
+	CHECK_INT_EQ(probe_sla_shortfall(r, 10, &sla, buf, sizeof(buf)), 0);
+	CHECK_STR_EQ(buf, "ttft p80 800 ms over 500 ms (+60%), tpot p80 100 ms within 200 ms");
+	sla.attainment = 1;
+	CHECK_INT_EQ(probe_sla_shortfall(r, 10, &sla, buf, sizeof(buf)), 0);
+	CHECK_STR_CONTAINS(buf, "ttft p100: failed requests");
+	/* the reasons, kept in the result */
+	CHECK_INT_EQ(probe_result_compute(r, 10, 1.0, NULL, 0, &sla, &res, NULL), 0);
+	probe_result_format_failures(&res, buf, sizeof(buf));
+	CHECK_STR_EQ(buf, "connection refused ×1");
+}
+
 int main(void)
 {
+	test_shortfall();
 	test_percentiles();
 	test_definitions();
 	test_goodput();

@@ -316,6 +316,63 @@ def case_failures():
                                                            (bad[0]["failure_message"] or "")[:100].replace("\n", " ")))
 
 
+def case_nothing():
+    """A study in which nothing can meet the SLA (TTFT within 2 ms): it ends
+    no_feasible_config, exit 3, naming the closest attempt (which bound
+    failed, by how much, at what rate); goodput best and the report say
+    the same. A server that fails requests makes a failed trial that lists
+    the reasons."""
+    spec = study("nothing", sla={"ttft_ms": 2, "tpot_ms": 50, "attainment": 0.9},
+                 search_space={"max_num_seqs": [16, 32], "max_num_batched_tokens": [2048],
+                               "quantization": ["fp8"], "max_model_len": [4096]},
+                 budget={"max_trials": 2}, baseline=False)
+    db = os.path.join(TMP, "nothing.db")
+    p, dt = tune(spec, "--db", db, check=False)
+    if p.returncode != 3:
+        fail("a study where nothing met the SLA exited %d, not 3:\n%s" % (p.returncode, p.stdout))
+    st = study_row(db, "nothing")
+    msg = st["message"] or ""
+    if st["state"] != "no_feasible_config" or "the closest: trial" not in msg or "ttft p90" not in msg \
+            or "over 2 ms" not in msg or "req/s" not in msg:
+        fail("state %s, message %r: no closest attempt named" % (st["state"], msg))
+    if msg not in p.stdout:
+        fail("goodput tune does not print the closest attempt:\n" + p.stdout)
+    b = subprocess.run([GOODPUT, "best", "nothing", "--db", db], env=ENV, capture_output=True, text=True)
+    if b.returncode != 3 or msg not in b.stderr:
+        fail("goodput best exited %d, said %r" % (b.returncode, b.stderr))
+    r = subprocess.run([GOODPUT, "report", "nothing", "--db", db, "--engines-dir", ENGINES, "--markdown"],
+                       env=ENV, capture_output=True, text=True)
+    if "the closest: trial" not in r.stdout or "over 2 ms" not in r.stdout:
+        fail("the report does not name the closest attempt:\n" + r.stdout[:3000])
+    print("nothing: exit 3 in %.0f s; %s" % (dt, msg[:160]))
+
+
+def case_wall():
+    """The wall-time budget holds: a trial in flight at the limit is stopped
+    there and recorded as interrupted; a trial that cannot finish in what is
+    left is not started."""
+    space = {"max_num_seqs": [16, 32, 64, 128], "max_num_batched_tokens": [2048], "quantization": ["fp8"],
+             "max_model_len": [4096]}
+    spec = study("budget-cut", search_space=space, budget={"max_trials": 8, "max_wall_time": 4}, baseline=False)
+    db = os.path.join(TMP, "budget.db")
+    p, dt = tune(spec, "--db", db, check=False)
+    st = study_row(db, "budget-cut")
+    ts = trials(db, st["id"])
+    if dt > 4 + 3 or "stopped at the limit" not in (st["message"] or ""):
+        fail("a 4 s budget took %.1f s; message %r" % (dt, st["message"]))
+    if not ts or ts[-1]["state"] != "interrupted":
+        fail("the trial cut at the limit is not recorded as interrupted: %s" % [t["state"] for t in ts])
+    print("budget: 4 s, ended after %.1f s: %s" % (dt, st["message"]))
+    spec = study("budget-predict", search_space=space, budget={"max_trials": 8, "max_wall_time": 25},
+                 baseline=False)
+    p, dt = tune(spec, "--db", db, check=False)
+    st = study_row(db, "budget-predict")
+    ts = trials(db, st["id"])
+    if dt > 25 + 3 or any(t["state"] == "interrupted" for t in ts):
+        fail("a 25 s budget took %.1f s, trials %s" % (dt, [t["state"] for t in ts]))
+    print("budget: 25 s, %d trials in %.1f s: %s" % (len(ts), dt, st["message"]))
+
+
 def case_dry_run():
     spec = os.path.join(SRCDIR, "..", "..", "configs", "studies", "demo-sim-llama8b-l40s.json")
     db = os.path.join(TMP, "dry.db")
@@ -953,7 +1010,8 @@ def case_baseline():
     print("baseline: %s; edge %s=%g (%s)" % (b["baseline"], edge["knob"], edge["value"], edge["bound"]))
 
 
-{"search": case_search, "resume": case_resume, "failures": case_failures, "dry-run": case_dry_run,
+{"search": case_search, "resume": case_resume, "failures": case_failures, "nothing": case_nothing,
+ "wall": case_wall, "dry-run": case_dry_run,
  "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock,
  "parallel": case_parallel, "setup": case_setup, "budget": case_budget, "memory": case_memory,
  "constraints": case_constraints, "baseline": case_baseline}[CASE]()

@@ -375,15 +375,21 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 	}
 
 	size_t cols = ng < 3 ? ng : 3, rows = (ng + cols - 1) / cols;
-	plot_header(f, REPORT_PLOT_LANDSCAPE, (unsigned)(cols * 420), (unsigned)(rows * 380 + 40));
+	/* a single panel is 420 px wide: the title in three lines there */
+	plot_header(f, REPORT_PLOT_LANDSCAPE, (unsigned)(cols * 420), (unsigned)(rows * 380 + (cols == 1 ? 80 : 40)));
 	fprintf(f,
-		"set multiplot layout %zu,%zu title '$/Mtok over batch x chunk (green is cheaper; x: no cost - failed, "
-		"infeasible or SLA never met; black frame: best)'\n"
+		"set multiplot layout %zu,%zu title %s\n"
 		"set palette defined (0 '#1a9850', 0.5 '#fee08b', 1 '#d73027')\n"
 		"set cbrange [%.9g:%.9g]\nset cblabel '$/Mtok'\nunset grid\n"
 		"set xrange [-0.5:%zu.5]\nset yrange [-0.5:%zu.5]\n"
 		"set xlabel 'max_num_seqs'\nset ylabel 'max_num_batched_tokens'\n",
-		rows, cols, lo, hi, ax.n - 1, ay.n - 1);
+		rows, cols,
+		cols == 1
+			? "\"$/Mtok over batch x chunk\\n(green is cheaper; black frame: best;\\nx: no cost - failed, "
+			  "infeasible or SLA never met)\""
+			: "'$/Mtok over batch x chunk (green is cheaper; x: no cost - failed, infeasible or SLA never "
+			  "met; black frame: best)'",
+		lo, hi, ax.n - 1, ay.n - 1);
 	tics(f, "x", &ax);
 	tics(f, "y", &ay);
 	for (size_t g = 0; g < ng; g++) {
@@ -602,9 +608,10 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 	q = plot_close_data(d);
 	if (q < 0)
 		return q;
-	plot_header(f, REPORT_PLOT_PARETO, 720, 440);
+	plot_header(f, REPORT_PLOT_PARETO, 720, 460);
 	fputs("set title 'Tokens/s per user against tokens/s per GPU (each finished trial at its max goodput)'\n"
-	      "set key below\nset xlabel 'goodput per GPU (tokens/s)'\nset ylabel 'tokens/s per user (1000 / mean "
+	      "set key below height 1\nset xlabel 'goodput per GPU (tokens/s)'\nset ylabel 'tokens/s per user (1000 / "
+	      "mean "
 	      "TPOT)'\n"
 	      "set xrange [0:*]\nset yrange [0:*]\n"
 	      "plot 'par.dat' using 1:2 with points pt 7 ps 1 lc rgb '#1f77b4' title 'trial', "

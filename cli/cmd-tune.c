@@ -72,6 +72,8 @@ static void show_point(struct tune_ctx *c, const struct runner_trial_status *t, 
 	trial_tag(t, tag, sizeof(tag));
 	if (ev->point.saturation)
 		snprintf(what, sizeof(what), "saturation run (all at once)");
+	else if (isinf(ev->point.rate))
+		snprintf(what, sizeof(what), "load point (all at once)");
 	else
 		snprintf(what, sizeof(what), "load point %u/%u: %.3g req/s", ev->point.index, ev->point.max,
 			 ev->point.rate);

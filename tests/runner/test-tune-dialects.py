@@ -10,6 +10,15 @@ into the load points), one does not start and is recorded infeasible with
 its cause (and vLLM's suggested max_model_len). All servers take their GPU
 in one ledger, as the sims of one host do.
 
+llama.cpp also runs an online study end to end, as a user with a real
+llama-server would: engine_binary names the program (not on $PATH: the
+version command uses it too), engine_args add fixed flags (the sim's own
+load time, so that /health answers 503 "Loading model" for a while); every
+trial waits out the loading, serves, is measured by the rate search with
+sequential verdicts, reads llama.cpp's metric names, records the parsed
+version and the exact launch command, and the next trial starts within 5 s
+of the last one's end (teardown does not wait for the old port).
+
 Usage: test-tune-dialects.py DIALECT GOODPUT GOODPUT_SIM SOURCE_ROOT"""
 
 import glob
@@ -39,7 +48,7 @@ STUDIES = {
     "tgi": ("llama-3.1-8b", {"max_num_seqs": [32], "max_num_batched_tokens": [4096], "max_model_len": [4096],
                              "gpu_memory_utilization": [0.9, 0.15]},
             "no memory left for cache blocks or activations"),
-    "llamacpp": ("/models/llama-3.1-8b-Q8_0.gguf", {"max_num_seqs": [8], "max_num_batched_tokens": [512],
+    "llamacpp": (os.path.join(TMP, "models", "llama-3.1-8b-Q8_0.gguf"), {"max_num_seqs": [8], "max_num_batched_tokens": [512],
                                                     "max_model_len": [4096, 131072]},
                  "the KV cache for max_model_len does not fit"),
     "trtllm": ("llama-3.1-8b", {"max_num_seqs": [32], "max_num_batched_tokens": [2048], "max_model_len": [4096]},
@@ -117,8 +126,48 @@ def check_served(db, t):
         fail("trial %d: no KV usage read from /metrics" % t["seq"])
 
 
+def online_llamacpp(db):
+    prog = os.path.join(TMP, "opt", "llama.cpp", "bin", "llama-server")
+    os.makedirs(os.path.dirname(prog))
+    os.symlink(os.path.abspath(SIM), prog)
+    s = json.load(open(study("llamacpp-online", os.path.join(TMP, "models", "llama-3.1-8b-Q8_0.gguf"),
+                             {"max_num_seqs": [4, 8], "max_num_batched_tokens": [512], "max_model_len": [4096]})))
+    s.update({"scenario": "online", "sla": {"ttft_ms": 150, "tpot_ms": 100, "attainment": 0.9},
+              "workload": {"dataset": "random", "input_len": 64, "output_len": 16, "num_prompts": 40,
+                           "ignore_eos": True, "seed": 3},
+              "probe": {"max_steps": 3, "tolerance": 0.1, "request_timeout": 60},
+              "engine_binary": prog, "engine_args": ["--threads", "2", "--load-time", "1.5"]})
+    spec = os.path.join(TMP, "llamacpp-online.json")
+    with open(spec, "w") as f:
+        json.dump(s, f)
+    tune(spec, db)
+    ts = trials(db, "llamacpp-online")
+    if len(ts) < 2 or any(t["state"] != "done" for t in ts):
+        fail("online: %r" % [(t["state"], t["failure_message"]) for t in ts])
+    for t in ts:
+        check_served(db, t)
+        launch = json.loads(t["launch"])
+        if launch["argv"][0] != prog or launch["argv"][-4:] != ["--threads", "2", "--load-time", "1.5"]:
+            fail("trial %d launched as %r" % (t["seq"], launch["argv"]))
+        if not (t["deploy_seconds"] and t["deploy_seconds"] >= 1.4):
+            fail("trial %d ready after %r s: the 503s while loading were not waited out" % (t["seq"],
+                                                                                          t["deploy_seconds"]))
+        points = rows(db, "SELECT result FROM load_points WHERE trial_id = ? AND phase = 'search'", t["id"])
+        if not points or any(json.loads(p["result"]).get("verdict") not in ("met", "missed", "undecided")
+                             for p in points):
+            fail("trial %d: search load points without a sequential verdict" % t["seq"])
+    gaps = [(b["started_usec"] - a["finished_usec"]) / 1e6 for a, b in zip(ts, ts[1:])]
+    if max(gaps) >= 5:
+        fail("gaps between trials %r s: the teardown waited" % gaps)
+    print("llamacpp online: %d trials, ready after %s s, gaps between trials %s s" %
+          (len(ts), ", ".join("%.1f" % t["deploy_seconds"] for t in ts), ", ".join("%.2f" % g for g in gaps)))
+
+
 def main():
     os.makedirs(BIN)
+    # a server on this host must find its checkpoint: llama.cpp's is a file
+    os.makedirs(os.path.join(TMP, "models"))
+    open(os.path.join(TMP, "models", "llama-3.1-8b-Q8_0.gguf"), "w").close()
     for name in ["vllm", "llama-server", "text-generation-launcher", "trtllm-serve", "python3"]:
         os.symlink(os.path.abspath(SIM), os.path.join(BIN, name))
     db = os.path.join(TMP, "goodput.db")
@@ -147,6 +196,7 @@ def main():
         fail("no server took GPU 0 in the ledger %s: %r" % (LEDGER, os.listdir(LEDGER) if os.path.isdir(LEDGER)
                                                                else None))
     if DIALECT == "llamacpp":
+        online_llamacpp(db)
         logs = "".join(open(f, errors="replace").read() for f in glob.glob(os.path.join(TMP, "logs", "**", "*"),
                                                                           recursive=True) if os.path.isfile(f))
         if "--ctx-size 32768" not in logs:

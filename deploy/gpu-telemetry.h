@@ -84,6 +84,5 @@ typedef void (*host_info_fn)(struct host_info_job *j, char *json, void *userdata
  * own. t may be NULL (no
  * GPU facts). The job is freed by host_info_job_free (after cb, or to cancel). */
 int host_info_start(sd_event *e, const struct engine_profile *p, const char *binary, struct gpu_telemetry *t,
-		    uint64_t timeout_usec,
-		    host_info_fn cb, void *userdata, struct host_info_job **ret);
+		    uint64_t timeout_usec, host_info_fn cb, void *userdata, struct host_info_job **ret);
 struct host_info_job *host_info_job_free(struct host_info_job *j);

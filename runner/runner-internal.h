@@ -62,7 +62,7 @@ enum runner_request {
 	RUNNER_REQUEST_PAUSE,
 	RUNNER_REQUEST_STOP,
 	RUNNER_REQUEST_CANCEL,
-	RUNNER_REQUEST_FAIL, /* a failure no configuration can avoid: torn down, then FAILED (runner_fail_setup) */
+	RUNNER_REQUEST_FAIL,   /* a failure no configuration can avoid: torn down, then FAILED (runner_fail_setup) */
 	RUNNER_REQUEST_BUDGET, /* the wall-time budget ran out: stop what runs, end the study */
 };
 

@@ -300,8 +300,8 @@ static const char *const migration_9[] = {
 };
 
 static const struct migration migrations[] = {
-	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 },
-	{ migration_5 }, { migration_6 }, { migration_7 }, { migration_8 }, { migration_9 },
+	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 }, { migration_5 },
+	{ migration_6 }, { migration_7 }, { migration_8 }, { migration_9 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");

@@ -312,69 +312,164 @@ static void tics(FILE *f, const char *axis, const struct axis *a)
 	fputs(")\n", f);
 }
 
-static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why)
-{
+/* The cost landscape: one panel per quantization × TP group, a cell per
+ * max_num_seqs × max_num_batched_tokens, the cheapest measurement in it. */
+struct landscape {
 	struct axis ax, ay;
 	char groups[MAX_GROUPS][96];
-	size_t ng = 0;
-	double lo = INFINITY, hi = -INFINITY;
-	_cleanup_(freep) double *cost = NULL; /* [g][x][y], NAN none */
-	_cleanup_(freep) unsigned char *bad = NULL;
+	size_t ng;
+	double lo, hi;
+	double *cost;       /* [g][x][y], NAN none */
+	unsigned char *bad; /* [g][x][y], a trial there ended without a cost */
+	int bg, bx, by;     /* the best trial's cell, bg -1 none */
+};
+
+static void landscape_done(struct landscape *l)
+{
+	free(l->cost);
+	free(l->bad);
+}
+
+static void landscape_add(struct landscape *l, const struct report_trial *t, const struct report_trial *best)
+{
+	int xi = axis_index(&l->ax, report_knob_number(t, "max_num_seqs"));
+	int yi = axis_index(&l->ay, report_knob_number(t, "max_num_batched_tokens"));
+	char g[96];
+	size_t gi, cell;
+
+	if (xi < 0 || yi < 0 || !store_trial_state_is_final(t->t.state))
+		return;
+	group_name(t, g, sizeof(g));
+	for (gi = 0; gi < l->ng && strcmp(l->groups[gi], g) != 0; gi++)
+		;
+	if (gi == l->ng) {
+		if (l->ng == MAX_GROUPS)
+			return;
+		snprintf(l->groups[l->ng++], sizeof(l->groups[0]), "%s", g);
+	}
+	cell = (gi * l->ax.n + (size_t)xi) * l->ay.n + (size_t)yi;
+	if (t->t.state == STORE_TRIAL_DONE && isfinite(t->t.cost_per_mtok)) {
+		if (!isfinite(l->cost[cell]) || t->t.cost_per_mtok < l->cost[cell])
+			l->cost[cell] = t->t.cost_per_mtok;
+		l->lo = MIN(l->lo, t->t.cost_per_mtok);
+		l->hi = MAX(l->hi, t->t.cost_per_mtok);
+	} else {
+		l->bad[cell] = 1;
+	}
+	if (t == best) {
+		l->bg = (int)gi;
+		l->bx = xi;
+		l->by = yi;
+	}
+}
+
+/* Fills the grid from the finished trials; 0 when there is nothing to draw
+ * (*ret_why says why), 1 when there is. */
+static int landscape_fill(struct landscape *l, const struct report *r, char **ret_why)
+{
 	const struct report_trial *best = report_best(r);
-	int bg = -1, bx = -1, by = -1;
+	size_t cells;
 
-	axis_fill(r, "max_num_seqs", &ax);
-	axis_fill(r, "max_num_batched_tokens", &ay);
-	if (ax.n == 0 || ay.n == 0)
+	axis_fill(r, "max_num_seqs", &l->ax);
+	axis_fill(r, "max_num_batched_tokens", &l->ay);
+	if (l->ax.n == 0 || l->ay.n == 0)
 		return plot_why(ret_why, "the search space has no max_num_seqs × max_num_batched_tokens grid");
-	cost = malloc(sizeof(double) * MAX_GROUPS * ax.n * ay.n);
-	bad = calloc(MAX_GROUPS * ax.n * ay.n, 1);
-	if (!cost || !bad)
+	cells = MAX_GROUPS * l->ax.n * l->ay.n;
+	l->cost = malloc(sizeof(double) * cells);
+	l->bad = calloc(cells, 1);
+	if (!l->cost || !l->bad)
 		return -ENOMEM;
-	for (size_t i = 0; i < MAX_GROUPS * ax.n * ay.n; i++)
-		cost[i] = NAN;
-	for (size_t i = 0; i < r->n_trials; i++) {
-		const struct report_trial *t = &r->trials[i];
-		int xi = axis_index(&ax, report_knob_number(t, "max_num_seqs"));
-		int yi = axis_index(&ay, report_knob_number(t, "max_num_batched_tokens"));
-		char g[96];
-		size_t gi;
-
-		if (xi < 0 || yi < 0 || !store_trial_state_is_final(t->t.state))
-			continue;
-		group_name(t, g, sizeof(g));
-		for (gi = 0; gi < ng && strcmp(groups[gi], g) != 0; gi++)
-			;
-		if (gi == ng) {
-			if (ng == MAX_GROUPS)
-				continue;
-			snprintf(groups[ng++], sizeof(groups[0]), "%s", g);
-		}
-		size_t cell = (gi * ax.n + (size_t)xi) * ay.n + (size_t)yi;
-		if (t->t.state == STORE_TRIAL_DONE && isfinite(t->t.cost_per_mtok)) {
-			if (!isfinite(cost[cell]) || t->t.cost_per_mtok < cost[cell])
-				cost[cell] = t->t.cost_per_mtok;
-			lo = MIN(lo, t->t.cost_per_mtok);
-			hi = MAX(hi, t->t.cost_per_mtok);
-		} else {
-			bad[cell] = 1;
-		}
-		if (t == best) {
-			bg = (int)gi;
-			bx = xi;
-			by = yi;
-		}
-	}
-	if (ng == 0)
+	for (size_t i = 0; i < cells; i++)
+		l->cost[i] = NAN;
+	for (size_t i = 0; i < r->n_trials; i++)
+		landscape_add(l, &r->trials[i], best);
+	if (l->ng == 0)
 		return plot_why(ret_why, "no finished trial has both max_num_seqs and max_num_batched_tokens");
-	if (!isfinite(lo)) {
-		lo = 0;
-		hi = 1;
-	} else if (hi <= lo) {
-		hi = lo * 1.05 + 1e-6;
+	if (!isfinite(l->lo)) {
+		l->lo = 0;
+		l->hi = 1;
+	} else if (l->hi <= l->lo) {
+		l->hi = l->lo * 1.05 + 1e-6;
 	}
+	return 1;
+}
 
-	size_t cols = ng < 3 ? ng : 3, rows = (ng + cols - 1) / cols;
+/* Writes panel g's data files and its plot command. */
+static int landscape_panel(struct plot_ctx *c, const struct landscape *l, size_t g, FILE *f)
+{
+	char cname[32], xname[32];
+	bool any_cost = false, any_bad = false;
+	FILE *dc, *dx;
+	int q;
+
+	snprintf(cname, sizeof(cname), "ls-%zu-c.dat", g);
+	snprintf(xname, sizeof(xname), "ls-%zu-x.dat", g);
+	dc = plot_open(c, cname);
+	if (!dc)
+		return plot_close_data(dc);
+	dx = plot_open(c, xname);
+	if (!dx) {
+		fclose(dc);
+		return plot_close_data(dx);
+	}
+	for (size_t x = 0; x < l->ax.n; x++)
+		for (size_t y = 0; y < l->ay.n; y++) {
+			size_t cell = (g * l->ax.n + x) * l->ay.n + y;
+
+			if (isfinite(l->cost[cell])) {
+				fprintf(dc, "%zu %zu %.9g\n", x, y, l->cost[cell]);
+				any_cost = true;
+			} else if (l->bad[cell]) {
+				fprintf(dx, "%zu %zu\n", x, y);
+				any_bad = true;
+			}
+		}
+	q = plot_close_data(dc);
+	if (q >= 0)
+		q = plot_close_data(dx);
+	if (q < 0)
+		return q;
+	fputs("set title ", f);
+	plot_quote(f, l->groups[g]);
+	fputs("\nplot ", f);
+	/* an invisible point keeps a panel with no data valid */
+	fputs("1/0 notitle", f);
+	if (any_cost) {
+		fprintf(f, ", '%s' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle",
+			cname);
+		if (l->ax.n * l->ay.n <= MAX_GRID)
+			fprintf(f, ", '%s' using 1:2:(sprintf('%%.3g', $3)) with labels font ',9' notitle", cname);
+	}
+	if (any_bad)
+		fprintf(f, ", '%s' using 1:2 with points pt 2 ps 2 lw 2 lc rgb '#888888' notitle", xname);
+	if ((int)g == l->bg) {
+		FILE *db = plot_open(c, "ls-best.dat");
+
+		if (!db)
+			return plot_close_data(db);
+		fprintf(db, "%d %d\n", l->bx, l->by);
+		q = plot_close_data(db);
+		if (q < 0)
+			return q;
+		fputs(", 'ls-best.dat' using 1:2:(0.5):(0.5) with boxxyerror fs empty border lw 3 lc rgb '#000000' "
+		      "notitle",
+		      f);
+	}
+	fputc('\n', f);
+	return 0;
+}
+
+static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why)
+{
+	struct landscape l = { .lo = INFINITY, .hi = -INFINITY, .bg = -1, .bx = -1, .by = -1 };
+	size_t cols, rows;
+	int q;
+
+	q = landscape_fill(&l, r, ret_why);
+	if (q <= 0)
+		goto out;
+	cols = l.ng < 3 ? l.ng : 3;
+	rows = (l.ng + cols - 1) / cols;
 	/* a single panel is 420 px wide: the title in three lines there */
 	plot_header(f, REPORT_PLOT_LANDSCAPE, (unsigned)(cols * 420), (unsigned)(rows * 380 + (cols == 1 ? 80 : 40)));
 	fprintf(f,
@@ -389,76 +484,18 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 			  "infeasible or SLA never met)\""
 			: "'$/Mtok over batch x chunk (green is cheaper; x: no cost - failed, infeasible or SLA never "
 			  "met; black frame: best)'",
-		lo, hi, ax.n - 1, ay.n - 1);
-	tics(f, "x", &ax);
-	tics(f, "y", &ay);
-	for (size_t g = 0; g < ng; g++) {
-		char cname[32], xname[32];
-		bool any_cost = false, any_bad = false;
-		FILE *dc, *dx;
-		int q;
-
-		snprintf(cname, sizeof(cname), "ls-%zu-c.dat", g);
-		snprintf(xname, sizeof(xname), "ls-%zu-x.dat", g);
-		dc = plot_open(c, cname);
-		if (!dc)
-			return plot_close_data(dc);
-		dx = plot_open(c, xname);
-		if (!dx) {
-			fclose(dc);
-			return plot_close_data(dx);
-		}
-		for (size_t x = 0; x < ax.n; x++)
-			for (size_t y = 0; y < ay.n; y++) {
-				size_t cell = (g * ax.n + x) * ay.n + y;
-
-				if (isfinite(cost[cell])) {
-					fprintf(dc, "%zu %zu %.9g\n", x, y, cost[cell]);
-					any_cost = true;
-				} else if (bad[cell]) {
-					fprintf(dx, "%zu %zu\n", x, y);
-					any_bad = true;
-				}
-			}
-		q = plot_close_data(dc);
-		if (q >= 0)
-			q = plot_close_data(dx);
-		if (q < 0)
-			return q;
-		fputs("set title ", f);
-		plot_quote(f, groups[g]);
-		fputs("\nplot ", f);
-		/* an invisible point keeps a panel with no data valid */
-		fputs("1/0 notitle", f);
-		if (any_cost) {
-			fprintf(f,
-				", '%s' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette "
-				"notitle",
-				cname);
-			if (ax.n * ay.n <= MAX_GRID)
-				fprintf(f, ", '%s' using 1:2:(sprintf('%%.3g', $3)) with labels font ',9' notitle",
-					cname);
-		}
-		if (any_bad)
-			fprintf(f, ", '%s' using 1:2 with points pt 2 ps 2 lw 2 lc rgb '#888888' notitle", xname);
-		if ((int)g == bg) {
-			FILE *db = plot_open(c, "ls-best.dat");
-
-			if (!db)
-				return plot_close_data(db);
-			fprintf(db, "%d %d\n", bx, by);
-			q = plot_close_data(db);
-			if (q < 0)
-				return q;
-			fputs(", 'ls-best.dat' using 1:2:(0.5):(0.5) with boxxyerror fs empty border lw 3 lc rgb "
-			      "'#000000' "
-			      "notitle",
-			      f);
-		}
-		fputc('\n', f);
+		l.lo, l.hi, l.ax.n - 1, l.ay.n - 1);
+	tics(f, "x", &l.ax);
+	tics(f, "y", &l.ay);
+	for (size_t g = 0; g < l.ng && q >= 0; g++)
+		q = landscape_panel(c, &l, g, f);
+	if (q >= 0) {
+		fputs("unset multiplot\n", f);
+		q = 1;
 	}
-	fputs("unset multiplot\n", f);
-	return 1;
+out:
+	landscape_done(&l);
+	return q;
 }
 
 /* ---- search progress ---- */

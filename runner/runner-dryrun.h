@@ -42,6 +42,11 @@ struct runner_dry_result {
 	double startup_s, probe_s;
 };
 
+/* What one evaluation may add to the address space of the process it runs
+ * in (runner-eval-dry.c runs each in a child limited to it): a million
+ * prompts of 512 tokens need more. */
+#define RUNNER_DRY_MEMORY_MAX (UINT64_C(1) << 30)
+
 /* The probe's rate search after its saturation run: 3.7–4.5 load points on
  * average (README), charged as 4 at the answer's rate. */
 #define RUNNER_DRY_SEARCH_POINTS 4

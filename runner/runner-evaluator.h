@@ -54,6 +54,11 @@ struct runner_evaluator {
 	 * ask): a dry run moves its virtual clock to the next trial's end.
 	 * NULL: real trials end when they end. */
 	void (*idle)(struct runner *r);
+	/* Work of the evaluator's own is queued or running whose results decide
+	 * what starts next (a dry run's evaluations, in child processes): the
+	 * runner does not plan until it is done, and the evaluator plans again
+	 * then. NULL: never. */
+	bool (*busy)(const struct runner *r);
 };
 
 extern const struct runner_evaluator runner_evaluator_deploy;

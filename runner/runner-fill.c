@@ -19,6 +19,10 @@
  *  4. otherwise wait for trials to end; a dry run's evaluator moves its
  *     virtual clock to the next trial's end (runner-eval-dry.c).
  *
+ * Nothing of this runs while the evaluator is busy (a dry run's
+ * evaluations in their child processes): what they tell decides what
+ * starts next, and the evaluator plans again once they are in.
+ *
  * Recording the proposals before they start is what keeps a resumed study
  * on its path: after a crash the trials that were waiting or running are
  * read back (runner_queue_load) and started first, in the same order, and
@@ -344,6 +348,9 @@ void runner_plan(struct runner *r)
 		return;
 	}
 	if (runner_failing(r) || r->status.phase == RUNNER_FINISHED || r->status.phase == RUNNER_PAUSED)
+		return;
+	/* what the evaluator works out decides what starts next: it plans again once done */
+	if (r->evaluator->busy && r->evaluator->busy(r))
 		return;
 	spent = runner_wall_budget_spent(r, r->message, sizeof(r->message));
 	if (!spent) {

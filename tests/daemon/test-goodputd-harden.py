@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemonlib import SkipTest, check, read_json_line, run, tiny_spec  # noqa: E402
+from daemonlib import SkipTest, TestFailure, check, read_json_line, run, tiny_spec  # noqa: E402
 
 
 def timed_status(d, limit=2.0):
@@ -225,6 +225,114 @@ def case_mode(make, tmp):
         d.stop()
 
 
+def vm_kib(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def children_of(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def case_dryrun(make, tmp):
+    """A dry-run study whose evaluations are heavy (50,000 prompts each)
+    does not block goodputd: `status` and `best` are answered within 1 s
+    throughout (each evaluation blocked the loop for about 3 s before), the
+    evaluations run in child processes and goodputd's own memory stays small
+    (it reached 210 MB before); a study too large for a dry run's memory
+    fails with an error naming workload.num_prompts instead of taking the
+    host's memory (1.27 GB before), and a cancel in the middle of an
+    evaluation is answered at once and leaves no process behind."""
+    d = make(args=["--dry-run"]).start()
+    pid = d.proc.pid
+    base_kib = vm_kib(pid, "VmRSS")
+
+    def timed(req):
+        t0 = time.monotonic()
+        r = d.request(req, timeout=30)
+        return r, time.monotonic() - t0
+
+    def watch(name, states, seconds):
+        worst, n, kids = 0.0, 0, 0
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            kids = max(kids, len(children_of(pid)))
+            r, dt = timed({"command": "status"})
+            check(r["ok"], r)
+            worst = max(worst, dt)
+            r, dt = timed({"command": "best", "study": name})
+            check("ok" in r, r)  # an answer: the best so far, or that there is none yet
+            worst = max(worst, dt)
+            n += 1
+            for st in d.request({"command": "list"}, timeout=30)["studies"]:
+                if st["name"] == name and st["state"] in states:
+                    return st, worst, n, kids
+            time.sleep(0.1)
+        raise TestFailure("study %s did not end within %d s" % (name, seconds))
+
+    def submit(name, num_prompts):
+        spec = tiny_spec(name, trials=2)
+        spec["workload"].update({"input_len": 512, "output_len": 64, "num_prompts": num_prompts})
+        r = d.request({"command": "submit", "study": spec})
+        check(r["ok"], r)
+
+    submit("heavy", 50000)
+    t0 = time.monotonic()
+    st, worst, n, kids = watch("heavy", ["done", "failed"], 240)
+    dt = time.monotonic() - t0
+    hwm = vm_kib(pid, "VmHWM")
+    print("dryrun: heavy study %s in %.1f s; status+best answered %d times, slowest %.3f s; an evaluating child "
+          "seen: %s; goodputd RSS %d -> peak %d KiB" % (st["state"], dt, n, worst, kids > 0, base_kib, hwm))
+    check(st["state"] == "done", st)
+    trials = d.request({"command": "trials", "study": "heavy"})["trials"]
+    check(trials and all(t["state"] in ("done", "infeasible") for t in trials), trials)
+    check(worst < 1.0, "an answer took %.2f s while a dry run evaluated" % worst)
+    check(kids > 0, "no evaluation was seen in a child process of goodputd")
+    check(hwm < base_kib + 100 * 1024, "goodputd grew from %d to %d KiB" % (base_kib, hwm))
+    best = d.request({"command": "best", "study": "heavy"})
+    check(best["ok"] and best["best"], best)
+
+    submit("huge", 1000000)
+    t0 = time.monotonic()
+    st, worst, n, kids = watch("huge", ["done", "failed"], 120)
+    dt = time.monotonic() - t0
+    print("dryrun: huge study %s in %.1f s, slowest answer %.3f s: %s" % (st["state"], dt, worst, st.get("message")))
+    check(st["state"] == "failed" and "workload.num_prompts: 1000000 prompts do not fit" in (st.get("message") or ""),
+          st)
+    check(worst < 1.0, "an answer took %.2f s while a dry run evaluated" % worst)
+    check(vm_kib(pid, "VmHWM") < base_kib + 100 * 1024, "goodputd's own memory grew")
+    check(children_of(pid) == [], "processes left behind: %s" % children_of(pid))
+
+    # cancelled while a child evaluates (400,000 prompts take seconds and
+    # most of the bound): answered at once, the child gone with the study
+    submit("cancelled", 400000)
+    end = time.monotonic() + 60
+    while not children_of(pid):
+        check(time.monotonic() < end, "no evaluation started")
+        time.sleep(0.02)
+    time.sleep(0.5)
+    kid = children_of(pid)[0]
+    kid_kib = vm_kib(kid, "VmRSS")
+    r, dt = timed({"command": "cancel", "study": "cancelled"})
+    check(r["ok"], r)
+    end = time.monotonic() + 10
+    while children_of(pid) or os.path.exists("/proc/%d" % kid):
+        check(time.monotonic() < end, "the evaluation outlived its study's cancel")
+        time.sleep(0.02)
+    st = [s for s in d.request({"command": "list"})["studies"] if s["name"] == "cancelled"][0]
+    print("dryrun: cancel answered in %.3f s while a child of %d KiB evaluated; study %s" % (dt, kid_kib, st["state"]))
+    check(dt < 1.0, "cancel took %.2f s" % dt)
+    check(st["state"] == "cancelled", st)
+    timed_status(d, limit=1.0)
+
+
 def case_setup(make, tmp):
     """A failure no configuration can avoid (the engine is not installed)
     stops the study at its first trial: state failed, the message in
@@ -259,6 +367,7 @@ def case_setup(make, tmp):
 
 
 CASES = {
+    "dryrun": case_dryrun,
     "setup": case_setup,
     "mode": case_mode,
     "text": case_text,

@@ -50,6 +50,7 @@ struct child {
 	char *out;
 	size_t out_len, out_max;
 	bool truncated;
+	bool abandoned; /* child_abandon: the loop owns the watch and frees c */
 };
 
 int child_block_sigchld(void)
@@ -255,6 +256,12 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 	struct child *c = userdata;
 
 	c->exited = true;
+	if (c->abandoned) {
+		/* the loop's reference goes: the source is freed once this
+		 * dispatch (which reaps the leader) is over, and c with it */
+		(void)sd_event_source_set_floating(s, false);
+		return 0;
+	}
 	c->exit.code = si->si_code;
 	c->exit.status = si->si_status;
 	c->child_source = sd_event_source_disable_unref(c->child_source);
@@ -424,6 +431,47 @@ struct child *child_free(struct child *c)
 	sd_event_unref(c->event);
 	free(c->out);
 	free(c);
+	return NULL;
+}
+
+static void free_abandoned(void *userdata)
+{
+	struct child *c = userdata;
+
+	/* the loop went before the exit was seen: reap here (killed already) */
+	if (!c->exited && c->pid > 0)
+		while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	free(c->out);
+	free(c);
+}
+
+struct child *child_abandon(struct child *c)
+{
+	sd_event_source *s;
+	sd_event *e;
+
+	if (!c)
+		return NULL;
+	if (c->exited || !c->child_source)
+		return child_free(c);
+	(void)kill(-c->pid, SIGKILL);
+	s = c->child_source;
+	if (sd_event_source_set_destroy_callback(s, free_abandoned) < 0 || sd_event_source_set_floating(s, true) < 0) {
+		(void)sd_event_source_set_destroy_callback(s, NULL);
+		return child_free(c);
+	}
+	c->abandoned = true;
+	c->timeout_source = sd_event_source_disable_unref(c->timeout_source);
+	c->kill_source = sd_event_source_disable_unref(c->kill_source);
+	c->io_source = sd_event_source_disable_unref(c->io_source);
+	c->read_fd = safe_close(c->read_fd);
+	/* from here the loop holds the one reference, to the source, and the
+	 * source does not hold the loop: nothing keeps a finished loop alive */
+	e = TAKE_PTR(c->event);
+	c->child_source = sd_event_source_unref(c->child_source);
+	/* the last reference to a loop frees it, its sources and so c: last */
+	sd_event_unref(e);
 	return NULL;
 }
 

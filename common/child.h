@@ -16,6 +16,7 @@
  *   on_exit(c, &how, userdata)                     the leader exited (and the pipe was drained)
  *   child_terminate(c, grace) / child_kill(c, sig) end it early
  *   child_free(c)                                  a child still running is killed and reaped
+ *   child_abandon(c)                               ... and reaped later by the loop, not waited for
  * child_run() does all of this on a private loop, for programs without one. */
 #pragma once
 
@@ -73,6 +74,13 @@ int child_spawn(sd_event *e, const struct child_options *o, child_exit_fn cb, vo
  * Accepts NULL; returns NULL. */
 struct child *child_free(struct child *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct child *, child_free)
+
+/* Kills what still runs of the child (SIGKILL to its group) and leaves the
+ * leader to be reaped by the loop, without waiting for it: c is freed when
+ * its exit is seen (the exit callback is not called), or when the loop is
+ * freed first. For a caller on the loop that must not wait for a large
+ * process to go. Accepts NULL; returns NULL. */
+struct child *child_abandon(struct child *c);
 
 /* The leader's pid, which is also the process group's id. */
 pid_t child_get_pid(const struct child *c);

@@ -3,7 +3,8 @@
  * environment and signal state a child starts with, a program that cannot
  * run failing at once, a timeout ending a child that ignores SIGTERM, what
  * a leader leaves behind in its group still reachable, a forked function,
- * and freeing a running child killing and reaping it. */
+ * freeing a running child killing and reaping it, and abandoning one
+ * leaving the reaping to the loop (or to the loop's end). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -246,6 +247,49 @@ static void test_free_running(sd_event *e)
 	CHECK(!out.done);
 }
 
+/* Gone from /proc (a zombie still has its entry). */
+static bool is_reaped(pid_t pid)
+{
+	return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+static void test_abandon(sd_event *e)
+{
+	struct child_options o = { 0 };
+	struct outcome out = { 0 };
+	sd_event *own = NULL;
+	uint64_t end;
+	pid_t pid;
+
+	/* killed at once, reaped by the loop, the callback never called */
+	CHECK(child_abandon(NULL) == NULL);
+	{
+		struct child *c = spawn_sh(e, "sleep 30", &o, &out);
+
+		pid = child_get_pid(c);
+		CHECK(child_abandon(c) == NULL);
+	}
+	end = mono_usec() + 10 * USEC_PER_SEC;
+	while (!is_reaped(pid) && mono_usec() < end)
+		CHECK(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
+	CHECK_MSG(is_reaped(pid), "abandoned child %d not reaped by the loop", (int)pid);
+	run_for(e, 50 * USEC_PER_MSEC);
+	CHECK(!out.done);
+
+	/* the loop freed before the exit is seen: reaped then, nothing leaks */
+	CHECK(sd_event_new(&own) >= 0);
+	{
+		struct child *c = spawn_sh(own, "sleep 30", &o, &out);
+
+		pid = child_get_pid(c);
+		CHECK(child_abandon(c) == NULL);
+	}
+	CHECK(!is_reaped(pid) || is_zombie(pid));
+	own = sd_event_unref(own);
+	CHECK(is_reaped(pid));
+	CHECK(!out.done);
+}
+
 static void test_run(void)
 {
 	struct child_options o = { .argv = (char *[]){ (char *)"/bin/sh", (char *)"-c", (char *)"echo hi; exit 2",
@@ -276,6 +320,7 @@ int main(void)
 	test_straggler(e);
 	test_fork(e);
 	test_free_running(e);
+	test_abandon(e);
 	test_run();
 	return 0;
 }

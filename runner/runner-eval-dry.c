@@ -12,7 +12,9 @@
  * struct out as the parent does, and it holds no pointers — so costs and
  * times arrive bit-exact, as the virtual clock needs. An evaluation that
  * runs out of its memory ends the study with an error naming
- * workload.num_prompts.
+ * workload.num_prompts. A trial aborted (pause, cancel, a failure) kills
+ * its evaluation and leaves the reaping to the loop (child_abandon): a
+ * process of a gigabyte takes tens of milliseconds to go.
  *
  * One evaluation runs at a time, in trial order (bounded memory, and the
  * order does not depend on which child finishes first), and the runner does
@@ -387,8 +389,8 @@ static void dry_abort(struct runner_trial *t)
 
 	if (!d)
 		return;
-	/* it only computes: gone at once, so reaping it does not wait */
-	d->child = child_free(d->child);
+	/* killed now, reaped by the loop */
+	d->child = child_abandon(d->child);
 	d->queued = false;
 }
 

@@ -391,8 +391,9 @@ static void twin_cancel(struct runner_planner *p)
 {
 	struct twin_planner *t = (struct twin_planner *)p;
 
-	/* it only computes: gone at once, so reaping it does not wait */
-	t->child = child_free(t->child);
+	/* killed, and reaped by the loop when it is gone: a fit holding much
+	 * memory takes a while to exit, and the loop does not wait for it */
+	t->child = child_abandon(t->child);
 }
 
 static void twin_describe(const struct runner_planner *p, char *buf, size_t size)

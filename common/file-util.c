@@ -33,6 +33,25 @@ const char *file_type_name(mode_t mode)
 	}
 }
 
+int fd_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t k = write(fd, p, len);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -EIO;
+		p += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
 int file_open_regular(const char *path, unsigned flags, int *ret_fd, struct stat *ret_st, struct error *err)
 {
 	_cleanup_(closep) int fd = -1;

@@ -33,6 +33,11 @@ int file_open_regular(const char *path, unsigned flags, int *ret_fd, struct stat
 int file_read_regular(const char *path, unsigned flags, size_t max_bytes, char **ret, size_t *ret_len,
 		      struct error *err);
 
+/* Writes all len bytes of buf to fd, through short writes and EINTR:
+ * 0, or -errno (-EIO when write returns 0). For pipes and files in
+ * blocking mode. */
+int fd_write_all(int fd, const void *buf, size_t len);
+
 /* The name of a file type for messages: "a FIFO", "a directory", ... */
 const char *file_type_name(mode_t mode);
 

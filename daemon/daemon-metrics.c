@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "file-util.h"
 #include "log.h"
 
 #define METRICS_DEBOUNCE_USEC USEC_PER_SEC
@@ -265,20 +266,9 @@ static int metrics_text(struct daemon *d, char **ret, size_t *ret_len)
  * user) whatever goodputd's umask. */
 static int write_all(int fd, const char *text, size_t len)
 {
-	size_t off = 0;
-
 	if (fchmod(fd, 0644) < 0)
 		return -errno;
-	while (off < len) {
-		ssize_t k = write(fd, text + off, len - off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		off += (size_t)k;
-	}
-	return 0;
+	return fd_write_all(fd, text, len);
 }
 
 /* path.tmp, then renamed over path: a reader sees the old file or the new. */

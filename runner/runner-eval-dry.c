@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "file-util.h"
 #include "runner-dryrun.h"
 #include "runner-internal.h"
 #include "time-util.h"
@@ -127,21 +128,6 @@ static int apply(struct runner_trial *t, struct dry_trial *d, const struct runne
 
 /* ---- the child ---- */
 
-static int write_all(int fd, const char *s, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, s, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -EIO;
-		s += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The address space the child may add to what it inherited. */
 static void limit_memory(void)
 {
@@ -194,7 +180,7 @@ static int dry_child(void *userdata, int out_fd)
 			len += (size_t)snprintf(line + len, sizeof(line) - len, "%02x", b[i]);
 		line[len++] = '\n';
 	}
-	if (write_all(out_fd, line, MIN(len, sizeof(line))) < 0)
+	if (fd_write_all(out_fd, line, MIN(len, sizeof(line))) < 0)
 		return 2;
 	return k < 0 ? 1 : 0;
 }

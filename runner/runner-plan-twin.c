@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "file-util.h"
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
@@ -274,21 +275,6 @@ static int build_history(struct twin_planner *t, const struct runner_ask *a, str
 
 /* ---- the child ---- */
 
-static int write_all(int fd, const char *s, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, s, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -EIO;
-		s += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The twin's view of a trial in flight: measured at its stand-in cost — the
  * twin's prediction when it had one for it, else the constant liar over
  * the told trials — with no load points (the fit ignores it) and no
@@ -326,7 +312,7 @@ static int write_candidate(struct twin_planner *t, const struct twin_candidate *
 	text = cJSON_PrintUnformatted(j);
 	if (!text)
 		return -ENOMEM;
-	if (write_all(out_fd, text, strlen(text)) < 0 || write_all(out_fd, "\n", 1) < 0)
+	if (fd_write_all(out_fd, text, strlen(text)) < 0 || fd_write_all(out_fd, "\n", 1) < 0)
 		return -EIO;
 	return 0;
 }
@@ -378,7 +364,7 @@ static int twin_child(void *userdata, int out_fd)
 		if (!j || !cJSON_AddStringToObject(j, "error", error_str(&err, k)) ||
 		    !(text = cJSON_PrintUnformatted(j)))
 			return 2;
-		if (write_all(out_fd, text, strlen(text)) < 0 || write_all(out_fd, "\n", 1) < 0)
+		if (fd_write_all(out_fd, text, strlen(text)) < 0 || fd_write_all(out_fd, "\n", 1) < 0)
 			return 3;
 		return 1;
 	}

@@ -24,24 +24,6 @@ void report_files_done(struct report_files *f)
 	*f = (struct report_files){ 0 };
 }
 
-int report_render_markdown(struct report *r, char **ret)
-{
-	_cleanup_(freep) char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int q;
-
-	if (!f)
-		return -ENOMEM;
-	q = report_doc_write(r, NULL, REPORT_FORMAT_MARKDOWN, false, f);
-	if (fclose(f) != 0 && q >= 0)
-		q = -ENOMEM;
-	if (q < 0)
-		return q;
-	*ret = TAKE_PTR(buf);
-	return 0;
-}
-
 static int mkdir_p(const char *dir)
 {
 	_cleanup_(freep) char *p = strdup(dir);
@@ -107,6 +89,13 @@ static int render(struct report *r, const struct report_plots *p, enum report_fo
 	*ret = TAKE_PTR(buf);
 	*ret_len = len;
 	return 0;
+}
+
+int report_render_markdown(struct report *r, char **ret)
+{
+	size_t len;
+
+	return render(r, NULL, REPORT_FORMAT_MARKDOWN, false, ret, &len);
 }
 
 int report_write_files(struct report *r, const char *dir, struct report_files *ret, struct error *err)

@@ -129,8 +129,8 @@ static void outcome_from_point(const struct runner_trial *t, const struct probe_
 	}
 	tps = opt_cost_tokens_per_sec(s->scenario, s->cost_tokens, &tp);
 	trial_result_init(res, STORE_TRIAL_DONE, STORE_FAILURE_NONE);
-	k = opt_cost_per_mtok(s->gpu.price_per_gpu_hour, opt_cost_gpus_per_replica(s->space, &t->proposal.config), tps,
-			      &res->cost);
+	/* the GPUs it ran on: a baseline off the grid has no configuration to read them from */
+	k = opt_cost_per_mtok(s->gpu.price_per_gpu_hour, t->tp, tps, &res->cost);
 	if (k < 0) {
 		trial_result_init(res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
 		snprintf(res->message, sizeof(res->message), "no tokens counted at the best load");

@@ -1009,6 +1009,31 @@ def case_baseline():
         fail("report without the comparison or the edge (exit %d):\n%s" % (r.returncode, r.stdout[-3000:]))
     print("baseline: %s; edge %s=%g (%s)" % (b["baseline"], edge["knob"], edge["value"], edge["bound"]))
 
+    # real servers: a baseline off the grid (max_num_seqs 256; fp8 at TP 2,
+    # the smallest TP where 70B fits two L40S) is charged the two GPUs it ran
+    # on, like every other trial (short replies: 70B paces its tokens slowly)
+    spec = study("baseline-real", model={"name": "llama-3.1-70b"}, quantizations=["none", "fp8"],
+                 gpu={"type": "L40S", "count": 2, "price_per_gpu_hour": 0.99},
+                 search_space={"max_num_seqs": [16, 32], "max_num_batched_tokens": [1024],
+                               "quantization": ["fp8"], "tensor_parallel": [1, 2], "max_model_len": [4096]},
+                 workload={"dataset": "random", "input_len": 128, "output_len": 8, "range_ratio": 0.25,
+                           "num_prompts": 24, "ignore_eos": True, "seed": 7},
+                 sla={"ttft_ms": 2000, "tpot_ms": 150, "attainment": 0.9},
+                 budget={"max_trials": 3})
+    db = os.path.join(TMP, "baseline-real.db")
+    p, dt = tune(spec, "--db", db, "--json", "--confirm", "0")
+    st, ts = check_store(db, "baseline-real")
+    base = [t for t in ts if t["kind"].endswith("baseline")]
+    if len(base) != 1 or json.loads(base[0]["knobs"]).get("max_num_seqs") != 256:
+        fail("no baseline at the engine's default batch: %s" % [(t["kind"], t["knobs"]) for t in ts])
+    for t in ts:
+        if t["cost_per_mtok"] is None:
+            continue
+        gpus = t["cost_per_mtok"] * t["max_goodput"] * 3600 / 1e6 / 0.99
+        if abs(gpus - len(t["gpus"].split(","))) > 0.01:
+            fail("%s trial %s charged for %.2f GPUs, ran on GPUs %s" % (t["kind"], t["knobs"], gpus, t.get("gpus")))
+    print("baseline on real servers: %s, %.0f s" % (json.loads(p.stdout)["best"]["baseline"], dt))
+
 
 {"search": case_search, "resume": case_resume, "failures": case_failures, "nothing": case_nothing,
  "wall": case_wall, "dry-run": case_dry_run,

@@ -232,7 +232,7 @@ static int add_points(struct twin_planner *t, int64_t trial_id, struct twin_tria
 			continue;
 		if (lp[i].phase && strcmp(lp[i].phase, "saturation") == 0)
 			pt.rate = INFINITY;
-		/* the probe's point number, its prompts' seed offset; a dry run's
+		/* the probe's point number, its prompt variant; a dry run's
 		 * points were all drawn with the workload's seed (sim_find_max_rate) */
 		pt.index = !t->env.dry_run && lp[i].seq > 0 ? lp[i].seq - 1 : 0;
 		tt->points[tt->n_points++] = pt;

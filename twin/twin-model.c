@@ -228,7 +228,10 @@ void twin_workload_at(const struct twin *t, double rate, uint32_t num_prompts, s
 void twin_point_workload(const struct twin *t, const struct twin_point *pt, struct probe_workload_config *ret)
 {
 	twin_workload_at(t, pt->rate, pt->num_prompts, ret);
-	ret->seed += pt->index;
+	/* the probe draws every point of a search from the workload's seed
+	 * (the same lengths and arrival sequence, scaled to the rate: a point
+	 * that stops early sent a prefix of it) and other prompt ids per point */
+	ret->prompt_variant = pt->index;
 	if (pt->index > 0)
 		ret->num_warmup = 0;
 }

@@ -106,11 +106,13 @@ struct twin_point {
 	double rate; /* requests/s; INFINITY for the saturated run */
 	double fig[_TWIN_FIG_MAX];
 	/* Which requests were sent, so the twin simulates the very same: the
-	 * probe draws each load point's prompts and arrivals with the workload's
-	 * seed + the point's number in its trial (0 = the first, the only one
-	 * with warm-up requests), and the rate search may ask for more or fewer
-	 * requests than the workload's num_prompts. */
-	uint32_t index;       /* the point's number in its trial's probe */
+	 * probe draws every load point of a trial from the workload's seed
+	 * (the same lengths and arrival sequence, scaled to the point's rate)
+	 * with other prompt ids per point (prompt variant = the point's number
+	 * in its trial; 0 = the first, the only one with warm-up requests); a
+	 * point sends as many requests as its verdict needs, a prefix of that
+	 * sequence. */
+	uint32_t index;       /* the point's number in its trial's probe: its prompt variant */
 	uint32_t num_prompts; /* requests measured (0: the workload's) */
 };
 

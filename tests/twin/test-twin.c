@@ -566,10 +566,12 @@ static void test_wire(void)
 	twin_history_done(&h);
 }
 
-/* A point as the probe measures it: the k-th of its trial, drawn with the
- * workload's seed + k, with the number of requests the rate search asked
- * for. Simulated as drawn, the model it came from fits it exactly; with the
- * workload's seed and size it does not (what the twin did before). */
+/* A point as the probe measures it: the k-th of its trial, drawn from the
+ * workload's seed (the same lengths and arrivals at every point, scaled to
+ * the rate; prompt variant k), as many requests as its verdict needed — a
+ * prefix of the sequence the probe generated. Simulated as drawn, the model
+ * it came from fits it exactly; with the workload's size, or with the seed
+ * moved per point as the probe once drew them, it does not. */
 static void test_point_draw(void)
 {
 	_cleanup_(opt_space_freep) struct opt_space *s = make_space(small_space);
@@ -577,11 +579,11 @@ static void test_point_draw(void)
 	struct twin_setup setup;
 	struct sim_engine_config cfg;
 	struct probe_workload_config wc;
-	struct probe_workload *w = NULL;
+	struct probe_workload *w = NULL, *longer = NULL;
 	struct probe_result res;
 	struct twin_trial tr = { .predicted_cost = NAN };
 	struct twin_fit_options o;
-	struct twin_fit as_drawn, as_before;
+	struct twin_fit as_drawn, as_sized, as_seeded;
 	struct sim_profile base;
 	struct error err = { 0 };
 
@@ -600,32 +602,51 @@ static void test_point_draw(void)
 				       .outcome = OPT_OUTCOME_MEASURED,
 				       .cost = 1 };
 	for (uint32_t k = 1; k <= 3; k++) {
+		uint32_t sent = 12 + 6 * k;
+
 		wc = setup.workload;
 		wc.request_rate = 1.5 * k;
-		wc.seed += k;
-		wc.num_prompts = 24;
+		wc.prompt_variant = k;
 		wc.num_warmup = 0;
 		wc.lengths_only = true;
+		/* the probe generated four times as many; the point sent a prefix */
+		wc.num_prompts = 4 * sent;
+		CHECK(probe_workload_generate(&wc, &longer, &err) >= 0);
+		wc.num_prompts = sent;
 		CHECK(probe_workload_generate(&wc, &w, &err) >= 0);
+		for (uint32_t i = 0; i < sent; i++) {
+			CHECK_INT_EQ(w->requests[i].arrival_usec, longer->requests[i].arrival_usec);
+			CHECK_INT_EQ(w->requests[i].input_len, longer->requests[i].input_len);
+			CHECK_INT_EQ(w->requests[i].output_len, longer->requests[i].output_len);
+		}
+		probe_workload_free(longer);
 		CHECK(sim_simulate(&cfg, w, NULL, NULL, 0, &res, NULL, &err) >= 0);
 		probe_workload_free(w);
 		res.request_rate = wc.request_rate;
 		CHECK(twin_point_from_result(&res, &tr.points[tr.n_points]) >= 0);
-		CHECK_INT_EQ(tr.points[tr.n_points].num_prompts, 24);
+		CHECK_INT_EQ(tr.points[tr.n_points].num_prompts, sent);
 		tr.points[tr.n_points++].index = k;
 	}
 	twin_base_profile(tw, &base);
 	twin_fit_options_init(&o);
 	CHECK(twin_evaluate(tw, &tr, 1, &base, &o, &as_drawn, &err) >= 0);
-	for (size_t k = 0; k < tr.n_points; k++) {
-		tr.points[k].index = 0;
+	for (size_t k = 0; k < tr.n_points; k++)
 		tr.points[k].num_prompts = 0;
-	}
-	CHECK(twin_evaluate(tw, &tr, 1, &base, &o, &as_before, &err) >= 0);
-	fprintf(stderr, "simulated as drawn: %.2f %% error; with the workload's seed and size: %.1f %%\n",
-		as_drawn.error * 100, as_before.error * 100);
+	CHECK(twin_evaluate(tw, &tr, 1, &base, &o, &as_sized, &err) >= 0);
+	/* the seed moved by the point's number: what the twin simulated while
+	 * the probe drew each point with its own seed */
+	setup.workload.seed += 1;
+	twin_free(tw);
+	CHECK(twin_new(s, &setup, &tw, &err) >= 0);
+	for (size_t k = 0; k < tr.n_points; k++)
+		tr.points[k].num_prompts = 12 + 6 * (uint32_t)(k + 1);
+	CHECK(twin_evaluate(tw, &tr, 1, &base, &o, &as_seeded, &err) >= 0);
+	fprintf(stderr,
+		"simulated as drawn: %.2f %% error; with the workload's size: %.1f %%; with another seed: %.1f %%\n",
+		as_drawn.error * 100, as_sized.error * 100, as_seeded.error * 100);
 	CHECK(as_drawn.error < 0.005);
-	CHECK(as_before.error > 4 * as_drawn.error + 0.02);
+	CHECK(as_sized.error > 4 * as_drawn.error + 0.02);
+	CHECK(as_seeded.error > 4 * as_drawn.error + 0.02);
 }
 
 int main(int argc, char **argv)

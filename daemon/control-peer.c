@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "array.h"
 #include "macro.h"
 
 bool ctl_peer_is_privileged(const struct ctl_peer *peer, const gid_t *groups, int n_groups, bool has_group, gid_t gid,
@@ -93,15 +94,8 @@ int ctl_uid_counts_add(struct ctl_uid_counts *c, uid_t uid)
 			c->v[i].n++;
 			return 0;
 		}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		struct ctl_uid_count *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->v = v;
-		c->cap = cap;
-	}
+	if (ARRAY_GROW(c->v, c->cap, c->n) < 0)
+		return -ENOMEM;
 	c->v[c->n++] = (struct ctl_uid_count){ .uid = uid, .n = 1 };
 	return 0;
 }

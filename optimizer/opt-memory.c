@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "array.h"
 #include "macro.h"
 #include "opt-internal.h"
 #include "opt.h"
@@ -86,15 +87,8 @@ bool opt_replay_dominated(const struct replay *r, const struct opt_config *c)
 
 int opt_replay_add_oom(struct replay *r, const struct opt_config *c, enum opt_oom_cause cause, uint32_t suggested_len)
 {
-	if (r->n_oom == r->cap_oom) {
-		size_t cap = r->cap_oom ? r->cap_oom * 2 : 16;
-		struct oom_entry *v = realloc(r->oom, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->oom = v;
-		r->cap_oom = cap;
-	}
+	if (ARRAY_GROW(r->oom, r->cap_oom, r->n_oom) < 0)
+		return -ENOMEM;
 	r->oom[r->n_oom++] = (struct oom_entry){
 		.config = *c,
 		.cause = (unsigned)cause < _OPT_OOM_CAUSE_MAX ? cause : OPT_OOM_UNKNOWN,

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "opt-internal.h"
 #include "opt.h"
@@ -115,15 +116,8 @@ int opt_history_add(struct opt_history *h, const struct opt_trial *t)
 {
 	if (!opt_trial_is_valid(t))
 		return -EINVAL;
-	if (h->n == h->allocated) {
-		size_t cap = h->allocated ? h->allocated * 2 : 32;
-		struct opt_trial *v = realloc(h->trials, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		h->trials = v;
-		h->allocated = cap;
-	}
+	if (ARRAY_GROW(h->trials, h->allocated, h->n) < 0)
+		return -ENOMEM;
 	h->trials[h->n++] = *t;
 	return 0;
 }
@@ -291,15 +285,8 @@ static int remember(struct replay *r, const struct opt_config *c, uint64_t o, en
 {
 	int q;
 
-	if (r->n_seen == r->cap_seen) {
-		size_t cap = r->cap_seen ? r->cap_seen * 2 : 64;
-		struct revealed *v = realloc(r->seen, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->seen = v;
-		r->cap_seen = cap;
-	}
+	if (ARRAY_GROW(r->seen, r->cap_seen, r->n_seen) < 0)
+		return -ENOMEM;
 	q = imap_put(&r->seen_map, o, (int)r->n_seen);
 	if (q < 0)
 		return q;

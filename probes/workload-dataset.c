@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "array.h"
 #include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
@@ -38,15 +39,8 @@ static int add_entry(struct probe_dataset_entries *d, size_t *cap, const char *p
 {
 	struct probe_dataset_entry *e;
 
-	if (d->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-
-		e = realloc(d->entries, ncap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		d->entries = e;
-		*cap = ncap;
-	}
+	if (ARRAY_GROW(d->entries, *cap, d->n) < 0)
+		return -ENOMEM;
 	e = &d->entries[d->n];
 	e->prompt = strdup(prompt);
 	if (!e->prompt)

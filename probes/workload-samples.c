@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "array.h"
 #include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
@@ -227,15 +228,8 @@ static int add_line(struct reader *rd, size_t lineno, const char *line, size_t l
 		return error_set(err, -EINVAL, "%s: t: given on some lines only", where);
 	if (rd->n >= PROBE_MAX_REQUESTS)
 		return error_set(err, -E2BIG, "%s: more than %u requests", rd->path, PROBE_MAX_REQUESTS);
-	if (rd->n == rd->cap) {
-		size_t cap = rd->cap ? rd->cap * 2 : 256;
-		struct sample *v = reallocarray(rd->v, cap, sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		rd->v = v;
-		rd->cap = cap;
-	}
+	if (ARRAY_GROW(rd->v, rd->cap, rd->n) < 0)
+		return -ENOMEM;
 	rd->v[rd->n++] = s;
 	return 0;
 }

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "array.h"
 #include "json-util.h"
 #include "macro.h"
 #include "workload.h"
@@ -62,15 +63,8 @@ static int ids_push(struct ids *a, uint32_t id, struct error *err)
 {
 	if (a->n >= SIM_API_MAX_PROMPT_TOKENS)
 		return error_set(err, -E2BIG, "prompt: longer than %u tokens", SIM_API_MAX_PROMPT_TOKENS);
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 256;
-		uint32_t *v = realloc(a->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (ARRAY_GROW(a->v, a->cap, a->n) < 0)
+		return -ENOMEM;
 	a->v[a->n++] = id;
 	return 0;
 }

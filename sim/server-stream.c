@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "array.h"
 #include "log.h"
 #include "macro.h"
 #include "server-internal.h"
@@ -97,15 +98,8 @@ static int heap_push(struct sim_server *s, struct sim_req *r, uint64_t deadline)
 {
 	if (r->heap_idx != SIZE_MAX)
 		return 0;
-	if (s->heap_len == s->heap_cap) {
-		size_t cap = s->heap_cap ? s->heap_cap * 2 : 256;
-		struct sim_req **h = realloc(s->heap, cap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		s->heap = h;
-		s->heap_cap = cap;
-	}
+	if (ARRAY_GROW(s->heap, s->heap_cap, s->heap_len) < 0)
+		return -ENOMEM;
 	r->deadline = deadline;
 	r->heap_idx = s->heap_len;
 	s->heap[s->heap_len++] = r;

@@ -119,7 +119,6 @@ int store_tx_begin(struct store *s, const char *what, struct error *err);
 int store_tx_end(struct store *s, int began, int r, struct error *err);
 
 /* Grows an array of elements of `size` bytes to hold n + 1 (zeroing new slots). */
-int store_grow(void **a, size_t *cap, size_t n, size_t size);
 
 /* Bind helpers: NULL strings and NAN doubles bind as SQL NULL. */
 int store_bind_text(sqlite3_stmt *st, int idx, const char *v);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "store-internal.h"
 
@@ -70,22 +71,6 @@ void store_row_array_free(const struct store_row *t, void *a, size_t n)
 	free(a);
 }
 
-int store_grow(void **a, size_t *cap, size_t n, size_t size)
-{
-	size_t c = *cap ? *cap * 2 : 16;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	p = reallocarray(*a, c, size);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *cap * size, 0, (c - *cap) * size);
-	*a = p;
-	*cap = c;
-	return 0;
-}
-
 /* Reads the current row into row (zeroed first); on failure frees what was read. */
 static int read_row(sqlite3_stmt *st, const struct store_row *t, void *row)
 {
@@ -134,7 +119,7 @@ int store_list(struct store *s, enum store_stmt id, const char *what, const stru
 	if (r < 0)
 		return r;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		r = store_grow(&a, &cap, n, t->size);
+		r = array_grow(&a, &cap, n, t->size);
 		if (r == 0)
 			r = read_row(st, t, (char *)a + n * t->size);
 		if (r < 0) {

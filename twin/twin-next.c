@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "twin-internal.h"
 
@@ -88,15 +89,8 @@ int twin_history_add(struct twin_history *h, const struct twin_trial *t)
 {
 	if (!opt_trial_is_valid(&t->trial) || t->n_points > TWIN_POINTS_MAX)
 		return -EINVAL;
-	if (h->n == h->allocated) {
-		size_t cap = h->allocated ? h->allocated * 2 : 32;
-		struct twin_trial *v = realloc(h->trials, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		h->trials = v;
-		h->allocated = cap;
-	}
+	if (ARRAY_GROW(h->trials, h->allocated, h->n) < 0)
+		return -ENOMEM;
 	h->trials[h->n++] = *t;
 	return 0;
 }

@@ -185,6 +185,50 @@ static int try_lock_in_child(const char *path, pid_t holder)
 	return wait_child(pid);
 }
 
+/* All of a write larger than a pipe holds arrives, through the short
+ * writes a pipe makes; a reader gone is -EPIPE, not a hang or a signal. */
+static void test_write_all(void)
+{
+	size_t len = 1 << 20;
+	char *buf = malloc(len);
+	int fd[2];
+	pid_t pid;
+	int status;
+
+	CHECK(buf);
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)(i * 7);
+	CHECK(pipe(fd) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		size_t got = 0, bad = 0;
+		char chunk[4096];
+		ssize_t k;
+
+		close(fd[1]);
+		while ((k = read(fd[0], chunk, sizeof(chunk))) > 0) {
+			for (ssize_t i = 0; i < k; i++)
+				bad += chunk[i] != (char)((got + (size_t)i) * 7);
+			got += (size_t)k;
+		}
+		_exit(got == len && bad == 0 ? 0 : 1);
+	}
+	close(fd[0]);
+	CHECK_INT_EQ(fd_write_all(fd[1], buf, len), 0);
+	close(fd[1]);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reader did not get the 1 MiB intact");
+
+	signal(SIGPIPE, SIG_IGN);
+	CHECK(pipe(fd) == 0);
+	close(fd[0]);
+	CHECK_INT_EQ(fd_write_all(fd[1], buf, len), -EPIPE);
+	close(fd[1]);
+	signal(SIGPIPE, SIG_DFL);
+	free(buf);
+}
+
 static void test_lock(void)
 {
 	const char *path = path_in("goodput.db.lock");
@@ -264,6 +308,7 @@ int main(void)
 	test_utf8();
 	test_json_utf8();
 	test_lock();
+	test_write_all();
 	for (const char *const *n =
 		     (const char *const[]){ "fifo", "a.txt", "link", "goodput.db.lock", "own-prog", NULL };
 	     *n; n++)

@@ -1,0 +1,28 @@
+/* array.c — see array.h. */
+#include "array.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int array_grow(void **a, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? *cap : 16;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	while (c <= n) {
+		if (c > SIZE_MAX / 2)
+			return -ENOMEM;
+		c *= 2;
+	}
+	p = reallocarray(*a, c, size);
+	if (!p)
+		return -ENOMEM;
+	memset((char *)p + *cap * size, 0, (c - *cap) * size);
+	*a = p;
+	*cap = c;
+	return 0;
+}

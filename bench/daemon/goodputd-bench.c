@@ -1,4 +1,4 @@
-/* goodputd-bench.c — what goodputd costs and how fast it answers (issue 6).
+/* goodputd-bench.c — what goodputd costs and how fast it answers.
  *
  * Starts a private goodputd (its own socket and state directory in /tmp),
  * then measures:

@@ -19,5 +19,7 @@ extern const struct verb verb_report, verb_plan, verb_compare;
 extern const struct verb verb_export;
 /* cmd-workload.c: `goodput workload capture` */
 extern const struct verb verb_workload;
+/* cmd-job-exec.c: a trial's server inside a cluster job */
+extern const struct verb verb_job_exec;
 /* cmd-probe.c parses its own argv */
 int cmd_probe(int argc, char **argv);

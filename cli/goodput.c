@@ -18,7 +18,7 @@ static const struct verb verb_probe = {
 static const struct verb *const verbs[] = {
 	&verb_version, &verb_check_engine, &verb_probe,  &verb_workload, &verb_tune,   &verb_report,
 	&verb_plan,    &verb_compare,      &verb_export, &verb_submit,   &verb_status, &verb_list,
-	&verb_best,    &verb_trials,       &verb_cancel, &verb_pause,    &verb_resume,
+	&verb_best,    &verb_trials,       &verb_cancel, &verb_pause,    &verb_resume, &verb_job_exec,
 };
 
 static void help(FILE *f)

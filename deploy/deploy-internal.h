@@ -12,6 +12,8 @@
  * after a teardown until everything has ended and the port is closed. */
 #pragma once
 
+#include <sys/types.h>
+
 #include "client.h"
 #include "deploy.h"
 #include "macro.h"
@@ -43,6 +45,13 @@ struct deploy_ops {
 	/* The server listens on this host: a teardown ends once its port no
 	 * longer accepts connections. */
 	bool wait_port_closed;
+	/* start submits a job: the deployment is PENDING until the method calls
+	 * deploy_job_running (the start-up phase begins there). */
+	bool queued;
+	/* A method that learns of its server's end by polling: look soon, and
+	 * how long a verdict may take (NULL: at once). */
+	void (*check_soon)(struct deployment *d);
+	uint64_t (*verdict_usec)(const struct deployment *d);
 	/* For the start-up timeout's message: what was missing while the
 	 * address was unknown ("the deploy command reported no GOODPUT_BASE_URL=
 	 * line"; NULL: the server's announce line). */
@@ -52,6 +61,7 @@ struct deploy_ops {
 extern const struct deploy_ops deploy_exec_ops;
 extern const struct deploy_ops deploy_command_ops;
 extern const struct deploy_ops deploy_systemd_ops;
+extern const struct deploy_ops deploy_slurm_ops;
 
 struct deployment {
 	const struct deploy_ops *ops;
@@ -69,6 +79,11 @@ struct deployment {
 	uint64_t command_timeout_usec;
 	char *unit_name; /* systemd */
 	bool user_bus;
+	struct slurm_cluster *cluster; /* slurm (borrowed) */
+	char *job_name, *job_comment, *partition, *account;
+	char **sbatch_args;
+	unsigned job_gpus, job_cpus;
+	uint64_t job_memory_mib, time_limit_usec;
 
 	enum deploy_state state;
 	enum deploy_failure failure;
@@ -81,7 +96,13 @@ struct deployment {
 	char base_url[256];
 	int64_t pgid;
 	uint64_t start_usec, ready_usec; /* CLOCK_MONOTONIC */
-	sd_event_source *notify_source;  /* deferred callback */
+	/* a job: when it was submitted (start_usec: when it began to run), its
+	 * id, node, GPUs and why it waits */
+	uint64_t submit_usec;
+	bool job_ran;
+	uint64_t job_id;
+	char node[128], gpus[64], pending_reason[64];
+	sd_event_source *notify_source; /* deferred callback */
 
 	/* the start-up phase and the teardown wait (deploy-startup.c) */
 	bool log_marked;      /* log_offset is set */
@@ -120,6 +141,9 @@ void deploy_abort(struct deployment *d, enum deploy_failure f, const char *fmt, 
 void deploy_teardown(struct deployment *d, enum deploy_state final);
 /* Stops the start-up phase's timers and health checks. */
 void deploy_startup_end(struct deployment *d);
+/* A queued method's job began to run: the start-up phase (and its clock)
+ * begins, STARTING is reported. */
+int deploy_job_running(struct deployment *d);
 
 /* Opens the log for appending and writes "==> goodput: <what>: <command>"
  * (nothing when what is NULL); the first call marks where this run's output
@@ -137,6 +161,17 @@ void deploy_set_failure(struct deployment *d, enum deploy_failure f, const char 
 void deploy_set_failurev(struct deployment *d, enum deploy_failure f, const char *fmt, va_list ap) _printf_(3, 0);
 /* Adds "; text" to the message. */
 void deploy_append_message(struct deployment *d, const char *fmt, ...) _printf_(2, 3);
+
+/* ---- a job's files (deploy-slurm-job.c) ---- */
+
+/* The batch script every job runs: fixed text, nothing of the trial in it. */
+const char *deploy_job_script_text(void);
+/* Writes text to path through a temporary file and a rename. */
+int deploy_write_file_atomic(const char *path, const char *text, mode_t mode, struct error *err);
+/* The job file the launcher reads: the rendered argv and environment (with
+ * ENGINE_PORT_PLACEHOLDER), the address to listen on and where to report. */
+int deploy_job_file_write(const char *path, char *const *argv, char *const *env, const char *host,
+			  const char *address_file, struct error *err);
 
 /* ---- pieces (deploy-util.c) ---- */
 

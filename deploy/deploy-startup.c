@@ -308,6 +308,22 @@ int deploy_startup_begin(struct deployment *d, struct error *err)
 	return 0;
 }
 
+int deploy_job_running(struct deployment *d)
+{
+	struct error err = { 0 };
+	int r;
+
+	if (d->state != DEPLOY_PENDING)
+		return 0;
+	d->job_ran = true;
+	d->start_usec = mono_usec();
+	deploy_set_state(d, DEPLOY_STARTING);
+	r = deploy_startup_begin(d, &err);
+	if (r < 0)
+		deploy_abort(d, DEPLOY_FAILURE_CRASHED, "%s", err.msg);
+	return r;
+}
+
 void deploy_startup_end(struct deployment *d)
 {
 	d->poll_source = sd_event_source_disable_unref(d->poll_source);

@@ -18,13 +18,15 @@
 
 static const char *const state_names[] = {
 	[DEPLOY_STARTING] = "starting", [DEPLOY_READY] = "ready",   [DEPLOY_STOPPING] = "stopping",
-	[DEPLOY_STOPPED] = "stopped",   [DEPLOY_FAILED] = "failed",
+	[DEPLOY_STOPPED] = "stopped",   [DEPLOY_FAILED] = "failed", [DEPLOY_PENDING] = "pending",
 };
 
 static const char *const failure_names[] = {
 	[DEPLOY_FAILURE_NONE] = "none",           [DEPLOY_FAILURE_OOM] = "oom",
 	[DEPLOY_FAILURE_CRASHED] = "crashed",     [DEPLOY_FAILURE_STARTUP_TIMEOUT] = "startup_timeout",
 	[DEPLOY_FAILURE_HOST_BUSY] = "host_busy", [DEPLOY_FAILURE_SETUP] = "setup",
+	[DEPLOY_FAILURE_LOST] = "lost",           [DEPLOY_FAILURE_TIME_LIMIT] = "time_limit",
+	[DEPLOY_FAILURE_SUBMIT] = "submit_error",
 };
 
 const char *deploy_state_to_string(enum deploy_state s)
@@ -73,7 +75,8 @@ void deploy_set_state(struct deployment *d, enum deploy_state state)
 	d->state = state;
 	if (state == DEPLOY_READY && !d->ready_usec)
 		d->ready_usec = mono_usec();
-	if (state == DEPLOY_READY || state == DEPLOY_STOPPED || state == DEPLOY_FAILED)
+	if (state == DEPLOY_READY || state == DEPLOY_STOPPED || state == DEPLOY_FAILED || state == DEPLOY_PENDING ||
+	    (state == DEPLOY_STARTING && d->ops->queued))
 		(void)sd_event_source_set_enabled(d->notify_source, SD_EVENT_ONESHOT);
 }
 
@@ -154,6 +157,11 @@ static int choose_method(enum study_deploy_method method, const struct deploy_co
 			return error_set(err, -EINVAL, "deploy: the command method needs deploy and teardown commands");
 		*ret = &deploy_command_ops;
 		break;
+	case STUDY_DEPLOY_SLURM:
+		if (!cfg->cluster || !cfg->job_name || cfg->job_gpus == 0)
+			return error_set(err, -EINVAL, "deploy: a job needs a cluster, a name and its GPUs");
+		*ret = &deploy_slurm_ops;
+		break;
 	default:
 		return error_set(err, -EOPNOTSUPP, "deploy: unknown method %d", (int)method);
 	}
@@ -195,6 +203,17 @@ static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 	d->command_timeout_usec = cfg->command_timeout_usec ? cfg->command_timeout_usec : 120 * USEC_PER_SEC;
 	d->user_bus = cfg->user_bus;
 	d->profile = cfg->profile;
+	d->cluster = cfg->cluster;
+	d->job_name = strdup_or_null(cfg->job_name, &oom);
+	d->job_comment = strdup_or_null(cfg->job_comment, &oom);
+	d->partition = strdup_or_null(cfg->partition, &oom);
+	d->account = strdup_or_null(cfg->account, &oom);
+	d->job_gpus = cfg->job_gpus;
+	d->job_cpus = cfg->job_cpus;
+	d->job_memory_mib = cfg->job_memory_mib;
+	d->time_limit_usec = cfg->time_limit_usec;
+	if (cfg->sbatch_args && !(d->sbatch_args = deploy_strv_copy((char *const *)cfg->sbatch_args)))
+		oom = true;
 	if (cfg->deploy_command && !(d->deploy_command = deploy_strv_copy((char *const *)cfg->deploy_command)))
 		oom = true;
 	if (cfg->teardown_command && !(d->teardown_command = deploy_strv_copy((char *const *)cfg->teardown_command)))
@@ -234,8 +253,8 @@ int deploy_start(sd_event *e, enum study_deploy_method method, const struct depl
 	d->event = sd_event_ref(e);
 	d->cb = cb;
 	d->userdata = userdata;
-	d->state = DEPLOY_STARTING;
-	d->start_usec = mono_usec();
+	d->state = ops->queued ? DEPLOY_PENDING : DEPLOY_STARTING;
+	d->start_usec = d->submit_usec = mono_usec();
 	r = copy_config(d, cfg);
 	if (r < 0) {
 		deploy_free(d);
@@ -250,7 +269,7 @@ int deploy_start(sd_event *e, enum study_deploy_method method, const struct depl
 		error_set(err, r, "deploy: cannot create an event source: %s", strerror(-r));
 	if (r >= 0)
 		r = d->ops->start(d, err);
-	if (r >= 0)
+	if (r >= 0 && !d->ops->queued)
 		r = deploy_startup_begin(d, err);
 	if (r < 0) {
 		deploy_free(d);
@@ -262,7 +281,7 @@ int deploy_start(sd_event *e, enum study_deploy_method method, const struct depl
 
 int deploy_stop(struct deployment *d)
 {
-	if (d->state != DEPLOY_STARTING && d->state != DEPLOY_READY)
+	if (d->state != DEPLOY_STARTING && d->state != DEPLOY_READY && d->state != DEPLOY_PENDING)
 		return -EALREADY;
 	deploy_teardown(d, DEPLOY_STOPPED);
 	return 0;
@@ -281,10 +300,11 @@ struct deployment *deploy_free(struct deployment *d)
 	sd_event_unref(d->event);
 	{
 		char **strvs[] = {
-			d->argv,           d->env,     d->oom_patterns, d->deploy_command, d->teardown_command,
-			d->health_command, d->hook_env
+			d->argv,           d->env,      d->oom_patterns, d->deploy_command, d->teardown_command,
+			d->health_command, d->hook_env, d->sbatch_args
 		};
-		char *strs[] = { d->unit_name, d->log_path, d->host, d->announce_prefix, d->health_path, d->message };
+		char *strs[] = { d->unit_name, d->log_path, d->host,        d->announce_prefix, d->health_path,
+				 d->message,   d->job_name, d->job_comment, d->partition,       d->account };
 
 		for (size_t i = 0; i < ELEMENTSOF(strvs); i++)
 			deploy_strv_free(strvs[i]);
@@ -340,4 +360,40 @@ const char *deploy_get_unit(const struct deployment *d)
 double deploy_get_startup_seconds(const struct deployment *d)
 {
 	return d->ready_usec ? usec_to_sec(d->ready_usec - d->start_usec) : NAN;
+}
+
+uint64_t deploy_get_job_id(const struct deployment *d)
+{
+	return d->job_id;
+}
+
+double deploy_get_pending_seconds(const struct deployment *d)
+{
+	return d->ops->queued && d->job_ran ? usec_to_sec(d->start_usec - d->submit_usec) : NAN;
+}
+
+const char *deploy_get_node(const struct deployment *d)
+{
+	return d->node;
+}
+
+const char *deploy_get_gpus(const struct deployment *d)
+{
+	return d->gpus;
+}
+
+const char *deploy_get_pending_reason(const struct deployment *d)
+{
+	return d->state == DEPLOY_PENDING ? d->pending_reason : "";
+}
+
+void deploy_check_soon(struct deployment *d)
+{
+	if (d->ops->check_soon)
+		d->ops->check_soon(d);
+}
+
+uint64_t deploy_verdict_usec(const struct deployment *d)
+{
+	return d->ops->verdict_usec ? d->ops->verdict_usec(d) : 0;
 }

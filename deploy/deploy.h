@@ -3,25 +3,34 @@
  *
  * One interface, several methods: `exec` (a child process in its own process
  * group, deploy-exec.c), `systemd` (a transient unit through sd-bus,
- * deploy-systemd.c) and `command` (the operator's deploy/teardown/health
- * commands, deploy-command.c). Everything runs on the caller's sd-event loop
- * and never blocks it. Nothing is ever killed that the deployer did not
- * start: a process group it spawned, or a unit it created.
+ * deploy-systemd.c), `command` (the operator's deploy/teardown/health
+ * commands, deploy-command.c) and `slurm` (a job on a Slurm cluster,
+ * deploy-slurm.c). Everything runs on the caller's sd-event loop and never
+ * blocks it. Nothing is ever killed that the deployer did not start: a
+ * process group it spawned, a unit it created, a job it submitted.
  *
  * Life of a deployment:
  *
- *   STARTING ──/health answers 200──► READY ──deploy_stop()──► STOPPING ──► STOPPED
+ *  (PENDING) ──► STARTING ──/health answers 200──► READY ──deploy_stop()──► STOPPING ──► STOPPED
  *      │                                │
  *      ├─ exited: oom / crashed ────────┴─ exited while serving: crashed ──► FAILED
  *      └─ no answer in time: startup_timeout (the server is torn down) ─────► FAILED
  *
+ * A job on a cluster is PENDING first — submitted, waiting for the
+ * scheduler to grant its resources; this is not start-up time — and
+ * STARTING once it runs: the start-up timeout and the deploy time count
+ * from there.
+ *
  * The callback reports READY, FAILED and STOPPED, each once, from a deferred
- * event source (so the callee may free the deployment inside it). FAILED and
- * STOPPED come only after the whole process group has exited and its port no
- * longer accepts connections (or the stop timeout ran out, said in the
- * message). The port is not waited for until it can be bound again (its
- * connections linger in TIME_WAIT for a minute): the next server takes a
- * fresh port from the kernel. */
+ * event source (so the callee may free the deployment inside it); a job also
+ * reports PENDING once its id is known and STARTING when it starts running
+ * (a later state may come in their place when both happen at once: read
+ * the job's facts with the getters on every call). FAILED and STOPPED come
+ * only after the whole process group has exited and its port no longer
+ * accepts connections (or the stop timeout ran out, said in the message);
+ * for a job, once Slurm says it ended. The port is not waited for until it
+ * can be bound again (its connections linger in TIME_WAIT for a minute):
+ * the next server takes a fresh port from the kernel. */
 #pragma once
 
 #include <stdbool.h>
@@ -39,6 +48,7 @@ enum deploy_state {
 	DEPLOY_STOPPING,
 	DEPLOY_STOPPED,
 	DEPLOY_FAILED,
+	DEPLOY_PENDING, /* a job submitted, waiting for its resources */
 };
 
 enum deploy_failure {
@@ -53,6 +63,10 @@ enum deploy_failure {
 	                                 * path missing or unreadable, the log not writable, the service
 	                                 * manager refusing the unit, a port the profile fixes held by
 	                                 * another process */
+	DEPLOY_FAILURE_LOST,            /* the cluster ended the job (preempted, its node failed, cancelled
+	                                 * outside goodput): not the configuration's fault, redo it */
+	DEPLOY_FAILURE_TIME_LIMIT,      /* the job reached its time limit (deploy.time_limit) */
+	DEPLOY_FAILURE_SUBMIT,          /* the scheduler refused the job (sbatch failed) */
 };
 
 const char *deploy_state_to_string(enum deploy_state s);
@@ -92,6 +106,21 @@ struct deploy_config {
 	 * systemd) it must be there and readable, else the start fails at once
 	 * (a setup failure) naming model_key ("model.checkpoints.awq"). May be NULL. */
 	const char *model_path, *model_key;
+	/* slurm: the cluster (borrowed, must outlive the deployment), the job's
+	 * name and comment (how a resumed study finds it), what it asks for
+	 * (GPUs, CPUs, memory in MiB, 0: the cluster's default), where and for
+	 * how long (NULL / 0: the cluster's defaults) and the operator's own
+	 * sbatch options (NULL-terminated; may be NULL). The job's files (its
+	 * argv, the address it reports) go beside log_path, which must be on a
+	 * file system the nodes share; the batch script runs `goodput job-exec`
+	 * on the node (deploy_job_exec). */
+	struct slurm_cluster *cluster;
+	const char *job_name, *job_comment;
+	unsigned job_gpus, job_cpus;
+	uint64_t job_memory_mib;
+	const char *partition, *account;
+	uint64_t time_limit_usec;
+	const char *const *sbatch_args;
 };
 
 /* The environment the command method's hooks receive: GOODPUT_KNOB_<NAME>=v
@@ -151,8 +180,33 @@ uint16_t deploy_get_port(const struct deployment *d);
 int64_t deploy_get_pgid(const struct deployment *d);
 /* The systemd unit (record it as the trial's server_unit), else NULL. */
 const char *deploy_get_unit(const struct deployment *d);
-/* Seconds from start to READY (NAN before). */
+/* Seconds from start to READY (NAN before): for a job, from when it began
+ * to run. */
 double deploy_get_startup_seconds(const struct deployment *d);
+
+/* A job: its id (0 until sbatch answered), the seconds it waited for its
+ * resources (NAN while it waits or when it never did), where it runs and the
+ * GPUs it got there ("0,1"; "" until known). */
+uint64_t deploy_get_job_id(const struct deployment *d);
+double deploy_get_pending_seconds(const struct deployment *d);
+const char *deploy_get_node(const struct deployment *d);
+const char *deploy_get_gpus(const struct deployment *d);
+/* Why the job waits, as the scheduler says ("Resources", "Priority"); "". */
+const char *deploy_get_pending_reason(const struct deployment *d);
+/* Looks at the job's state soon: a server that stopped answering may be a
+ * job the cluster ended. Nothing for other methods. How long until a
+ * verdict can be expected: deploy_verdict_usec. */
+void deploy_check_soon(struct deployment *d);
+uint64_t deploy_verdict_usec(const struct deployment *d);
+
+/* The job's launcher on a node (`goodput job-exec FILE`): reads the argv,
+ * environment and listen address the deployer wrote into FILE, picks a free
+ * port there, puts it into the argv and environment where the command has
+ * ENGINE_PORT_PLACEHOLDER, writes the address the coordinating host reaches
+ * it at (with the node's name and the GPUs Slurm gave the job) to the
+ * address file, and executes the engine in its place. Returns only on
+ * failure (err says why). */
+int deploy_job_exec(const char *path, struct error *err);
 
 /* A port on host that is free right now: the kernel's choice for a bind to
  * port 0, which never is one that still holds connections (TIME_WAIT), for

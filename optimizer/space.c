@@ -345,10 +345,11 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 			double v = k->numbers[i];
 
 			if (v > o->gpus)
-				return error_set(err, -EINVAL,
-						 "%s: tensor_parallel %g is more than the study's %u GPUs (gpu.count, "
-						 "gpu.devices)",
-						 path, v, o->gpus);
+				return error_set(
+					err, -EINVAL,
+					"%s: tensor_parallel %g is more than the %u GPUs of one node (gpu.count, "
+					"gpu.per_node, gpu.devices)",
+					path, v, o->gpus);
 			if (o->gpus % (unsigned)v != 0)
 				return error_set(err, -EINVAL,
 						 "%s: tensor_parallel %g does not divide the host's %u GPUs", path, v,

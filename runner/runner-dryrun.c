@@ -89,7 +89,7 @@ static int build_engine_config(const struct study *study, const cJSON *knobs, un
 	if (r < 0)
 		return r;
 	sim_engine_config_init(&c);
-	snprintf(num, sizeof(num), "%u", study->gpu.count);
+	snprintf(num, sizeof(num), "%u", study->gpu.per_node);
 	r = sim_engine_config_apply_flag(&c, "--model", study->model.name, err);
 	if (r >= 0)
 		r = sim_engine_config_apply_flag(&c, "--gpu", study->gpu.type, err);

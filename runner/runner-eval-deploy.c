@@ -11,6 +11,7 @@
  * for the deployer's verdict before the trial's outcome is decided: a crash
  * then fails only this trial. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "cost.h"
 #include "deploy.h"
+#include "log.h"
 #include "runner-internal.h"
 #include "runner-quality.h"
 #include "time-util.h"
@@ -253,8 +255,10 @@ static void on_probe_done(struct probe *p, int result, void *userdata)
 
 	if (result < 0 || d->points_failed) {
 		d->probe_result = result;
-		k = sd_event_add_time_relative(t->runner->event, &d->settle_timer, CLOCK_MONOTONIC, SETTLE_USEC, 1000,
-					       on_settle, t);
+		/* a job the cluster ended is seen by a look at its queue */
+		deploy_check_soon(d->deploy);
+		k = sd_event_add_time_relative(t->runner->event, &d->settle_timer, CLOCK_MONOTONIC,
+					       MAX(SETTLE_USEC, deploy_verdict_usec(d->deploy)), 1000, on_settle, t);
 		if (k >= 0) {
 			(void)sd_event_source_set_description(d->settle_timer, "runner-settle");
 			return;
@@ -389,6 +393,12 @@ static void deploy_failed(struct runner_trial *t, struct deployment *dep)
 	case DEPLOY_FAILURE_STARTUP_TIMEOUT:
 		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_STARTUP_TIMEOUT);
 		break;
+	case DEPLOY_FAILURE_TIME_LIMIT:
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_TIME_LIMIT);
+		break;
+	case DEPLOY_FAILURE_SUBMIT:
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_DEPLOY_ERROR);
+		break;
 	default:
 		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_CRASHED);
 		break;
@@ -414,12 +424,49 @@ static const char *busy_line(const char *msg)
 	return "its GPUs are busy or unavailable";
 }
 
+/* What a job's deployment learned, recorded as it comes: its id at once
+ * (what a resumed study cancels it by), then where it runs, how long it
+ * waited and the GPUs Slurm gave it. The trial leaves the queue phase once
+ * the job runs. */
+static int sync_job(struct runner_trial *t, struct deployment *dep)
+{
+	struct runner *r = t->runner;
+	struct error err = { 0 };
+	uint64_t id = deploy_get_job_id(dep);
+	double pending = deploy_get_pending_seconds(dep);
+	const char *node = deploy_get_node(dep), *gpus = deploy_get_gpus(dep);
+	char text[sizeof(t->gpus_text)];
+	int k = 0;
+
+	if (id && id != t->job_id) {
+		t->job_id = id;
+		k = store_trial_set_job(r->store, t->id, (int64_t)id, &err);
+		log_debug("trial %u: job %" PRIu64, t->seq, id);
+	}
+	if (k >= 0 && isfinite(pending) && isnan(t->pending_seconds)) {
+		t->pending_seconds = pending;
+		k = store_trial_set_job_start(r->store, t->id, node[0] ? node : NULL, NULL, pending, &err);
+		if (t->phase == RUNNER_QUEUED)
+			runner_trial_set_phase(t, RUNNER_DEPLOYING);
+	}
+	snprintf(text, sizeof(text), "%s:%s", node, gpus);
+	if (k >= 0 && gpus[0] && strcmp(text, t->gpus_text) != 0) {
+		snprintf(t->gpus_text, sizeof(t->gpus_text), "%s", text);
+		k = store_trial_set_job_start(r->store, t->id, node[0] ? node : NULL, gpus, t->pending_seconds, &err);
+	}
+	if (k < 0)
+		runner_fail(r, error_str(&err, k));
+	return k;
+}
+
 static void on_deploy(struct deployment *dep, enum deploy_state state, void *userdata)
 {
 	struct runner_trial *t = userdata;
 
 	if (runner_failing(t->runner))
 		return; /* runner_finish frees everything */
+	if (deploy_get_job_id(dep) && sync_job(t, dep) < 0)
+		return;
 
 	switch (state) {
 	case DEPLOY_READY:
@@ -437,6 +484,9 @@ static void on_deploy(struct deployment *dep, enum deploy_state state, void *use
 		else if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_HOST_BUSY)
 			/* another process holds a GPU: wait and try again, never an outcome */
 			runner_trial_host_busy(t, busy_line(deploy_get_message(dep)));
+		else if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_LOST)
+			/* the cluster took the job away: run it again, never an outcome */
+			runner_trial_lost(t, deploy_get_message(dep));
 		else if (t->open)
 			deploy_failed(t, dep);
 		else
@@ -457,21 +507,27 @@ static int ensure_dir(const char *path)
 	return 0;
 }
 
+/* The strings a method's config points to while the deployment starts. */
+struct method_strings {
+	char unit[256], job_name[256], job_comment[320];
+	char **hook_env; /* the caller's to free (deploy_strv_free) */
+};
+
 /* The method-specific part of a deployment: the unit name (systemd), the
- * hooks and their environment (command). *ret_env is the caller's to free. */
+ * hooks and their environment (command), the job (slurm). */
 static int deploy_method_config(const struct runner_trial *t, struct deploy_config *cfg, const char *host,
-				uint16_t port, char *unit, size_t unit_size, char ***ret_env, struct error *err)
+				uint16_t port, struct method_strings *m, struct error *err)
 {
-	const struct study *s = t->runner->study;
+	const struct runner *r = t->runner;
+	const struct study *s = r->study;
 	int k;
 
-	*ret_env = NULL;
 	switch (s->deploy.method) {
 	case STUDY_DEPLOY_SYSTEMD:
-		k = deploy_unit_name(t->runner->row.name, t->id, unit, unit_size);
+		k = deploy_unit_name(r->row.name, t->id, m->unit, sizeof(m->unit));
 		if (k < 0)
 			return error_set(err, k, "cannot name the unit of trial %u", t->seq);
-		cfg->unit_name = unit;
+		cfg->unit_name = m->unit;
 		cfg->user_bus = s->deploy.user_bus;
 		return 0;
 	case STUDY_DEPLOY_COMMAND:
@@ -479,10 +535,24 @@ static int deploy_method_config(const struct runner_trial *t, struct deploy_conf
 		cfg->teardown_command = s->deploy.teardown_command;
 		cfg->health_command = s->deploy.health_command;
 		cfg->command_timeout_usec = s->deploy.command_timeout_usec;
-		k = deploy_hook_env(t->knobs, t->runner->row.name, t->id, s->model.name, host, port, ret_env);
+		k = deploy_hook_env(t->knobs, r->row.name, t->id, s->model.name, host, port, &m->hook_env);
 		if (k < 0)
 			return error_set(err, k, "cannot build the deploy hooks' environment");
-		cfg->hook_env = (const char *const *)*ret_env;
+		cfg->hook_env = (const char *const *)m->hook_env;
+		return 0;
+	case STUDY_DEPLOY_SLURM:
+		runner_job_name(t, m->job_name, sizeof(m->job_name));
+		runner_job_comment(t, m->job_comment, sizeof(m->job_comment));
+		cfg->cluster = r->cluster;
+		cfg->job_name = m->job_name;
+		cfg->job_comment = m->job_comment;
+		cfg->job_gpus = t->tp;
+		cfg->job_cpus = r->profile->job_cpus;
+		cfg->job_memory_mib = (uint64_t)(r->profile->job_memory_gib * 1024 + 0.5);
+		cfg->partition = s->deploy.partition;
+		cfg->account = s->deploy.account;
+		cfg->time_limit_usec = s->deploy.time_limit_usec;
+		cfg->sbatch_args = s->deploy.extra_args;
 		return 0;
 	case STUDY_DEPLOY_EXEC:
 		return 0;
@@ -517,6 +587,23 @@ static const char *model_of(const struct runner_trial *t, char *key, size_t size
 	return s->model.name;
 }
 
+/* The engine's command for the trial: on this host with its own GPUs
+ * (through the profile's gpu_env) and port; as a job, the port the job's
+ * launcher picks on its node and the GPUs Slurm gives it. */
+static int render(struct runner_trial *t, const char *host, uint16_t port, struct engine_command *cmd,
+		  struct error *err)
+{
+	struct runner *r = t->runner;
+	unsigned devices[STUDY_GPUS_MAX], n_devices = 0;
+
+	if (runner_on_cluster(r))
+		return engine_profile_render_job(r->profile, r->study, t->knobs, host, cmd, err);
+	for (unsigned i = 0; i < r->n_gpus; i++)
+		if (t->gpus & (UINT64_C(1) << i))
+			devices[n_devices++] = r->study->gpu.devices[i];
+	return engine_profile_render_trial(r->profile, r->study, t->knobs, host, port, devices, n_devices, cmd, err);
+}
+
 /* Renders the engine's command for the trial, records it and starts the deployment.
  * *ret_setup tells a failure of the deployment's start, which no
  * configuration can avoid, from one of rendering this configuration. */
@@ -527,32 +614,26 @@ static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
 	struct deploy_config cfg;
 	const char *host = r->study->deploy.host ? r->study->deploy.host : "127.0.0.1";
 	bool command = r->study->deploy.method == STUDY_DEPLOY_COMMAND;
-	char unit[256] = "", model_key[64], **hook_env = NULL;
-	unsigned devices[STUDY_GPUS_MAX], n_devices = 0;
+	struct method_strings m = { .hook_env = NULL };
+	char model_key[64];
 	uint16_t port = 0;
 	int k = 0;
 
-	/* the trial's own GPUs, through the profile's gpu_env (CUDA_VISIBLE_DEVICES) */
-	for (unsigned i = 0; i < r->n_gpus; i++)
-		if (t->gpus & (UINT64_C(1) << i))
-			devices[n_devices++] = r->study->gpu.devices[i];
-
 	/* The command method's hooks report a URL, not an announce line: they
 	 * always get a port (free here; on another host only a suggestion). */
-	if (r->profile->port_mode == ENGINE_PORT_FREE || command) {
+	if (!runner_on_cluster(r) && (r->profile->port_mode == ENGINE_PORT_FREE || command)) {
 		k = deploy_pick_free_port(host, &port, err);
 		if (k < 0 && command)
 			k = deploy_pick_free_port("127.0.0.1", &port, err);
 	}
 	if (k >= 0)
-		k = engine_profile_render_trial(r->profile, r->study, t->knobs, host, port, devices, n_devices, &cmd,
-						err);
+		k = render(t, host, port, &cmd, err);
 	if (k >= 0) {
 		deploy_config_from_profile(&cfg, r->profile, &cmd, t->log_path, host, port,
 					   r->study->deploy.startup_timeout_usec, r->study->deploy.stop_timeout_usec);
 		cfg.model_path = model_of(t, model_key, sizeof(model_key));
 		cfg.model_key = model_key;
-		k = deploy_method_config(t, &cfg, host, port, unit, sizeof(unit), &hook_env, err);
+		k = deploy_method_config(t, &cfg, host, port, &m, err);
 	}
 	if (k >= 0)
 		k = record_launch(t, &cmd, err);
@@ -560,7 +641,7 @@ static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
 		k = deploy_start(r->event, r->study->deploy.method, &cfg, on_deploy, t, &state_of(t)->deploy, err);
 		*ret_setup = k < 0;
 	}
-	deploy_strv_free(hook_env); /* deploy_start copied it */
+	deploy_strv_free(m.hook_env); /* deploy_start copied it */
 	engine_command_done(&cmd);
 	return k;
 }
@@ -615,6 +696,12 @@ static void deploy_eval_start(struct runner_trial *t)
 		runner_fail(r, error_str(&err, k));
 		return;
 	}
+	if (deploy_get_state(d->deploy) == DEPLOY_PENDING) {
+		/* a job, waiting for its resources: wall time, not start-up time */
+		t->queued_usec = runner_clock(r);
+		runner_trial_set_phase(t, RUNNER_QUEUED);
+		return;
+	}
 	runner_trial_set_phase(t, RUNNER_DEPLOYING);
 }
 
@@ -638,6 +725,7 @@ static enum runner_server deploy_eval_server(const struct runner_trial *t)
 	if (!d || !d->deploy)
 		return RUNNER_SERVER_NONE;
 	switch (deploy_get_state(d->deploy)) {
+	case DEPLOY_PENDING:
 	case DEPLOY_STARTING:
 	case DEPLOY_READY:
 		return RUNNER_SERVER_RUNNING;
@@ -675,6 +763,13 @@ static void deploy_eval_release(struct runner_trial *t)
 	t->eval = NULL;
 }
 
+static const char *deploy_eval_pending_reason(const struct runner_trial *t)
+{
+	const struct deploy_trial *d = state_of(t);
+
+	return d && d->deploy ? deploy_get_pending_reason(d->deploy) : "";
+}
+
 const struct runner_evaluator runner_evaluator_deploy = {
 	.kind = "search",
 	.confirm_prefix = "",
@@ -684,4 +779,5 @@ const struct runner_evaluator runner_evaluator_deploy = {
 	.record_server = deploy_eval_record_server,
 	.stop_server = deploy_eval_stop_server,
 	.release = deploy_eval_release,
+	.pending_reason = deploy_eval_pending_reason,
 };

@@ -50,6 +50,9 @@ struct runner_evaluator {
 	int (*stop_server)(struct runner_trial *t);
 	/* Frees t->eval (a server still up is killed). */
 	void (*release)(struct runner_trial *t);
+	/* Why a queued trial's job waits, as the scheduler says ("" when it
+	 * does not; NULL: there are no queues). */
+	const char *(*pending_reason)(const struct runner_trial *t);
 	/* The runner only waits for its trials (nothing to start, nothing to
 	 * ask): a dry run moves its virtual clock to the next trial's end.
 	 * NULL: real trials end when they end. */

@@ -352,6 +352,8 @@ void runner_plan(struct runner *r)
 	/* what the evaluator works out decides what starts next: it plans again once done */
 	if (r->evaluator->busy && r->evaluator->busy(r))
 		return;
+	if (r->plan_waits_cluster)
+		return; /* runner-cluster.c plans once the queue is clean */
 	spent = runner_wall_budget_spent(r, r->message, sizeof(r->message));
 	if (!spent) {
 		start_waiting(r);

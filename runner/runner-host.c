@@ -107,7 +107,8 @@ void runner_gpu_point_start(struct runner_trial *t)
 {
 	struct runner *r = t->runner;
 
-	if (!r->host || r->sampling || running_count(r) != 1)
+	/* a cluster's GPUs are on its nodes, not on this host */
+	if (!r->host || r->sampling || running_count(r) != 1 || runner_on_cluster(r))
 		return;
 	r->sampling = t;
 	r->sampling_shared = false;
@@ -168,7 +169,7 @@ void runner_after_server_gone(struct runner *r)
 {
 	struct deploy_host_memory now;
 
-	if (r->host && r->request == RUNNER_REQUEST_NONE &&
+	if (r->host && r->request == RUNNER_REQUEST_NONE && !runner_on_cluster(r) &&
 	    deploy_host_wait_idle(r->host, HYGIENE_TIMEOUT_USEC, on_memory_idle, r, &now) == 0) {
 		log_info("waiting for GPU memory to return to its idle level (%.0f MiB in use, %.0f MiB idle)",
 			 now.used_mib, now.idle_mib);

@@ -12,6 +12,9 @@
  *   runner-host.c       glue to the host (deploy-host.h): facts recorded with
  *                       trials, GPU figures of load points, hygiene; the
  *                       wall-time budget
+ *   runner-cluster.c    glue to a Slurm cluster (slurm.h): its client commands
+ *                       checked, the study's orphaned jobs cancelled on start,
+ *                       the partition's GPUs, jobs named, lost jobs redone
  *   runner-planner.c, runner-plan-twin.c      the planners (runner-planner.h)
  *   runner-eval-deploy.c, runner-quality.c,
  *   runner-eval-dry.c, runner-dryrun.c        the evaluators (runner-evaluator.h)
@@ -36,6 +39,7 @@
 #include "runner-planner.h"
 #include "runner-preflight.h"
 #include "runner.h"
+#include "slurm.h"
 #include "store.h"
 #include "study.h"
 
@@ -97,6 +101,13 @@ struct runner_trial {
 	uint64_t vstart_usec, vstart_before_usec;
 	uint64_t finished_at_usec; /* when its outcome is committed: the dry run's virtual time (0: now) */
 	uint64_t started_usec;     /* when it began to run (runner clock) */
+	/* on a cluster (runner-cluster.c): its job, when it was queued
+	 * (runner clock), how long it waited once it ran (NAN: not yet), and
+	 * how many of its jobs the cluster took away */
+	uint64_t job_id;
+	uint64_t queued_usec;
+	double pending_seconds;
+	unsigned lost;
 };
 
 struct runner {
@@ -171,6 +182,13 @@ struct runner {
 	 * a trial that cannot finish in what is left of the budget is not started */
 	double trial_sum_s;
 	unsigned trial_n;
+
+	/* a Slurm cluster (runner-cluster.c; NULL unless deploy.method is slurm
+	 * and the run is real): planning waits until the study's orphaned jobs
+	 * are cancelled and the partition's GPUs known */
+	struct slurm_cluster *cluster;
+	struct slurm_op *cluster_op;
+	bool plan_waits_cluster;
 
 	/* the host (runner-host.c; NULL in a dry run) */
 	struct deploy_host *host;
@@ -333,6 +351,27 @@ void runner_probe_note(struct runner *r, unsigned tp, double saturated_tps);
 double runner_probe_estimate(const struct runner *r, unsigned tp);
 double runner_probe_capacity(const struct runner *r);
 bool runner_probe_fits(const struct runner *r, double add_tps);
+
+/* ---- runner-cluster.c ---- */
+
+/* Whether the study's trials are jobs on a cluster (deploy.method slurm, a real run). */
+bool runner_on_cluster(const struct runner *r);
+/* Makes the cluster (the study fails at once, with err, when sbatch,
+ * squeue or scancel is missing), then — without blocking — cancels every
+ * job of the study still in the queue (interrupted trials: those recorded
+ * and those submitted but not yet recorded, found by their comment) and
+ * reads the partition's GPUs (gpu.count is capped to them); planning waits
+ * until both are done. Nothing for other methods. */
+int runner_cluster_start(struct runner *r, struct error *err);
+void runner_cluster_free(struct runner *r);
+/* The job's name ("goodput-STUDY-SEQ") and comment (which study, of which
+ * store, which trial: what a resumed study looks for). */
+void runner_job_name(const struct runner_trial *t, char *buf, size_t size);
+void runner_job_comment(const struct runner_trial *t, char *buf, size_t size);
+/* The cluster took the trial's job away (preempted, its node failed,
+ * cancelled by someone else): it waits to be run again (state pending),
+ * never an outcome; the fifth time it fails (lost). */
+void runner_trial_lost(struct runner_trial *t, const char *why);
 
 /* ---- runner-host.c ---- */
 

@@ -568,7 +568,7 @@ static int make_setup(const struct runner_planner_env *env, struct twin_setup *s
 			return error_set(err, -EINVAL, "gpu.type: too long for the twin (%s)", s->gpu.type);
 		snprintf(setup->gpu, sizeof(setup->gpu), "%s", s->gpu.type);
 	}
-	setup->gpus = s->gpu.count;
+	setup->gpus = s->gpu.per_node;
 	if (strcmp(env->profile->name, "trtllm") == 0)
 		snprintf(setup->profile, sizeof(setup->profile), "trtllm");
 	setup->usd_per_gpu_hour = s->gpu.price_per_gpu_hour;

@@ -6,7 +6,8 @@
  * device list with s a multiple of k) in the part of the host that is
  * already most occupied, so that whole blocks stay free for larger TPs;
  * only when no aligned block is free does it take a contiguous one, then
- * any k free GPUs. A GPU that a foreign process holds (a server refused it
+ * any k free GPUs — always on one node (gpu.per_node: a server's GPUs are
+ * never split across nodes). A GPU that a foreign process holds (a server refused it
  * as busy) is left alone for a while. A trial that does not fit reserves
  * the aligned block that drains first (runner_slots_reserve): trials
  * behind it may start only outside it, so it is never starved.
@@ -72,6 +73,36 @@ unsigned runner_min_tp(const struct runner *r)
 	return m;
 }
 
+/* Whether [s, s+n) lies on one node. */
+static bool one_node(const struct runner *r, unsigned s, unsigned n)
+{
+	unsigned per = r->study->gpu.per_node ? r->study->gpu.per_node : r->n_gpus;
+
+	return s / per == (s + n - 1) / per;
+}
+
+/* n free GPUs of one node outside taken (the first node that has them). */
+static bool any_on_a_node(const struct runner *r, unsigned n, uint64_t taken, uint64_t *ret)
+{
+	unsigned per = r->study->gpu.per_node ? r->study->gpu.per_node : r->n_gpus;
+
+	for (unsigned from = 0; from < r->n_gpus; from += per) {
+		unsigned len = MIN(per, r->n_gpus - from);
+		uint64_t set = 0;
+
+		if (len - popcount(taken & mask_of(from, len)) < n)
+			continue;
+		for (unsigned i = from, got = 0; got < n; i++)
+			if (!(taken & (UINT64_C(1) << i))) {
+				set |= UINT64_C(1) << i;
+				got++;
+			}
+		*ret = set;
+		return true;
+	}
+	return false;
+}
+
 /* How busy the blocks around [s, s+n) are: the busy GPUs in the enclosing
  * aligned block of 2n, then of 4n, ... packed into one number so that the
  * innermost level weighs most. */
@@ -103,7 +134,7 @@ int runner_slots_find(const struct runner *r, unsigned n, uint64_t prefer, uint6
 	for (unsigned s = 0; s + n <= r->n_gpus; s += n) {
 		uint64_t m = mask_of(s, n), score;
 
-		if (m & taken)
+		if ((m & taken) || !one_node(r, s, n))
 			continue;
 		score = neighbourhood(r, s, n);
 		if (!found || score > best_score) {
@@ -112,20 +143,14 @@ int runner_slots_find(const struct runner *r, unsigned n, uint64_t prefer, uint6
 			found = true;
 		}
 	}
-	/* then any contiguous block, then any n GPUs */
+	/* then any contiguous block, then any n GPUs (of one node) */
 	for (unsigned s = 0; !found && s + n <= r->n_gpus; s++)
-		if (!(mask_of(s, n) & taken)) {
+		if (!(mask_of(s, n) & taken) && one_node(r, s, n)) {
 			best = mask_of(s, n);
 			found = true;
 		}
-	if (!found && r->n_gpus - popcount(taken & mask_of(0, r->n_gpus)) >= n) {
-		for (unsigned i = 0, got = 0; got < n; i++)
-			if (!(taken & (UINT64_C(1) << i))) {
-				best |= UINT64_C(1) << i;
-				got++;
-			}
-		found = true;
-	}
+	if (!found)
+		found = any_on_a_node(r, n, taken, &best);
 	if (!found)
 		return -EBUSY;
 	*ret = best;
@@ -142,7 +167,7 @@ uint64_t runner_slots_reserve(const struct runner *r, unsigned n)
 	for (unsigned s = 0; s + n <= r->n_gpus; s += n) {
 		unsigned busy = popcount((r->gpus_busy | r->gpus_blocked) & mask_of(s, n));
 
-		if (busy < best_busy) {
+		if (busy < best_busy && one_node(r, s, n)) {
 			best = mask_of(s, n);
 			best_busy = busy;
 		}

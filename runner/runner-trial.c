@@ -145,6 +145,7 @@ static int trial_new(struct runner *r, const struct runner_proposal *p, struct r
 	t->runner = r;
 	t->proposal = *p;
 	t->deploy_seconds = NAN;
+	t->pending_seconds = NAN;
 	t->phase = RUNNER_WAITING;
 	t->tp = p->baseline ? r->baseline.tp : runner_config_tp(r, &p->config);
 	name_kind(r, p, t->kind, sizeof(t->kind));
@@ -246,11 +247,15 @@ int runner_trial_start(struct runner_trial *t, uint64_t gpus)
 	int k;
 
 	t->gpus = gpus;
-	runner_slots_format(r, gpus, t->gpus_text, sizeof(t->gpus_text));
+	/* on a cluster the slots only count: the job's GPUs are known once it runs */
+	if (runner_on_cluster(r))
+		t->gpus_text[0] = 0;
+	else
+		runner_slots_format(r, gpus, t->gpus_text, sizeof(t->gpus_text));
 	/* committed before anything runs: a crash from here on leaves it to be redone */
 	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_DEPLOYING, &err);
 	if (k >= 0)
-		k = store_trial_set_gpus(r->store, t->id, t->gpus_text, &err);
+		k = store_trial_set_gpus(r->store, t->id, t->gpus_text[0] ? t->gpus_text : NULL, &err);
 	if (r->opts.dry_run) {
 		/* an interrupted dry-run trial starts again where the schedule had it */
 		t->vstart_usec = t->vstart_before_usec && t->vstart_before_usec <= r->vclock_usec
@@ -291,7 +296,16 @@ void runner_trial_status_of(const struct runner_trial *t, struct runner_trial_st
 		.load_points = t->n_points,
 		.current_rate = t->current_rate,
 		.deploy_seconds = t->deploy_seconds,
+		.job_id = t->job_id,
+		.pending_seconds = t->pending_seconds,
 	};
+	/* a job still queued: how long it has waited so far, and why */
+	if (t->phase == RUNNER_QUEUED && t->queued_usec) {
+		ret->pending_seconds = (double)(runner_clock(t->runner) - t->queued_usec) / USEC_PER_SEC;
+		if (t->runner->evaluator->pending_reason)
+			snprintf(ret->pending_reason, sizeof(ret->pending_reason), "%s",
+				 t->runner->evaluator->pending_reason(t));
+	}
 	snprintf(ret->gpus, sizeof(ret->gpus), "%s", t->running ? t->gpus_text : "");
 	snprintf(ret->knobs, sizeof(ret->knobs), "%s", t->knobs_text);
 }
@@ -534,30 +548,14 @@ void runner_trial_gone(struct runner_trial *t)
 #define BUSY_RETRY_USEC     (2 * USEC_PER_SEC)
 #define BUSY_RETRY_MAX_USEC (60 * USEC_PER_SEC)
 
-void runner_trial_host_busy(struct runner_trial *t, const char *why)
+/* The trial waits to be run again (state pending): its server is gone, its
+ * GPUs are free, nothing of this attempt counts. */
+static void wait_again(struct runner_trial *t)
 {
 	struct runner *r = t->runner;
 	struct error err = { 0 };
-	uint64_t wait = BUSY_RETRY_USEC << MIN(t->busy_retries, 5u), now = runner_clock(r);
-	const char *p = why ? strstr(why, "GPU ") : NULL;
-	unsigned device;
 	int k;
 
-	wait = MIN(wait, BUSY_RETRY_MAX_USEC);
-	t->busy_retries++;
-	r->evaluator->release(t);
-	/* the GPU named busy is left alone for as long; the trial may take others */
-	if (p && sscanf(p, "GPU %u busy", &device) == 1 && (k = runner_slots_position(r, device)) >= 0) {
-		r->gpus_blocked |= UINT64_C(1) << k;
-		r->gpu_free_at[k] = now + wait;
-		log_warning("trial %u on GPU %s: the host is busy (%s): GPU %u is left alone for %.0f s, the trial "
-			    "waits for GPUs again",
-			    t->seq, t->gpus_text, why, device, (double)wait / USEC_PER_SEC);
-	} else {
-		t->not_before_usec = now + wait;
-		log_warning("trial %u on GPU %s: the host is busy (%s): it is tried again in %.0f s", t->seq,
-			    t->gpus_text, why ? why : "a GPU is held by another process", (double)wait / USEC_PER_SEC);
-	}
 	t->gpus_before = 0;
 	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PENDING, &err);
 	if (k >= 0)
@@ -570,8 +568,11 @@ void runner_trial_host_busy(struct runner_trial *t, const char *why)
 	t->running = false;
 	t->open = false;
 	t->gpus = 0;
+	t->gpus_text[0] = 0;
 	t->n_points = 0;
 	t->current_rate = 0;
+	t->job_id = 0;
+	t->pending_seconds = NAN;
 	free(t->log_path);
 	t->log_path = NULL;
 	runner_trial_set_phase(t, RUNNER_WAITING);
@@ -581,6 +582,61 @@ void runner_trial_host_busy(struct runner_trial *t, const char *why)
 		return;
 	}
 	runner_schedule(r, RUNNER_ACTION_PLAN);
+}
+
+void runner_trial_host_busy(struct runner_trial *t, const char *why)
+{
+	struct runner *r = t->runner;
+	uint64_t wait = BUSY_RETRY_USEC << MIN(t->busy_retries, 5u), now = runner_clock(r);
+	const char *p = why ? strstr(why, "GPU ") : NULL;
+	unsigned device;
+	int k;
+
+	wait = MIN(wait, BUSY_RETRY_MAX_USEC);
+	t->busy_retries++;
+	r->evaluator->release(t);
+	/* the GPU named busy is left alone for as long; the trial may take others
+	 * (on a cluster the slots are no node's GPUs: the trial waits) */
+	if (p && !runner_on_cluster(r) && sscanf(p, "GPU %u busy", &device) == 1 &&
+	    (k = runner_slots_position(r, device)) >= 0) {
+		r->gpus_blocked |= UINT64_C(1) << k;
+		r->gpu_free_at[k] = now + wait;
+		log_warning("trial %u on GPU %s: the host is busy (%s): GPU %u is left alone for %.0f s, the trial "
+			    "waits for GPUs again",
+			    t->seq, t->gpus_text, why, device, (double)wait / USEC_PER_SEC);
+	} else {
+		t->not_before_usec = now + wait;
+		log_warning("trial %u on GPU %s: the host is busy (%s): it is tried again in %.0f s", t->seq,
+			    t->gpus_text, why ? why : "a GPU is held by another process", (double)wait / USEC_PER_SEC);
+	}
+	wait_again(t);
+}
+
+#define LOST_MAX 5
+
+void runner_trial_lost(struct runner_trial *t, const char *why)
+{
+	struct runner *r = t->runner;
+	struct trial_result res;
+	struct error err = { 0 };
+	int k;
+
+	t->lost++;
+	k = store_trial_job_lost(r->store, t->id, &err);
+	if (k < 0) {
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
+	if (t->lost >= LOST_MAX) {
+		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_LOST);
+		snprintf(res.message, sizeof(res.message), "the cluster ended its job %u times; the last: %s", t->lost,
+			 why);
+		runner_trial_finish(t, &res);
+		return;
+	}
+	log_warning("trial %u: %s; the trial is run again (never a measurement)", t->seq, why);
+	r->evaluator->release(t);
+	wait_again(t);
 }
 
 /* ---- halting (pause, stop, cancel) ---- */

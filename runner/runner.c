@@ -45,7 +45,7 @@ const char *runner_phase_to_string(enum runner_phase p)
 		[RUNNER_PROBING] = "probing",     [RUNNER_TEARDOWN] = "teardown",
 		[RUNNER_PAUSING] = "pausing",     [RUNNER_PAUSED] = "paused",
 		[RUNNER_STOPPING] = "stopping",   [RUNNER_FINISHED] = "finished",
-		[RUNNER_WAITING] = "waiting",
+		[RUNNER_WAITING] = "waiting",     [RUNNER_QUEUED] = "queued",
 	};
 	return (unsigned)p < _RUNNER_PHASE_MAX ? names[p] : "unknown";
 }
@@ -107,7 +107,7 @@ void runner_knobs_text(const struct opt_space *space, const struct opt_config *c
 static void count_phases(const struct runner_status *st, char *buf, size_t size)
 {
 	static const enum runner_phase order[] = { RUNNER_PROBING, RUNNER_QUALITY_CHECK, RUNNER_DEPLOYING,
-						   RUNNER_TEARDOWN, RUNNER_WAITING };
+						   RUNNER_QUEUED,  RUNNER_TEARDOWN,      RUNNER_WAITING };
 	size_t len = 0;
 
 	buf[0] = 0;
@@ -587,6 +587,7 @@ struct runner *runner_free(struct runner *r)
 	if (!r)
 		return NULL;
 	runner_release_trials(r);
+	runner_cluster_free(r); /* after the trials: their jobs' deployments use it */
 	r->planner = runner_planner_free(r->planner);
 	runner_host_free(r);
 	r->step_source = sd_event_source_disable_unref(r->step_source);
@@ -828,7 +829,9 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 		runner_schedule(r, RUNNER_ACTION_FINISH);
 		return 0;
 	}
-	k = kill_orphans(r, &err);
+	k = runner_cluster_start(r, &err);
+	if (k >= 0)
+		k = kill_orphans(r, &err);
 	if (k >= 0)
 		k = store_study_resume(r->store, r->study_id, &err);
 	if (k > 0)

@@ -35,6 +35,14 @@
  *      ──► outcome (done / infeasible / failed, cost, stored) ──► TEARDOWN
  *      ──► its GPUs free: the next waiting trial, more asked of the planner, or DONE.
  *
+ * With "deploy": {"method": "slurm"} each trial is a job on a Slurm
+ * cluster (runner-cluster.c): the study's gpu.count are the cluster's GPUs
+ * it may hold at once (at most the partition's), the slots count them and
+ * Slurm places the jobs; a trial is QUEUED while its job waits for its
+ * resources (wall time, not a deployment), a job the cluster takes away
+ * (preempted, its node failed, cancelled by someone else) is redone, and a
+ * resumed study first cancels every job of its own still in the queue.
+ *
  * Several trials run at once on disjoint GPU sets (budget.parallel): the
  * planner is asked for as many configurations as could start, with the
  * trials in flight as pending; each trial gets its GPUs through the engine
@@ -87,11 +95,12 @@ enum runner_phase {
 	RUNNER_STOPPING,      /* stop/cancel asked: tearing down */
 	RUNNER_FINISHED,      /* final: see runner_status.final_state */
 	RUNNER_WAITING,       /* a trial: recorded, waiting for its GPUs, the probe's capacity or a busy GPU */
+	RUNNER_QUEUED,        /* a trial: its job submitted to the cluster, waiting for its resources */
 	_RUNNER_PHASE_MAX,
 };
 
 /* "idle", "planning", "deploying", "quality-check", "probing", "teardown",
- * "pausing", "paused", "stopping", "finished", "waiting". */
+ * "pausing", "paused", "stopping", "finished", "waiting", "queued". */
 const char *runner_phase_to_string(enum runner_phase p);
 
 /* How a runner ended. */
@@ -169,11 +178,16 @@ struct runner_trial_status {
 	unsigned seq; /* its number in the study */
 	bool confirming;
 	enum runner_phase phase; /* WAITING, DEPLOYING, QUALITY_CHECK, PROBING or TEARDOWN */
-	char gpus[64];           /* "0,1" (host indices); "" while waiting */
+	char gpus[64];           /* "0,1" (host indices; on a cluster "NODE:0,1"); "" while waiting */
 	char knobs[256];
 	unsigned load_points;
 	double current_rate;   /* 0 none */
 	double deploy_seconds; /* start to ready (NAN: not yet) */
+	/* on a cluster: its job (0: none yet), how long it waited (or has been
+	 * waiting, while queued; NAN: not at all) and why it waits */
+	uint64_t job_id;
+	double pending_seconds;
+	char pending_reason[64];
 };
 
 /* "trial 7/40 probing max_num_seqs=128 ... tp=1; best $0.213/Mtok" — one line for

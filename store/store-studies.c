@@ -40,6 +40,8 @@ static const char *const failure_names[_STORE_FAILURE_MAX] = {
 	[STORE_FAILURE_CONSTRAINT] = "constraint",
 	[STORE_FAILURE_DEPLOY_ERROR] = "deploy_error",
 	[STORE_FAILURE_PROBE_ERROR] = "probe_error",
+	[STORE_FAILURE_TIME_LIMIT] = "time_limit",
+	[STORE_FAILURE_LOST] = "lost",
 };
 
 static int lookup_name(const char *const *names, size_t n, const char *s)

@@ -36,7 +36,8 @@ static const struct store_column trial_columns[] = {
 	COL(DOUBLE, concurrency), COL(DOUBLE, cost_per_mtok), COL(UINT64, started_usec), COL(UINT64, finished_usec),
 	COL(TEXT, log_path), COL(INT64, server_pgid), COL(TEXT, server_unit), COL(TEXT, host_json),
 	COL(DOUBLE, predicted_cost), COL(TEXT, gpus), COL(TEXT, oom_cause), COL(UINT32, suggested_max_model_len),
-	STORE_COLUMN_AS(TEXT, struct store_trial, launch_json, "launch")
+	STORE_COLUMN_AS(TEXT, struct store_trial, launch_json, "launch"), COL(INT64, job_id), COL(TEXT, job_node),
+	COL(DOUBLE, pending_seconds), COL(UINT32, job_lost)
 };
 #undef COL
 
@@ -211,6 +212,31 @@ int store_trial_set_launch(struct store *s, int64_t id, const char *launch_json,
 {
 	return trial_set(s, STMT_TRIAL_SET_LAUNCH, "recording a trial's launch command", id,
 			 (struct store_value)STORE_TEXT(launch_json), err);
+}
+
+int store_trial_set_job(struct store *s, int64_t id, int64_t job_id, struct error *err)
+{
+	return trial_set(s, STMT_TRIAL_SET_JOB, "recording a trial's job", id,
+			 job_id > 0 ? (struct store_value)STORE_INT(job_id) : (struct store_value)STORE_TEXT(NULL),
+			 err);
+}
+
+int store_trial_set_job_start(struct store *s, int64_t id, const char *node, const char *gpus, double pending_seconds,
+			      struct error *err)
+{
+	int r;
+
+	r = store_exec(s, STMT_TRIAL_SET_JOB_START, "recording where a trial's job runs",
+		       STORE_VALUES(STORE_INT(id), STORE_TEXT(node), STORE_DOUBLE(pending_seconds), STORE_TEXT(gpus)),
+		       err);
+	return trial_updated(s, r, id, err);
+}
+
+int store_trial_job_lost(struct store *s, int64_t id, struct error *err)
+{
+	return trial_updated(
+		s, store_exec(s, STMT_TRIAL_JOB_LOST, "counting a trial's lost job", STORE_VALUES(STORE_INT(id)), err),
+		id, err);
 }
 
 int store_trial_set_times(struct store *s, int64_t id, uint64_t started_usec, uint64_t finished_usec, struct error *err)

@@ -299,9 +299,20 @@ static const char *const migration_9[] = {
 	NULL,
 };
 
+/* 10: trials as jobs on a cluster: the job that ran it, the node, how long
+ * it waited for its resources, how often the cluster took it away. */
+static const char *const migration_10[] = {
+	"ALTER TABLE trials ADD COLUMN job_id INTEGER",
+	"ALTER TABLE trials ADD COLUMN job_node TEXT",
+	"ALTER TABLE trials ADD COLUMN pending_seconds REAL",
+	"ALTER TABLE trials ADD COLUMN job_lost INTEGER NOT NULL DEFAULT 0",
+	"PRAGMA user_version = 10",
+	NULL,
+};
+
 static const struct migration migrations[] = {
 	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 }, { migration_5 },
-	{ migration_6 }, { migration_7 }, { migration_8 }, { migration_9 },
+	{ migration_6 }, { migration_7 }, { migration_8 }, { migration_9 }, { migration_10 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -345,7 +356,8 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_TRIAL_SET_STARTED] = { NULL, "UPDATE trials SET started_usec = ?2, finished_usec = NULL WHERE id = ?1" },
 	[STMT_TRIAL_CLEAR_OUTCOME] = { NULL, "UPDATE trials SET failure_class = NULL, failure_message = NULL,"
 					     " deploy_seconds = NULL, max_rate = NULL, max_goodput = NULL,"
-					     " concurrency = NULL, cost_per_mtok = NULL WHERE id = ?1" },
+					     " concurrency = NULL, cost_per_mtok = NULL, job_node = NULL,"
+					     " pending_seconds = NULL WHERE id = ?1" },
 	[STMT_TRIAL_SET_SERVER] = { NULL, "UPDATE trials SET server_pgid = ?2, server_unit = ?3,"
 					  " log_path = COALESCE(?4, log_path) WHERE id = ?1" },
 	[STMT_TRIAL_SET_HOST] = { NULL, "UPDATE trials SET host_json = ?2 WHERE id = ?1" },
@@ -353,6 +365,10 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_TRIAL_SET_GPUS] = { NULL, "UPDATE trials SET gpus = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_LAUNCH] = { NULL, "UPDATE trials SET launch = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_TIMES] = { NULL, "UPDATE trials SET started_usec = ?2, finished_usec = ?3 WHERE id = ?1" },
+	[STMT_TRIAL_SET_JOB] = { NULL, "UPDATE trials SET job_id = ?2 WHERE id = ?1" },
+	[STMT_TRIAL_SET_JOB_START] = { NULL, "UPDATE trials SET job_node = ?2, pending_seconds = ?3,"
+					     " gpus = COALESCE(?4, gpus) WHERE id = ?1" },
+	[STMT_TRIAL_JOB_LOST] = { NULL, "UPDATE trials SET job_lost = job_lost + 1 WHERE id = ?1" },
 	[STMT_TWIN_CAL_UPSERT] = { NULL,
 				   "INSERT INTO twin_calibrations (key, engine, engine_version, gpu, driver, model,"
 				   " calibration_json, fit_error, cost_error, study_id, updated_usec)"

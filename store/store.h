@@ -29,7 +29,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 struct store;
 
@@ -162,6 +162,8 @@ enum store_failure {
 	STORE_FAILURE_CONSTRAINT,           /* excluded by a constraint or learned infeasibility */
 	STORE_FAILURE_DEPLOY_ERROR,         /* could not start at all (bad argv, spawn failed) */
 	STORE_FAILURE_PROBE_ERROR,          /* the probe failed (server errors, unreachable) */
+	STORE_FAILURE_TIME_LIMIT,           /* its job reached the cluster's time limit */
+	STORE_FAILURE_LOST,                 /* the cluster kept ending its jobs (preempted, node failures) */
 	_STORE_FAILURE_MAX,
 };
 
@@ -200,6 +202,13 @@ struct store_trial {
 	/* the command its server was launched with: {"argv": [...], "env": [...]}; NULL when it never
 	 * launched (or was recorded before goodput kept it) */
 	char *launch_json;
+	/* a job on a cluster: its id (0: none), the node it ran on (or NULL),
+	 * the seconds it waited for its resources (NAN: none), and how often
+	 * the cluster ended one of its jobs before it finished (it was redone) */
+	int64_t job_id;
+	char *job_node;
+	double pending_seconds;
+	uint32_t job_lost;
 };
 
 void store_trial_done(struct store_trial *t);
@@ -230,6 +239,13 @@ int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct e
 /* Records the exact command the trial's server was launched with (JSON, see
  * store_trial.launch_json). */
 int store_trial_set_launch(struct store *s, int64_t id, const char *launch_json, struct error *err);
+/* A trial's job: its id once submitted; where it ran, the GPUs it got there
+ * and how long it waited once it ran (gpus NULL: kept); one more job the
+ * cluster took away (preempted, its node failed). */
+int store_trial_set_job(struct store *s, int64_t id, int64_t job_id, struct error *err);
+int store_trial_set_job_start(struct store *s, int64_t id, const char *node, const char *gpus, double pending_seconds,
+			      struct error *err);
+int store_trial_job_lost(struct store *s, int64_t id, struct error *err);
 /* Overwrites a trial's start and finish times: a dry run's trials carry
  * the virtual times of its simulated schedule (the study's start plus
  * virtual µs) instead of the moments they were computed. */

@@ -61,6 +61,8 @@ static int placeholder_value(const struct engine_render_params *params, const cJ
 					      : "");
 	else if (strcmp(name, "host") == 0)
 		snprintf(buf, size, "%s", params->host ? params->host : "127.0.0.1");
+	else if (strcmp(name, "port") == 0 && params->port_text)
+		snprintf(buf, size, "%s", params->port_text);
 	else if (strcmp(name, "port") == 0)
 		snprintf(buf, size, "%u", params->port);
 	else if (strcmp(name, "gpu_type") == 0)
@@ -278,7 +280,7 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 		if (r < 0)
 			return r;
 	}
-	if (p->gpu_env) {
+	if (p->gpu_env && !params->port_text) {
 		const cJSON *tp = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_TENSOR_PARALLEL);
 		double v = cJSON_IsNumber(tp) && tp->valuedouble >= 1 ? tp->valuedouble : 1;
 		char list[512];
@@ -346,11 +348,31 @@ int engine_profile_render_trial(const struct engine_profile *p, const struct stu
 		.host = host ? host : s->deploy.host,
 		.port = port,
 		.gpu_type = s->gpu.type,
-		.gpu_count = s->gpu.count,
+		.gpu_count = s->gpu.per_node,
 		.devices = devices,
 		.n_devices = n_devices,
 		.binary = s->engine_binary,
 		.extra_args = s->engine_args,
+	};
+	int r;
+
+	r = need_checkpoint(p, s, q, err);
+	if (r < 0)
+		return r;
+	return engine_profile_render(p, &params, knobs, ret, err);
+}
+
+int engine_profile_render_job(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+			      const char *host, struct engine_command *ret, struct error *err)
+{
+	enum study_quant q = knobs_quant(knobs);
+	struct engine_render_params params = {
+		.model = study_checkpoint(s, q),
+		.served_model = s->model.name,
+		.host = host ? host : s->deploy.host,
+		.gpu_type = s->gpu.type,
+		.gpu_count = s->gpu.per_node,
+		.port_text = ENGINE_PORT_PLACEHOLDER,
 	};
 	int r;
 

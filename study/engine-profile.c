@@ -359,6 +359,14 @@ static const struct json_field metrics_fields[] = {
 	{ 0 },
 };
 
+static const struct json_field resources_fields[] = {
+	{ "cpus", JSON_U32, OFF(job_cpus), .min = 1, .max = 4096, .def = "1",
+	  .doc = "CPUs one server needs (a cluster job's --cpus-per-task)" },
+	{ "memory_gib", JSON_DOUBLE, OFF(job_memory_gib), .min = 0.001, .max = 1048576,
+	  .def = "the scheduler's default", .doc = "host memory one server needs, GiB (a cluster job's --mem)" },
+	{ 0 },
+};
+
 static const struct json_field profile_fields[] = {
 	{ "name", JSON_STRING, OFF(name), .flags = JSON_MANDATORY, .max = 64, .doc = "the profile's name" },
 	{ "description", JSON_STRING, OFF(description), .max = 2048, .doc = "what it serves with" },
@@ -397,6 +405,8 @@ static const struct json_field profile_fields[] = {
 	  .doc = "metrics.path, as older profiles write it" },
 	{ "help_command", JSON_STRV, OFF(help_command), .max = 16, .def = "argv[0] --help",
 	  .doc = "argv printing every flag, read by `goodput check-engine`" },
+	{ "resources", JSON_OBJECT, .fields = resources_fields,
+	  .doc = "what one server needs besides its GPUs, asked of a cluster scheduler (deploy.method slurm)" },
 	{ 0 },
 };
 
@@ -420,6 +430,7 @@ static int parse_profile(struct engine_profile *p, struct error *err)
 	p->health_interval_usec = USEC_PER_SEC;
 	p->startup_timeout_usec = 600 * USEC_PER_SEC;
 	p->stop_timeout_usec = 30 * USEC_PER_SEC;
+	p->job_cpus = 1;
 	probe_metrics_map_init(&p->metrics);
 	r = json_dispatch(p->json, "", profile_fields, 0, p, err);
 	if (r < 0)

@@ -45,7 +45,10 @@
  *           ...] } }: where the engine's own metrics are and which of them are
  *           the probe's series (probes/prom-map.h);
  *   "help_command": argv printing every flag (default: argv[0] --help), read
- *           by `goodput check-engine`.
+ *           by `goodput check-engine`;
+ *   "resources": { "cpus": N, "memory_gib": X }: what one server needs
+ *           besides its GPUs, asked of a cluster scheduler with each trial's
+ *           job (Slurm's --cpus-per-task and --mem).
  *
  * Rendering also refuses a tensor_parallel that does not divide the host's
  * GPU count.
@@ -162,6 +165,8 @@ struct engine_profile {
 	const char *metrics_path;         /* or NULL */
 	struct probe_metrics_map metrics; /* names of the probe's series (empty: the default map) */
 	const char **help_command;        /* NULL-terminated (array owned) or NULL */
+	uint32_t job_cpus;                /* resources.cpus (default 1) */
+	double job_memory_gib;            /* resources.memory_gib (0: the scheduler's default) */
 	/* goodput-sim as installed with this goodput (owned): the commands
 	 * above that name it point here; NULL: left to $PATH */
 	char *own_program;
@@ -252,7 +257,14 @@ struct engine_render_params {
 	const char *binary;
 	/* appended verbatim after every flag the profile renders (NULL-terminated); NULL: none */
 	const char *const *extra_args;
+	/* A job on a cluster: {port} becomes this text (filled in by the job's
+	 * launcher once it has picked a port on its node) instead of the number,
+	 * and gpu_env is left out (the scheduler sets it). NULL: a local server. */
+	const char *port_text;
 };
+
+/* What {port} renders as in a job's command (deploy-slurm-job.c fills it in). */
+#define ENGINE_PORT_PLACEHOLDER "@GOODPUT_PORT@"
 
 /* A server's command line and extra environment ("NAME=value"), both
  * NULL-terminated and owned (engine_command_free). */
@@ -280,6 +292,11 @@ int engine_profile_render_study(const struct engine_profile *p, const struct stu
 int engine_profile_render_trial(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
 				const char *host, uint16_t port, const unsigned *devices, unsigned n_devices,
 				struct engine_command *ret, struct error *err);
+
+/* As engine_profile_render_study, for a job on a cluster: {port} is
+ * ENGINE_PORT_PLACEHOLDER and gpu_env is left to the scheduler. */
+int engine_profile_render_job(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+			      const char *host, struct engine_command *ret, struct error *err);
 
 /* Checks that a study can run on this profile: every knob of its search
  * space is mapped, every allowed quantization has a flag value, and each

@@ -24,14 +24,14 @@
 
 static const char *const scenario_names[] = { "online", "offline", NULL };
 static const char *const cost_tokens_names[] = { "output", "input+output", NULL };
-const char *const study_method_names[] = { "exec", "systemd", "command", NULL };
+const char *const study_method_names[] = { "exec", "systemd", "command", "slurm", NULL };
 const char *const study_quant_names[] = { "none", "fp8", "int8", "awq", NULL };
 
 /* JSON_ENUM stores an int: the enums it fills must be int-sized, in the order of their names. */
 _Static_assert(sizeof(enum opt_scenario) == sizeof(int), "enum opt_scenario is not int-sized");
 _Static_assert(sizeof(enum opt_cost_tokens) == sizeof(int), "enum opt_cost_tokens is not int-sized");
 _Static_assert(sizeof(enum study_deploy_method) == sizeof(int), "enum study_deploy_method is not int-sized");
-_Static_assert(OPT_SCENARIO_OFFLINE == 1 && OPT_COST_TOKENS_TOTAL == 1 && STUDY_DEPLOY_COMMAND == 2,
+_Static_assert(OPT_SCENARIO_OFFLINE == 1 && OPT_COST_TOKENS_TOTAL == 1 && STUDY_DEPLOY_SLURM == 3,
 	       "the enums follow their names");
 
 #define OFF(field) offsetof(struct study_parse, s.field)
@@ -287,7 +287,11 @@ static const struct json_field gpu_fields[] = {
 	{ "type", JSON_STRING, OFF(gpu.type), .flags = JSON_MANDATORY, .max = 64,
 	  .doc = "GPU model, e.g. H100, A100-80GB, L40S" },
 	{ "count", JSON_U32, OFF(gpu.count), .min = 1, .max = STUDY_GPUS_MAX, .def = "1",
-	  .doc = "GPUs on the host the study may use (tensor_parallel divides it; with devices, their number)" },
+	  .doc = "GPUs on the host the study may use (tensor_parallel divides it; with devices, their number); with "
+		 "\"method\": \"slurm\", the cluster's GPUs the study may hold at once" },
+	{ "per_node", JSON_U32, OFF(gpu.per_node), .min = 1, .max = STUDY_GPUS_MAX, .def = "count",
+	  .doc = "GPUs of one node: a server's GPUs are all on one node (tensor_parallel at most this); a dry run "
+		 "packs trials onto nodes of this size" },
 	{ "devices", JSON_ARRAY, .callback = parse_devices, .min = 1, .max = STUDY_GPUS_MAX,
 	  .schema = "{\"items\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 63}, \"uniqueItems\": true}",
 	  .def = "[0, ..., count − 1]",
@@ -379,12 +383,23 @@ static const struct json_field deploy_fields[] = {
 	  .def = "GET BASE_URL + the profile's health path", .doc = "command: argv whose exit status 0 means ready" },
 	{ "command_timeout", JSON_DURATION, OFF(deploy.command_timeout_usec), .min = 0.1, .max = 86400, .def = "120",
 	  .doc = "command: time the teardown and each health command may take" },
-	{ "host", JSON_STRING, OFF(deploy.host), .max = 255, .def = "127.0.0.1",
+	{ "host", JSON_STRING, OFF(deploy.host), .max = 255, .def = "127.0.0.1 (slurm: 0.0.0.0)",
 	  .doc = "address the server listens on" },
 	{ "startup_timeout", JSON_DURATION, OFF(deploy.startup_timeout_usec), .min = 1, .max = 86400,
 	  .def = "the engine profile's", .doc = "time for /health to answer" },
 	{ "stop_timeout", JSON_DURATION, OFF(deploy.stop_timeout_usec), .min = 0.1, .max = 3600, .def = "30",
 	  .doc = "grace between SIGTERM and SIGKILL" },
+	{ "partition", JSON_STRING, OFF(deploy.partition), .max = 255, .def = "the cluster's default",
+	  .doc = "slurm: the partition each trial's job is submitted to (sbatch --partition)" },
+	{ "account", JSON_STRING, OFF(deploy.account), .max = 255, .def = "the user's default",
+	  .doc = "slurm: the account the jobs are charged to (sbatch --account)" },
+	{ "time_limit", JSON_DURATION, OFF(deploy.time_limit_usec), .min = 60, .max = 3.1536e7,
+	  .def = "the partition's", .doc = "slurm: how long one trial's job may run (sbatch --time)" },
+	{ "extra_args", JSON_STRV, OFF(deploy.extra_args), .max = 64,
+	  .doc = "slurm: more sbatch options, one argument each (\"--qos=tune\", \"--constraint=h100\"); "
+		 "never --wrap" },
+	{ "poll_interval", JSON_DURATION, OFF(deploy.poll_interval_usec), .min = 0.1, .max = 600, .def = "2",
+	  .doc = "slurm: how often the queue is read (squeue --json) for the states of the study's jobs" },
 	{ 0 },
 };
 

@@ -61,9 +61,57 @@ static int check_argv_values(const struct study *s, struct error *err)
 	return 0;
 }
 
+/* The slurm method's keys: only with it; sbatch options that would hand
+ * the job to a shell (--wrap) or take over what goodput sets are refused. */
+static int check_slurm(struct study *s, struct error *err)
+{
+	static const char *const taken[] = { "--wrap",  "--parsable", "--job-name", "-J",     "--output", "-o",
+					     "--error", "-e",         "--comment",  "--gres", "--chdir",  "-D" };
+	const cJSON *deploy = cJSON_GetObjectItemCaseSensitive(s->json, "deploy");
+	const struct {
+		const char *key;
+		bool given;
+	} keys[] = {
+		{ "partition", s->deploy.partition != NULL },
+		{ "account", s->deploy.account != NULL },
+		{ "time_limit", s->deploy.time_limit_usec > 0 },
+		{ "extra_args", s->deploy.extra_args != NULL },
+		{ "poll_interval", deploy && cJSON_GetObjectItemCaseSensitive(deploy, "poll_interval") },
+	};
+
+	s->deploy.host_given = deploy && cJSON_GetObjectItemCaseSensitive(deploy, "host");
+	if (s->deploy.method != STUDY_DEPLOY_SLURM) {
+		for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+			if (keys[i].given)
+				return error_set(err, -EINVAL,
+						 "deploy.%s: only for \"method\": \"slurm\" (method is %s)",
+						 keys[i].key, study_method_names[s->deploy.method]);
+		return 0;
+	}
+	for (size_t i = 0; s->deploy.extra_args && s->deploy.extra_args[i]; i++)
+		for (size_t k = 0; k < ELEMENTSOF(taken); k++) {
+			size_t n = strlen(taken[k]);
+			const char *a = s->deploy.extra_args[i];
+
+			if (strncmp(a, taken[k], n) == 0 && (a[n] == 0 || a[n] == '=' || taken[k][1] != '-'))
+				return error_set(
+					err, -EINVAL, "deploy.extra_args[%zu]: \"%.64s\": %s is goodput's to set%s", i,
+					a, taken[k],
+					strcmp(taken[k], "--wrap") == 0 ? " (it would run the job through a shell)"
+									: "");
+		}
+	if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->json, "gpu"), "devices"))
+		return error_set(
+			err, -EINVAL,
+			"gpu.devices: not for \"method\": \"slurm\" (Slurm gives each job its GPUs; set gpu.count)");
+	if (!s->deploy.host_given)
+		s->deploy.host = "0.0.0.0";
+	return 0;
+}
+
 /* The command method's hooks: deploy and teardown are required with it,
  * and meaningless (refused) with the other methods. */
-static int check_deploy(const struct study *s, struct error *err)
+static int check_deploy(struct study *s, struct error *err)
 {
 	const struct {
 		const char *key;
@@ -85,7 +133,7 @@ static int check_deploy(const struct study *s, struct error *err)
 				 s->deploy.deploy_command ? "teardown_command" : "deploy_command");
 	if (s->deploy.user_bus && s->deploy.method != STUDY_DEPLOY_SYSTEMD)
 		return error_set(err, -EINVAL, "deploy.user: only for \"method\": \"systemd\"");
-	return 0;
+	return check_slurm(s, err);
 }
 
 /* The GPUs: gpu.devices gives the indices (and so the count); without it
@@ -105,6 +153,17 @@ static int check_gpus(struct study *s, struct error *err)
 		return error_set(err, -EINVAL, "gpu.devices: %u GPUs listed, but gpu.count is %u", s->gpu.n_devices,
 				 s->gpu.count);
 	s->gpu.count = s->gpu.n_devices;
+	return 0;
+}
+
+/* A node's GPUs: at most the study's, all of them when not given. */
+static int check_per_node(struct study *s, struct error *err)
+{
+	if (s->gpu.per_node == 0)
+		s->gpu.per_node = s->gpu.count;
+	if (s->gpu.per_node > s->gpu.count)
+		return error_set(err, -EINVAL, "gpu.per_node: %u is more than gpu.count (%u)", s->gpu.per_node,
+				 s->gpu.count);
 	return 0;
 }
 
@@ -225,7 +284,7 @@ static int max_model_len_knob(struct study *s, const struct study_options *opts,
 static int build_space(struct study *s, const struct study_options *opts, struct error *err)
 {
 	struct opt_space_options so = {
-		.gpus = s->gpu.count,
+		.gpus = s->gpu.per_node,
 		.extra_knobs = opts ? opts->extra_knobs : NULL,
 	};
 	int r;
@@ -300,6 +359,7 @@ static void study_defaults(struct study_parse *p)
 	s->deploy.host = "127.0.0.1";
 	s->deploy.stop_timeout_usec = 30 * USEC_PER_SEC;
 	s->deploy.command_timeout_usec = 120 * USEC_PER_SEC;
+	s->deploy.poll_interval_usec = 2 * USEC_PER_SEC;
 	s->search.seed = 1;
 	s->baseline = true;
 	s->search.preflight = true;
@@ -316,6 +376,7 @@ static void study_done(struct study *s)
 	free(s->deploy.deploy_command);
 	free(s->deploy.teardown_command);
 	free(s->deploy.health_command);
+	free(s->deploy.extra_args);
 	cJSON_Delete(s->json);
 	*s = (struct study){ 0 };
 }
@@ -340,6 +401,8 @@ int study_from_json(const cJSON *j, const struct study_options *opts, struct stu
 	r = json_dispatch(p.s.json, "", study_fields, 0, &p, err);
 	if (r == 0)
 		r = check_gpus(&p.s, err);
+	if (r == 0)
+		r = check_per_node(&p.s, err);
 	if (r == 0)
 		r = check_deploy(&p.s, err);
 	if (r == 0)

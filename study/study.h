@@ -46,6 +46,7 @@ enum study_deploy_method {
 	STUDY_DEPLOY_EXEC,    /* a child process of goodput (deploy-exec.c) */
 	STUDY_DEPLOY_SYSTEMD, /* a transient systemd unit (deploy-systemd.c) */
 	STUDY_DEPLOY_COMMAND, /* operator hooks: deploy/teardown/health commands (deploy-command.c) */
+	STUDY_DEPLOY_SLURM,   /* each trial a job on a Slurm cluster (deploy-slurm.c) */
 };
 
 #define STUDY_NAME_MAX       128
@@ -77,8 +78,9 @@ struct study {
 	const char **quality_check; /* argv, NULL-terminated (array owned, strings in json); NULL = none */
 
 	struct {
-		const char *type; /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
-		uint32_t count;   /* GPUs the study may use (= n_devices) */
+		const char *type;  /* "H100", "A100-80GB", ... (free text; the sim uses it as a preset) */
+		uint32_t count;    /* GPUs the study may use (= n_devices; slurm: of the cluster, at once) */
+		uint32_t per_node; /* GPUs of one node: a server's GPUs are on one node (default: count) */
 		unsigned devices[STUDY_GPUS_MAX]; /* their indices on the host (default 0..count−1), distinct */
 		unsigned n_devices;
 		double price_per_gpu_hour; /* $, > 0 */
@@ -121,6 +123,14 @@ struct study {
 		/* command: argv arrays (NULL-terminated, arrays owned, strings in json); health may be NULL */
 		const char **deploy_command, **teardown_command, **health_command;
 		uint64_t command_timeout_usec; /* teardown and health commands */
+		/* slurm: where jobs go and how long they may run (NULL / 0: the cluster's defaults),
+		 * sbatch options of the operator's own (NULL-terminated, array owned), and how
+		 * often the queue is read */
+		const char *partition, *account;
+		uint64_t time_limit_usec;
+		const char **extra_args;
+		uint64_t poll_interval_usec;
+		bool host_given; /* deploy.host was in the spec (slurm servers listen on 0.0.0.0 otherwise) */
 	} deploy;
 
 	struct {

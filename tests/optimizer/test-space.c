@@ -167,7 +167,7 @@ static void test_errors(void)
 		    "search_space.quantization[1]: duplicate");
 	space_fails("{\"search_space\": {\"tensor_parallel\": [1, 2.5]}}", 0, "search_space.tensor_parallel[1]");
 	space_fails("{\"search_space\": {\"tensor_parallel\": [1, 2, 4]}}", 2,
-		    "search_space.tensor_parallel: tensor_parallel 4 is more than the study's 2 GPUs");
+		    "search_space.tensor_parallel: tensor_parallel 4 is more than the 2 GPUs of one node");
 	space_fails("{\"search_space\": {\"tensor_parallel\": [1, 3]}}", 4, "tensor_parallel 3");
 	space_fails("{\"search_space\": {\"max_num_seqs\": \"big\"}}", 0, "search_space.max_num_seqs: expected");
 	space_fails("{\"search_space\": {}}", 0, "search_space: no knobs");

@@ -195,7 +195,7 @@ static void test_errors(void)
 	refused("gpu.devices", "[]", "gpu.devices");
 	refused("gpu.devices", "[2, 3, 5]", "gpu.devices: 3 GPUs listed, but gpu.count is 2");
 	refused("search_space.tensor_parallel", "[1, 4]",
-		"search_space.tensor_parallel: tensor_parallel 4 is more than the study's 2 GPUs");
+		"search_space.tensor_parallel: tensor_parallel 4 is more than the 2 GPUs of one node");
 	refused("budget.parallel", "0", "budget.parallel: expected \"auto\" or a number of trials in [1, 64]");
 	refused("budget.parallel", "\"all\"", "budget.parallel");
 }

@@ -200,27 +200,48 @@ static const char *money(char *buf, size_t size, double v)
 	return buf;
 }
 
-/* Every trial in flight, with its GPUs (when more than one runs). */
-static void print_in_flight(const cJSON *a)
-{
-	const cJSON *t;
-
-	if (cJSON_GetArraySize(a) < 2)
-		return;
-	cJSON_ArrayForEach(t, a)
-	{
-		printf("  %s %.0f on GPU %-8s %-13s %s\n",
-		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "confirming")) ? "confirm" : "trial  ",
-		       num(t, "trial"), str(t, "gpus")[0] ? str(t, "gpus") : "-", str(t, "phase"), str(t, "knobs"));
-	}
-}
-
 /* A string member, or "" when absent. */
 static const char *opt_str(const cJSON *j, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
 
 	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Every trial in flight, with its GPUs (when more than one runs, or one
+ * is a job on a cluster: its job, and how long it has waited for its
+ * resources, and why). */
+static void print_in_flight(const cJSON *a)
+{
+	const cJSON *t;
+	bool jobs = false;
+
+	cJSON_ArrayForEach(t, a) jobs = jobs || cJSON_GetObjectItemCaseSensitive(t, "job_id");
+	if (cJSON_GetArraySize(a) < 2 && !jobs)
+		return;
+	cJSON_ArrayForEach(t, a)
+	{
+		char job[160] = "";
+		double pending = num(t, "pending_seconds");
+		size_t len = 0;
+
+		if (cJSON_GetObjectItemCaseSensitive(t, "job_id")) {
+			len += (size_t)snprintf(job, sizeof(job), " (job %.0f", num(t, "job_id"));
+			if (!isnan(pending) && len < sizeof(job))
+				len += (size_t)snprintf(job + len, sizeof(job) - len, ", %s %.0f s",
+							strcmp(str(t, "phase"), "queued") == 0 ? "pending" : "waited",
+							pending);
+			if (opt_str(t, "pending_reason")[0] && len < sizeof(job))
+				len += (size_t)snprintf(job + len, sizeof(job) - len, ": %s",
+							opt_str(t, "pending_reason"));
+			if (len < sizeof(job))
+				snprintf(job + len, sizeof(job) - len, ")");
+		}
+		printf("  %s %.0f on GPU %-8s %-13s %s%s\n",
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "confirming")) ? "confirm" : "trial  ",
+		       num(t, "trial"), str(t, "gpus")[0] ? str(t, "gpus") : "-", str(t, "phase"), str(t, "knobs"),
+		       job);
+	}
 }
 
 /* Each watched endpoint: its drift from its study, the flag, the re-tune. */

@@ -6,6 +6,7 @@
  * engine with it. SIGINT/SIGTERM stop gracefully: the server under test is
  * torn down and the running trial is left to be redone by --resume. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -89,6 +90,14 @@ static void show_point(struct tune_ctx *c, const struct runner_trial_status *t, 
 		fprintf(stderr, "%s\n", line);
 }
 
+/* " (job 12, 3.1 s in the queue)" as a job starts to deploy; "" otherwise. */
+static void job_note(const struct runner_trial_status *t, enum runner_phase p, char *buf, size_t size)
+{
+	buf[0] = 0;
+	if (p == RUNNER_DEPLOYING && t->job_id && isfinite(t->pending_seconds))
+		snprintf(buf, size, " (job %" PRIu64 ", %.1f s in the queue)", t->job_id, t->pending_seconds);
+}
+
 static void on_event(struct runner *r, const struct runner_event *ev, void *userdata)
 {
 	struct tune_ctx *c = userdata;
@@ -106,10 +115,11 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 			clear_line(c);
 			fprintf(stderr, "%s", line);
 			c->status_shown = true;
-		} else if (t && (p == RUNNER_DEPLOYING || p == RUNNER_PROBING)) {
-			/* side by side, each line says which trial and GPUs */
+		} else if (t && (p == RUNNER_DEPLOYING || p == RUNNER_PROBING || p == RUNNER_QUEUED)) {
+			/* side by side, each line says which trial and GPUs (a job: which, and its wait) */
 			trial_tag(t, tag, sizeof(tag));
-			fprintf(stderr, "%s %s %s\n", tag, runner_phase_to_string(p), t->knobs);
+			job_note(t, p, line, sizeof(line));
+			fprintf(stderr, "%s %s %s%s\n", tag, runner_phase_to_string(p), t->knobs, line);
 		} else if (!t && (p == RUNNER_PAUSED || p == RUNNER_STOPPING))
 			fprintf(stderr, "%s\n", line);
 		break;

@@ -89,6 +89,12 @@ static int add_trials(const struct runner *r, cJSON *current)
 		    json_add_number(o, "load_points", t->load_points) < 0 ||
 		    json_add_number(o, "current_rate", t->current_rate) < 0)
 			return -ENOMEM;
+		/* a job on a cluster: which, how long it waited (or has been waiting) and why */
+		if (t->job_id &&
+		    (json_add_number(o, "job_id", (double)t->job_id) < 0 ||
+		     (isfinite(t->pending_seconds) && json_add_number(o, "pending_seconds", t->pending_seconds) < 0) ||
+		     (t->pending_reason[0] && json_add_string(o, "pending_reason", t->pending_reason) < 0)))
+			return -ENOMEM;
 	}
 	return 0;
 }

@@ -346,6 +346,13 @@ int ctl_trial_to_json(const struct store_trial *t, cJSON **ret)
 	    add_time(j, "started", t->started_usec) < 0 || add_time(j, "finished", t->finished_usec) < 0 ||
 	    add_string_or_null(j, "log_path", t->log_path) < 0)
 		return -ENOMEM;
+	/* a job on a cluster: its id, node, GPUs there, wait for resources, jobs lost */
+	if (t->job_id > 0 &&
+	    (json_add_number(j, "job_id", (double)t->job_id) < 0 || add_string_or_null(j, "node", t->job_node) < 0 ||
+	     add_string_or_null(j, "gpus", t->gpus) < 0 ||
+	     add_number_or_null(j, "pending_seconds", t->pending_seconds) < 0 ||
+	     json_add_number(j, "jobs_lost", t->job_lost) < 0))
+		return -ENOMEM;
 	*ret = TAKE_PTR(j);
 	return 0;
 }

@@ -83,19 +83,21 @@ static void section_title(struct report_doc *d, const struct report *r)
 		report_doc_note(d, "warning", "%s", d->plots->note);
 }
 
-static void host_rows(struct report_doc *d, const struct report *r)
+/* The host's facts; on a cluster, those of the coordinating host, where
+ * goodput and its probe ran. */
+static void host_rows(struct report_doc *d, const struct report *r, const char *label)
 {
 	const cJSON *it;
 
 	if (!r->host) {
-		report_doc_kv(d, "host", "not recorded");
+		report_doc_kv(d, label, "not recorded");
 		return;
 	}
 	cJSON_ArrayForEach(it, r->host)
 	{
 		char k[96];
 
-		snprintf(k, sizeof(k), "host: %s", it->string ? it->string : "?");
+		snprintf(k, sizeof(k), "%s: %s", label, it->string ? it->string : "?");
 		if (cJSON_IsString(it))
 			report_doc_kv(d, k, "%s", it->valuestring);
 		else if (cJSON_IsNumber(it))
@@ -129,6 +131,58 @@ static void spec_strings(struct report_doc *d, const struct report *r, const cha
 	report_doc_kv(d, label, "%s", text ? text : "");
 }
 
+/* A study on a cluster: where its servers ran — each node with its trials'
+ * count — and how long its jobs waited for their resources. */
+static void cluster_rows(struct report_doc *d, const struct report *r)
+{
+	const struct study *s = r->parsed;
+	const char *nodes[64];
+	unsigned counts[64], n = 0, jobs = 0, lost = 0;
+	double waited = 0, longest = 0;
+	char list[512];
+	size_t len = 0;
+
+	for (size_t i = 0; i < r->n_trials; i++) {
+		const struct store_trial *t = &r->trials[i].t;
+		unsigned k = 0;
+
+		lost += t->job_lost;
+		if (isfinite(t->pending_seconds)) {
+			jobs++;
+			waited += t->pending_seconds;
+			longest = MAX(longest, t->pending_seconds);
+		}
+		if (!t->job_node)
+			continue;
+		while (k < n && strcmp(nodes[k], t->job_node) != 0)
+			k++;
+		if (k == n && n < ELEMENTSOF(nodes)) {
+			nodes[n] = t->job_node;
+			counts[n++] = 0;
+		}
+		if (k < n)
+			counts[k]++;
+	}
+	list[0] = 0;
+	for (unsigned k = 0; k < n && len < sizeof(list); k++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s (%u trial%s)", k ? ", " : "", nodes[k],
+					counts[k], counts[k] == 1 ? "" : "s");
+	report_doc_kv(d, "deployment",
+		      "Slurm jobs%s%s%s%s, each asking --gres=gpu:TENSOR_PARALLEL; the probe ran on the probe host",
+		      s->deploy.partition ? " in partition " : "", s->deploy.partition ? s->deploy.partition : "",
+		      s->deploy.account ? ", account " : "", s->deploy.account ? s->deploy.account : "");
+	report_doc_kv(d, "server nodes", "%s", n ? list : "none recorded");
+	if (jobs)
+		report_doc_kv(d, "waiting for resources",
+			      "%.1f s per job on average, %.1f s at most (not counted as deploy time)", waited / jobs,
+			      longest);
+	if (lost)
+		report_doc_kv(d, "jobs the cluster ended",
+			      "%u (preempted, node failures, cancelled outside goodput): redone, never "
+			      "measured",
+			      lost);
+}
+
 static void section_scenario(struct report_doc *d, const struct report *r)
 {
 	const struct study *s = r->parsed;
@@ -146,12 +200,21 @@ static void section_scenario(struct report_doc *d, const struct report *r)
 			if (s->model.checkpoints[q])
 				report_doc_kv(d, "checkpoint", "%s: %s", study_quant_to_string((enum study_quant)q),
 					      s->model.checkpoints[q]);
-		report_doc_kv(d, "GPU", "%s, %u on the host, $%.4g per GPU-hour", s->gpu.type, s->gpu.count,
-			      s->gpu.price_per_gpu_hour);
+		if (s->deploy.method == STUDY_DEPLOY_SLURM)
+			report_doc_kv(d, "GPU",
+				      "%s, %u of the cluster at once (%u per node at most), $%.4g per GPU-hour",
+				      s->gpu.type, s->gpu.count, s->gpu.per_node, s->gpu.price_per_gpu_hour);
+		else
+			report_doc_kv(d, "GPU", "%s, %u on the host, $%.4g per GPU-hour", s->gpu.type, s->gpu.count,
+				      s->gpu.price_per_gpu_hour);
 		report_doc_kv(d, "scenario", "%s; cost counts %s tokens", opt_scenario_to_string(s->scenario),
 			      opt_cost_tokens_to_string(s->cost_tokens));
 	}
-	host_rows(d, r);
+	if (s && s->deploy.method == STUDY_DEPLOY_SLURM) {
+		cluster_rows(d, r);
+		host_rows(d, r, "probe host");
+	} else
+		host_rows(d, r, "host");
 	report_doc_kv(d, "search", "%s, seed %" PRIu64 ", NLopt %s", r->study.algorithm ? r->study.algorithm : "-",
 		      r->study.seed, r->study.nlopt_version ? r->study.nlopt_version : "-");
 	report_doc_kv(d, "submitted / started / finished", "%s / %s / %s",

@@ -208,6 +208,12 @@ static void job_ended(struct deployment *d, const struct slurm_job *job)
 		deploy_abort(d, DEPLOY_FAILURE_TIME_LIMIT,
 			     "job %" PRIu64 " reached its time limit (Slurm TIMEOUT; deploy.time_limit)", d->job_id);
 		return;
+	case SLURM_STATE_GONE:
+		deploy_abort(d, DEPLOY_FAILURE_LOST,
+			     "job %" PRIu64 " was ended by the cluster: it vanished from the queue (neither squeue nor "
+			     "sacct knows it): not the configuration's doing",
+			     d->job_id);
+		return;
 	default:
 		deploy_abort(d, DEPLOY_FAILURE_LOST,
 			     "job %" PRIu64 " was ended by the cluster (Slurm %s%s%s%s): not the configuration's doing",

@@ -222,7 +222,7 @@ static int read_job(const cJSON *job, struct slurm_job *j)
 		j->user_id = (int64_t)v;
 	get_exit(job, j);
 	get_times(job, j);
-	if (j->start_time > 4e9) /* a pending job's start is an estimate far away, not a start */
+	if (j->state == SLURM_STATE_PENDING) /* a pending job's start is the scheduler's estimate */
 		j->start_time = 0;
 	return 0;
 }

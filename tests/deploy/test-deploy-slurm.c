@@ -1,0 +1,336 @@
+/* The slurm deployer against Slurm's client commands as fake-slurm.py plays
+ * them (its jobs are real processes: the batch script goodput writes runs
+ * `goodput job-exec`, which starts goodput-sim on a port it picks): a job
+ * waits PENDING (its wait is no deploy time), runs, is READY at the address
+ * its launcher reported and stops with scancel; a server that exits is
+ * classified from its log; a job the cluster ends (NODE_FAIL), one it
+ * cancels and one the queue forgets are lost (not the configuration's
+ * doing); a job stopped while pending never runs; sbatch's refusal is a
+ * submit error; a deployment freed while its job runs cancels the job.
+ *
+ * Usage: test-deploy-slurm FAKE_SLURM GOODPUT GOODPUT_SIM */
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "child.h"
+#include "deploy-test-util.h"
+#include "deploy.h"
+#include "json-util.h"
+#include "slurm.h"
+#include "tests.h"
+#include "time-util.h"
+
+static char dir[] = "/tmp/goodput-test-deploy-slurm-XXXXXX";
+static const char *fake, *sim;
+static sd_event *event;
+static struct slurm_cluster *cluster;
+
+/* The fake's record of a job: its state as squeue prints it. */
+static void job_state(uint64_t id, char *buf, size_t size)
+{
+	char path[600];
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	const char *s = NULL;
+
+	snprintf(path, sizeof(path), "%s/fake/job-%" PRIu64 ".json", dir, id);
+	buf[0] = 0;
+	if (json_parse_file(path, 1 << 20, &j, NULL) < 0)
+		return;
+	if (json_get_string(j, "", "job_state", 64, &s, NULL) > 0)
+		snprintf(buf, size, "%s", s);
+}
+
+/* fake-slurm.py VERB ID [ARG] */
+static void fake_do(const char *verb, uint64_t id, const char *arg)
+{
+	char idtext[24];
+	char *argv[] = { (char *)fake, (char *)verb, idtext, (char *)arg, NULL };
+	struct child_options o = { .argv = argv, .output = CHILD_OUTPUT_INHERIT };
+	struct child_exit how;
+
+	snprintf(idtext, sizeof(idtext), "%" PRIu64, id);
+	CHECK(child_run(&o, &how, NULL) >= 0);
+	CHECK(child_exit_ok(&how));
+}
+
+struct run {
+	struct deploy_outcome o;
+	struct deployment *d;
+	char log[600];
+};
+
+/* A job running goodput-sim (or argv0 instead, with the same arguments). */
+static void start(struct run *r, const char *name, const char *argv0)
+{
+	char *argv[] = { (char *)(argv0 ? argv0 : sim),
+			 "serve",
+			 "--model",
+			 "llama-3.1-8b",
+			 "--gpu",
+			 "L40S",
+			 "--host",
+			 "127.0.0.1",
+			 "--port",
+			 ENGINE_PORT_PLACEHOLDER,
+			 NULL };
+	char *env[] = { "GOODPUT_TEST_MARK=" ENGINE_PORT_PLACEHOLDER, NULL };
+	struct engine_command cmd = { .argv = argv, .env = env };
+	struct deploy_config cfg = {
+		.command = &cmd,
+		.host = "127.0.0.1",
+		.health_path = "/health",
+		.health_interval_usec = 100 * USEC_PER_MSEC,
+		.startup_timeout_usec = 30 * USEC_PER_SEC,
+		.stop_timeout_usec = 5 * USEC_PER_SEC,
+		.cluster = cluster,
+		.job_name = name,
+		.job_comment = "goodput:test:1:1",
+		.job_gpus = 2,
+		.job_cpus = 1,
+		.partition = "gpu",
+		.time_limit_usec = 90 * USEC_PER_SEC,
+	};
+	struct error err = { 0 };
+
+	snprintf(r->log, sizeof(r->log), "%s/logs/%s.log", dir, name);
+	cfg.log_path = r->log;
+	r->o = (struct deploy_outcome){ 0 };
+	CHECK_MSG(deploy_start(event, STUDY_DEPLOY_SLURM, &cfg, deploy_test_on_event, &r->o, &r->d, &err) >= 0, "%s",
+		  err.msg);
+	CHECK_INT_EQ(deploy_get_state(r->d), DEPLOY_PENDING);
+}
+
+/* Runs until the deployment reports state (PENDING and STARTING may be
+ * passed by a later state). */
+static void wait_state(struct run *r, enum deploy_state state)
+{
+	uint64_t deadline = mono_usec() + 60 * USEC_PER_SEC;
+
+	while (deploy_get_state(r->d) != state && mono_usec() < deadline) {
+		r->o.done = false;
+		CHECK(sd_event_run(event, 100 * USEC_PER_MSEC) >= 0);
+		CHECK_MSG(deploy_get_state(r->d) != DEPLOY_FAILED || state == DEPLOY_FAILED, "failed: %s",
+			  deploy_get_message(r->d));
+	}
+	CHECK_MSG(deploy_get_state(r->d) == state, "state %s, waited for %s",
+		  deploy_state_to_string(deploy_get_state(r->d)), deploy_state_to_string(state));
+	/* and its callback */
+	while (!(r->o.done && r->o.state == state) && mono_usec() < deadline)
+		CHECK(sd_event_run(event, 100 * USEC_PER_MSEC) >= 0);
+}
+
+static char *slurp(const char *path)
+{
+	char *text = NULL;
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	CHECK(f);
+	CHECK(getdelim(&text, &n, 0, f) >= 0);
+	fclose(f);
+	return text;
+}
+
+/* PENDING for a while, then READY at the reported address; scancel stops it. */
+static void test_ready_and_stop(void)
+{
+	struct run r;
+	char state[32], expect[64];
+	_cleanup_(freep) char *log = NULL;
+	uint64_t id;
+
+	setenv("FAKE_SLURM_PENDING", "1.0", 1);
+	start(&r, "ready", NULL);
+	wait_state(&r, DEPLOY_PENDING);
+	id = deploy_get_job_id(r.d);
+	CHECK(id >= 100);
+	wait_state(&r, DEPLOY_READY);
+	CHECK_STR_EQ(deploy_get_node(r.d), "fakenode");
+	CHECK_STR_EQ(deploy_get_gpus(r.d), "0,1");
+	/* the second in the queue is no start-up time */
+	CHECK_MSG(deploy_get_pending_seconds(r.d) >= 0.9, "pending %.2f s", deploy_get_pending_seconds(r.d));
+	CHECK_MSG(deploy_get_startup_seconds(r.d) < deploy_get_pending_seconds(r.d) + 5, "start-up %.2f s",
+		  deploy_get_startup_seconds(r.d));
+	CHECK(deploy_get_base_url(r.d) && strncmp(deploy_get_base_url(r.d), "http://127.0.0.1:", 17) == 0);
+	log = slurp(r.log);
+	/* the sbatch line, the launcher's line; the port filled into argv and environment alike */
+	CHECK_STR_CONTAINS(log, "--gres=gpu:2");
+	CHECK_STR_CONTAINS(log, "--partition=gpu");
+	CHECK_STR_CONTAINS(log, "--time=0-00:02:00");
+	snprintf(expect, sizeof(expect), "job-exec: job %" PRIu64 " on fakenode (GPUs 0,1)", id);
+	CHECK_STR_CONTAINS(log, expect);
+	CHECK_INT_EQ(deploy_stop(r.d), 0);
+	wait_state(&r, DEPLOY_STOPPED);
+	job_state(id, state, sizeof(state));
+	CHECK_STR_EQ(state, "CANCELLED");
+	deploy_free(r.d);
+	printf("ready: job %" PRIu64 " pending ~1 s, READY, stopped with scancel\n", id);
+}
+
+/* A server that exits: its log decides the class. */
+static void test_server_exits(void)
+{
+	struct run r;
+
+	setenv("FAKE_SLURM_PENDING", "0.1", 1);
+	start(&r, "exits", "false");
+	wait_state(&r, DEPLOY_FAILED);
+	CHECK_INT_EQ(deploy_get_failure(r.d), DEPLOY_FAILURE_CRASHED);
+	CHECK_STR_CONTAINS(deploy_get_message(r.d), "Slurm FAILED, exit status 1");
+	deploy_free(r.d);
+	printf("exits: crashed, from its log\n");
+}
+
+/* The cluster takes a serving job away, or the queue forgets it: lost. */
+static void test_lost(const char *how)
+{
+	struct run r;
+	uint64_t id;
+
+	setenv("FAKE_SLURM_PENDING", "0.1", 1);
+	start(&r, how, NULL);
+	wait_state(&r, DEPLOY_READY);
+	id = deploy_get_job_id(r.d);
+	if (strcmp(how, "forget") == 0)
+		fake_do("forget", id, NULL);
+	else
+		fake_do("end", id, how);
+	wait_state(&r, DEPLOY_FAILED);
+	CHECK_MSG(deploy_get_failure(r.d) == DEPLOY_FAILURE_LOST, "%s: %s", how, deploy_get_message(r.d));
+	CHECK_STR_CONTAINS(deploy_get_message(r.d), "ended by the cluster");
+	printf("%s: lost: %s\n", how, deploy_get_message(r.d));
+	deploy_free(r.d);
+}
+
+/* Stopped while it waits: cancelled, it never runs. */
+static void test_stop_pending(void)
+{
+	struct run r;
+	char state[32];
+	uint64_t id;
+
+	setenv("FAKE_SLURM_PENDING", "hold", 1);
+	start(&r, "held", NULL);
+	wait_state(&r, DEPLOY_PENDING);
+	id = deploy_get_job_id(r.d);
+	CHECK(id > 0);
+	/* why it waits, once the queue was read */
+	for (uint64_t end = mono_usec() + 10 * USEC_PER_SEC; !deploy_get_pending_reason(r.d)[0] && mono_usec() < end;)
+		CHECK(sd_event_run(event, 100 * USEC_PER_MSEC) >= 0);
+	CHECK_STR_EQ(deploy_get_pending_reason(r.d), "Resources");
+	CHECK_INT_EQ(deploy_stop(r.d), 0);
+	wait_state(&r, DEPLOY_STOPPED);
+	CHECK(isnan(deploy_get_pending_seconds(r.d)));
+	job_state(id, state, sizeof(state));
+	CHECK_STR_EQ(state, "CANCELLED");
+	deploy_free(r.d);
+	printf("held: stopped while pending, cancelled\n");
+}
+
+/* A deployment freed while its job runs: the job does not outlive it. */
+static void test_free_running(void)
+{
+	struct run r;
+	char state[32];
+	uint64_t id;
+
+	setenv("FAKE_SLURM_PENDING", "0.1", 1);
+	start(&r, "freed", NULL);
+	wait_state(&r, DEPLOY_READY);
+	id = deploy_get_job_id(r.d);
+	deploy_free(r.d);
+	job_state(id, state, sizeof(state));
+	CHECK_STR_EQ(state, "CANCELLED");
+	printf("freed: job %" PRIu64 " cancelled on the spot\n", id);
+}
+
+/* sbatch refuses the job. */
+static void test_refused(void)
+{
+	struct run r;
+
+	setenv("FAKE_SLURM_REFUSE", "Invalid partition name specified", 1);
+	start(&r, "refused", NULL);
+	wait_state(&r, DEPLOY_FAILED);
+	CHECK_INT_EQ(deploy_get_failure(r.d), DEPLOY_FAILURE_SUBMIT);
+	CHECK_STR_CONTAINS(deploy_get_message(r.d), "Invalid partition name specified");
+	CHECK_INT_EQ(deploy_get_job_id(r.d), 0);
+	deploy_free(r.d);
+	unsetenv("FAKE_SLURM_REFUSE");
+	printf("refused: %s\n", "submit error");
+}
+
+static int rm(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+/* fake-slurm.py under each command's name, first in PATH with goodput's programs. */
+static void install_fake(const char *goodput)
+{
+	static const char *const names[] = { "sbatch", "squeue", "scancel", "sinfo", "sacct" };
+	_cleanup_(freep) char *gdir = strdup(goodput), *sdir = strdup(sim), *path = NULL;
+	char bin[600], link[700];
+
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	CHECK(mkdir(bin, 0755) == 0);
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		snprintf(link, sizeof(link), "%s/%s", bin, names[i]);
+		CHECK(symlink(fake, link) == 0);
+	}
+	CHECK(asprintf(&path, "%s:%s:%s:%s", bin, dirname(gdir), dirname(sdir), getenv("PATH")) > 0);
+	CHECK(setenv("PATH", path, 1) == 0);
+	snprintf(link, sizeof(link), "%s/fake", dir);
+	CHECK(setenv("FAKE_SLURM_DIR", link, 1) == 0);
+	snprintf(link, sizeof(link), "%s/logs", dir);
+	CHECK(mkdir(link, 0755) == 0);
+	snprintf(link, sizeof(link), "%s/ledger", dir);
+	CHECK(mkdir(link, 0755) == 0);
+	CHECK(setenv("GOODPUT_SIM_GPU_LEDGER", link, 1) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct slurm_options o = { .poll_interval_usec = 200 * USEC_PER_MSEC };
+	struct error err = { 0 };
+	char *goodput;
+
+	CHECK(argc == 4);
+	/* the jobs run in their own folder: every path absolute */
+	fake = realpath(argv[1], NULL);
+	sim = realpath(argv[3], NULL);
+	goodput = realpath(argv[2], NULL);
+	CHECK(fake && sim && goodput);
+	CHECK(mkdtemp(dir));
+	install_fake(goodput);
+	CHECK(child_block_sigchld() >= 0);
+	CHECK(sd_event_default(&event) >= 0);
+	CHECK_MSG(slurm_cluster_new(event, &o, &cluster, &err) >= 0, "%s", err.msg);
+
+	test_ready_and_stop();
+	test_server_exits();
+	test_lost("NODE_FAIL");
+	test_lost("PREEMPTED");
+	test_lost("CANCELLED");
+	test_lost("forget");
+	test_stop_pending();
+	test_free_running();
+	test_refused();
+
+	slurm_cluster_free(cluster);
+	sd_event_unref(event);
+	nftw(dir, rm, 16, FTW_DEPTH | FTW_PHYS);
+	free((char *)fake);
+	free((char *)sim);
+	free(goodput);
+	return 0;
+}

@@ -84,6 +84,7 @@ struct deployment {
 	char **sbatch_args;
 	unsigned job_gpus, job_cpus;
 	uint64_t job_memory_mib, time_limit_usec;
+	bool job_exclusive;
 
 	enum deploy_state state;
 	enum deploy_failure failure;
@@ -169,9 +170,10 @@ const char *deploy_job_script_text(void);
 /* Writes text to path through a temporary file and a rename. */
 int deploy_write_file_atomic(const char *path, const char *text, mode_t mode, struct error *err);
 /* The job file the launcher reads: the rendered argv and environment (with
- * ENGINE_PORT_PLACEHOLDER), the address to listen on and where to report. */
+ * ENGINE_PORT_PLACEHOLDER), the address to listen on, where to report and
+ * how many of the job's GPUs the server uses (0: all). */
 int deploy_job_file_write(const char *path, char *const *argv, char *const *env, const char *host,
-			  const char *address_file, struct error *err);
+			  const char *address_file, unsigned gpus, struct error *err);
 
 /* ---- pieces (deploy-util.c) ---- */
 

@@ -97,7 +97,7 @@ static cJSON *strv_to_json(char *const *v)
 }
 
 int deploy_job_file_write(const char *path, char *const *argv, char *const *env, const char *host,
-			  const char *address_file, struct error *err)
+			  const char *address_file, unsigned gpus, struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
 	_cleanup_(freep) char *text = NULL;
@@ -113,7 +113,8 @@ int deploy_job_file_write(const char *path, char *const *argv, char *const *env,
 		return error_set(err, -ENOMEM, "out of memory");
 	}
 	if (json_add_string(j, "host", host) < 0 || json_add_string(j, "address_file", address_file) < 0 ||
-	    json_add_string(j, "port_placeholder", ENGINE_PORT_PLACEHOLDER) < 0 || !(text = cJSON_Print(j)))
+	    json_add_string(j, "port_placeholder", ENGINE_PORT_PLACEHOLDER) < 0 ||
+	    (gpus && json_add_number(j, "gpus", gpus) < 0) || !(text = cJSON_Print(j)))
 		return error_set(err, -ENOMEM, "out of memory");
 	return deploy_write_file_atomic(path, text, 0644, err);
 }
@@ -124,6 +125,7 @@ struct job_file {
 	cJSON *json;
 	char **argv, **env; /* strings into json */
 	const char *host, *address_file, *placeholder;
+	uint32_t gpus;              /* the GPUs the server uses (0: all the job got) */
 	char **run_argv, **run_env; /* with the port filled in (owned) */
 };
 
@@ -174,6 +176,8 @@ static int job_file_read(const char *path, struct job_file *f, struct error *err
 		r = json_require_string(f->json, "", "address_file", 4096, &f->address_file, err);
 	if (r >= 0)
 		r = json_require_string(f->json, "", "port_placeholder", 64, &f->placeholder, err);
+	if (r >= 0)
+		r = json_get_u32(f->json, "", "gpus", 1, 1024, &f->gpus, err);
 	if (r < 0)
 		return error_prefix(err, r, "%s", path);
 	return 0;
@@ -268,6 +272,32 @@ static void url_host(const char *listen, char *buf, size_t size)
 	buf[size - 1] = 0;
 }
 
+/* A job with its node to itself (sbatch --exclusive) gets every GPU of the
+ * node, and Slurm's CUDA_VISIBLE_DEVICES lists them all: the server sees
+ * the first of them as many as the trial asked for. */
+static int keep_gpus(uint32_t n, struct error *err)
+{
+	_cleanup_(freep) char *list = NULL;
+	const char *v = getenv("CUDA_VISIBLE_DEVICES");
+	char *p;
+
+	if (!n || !v)
+		return 0;
+	list = strdup(v);
+	if (!list)
+		return error_set(err, -ENOMEM, "out of memory");
+	p = list;
+	for (uint32_t i = 0; p && i < n; i++)
+		if ((p = strchr(p, ',')) && i + 1 < n)
+			p++;
+	if (!p)
+		return 0;
+	*p = 0;
+	if (setenv("CUDA_VISIBLE_DEVICES", list, 1) < 0)
+		return error_set(err, -errno, "CUDA_VISIBLE_DEVICES: %s", strerror(errno));
+	return 0;
+}
+
 static int write_address(const struct job_file *f, const char *url, struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
@@ -303,6 +333,8 @@ int deploy_job_exec(const char *path, struct error *err)
 	int r;
 
 	r = job_file_read(path, &f, err);
+	if (r >= 0)
+		r = keep_gpus(f.gpus, err);
 	if (r < 0)
 		return r;
 	r = deploy_pick_free_port(f.host, &port, err);

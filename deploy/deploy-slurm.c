@@ -94,7 +94,7 @@ static int write_files(struct deployment *d, struct error *err)
 
 	if (unlink(j->address_file) < 0 && errno != ENOENT)
 		return error_set(err, -errno, "deploy: %s: %s", j->address_file, strerror(errno));
-	r = deploy_job_file_write(j->job_file, d->argv, d->env, d->host, j->address_file, err);
+	r = deploy_job_file_write(j->job_file, d->argv, d->env, d->host, j->address_file, d->job_gpus, err);
 	if (r >= 0)
 		r = deploy_write_file_atomic(j->script, deploy_job_script_text(), 0755, err);
 	return r;
@@ -159,6 +159,8 @@ static int sbatch_args(struct deployment *d, const char *dir, struct args *a)
 	args_add(a, "--cpus-per-task=%u", d->job_cpus ? d->job_cpus : 1);
 	if (d->job_memory_mib)
 		args_add(a, "--mem=%" PRIu64 "M", d->job_memory_mib);
+	if (d->job_exclusive)
+		args_add(a, "--exclusive");
 	if (d->partition)
 		args_add(a, "--partition=%s", d->partition);
 	if (d->account)

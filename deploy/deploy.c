@@ -211,6 +211,7 @@ static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 	d->job_gpus = cfg->job_gpus;
 	d->job_cpus = cfg->job_cpus;
 	d->job_memory_mib = cfg->job_memory_mib;
+	d->job_exclusive = cfg->job_exclusive;
 	d->time_limit_usec = cfg->time_limit_usec;
 	if (cfg->sbatch_args && !(d->sbatch_args = deploy_strv_copy((char *const *)cfg->sbatch_args)))
 		oom = true;

@@ -118,6 +118,7 @@ struct deploy_config {
 	const char *job_name, *job_comment;
 	unsigned job_gpus, job_cpus;
 	uint64_t job_memory_mib;
+	bool job_exclusive; /* the node to itself (sbatch --exclusive) */
 	const char *partition, *account;
 	uint64_t time_limit_usec;
 	const char *const *sbatch_args;

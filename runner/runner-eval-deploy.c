@@ -547,6 +547,8 @@ static int deploy_method_config(const struct runner_trial *t, struct deploy_conf
 		cfg->job_name = m->job_name;
 		cfg->job_comment = m->job_comment;
 		cfg->job_gpus = t->tp;
+		/* a confirmation of the answer is measured with its node to itself */
+		cfg->job_exclusive = t->proposal.alone;
 		cfg->job_cpus = r->profile->job_cpus;
 		cfg->job_memory_mib = (uint64_t)(r->profile->job_memory_gib * 1024 + 0.5);
 		cfg->partition = s->deploy.partition;

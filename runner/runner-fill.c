@@ -44,8 +44,12 @@ static unsigned n_running(const struct runner *r)
 	return n;
 }
 
+/* A confirmation alone holds the whole host (on a cluster only its node:
+ * nothing else starts then). */
 static bool alone_running(const struct runner *r)
 {
+	if (runner_alone_on_node(r))
+		return false;
 	for (size_t i = 0; i < r->n_trials; i++)
 		if (r->trials[i]->running && r->trials[i]->proposal.alone)
 			return true;
@@ -144,7 +148,7 @@ static void start_waiting(struct runner *r)
 			retry_at(r, t->not_before_usec);
 			continue;
 		}
-		if (t->proposal.alone && (n_running(r) > 0 || blocked)) {
+		if (t->proposal.alone && !runner_alone_on_node(r) && (n_running(r) > 0 || blocked)) {
 			r->gpus_reserved = ~UINT64_C(0);
 			r->head_waits = !blocked;
 			return;
@@ -154,12 +158,12 @@ static void start_waiting(struct runner *r)
 				  runner_probe_capacity(r));
 			return;
 		}
-		if (runner_slots_find(r, t->tp, t->gpus_before, r->gpus_reserved, &gpus) < 0) {
+		if (runner_slots_find(r, runner_trial_slots(t), t->gpus_before, r->gpus_reserved, &gpus) < 0) {
 			if (r->gpus_blocked)
 				retry_at(r, next_unblock(r));
 			if (!blocked) {
 				blocked = true;
-				r->gpus_reserved = runner_slots_reserve(r, t->tp);
+				r->gpus_reserved = runner_slots_reserve(r, runner_trial_slots(t));
 				r->head_waits = true;
 			} else
 				r->head_waits = false;

@@ -330,6 +330,11 @@ void runner_trial_remove(struct runner *r, struct runner_trial *t);
 /* ---- runner-slots.c ---- */
 
 unsigned runner_slots_free(const struct runner *r);
+/* Whether a confirmation alone holds one node (a cluster: Slurm studies,
+ * their dry runs too) rather than the whole host; the slots a trial holds
+ * (its TP, or a whole node for such a confirmation). */
+bool runner_alone_on_node(const struct runner *r);
+unsigned runner_trial_slots(const struct runner_trial *t);
 /* The GPUs tensor_parallel of c needs, and the least any configuration needs. */
 unsigned runner_config_tp(const struct runner *r, const struct opt_config *c);
 unsigned runner_min_tp(const struct runner *r);

@@ -40,6 +40,20 @@ static unsigned popcount(uint64_t m)
 	return (unsigned)__builtin_popcountll(m);
 }
 
+bool runner_alone_on_node(const struct runner *r)
+{
+	return r->study->deploy.method == STUDY_DEPLOY_SLURM;
+}
+
+unsigned runner_trial_slots(const struct runner_trial *t)
+{
+	const struct runner *r = t->runner;
+
+	if (t->proposal.alone && runner_alone_on_node(r))
+		return MIN(MAX(r->study->gpu.per_node, t->tp), r->n_gpus);
+	return t->tp;
+}
+
 unsigned runner_slots_free(const struct runner *r)
 {
 	return r->n_gpus - popcount((r->gpus_busy | r->gpus_blocked) & mask_of(0, r->n_gpus));

@@ -19,8 +19,11 @@ Shown, in order:
             mid-probe is classified (lost) and its trial redone, never
             measured; goodput is killed with SIGKILL mid-study, the jobs it
             left and one submitted but never recorded (found by its comment)
-            are cancelled by --resume; concurrent jobs had disjoint GPUs, no
-            server found its GPU busy; no job is left in the queue;
+            are cancelled by --resume; concurrent jobs had disjoint GPUs, each
+            server as many as its TP, no server found its GPU busy; the
+            answer's confirmation alone had its node to itself (sbatch
+            --exclusive, which gives a job all the node's GPUs: the server
+            still sees only its TP's); no job is left in the queue;
   answer    the cluster's answer is the local study's configuration (exec on
             an 8-GPU emulated host), or within 5 % of its cost.
 
@@ -399,10 +402,22 @@ def case_cluster(env, tmp, cluster):
             fail("trial %d: its server did not run on the GPUs recorded (%s):\n%s" % (t["seq"], t["gpus"], text[:800]))
         if " busy" in text:
             fail("trial %d: a server found its GPU busy:\n%s" % (t["seq"], text[-800:]))
+        tp = json.loads(t["knobs"])["tensor_parallel"]
+        if len(t["gpus"].split(",")) != tp:
+            fail("trial %d (TP %d) ran on GPUs %s" % (t["seq"], tp, t["gpus"]))
         at_once = sum(1 for u in ts if running(u)[0] <= running(t)[0] < running(u)[1])
         most = max(most, at_once)
     if most < 3:
         fail("at most %d trials ran at once on 8 GPUs" % most)
+    # the answer's confirmation alone: its job had the node to itself
+    alone = [t for t in ts if "confirm" in t["kind"] and "search-confirm" not in t["kind"]]
+    if not alone:
+        fail("the answer was never confirmed alone: %s" % [(t["seq"], t["kind"]) for t in ts])
+    for a in alone:
+        beside = [u["seq"] for u in ts if u is not a and u["job_node"] == a["job_node"]
+                  and running(u)[0] < running(a)[1] and running(a)[0] < running(u)[1]]
+        if beside:
+            fail("trial %d, a confirmation alone, shared its node with trials %s" % (a["seq"], beside))
     live = cluster.live_jobs()
     if live:
         fail("jobs left in the queue after the study: %s" % {i: j["name"] for i, j in live.items()})

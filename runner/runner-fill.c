@@ -5,7 +5,8 @@
  *  1. start the waiting trials in trial order: each needs free GPUs
  *     (packed by TP, runner-slots.c), fewer than budget.parallel trials
  *     running, room in the probe's capacity, and — for a confirmation of
- *     the answer — nothing else running (and nothing starts beside it).
+ *     the answer — nothing else running (and nothing starts beside it;
+ *     on a cluster: a whole node free, the rest goes on).
  *     The first that does not fit reserves the block it waits for, the one
  *     that drains first; those behind it start only outside that block,
  *     so a trial that needs the whole host gets it once it drains;
@@ -15,7 +16,8 @@
  *     proposals are recorded at once (state pending) and start as in 1;
  *  3. with nothing in flight and the planner done (or the wall-time budget
  *     spent), finish the study — once the answer was measured alone on the
- *     host, when trials ran side by side;
+ *     host, when trials ran side by side (on a cluster that measurement is
+ *     queued as soon as the planner is done);
  *  4. otherwise wait for trials to end; a dry run's evaluator moves its
  *     virtual clock to the next trial's end (runner-eval-dry.c).
  *
@@ -341,6 +343,22 @@ static bool confirm_alone(struct runner *r)
 	return true;
 }
 
+/* When to measure the answer alone: once nothing else runs; on a cluster,
+ * where it holds only a node, as soon as the search is done (the trials
+ * still in flight run on beside it, on other nodes; should one of them
+ * change the answer, the new one is measured alone once they ended). */
+static bool confirm_now(const struct runner *r)
+{
+	if (r->n_trials == 0)
+		return true;
+	if (!runner_alone_on_node(r) || r->n_trials >= RUNNER_ASK_MAX)
+		return false;
+	for (size_t i = 0; i < r->n_trials; i++)
+		if (r->trials[i]->proposal.alone)
+			return false;
+	return true;
+}
+
 void runner_plan(struct runner *r)
 {
 	bool spent;
@@ -373,7 +391,7 @@ void runner_plan(struct runner *r)
 	}
 	if (runner_failing(r) || r->asking || r->plan_waits_host)
 		return;
-	if (r->n_trials == 0 && !spent && r->planner_done && confirm_alone(r)) {
+	if (!spent && r->planner_done && confirm_now(r) && confirm_alone(r)) {
 		start_waiting(r);
 		if (r->evaluator->idle && !runner_failing(r))
 			r->evaluator->idle(r);

@@ -169,14 +169,10 @@ static int render_derived(const struct engine_profile *p, const struct engine_de
 	return 1;
 }
 
-int engine_profile_render(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
-			  struct engine_command *ret, struct error *err)
+/* Every knob is one the engine has a flag for, with a value that renders. */
+static int check_knobs(const struct engine_profile *p, const cJSON *knobs, struct error *err)
 {
-	_cleanup_(engine_command_done) struct engine_command c = { 0 };
-	size_t n_argv = 0, n_env = 0;
 	const cJSON *item;
-	char *s = NULL;
-	int r;
 
 	if (knobs && !cJSON_IsObject(knobs))
 		return error_set(err, -EINVAL, "knobs: expected an object");
@@ -192,9 +188,16 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 			return error_set(err, -EINVAL, "knob %s: \"%.64s\" would be taken for a flag", item->string,
 					 buf);
 	}
-	r = check_tensor_parallel(knobs, params->gpu_count, err);
-	if (r < 0)
-		return r;
+	return 0;
+}
+
+/* The profile's argv with its placeholders filled in. */
+static int render_base(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
+		       char ***argv, size_t *n, struct error *err)
+{
+	char *s = NULL;
+	int r;
+
 	for (size_t i = 0; i < p->n_argv; i++) {
 		char where[32];
 
@@ -206,11 +209,26 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 			free(s);
 		}
 		if (r >= 0)
-			r = push(&c.argv, &n_argv, TAKE_PTR(s));
+			r = push(argv, n, TAKE_PTR(s));
 		if (r < 0)
 			return r;
 	}
-	/* Flags in the profile's knob order, so that equal configurations render equally. */
+	return 0;
+}
+
+static int push_flag(char ***argv, size_t *n, const char *flag, const char *value)
+{
+	int r = push(argv, n, strdup(flag));
+
+	return r < 0 ? r : push(argv, n, strdup(value));
+}
+
+/* The knobs' flags in the profile's knob order, so that equal configurations
+ * render equally, then the flags derived from them. */
+static int render_knobs(const struct engine_profile *p, const cJSON *knobs, char ***argv, size_t *n, struct error *err)
+{
+	int r;
+
 	for (size_t i = 0; i < p->n_knobs; i++) {
 		const struct engine_knob *k = &p->knobs[i];
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, k->name);
@@ -218,7 +236,7 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 
 		if (!v)
 			continue;
-		(void)value_text(v, buf, sizeof(buf)); /* checked above */
+		(void)value_text(v, buf, sizeof(buf)); /* checked by check_knobs */
 		if (k->values) {
 			const cJSON *mapped = cJSON_GetObjectItemCaseSensitive(k->values, buf);
 
@@ -230,9 +248,7 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 			snprintf(buf, sizeof(buf), "%s", mapped->valuestring);
 		}
 		for (size_t f = 0; f < k->n_flags; f++) {
-			r = push(&c.argv, &n_argv, strdup(k->flags[f]));
-			if (r >= 0)
-				r = push(&c.argv, &n_argv, strdup(buf));
+			r = push_flag(argv, n, k->flags[f], buf);
 			if (r < 0)
 				return r;
 		}
@@ -241,29 +257,68 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 		char buf[64];
 
 		r = render_derived(p, &p->derived[i], knobs, buf, sizeof(buf), err);
-		if (r < 0)
-			return r;
 		if (r == 0)
 			continue;
-		r = push(&c.argv, &n_argv, strdup(p->derived[i].flag));
-		if (r >= 0)
-			r = push(&c.argv, &n_argv, strdup(buf));
+		if (r > 0)
+			r = push_flag(argv, n, p->derived[i].flag, buf);
 		if (r < 0)
 			return r;
 	}
-	/* the operator's: the program, and fixed flags after all of the profile's */
-	if (params->binary && c.argv) {
-		s = strdup(params->binary);
+	return 0;
+}
+
+/* The operator's: the program, and fixed flags after all of the profile's. */
+static int render_operator(const struct engine_render_params *params, char ***argv, size_t *n)
+{
+	int r;
+
+	if (params->binary && *argv) {
+		char *s = strdup(params->binary);
+
 		if (!s)
 			return -ENOMEM;
-		free(c.argv[0]);
-		c.argv[0] = TAKE_PTR(s);
+		free((*argv)[0]);
+		(*argv)[0] = s;
 	}
 	for (size_t i = 0; params->extra_args && params->extra_args[i]; i++) {
-		r = push(&c.argv, &n_argv, strdup(params->extra_args[i]));
+		r = push(argv, n, strdup(params->extra_args[i]));
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+/* The trial's GPUs in the profile's gpu_env (CUDA_VISIBLE_DEVICES=0,1). */
+static int render_gpu_env(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
+			  char ***env, size_t *n, struct error *err)
+{
+	const cJSON *tp = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_TENSOR_PARALLEL);
+	double v = cJSON_IsNumber(tp) && tp->valuedouble >= 1 ? tp->valuedouble : 1;
+	char list[512], *kv = NULL;
+	size_t len = 0;
+	unsigned g;
+
+	if (v > 64) /* before the cast: a huge double does not fit an unsigned */
+		return error_set(err, -EINVAL, "knob tensor_parallel: %g GPUs is too many", v);
+	g = (unsigned)v;
+	if (params->devices && params->n_devices != g)
+		return error_set(err, -EINVAL, "knob tensor_parallel: %u GPUs, but the trial was given %u", g,
+				 params->n_devices);
+	for (unsigned i = 0; i < g; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", i ? "," : "",
+					params->devices ? params->devices[i] : i);
+	if (asprintf(&kv, "%s=%s", p->gpu_env, list) < 0)
+		return -ENOMEM;
+	return push(env, n, kv);
+}
+
+/* The profile's environment, then the trial's GPUs. */
+static int render_env(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
+		      char ***env, size_t *n, struct error *err)
+{
+	const cJSON *item;
+	int r;
+
 	cJSON_ArrayForEach(item, p->env)
 	{
 		char where[128], *val = NULL, *kv = NULL;
@@ -276,38 +331,43 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 		free(val);
 		if (r < 0)
 			return -ENOMEM;
-		r = push(&c.env, &n_env, kv);
+		r = push(env, n, kv);
 		if (r < 0)
 			return r;
 	}
 	if (p->gpu_env && !params->port_text) {
-		const cJSON *tp = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_TENSOR_PARALLEL);
-		double v = cJSON_IsNumber(tp) && tp->valuedouble >= 1 ? tp->valuedouble : 1;
-		char list[512];
-		size_t len = 0;
-		unsigned n;
-
-		if (v > 64) /* before the cast: a huge double does not fit an unsigned */
-			return error_set(err, -EINVAL, "knob tensor_parallel: %g GPUs is too many", v);
-		n = (unsigned)v;
-		if (params->devices && params->n_devices != n)
-			return error_set(err, -EINVAL, "knob tensor_parallel: %u GPUs, but the trial was given %u", n,
-					 params->n_devices);
-		for (unsigned g = 0; g < n; g++)
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", g ? "," : "",
-						params->devices ? params->devices[g] : g);
-		char *kv = NULL;
-		if (asprintf(&kv, "%s=%s", p->gpu_env, list) < 0)
-			return -ENOMEM;
-		r = push(&c.env, &n_env, kv);
+		r = render_gpu_env(p, params, knobs, env, n, err);
 		if (r < 0)
 			return r;
 	}
-	if (!c.env) {
-		c.env = calloc(1, sizeof(char *));
-		if (!c.env)
+	if (!*env) {
+		*env = calloc(1, sizeof(char *));
+		if (!*env)
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+int engine_profile_render(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
+			  struct engine_command *ret, struct error *err)
+{
+	_cleanup_(engine_command_done) struct engine_command c = { 0 };
+	size_t n_argv = 0, n_env = 0;
+	int r;
+
+	r = check_knobs(p, knobs, err);
+	if (r >= 0)
+		r = check_tensor_parallel(knobs, params->gpu_count, err);
+	if (r >= 0)
+		r = render_base(p, params, knobs, &c.argv, &n_argv, err);
+	if (r >= 0)
+		r = render_knobs(p, knobs, &c.argv, &n_argv, err);
+	if (r >= 0)
+		r = render_operator(params, &c.argv, &n_argv);
+	if (r >= 0)
+		r = render_env(p, params, knobs, &c.env, &n_env, err);
+	if (r < 0)
+		return r;
 	*ret = c;
 	c = (struct engine_command){ 0 };
 	return 0;

@@ -690,7 +690,9 @@ def case_setup():
              "max_model_len": [4096]}
     two = {"type": "L40S", "count": 2, "price_per_gpu_hour": 0.99}
     cases = [
-        ("missing", dict(engine="sim-missing"), "cannot run goodput-sim-not-installed: No such file or directory"),
+        # a budget of 3: the study is resumed below once the engine is there
+        ("missing", dict(engine="sim-missing", budget={"max_trials": 3}),
+         "cannot run goodput-sim-not-installed: No such file or directory"),
         ("noexec", dict(engine="sim-noexec"), "engine-noexec: Permission denied"),
         ("wrapper", dict(engine="sim-wrapper"), "exited with status 127"),
         ("model", dict(model={"name": "llama-3.1-8b", "checkpoints": {"awq": "/nonexistent/llama-3.1-8b-awq"}},
@@ -740,7 +742,6 @@ def case_setup():
     os.symlink(os.path.abspath(SIM), os.path.join(bindir, "goodput-sim-not-installed"))
     env = dict(ENV, PATH=bindir + os.pathsep + ENV["PATH"])
     db = os.path.join(TMP, "setup-missing.db")
-    spec = study("setup-missing", engine="sim-missing", search_space=space, budget={"max_trials": 3})
     p = subprocess.run([GOODPUT, "tune", "--engines-dir", engines, "--log-dir", os.path.join(TMP, "logs"), "--resume",
                         "setup-missing", "--db", db], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=300)

@@ -170,6 +170,7 @@ static void never_met(const struct study *s, const struct probe_load_point *pts,
 {
 	const struct probe_load_point *c = NULL;
 	char sla[128], shortfall[320] = "", why[256] = "";
+	int k;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct probe_result *r = &pts[i].result;
@@ -188,12 +189,14 @@ static void never_met(const struct study *s, const struct probe_load_point *pts,
 	}
 	(void)probe_sla_shortfall(c->requests, c->n_requests, &s->sla, shortfall, sizeof(shortfall));
 	probe_result_format_failures(&c->result, why, sizeof(why));
-	snprintf(res->message, sizeof(res->message),
-		 "no load met the SLA (%s) in %zu load points; closest %s%.4g req/s%s: %.1f%% good: %s%s%s", sla, n,
-		 c->saturation ? "with every request at once, " : "at ",
-		 c->saturation ? c->result.request_throughput : c->result.request_rate,
-		 c->saturation ? " completed" : "", c->result.attainment * 100, shortfall, why[0] ? "; failed: " : "",
-		 why);
+	k = snprintf(res->message, sizeof(res->message),
+		     "no load met the SLA (%s) in %zu load points; closest %s%.4g req/s%s: %.1f%% good: %s%s%s", sla, n,
+		     c->saturation ? "with every request at once, " : "at ",
+		     c->saturation ? c->result.request_throughput : c->result.request_rate,
+		     c->saturation ? " completed" : "", c->result.attainment * 100, shortfall,
+		     why[0] ? "; failed: " : "", why);
+	if (k >= (int)sizeof(res->message))
+		log_debug("the closest attempt's message was cut at %zu bytes", sizeof(res->message) - 1);
 }
 
 static void classify_probe(struct runner_trial *t, int result)

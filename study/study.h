@@ -211,7 +211,7 @@ struct study_edge {
 	double sla_ratio;             /* the worst latency/bound ratio at `at` (0: no evidence, or offline) */
 	bool sla_binding;             /* an SLA bound is within 20 % of its limit there (ratio >= 0.8) */
 	bool widen;        /* a wider range may be cheaper: up where the SLA does not bind, down where it does */
-	char limiter[256]; /* what limits goodput there, with the figures */
+	char limiter[512]; /* what limits goodput there, with the figures */
 };
 
 /* Whether best (a configuration of space, the study's or a widened one) is

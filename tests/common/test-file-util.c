@@ -212,6 +212,7 @@ static void test_write_all(void)
 				bad += chunk[i] != (char)((got + (size_t)i) * 7);
 			got += (size_t)k;
 		}
+		free(buf);
 		_exit(got == len && bad == 0 ? 0 : 1);
 	}
 	close(fd[0]);

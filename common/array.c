@@ -18,7 +18,9 @@ int array_grow(void **a, size_t *cap, size_t n, size_t size)
 			return -ENOMEM;
 		c *= 2;
 	}
-	p = reallocarray(*a, c, size);
+	if (size > 0 && c > SIZE_MAX / size)
+		return -ENOMEM;
+	p = realloc(*a, c * size);
 	if (!p)
 		return -ENOMEM;
 	memset((char *)p + *cap * size, 0, (c - *cap) * size);

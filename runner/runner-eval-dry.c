@@ -275,6 +275,12 @@ static int read_answer(struct runner_trial *t, struct child *c, const struct chi
 			 w->num_prompts, (unsigned)(RUNNER_DRY_MEMORY_MAX >> 20), t->seq);
 		return -ENOMEM;
 	}
+	if (code == -E2BIG) {
+		/* past the workload's own caps: the study key that set its size */
+		snprintf(msg, size, "workload.num_prompts: %u prompts are too many for a dry run: %.*s", w->num_prompts,
+			 (int)strcspn(text + n, "\n"), text + n);
+		return code;
+	}
 	if (code < 0) {
 		snprintf(msg, size, "%s", text + n);
 		msg[strcspn(msg, "\n")] = 0;

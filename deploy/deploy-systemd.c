@@ -345,6 +345,32 @@ const struct deploy_ops deploy_systemd_ops = {
 };
 /* clang-format on */
 
+/* Polls until unit is no longer loaded or has stopped (inactive or failed):
+ * 0, -ETIMEDOUT after timeout_usec, or -errno from the bus. */
+static int wait_unit_gone(sd_bus *bus, const char *unit, uint64_t timeout_usec)
+{
+	uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
+
+	for (;;) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		_cleanup_(freep) char *path = NULL, *state = NULL;
+		int r;
+
+		r = sd_bus_path_encode(SD_PATH "/unit", unit, &path);
+		if (r < 0)
+			return r;
+		r = sd_bus_get_property_string(bus, SD_DEST, path, "org.freedesktop.systemd1.Unit", "ActiveState", &e,
+					       &state);
+		sd_bus_error_free(&e);
+		/* an unknown unit (collected) answers with an error or as inactive */
+		if (r < 0 || strcmp(state, "inactive") == 0 || strcmp(state, "failed") == 0)
+			return 0;
+		if (now_usec(CLOCK_MONOTONIC) >= deadline)
+			return -ETIMEDOUT;
+		(void)usleep(50 * 1000);
+	}
+}
+
 int deploy_stop_orphan_unit(const char *unit, bool user_bus)
 {
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -364,6 +390,9 @@ int deploy_stop_orphan_unit(const char *unit, bool user_bus)
 		sd_bus_error_free(&e);
 		return missing ? 0 : r;
 	}
+	/* StopUnit only queues the stop: wait until the unit is gone, so that a
+	 * trial redone at once can start a unit of the same name */
+	(void)wait_unit_gone(bus, unit, 15 * USEC_PER_SEC);
 	(void)sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "ResetFailedUnit", NULL, NULL, "s", unit);
 	return 1;
 }

@@ -222,9 +222,10 @@ bool deploy_port_accepts(const char *host, uint16_t port);
  * pgid or 1. */
 int deploy_kill_orphan(int64_t pgid);
 /* Stops a unit left over from an earlier run (by its recorded name) on the
- * system or user bus, waiting for nothing (blocking D-Bus call of at most a
- * few seconds; for start-up only). Only names starting with "goodput-" are
- * touched. Returns 1 when it was loaded, 0 when not. */
+ * system or user bus and waits until it has stopped (at most 15 s), so that
+ * a trial redone at once can start a unit of that name: blocking, for
+ * start-up only. Only names starting with "goodput-" are touched. Returns 1
+ * when it was loaded, 0 when not. */
 int deploy_stop_orphan_unit(const char *unit, bool user_bus);
 
 /* The last max_lines lines of a file from offset on (at most 64 KiB are

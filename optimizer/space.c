@@ -664,34 +664,34 @@ int opt_space_widen_json(cJSON *search_space, const char *knob, bool upper, int6
 			 int64_t *ret_min, int64_t *ret_max)
 {
 	cJSON *k = range_object(search_space, knob), *scale, *stepj;
-	int64_t min, max, step;
-	bool log2 = false;
+	int64_t old_min, old_max, min, max, step;
 
 	if (!k)
 		return -EINVAL;
-	min = (int64_t)cJSON_GetObjectItemCaseSensitive(k, "min")->valuedouble;
-	max = (int64_t)cJSON_GetObjectItemCaseSensitive(k, "max")->valuedouble;
+	min = old_min = (int64_t)cJSON_GetObjectItemCaseSensitive(k, "min")->valuedouble;
+	max = old_max = (int64_t)cJSON_GetObjectItemCaseSensitive(k, "max")->valuedouble;
 	scale = cJSON_GetObjectItemCaseSensitive(k, "scale");
 	stepj = cJSON_GetObjectItemCaseSensitive(k, "step");
-	log2 = cJSON_IsString(scale) && strcmp(scale->valuestring, "log2") == 0;
 	step = cJSON_IsNumber(stepj) ? (int64_t)stepj->valuedouble : 1;
-	if (log2) {
+	if (step < 1)
+		return -EINVAL;
+	if (cJSON_IsString(scale) && strcmp(scale->valuestring, "log2") == 0) {
 		if (upper)
 			max = max <= upper_limit / 2 ? max * 2 : max;
 		else
 			min = min % 2 == 0 && min / 2 >= MAX(lower_limit, 1) ? min / 2 : min;
 	} else {
-		int64_t grow = MAX(step, (max - min) / step * step);
+		/* as many steps as the range holds, fewer where the limit is
+		 * nearer, none where the range is already past it */
+		int64_t steps = MAX(1, (max - min) / step);
+		int64_t room = upper ? (upper_limit - max) / step : (min - lower_limit) / step;
 
 		if (upper)
-			max += MAX(0, (upper_limit - max) / step) >= grow / step ? grow
-										 : (upper_limit - max) / step * step;
+			max += CLAMP(room, 0, steps) * step;
 		else
-			min -= MAX(0, (min - lower_limit) / step) >= grow / step ? grow
-										 : (min - lower_limit) / step * step;
+			min -= CLAMP(room, 0, steps) * step;
 	}
-	if (min == (int64_t)cJSON_GetObjectItemCaseSensitive(k, "min")->valuedouble &&
-	    max == (int64_t)cJSON_GetObjectItemCaseSensitive(k, "max")->valuedouble)
+	if (min == old_min && max == old_max)
 		return -ERANGE;
 	if (opt_space_set_range_json(search_space, knob, min, max) < 0)
 		return -EINVAL;

@@ -153,6 +153,18 @@ static void test_widen_json(void)
 	CHECK_INT_EQ(opt_space_widen_json(j, "max_num_batched_tokens", false, 16, 100000, &min, &max), 0);
 	CHECK(min == 500 && max == 5000);
 	CHECK_INT_EQ(opt_space_widen_json(j, "quantization", true, 1, 2, &min, &max), -EINVAL);
+	/* a range already past the engine's limit stays as it is: nothing of
+	 * the old grid is dropped, on either scale and at either end */
+	CHECK_INT_EQ(opt_space_widen_json(j, "max_num_batched_tokens", true, 16, 3000, &min, &max), -ERANGE);
+	CHECK_INT_EQ(opt_space_widen_json(j, "max_num_batched_tokens", false, 1000, 100000, &min, &max), -ERANGE);
+	CHECK_INT_EQ(opt_space_widen_json(j, "max_num_seqs", true, 1, 64, &min, &max), -ERANGE);
+	CHECK_INT_EQ(opt_space_widen_json(j, "max_num_seqs", false, 8, 1024, &min, &max), -ERANGE);
+	{
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "max_num_batched_tokens");
+
+		CHECK(cJSON_GetObjectItemCaseSensitive(b, "min")->valuedouble == 500);
+		CHECK(cJSON_GetObjectItemCaseSensitive(b, "max")->valuedouble == 5000);
+	}
 }
 
 int main(void)

@@ -293,34 +293,11 @@ static int run_order(const struct bench_space *bs, double sigma, uint64_t seed, 
 	return r == -ENOSPC ? 0 : r;
 }
 
-/* The start space's allowed configurations as truth indices, grid order. */
-static int start_configs(const struct bench_space *bs, size_t **ret, size_t *ret_n)
-{
-	const struct opt_space *s = bench_space_start(bs);
-	_cleanup_(freep) struct opt_config *all = NULL;
-	_cleanup_(freep) size_t *v = NULL;
-	size_t n = 0, m = 0;
-	int r;
-
-	r = opt_space_enumerate(s, &all, &n);
-	if (r < 0)
-		return r;
-	v = calloc(n ? n : 1, sizeof(size_t));
-	if (!v)
-		return -ENOMEM;
-	for (size_t k = 0; k < n; k++) {
-		ssize_t i = bench_space_lookup(bs, s, &all[k]);
-
-		if (i >= 0)
-			v[m++] = (size_t)i;
-	}
-	*ret = TAKE_PTR(v);
-	*ret_n = m;
-	return 0;
-}
-
 static const struct opt_space *grid_space;
 
+/* vLLM auto_tune's grid order: for each quantization × TP combination (as
+ * the spec lists them), max_num_seqs ascending, then max_num_batched_tokens
+ * ascending. */
 static int auto_tune_cmp(const void *a, const void *b)
 {
 	static const char *const order[] = { OPT_KNOB_QUANTIZATION, OPT_KNOB_TENSOR_PARALLEL, OPT_KNOB_MAX_NUM_SEQS,
@@ -336,7 +313,9 @@ static int auto_tune_cmp(const void *a, const void *b)
 	return memcmp(x, y, sizeof(*x));
 }
 
-int bench_grid_order(const struct bench_space *bs, size_t **ret, size_t *ret_n)
+/* The start space's allowed configurations as truth indices: in grid order,
+ * or vLLM auto_tune's (auto_tune_cmp) when auto_tune is set. */
+static int start_configs(const struct bench_space *bs, bool auto_tune, size_t **ret, size_t *ret_n)
 {
 	const struct opt_space *s = bench_space_start(bs);
 	_cleanup_(freep) struct opt_config *all = NULL;
@@ -347,8 +326,10 @@ int bench_grid_order(const struct bench_space *bs, size_t **ret, size_t *ret_n)
 	r = opt_space_enumerate(s, &all, &n);
 	if (r < 0)
 		return r;
-	grid_space = s;
-	qsort(all, n, sizeof(all[0]), auto_tune_cmp);
+	if (auto_tune) {
+		grid_space = s;
+		qsort(all, n, sizeof(all[0]), auto_tune_cmp);
+	}
 	v = calloc(n ? n : 1, sizeof(size_t));
 	if (!v)
 		return -ENOMEM;
@@ -376,7 +357,7 @@ int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, u
 	case BENCH_RANDOM: {
 		struct bench_rng rng = { seed * 104729 + 3 };
 
-		r = start_configs(bs, &order, &n);
+		r = start_configs(bs, false, &order, &n);
 		if (r < 0)
 			return r;
 		for (size_t i = n; i > 1; i--) {
@@ -388,7 +369,7 @@ int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, u
 		return run_order(bs, sigma, seed, order, n, t);
 	}
 	case BENCH_GRID:
-		r = bench_grid_order(bs, &order, &n);
+		r = start_configs(bs, true, &order, &n);
 		if (r < 0)
 			return r;
 		return run_order(bs, sigma, seed, order, n, t);

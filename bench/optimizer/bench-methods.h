@@ -59,12 +59,6 @@ const char *bench_method_name(enum bench_method m);
 int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, uint64_t seed, struct bench_trace *t,
 	      struct error *err);
 
-/* The allowed configurations of the start space in vLLM auto_tune's order:
- * for each quantization × TP combination (as the spec lists them),
- * max_num_seqs ascending, then max_num_batched_tokens ascending. Truth
- * indices; the caller frees *ret. */
-int bench_grid_order(const struct bench_space *bs, size_t **ret, size_t *ret_n);
-
 /* ---- bench-serve.c: the evaluator over a pipe ---- */
 
 /* Serves one run on (in, out): a line describing the space, then one JSON

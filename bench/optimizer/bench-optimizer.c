@@ -32,6 +32,7 @@
 #include "bench-methods.h"
 #include "json-util.h"
 #include "macro.h"
+#include "parse.h"
 
 #define TARGET        0.02
 #define NOT_REACHED   1e9
@@ -327,36 +328,25 @@ int main(int argc, char **argv)
 		{ "max-deployments", required_argument, NULL, 'M' },
 		{ 0 },
 	};
-	struct opts o = { .seeds = 21,
-			  .sigma = 0.03,
-			  .python = "/usr/bin/python3",
-			  .source_root = BENCH_SOURCE_ROOT,
-			  .max_deployments = 150 };
-	long only = -1, serve = -1;
-	uint64_t seed = 0;
+	struct opts o = { .seeds = 21, .sigma = 0.03, .python = "/usr/bin/python3", .source_root = BENCH_SOURCE_ROOT };
+	int64_t only = -1, serve = -1;
+	uint64_t seed = 0, max_deployments = 150;
+	struct error err = { 0 };
 	bool no_cache = false;
 	char exe[4096];
 	_cleanup_(cJSON_Deletep) cJSON *out = NULL;
-	int c, missed = 0;
+	int c, r = 0, missed = 0;
 	ssize_t n;
 
 	for (int m = 0; m < _BENCH_METHOD_MAX; m++)
 		o.methods[m] = true;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+	while (r >= 0 && (c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
 		switch (c) {
 		case 's':
-			o.seeds = (unsigned)strtoul(optarg, NULL, 10);
-			if (o.seeds < 1 || o.seeds > 100000) {
-				fprintf(stderr, "--seeds: expected 1..100000, got \"%s\"\n", optarg);
-				return 2;
-			}
+			r = parse_u32("--seeds", optarg, 1, 100000, &o.seeds, &err);
 			break;
 		case 'n':
-			o.sigma = strtod(optarg, NULL);
-			if (!(o.sigma >= 0 && o.sigma <= 1)) {
-				fprintf(stderr, "--sigma: expected 0..1, got \"%s\"\n", optarg);
-				return 2;
-			}
+			r = parse_double("--sigma", optarg, 0, 1, &o.sigma, &err);
 			break;
 		case 'S':
 			o.sim = true;
@@ -374,11 +364,10 @@ int main(int argc, char **argv)
 			o.dump = true;
 			break;
 		case 'm':
-			if (parse_methods(optarg, o.methods) < 0) {
-				fprintf(stderr, "--methods: expected a list of search,random,grid,tpe, got \"%s\"\n",
-					optarg);
-				return 2;
-			}
+			r = parse_methods(optarg, o.methods);
+			if (r < 0)
+				error_set(&err, r, "--methods: expected a list of search,random,grid,tpe, got \"%s\"",
+					  optarg);
 			break;
 		case 'T':
 			o.tpe_script = optarg;
@@ -387,23 +376,19 @@ int main(int argc, char **argv)
 			o.python = optarg;
 			break;
 		case 'i':
-			only = strtol(optarg, NULL, 10);
+			r = parse_i64("--space", optarg, 0, 999, &only, &err);
 			break;
 		case 'v':
-			serve = strtol(optarg, NULL, 10);
+			r = parse_i64("--serve", optarg, 0, 999, &serve, &err);
 			break;
 		case 'e':
-			seed = strtoull(optarg, NULL, 10);
+			r = parse_u64("--seed", optarg, 0, UINT64_MAX, &seed, &err);
 			break;
 		case 'R':
 			o.source_root = optarg;
 			break;
 		case 'M':
-			o.max_deployments = (size_t)strtoul(optarg, NULL, 10);
-			if (o.max_deployments < 1) {
-				fprintf(stderr, "--max-deployments: expected a positive number, got \"%s\"\n", optarg);
-				return 2;
-			}
+			r = parse_u64("--max-deployments", optarg, 1, 1000000, &max_deployments, &err);
 			break;
 		case 'h':
 			help();
@@ -411,6 +396,11 @@ int main(int argc, char **argv)
 		default:
 			return 2;
 		}
+	if (r < 0) {
+		fprintf(stderr, "bench-optimizer: %s\n", error_str(&err, r));
+		return 2;
+	}
+	o.max_deployments = (size_t)max_deployments;
 	/* the cache and the TPE script's --serve both need this program's path */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
@@ -434,10 +424,10 @@ int main(int argc, char **argv)
 
 	if (serve >= 0) {
 		struct bench_space *bs = NULL;
-		struct error err = { 0 };
-		int r = (size_t)serve < bench_n_spaces(o.sim)
-				? bench_space_new((size_t)serve, o.sim, o.source_root, o.cache_dir, &bs, &err)
-				: error_set(&err, -EINVAL, "--serve: no landscape %ld", serve);
+
+		r = (size_t)serve < bench_n_spaces(o.sim)
+			    ? bench_space_new((size_t)serve, o.sim, o.source_root, o.cache_dir, &bs, &err)
+			    : error_set(&err, -EINVAL, "--serve: no landscape %" PRId64, serve);
 
 		if (r >= 0)
 			r = bench_serve(bs, o.sigma, seed, o.max_deployments, STDIN_FILENO, STDOUT_FILENO, &err);
@@ -460,8 +450,6 @@ int main(int argc, char **argv)
 			     : "the synthetic model");
 	for (size_t i = 0; i < bench_n_spaces(o.sim); i++) {
 		struct bench_space *bs = NULL;
-		struct error err = { 0 };
-		int r;
 
 		if (only >= 0 && (size_t)only != i)
 			continue;

@@ -35,6 +35,7 @@
 #include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
+#include "parse.h"
 #include "store.h"
 #include "study.h"
 #include "twin.h"
@@ -409,9 +410,10 @@ int main(int argc, char **argv)
 	_cleanup_(freep) double *to = NULL;
 	unsigned n_run = 0, reached = 0, false_fallbacks = 0, fallbacks = 0, deployments = 0, started = 0;
 	double med;
-	int c;
+	struct error err = { 0 };
+	int c, r = 0;
 
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0) {
+	while (r >= 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) >= 0) {
 		switch (c) {
 		case 'g':
 			o.goodput = optarg;
@@ -423,19 +425,19 @@ int main(int argc, char **argv)
 			o.engines_dir = optarg;
 			break;
 		case 'i':
-			o.instances = (unsigned)strtoul(optarg, NULL, 10);
+			r = parse_u32("--instances", optarg, 1, 1000, &o.instances, &err);
 			break;
 		case 'b':
-			o.budget = (unsigned)strtoul(optarg, NULL, 10);
+			r = parse_u32("--budget", optarg, 3, 1000, &o.budget, &err);
 			break;
 		case 'p':
-			o.prompts = (unsigned)strtoul(optarg, NULL, 10);
+			r = parse_u32("--prompts", optarg, 8, 100000, &o.prompts, &err);
 			break;
 		case 'w':
 			o.work_dir = optarg;
 			break;
 		case 'c':
-			o.check_median = strtod(optarg, NULL);
+			r = parse_double("--check-median", optarg, 0, 1000, &o.check_median, &err);
 			break;
 		case 'h':
 			help();
@@ -444,9 +446,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.goodput || !o.sim || !o.engines_dir || o.instances == 0 || o.budget < 3 || o.prompts < 8) {
-		fprintf(stderr, "bench-twin-real: --goodput, --sim-dir and --engines-dir are required; "
-				"--instances >= 1, --budget >= 3, --prompts >= 8\n");
+	if (r < 0) {
+		fprintf(stderr, "bench-twin-real: %s\n", error_str(&err, r));
+		return 2;
+	}
+	if (!o.goodput || !o.sim || !o.engines_dir) {
+		fprintf(stderr, "bench-twin-real: --goodput, --sim-dir and --engines-dir are required\n");
 		return 2;
 	}
 	if (!o.work_dir) {
@@ -470,9 +475,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	for (unsigned i = 0; i < o.instances; i++) {
 		struct result res;
-		struct error err = { 0 };
-		int r = run_instance(&o, i, &res, &err);
 
+		r = run_instance(&o, i, &res, &err);
 		if (r < 0) {
 			fprintf(stderr, "instance %u: %s\n", i, error_str(&err, r));
 			return 1;

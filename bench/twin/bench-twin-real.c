@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-twin-gpu.h"
 #include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
@@ -44,10 +45,6 @@ extern char **environ;
 
 #define TARGET      0.02
 #define NOT_REACHED 1e9
-
-/* The constants a real GPU would have differently (as bench-twin). */
-static const char *const perturbed[] = { "mfu_bf16", "mfu_fp8",    "mfu_int8", "awq_q_eff", "mbu_w",   "mbu_kv",
-					 "f_attn",   "t_fixed_ms", "c_seq_us", "c_tok_us",  "t_tp_ms", "busbw_frac" };
 
 struct options {
 	unsigned instances, budget, prompts;
@@ -64,16 +61,6 @@ struct result {
 	double optimum; /* $/Mtok */
 	double seconds;
 };
-
-static double uniform(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	z ^= z >> 31;
-	return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-}
 
 /* dir/name into buf (PATH_MAX); -ENAMETOOLONG when it does not fit. */
 static int join(char *buf, const char *dir, const char *name)
@@ -170,10 +157,9 @@ static int write_profile(const struct sim_profile *truth, const char *path)
 	if (!j)
 		return -ENOMEM;
 	for (size_t i = 0; sim_profile_field_name(i); i++)
-		for (size_t k = 0; k < ELEMENTSOF(perturbed); k++)
-			if (strcmp(sim_profile_field_name(i), perturbed[k]) == 0 &&
-			    !cJSON_AddNumberToObject(j, perturbed[k], *sim_profile_field(&copy, i)))
-				return -ENOMEM;
+		if (bench_twin_perturbed(sim_profile_field_name(i)) &&
+		    !cJSON_AddNumberToObject(j, sim_profile_field_name(i), *sim_profile_field(&copy, i)))
+			return -ENOMEM;
 	return write_json(path, j);
 }
 
@@ -316,7 +302,6 @@ static int run_instance(const struct options *o, unsigned i, struct result *res,
 	struct sim_profile truth;
 	struct opt_config best;
 	struct twin_prediction pr;
-	uint64_t rng = UINT64_C(0x5eed) + i * UINT64_C(1000003);
 	struct timespec t0, t1;
 	int r;
 
@@ -340,10 +325,7 @@ static int run_instance(const struct options *o, unsigned i, struct result *res,
 		return r;
 	twin_base_profile(t, &truth);
 	if (i >= ELEMENTSOF(slas)) /* the first of each SLA: the sim as published */
-		for (size_t f = 0; sim_profile_field_name(f); f++)
-			for (size_t k = 0; k < ELEMENTSOF(perturbed); k++)
-				if (strcmp(sim_profile_field_name(f), perturbed[k]) == 0)
-					*sim_profile_field(&truth, f) *= 0.7 + 0.6 * uniform(&rng);
+		bench_twin_perturb(&truth, i);
 	r = write_profile(&truth, prof);
 	if (r < 0)
 		return error_set(err, r, "%s: %s", prof, strerror(-r));
@@ -364,13 +346,6 @@ static int run_instance(const struct options *o, unsigned i, struct result *res,
 		return error_set(err, r < 0 ? r : -EIO, "goodput tune exited %d (see %s)", r, log);
 	res->fallback = file_contains(log, "poor fit");
 	return score(s, t, &truth, pr.cost, db, name, res, err);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void help(void)
@@ -497,8 +472,7 @@ int main(int argc, char **argv)
 		       res.optimum_key);
 		fflush(stdout);
 	}
-	qsort(to, n_run, sizeof(double), cmp_double);
-	med = n_run % 2 ? to[n_run / 2] : (to[n_run / 2 - 1] + to[n_run / 2]) / 2;
+	med = bench_twin_median(to, n_run);
 	printf("median real deployments to 2 %%: %.1f (reached on %u/%u); fallbacks %u/%u, false ones (the "
 	       "unperturbed sims) %u; %u of %u deployments started\n",
 	       med, reached, n_run, fallbacks, n_run, false_fallbacks, started, deployments);

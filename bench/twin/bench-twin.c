@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench-twin-gpu.h"
 #include "json-util.h"
 #include "macro.h"
 #include "twin.h"
@@ -55,10 +56,6 @@ static const struct spec specs[] = {
 	  "\"quantization\": [\"none\", \"fp8\", \"awq\"], \"tensor_parallel\": [1, 2, 4]}",
 	  "ttft:2000,tpot:75" },
 };
-
-/* The constants a real GPU would have differently. */
-static const char *const perturbed[] = { "mfu_bf16", "mfu_fp8",    "mfu_int8", "awq_q_eff", "mbu_w",   "mbu_kv",
-					 "f_attn",   "t_fixed_ms", "c_seq_us", "c_tok_us",  "t_tp_ms", "busbw_frac" };
 
 struct rng {
 	uint64_t s;
@@ -121,7 +118,6 @@ static int instance_init(struct instance *in, const struct options *o, unsigned 
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	struct twin_setup real_setup;
-	struct rng rng = { UINT64_C(0x5eed) + idx * UINT64_C(1000003) };
 	struct opt_space_options so = { 0 };
 	struct opt_config best;
 	struct twin_prediction pr;
@@ -161,10 +157,7 @@ static int instance_init(struct instance *in, const struct options *o, unsigned 
 	if (r < 0)
 		return r;
 	twin_base_profile(in->real, &in->truth);
-	for (size_t i = 0; sim_profile_field_name(i); i++)
-		for (size_t k = 0; k < ELEMENTSOF(perturbed); k++)
-			if (strcmp(sim_profile_field_name(i), perturbed[k]) == 0)
-				*sim_profile_field(&in->truth, i) *= 0.7 + 0.6 * rng_uniform(&rng);
+	bench_twin_perturb(&in->truth, idx);
 	r = twin_predict_best(in->real, &in->truth, &best, &pr, err);
 	if (r < 0)
 		return r;
@@ -351,21 +344,6 @@ static double regret_at(const struct study *st, unsigned k)
 	return st->regret[k - 1];
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	if (n == 0)
-		return NAN;
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void print_count(double v)
 {
 	if (v >= NOT_REACHED)
@@ -544,8 +522,8 @@ int main(int argc, char **argv)
 		instance_free(&in);
 	}
 	for (size_t k = 0; k < 3; k++) {
-		med_to[k] = median(to[k], n_run);
-		med_done[k] = median(done[k], n_run);
+		med_to[k] = bench_twin_median(to[k], n_run);
+		med_done[k] = bench_twin_median(done[k], n_run);
 	}
 
 	if (o.mismatch && !o.json) {
@@ -588,9 +566,9 @@ int main(int argc, char **argv)
 		instance_free(&in);
 	}
 	if (n_mm) {
-		med_mm_plain = median(mm_plain, n_mm);
-		med_mm_twin = median(mm_twin, n_mm);
-		med_mm_twin_same = median(mm_twin_same, n_mm);
+		med_mm_plain = bench_twin_median(mm_plain, n_mm);
+		med_mm_twin = bench_twin_median(mm_twin, n_mm);
+		med_mm_twin_same = bench_twin_median(mm_twin_same, n_mm);
 	}
 
 	if (o.json) {

@@ -4,11 +4,12 @@
  * Each instance is a study (8B on 2×L40S, a small space) run by the real
  * `goodput tune` with "search": {"strategy": "twin"}: every deployment
  * starts a goodput-sim server and the probe measures it over loopback in
- * real time. Instance 0 runs the sim with its published constants (an
- * unperturbed sim, which the twin is built from: a fallback there is a false
- * one); the others give the sim, through an engine profile whose command
- * adds `--profile-file`, efficiency constants perturbed by up to ±30 % each
- * (the stand-in for a real GPU whose efficiency differs from the defaults).
+ * real time. Instances 0 and 1 (the first of each SLA) run the sim with its
+ * published constants (an unperturbed sim, which the twin is built from: a
+ * fallback there is a false one); the others give the sim, through an
+ * engine profile whose command adds `--profile-file`, efficiency constants
+ * perturbed by up to ±30 % each (bench-twin-gpu.h: the stand-in for a real
+ * GPU whose efficiency differs from the defaults, as in bench-twin).
  * The tuner never sees them.
  *
  * The truth per instance: every configuration evaluated in virtual time by

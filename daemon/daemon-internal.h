@@ -146,6 +146,10 @@ int daemon_metrics_init(struct daemon *d);
 void daemon_metrics_changed(struct daemon *d);
 /* Rewrites it now: 0, or a negative errno (said once in the log). */
 int daemon_metrics_write(struct daemon *d);
+/* "# HELP" and "# TYPE" of a family. */
+void daemon_metrics_family(FILE *f, const char *name, const char *type, const char *help);
+/* A label value as the exposition format quotes it ("" for NULL). */
+void daemon_metrics_label(FILE *f, const char *s);
 
 /* daemon-best.c */
 /* Writes best/<study>.json, .env and .cmd for a finished study. */

@@ -51,8 +51,7 @@ static char *metrics_path(struct daemon *d)
 	return p;
 }
 
-/* A label value as the exposition format quotes it. */
-static void label_value(FILE *f, const char *s)
+void daemon_metrics_label(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; s && *s; s++) {
@@ -66,7 +65,7 @@ static void label_value(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *help)
+void daemon_metrics_family(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -74,7 +73,7 @@ static void family(FILE *f, const char *name, const char *type, const char *help
 static void sample_study(FILE *f, const char *name, const char *study, double v)
 {
 	fprintf(f, "%s{study=", name);
-	label_value(f, study);
+	daemon_metrics_label(f, study);
 	fprintf(f, "} %.17g\n", v);
 }
 
@@ -99,23 +98,24 @@ static void write_daemon(struct daemon *d, FILE *f)
 	size_t queued = 0;
 	double rss = resident_bytes();
 
-	family(f, "goodput_daemon_info", "gauge", "goodputd's version");
+	daemon_metrics_family(f, "goodput_daemon_info", "gauge", "goodputd's version");
 	fprintf(f, "goodput_daemon_info{version=\"%s\"} 1\n", GOODPUT_VERSION);
-	family(f, "goodput_daemon_start_time_seconds", "gauge", "when goodputd started (Unix time)");
+	daemon_metrics_family(f, "goodput_daemon_start_time_seconds", "gauge", "when goodputd started (Unix time)");
 	fprintf(f, "goodput_daemon_start_time_seconds %.3f\n", usec_to_sec(now - up));
-	family(f, "goodput_daemon_last_update_time_seconds", "gauge", "when goodputd wrote this file (Unix time)");
+	daemon_metrics_family(f, "goodput_daemon_last_update_time_seconds", "gauge",
+			      "when goodputd wrote this file (Unix time)");
 	fprintf(f, "goodput_daemon_last_update_time_seconds %.3f\n", usec_to_sec(now));
-	family(f, "goodput_daemon_state", "gauge", "1 for goodputd's state, 0 for the others");
+	daemon_metrics_family(f, "goodput_daemon_state", "gauge", "1 for goodputd's state, 0 for the others");
 	for (size_t i = 0; i < ELEMENTSOF(states); i++)
 		fprintf(f, "goodput_daemon_state{state=\"%s\"} %d\n", daemon_state_to_string(states[i]),
 			d->state == states[i]);
 	(void)daemon_queue_count(d, &queued);
-	family(f, "goodput_daemon_queued_studies", "gauge", "studies queued, running or paused");
+	daemon_metrics_family(f, "goodput_daemon_queued_studies", "gauge", "studies queued, running or paused");
 	fprintf(f, "goodput_daemon_queued_studies %zu\n", queued);
-	family(f, "goodput_daemon_connections", "gauge", "clients on the control socket");
+	daemon_metrics_family(f, "goodput_daemon_connections", "gauge", "clients on the control socket");
 	fprintf(f, "goodput_daemon_connections %zu\n", d->ctl ? (size_t)ctl_server_n_connections(d->ctl) : 0);
 	if (!isnan(rss)) {
-		family(f, "goodput_daemon_resident_memory_bytes", "gauge", "goodputd's resident memory");
+		daemon_metrics_family(f, "goodput_daemon_resident_memory_bytes", "gauge", "goodputd's resident memory");
 		fprintf(f, "goodput_daemon_resident_memory_bytes %.0f\n", rss);
 	}
 }
@@ -184,44 +184,46 @@ static double progress(const struct study_figures *fig)
 
 static void write_studies(FILE *f, const struct study_figures *fig, size_t n)
 {
-	family(f, "goodput_study_info", "gauge", "1 for each study, with its state, engine and model");
+	daemon_metrics_family(f, "goodput_study_info", "gauge", "1 for each study, with its state, engine and model");
 	for (size_t i = 0; i < n; i++) {
 		fputs("goodput_study_info{study=", f);
-		label_value(f, fig[i].st->name);
+		daemon_metrics_label(f, fig[i].st->name);
 		fprintf(f, ",state=\"%s\",engine=", store_study_state_to_string(fig[i].st->state));
-		label_value(f, fig[i].st->engine);
+		daemon_metrics_label(f, fig[i].st->engine);
 		fputs(",model=", f);
-		label_value(f, fig[i].st->model);
+		daemon_metrics_label(f, fig[i].st->model);
 		fputs("} 1\n", f);
 	}
-	family(f, "goodput_study_trials", "gauge", "a study's trials by outcome");
+	daemon_metrics_family(f, "goodput_study_trials", "gauge", "a study's trials by outcome");
 	for (size_t i = 0; i < n; i++)
 		for (int s = 0; s < _STORE_TRIAL_STATE_MAX; s++) {
 			fputs("goodput_study_trials{study=", f);
-			label_value(f, fig[i].st->name);
+			daemon_metrics_label(f, fig[i].st->name);
 			fprintf(f, ",outcome=\"%s\"} %u\n", store_trial_state_to_string(s), fig[i].counts[s]);
 		}
-	family(f, "goodput_study_trials_max", "gauge", "a study's budget of trials");
+	daemon_metrics_family(f, "goodput_study_trials_max", "gauge", "a study's budget of trials");
 	for (size_t i = 0; i < n; i++)
 		if (!isnan(fig[i].max_trials))
 			sample_study(f, "goodput_study_trials_max", fig[i].st->name, fig[i].max_trials);
-	family(f, "goodput_study_progress_ratio", "gauge", "the part of a study's trial budget spent (1 when done)");
+	daemon_metrics_family(f, "goodput_study_progress_ratio", "gauge",
+			      "the part of a study's trial budget spent (1 when done)");
 	for (size_t i = 0; i < n; i++)
 		if (!isnan(progress(&fig[i])))
 			sample_study(f, "goodput_study_progress_ratio", fig[i].st->name, progress(&fig[i]));
-	family(f, "goodput_study_best_cost_per_million_tokens_dollars", "gauge",
-	       "a study's cost: the mean of every measurement of its chosen configuration");
+	daemon_metrics_family(f, "goodput_study_best_cost_per_million_tokens_dollars", "gauge",
+			      "a study's cost: the mean of every measurement of its chosen configuration");
 	for (size_t i = 0; i < n; i++)
 		if (fig[i].have_best)
 			sample_study(f, "goodput_study_best_cost_per_million_tokens_dollars", fig[i].st->name,
 				     fig[i].cost);
-	family(f, "goodput_study_best_goodput_tokens_per_second", "gauge",
-	       "the goodput of a study's chosen configuration at its largest rate meeting the SLA");
+	daemon_metrics_family(f, "goodput_study_best_goodput_tokens_per_second", "gauge",
+			      "the goodput of a study's chosen configuration at its largest rate meeting the SLA");
 	for (size_t i = 0; i < n; i++)
 		if (fig[i].have_best)
 			sample_study(f, "goodput_study_best_goodput_tokens_per_second", fig[i].st->name,
 				     fig[i].goodput);
-	family(f, "goodput_study_best_measurements", "gauge", "the measurements the study's cost is the mean of");
+	daemon_metrics_family(f, "goodput_study_best_measurements", "gauge",
+			      "the measurements the study's cost is the mean of");
 	for (size_t i = 0; i < n; i++)
 		if (fig[i].have_best)
 			sample_study(f, "goodput_study_best_measurements", fig[i].st->name, fig[i].measurements);

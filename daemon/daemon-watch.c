@@ -612,29 +612,14 @@ int daemon_watch_status_json(struct daemon *d, cJSON *resp)
 	return 0;
 }
 
-/* A label value as the exposition format quotes it. */
-static void label_value(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f);
-		if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void sample(FILE *f, const char *name, const struct daemon_watch *w, double v)
 {
 	if (!isfinite(v))
 		return;
 	fprintf(f, "%s{watch=", name);
-	label_value(f, w->url);
+	daemon_metrics_label(f, w->url);
 	fputs(",study=", f);
-	label_value(f, w->study);
+	daemon_metrics_label(f, w->study);
 	fprintf(f, "} %.17g\n", v);
 }
 
@@ -656,8 +641,7 @@ void daemon_watch_metrics(struct daemon *d, FILE *f)
 	};
 
 	for (size_t k = 0; k < ELEMENTSOF(families) && d->n_watches; k++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", families[k].name, families[k].help, families[k].name,
-			families[k].type);
+		daemon_metrics_family(f, families[k].name, families[k].type, families[k].help);
 		for (size_t i = 0; i < d->n_watches; i++) {
 			const struct daemon_watch *w = d->watches[i];
 			double v[] = {

@@ -69,14 +69,12 @@ struct daemon_watch {
 	/* the latest judgement */
 	bool judged;
 	double drift, input_ks, output_ks, rate, rate_change;
-	uint64_t judged_usec;
 	unsigned in_a_row;
 	bool flagged;
 	uint64_t flagged_usec;
 	char *retune_study;
 
 	unsigned scrapes, failed_scrapes;
-	uint64_t last_scrape_usec;
 	char *error;
 };
 
@@ -363,7 +361,6 @@ static int judge(struct daemon_watch *w, uint64_t now)
 	w->rate = w->pending.seconds > 0 ? w->pending.arrivals / w->pending.seconds : NAN;
 	w->rate_change = isfinite(tuned) && tuned > 0 ? w->rate / tuned - 1 : NAN;
 	w->judged = true;
-	w->judged_usec = now;
 	w->hour_drift = isnan(w->hour_drift) ? w->drift : fmax(w->hour_drift, w->drift);
 	return w->drift > w->cfg.threshold ||
 	       (isfinite(w->rate_change) && fabs(log1p(w->rate_change)) > log1p(w->cfg.rate_threshold));
@@ -458,7 +455,6 @@ static void on_scrape(struct probe_scraper *sc, int r, const struct probe_captur
 	if (w->error)
 		log_info("watch %s: scraping again", w->url);
 	set_text(&w->error, NULL);
-	w->last_scrape_usec = scrape->real_usec;
 	if (w->have_last) {
 		r = probe_capture_delta(&w->last, scrape, &dl, &e);
 		if (r < 0) {

@@ -115,13 +115,13 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The stored study, parsed with its engine profile. */
-static int load_study(struct daemon_watch *w, struct store_study *ret_st, struct study **ret, struct error *err)
+/* The stored study's spec and its engine's profile (whose extra knobs the
+ * spec may use). */
+static int load_spec(struct daemon_watch *w, cJSON **ret_spec, struct engine_profile **ret_p, struct error *err)
 {
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	struct store_study st = { 0 };
-	struct study_options so = { 0 };
 	int r;
 
 	r = store_study_get_by_name(w->d->store, w->study, &st, err);
@@ -129,30 +129,36 @@ static int load_study(struct daemon_watch *w, struct store_study *ret_st, struct
 		r = json_parse_strict("stored spec", st.spec_json, strlen(st.spec_json), &spec, err);
 	if (r >= 0)
 		r = engine_profile_find(st.engine, w->d->config->engines_dir, &p, err);
-	if (r >= 0) {
-		so.extra_knobs = (const char *const *)p->extra_knobs;
-		r = study_from_json(spec, &so, ret, err);
-	}
-	if (r < 0) {
-		store_study_done(&st);
+	store_study_done(&st);
+	if (r < 0)
 		return r;
-	}
-	*ret_st = st;
+	*ret_spec = TAKE_PTR(spec);
+	*ret_p = TAKE_PTR(p);
 	return 0;
+}
+
+/* The spec as a study, its engine's extra knobs allowed. */
+static int spec_to_study(const cJSON *spec, const struct engine_profile *p, struct study **ret, struct error *err)
+{
+	struct study_options so = { .extra_knobs = (const char *const *)p->extra_knobs };
+
+	return study_from_json(spec, &so, ret, err);
 }
 
 /* The study's lengths (regenerated with its seed) and rate. */
 static int load_tuned(struct daemon_watch *w, struct error *err)
 {
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_(study_freep) struct study *s = NULL;
 	_cleanup_(probe_workload_freep) struct probe_workload *wl = NULL;
 	struct probe_workload_config c;
-	struct store_study st = { 0 };
 	const cJSON *rate;
 	int r;
 
-	r = load_study(w, &st, &s, err);
-	store_study_done(&st);
+	r = load_spec(w, &spec, &p, err);
+	if (r >= 0)
+		r = spec_to_study(spec, p, &s, err);
 	if (r < 0)
 		return r;
 	c = s->workload;
@@ -260,8 +266,6 @@ static int queue_retune(struct daemon_watch *w, struct error *err)
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL, *block = NULL;
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
 	_cleanup_(study_freep) struct study *s = NULL;
-	struct study_options so = { 0 };
-	struct store_study st = { 0 };
 	struct probe_workload_config c;
 	cJSON *workload, *captured;
 	char name[STUDY_NAME_MAX + 1], stamp[16];
@@ -270,12 +274,7 @@ static int queue_retune(struct daemon_watch *w, struct error *err)
 	int64_t id;
 	int r;
 
-	r = store_study_get_by_name(w->d->store, w->study, &st, err);
-	if (r >= 0)
-		r = json_parse_strict("stored spec", st.spec_json, strlen(st.spec_json), &spec, err);
-	if (r >= 0)
-		r = engine_profile_find(st.engine, w->d->config->engines_dir, &p, err);
-	store_study_done(&st);
+	r = load_spec(w, &spec, &p, err);
 	if (r < 0)
 		return r;
 	/* the new traffic: the drifted intervals after the first, which mixes old and new, unless
@@ -310,8 +309,7 @@ static int queue_retune(struct daemon_watch *w, struct error *err)
 		if (!cJSON_AddStringToObject(spec, "window", w->window))
 			return error_set(err, -ENOMEM, "out of memory");
 	}
-	so.extra_knobs = (const char *const *)p->extra_knobs;
-	r = study_from_json(spec, &so, &s, err);
+	r = spec_to_study(spec, p, &s, err);
 	if (r >= 0)
 		r = runner_study_insert(w->d->store, s, NULL, &id, err);
 	if (r < 0)

@@ -403,6 +403,18 @@ void report_best_spread(const struct report *r, struct report_spread *ret)
 
 #define WORKLOAD_SAMPLE_MAX 20000u
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint32_t report_lengths_pct(const uint32_t *sorted, size_t n, double pct)
+{
+	return sorted[(size_t)MIN((double)(n - 1), floor(pct / 100 * (double)(n - 1) + 0.5))];
+}
+
 int report_workload_lengths(const struct report *r, uint32_t **ret_in, uint32_t **ret_out, size_t *ret_n,
 			    char **ret_why)
 {
@@ -437,6 +449,8 @@ int report_workload_lengths(const struct report *r, uint32_t **ret_in, uint32_t 
 		in[i] = w->requests[i].input_len;
 		out[i] = w->requests[i].output_len;
 	}
+	qsort(in, w->n_requests, sizeof(*in), cmp_u32);
+	qsort(out, w->n_requests, sizeof(*out), cmp_u32);
 	*ret_n = w->n_requests;
 	probe_workload_free(w);
 	*ret_in = TAKE_PTR(in);

@@ -226,29 +226,20 @@ static void section_scenario(struct report_doc *d, const struct report *r)
 	report_doc_table_end(d);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void length_row(struct report_doc *d, const char *what, uint32_t *v, size_t n)
+/* v: sorted, n > 0 */
+static void length_row(struct report_doc *d, const char *what, const uint32_t *v, size_t n)
 {
 	char c[6][32];
 	double sum = 0;
 
-	qsort(v, n, sizeof(*v), cmp_u32);
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
-#define PCT(p) ((double)v[(size_t)MIN((double)(n - 1), floor((p) / 100.0 * (double)(n - 1) + 0.5))])
 	snprintf(c[0], sizeof(c[0]), "%u", v[0]);
 	snprintf(c[1], sizeof(c[1]), "%.1f", sum / (double)n);
-	snprintf(c[2], sizeof(c[2]), "%.0f", PCT(50));
-	snprintf(c[3], sizeof(c[3]), "%.0f", PCT(90));
-	snprintf(c[4], sizeof(c[4]), "%.0f", PCT(99));
+	snprintf(c[2], sizeof(c[2]), "%u", report_lengths_pct(v, n, 50));
+	snprintf(c[3], sizeof(c[3]), "%u", report_lengths_pct(v, n, 90));
+	snprintf(c[4], sizeof(c[4]), "%u", report_lengths_pct(v, n, 99));
 	snprintf(c[5], sizeof(c[5]), "%u", v[n - 1]);
-#undef PCT
 	report_doc_row(d, NULL, (const char *const[]){ what, c[0], c[1], c[2], c[3], c[4], c[5] });
 }
 

@@ -110,10 +110,13 @@ struct report_spread {
 };
 void report_best_spread(const struct report *r, struct report_spread *ret);
 /* The study's workload regenerated from its spec (lengths only, measured
- * requests): input and output length of each. On failure *ret_why (owned)
- * says why (no spec, a dataset file that is gone). */
+ * requests): its input lengths and its output lengths, each sorted
+ * ascending. On failure *ret_why (owned) says why (no spec, a dataset file
+ * that is gone). */
 int report_workload_lengths(const struct report *r, uint32_t **ret_in, uint32_t **ret_out, size_t *ret_n,
 			    char **ret_why);
+/* The pct-th percentile (nearest rank) of n > 0 sorted lengths. */
+uint32_t report_lengths_pct(const uint32_t *sorted, size_t n, double pct);
 /* Where the wall time went (the trials' intervals on their GPUs): from the
  * first start to the last finish, the share of GPU time trials held (of the
  * GPUs any trial used), and the most trials at once. */

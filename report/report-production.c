@@ -150,13 +150,6 @@ void report_production_load(struct report *r, struct store *s)
 
 /* ---- the section ---- */
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The bound of the first bucket holding the p-th percentile: "≤ 500". */
 static const char *hist_pct(char *buf, size_t size, const struct probe_length_histogram *h, double pct)
 {
@@ -178,12 +171,12 @@ static const char *lens_pct(char *buf, size_t size, const uint32_t *v, size_t n,
 {
 	if (!n)
 		return "-";
-	snprintf(buf, size, "%u", v[(size_t)MIN((double)(n - 1), floor(pct / 100 * (double)(n - 1) + 0.5))]);
+	snprintf(buf, size, "%u", report_lengths_pct(v, n, pct));
 	return buf;
 }
 
 static void length_rows(struct report_doc *d, const char *what, const struct probe_length_histogram *h,
-			double prod_mean, uint32_t *tuned, size_t n)
+			double prod_mean, const uint32_t *tuned, size_t n)
 {
 	static const double pcts[] = { 50, 90, 99 };
 	char a[64], b[64], label[64];
@@ -246,10 +239,7 @@ void report_production_section(struct report_doc *d, const struct report *r)
 		"its spec:",
 		p->watch, p->n_watches > 1 ? " and others" : "", p->n_watches, p->n_watches == 1 ? "" : "s", p->hours,
 		p->hours == 1 ? "" : "s", from, to, p->requests);
-	if (report_workload_lengths(r, &in, &out, &n, &why) >= 0) {
-		qsort(in, n, sizeof(uint32_t), cmp_u32);
-		qsort(out, n, sizeof(uint32_t), cmp_u32);
-	}
+	(void)report_workload_lengths(r, &in, &out, &n, &why);
 	report_doc_table_start(d, 3, (const char *const[]){ "figure", "tuned for", "production" });
 	length_rows(d, "input", &p->input, p->input_mean, in, n);
 	length_rows(d, "output", &p->output, p->output_mean, out, n);

@@ -91,7 +91,6 @@ int report_plan_day_study(struct report *r, const struct probe_rate_profile *p, 
 	for (unsigned h = 0; h < 24; h++) {
 		struct report_plan_hour *x = &d.hours[h];
 
-		x->hour = h;
 		x->load = hour_peak(p, h);
 		q = slot(x->load, headroom, d.capacity, d.gpus_per_replica, price, &x->best, err);
 		if (q >= 0 && ru)
@@ -104,7 +103,6 @@ int report_plan_day_study(struct report *r, const struct probe_rate_profile *p, 
 		d.usd_runner_up += x->runner_up.usd;
 		d.usd_mixed += x->runner_up_cheaper ? x->runner_up.usd : x->best.usd;
 		d.peak_gpus_best = MAX(d.peak_gpus_best, x->best.gpus);
-		d.peak_gpus_mixed = MAX(d.peak_gpus_mixed, x->runner_up_cheaper ? x->runner_up.gpus : x->best.gpus);
 		d.runner_up_hours += x->runner_up_cheaper;
 	}
 	*ret = d;

@@ -169,8 +169,7 @@ struct report_plan_slot {
 };
 
 struct report_plan_hour {
-	unsigned hour; /* 0..23, local time as the profile gives it */
-	double load;   /* the profile's highest rate in the hour, requests/s */
+	double load; /* the profile's highest rate in the hour, requests/s */
 	struct report_plan_slot best, runner_up;
 	bool runner_up_cheaper; /* the runner-up costs less for this hour */
 };
@@ -179,11 +178,11 @@ struct report_plan_day {
 	double headroom;
 	double capacity, runner_up_capacity; /* requests/s one replica serves under the SLA */
 	unsigned gpus_per_replica, runner_up_gpus_per_replica;
-	bool have_runner_up; /* measured, with a max rate */
-	struct report_plan_hour hours[24];
+	bool have_runner_up;                       /* measured, with a max rate */
+	struct report_plan_hour hours[24];         /* by hour of the day, local time as the profile gives it */
 	double usd_best, usd_runner_up, usd_mixed; /* a day: the best all day, the runner-up all day,
 							     * the cheaper of the two each hour */
-	uint64_t peak_gpus_best, peak_gpus_mixed;
+	uint64_t peak_gpus_best;
 	unsigned runner_up_hours; /* hours the runner-up is cheaper */
 };
 

@@ -17,6 +17,9 @@
 #                                 $nspawn_rc and $nspawn_seconds
 #   nspawn_require_finished WHAT  skip when the container could not boot at
 #                                 all, fail when WHAT did not finish inside
+#   nspawn_require_passed WHAT    as nspawn_require_finished, then shows the
+#                                 checks' output and fails unless they exited
+#                                 0 and said "all checks passed"
 skip() { echo "SKIP: $*" >&2; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -84,4 +87,13 @@ nspawn_require_finished() {
 	tail -40 "$nspawn_dir/boot.log" >&2
 	cat "$nspawn_dir/results/test.log" >&2 2>/dev/null
 	fail "$1 inside the container did not finish (nspawn exit $nspawn_rc)"
+}
+
+nspawn_require_passed() {
+	nspawn_require_finished "$1"
+	cat "$nspawn_dir/results/test.log"
+	_rc=$(cat "$nspawn_dir/results/rc")
+	echo "container ran for $nspawn_seconds s"
+	[ "$_rc" = 0 ] || { tail -30 "$nspawn_dir/boot.log" >&2; fail "$1 exited $_rc inside the container"; }
+	grep -q 'all checks passed' "$nspawn_dir/results/test.log" || fail "no success line"
 }

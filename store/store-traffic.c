@@ -66,10 +66,3 @@ int store_traffic_list_study(struct store *s, const char *study, uint64_t since_
 	return store_list(s, STMT_TRAFFIC_LIST_STUDY, "reading a study's traffic",
 			  STORE_VALUES(STORE_TEXT(study), STORE_INT(since_usec)), (void **)ret, ret_n, err);
 }
-
-int store_traffic_list_watch(struct store *s, const char *watch, uint64_t since_usec, struct store_traffic_shape **ret,
-			     size_t *ret_n, struct error *err)
-{
-	return store_list(s, STMT_TRAFFIC_LIST_WATCH, "reading a watch's traffic",
-			  STORE_VALUES(STORE_TEXT(watch), STORE_INT(since_usec)), (void **)ret, ret_n, err);
-}

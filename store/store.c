@@ -399,8 +399,6 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 				  " rate_change = ?14, flagged = ?15, shape = ?16, updated_usec = ?17" },
 	[STMT_TRAFFIC_LIST_STUDY] = { &store_traffic_row, "FROM traffic_shapes WHERE study = ?1 AND hour_usec >= ?2 "
 							  "ORDER BY hour_usec, watch" },
-	[STMT_TRAFFIC_LIST_WATCH] = { &store_traffic_row,
-				      "FROM traffic_shapes WHERE watch = ?1 AND hour_usec >= ?2 ORDER BY hour_usec" },
 };
 
 /* ---- errors ---- */

@@ -431,9 +431,6 @@ void store_traffic_shape_array_free(struct store_traffic_shape *a, size_t n);
 /* Inserts the hour, or replaces it (watch, hour_usec) with newer figures;
  * updated is now. watch is required. */
 int store_traffic_upsert(struct store *s, const struct store_traffic_shape *t, struct error *err);
-/* The hours since since_usec (0: all) of a study's watches, or of one watch,
- * oldest first. */
+/* The hours since since_usec (0: all) of a study's watches, oldest first. */
 int store_traffic_list_study(struct store *s, const char *study, uint64_t since_usec, struct store_traffic_shape **ret,
-			     size_t *ret_n, struct error *err);
-int store_traffic_list_watch(struct store *s, const char *watch, uint64_t since_usec, struct store_traffic_shape **ret,
 			     size_t *ret_n, struct error *err);

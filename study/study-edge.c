@@ -65,9 +65,10 @@ static double worst_bound(const struct study *s, const struct probe_result *r, c
 	return worst;
 }
 
-/* Whether the batch was full at the load point (1), not (0), or whether
- * that is not the question (-1: the edge is another knob's, or no point). */
-int study_edge_batch_full(const struct study_edge *e, const struct probe_result *at)
+/* Whether the batch was full at the load point for a max_num_seqs edge
+ * (the server's running peak, else the client's peak in flight): 1, 0, or
+ * -1 when that is not the question (another knob's edge, or no point). */
+static int batch_full(const struct study_edge *e, const struct probe_result *at)
 {
 	if (!at || strcmp(e->knob, OPT_KNOB_MAX_NUM_SEQS) != 0)
 		return -1;
@@ -104,7 +105,7 @@ int study_find_edge(const struct study *s, const struct opt_space *space, const 
 		*ret = e;
 		return 0;
 	}
-	full = study_edge_batch_full(&e, at);
+	full = batch_full(&e, at);
 	study_edge_decide(&e, ratio);
 	e.have_evidence = at != NULL;
 	if (!at)

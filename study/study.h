@@ -222,10 +222,6 @@ int study_find_edge(const struct study *s, const struct opt_space *space, const 
 /* Sets the judgement of a found edge from the worst latency/bound ratio at
  * the best's max rate: what study_find_edge does with its load point. */
 void study_edge_decide(struct study_edge *e, double sla_ratio);
-/* Whether the batch was full at `at` for a max_num_seqs edge (the server's
- * running peak, else the client's peak in flight): 1 or 0; -1 when the edge
- * is another knob's or there is no point. */
-int study_edge_batch_full(const struct study_edge *e, const struct probe_result *at);
 /* Whether widening at this edge is worth a phase: it may be cheaper (widen)
  * and, when the same end of the same range was widened before, that phase
  * paid off (the best is now at least 2 % cheaper than when it began; a

@@ -158,18 +158,9 @@ static int render(struct daemon *d, struct best_ctx *c, struct error *err)
 {
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
 	_cleanup_(study_freep) struct study *s = NULL;
-	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	struct study_options so = { 0 };
 	int r;
 
-	r = json_parse_strict("stored spec", c->st.spec_json, strlen(c->st.spec_json), &spec, err);
-	if (r < 0)
-		return r;
-	r = engine_profile_find(c->st.engine, d->config->engines_dir, &p, err);
-	if (r < 0)
-		return r;
-	so.extra_knobs = (const char *const *)p->extra_knobs;
-	r = study_from_json(spec, &so, &s, err);
+	r = engine_profile_load_study(c->st.spec_json, c->st.engine, d->config->engines_dir, &p, &s, err);
 	if (r < 0)
 		return r;
 	r = engine_profile_render_study(p, s, c->knobs, BEST_HOST, BEST_PORT, &c->cmd, err);

@@ -54,9 +54,6 @@ int daemon_queue_count(struct daemon *d, size_t *ret)
 /* Parses the head's spec once per head (its window is checked every tick). */
 static int load_head(struct daemon *d, const struct store_study *st, struct error *err)
 {
-	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
-	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	struct study_options so = { 0 };
 	struct study *s = NULL;
 	int r;
 
@@ -64,14 +61,7 @@ static int load_head(struct daemon *d, const struct store_study *st, struct erro
 		return 0;
 	d->head = study_free(d->head);
 	d->head_id = 0;
-	r = json_parse_strict("stored spec", st->spec_json, strlen(st->spec_json), &spec, err);
-	if (r < 0)
-		return r;
-	r = engine_profile_find(st->engine, d->config->engines_dir, &p, err);
-	if (r < 0)
-		return r;
-	so.extra_knobs = (const char *const *)p->extra_knobs;
-	r = study_from_json(spec, &so, &s, err);
+	r = engine_profile_load_study(st->spec_json, st->engine, d->config->engines_dir, NULL, &s, err);
 	if (r < 0)
 		return r;
 	d->head = s;

@@ -137,28 +137,20 @@ static int load_spec(struct daemon_watch *w, cJSON **ret_spec, struct engine_pro
 	return 0;
 }
 
-/* The spec as a study, its engine's extra knobs allowed. */
-static int spec_to_study(const cJSON *spec, const struct engine_profile *p, struct study **ret, struct error *err)
-{
-	struct study_options so = { .extra_knobs = (const char *const *)p->extra_knobs };
-
-	return study_from_json(spec, &so, ret, err);
-}
-
 /* The study's lengths (regenerated with its seed) and rate. */
 static int load_tuned(struct daemon_watch *w, struct error *err)
 {
-	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
-	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_(study_freep) struct study *s = NULL;
 	_cleanup_(probe_workload_freep) struct probe_workload *wl = NULL;
 	struct probe_workload_config c;
+	struct store_study st = { 0 };
 	const cJSON *rate;
 	int r;
 
-	r = load_spec(w, &spec, &p, err);
+	r = store_study_get_by_name(w->d->store, w->study, &st, err);
 	if (r >= 0)
-		r = spec_to_study(spec, p, &s, err);
+		r = engine_profile_load_study(st.spec_json, st.engine, w->d->config->engines_dir, NULL, &s, err);
+	store_study_done(&st);
 	if (r < 0)
 		return r;
 	c = s->workload;
@@ -266,6 +258,7 @@ static int queue_retune(struct daemon_watch *w, struct error *err)
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL, *block = NULL;
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
 	_cleanup_(study_freep) struct study *s = NULL;
+	struct study_options so = { 0 };
 	struct probe_workload_config c;
 	cJSON *workload, *captured;
 	char name[STUDY_NAME_MAX + 1], stamp[16];
@@ -309,7 +302,8 @@ static int queue_retune(struct daemon_watch *w, struct error *err)
 		if (!cJSON_AddStringToObject(spec, "window", w->window))
 			return error_set(err, -ENOMEM, "out of memory");
 	}
-	r = spec_to_study(spec, p, &s, err);
+	so.extra_knobs = (const char *const *)p->extra_knobs;
+	r = study_from_json(spec, &so, &s, err);
 	if (r >= 0)
 		r = runner_study_insert(w->d->store, s, NULL, &id, err);
 	if (r < 0)

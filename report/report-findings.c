@@ -218,14 +218,12 @@ int report_best_findings(struct store *s, const char *engines_dir, cJSON *resp, 
 {
 	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
 	_cleanup_(study_freep) struct study *parsed = NULL;
-	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	const cJSON *study = cJSON_GetObjectItemCaseSensitive(resp, "study");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(study, "name");
 	cJSON *best = cJSON_GetObjectItemCaseSensitive(resp, "best");
 	struct store_study st = { 0 };
 	struct store_study_best b = { 0 };
 	struct store_load_point *lp = NULL;
-	struct study_options so = { 0 };
 	struct report_findings f;
 	struct error e = { 0 };
 	size_t n = 0;
@@ -240,11 +238,10 @@ int report_best_findings(struct store *s, const char *engines_dir, cJSON *resp, 
 		r = store_load_point_list(s, b.trial.id, &lp, &n, err);
 	if (r >= 0) {
 		/* a spec that no longer parses (a profile gone) still has its baseline */
-		if (json_parse_strict("stored spec", st.spec_json, strlen(st.spec_json), &spec, &e) >= 0 &&
-		    engine_profile_find(st.engine, engines_dir, &p, &e) >= 0) {
-			so.extra_knobs = (const char *const *)p->extra_knobs;
-			if (study_from_json(spec, &so, &parsed, &e) < 0 ||
-			    report_study_phases(&st, parsed, &so, &e) < 0)
+		if (engine_profile_load_study(st.spec_json, st.engine, engines_dir, &p, &parsed, &e) >= 0) {
+			struct study_options so = { .extra_knobs = (const char *const *)p->extra_knobs };
+
+			if (report_study_phases(&st, parsed, &so, &e) < 0)
 				parsed = study_free(parsed);
 		}
 		report_findings_of(&st, parsed, &b, store_load_point_at_max(lp, n, b.trial.max_rate), &f);

@@ -615,3 +615,25 @@ const struct json_field *engine_profile_fields(void)
 {
 	return profile_fields;
 }
+
+int engine_profile_load_study(const char *spec_json, const char *engine, const char *engines_dir,
+			      struct engine_profile **ret_profile, struct study **ret, struct error *err)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	struct study_options so = { 0 };
+	int r;
+
+	r = json_parse_strict("stored spec", spec_json, strlen(spec_json), &spec, err);
+	if (r >= 0)
+		r = engine_profile_find(engine, engines_dir, &p, err);
+	if (r < 0)
+		return r;
+	so.extra_knobs = (const char *const *)p->extra_knobs;
+	r = study_from_json(spec, &so, ret, err);
+	if (r < 0)
+		return r;
+	if (ret_profile)
+		*ret_profile = TAKE_PTR(p);
+	return 0;
+}

@@ -298,6 +298,11 @@ int engine_profile_render_trial(const struct engine_profile *p, const struct stu
 int engine_profile_render_job(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
 			      const char *host, struct engine_command *ret, struct error *err);
 
+/* A stored spec (its JSON text) as a study, the extra knobs of its engine's
+ * profile (engine_profile_find) allowed; the profile to *ret_profile when
+ * that is not NULL. Errors name what failed: the spec, the profile, a key. */
+int engine_profile_load_study(const char *spec_json, const char *engine, const char *engines_dir,
+			      struct engine_profile **ret_profile, struct study **ret, struct error *err);
 /* Checks that a study can run on this profile: every knob of its search
  * space is mapped, every allowed quantization has a flag value, and each
  * quantization that needs a checkpoint has one. */

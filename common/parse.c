@@ -102,3 +102,20 @@ int parse_bool(const char *what, const char *s, int *ret, struct error *err)
 	}
 	return bad(err, what, s, "a boolean (yes/no, true/false, 1/0, on/off)");
 }
+
+int parse_daily_window(const char *what, const char *s, unsigned *ret_start_min, unsigned *ret_end_min,
+		       struct error *err)
+{
+	unsigned h1, m1, h2, m2;
+	int n = 0;
+
+	if (sscanf(s, "%2u:%2u-%2u:%2u%n", &h1, &m1, &h2, &m2, &n) != 4 || (size_t)n != strlen(s) || h1 > 23 ||
+	    h2 > 24 || m1 > 59 || m2 > 59 || (h2 == 24 && m2 != 0))
+		return error_set(err, -EINVAL, "%s: expected \"HH:MM-HH:MM\" (e.g. \"22:00-06:00\"), got \"%.40s\"",
+				 what, s);
+	if (h1 * 60 + m1 == h2 * 60 + m2)
+		return error_set(err, -EINVAL, "%s: \"%s\" is empty", what, s);
+	*ret_start_min = h1 * 60 + m1;
+	*ret_end_min = h2 * 60 + m2;
+	return 0;
+}

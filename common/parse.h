@@ -14,5 +14,10 @@ int parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint6
 int parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *ret, struct error *err);
 int parse_u32(const char *what, const char *s, uint32_t min, uint32_t max, uint32_t *ret, struct error *err);
 int parse_double(const char *what, const char *s, double min, double max, double *ret, struct error *err);
+/* A daily time window "HH:MM-HH:MM" (an end before the start wraps past
+ * midnight; "24:00" is midnight at the end): start and end in minutes after
+ * midnight. An empty window ("09:00-09:00") is refused. */
+int parse_daily_window(const char *what, const char *s, unsigned *ret_start_min, unsigned *ret_end_min,
+		       struct error *err);
 /* "yes/no/true/false/1/0/on/off". */
 int parse_bool(const char *what, const char *s, int *ret, struct error *err);

@@ -18,6 +18,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "parse.h"
 #include "study-internal.h"
 #include "utf8.h"
 #include "workload-json.h"
@@ -165,20 +166,13 @@ static int parse_percentile_bound(const cJSON *v, const char *path, const struct
 static int parse_window(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
 	struct study *s = &((struct study_parse *)base)->s;
-	const char *w = v->valuestring;
-	unsigned h1, m1, h2, m2;
-	int n = 0;
+	int r;
 
 	(void)f;
-	if (sscanf(w, "%2u:%2u-%2u:%2u%n", &h1, &m1, &h2, &m2, &n) != 4 || (size_t)n != strlen(w) || h1 > 23 ||
-	    h2 > 24 || m1 > 59 || m2 > 59 || (h2 == 24 && m2 != 0))
-		return error_set(err, -EINVAL, "%s: expected \"HH:MM-HH:MM\" (e.g. \"22:00-06:00\"), got \"%s\"", path,
-				 w);
+	r = parse_daily_window(path, v->valuestring, &s->window.start_min, &s->window.end_min, err);
+	if (r < 0)
+		return r;
 	s->window.set = true;
-	s->window.start_min = h1 * 60 + m1;
-	s->window.end_min = h2 * 60 + m2;
-	if (s->window.start_min == s->window.end_min)
-		return error_set(err, -EINVAL, "%s: \"%s\" is empty", path, w);
 	return 0;
 }
 

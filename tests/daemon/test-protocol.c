@@ -219,6 +219,9 @@ static void test_config_watch(void)
 			  "watch[0].retune" },
 			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"x\",\"window\":\"9-5\"}]}",
 			  "watch[0].window: expected \"HH:MM-HH:MM\"" },
+			/* refused as the re-tune's spec would refuse it, not when drift queues it */
+			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"x\",\"window\":\"22:00-24:30\"}]}",
+			  "watch[0].window: expected \"HH:MM-HH:MM\"" },
 			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"x\",\"treshold\":1}]}",
 			  "watch[0].treshold: unknown key" },
 			{ "{\"watch\":[{\"metrics_url\":\"http://x\",\"study\":\"a\"},{\"metrics_url\":\"http://x\","

@@ -281,12 +281,21 @@ static int max_model_len_knob(struct study *s, const struct study_options *opts,
 	return 0;
 }
 
-static int build_space(struct study *s, const struct study_options *opts, struct error *err)
+/* The space from the spec's search_space as it now stands: a server's GPUs
+ * are on one node, so tensor_parallel must fit gpu.per_node. */
+static int parse_space(const struct study *s, const struct study_options *opts, struct opt_space **ret,
+		       struct error *err)
 {
 	struct opt_space_options so = {
 		.gpus = s->gpu.per_node,
 		.extra_knobs = opts ? opts->extra_knobs : NULL,
 	};
+
+	return opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, ret, err);
+}
+
+static int build_space(struct study *s, const struct study_options *opts, struct error *err)
+{
 	int r;
 
 	r = quantization_knob(s, err);
@@ -294,7 +303,7 @@ static int build_space(struct study *s, const struct study_options *opts, struct
 		r = max_model_len_knob(s, opts, err);
 	if (r < 0)
 		return r;
-	return opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, &s->space, err);
+	return parse_space(s, opts, &s->space, err);
 }
 
 /* What a study's rate search needs of the workload (the block itself was
@@ -556,10 +565,6 @@ char *study_phases_format(const struct study_phase *p, size_t n)
 int study_apply_phases(struct study *s, const struct study_phase *p, size_t n, const struct study_options *opts,
 		       struct error *err)
 {
-	struct opt_space_options so = {
-		.gpus = s->gpu.count,
-		.extra_knobs = opts ? opts->extra_knobs : NULL,
-	};
 	struct opt_space *space = NULL;
 	int r;
 
@@ -569,7 +574,7 @@ int study_apply_phases(struct study *s, const struct study_phase *p, size_t n, c
 		if (opt_space_set_range_json((cJSON *)s->search_space, p[i].knob, p[i].min, p[i].max) < 0)
 			return error_set(err, -EINVAL, "search phase %zu: search_space.%s is not a range", i,
 					 p[i].knob);
-	r = opt_space_from_json(s->search_space, "search_space", s->constraints, "constraints", &so, &space, err);
+	r = parse_space(s, opts, &space, err);
 	if (r < 0)
 		return error_prefix(err, r, "search phases");
 	opt_space_free(s->space);

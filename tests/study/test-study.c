@@ -250,6 +250,27 @@ static void test_gpus(void)
 	}
 }
 
+/* A widened range (a stored search phase) rebuilds the space as the spec
+ * built it: tensor_parallel against one node's GPUs, not the study's. */
+static void test_phases_per_node(void)
+{
+	_cleanup_(study_freep) struct study *s = NULL;
+	const char *six = "{\"name\": \"t1\", \"engine\": \"sim\", \"model\": {\"name\": \"llama-3.1-8b\"},"
+			  " \"gpu\": {\"type\": \"H100\", \"count\": 6, \"per_node\": 4, \"price_per_gpu_hour\": 2},"
+			  " \"search_space\": {\"tensor_parallel\": [1, 2, 4],"
+			  " \"max_num_seqs\": {\"min\": 8, \"max\": 64, \"scale\": \"log2\"}},"
+			  " \"workload\": {}, \"sla\": {\"ttft_ms\": 500}}";
+	struct study_phase p = { .trials = 10, .knob = "max_num_seqs", .min = 8, .max = 256, .upper = true };
+	struct error err = { 0 };
+	int k;
+
+	CHECK_MSG(parse_with(six, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	CHECK_MSG(study_apply_phases(s, &p, 1, NULL, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(s->space->gpus, 4);
+	k = opt_space_knob_index(s->space, "max_num_seqs");
+	CHECK(k >= 0 && s->space->knobs[k].max == 256);
+}
+
 static void test_variants(void)
 {
 	_cleanup_(study_freep) struct study *s = NULL;
@@ -394,6 +415,7 @@ int main(void)
 	test_examples();
 	test_errors();
 	test_gpus();
+	test_phases_per_node();
 	test_engine_binary_args();
 	test_variants();
 	test_search_keys();

@@ -32,6 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "deploy-internal.h"
+#include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
 
@@ -53,7 +54,7 @@ int deploy_write_file_atomic(const char *path, const char *text, mode_t mode, st
 {
 	_cleanup_(freep) char *tmp = NULL;
 	_cleanup_(closep) int fd = -1;
-	size_t len = strlen(text), done = 0;
+	int r;
 
 	if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0) {
 		tmp = NULL;
@@ -62,22 +63,13 @@ int deploy_write_file_atomic(const char *path, const char *text, mode_t mode, st
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return error_set(err, -errno, "%s: %s", tmp, strerror(errno));
-	while (done < len) {
-		ssize_t n = write(fd, text + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int r = n < 0 ? -errno : -EIO;
-
-			(void)unlink(tmp);
-			return error_set(err, r, "%s: %s", tmp, strerror(-r));
-		}
-		done += (size_t)n;
+	r = fd_write_all(fd, text, strlen(text));
+	if (r < 0) {
+		(void)unlink(tmp);
+		return error_set(err, r, "%s: %s", tmp, strerror(-r));
 	}
 	if (close(TAKE_FD(fd)) < 0 || rename(tmp, path) < 0) {
-		int r = -errno;
-
+		r = -errno;
 		(void)unlink(tmp);
 		return error_set(err, r, "%s: %s", path, strerror(-r));
 	}

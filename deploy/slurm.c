@@ -420,13 +420,17 @@ int slurm_partition_gpus(struct slurm_cluster *c, const char *partition, slurm_g
 
 static void poll_schedule(struct slurm_cluster *c, uint64_t in_usec);
 
+/* Whether the queue's word on a job is news to its watch: its state, why
+ * it waits, where it runs. */
+static bool job_changed(const struct slurm_job *seen, const struct slurm_job *j)
+{
+	return seen->state != j->state || strcmp(seen->reason, j->reason) != 0 || strcmp(seen->nodes, j->nodes) != 0;
+}
+
 /* Tells a watch its job, when it changed; a final state once. */
 static void watch_update(struct slurm_watch *w, const struct slurm_job *j)
 {
-	bool changed = w->job.state != j->state || strcmp(w->job.reason, j->reason) != 0 ||
-		       strcmp(w->job.nodes, j->nodes) != 0;
-
-	if (w->ended || !changed)
+	if (w->ended || !job_changed(&w->job, j))
 		return;
 	w->job = *j;
 	w->ended = slurm_state_is_final(j->state);
@@ -506,8 +510,6 @@ static void poll_done(struct slurm_op *op, bool ok, const char *out, const char 
 		again = false;
 		for (struct slurm_watch *w = c->watches; w; w = w->next) {
 			const struct slurm_job *found = NULL;
-			enum slurm_state before = w->job.state;
-			char reason[sizeof(w->job.reason)], nodes[sizeof(w->job.nodes)];
 
 			if (w->ended || w->sacct)
 				continue;
@@ -516,10 +518,7 @@ static void poll_done(struct slurm_op *op, bool ok, const char *out, const char 
 					found = &jobs[i];
 			if (!found && w->since_gen >= op->poll_gen)
 				continue; /* watched since this squeue started: not yet listed is no news */
-			snprintf(reason, sizeof(reason), "%s", w->job.reason);
-			snprintf(nodes, sizeof(nodes), "%s", w->job.nodes);
-			if (found && found->state == before && strcmp(found->reason, reason) == 0 &&
-			    strcmp(found->nodes, nodes) == 0)
+			if (found && !job_changed(&w->job, found))
 				continue;
 			if (found)
 				watch_update(w, found);

@@ -315,30 +315,3 @@ int slurm_parse_gpus(const char *json, size_t len, const char *partition, unsign
 	*ret_per_node = most;
 	return 0;
 }
-
-void slurm_gres_indices(const char *detail, char *buf, size_t size)
-{
-	const char *p = detail ? strstr(detail, "IDX:") : NULL;
-	size_t len = 0;
-
-	buf[0] = 0;
-	if (!p)
-		return;
-	p += 4;
-	/* "0-1,3" → "0,1,3" */
-	while (*p && *p != ')' && len + 8 < size) {
-		char *end;
-		unsigned long a = strtoul(p, &end, 10), b;
-
-		if (end == p)
-			break;
-		b = a;
-		if (*end == '-')
-			b = strtoul(end + 1, &end, 10);
-		for (unsigned long i = a; i <= b && i < a + 1024 && len + 8 < size; i++)
-			len += (size_t)snprintf(buf + len, size - len, "%s%lu", len ? "," : "", i);
-		p = *end == ',' ? end + 1 : end;
-		if (*end != ',')
-			break;
-	}
-}

@@ -85,9 +85,6 @@ int slurm_parse_jobs(const char *json, size_t len, struct slurm_job **ret, size_
  * and the most on one node. */
 int slurm_parse_gpus(const char *json, size_t len, const char *partition, unsigned *ret_gpus, unsigned *ret_nodes,
 		     unsigned *ret_per_node, struct error *err);
-/* The GPU indices of an squeue gres_detail entry ("gpu:2(IDX:0-1)",
- * "gpu:h100:3(IDX:0,2-3)") as "0,1" / "0,2,3"; "" when it names none. */
-void slurm_gres_indices(const char *detail, char *buf, size_t size);
 
 struct slurm_options {
 	/* The commands (a name looked up in PATH, or a path); NULL: sbatch,

@@ -3,8 +3,8 @@
  * statuses), the shapes of later releases (job_state a list, numbers as
  * {"set", "number"}, exit_code an object), sacct --json's nested state, the
  * state names goodput maps (PREEMPTED, NODE_FAIL, OUT_OF_MEMORY, "CANCELLED
- * by 0"), sinfo --json's GPUs per partition, gres_detail's GPU indices, and
- * output that is not a job list. */
+ * by 0"), sinfo --json's GPUs per partition, and output that is not a job
+ * list. */
 #include <errno.h>
 #include <string.h>
 
@@ -118,7 +118,6 @@ static void test_states(void)
 static void test_gpus(void)
 {
 	unsigned gpus = 0, nodes = 0, per = 0;
-	char idx[64];
 
 	CHECK(slurm_parse_gpus(sinfo_22, strlen(sinfo_22), "gpu", &gpus, &nodes, &per, NULL) == 0);
 	CHECK_INT_EQ(gpus, 12);
@@ -129,12 +128,6 @@ static void test_gpus(void)
 	CHECK_INT_EQ(nodes, 3);
 	CHECK(slurm_parse_gpus(sinfo_22, strlen(sinfo_22), "cpu", &gpus, &nodes, &per, NULL) == 0);
 	CHECK_INT_EQ(gpus, 0);
-	slurm_gres_indices("gpu:2(IDX:0-1)", idx, sizeof(idx));
-	CHECK_STR_EQ(idx, "0,1");
-	slurm_gres_indices("gpu:h100:3(IDX:0,2-3)", idx, sizeof(idx));
-	CHECK_STR_EQ(idx, "0,2,3");
-	slurm_gres_indices("gpu:2", idx, sizeof(idx));
-	CHECK_STR_EQ(idx, "");
 }
 
 static void test_not_a_list(void)

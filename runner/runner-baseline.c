@@ -132,20 +132,12 @@ static void describe(const cJSON *knobs, char *buf, size_t size)
 	buf[0] = 0;
 	cJSON_ArrayForEach(item, knobs)
 	{
-		int n;
+		char v[64];
 
-		if (strcmp(item->string, OPT_KNOB_QUANTIZATION) == 0)
-			n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
-				     strcmp(item->valuestring, "none") == 0 ? "bf16" : item->valuestring);
-		else if (strcmp(item->string, OPT_KNOB_TENSOR_PARALLEL) == 0)
-			n = snprintf(buf + len, size - len, "%stp=%g", len ? " " : "", item->valuedouble);
-		else if (cJSON_IsString(item))
-			n = snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", item->string, item->valuestring);
-		else
-			n = snprintf(buf + len, size - len, "%s%s=%g", len ? " " : "", item->string, item->valuedouble);
-		if (n < 0 || (size_t)n >= size - len)
+		if (!cJSON_IsString(item))
+			snprintf(v, sizeof(v), "%g", item->valuedouble);
+		if (!runner_knob_append(buf, size, &len, item->string, cJSON_IsString(item) ? item->valuestring : v))
 			break;
-		len += (size_t)n;
 	}
 }
 

@@ -87,33 +87,6 @@ static bool extreme(const struct opt_space *s, const struct opt_config *base, bo
 	return true;
 }
 
-/* "fp8 tp=4": the categorical values of a configuration, as the status shows them. */
-static void combination_text(const struct opt_space *s, const struct opt_config *c, char *buf, size_t size)
-{
-	size_t len = 0;
-
-	buf[0] = 0;
-	for (size_t k = 0; k < s->n_knobs; k++) {
-		char v[64];
-		const char *val;
-		int n;
-
-		if (!s->knobs[k].categorical || s->knobs[k].n_values <= 1)
-			continue;
-		val = opt_config_text(s, c, k, v, sizeof(v));
-		if (strcmp(s->knobs[k].name, OPT_KNOB_QUANTIZATION) == 0)
-			n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
-				     strcmp(val, "none") == 0 ? "bf16" : val);
-		else if (strcmp(s->knobs[k].name, OPT_KNOB_TENSOR_PARALLEL) == 0)
-			n = snprintf(buf + len, size - len, "%stp=%s", len ? " " : "", val);
-		else
-			n = snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", s->knobs[k].name, val);
-		if (n < 0 || (size_t)n >= size - len)
-			break;
-		len += (size_t)n;
-	}
-}
-
 static int estimate_json(const struct runner_estimate *e, cJSON *o)
 {
 	char text[320];
@@ -166,7 +139,7 @@ int runner_preflight_record(struct runner *r, struct error *err)
 			continue;
 		runner_preflight_estimate(&r->preflight, s, &lo, &elo);
 		runner_preflight_estimate(&r->preflight, s, &hi, &ehi);
-		combination_text(s, &base, name, sizeof(name));
+		runner_knobs_text(s, &base, true, name, sizeof(name));
 		o = cJSON_CreateObject();
 		if (!o || !cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(root, "combinations"), o) ||
 		    json_add_string(o, "combination", name[0] ? name : "the configuration") < 0 ||

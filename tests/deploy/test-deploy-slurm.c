@@ -24,6 +24,7 @@
 #include "child.h"
 #include "deploy-test-util.h"
 #include "deploy.h"
+#include "file-util.h"
 #include "json-util.h"
 #include "slurm.h"
 #include "tests.h"
@@ -47,6 +48,36 @@ static void job_state(uint64_t id, char *buf, size_t size)
 		return;
 	if (json_get_string(j, "", "job_state", 64, &s, NULL) > 0)
 		snprintf(buf, size, "%s", s);
+}
+
+/* The process the fake runs as the job (the batch script, which becomes
+ * the launcher and then the server). */
+static long job_pid(uint64_t id)
+{
+	char path[600];
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	const cJSON *pid;
+
+	snprintf(path, sizeof(path), "%s/fake/job-%" PRIu64 ".json", dir, id);
+	CHECK(json_parse_file(path, 1 << 20, &j, NULL) >= 0);
+	pid = cJSON_GetObjectItemCaseSensitive(j, "pid");
+	CHECK(cJSON_IsNumber(pid) && pid->valuedouble > 1);
+	return (long)pid->valuedouble;
+}
+
+/* Whether the environment of process pid holds the entry exactly. */
+static bool environ_has(long pid, const char *entry)
+{
+	char path[64];
+	_cleanup_(freep) char *text = NULL;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+	CHECK(file_read_regular(path, 0, 1 << 20, &text, &len, NULL) >= 0);
+	for (size_t i = 0; i < len; i += strlen(text + i) + 1)
+		if (strcmp(text + i, entry) == 0)
+			return true;
+	return false;
 }
 
 /* fake-slurm.py VERB ID [ARG] */
@@ -161,6 +192,10 @@ static void test_ready_and_stop(void)
 	CHECK_MSG(deploy_get_startup_seconds(r.d) < deploy_get_pending_seconds(r.d) + 5, "start-up %.2f s",
 		  deploy_get_startup_seconds(r.d));
 	CHECK(deploy_get_base_url(r.d) && strncmp(deploy_get_base_url(r.d), "http://127.0.0.1:", 17) == 0);
+	/* the server listens on the port the launcher put into its argv, and
+	 * finds the same port wherever its environment named the placeholder */
+	snprintf(expect, sizeof(expect), "GOODPUT_TEST_MARK=%s", deploy_get_base_url(r.d) + 17);
+	CHECK_MSG(environ_has(job_pid(id), expect), "no %s in the server's environment", expect);
 	log = slurp(r.log);
 	/* the sbatch line, the launcher's line; the port filled into argv and environment alike */
 	CHECK_STR_CONTAINS(log, "--gres=gpu:2");

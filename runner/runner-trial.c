@@ -548,14 +548,16 @@ void runner_trial_gone(struct runner_trial *t)
 #define BUSY_RETRY_USEC     (2 * USEC_PER_SEC)
 #define BUSY_RETRY_MAX_USEC (60 * USEC_PER_SEC)
 
-/* The trial waits to be run again (state pending): its server is gone, its
- * GPUs are free, nothing of this attempt counts. */
+/* The trial waits to be run again (state pending): its evaluator's state
+ * (a server still up is killed) is released, its GPUs are free, nothing of
+ * this attempt counts. */
 static void wait_again(struct runner_trial *t)
 {
 	struct runner *r = t->runner;
 	struct error err = { 0 };
 	int k;
 
+	r->evaluator->release(t);
 	t->gpus_before = 0;
 	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PENDING, &err);
 	if (k >= 0)
@@ -594,7 +596,6 @@ void runner_trial_host_busy(struct runner_trial *t, const char *why)
 
 	wait = MIN(wait, BUSY_RETRY_MAX_USEC);
 	t->busy_retries++;
-	r->evaluator->release(t);
 	/* the GPU named busy is left alone for as long; the trial may take others
 	 * (on a cluster the slots are no node's GPUs: the trial waits) */
 	if (p && !runner_on_cluster(r) && sscanf(p, "GPU %u busy", &device) == 1 &&
@@ -635,7 +636,6 @@ void runner_trial_lost(struct runner_trial *t, const char *why)
 		return;
 	}
 	log_warning("trial %u: %s; the trial is run again (never a measurement)", t->seq, why);
-	r->evaluator->release(t);
 	wait_again(t);
 }
 

@@ -161,8 +161,3 @@ int probe_scraper_new(sd_event *e, const struct probe_scraper_config *cfg, probe
 	*ret = TAKE_PTR(s);
 	return 0;
 }
-
-const char *probe_scraper_url(const struct probe_scraper *s)
-{
-	return s->url;
-}

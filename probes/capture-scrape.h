@@ -33,6 +33,3 @@ int probe_scraper_new(sd_event *e, const struct probe_scraper_config *cfg, probe
 		      struct probe_scraper **ret, struct error *err);
 struct probe_scraper *probe_scraper_free(struct probe_scraper *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_scraper *, probe_scraper_free)
-
-/* The metrics URL (for messages). */
-const char *probe_scraper_url(const struct probe_scraper *s);

@@ -252,17 +252,11 @@ static double next_rate(const struct probe_ratesearch_config *cfg, const struct 
 	return exp(g);
 }
 
-/* The saturation anchor of the steering line: w = 0 at X_sat when queueing
- * sets the knee, 1/tpot_ratio when TPOT already misses its bound there. */
-static double anchor_w(const struct probe_rate_point *sat)
-{
-	/* The saturation run's own TPOT is no steady state (every prompt's
-	 * prefill stalls the decode steps at once: goodput-sim's TPOT there was
-	 * 3× its TPOT at 95% of X_sat), so the anchor is where the queue grows
-	 * without bound. */
-	(void)sat;
-	return 0;
-}
+/* The saturation anchor of the steering line: w = 0 at X_sat, where the
+ * queue grows without bound. Not the saturation run's own TPOT: it is no
+ * steady state (every prompt's prefill stalls the decode steps at once:
+ * goodput-sim's TPOT there was 3× its TPOT at 95% of X_sat). */
+#define ANCHOR_W 0.0
 
 /* Where the line through (x1, w1) and (x2, w2) reaches w = 1, or NAN when
  * it has no usable slope (w must fall as the rate rises). */
@@ -289,7 +283,7 @@ static double first_rate_informed(const struct probe_ratesearch_config *cfg, con
 		f = CLAMP(f, 0.15, 0.5);
 		frac = (1 - f * u) / (1 - f);
 	}
-	/* the model leans low (see anchor_w): never start below a fifth */
+	/* the model leans low (see ANCHOR_W): never start below a fifth */
 	return x_sat * CLAMP(frac, MAX(2 * cfg->min_rate_frac, 0.2), 0.9);
 }
 
@@ -337,7 +331,7 @@ static double next_rate_informed(const struct probe_ratesearch_config *cfg, cons
 		double wl = group_w(lo), xl = log(lo->rate), cap = x_sat / (1 + cfg->tolerance) * (1 + 1e-9);
 		const struct group *l2 = lo > groups ? lo - 1 : NULL;
 
-		r = line_root(lo->rate, wl, x_sat, anchor_w(sat));
+		r = line_root(lo->rate, wl, x_sat, ANCHOR_W);
 		if (l2 && l2->v == PASS) {
 			double r2 = line_root(l2->rate, group_w(l2), lo->rate, wl);
 
@@ -352,7 +346,7 @@ static double next_rate_informed(const struct probe_ratesearch_config *cfg, cons
 	 * two lowest points, and rate ∝ 1/sla_ratio; at most 16× down */
 	double wh = group_w(hi), xh = log(hi->rate);
 	const struct group *h2 = hi + 1 < groups + n_groups ? hi + 1 : NULL;
-	double cand[3] = { line_root(hi->rate, wh, x_sat, anchor_w(sat)),
+	double cand[3] = { line_root(hi->rate, wh, x_sat, ANCHOR_W),
 			   h2 ? line_root(hi->rate, wh, h2->rate, group_w(h2)) : NAN, hi->rate * wh };
 
 	r = cand[2];

@@ -83,6 +83,14 @@ static double span_s(const struct probe_sequential *s)
 	return b > a ? (double)(b - a) / 1e6 : 0;
 }
 
+/* Where the sum over the judged prefix stands: past a boundary, or between. */
+static enum probe_verdict boundary_crossed(const struct probe_sequential *s)
+{
+	if (s->llr >= s->upper)
+		return PROBE_VERDICT_MET;
+	return s->llr <= s->lower ? PROBE_VERDICT_MISSED : PROBE_VERDICT_NONE;
+}
+
 enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, bool good, uint64_t send_usec)
 {
 	if (i >= s->cfg.max_requests || s->seen[i] != OUT)
@@ -98,9 +106,7 @@ enum probe_verdict probe_sequential_add(struct probe_sequential *s, uint32_t i, 
 		s->judged++;
 	}
 	if (s->judged >= s->cfg.min_requests && span_s(s) >= s->cfg.min_seconds)
-		s->verdict = s->llr >= s->upper   ? PROBE_VERDICT_MET
-			     : s->llr <= s->lower ? PROBE_VERDICT_MISSED
-						  : PROBE_VERDICT_NONE;
+		s->verdict = boundary_crossed(s);
 	return s->verdict;
 }
 
@@ -108,9 +114,7 @@ enum probe_verdict probe_sequential_finish(struct probe_sequential *s)
 {
 	/* a cap reached before min_seconds passed: the sum says what it says */
 	if (s->verdict == PROBE_VERDICT_NONE && s->judged >= s->cfg.min_requests)
-		s->verdict = s->llr >= s->upper   ? PROBE_VERDICT_MET
-			     : s->llr <= s->lower ? PROBE_VERDICT_MISSED
-						  : PROBE_VERDICT_NONE;
+		s->verdict = boundary_crossed(s);
 	if (s->verdict == PROBE_VERDICT_NONE)
 		s->verdict = PROBE_VERDICT_UNDECIDED;
 	return s->verdict;

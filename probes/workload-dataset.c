@@ -152,10 +152,58 @@ int probe_dataset_load_sharegpt(const char *path, struct probe_dataset_entries *
 	return 0;
 }
 
-static int jsonl_line(const char *path, size_t lineno, const char *line, size_t len, struct probe_dataset_entries *d,
-		      size_t *cap, struct error *err)
+int probe_read_lines(const char *path, probe_line_fn fn, void *userdata, struct error *err)
+{
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(fclosep) FILE *f = NULL;
+	_cleanup_(freep) char *line = NULL;
+	size_t linecap = 0, lineno = 0;
+	uint64_t total = 0;
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	r = file_open_regular(path, 0, &fd, &st, err);
+	if (r < 0)
+		return r;
+	f = fdopen(fd, "re");
+	if (!f)
+		return error_set(err, -errno, "%s: %s", path, strerror(errno));
+	fd = -1; /* the stream owns it */
+	if ((uint64_t)st.st_size > PROBE_MAX_DATASET_BYTES)
+		return error_set(err, -EFBIG, "%s: larger than %" PRIu64 " bytes", path,
+				 (uint64_t)PROBE_MAX_DATASET_BYTES);
+	while ((n = getline(&line, &linecap, f)) >= 0) {
+		lineno++;
+		total += (uint64_t)n;
+		if (total > PROBE_MAX_DATASET_BYTES)
+			return error_set(err, -EFBIG, "%s: larger than %" PRIu64 " bytes", path,
+					 (uint64_t)PROBE_MAX_DATASET_BYTES);
+		if ((size_t)n > PROBE_MAX_DATASET_LINE)
+			return error_set(err, -E2BIG, "%s:%zu: line longer than %u bytes", path, lineno,
+					 PROBE_MAX_DATASET_LINE);
+		if (memchr(line, '\0', (size_t)n))
+			return error_set(err, -EINVAL, "%s:%zu: contains a NUL byte", path, lineno);
+		r = fn(lineno, line, (size_t)n, userdata, err);
+		if (r < 0)
+			return r;
+	}
+	if (ferror(f))
+		return error_set(err, -EIO, "%s: read error", path);
+	return 0;
+}
+
+struct jsonl {
+	const char *path;
+	struct probe_dataset_entries *d;
+	size_t cap;
+};
+
+static int jsonl_line(size_t lineno, const char *line, size_t len, void *userdata, struct error *err)
 {
 	static const char *const ws = " \t\r\n";
+	struct jsonl *j = userdata;
+	const char *path = j->path;
 	_cleanup_(cJSON_Deletep) cJSON *obj = NULL;
 	const char *prompt = NULL;
 	uint32_t out = 0;
@@ -181,7 +229,7 @@ static int jsonl_line(const char *path, size_t lineno, const char *line, size_t 
 	r = check_prompt_len(path, where + strlen(path) + 1, prompt, err);
 	if (r < 0)
 		return r;
-	r = add_entry(d, cap, prompt, out);
+	r = add_entry(j->d, &j->cap, prompt, out);
 	if (r < 0)
 		return error_set(err, r, "%s: out of memory", path);
 	return 0;
@@ -189,47 +237,15 @@ static int jsonl_line(const char *path, size_t lineno, const char *line, size_t 
 
 int probe_dataset_load_jsonl(const char *path, struct probe_dataset_entries **ret, struct error *err)
 {
-	_cleanup_(closep) int fd = -1;
-	_cleanup_(fclosep) FILE *f = NULL;
-	_cleanup_(freep) char *line = NULL;
-	_cleanup_(probe_dataset_freep) struct probe_dataset_entries *d = NULL;
-	size_t linecap = 0, cap = 0, lineno = 0;
-	uint64_t total = 0;
-	struct stat st;
-	ssize_t n;
+	_cleanup_(probe_dataset_freep) struct probe_dataset_entries *d = calloc(1, sizeof(*d));
+	struct jsonl j = { .path = path, .d = d };
 	int r;
 
-	r = file_open_regular(path, 0, &fd, &st, err);
-	if (r < 0)
-		return r;
-	f = fdopen(fd, "re");
-	if (!f)
-		return error_set(err, -errno, "%s: %s", path, strerror(errno));
-	fd = -1; /* the stream owns it */
-	if ((uint64_t)st.st_size > PROBE_MAX_DATASET_BYTES)
-		return error_set(err, -EFBIG, "%s: larger than %" PRIu64 " bytes", path,
-				 (uint64_t)PROBE_MAX_DATASET_BYTES);
-	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	errno = 0;
-	while ((n = getline(&line, &linecap, f)) >= 0) {
-		lineno++;
-		total += (uint64_t)n;
-		if (total > PROBE_MAX_DATASET_BYTES)
-			return error_set(err, -EFBIG, "%s: larger than %" PRIu64 " bytes", path,
-					 (uint64_t)PROBE_MAX_DATASET_BYTES);
-		if ((size_t)n > PROBE_MAX_DATASET_LINE)
-			return error_set(err, -E2BIG, "%s:%zu: line longer than %u bytes", path, lineno,
-					 PROBE_MAX_DATASET_LINE);
-		if (memchr(line, '\0', (size_t)n))
-			return error_set(err, -EINVAL, "%s:%zu: contains a NUL byte", path, lineno);
-		r = jsonl_line(path, lineno, line, (size_t)n, d, &cap, err);
-		if (r < 0)
-			return r;
-	}
-	if (ferror(f))
-		return error_set(err, -EIO, "%s: read error", path);
+	r = probe_read_lines(path, jsonl_line, &j, err);
+	if (r < 0)
+		return r;
 	if (d->n == 0)
 		return error_set(err, -EINVAL, "%s: no prompts (expected one JSON object per line)", path);
 	*ret = TAKE_PTR(d);

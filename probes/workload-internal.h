@@ -26,6 +26,13 @@ static inline void probe_dataset_freep(struct probe_dataset_entries **d)
 	probe_dataset_free(*d);
 }
 
+/* Reads a regular file line by line (at most PROBE_MAX_DATASET_BYTES, each
+ * line at most PROBE_MAX_DATASET_LINE bytes, no NUL byte: errors name the
+ * file and the line) and hands each line, its newline included, with its
+ * number from 1 to fn; stops at fn's first error (fn sets err). */
+typedef int (*probe_line_fn)(size_t lineno, const char *line, size_t len, void *userdata, struct error *err);
+int probe_read_lines(const char *path, probe_line_fn fn, void *userdata, struct error *err);
+
 /* Each loads a whole file and keeps the valid entries; at least one must be
  * valid. Errors name the file, the line or entry, and the field. */
 int probe_dataset_load_sharegpt(const char *path, struct probe_dataset_entries **ret, struct error *err);

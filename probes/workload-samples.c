@@ -11,16 +11,13 @@
  * the wall-clock time of the first request (when the log has one) places the
  * log in the day for a rate profile. */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "array.h"
-#include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
 #include "workload-internal.h"
@@ -234,43 +231,15 @@ static int add_line(struct reader *rd, size_t lineno, const char *line, size_t l
 	return 0;
 }
 
-static int read_lines(struct reader *rd, struct error *err)
+/* One line of the log (probe_line_fn). */
+static int read_line(size_t lineno, const char *line, size_t len, void *userdata, struct error *err)
 {
-	_cleanup_(closep) int fd = -1;
-	_cleanup_(fclosep) FILE *f = NULL;
-	_cleanup_(freep) char *line = NULL;
-	size_t linecap = 0, lineno = 0;
-	uint64_t total = 0;
-	ssize_t n;
-	int r;
+	struct reader *rd = userdata;
+	int r = add_line(rd, lineno, line, len, err);
 
-	r = file_open_regular(rd->path, 0, &fd, NULL, err);
-	if (r < 0)
-		return r;
-	f = fdopen(fd, "re");
-	if (!f)
-		return error_set(err, -errno, "%s: %s", rd->path, strerror(errno));
-	fd = -1; /* the stream owns it */
-	while ((n = getline(&line, &linecap, f)) >= 0) {
-		lineno++;
-		total += (uint64_t)n;
-		if (total > PROBE_MAX_DATASET_BYTES)
-			return error_set(err, -EFBIG, "%s: larger than %" PRIu64 " bytes", rd->path,
-					 (uint64_t)PROBE_MAX_DATASET_BYTES);
-		if ((size_t)n > PROBE_MAX_DATASET_LINE)
-			return error_set(err, -E2BIG, "%s:%zu: line longer than %u bytes", rd->path, lineno,
-					 PROBE_MAX_DATASET_LINE);
-		if (memchr(line, '\0', (size_t)n))
-			return error_set(err, -EINVAL, "%s:%zu: contains a NUL byte", rd->path, lineno);
-		r = add_line(rd, lineno, line, (size_t)n, err);
-		if (r == -ENOMEM)
-			return error_set(err, r, "%s: out of memory", rd->path);
-		if (r < 0)
-			return r;
-	}
-	if (ferror(f))
-		return error_set(err, -EIO, "%s: read error", rd->path);
-	return 0;
+	if (r == -ENOMEM)
+		return error_set(err, r, "%s: out of memory", rd->path);
+	return r;
 }
 
 static int by_time(const void *a, const void *b)
@@ -289,7 +258,7 @@ int probe_samples_load(const char *path, struct probe_samples **ret, struct erro
 	double t0, scale;
 	int r;
 
-	r = read_lines(&rd, err);
+	r = probe_read_lines(path, read_line, &rd, err);
 	if (r >= 0 && rd.n == 0)
 		r = error_set(err, -EINVAL, "%s: no requests%s", path,
 			      rd.skipped_failed ? " (every one of them failed)" : "");

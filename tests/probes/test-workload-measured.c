@@ -209,6 +209,10 @@ static void test_samples(void)
 	path = write_file("other.jsonl", "{\"prompt\": \"hello\"}\n");
 	CHECK(probe_samples_load(path, &x, &err) == -EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "other.jsonl:1: expected a `goodput probe --save-requests` line");
+	/* a log is a regular file, read with the dataset files' limits */
+	CHECK(probe_samples_load(tmpdir, &x, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, tmpdir);
+	CHECK_STR_CONTAINS(err.msg, "directory");
 }
 
 static void test_trace(void)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "json-util.h"
 #include "macro.h"
 #include "time-util.h"
@@ -205,36 +206,17 @@ void probe_capture_acc_init(struct probe_capture_acc *a)
 
 void probe_capture_acc_done(struct probe_capture_acc *a)
 {
-	free(a->counts);
-	free(a->durations);
-	free(a->ends);
+	free(a->intervals);
 	*a = (struct probe_capture_acc){ 0 };
-}
-
-static int grow(double **v, size_t cap)
-{
-	double *p = reallocarray(*v, cap, sizeof(double));
-
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	return 0;
 }
 
 static int push_interval(struct probe_capture_acc *a, double count, double seconds, double end)
 {
-	if (a->n_intervals == a->cap_intervals) {
-		size_t cap = a->cap_intervals ? a->cap_intervals * 2 : 64;
-
-		if (cap > MAX_INTERVALS)
-			return 0; /* a window this long has said what it can about burstiness */
-		if (grow(&a->counts, cap) < 0 || grow(&a->durations, cap) < 0 || grow(&a->ends, cap) < 0)
-			return -ENOMEM;
-		a->cap_intervals = cap;
-	}
-	a->counts[a->n_intervals] = count;
-	a->durations[a->n_intervals] = seconds;
-	a->ends[a->n_intervals++] = end;
+	if (a->n_intervals >= MAX_INTERVALS)
+		return 0; /* a window this long has said what it can about burstiness */
+	if (ARRAY_GROW(a->intervals, a->cap_intervals, a->n_intervals) < 0)
+		return -ENOMEM;
+	a->intervals[a->n_intervals++] = (struct probe_capture_interval){ count, seconds, end };
 	return 0;
 }
 
@@ -301,7 +283,7 @@ int probe_capture_acc_merge(struct probe_capture_acc *a, const struct probe_capt
 	    (a->generation.have && b->generation.have && !same_bounds(&a->generation, &b->generation)))
 		return error_set(err, -EINVAL, "%s: the bucket bounds changed", b->prompt.name);
 	for (size_t i = 0; i < b->n_intervals; i++)
-		if (push_interval(a, b->counts[i], b->durations[i], b->ends[i]) < 0)
+		if (push_interval(a, b->intervals[i].count, b->intervals[i].seconds, b->intervals[i].end) < 0)
 			return error_set(err, -ENOMEM, "out of memory");
 	a->arrivals_from_gauges = (a->requests == 0 || a->arrivals_from_gauges) && b->arrivals_from_gauges;
 	if (b->prompt.have)
@@ -430,13 +412,13 @@ static double estimate_burstiness(const struct probe_capture_acc *a, size_t from
 	if (m < 3)
 		return NAN;
 	for (size_t i = from; i < to; i++)
-		mean_d += a->durations[i] / (double)m;
+		mean_d += a->intervals[i].seconds / (double)m;
 	for (size_t i = from; i < to; i++) {
-		double x = a->counts[i] * mean_d / a->durations[i];
+		double x = a->intervals[i].count * mean_d / a->intervals[i].seconds;
 
 		sum += x;
 		if (i > from) {
-			double y = a->counts[i - 1] * mean_d / a->durations[i - 1];
+			double y = a->intervals[i - 1].count * mean_d / a->intervals[i - 1].seconds;
 
 			sq += (x - y) * (x - y);
 		}
@@ -463,20 +445,20 @@ void probe_capture_summarize(const struct probe_capture_acc *a, struct probe_cap
 
 	if (!a->from_log) {
 		/* the active span: idle intervals before the first request and after the last are not traffic */
-		while (first < last && a->counts[first] == 0)
+		while (first < last && a->intervals[first].count == 0)
 			first++;
-		while (last > first && a->counts[last - 1] == 0)
+		while (last > first && a->intervals[last - 1].count == 0)
 			last--;
 		for (size_t i = first; i < last; i++)
-			s.duration_s += a->durations[i];
+			s.duration_s += a->intervals[i].seconds;
 		s.mean_rate = s.duration_s > 0 ? a->arrivals / s.duration_s : NAN;
 	} else {
 		s.duration_s = a->seconds;
 		s.mean_rate = a->requests > 1 && a->seconds > 0 ? (a->requests - 1) / a->seconds : NAN;
 	}
 	for (size_t i = first; i < last; i++)
-		if (a->durations[i] > 0)
-			s.peak_rate = MAX(s.peak_rate, a->counts[i] / a->durations[i]);
+		if (a->intervals[i].seconds > 0)
+			s.peak_rate = MAX(s.peak_rate, a->intervals[i].count / a->intervals[i].seconds);
 	s.burstiness = estimate_burstiness(a, first, last);
 	s.input_mean = a->prompt.count > 0 ? a->prompt.sum / a->prompt.count : NAN;
 	s.output_mean = a->generation.count > 0 ? a->generation.sum / a->generation.count : NAN;
@@ -648,8 +630,8 @@ static int add_intervals(cJSON *c, const struct probe_capture_acc *a)
 			cJSON_Delete(pt);
 			return -ENOMEM;
 		}
-		if (!cJSON_AddItemToArray(pt, cJSON_CreateNumber(round(a->ends[i] * 1e6) / 1e6)) ||
-		    !cJSON_AddItemToArray(pt, cJSON_CreateNumber(a->counts[i])))
+		if (!cJSON_AddItemToArray(pt, cJSON_CreateNumber(round(a->intervals[i].end * 1e6) / 1e6)) ||
+		    !cJSON_AddItemToArray(pt, cJSON_CreateNumber(a->intervals[i].count)))
 			return -ENOMEM;
 	}
 	return 0;

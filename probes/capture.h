@@ -73,6 +73,12 @@ struct probe_capture_delta {
 int probe_capture_delta(const struct probe_capture_scrape *prev, const struct probe_capture_scrape *cur,
 			struct probe_capture_delta *ret, struct error *err);
 
+/* One interval of a window: the requests that arrived in it, its length,
+ * its end (seconds since the epoch). */
+struct probe_capture_interval {
+	double count, seconds, end;
+};
+
 /* Deltas added up over a window. */
 struct probe_capture_acc {
 	struct probe_prom_histogram prompt, generation; /* per-bucket counts; n 0 until the first delta */
@@ -82,7 +88,7 @@ struct probe_capture_acc {
 	bool have_prefix;
 	unsigned resets;
 	uint64_t first_mono_usec, last_mono_usec, first_real_usec, last_real_usec;
-	double *counts, *durations, *ends; /* per interval: arrivals, seconds, end (seconds since the epoch) */
+	struct probe_capture_interval *intervals;
 	size_t n_intervals, cap_intervals;
 	double hour_requests[24], hour_seconds[24]; /* arrivals and seconds by the local hour of each interval's end */
 	/* from a log: arrival times instead of intervals */

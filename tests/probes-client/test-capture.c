@@ -249,7 +249,8 @@ static void test_from_log(void)
 	CHECK_REL(sum.input_mean, 3393.0 / 6, 1e-12);
 	/* 1-2-5 bounds up to the longest length */
 	CHECK(a.prompt.n == 12 && a.prompt.le[11] == 5000 && a.generation.le[a.generation.n - 1] == 100);
-	CHECK(a.n_intervals == 3 && a.counts[0] == 2 && a.counts[1] == 2 && a.counts[2] == 1);
+	CHECK(a.n_intervals == 3 && a.intervals[0].count == 2 && a.intervals[1].count == 2 &&
+	      a.intervals[2].count == 1);
 }
 
 int main(void)

@@ -282,10 +282,11 @@ int probe_capture_acc_merge(struct probe_capture_acc *a, const struct probe_capt
 	if ((a->prompt.have && b->prompt.have && !same_bounds(&a->prompt, &b->prompt)) ||
 	    (a->generation.have && b->generation.have && !same_bounds(&a->generation, &b->generation)))
 		return error_set(err, -EINVAL, "%s: the bucket bounds changed", b->prompt.name);
+	/* as in probe_capture_acc_add: every interval had the gauges */
+	a->arrivals_from_gauges = (a->n_intervals == 0 || a->arrivals_from_gauges) && b->arrivals_from_gauges;
 	for (size_t i = 0; i < b->n_intervals; i++)
 		if (push_interval(a, b->intervals[i].count, b->intervals[i].seconds, b->intervals[i].end) < 0)
 			return error_set(err, -ENOMEM, "out of memory");
-	a->arrivals_from_gauges = (a->requests == 0 || a->arrivals_from_gauges) && b->arrivals_from_gauges;
 	if (b->prompt.have)
 		hist_add(&a->prompt, &b->prompt);
 	if (b->generation.have)

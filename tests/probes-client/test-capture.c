@@ -148,6 +148,42 @@ static void window_of(struct probe_capture_acc *a, double shape, const double *r
 	}
 }
 
+/* One interval of 1 s ending at second `end` in which n requests arrived
+ * and finished, counted from the gauges or not. */
+static void add_interval(struct probe_capture_acc *a, uint64_t end, double n, bool from_gauges)
+{
+	struct probe_capture_delta d = {
+		.mono_start_usec = (end - 1) * 1000000 + 1,
+		.mono_end_usec = end * 1000000 + 1,
+		.real_end_usec = (1700000000 + end) * 1000000ull,
+		.prompt = { .have = true, .n = 1, .le = { 100 }, .cum = { n }, .count = n },
+		.generation = { .have = true, .n = 1, .le = { 100 }, .cum = { n }, .count = n },
+		.requests = n,
+		.arrivals = n,
+		.arrivals_from_gauges = from_gauges,
+		.prefix_queries = NAN,
+		.prefix_hits = NAN
+	};
+
+	CHECK(probe_capture_acc_add(a, &d, NULL) == 0);
+}
+
+static void test_merge(void)
+{
+	_cleanup_(probe_capture_acc_done) struct probe_capture_acc a = { 0 }, b = { 0 }, c = { 0 };
+
+	/* an idle interval without the gauges, then a busy one with them: the
+	 * window's arrivals did not all come from the gauges */
+	add_interval(&a, 1, 0, false);
+	add_interval(&b, 2, 5, true);
+	CHECK(probe_capture_acc_merge(&a, &b, NULL) == 0);
+	CHECK(a.n_intervals == 2 && a.intervals[1].count == 5 && a.requests == 5);
+	CHECK(!a.arrivals_from_gauges);
+	/* merged into an empty window, they did */
+	CHECK(probe_capture_acc_merge(&c, &b, NULL) == 0);
+	CHECK(c.n_intervals == 1 && c.arrivals_from_gauges);
+}
+
 static void test_burstiness(void)
 {
 	static const double one[] = { 20 }, two[] = { 10, 30 };
@@ -258,6 +294,7 @@ int main(void)
 	test_histograms();
 	test_deltas();
 	test_burstiness();
+	test_merge();
 	test_window_workload();
 	test_distances();
 	test_from_log();

@@ -531,11 +531,22 @@ static void capture_prefix(double hit_rate, struct probe_workload_config *w)
 	w->prefix_group_size = PREFIX_GROUP;
 }
 
+/* The rate in each hour of the day the window covered, one point per hour. */
+static void hours_profile(const struct probe_capture_acc *a, struct probe_rate_profile *ret)
+{
+	*ret = (struct probe_rate_profile){ .speed = 1 };
+	for (unsigned h = 0; h < 24; h++)
+		if (a->hour_seconds[h] > 0) {
+			ret->second_of_day[ret->n] = h * 3600;
+			ret->rate[ret->n++] = a->hour_requests[h] / a->hour_seconds[h];
+		}
+	ret->start = ret->second_of_day[0];
+}
+
 int probe_capture_acc_workload(const struct probe_capture_acc *a, struct probe_workload_config *cfg, struct error *err)
 {
 	struct probe_workload_config w = *cfg;
 	struct probe_capture_summary s;
-	unsigned hours = 0;
 
 	probe_capture_summarize(a, &s);
 	if (!(a->requests > 0) || !probe_capture_length_histogram(&a->prompt, &w.input.hist) ||
@@ -551,19 +562,9 @@ int probe_capture_acc_workload(const struct probe_capture_acc *a, struct probe_w
 	w.burstiness = isfinite(s.burstiness) ? s.burstiness : 1.0;
 	w.arrival = w.burstiness == 1.0 ? PROBE_ARRIVAL_POISSON : PROBE_ARRIVAL_GAMMA;
 	w.prefix_len = w.prefix_group_size = 0;
-	w.profile = (struct probe_rate_profile){ .speed = 1 };
-	for (unsigned h = 0; h < 24; h++)
-		hours += a->hour_seconds[h] > 0;
-	if (hours >= 2) {
-		for (unsigned h = 0; h < 24; h++)
-			if (a->hour_seconds[h] > 0) {
-				w.profile.second_of_day[w.profile.n] = h * 3600;
-				w.profile.rate[w.profile.n++] = a->hour_requests[h] / a->hour_seconds[h];
-			}
-		w.profile.start = w.profile.second_of_day[0];
-		if (!(probe_rate_profile_mean(&w.profile) > 0))
-			w.profile.n = 0;
-	}
+	hours_profile(a, &w.profile);
+	if (w.profile.n < 2 || !(probe_rate_profile_mean(&w.profile) > 0))
+		w.profile.n = 0;
 	if (isfinite(s.prefix_hit_rate))
 		capture_prefix(s.prefix_hit_rate, &w);
 	*cfg = w;
@@ -589,30 +590,6 @@ static int add_time(cJSON *o, const char *key, uint64_t real_usec)
 		return 0;
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return json_add_string(o, key, buf);
-}
-
-static int add_hours(cJSON *c, const struct probe_capture_acc *a)
-{
-	cJSON *arr = cJSON_AddArrayToObject(c, "rate_profile");
-	char t[16];
-
-	if (!arr)
-		return -ENOMEM;
-	for (unsigned h = 0; h < 24; h++) {
-		cJSON *pt;
-
-		if (!(a->hour_seconds[h] > 0))
-			continue;
-		pt = cJSON_CreateArray();
-		if (!pt || !cJSON_AddItemToArray(arr, pt)) {
-			cJSON_Delete(pt);
-			return -ENOMEM;
-		}
-		if (!cJSON_AddItemToArray(pt, cJSON_CreateString(probe_format_time_of_day(h * 3600, t, sizeof(t)))) ||
-		    !cJSON_AddItemToArray(pt, cJSON_CreateNumber(a->hour_requests[h] / a->hour_seconds[h])))
-			return -ENOMEM;
-	}
-	return 0;
 }
 
 static int add_intervals(cJSON *c, const struct probe_capture_acc *a)
@@ -643,12 +620,14 @@ int probe_capture_to_json(const struct probe_capture_acc *a, const struct probe_
 {
 	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
 	struct probe_capture_summary s;
+	struct probe_rate_profile hours;
 	cJSON *c;
 	int r = 0;
 
 	if (!o || probe_workload_shape_to_json(cfg, o) < 0)
 		return -ENOMEM;
 	probe_capture_summarize(a, &s);
+	hours_profile(a, &hours);
 	c = cJSON_AddObjectToObject(o, "captured");
 	if (!c)
 		return -ENOMEM;
@@ -672,7 +651,7 @@ int probe_capture_to_json(const struct probe_capture_acc *a, const struct probe_
 	r |= add_finite(c, "output_len_mean", s.output_mean);
 	r |= add_finite(c, "prefix_cache_hit_rate", s.prefix_hit_rate);
 	r |= json_add_number(c, "counter_resets", s.resets);
-	if (r < 0 || add_hours(c, a) < 0 || add_intervals(c, a) < 0)
+	if (r < 0 || probe_rate_profile_points_to_json(c, "rate_profile", &hours) < 0 || add_intervals(c, a) < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(o);
 	return 0;

@@ -508,9 +508,9 @@ static int add_length(cJSON *o, const char *name, const struct probe_length_dist
 	return r ? -ENOMEM : 0;
 }
 
-static int add_profile(cJSON *o, const struct probe_rate_profile *p)
+int probe_rate_profile_points_to_json(cJSON *o, const char *key, const struct probe_rate_profile *p)
 {
-	cJSON *a = cJSON_AddArrayToObject(o, "rate_profile");
+	cJSON *a = cJSON_AddArrayToObject(o, key);
 	char t[16];
 
 	if (!a)
@@ -527,6 +527,15 @@ static int add_profile(cJSON *o, const struct probe_rate_profile *p)
 		    !cJSON_AddItemToArray(pt, cJSON_CreateNumber(p->rate[i])))
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+static int add_profile(cJSON *o, const struct probe_rate_profile *p)
+{
+	char t[16];
+
+	if (probe_rate_profile_points_to_json(o, "rate_profile", p) < 0)
+		return -ENOMEM;
 	if (p->start != p->second_of_day[0] &&
 	    json_add_string(o, "rate_profile_start", probe_format_time_of_day(p->start, t, sizeof(t))) < 0)
 		return -ENOMEM;

@@ -41,6 +41,10 @@ int probe_workload_from_json(const cJSON *obj, const char *path, struct probe_wo
  * keeps its own num_prompts, seed, percentiles). -ENOMEM. */
 int probe_workload_shape_to_json(const struct probe_workload_config *cfg, cJSON *obj);
 
+/* Adds p's points to obj as key: [["HH:MM", requests/s], ...] (an empty
+ * array for none). -ENOMEM. */
+int probe_rate_profile_points_to_json(cJSON *obj, const char *key, const struct probe_rate_profile *p);
+
 /* A rate profile from a file's JSON: a bare [["HH:MM", req/s], ...], a
  * workload block with "rate_profile", or a captured block whose
  * "captured" holds the rate per hour it measured. -ENOENT when v holds

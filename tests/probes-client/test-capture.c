@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "capture.h"
@@ -184,6 +185,30 @@ static void test_merge(void)
 	CHECK(c.n_intervals == 1 && c.arrivals_from_gauges);
 }
 
+/* A window over two hours of the day: the rate per hour becomes the
+ * workload's rate profile, and the block lists it under captured too. */
+static void test_hours(void)
+{
+	_cleanup_(probe_capture_acc_done) struct probe_capture_acc a = { 0 };
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct probe_workload_config w;
+	struct probe_rate_profile listed;
+	struct error err = { 0 };
+
+	setenv("TZ", "UTC", 1); /* 22:13 and 23:13 */
+	tzset();
+	add_interval(&a, 1, 4, true);
+	add_interval(&a, 3601, 8, true);
+	probe_workload_config_init(&w);
+	CHECK_MSG(probe_capture_acc_workload(&a, &w, &err) == 0, "%s", err.msg);
+	CHECK(w.profile.n == 2 && w.profile.rate[0] == 4 && w.profile.rate[1] == 8);
+	CHECK(w.profile.second_of_day[0] == 22 * 3600 && w.profile.second_of_day[1] == 23 * 3600);
+	CHECK(probe_capture_to_json(&a, &w, "metrics", "http://x/metrics", 1000000, &j) == 0);
+	CHECK_MSG(probe_rate_profile_from_json(cJSON_GetObjectItem(j, "captured"), &listed, &err) == 0, "%s", err.msg);
+	CHECK(listed.n == 2 && listed.rate[0] == 4 && listed.rate[1] == 8);
+	CHECK(listed.second_of_day[0] == w.profile.second_of_day[0]);
+}
+
 static void test_burstiness(void)
 {
 	static const double one[] = { 20 }, two[] = { 10, 30 };
@@ -295,6 +320,7 @@ int main(void)
 	test_deltas();
 	test_burstiness();
 	test_merge();
+	test_hours();
 	test_window_workload();
 	test_distances();
 	test_from_log();

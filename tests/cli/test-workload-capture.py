@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simlib import start_sim  # noqa: E402
+
 goodput, sim, engines = sys.argv[1], sys.argv[2], sys.argv[3]
 tmp = tempfile.mkdtemp(prefix="goodput-capture-")
 failures = 0
@@ -37,19 +40,6 @@ def check(cond, what):
     print(("ok:   " if cond else "FAIL: ") + what, file=sys.stderr)
     if not cond:
         failures += 1
-
-
-def start_sim():
-    log = open(os.path.join(tmp, "sim.log"), "w+")
-    server = subprocess.Popen([sim, "--port", "0", "--gpu", "L40S"], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(400):
-        log.seek(0)
-        text = log.read()
-        if "Application startup complete" in text:
-            return server, text.split("listening on ")[1].split()[0]
-        time.sleep(0.05)
-    print("goodput-sim did not start", file=sys.stderr)
-    sys.exit(1)
 
 
 def path(name):
@@ -100,7 +90,7 @@ with open(path("sent-spec.json"), "w") as f:
 
 server = None
 try:
-    server, url = start_sim()
+    server, url = start_sim(sim, path("sim.log"), "--gpu", "L40S")
     capture = subprocess.Popen([goodput, "workload", "capture", "--metrics-url", url + "/metrics", "--interval", "1s",
                                 "--duration", "58s", "-o", path("captured.json")],
                                stdout=subprocess.DEVNULL, stderr=open(path("capture.err"), "w"))

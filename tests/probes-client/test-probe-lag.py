@@ -18,6 +18,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simlib import start_sim  # noqa: E402
+
 goodput, sim = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="goodput-probe-lag-")
 
@@ -25,18 +28,6 @@ tmp = tempfile.mkdtemp(prefix="goodput-probe-lag-")
 def fail(msg):
     print("FAIL:", msg, file=sys.stderr)
     sys.exit(1)
-
-
-def start_sim():
-    log = open(os.path.join(tmp, "sim.log"), "w+")
-    server = subprocess.Popen([sim, "--port", "0", "--gpu", "L40S"], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(400):
-        log.seek(0)
-        text = log.read()
-        if "Application startup complete" in text:
-            return server, text.split("listening on ")[1].split()[0]
-        time.sleep(0.05)
-    fail("goodput-sim did not start")
 
 
 def probe(url, starve):
@@ -73,7 +64,7 @@ def probe(url, starve):
     return json.loads(out)
 
 
-server, url = start_sim()
+server, url = start_sim(sim, os.path.join(tmp, "sim.log"), "--gpu", "L40S")
 try:
     quiet = probe(url, False)
     lag = quiet.get("client_lag_p95_ms")

@@ -21,7 +21,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simlib import start_sim  # noqa: E402
 
 goodput, sim = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="goodput-probe-sim-")
@@ -37,18 +39,8 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
-def start_sim(trace):
-    # The sim's output goes to a file, so that a full pipe never stalls it.
-    log = open(trace + ".log", "w+")
-    server = subprocess.Popen([sim, "--port", "0", "--trace", trace], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(400):
-        log.seek(0)
-        text = log.read()
-        if "Application startup complete" in text:  # vLLM's line: listening, the model "loaded"
-            return server, text.split("listening on ")[1].split()[0]
-        time.sleep(0.05)
-    print("goodput-sim did not start", file=sys.stderr)
-    sys.exit(1)
+def start_traced_sim(trace):
+    return start_sim(sim, trace + ".log", "--trace", trace)
 
 
 def stop_sim(server):
@@ -75,7 +67,7 @@ try:
     # Closed loop: one request at a time, in order.
     reqs_path = os.path.join(tmp, "requests.jsonl")
     trace = os.path.join(tmp, "trace1.jsonl")
-    server, url = start_sim(trace)
+    server, url = start_traced_sim(trace)
     p = probe(url, "--num-prompts", "20", "--random-input-len", "64", "--random-output-len", "12", "--ignore-eos",
               "--max-concurrency", "1", "--save-requests", reqs_path, "--json")
     check(p.returncode == 0, "closed-loop run")
@@ -102,7 +94,7 @@ try:
 
     # Open loop at a rate: everything accounted for, /metrics scraped.
     trace = os.path.join(tmp, "trace2.jsonl")
-    server, url = start_sim(trace)
+    server, url = start_traced_sim(trace)
     p = probe(url, "--num-prompts", "40", "--random-input-len", "128", "--random-output-len", "16",
               "--request-rate", "20", "--json")
     check(p.returncode == 0, "open-loop run")
@@ -118,7 +110,7 @@ try:
 
     # The search: sequential load points.
     trace = os.path.join(tmp, "trace3.jsonl")
-    server, url = start_sim(trace)
+    server, url = start_traced_sim(trace)
     p = probe(url, "--num-prompts", "50", "--random-input-len", "128", "--random-output-len", "8",
               "--find-max-rate", "--goodput", "ttft:60", "tpot:20", "--max-point-requests", "1000", "--json")
     check(p.returncode == 0, "search run")

@@ -43,8 +43,8 @@ struct probe_run {
 	struct probe_request_result *results; /* measured requests */
 	size_t n_results;
 	/* the client's own lateness: how long after it was due each measured
-	 * request of an open loop was handed to the client (µs) */
-	uint32_t *lag_usec;
+	 * request of an open loop was handed to the client (ms) */
+	double *lag_ms;
 	size_t n_lag, lag_cap;
 
 	/* server metrics */
@@ -173,9 +173,9 @@ static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
 		/* late past its due time only when the loop was: a closed loop's
 		 * requests (and those of a burst, all due at once) wait for slots
 		 * or for their turn, not for a late timer */
-		if (!run->warmup && run->lag_usec && run->n_lag < run->lag_cap && run->cfg.max_concurrency == 0 &&
+		if (!run->warmup && run->lag_ms && run->n_lag < run->lag_cap && run->cfg.max_concurrency == 0 &&
 		    run->w->config.arrival != PROBE_ARRIVAL_INF)
-			run->lag_usec[run->n_lag++] = (uint32_t)MIN(now - due_usec(run, run->arrived), UINT32_MAX);
+			run->lag_ms[run->n_lag++] = usec_to_ms(now - due_usec(run, run->arrived));
 		run->arrived++;
 	}
 	dispatch(run);
@@ -295,8 +295,8 @@ int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_work
 	run->n_results = w->n_requests - n_warm;
 	run->results = calloc(MAX(run->n_results, (size_t)1), sizeof(*run->results));
 	run->lag_cap = MAX(run->n_results, (size_t)1);
-	run->lag_usec = calloc(run->lag_cap, sizeof(*run->lag_usec));
-	if (!run->results || !run->lag_usec) {
+	run->lag_ms = calloc(run->lag_cap, sizeof(*run->lag_ms));
+	if (!run->results || !run->lag_ms) {
 		probe_run_free(run);
 		return -ENOMEM;
 	}
@@ -325,7 +325,7 @@ struct probe_run *probe_run_free(struct probe_run *run)
 		probe_client_cancel(run->client, &run->scrape_tag);
 	}
 	sd_event_source_disable_unref(run->arrival_timer);
-	free(run->lag_usec);
+	free(run->lag_ms);
 	sd_event_source_disable_unref(run->metrics_timer);
 	sd_event_source_disable_unref(run->done_defer);
 	for (size_t i = 0; i < run->n_results && run->results; i++)
@@ -399,29 +399,19 @@ double probe_run_duration_s(const struct probe_run *run)
 	return MAX(usec_to_sec(d), 1e-6);
 }
 
-static int cmp_u32(const void *a, const void *b)
+static int cmp_double(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	double x = *(const double *)a, y = *(const double *)b;
 
-	return x < y ? -1 : x > y;
+	return (x > y) - (x < y);
 }
 
 double probe_run_client_lag_ms(struct probe_run *run, double pct)
 {
-	double *v;
-	double ms;
-
 	if (run->n_lag == 0)
 		return NAN;
-	v = calloc(run->n_lag, sizeof(*v));
-	if (!v)
-		return NAN;
-	qsort(run->lag_usec, run->n_lag, sizeof(run->lag_usec[0]), cmp_u32);
-	for (size_t i = 0; i < run->n_lag; i++)
-		v[i] = run->lag_usec[i] / 1000.0;
-	ms = probe_percentile_sorted(v, run->n_lag, pct);
-	free(v);
-	return ms;
+	qsort(run->lag_ms, run->n_lag, sizeof(run->lag_ms[0]), cmp_double);
+	return probe_percentile_sorted(run->lag_ms, run->n_lag, pct);
 }
 
 void probe_run_server_metrics(const struct probe_run *run, struct probe_server_metrics *ret)

@@ -464,9 +464,7 @@ int probe_failure_reasons(const struct probe_request_result *reqs, size_t n, str
 
 /* ---- why a load point missed its SLA ---- */
 
-/* One request's figure for a per-request bound (ms): INFINITY when it
- * failed; a one-token reply's TPOT is 0; ITL: its largest gap. */
-static double request_value(const struct probe_request_result *r, enum probe_metric m)
+double probe_request_value_ms(const struct probe_request_result *r, enum probe_metric m)
 {
 	double v = 0;
 
@@ -529,7 +527,7 @@ int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const
 			if (!x)
 				return -ENOMEM;
 			for (size_t k = 0; k < n; k++)
-				x[k] = request_value(&reqs[k], b->metric);
+				x[k] = probe_request_value_ms(&reqs[k], b->metric);
 			qsort(x, n, sizeof(*x), cmp_double);
 			/* the smallest figure ceil(t·n) of the requests stay within */
 			v = x[CLAMP((size_t)ceil(t * (double)n - 1e-9), (size_t)1, n) - 1];

@@ -48,7 +48,6 @@ void probe_request_result_done(struct probe_request_result *r);
 
 /* TPOT of one request in µs, or -1 when output_tokens <= 1 or it failed. */
 double probe_request_tpot_usec(const struct probe_request_result *r);
-
 enum probe_metric {
 	PROBE_METRIC_TTFT,
 	PROBE_METRIC_TPOT,
@@ -61,6 +60,11 @@ enum probe_metric {
 const char *probe_metric_name(enum probe_metric m);
 /* The enum value of such a name, or -EINVAL. */
 int probe_metric_from_name(const char *s);
+
+/* A request's figure for a per-request bound on m, ms: INFINITY when it
+ * failed; a one-token reply's TPOT is 0 (it meets any bound); ITL: its
+ * largest gap. */
+double probe_request_value_ms(const struct probe_request_result *r, enum probe_metric m);
 
 /* An SLA is a set of bounds. A per-request bound (percentile == 0) must hold
  * for a request to be good; the load point meets the SLA when at least

@@ -647,37 +647,20 @@ static int cmp_dbl(const void *a, const void *b)
  * ITL only when tpot_only); 0 when none applies. */
 static double request_ratio(const struct probe_request_result *r, const struct probe_sla *sla, bool tpot_only)
 {
-	double worst = 0, v;
+	double worst = 0;
 
 	for (size_t i = 0; i < sla->n_bounds; i++) {
 		const struct probe_sla_bound *b = &sla->bounds[i];
-		double bound_usec = b->bound_ms * 1000.0;
+		double v;
 
-		if (b->percentile > 0 || !(bound_usec > 0))
+		if (b->percentile > 0 || !(b->bound_ms > 0))
 			continue;
 		if (tpot_only && b->metric != PROBE_METRIC_TPOT && b->metric != PROBE_METRIC_ITL)
 			continue;
-		if (!r->success)
+		v = probe_request_value_ms(r, b->metric);
+		if (isinf(v))
 			return RATIO_FAILED;
-		v = 0;
-		switch (b->metric) {
-		case PROBE_METRIC_TTFT:
-			v = (double)r->ttft_usec;
-			break;
-		case PROBE_METRIC_TPOT:
-			v = MAX(probe_request_tpot_usec(r), 0.0); /* one-token reply: meets any bound */
-			break;
-		case PROBE_METRIC_ITL:
-			for (size_t k = 0; k < r->n_itl; k++)
-				v = MAX(v, (double)r->itl_usec[k]);
-			break;
-		case PROBE_METRIC_E2EL:
-			v = (double)r->e2e_usec;
-			break;
-		default:
-			break;
-		}
-		worst = MAX(worst, v / bound_usec);
+		worst = MAX(worst, v / b->bound_ms);
 	}
 	return worst;
 }

@@ -9,6 +9,12 @@
 #include "rng.h"
 #include "workload.h"
 
+/* The names of enum probe_dataset, probe_dist and probe_arrival, in enum
+ * order, NULL-terminated (for a JSON_ENUM's choices). */
+extern const char *const probe_dataset_names[];
+extern const char *const probe_dist_names[];
+extern const char *const probe_arrival_names[];
+
 struct probe_dataset_entry {
 	char *prompt;        /* owned */
 	uint32_t input_len;  /* words of prompt */

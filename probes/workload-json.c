@@ -17,6 +17,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "workload-internal.h"
 
 struct block {
 	struct probe_workload_spec s;
@@ -25,13 +26,7 @@ struct block {
 	bool have_start, rate_given;
 };
 
-static const char *const dataset_names[] = { "random", "sharegpt", "custom", NULL };
-static const char *const dist_names[] = { "fixed", "uniform", "normal", "lognormal", "histogram", "samples", NULL };
-static const char *const arrival_names[] = { "poisson", "gamma", "constant", "inf", "trace", NULL };
-
 _Static_assert(sizeof(enum probe_dataset) == sizeof(int), "enum probe_dataset is not int-sized");
-_Static_assert(PROBE_DIST_SAMPLES == 5 && PROBE_ARRIVAL_TRACE == 4 && PROBE_DATASET_CUSTOM == 2,
-	       "the enums follow their names");
 
 #define OFF(field) offsetof(struct block, s.config.field)
 #define RAW(field) offsetof(struct block, field)
@@ -231,7 +226,7 @@ static int parse_profile_start(const cJSON *v, const char *path, const struct js
 	"\"maxItems\": 2}}"
 
 const struct json_field probe_workload_fields[] = {
-	{ "dataset", JSON_ENUM, OFF(dataset), .choices = dataset_names, .def = "random",
+	{ "dataset", JSON_ENUM, OFF(dataset), .choices = probe_dataset_names, .def = "random",
 	  .doc = "random, sharegpt or custom (JSONL)" },
 	{ "dataset_path", JSON_STRING, OFF(dataset_path), .max = 4096, .doc = "dataset file (sharegpt, custom)" },
 	{ "input_len", JSON_DOUBLE, OFF(input.mean), .callback = mark_len, .min = 1, .max = TOKENS_MAX,
@@ -240,10 +235,10 @@ const struct json_field probe_workload_fields[] = {
 	  .def = "128 (histogram: the buckets' own mean)", .doc = "mean output length, tokens" },
 	{ "range_ratio", JSON_DOUBLE, OFF(input.range_ratio), .min = 0, .max = 0.999, .def = "0",
 	  .doc = "uniform lengths in [len·(1−r), len·(1+r)] (vLLM's --random-range-ratio)" },
-	{ "input_len_dist", JSON_ENUM, RAW(input_dist), .choices = dist_names,
+	{ "input_len_dist", JSON_ENUM, RAW(input_dist), .choices = probe_dist_names,
 	  .def = "fixed (uniform with range_ratio, histogram with input_len_histogram)",
 	  .doc = "fixed, uniform, normal, lognormal, histogram (input_len_histogram) or samples (samples_path)" },
-	{ "output_len_dist", JSON_ENUM, RAW(output_dist), .choices = dist_names,
+	{ "output_len_dist", JSON_ENUM, RAW(output_dist), .choices = probe_dist_names,
 	  .def = "histogram with output_len_histogram, else as input_len_dist (fixed after a histogram)",
 	  .doc = "fixed, uniform, normal, lognormal, histogram (output_len_histogram) or samples (samples_path)" },
 	{ "input_len_std", JSON_DOUBLE, OFF(input.stddev), .min = 0, .max = TOKENS_MAX, .def = "0",
@@ -272,7 +267,7 @@ const struct json_field probe_workload_fields[] = {
 		 "a rate profile and a trace are scaled to it" },
 	{ "burstiness", JSON_DOUBLE, OFF(burstiness), .min = 1e-3, .max = 1e3, .def = "1",
 	  .doc = "gamma shape of arrivals (1 = Poisson)" },
-	{ "arrival", JSON_ENUM, RAW(arrival), .choices = arrival_names,
+	{ "arrival", JSON_ENUM, RAW(arrival), .choices = probe_arrival_names,
 	  .def = "poisson (gamma when burstiness is not 1)",
 	  .doc = "poisson, gamma, constant, inf, or trace (the arrival times of samples_path)" },
 	{ "rate_profile", JSON_ARRAY, .callback = parse_rate_profile, .min = 1, .max = PROBE_RATE_PROFILE_MAX,
@@ -326,7 +321,7 @@ static int length_kind(struct block *b, const char *pre, bool input, struct erro
 		return error_set(err, -EINVAL, "%s%s_len_histogram: only with %s_len_dist histogram", pre, name, name);
 	if ((d->kind == PROBE_DIST_NORMAL || d->kind == PROBE_DIST_LOGNORMAL) && !(d->stddev > 0))
 		return error_set(err, -EINVAL, "%s%s_len_std: needed (> 0) for %s lengths", pre, name,
-				 dist_names[d->kind]);
+				 probe_dist_name(d->kind));
 	if (d->kind == PROBE_DIST_SAMPLES && !w->samples_path)
 		return error_set(err, -EINVAL, "%ssamples_path: missing (%s_len_dist is samples)", pre, name);
 	if (d->kind == PROBE_DIST_HISTOGRAM && !(input ? b->input_len_given : b->output_len_given))
@@ -345,7 +340,7 @@ static int check_block(struct block *b, const char *pre, struct error *err)
 
 	if (w->dataset != PROBE_DATASET_RANDOM && !w->dataset_path)
 		return error_set(err, -EINVAL, "%sdataset_path: missing (dataset %s reads a file)", pre,
-				 dataset_names[w->dataset]);
+				 probe_dataset_name(w->dataset));
 	if (w->dataset == PROBE_DATASET_RANDOM && w->dataset_path)
 		return error_set(err, -EINVAL, "%sdataset_path: only for the sharegpt and custom datasets", pre);
 	r = length_kind(b, pre, true, err);
@@ -378,7 +373,7 @@ static int check_block(struct block *b, const char *pre, struct error *err)
 		return error_set(err, -EINVAL, "%srate_profile: missing (rate_profile_start and _speed shape it)", pre);
 	if (prof->n && (w->arrival == PROBE_ARRIVAL_TRACE || w->arrival == PROBE_ARRIVAL_INF))
 		return error_set(err, -EINVAL, "%srate_profile: needs poisson, gamma or constant arrivals, not %s", pre,
-				 arrival_names[w->arrival]);
+				 probe_arrival_name(w->arrival));
 	if (prof->n && !b->have_start)
 		prof->start = prof->second_of_day[0];
 	if (prof->n && !b->rate_given)
@@ -488,7 +483,7 @@ static int add_length(cJSON *o, const char *name, const struct probe_length_dist
 	int r = 0;
 
 	snprintf(key, sizeof(key), "%s_len_dist", name);
-	r |= json_add_string(o, key, dist_names[d->kind]);
+	r |= json_add_string(o, key, probe_dist_name(d->kind));
 	snprintf(key, sizeof(key), "%s_len", name);
 	if (isfinite(d->mean))
 		r |= json_add_number(o, key, d->mean);
@@ -551,7 +546,7 @@ int probe_workload_shape_to_json(const struct probe_workload_config *w, cJSON *o
 	for (size_t i = 0; shape_keys[i]; i++)
 		cJSON_DeleteItemFromObjectCaseSensitive(o, shape_keys[i]);
 	if (w->dataset != PROBE_DATASET_RANDOM) {
-		r |= json_add_string(o, "dataset", dataset_names[w->dataset]);
+		r |= json_add_string(o, "dataset", probe_dataset_name(w->dataset));
 		r |= json_add_string(o, "dataset_path", w->dataset_path);
 	} else
 		r |= add_length(o, "input", &w->input);
@@ -561,7 +556,7 @@ int probe_workload_shape_to_json(const struct probe_workload_config *w, cJSON *o
 		r |= json_add_number(o, "range_ratio", w->input.range_ratio);
 	if (w->samples_path)
 		r |= json_add_string(o, "samples_path", w->samples_path);
-	r |= json_add_string(o, "arrival", arrival_names[w->arrival]);
+	r |= json_add_string(o, "arrival", probe_arrival_name(w->arrival));
 	if (isfinite(w->request_rate))
 		r |= json_add_number(o, "request_rate", w->request_rate);
 	else

@@ -32,9 +32,12 @@ enum {
 	STREAM_PREFIX = 0x100, /* + group number */
 };
 
-static const char *const dataset_names[] = { "random", "sharegpt", "custom", NULL };
-static const char *const dist_names[] = { "fixed", "uniform", "normal", "lognormal", "histogram", "samples", NULL };
-static const char *const arrival_names[] = { "poisson", "gamma", "constant", "inf", "trace", NULL };
+const char *const probe_dataset_names[] = { "random", "sharegpt", "custom", NULL };
+const char *const probe_dist_names[] = { "fixed", "uniform", "normal", "lognormal", "histogram", "samples", NULL };
+const char *const probe_arrival_names[] = { "poisson", "gamma", "constant", "inf", "trace", NULL };
+
+_Static_assert(PROBE_DIST_SAMPLES == 5 && PROBE_ARRIVAL_TRACE == 4 && PROBE_DATASET_CUSTOM == 2,
+	       "the enums follow their names");
 
 static int name_index(const char *const *names, const char *s)
 {
@@ -46,27 +49,27 @@ static int name_index(const char *const *names, const char *s)
 
 const char *probe_dataset_name(enum probe_dataset d)
 {
-	return (unsigned)d < ELEMENTSOF(dataset_names) - 1 ? dataset_names[d] : "?";
+	return (unsigned)d < ELEMENTSOF(probe_dataset_names) - 1 ? probe_dataset_names[d] : "?";
 }
 const char *probe_dist_name(enum probe_dist d)
 {
-	return (unsigned)d < ELEMENTSOF(dist_names) - 1 ? dist_names[d] : "?";
+	return (unsigned)d < ELEMENTSOF(probe_dist_names) - 1 ? probe_dist_names[d] : "?";
 }
 const char *probe_arrival_name(enum probe_arrival a)
 {
-	return (unsigned)a < ELEMENTSOF(arrival_names) - 1 ? arrival_names[a] : "?";
+	return (unsigned)a < ELEMENTSOF(probe_arrival_names) - 1 ? probe_arrival_names[a] : "?";
 }
 int probe_dataset_from_name(const char *s)
 {
-	return name_index(dataset_names, s);
+	return name_index(probe_dataset_names, s);
 }
 int probe_dist_from_name(const char *s)
 {
-	return name_index(dist_names, s);
+	return name_index(probe_dist_names, s);
 }
 int probe_arrival_from_name(const char *s)
 {
-	return name_index(arrival_names, s);
+	return name_index(probe_arrival_names, s);
 }
 
 void probe_workload_config_init(struct probe_workload_config *cfg)

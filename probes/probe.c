@@ -461,7 +461,7 @@ static void on_run_done(struct probe_run *run, void *userdata)
 	emit_progress(p);
 	if (isfinite(lag) && lag > LAG_REDO_MS && p->cur_redone < LAG_REDO_MAX) {
 		/* the same point again: the same rate and, with the same point
-		 * number, the same seed */
+		 * number, the same requests */
 		p->run = probe_run_free(p->run);
 		p->cur_redone++;
 		p->outcome.redone_points++;

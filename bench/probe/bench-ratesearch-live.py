@@ -18,10 +18,14 @@ usage: bench-ratesearch-live.py GOODPUT GOODPUT-SIM [--searches N] [--methods se
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "lib"))
+from simlib import start_sim  # noqa: E402
 
 ENGINE = ["--model", "llama-3.1-8b", "--gpu", "H100", "--max-num-seqs", "64"]
 WORKLOAD = ["--random-input-len", "256", "--random-output-len", "16", "--random-range-ratio", "0.5"]
@@ -56,19 +60,6 @@ def truth(sim, seeds, n):
     return lo, x_sat
 
 
-def start_sim(sim, tmp):
-    log = open(f"{tmp}/sim.log", "w+")
-    server = subprocess.Popen([sim, *ENGINE, "--port", "0"], stdout=log,
-                              stderr=subprocess.STDOUT)
-    for _ in range(400):
-        log.seek(0)
-        text = log.read()
-        if "Application startup complete" in text:
-            return server, text.split("listening on ")[1].split()[0]
-        time.sleep(0.05)
-    sys.exit("goodput-sim did not start")
-
-
 def search(goodput, url, method, seed):
     args = [goodput, "probe", "--base-url", url, "--model", "llama-3.1-8b", "--no-progress", "--json",
             "--find-max-rate", "--goodput", *SLA.split(), "--seed", str(seed), *WORKLOAD]
@@ -98,7 +89,7 @@ def main():
 
     R, x_sat = truth(a.sim, a.truth_seeds, a.truth_requests)
     tmp = tempfile.mkdtemp(prefix="goodput-bench-rs-")
-    server, url = start_sim(a.sim, tmp)
+    server, url = start_sim(a.sim, f"{tmp}/sim.log", *ENGINE)
     try:
         print(f"truth: {R:.2f} req/s ({R / x_sat:.2f} x saturation); goodput-sim {' '.join(ENGINE)} "
               f"SLA {SLA} @ {TARGET:.0%}")

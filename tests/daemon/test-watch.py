@@ -28,21 +28,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemonlib import Daemon, TestFailure, check, tiny_spec  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simlib import start_sim  # noqa: E402
+
 goodputd, goodput, sim = (os.path.abspath(a) for a in sys.argv[1:4])
 INTERVAL = 4.0
 PHASE = 16.0  # seconds of each kind of traffic
-
-
-def start_sim(tmp):
-    log = open(os.path.join(tmp, "sim.log"), "w+")
-    server = subprocess.Popen([sim, "--port", "0"], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(400):
-        log.seek(0)
-        text = log.read()
-        if "Application startup complete" in text:
-            return server, text.split("listening on ")[1].split()[0]
-        time.sleep(0.05)
-    raise TestFailure("goodput-sim did not start")
 
 
 def drive(url, inp, out, seconds, rate=5):
@@ -68,7 +59,7 @@ def closed_window():
 def main():
     tmp = tempfile.mkdtemp(prefix="goodputd-watch-")
     os.chmod(tmp, 0o755)
-    server, url = start_sim(tmp)
+    server, url = start_sim(sim, os.path.join(tmp, "sim.log"))
     prom = os.path.join(tmp, "goodput.prom")
     d = Daemon(goodputd, goodput, tmp, args=["--dry-run"], config={"metrics_file": prom})
     probes = []

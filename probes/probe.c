@@ -252,26 +252,12 @@ static int start_verdict(struct probe *p, bool saturation, uint32_t max_requests
 /* Starts a load point at rate (INFINITY: all at once / closed loop). */
 static int start_point(struct probe *p, double rate, bool saturation)
 {
-	struct probe_workload_config wc = p->cfg.workload;
+	struct probe_workload_config wc;
 	int r;
 
-	if (isinf(rate))
-		wc.arrival = PROBE_ARRIVAL_INF;
-	else if (p->cfg.find_max_rate) {
-		if (wc.arrival == PROBE_ARRIVAL_INF)
-			wc.arrival =
-				wc.burstiness > 0 && wc.burstiness != 1 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
-		wc.request_rate = rate;
-	}
-	if (p->cfg.find_max_rate && p->next_num_prompts > 0)
-		wc.num_prompts = p->next_num_prompts;
-	if (p->n_points > 0)
-		wc.num_warmup = 0; /* warm-up once, before the first point */
-	/* The same seed at every point: the same lengths and the same arrival
-	 * sequence, scaled to the rate, so that points differ only in rate.
-	 * Other prompt ids at each point: a server's prefix cache must not
-	 * make later points look faster than the first. */
-	wc.prompt_variant = (uint32_t)MIN(p->n_points, (size_t)UINT32_MAX);
+	/* without a search, rate is the workload's own (INFINITY for INF) */
+	probe_workload_at_point(&p->cfg.workload, rate, (uint32_t)MIN(p->n_points, (size_t)UINT32_MAX),
+				p->cfg.find_max_rate ? p->next_num_prompts : 0, &wc);
 	probe_workload_free(p->workload);
 	p->workload = NULL;
 	r = probe_workload_generate(&wc, &p->workload, &p->err);

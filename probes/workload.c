@@ -560,6 +560,35 @@ bool probe_workload_arrivals_scale(const struct probe_workload_config *cfg)
 	return cfg->arrival == PROBE_ARRIVAL_INF || cfg->arrival == PROBE_ARRIVAL_TRACE || cfg->profile.n == 0;
 }
 
+void probe_workload_at_rate(const struct probe_workload_config *base, double rate, struct probe_workload_config *ret)
+{
+	struct probe_workload_config c = *base;
+
+	if (isinf(rate)) {
+		c.arrival = PROBE_ARRIVAL_INF;
+	} else {
+		c.request_rate = rate;
+		if (c.arrival == PROBE_ARRIVAL_INF)
+			c.arrival =
+				c.burstiness > 0 && c.burstiness != 1.0 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
+	}
+	*ret = c;
+}
+
+void probe_workload_at_point(const struct probe_workload_config *base, double rate, uint32_t point_index,
+			     uint32_t num_prompts, struct probe_workload_config *ret)
+{
+	struct probe_workload_config c;
+
+	probe_workload_at_rate(base, rate, &c);
+	if (num_prompts > 0)
+		c.num_prompts = num_prompts;
+	if (point_index > 0)
+		c.num_warmup = 0;
+	c.prompt_variant = point_index;
+	*ret = c;
+}
+
 struct probe_workload *probe_workload_free(struct probe_workload *w)
 {
 	if (!w)

@@ -193,6 +193,23 @@ static inline void probe_workload_freep(struct probe_workload **w)
  * arrivals; false with a rate profile, whose curve is warped, not scaled. */
 bool probe_workload_arrivals_scale(const struct probe_workload_config *cfg);
 
+/* A load point of a rate search: what the probe sends and what a model of
+ * the server simulates to reproduce it, so that both draw the same requests.
+ *
+ * probe_workload_at_rate: base at rate — INFINITY: all at once (INF);
+ * a finite rate: request_rate = rate, and INF arrivals become Poisson, or
+ * gamma with base's burstiness when that is neither 0 nor 1.
+ *
+ * probe_workload_at_point: the rate's workload for the point_index-th point
+ * (0-based) of a search, with num_prompts requests (0: base's): the same seed
+ * at every point (the same lengths and arrival sequence, scaled to the rate;
+ * a point stopped early by its verdict sent a prefix of it), other prompt ids
+ * at each (prompt_variant = point_index, so a server's prefix cache does not
+ * make later points look faster), and warm-up only before the first point. */
+void probe_workload_at_rate(const struct probe_workload_config *base, double rate, struct probe_workload_config *ret);
+void probe_workload_at_point(const struct probe_workload_config *base, double rate, uint32_t point_index,
+			     uint32_t num_prompts, struct probe_workload_config *ret);
+
 /* The text form of a request's prompt (dataset text, or "w<id> w<id> ..."):
  * a new string the caller frees. */
 char *probe_request_prompt_text(const struct probe_request_spec *r);

@@ -305,18 +305,11 @@ int sim_simulate(const struct sim_engine_config *cfg, const struct probe_workloa
 static int simulate_at(const struct sim_engine_config *cfg, const struct probe_workload_config *wcfg, double rate,
 		       const struct probe_sla *sla, struct probe_result *ret, struct error *err)
 {
-	struct probe_workload_config c = *wcfg;
+	struct probe_workload_config c;
 	struct probe_workload *w = NULL;
 	int r;
 
-	if (isinf(rate)) {
-		c.arrival = PROBE_ARRIVAL_INF;
-	} else {
-		c.request_rate = rate;
-		if (c.arrival == PROBE_ARRIVAL_INF)
-			c.arrival =
-				c.burstiness > 0 && c.burstiness != 1.0 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
-	}
+	probe_workload_at_rate(wcfg, rate, &c);
 	r = probe_workload_generate(&c, &w, err);
 	if (r < 0)
 		return r;

@@ -56,9 +56,8 @@ bool twin_startable(struct twin *t, size_t i);
 /* The workload of a run at rate (INFINITY: all at once), with num_prompts
  * requests (0 = the setup's). */
 void twin_workload_at(const struct twin *t, double rate, uint32_t num_prompts, struct probe_workload_config *ret);
-/* The workload that reproduces a measured point: its rate, its number of
- * requests, the seed the probe drew them with (the workload's + the point's
- * index) and warm-up only before the first point. */
+/* The workload that reproduces a measured point: what the probe sent there
+ * (probe_workload_at_point at its rate, index and number of requests). */
 void twin_point_workload(const struct twin *t, const struct twin_point *pt, struct probe_workload_config *ret);
 /* $/Mtok of configs[i] at a token rate counted as the setup says. */
 double twin_cost(const struct twin *t, size_t i, const struct probe_result *r, bool offline_saturated);

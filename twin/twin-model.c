@@ -206,34 +206,27 @@ bool twin_startable(struct twin *t, size_t i)
 	return t->startable[i] == 1;
 }
 
+/* A workload the model simulates: lengths only, no dataset file to read. */
+static void for_simulation(struct probe_workload_config *c)
+{
+	c->dataset_path = NULL;
+	c->lengths_only = c->prefix_len == 0;
+}
+
 void twin_workload_at(const struct twin *t, double rate, uint32_t num_prompts, struct probe_workload_config *ret)
 {
-	struct probe_workload_config c = t->setup.workload;
-
+	probe_workload_at_rate(&t->setup.workload, rate, ret);
 	if (num_prompts)
-		c.num_prompts = num_prompts;
-	c.dataset_path = NULL;
-	c.lengths_only = c.prefix_len == 0;
-	if (isinf(rate)) {
-		c.arrival = PROBE_ARRIVAL_INF;
-	} else {
-		c.request_rate = rate;
-		if (c.arrival == PROBE_ARRIVAL_INF)
-			c.arrival =
-				c.burstiness > 0 && c.burstiness != 1.0 ? PROBE_ARRIVAL_GAMMA : PROBE_ARRIVAL_POISSON;
-	}
-	*ret = c;
+		ret->num_prompts = num_prompts;
+	for_simulation(ret);
 }
 
 void twin_point_workload(const struct twin *t, const struct twin_point *pt, struct probe_workload_config *ret)
 {
-	twin_workload_at(t, pt->rate, pt->num_prompts, ret);
-	/* the probe draws every point of a search from the workload's seed
-	 * (the same lengths and arrival sequence, scaled to the rate: a point
-	 * that stops early sent a prefix of it) and other prompt ids per point */
-	ret->prompt_variant = pt->index;
-	if (pt->index > 0)
-		ret->num_warmup = 0;
+	/* the requests the probe sent at that point (a point that stopped
+	 * early sent a prefix of them) */
+	probe_workload_at_point(&t->setup.workload, pt->rate, pt->index, pt->num_prompts, ret);
+	for_simulation(ret);
 }
 
 double twin_cost(const struct twin *t, size_t i, const struct probe_result *r, bool saturated)

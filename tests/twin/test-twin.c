@@ -566,12 +566,13 @@ static void test_wire(void)
 	twin_history_done(&h);
 }
 
-/* A point as the probe measures it: the k-th of its trial, drawn from the
- * workload's seed (the same lengths and arrivals at every point, scaled to
- * the rate; prompt variant k), as many requests as its verdict needed — a
- * prefix of the sequence the probe generated. Simulated as drawn, the model
- * it came from fits it exactly; with the workload's size, or with the seed
- * moved per point as the probe once drew them, it does not. */
+/* A point as the probe measures it: the k-th of its trial, drawn by the
+ * probe's rule (probe_workload_at_point: the workload's seed, the same
+ * lengths and arrivals at every point scaled to the rate, prompt variant k),
+ * as many requests as its verdict needed — a prefix of the sequence the probe
+ * generated. Simulated as drawn, the model it came from fits it exactly; with
+ * the workload's size, or with the seed moved per point as the probe once drew
+ * them, it does not. */
 static void test_point_draw(void)
 {
 	_cleanup_(opt_space_freep) struct opt_space *s = make_space(small_space);
@@ -604,13 +605,10 @@ static void test_point_draw(void)
 	for (uint32_t k = 1; k <= 3; k++) {
 		uint32_t sent = 12 + 6 * k;
 
-		wc = setup.workload;
-		wc.request_rate = 1.5 * k;
-		wc.prompt_variant = k;
-		wc.num_warmup = 0;
+		/* the probe's own rule for its k-th point; it generated four
+		 * times as many requests and the point sent a prefix */
+		probe_workload_at_point(&setup.workload, 1.5 * k, k, 4 * sent, &wc);
 		wc.lengths_only = true;
-		/* the probe generated four times as many; the point sent a prefix */
-		wc.num_prompts = 4 * sent;
 		CHECK(probe_workload_generate(&wc, &longer, &err) >= 0);
 		wc.num_prompts = sent;
 		CHECK(probe_workload_generate(&wc, &w, &err) >= 0);

@@ -2,11 +2,13 @@
 #include "file-util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -50,6 +52,69 @@ int fd_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)k;
 	}
 	return 0;
+}
+
+/* A new file beside path, named .NAME.XXXXXXXX: *ret_tmp is its name. */
+static int create_temporary(const char *path, mode_t mode, char **ret_tmp, int *ret_fd)
+{
+	const char *slash = strrchr(path, '/');
+	int dir_len = slash ? (int)(slash - path + 1) : 0;
+	const char *base = slash ? slash + 1 : path;
+
+	if (!*base)
+		return -EISDIR;
+	for (int attempt = 0; attempt < 16; attempt++) {
+		_cleanup_(freep) char *tmp = NULL;
+		uint32_t rnd;
+		int fd;
+
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+			rnd = (uint32_t)getpid() * 2654435761u + (uint32_t)attempt;
+		if (asprintf(&tmp, "%.*s.%s.%08" PRIx32, dir_len, path, base, rnd) < 0)
+			return -ENOMEM;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+		if (fd < 0 && errno == EEXIST)
+			continue;
+		if (fd < 0)
+			return -errno;
+		*ret_tmp = TAKE_PTR(tmp);
+		*ret_fd = fd;
+		return 0;
+	}
+	return -EEXIST;
+}
+
+static int fill_and_close(int fd, const void *data, size_t len, mode_t mode, unsigned flags)
+{
+	int r = 0;
+
+	if (!(flags & FILE_WRITE_UMASK) && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (r >= 0)
+		r = fd_write_all(fd, data, len);
+	if (r >= 0 && (flags & FILE_WRITE_SYNC) && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r >= 0 && errno != EINTR)
+		r = -errno;
+	return r;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags)
+{
+	_cleanup_(freep) char *tmp = NULL;
+	int fd = -1, r;
+
+	if (!path || !*path)
+		return -EINVAL;
+	r = create_temporary(path, mode, &tmp, &fd);
+	if (r < 0)
+		return r;
+	r = fill_and_close(fd, data, len, mode, flags);
+	if (r >= 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlink(tmp);
+	return r;
 }
 
 int file_open_regular(const char *path, unsigned flags, int *ret_fd, struct stat *ret_st, struct error *err)

@@ -38,6 +38,21 @@ int file_read_regular(const char *path, unsigned flags, size_t max_bytes, char *
  * blocking mode. */
 int fd_write_all(int fd, const void *buf, size_t len);
 
+enum {
+	FILE_WRITE_SYNC = 1 << 0,  /* fsync the data before the rename */
+	FILE_WRITE_UMASK = 1 << 1, /* the mode is filtered by the umask, as open's is */
+};
+
+/* Replaces path with len bytes of data so that a reader (and a crash) sees
+ * the old file or the whole new one, never part of it: the bytes go to a
+ * new file of a random name beside path (".NAME.XXXXXXXX", opened
+ * O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, so nothing already there is
+ * written through), which is given mode — exactly, whatever the umask,
+ * unless FILE_WRITE_UMASK — then closed (a shared file system reports
+ * late write errors there) and renamed over path. On any failure the
+ * temporary file is removed and path left as it was. 0, or -errno. */
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
+
 /* The name of a file type for messages: "a FIFO", "a directory", ... */
 const char *file_type_name(mode_t mode);
 

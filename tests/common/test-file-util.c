@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -230,6 +232,112 @@ static void test_write_all(void)
 	free(buf);
 }
 
+/* The names in the test folder other than "." and "..", counted. */
+static int entries(const char *d)
+{
+	DIR *dp = opendir(d);
+	struct dirent *e;
+	int n = 0;
+
+	CHECK(dp);
+	while ((e = readdir(dp)))
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(dp);
+	return n;
+}
+
+static void check_content(const char *path, const char *want)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	CHECK_INT_EQ(file_read_regular(path, 0, 4 << 20, &text, &len, NULL), 0);
+	CHECK_INT_EQ(len, strlen(want));
+	CHECK_STR_EQ(text, want);
+	free(text);
+}
+
+/* A replaced file holds all of the new bytes with the mode asked for,
+ * whatever the umask; a failure leaves the old file and nothing else. */
+static void test_write_atomic(void)
+{
+	char sub[300], target[320];
+	size_t big_len = 3 << 20;
+	char *big = malloc(big_len + 1);
+	struct rlimit lim, small;
+	struct stat st;
+	mode_t old_umask;
+
+	CHECK(big);
+	for (size_t i = 0; i < big_len; i++)
+		big[i] = (char)('a' + i % 26);
+	big[big_len] = '\0';
+	snprintf(sub, sizeof(sub), "%s/atomic", dir);
+	snprintf(target, sizeof(target), "%s/out.prom", sub);
+	CHECK(mkdir(sub, 0755) == 0);
+
+	old_umask = umask(077);
+	CHECK_INT_EQ(file_write_atomic(target, "first\n", 6, 0644, 0), 0);
+	CHECK(stat(target, &st) == 0);
+	CHECK_INT_EQ(st.st_mode & 07777, 0644);
+	check_content(target, "first\n");
+	/* Replaced whole, 3 MiB, with another mode and an fsync. */
+	CHECK_INT_EQ(file_write_atomic(target, big, big_len, 0755, FILE_WRITE_SYNC), 0);
+	CHECK(stat(target, &st) == 0);
+	CHECK_INT_EQ(st.st_mode & 07777, 0755);
+	check_content(target, big);
+	/* With FILE_WRITE_UMASK the umask has its say, as open's mode. */
+	CHECK_INT_EQ(file_write_atomic(target, "umask\n", 6, 0666, FILE_WRITE_UMASK), 0);
+	CHECK(stat(target, &st) == 0);
+	CHECK_INT_EQ(st.st_mode & 07777, 0600);
+	umask(022);
+	CHECK_INT_EQ(file_write_atomic(target, "second\n", 7, 0666, FILE_WRITE_UMASK), 0);
+	CHECK(stat(target, &st) == 0);
+	CHECK_INT_EQ(st.st_mode & 07777, 0644);
+	check_content(target, "second\n");
+	umask(old_umask);
+	CHECK_INT_EQ(entries(sub), 1);
+
+	/* A write that fails half way (the file size limit): the old file
+	 * stays, the temporary one is gone. */
+	CHECK(getrlimit(RLIMIT_FSIZE, &lim) == 0);
+	small = lim;
+	small.rlim_cur = 4096;
+	signal(SIGXFSZ, SIG_IGN);
+	CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+	CHECK_INT_EQ(file_write_atomic(target, big, big_len, 0644, 0), -EFBIG);
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+	signal(SIGXFSZ, SIG_DFL);
+	check_content(target, "second\n");
+	CHECK_INT_EQ(entries(sub), 1);
+
+	/* The target a directory: the rename fails, nothing is left behind. */
+	snprintf(target, sizeof(target), "%s/adir", sub);
+	CHECK(mkdir(target, 0755) == 0);
+	CHECK_INT_EQ(file_write_atomic(target, "x", 1, 0644, 0), -EISDIR);
+	CHECK(stat(target, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK_INT_EQ(entries(sub), 2);
+	CHECK(rmdir(target) == 0);
+
+	/* A folder that cannot be written to (root writes anywhere: skipped). */
+	snprintf(target, sizeof(target), "%s/out.prom", sub);
+	if (geteuid() != 0) {
+		CHECK(chmod(sub, 0555) == 0);
+		CHECK_INT_EQ(file_write_atomic(target, "x", 1, 0644, 0), -EACCES);
+		CHECK(chmod(sub, 0755) == 0);
+		check_content(target, "second\n");
+		CHECK_INT_EQ(entries(sub), 1);
+	}
+	/* A folder that does not exist. */
+	snprintf(target, sizeof(target), "%s/nowhere/out.prom", sub);
+	CHECK_INT_EQ(file_write_atomic(target, "x", 1, 0644, 0), -ENOENT);
+
+	snprintf(target, sizeof(target), "%s/out.prom", sub);
+	CHECK(unlink(target) == 0);
+	CHECK(rmdir(sub) == 0);
+	free(big);
+}
+
 static void test_lock(void)
 {
 	const char *path = path_in("goodput.db.lock");
@@ -310,6 +418,7 @@ int main(void)
 	test_json_utf8();
 	test_lock();
 	test_write_all();
+	test_write_atomic();
 	for (const char *const *n =
 		     (const char *const[]){ "fifo", "a.txt", "link", "goodput.db.lock", "own-prog", NULL };
 	     *n; n++)

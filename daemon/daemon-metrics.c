@@ -19,12 +19,10 @@
 #include "daemon-internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -264,35 +262,6 @@ static int metrics_text(struct daemon *d, char **ret, size_t *ret_len)
 	return 0;
 }
 
-/* All of text into fd, readable by everyone (node_exporter runs as its own
- * user) whatever goodputd's umask. */
-static int write_all(int fd, const char *text, size_t len)
-{
-	if (fchmod(fd, 0644) < 0)
-		return -errno;
-	return fd_write_all(fd, text, len);
-}
-
-/* path.tmp, then renamed over path: a reader sees the old file or the new. */
-static int write_file(const char *path, const char *text, size_t len)
-{
-	_cleanup_(freep) char *tmp = NULL;
-	_cleanup_(closep) int fd = -1;
-	int r;
-
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
-		return -ENOMEM;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, text, len);
-	if (r >= 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
-	return r;
-}
-
 int daemon_metrics_write(struct daemon *d)
 {
 	_cleanup_(freep) char *path = metrics_path(d), *text = NULL;
@@ -306,7 +275,9 @@ int daemon_metrics_write(struct daemon *d)
 		return 0;
 	r = metrics_text(d, &text, &len);
 	if (r >= 0)
-		r = write_file(path, text, len);
+		/* readable by everyone (node_exporter runs as its own user)
+		 * whatever goodputd's umask */
+		r = file_write_atomic(path, text, len, 0644, 0);
 	if (r < 0 && !d->metrics_failing)
 		log_warning_errno(r, "metrics: writing %s", path);
 	else if (r >= 0 && d->metrics_failing)

@@ -18,13 +18,12 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine-profile.h"
+#include "file-util.h"
 #include "json-util.h"
 
 #define BEST_HOST "0.0.0.0"
@@ -39,37 +38,14 @@ char *daemon_best_path(struct daemon *d, const char *study, const char *suffix)
 	return p;
 }
 
-/* Writes data to path through path.tmp + rename. */
+/* Writes data to path through a temporary file, synced, and a rename; the
+ * umask decides who may read it, as for any file goodputd creates. */
 static int write_atomic(const char *path, const char *data, size_t len, struct error *err)
 {
-	_cleanup_(freep) char *tmp = NULL;
-	_cleanup_(closep) int fd = -1;
-	size_t off = 0;
+	int r = file_write_atomic(path, data, len, 0644, FILE_WRITE_SYNC | FILE_WRITE_UMASK);
 
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
-		return error_set(err, -ENOMEM, "out of memory");
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return error_set(err, -errno, "%s: %s", tmp, strerror(errno));
-	while (off < len) {
-		ssize_t n = write(fd, data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int r = error_set(err, -errno, "%s: %s", tmp, strerror(errno));
-
-			(void)unlink(tmp);
-			return r;
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
-		int r = error_set(err, -errno, "%s: %s", path, strerror(errno));
-
-		(void)unlink(tmp);
-		return r;
-	}
+	if (r < 0)
+		return error_set(err, r, "%s: %s", path, strerror(-r));
 	return 0;
 }
 

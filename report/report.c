@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
 #include "report-internal.h"
@@ -43,29 +44,21 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
-/* Writes text to dir/name through dir/.name.tmp and a rename. */
+/* Writes text to dir/name through a temporary file beside it and a rename;
+ * the umask decides who may read it, as for a file any tool writes. */
 static int write_file(const char *dir, const char *name, const char *text, size_t len, char **ret_path,
 		      struct error *err)
 {
-	_cleanup_(freep) char *path = NULL, *tmp = NULL;
-	FILE *f;
-	int q = 0;
+	_cleanup_(freep) char *path = NULL;
+	int q;
 
-	if (asprintf(&path, "%s/%s", dir, name) < 0 || asprintf(&tmp, "%s/.%s.tmp", dir, name) < 0)
+	if (asprintf(&path, "%s/%s", dir, name) < 0) {
+		path = NULL;
 		return -ENOMEM;
-	f = fopen(tmp, "we");
-	if (!f)
-		return error_set(err, -errno, "%s: cannot create: %s", tmp, strerror(errno));
-	if (fwrite(text, 1, len, f) != len)
-		q = errno ? -errno : -EIO;
-	if (fclose(f) != 0 && q >= 0)
-		q = -errno;
-	if (q >= 0 && rename(tmp, path) < 0)
-		q = -errno;
-	if (q < 0) {
-		(void)unlink(tmp);
-		return error_set(err, q, "%s: cannot write: %s", path, strerror(-q));
 	}
+	q = file_write_atomic(path, text, len, 0666, FILE_WRITE_UMASK);
+	if (q < 0)
+		return error_set(err, q, "%s: cannot write: %s", path, strerror(-q));
 	if (ret_path)
 		*ret_path = TAKE_PTR(path);
 	return 0;

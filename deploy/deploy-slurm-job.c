@@ -52,27 +52,10 @@ const char *deploy_job_script_text(void)
 
 int deploy_write_file_atomic(const char *path, const char *text, mode_t mode, struct error *err)
 {
-	_cleanup_(freep) char *tmp = NULL;
-	_cleanup_(closep) int fd = -1;
-	int r;
+	int r = file_write_atomic(path, text, strlen(text), mode, FILE_WRITE_UMASK);
 
-	if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0) {
-		tmp = NULL;
-		return error_set(err, -ENOMEM, "out of memory");
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
-		return error_set(err, -errno, "%s: %s", tmp, strerror(errno));
-	r = fd_write_all(fd, text, strlen(text));
-	if (r < 0) {
-		(void)unlink(tmp);
-		return error_set(err, r, "%s: %s", tmp, strerror(-r));
-	}
-	if (close(TAKE_FD(fd)) < 0 || rename(tmp, path) < 0) {
-		r = -errno;
-		(void)unlink(tmp);
+	if (r < 0)
 		return error_set(err, r, "%s: %s", path, strerror(-r));
-	}
 	return 0;
 }
 

@@ -26,6 +26,7 @@
 
 #include "bench-landscape.h"
 #include "engine-profile.h"
+#include "file-util.h"
 #include "json-util.h"
 #include "macro.h"
 
@@ -250,13 +251,11 @@ static int cache_load(const char *path, uint64_t key, struct bench_space *bs)
 
 static void cache_store(const char *path, uint64_t key, const struct bench_space *bs)
 {
-	char tmp[4200];
-	FILE *f;
+	_cleanup_(freep) char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
 	bool ok;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof(tmp))
-		return;
-	f = fopen(tmp, "we");
 	if (!f)
 		return; /* a cache is an optimisation: carry on without */
 	fprintf(f, "%s\nkey %016" PRIx64 "\n", CACHE_MAGIC, key);
@@ -266,8 +265,8 @@ static void cache_store(const char *path, uint64_t key, const struct bench_space
 			bs->truth[k].peak_in_flight);
 	ok = fflush(f) == 0 && !ferror(f);
 	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) < 0)
-		(void)unlink(tmp);
+	if (ok)
+		(void)file_write_atomic(path, buf, len, 0666, FILE_WRITE_UMASK);
 }
 
 static void find_optimum(struct bench_space *bs)

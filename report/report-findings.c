@@ -21,38 +21,12 @@
 #include "store.h"
 #include "study.h"
 
-/* The knobs as the status shows them: "max_num_seqs=256 ... fp8 tp=4". */
-static void knobs_text(const char *json, char *buf, size_t size)
-{
-	_cleanup_(cJSON_Deletep) cJSON *j = json ? cJSON_Parse(json) : NULL;
-	const cJSON *item;
-	size_t len = 0;
-
-	buf[0] = 0;
-	cJSON_ArrayForEach(item, j)
-	{
-		int n;
-
-		if (cJSON_IsString(item) && strcmp(item->string, "quantization") == 0)
-			n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
-				     strcmp(item->valuestring, "none") == 0 ? "bf16" : item->valuestring);
-		else if (cJSON_IsNumber(item) && strcmp(item->string, "tensor_parallel") == 0)
-			n = snprintf(buf + len, size - len, "%stp=%g", len ? " " : "", item->valuedouble);
-		else if (cJSON_IsString(item))
-			n = snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", item->string, item->valuestring);
-		else
-			n = snprintf(buf + len, size - len, "%s%s=%g", len ? " " : "", item->string, item->valuedouble);
-		if (n < 0 || (size_t)n >= size - len)
-			break;
-		len += (size_t)n;
-	}
-}
-
 static void baseline_sentence(const struct store_study_best *b, struct report_findings *f)
 {
+	_cleanup_(cJSON_Deletep) cJSON *j = b->baseline_knobs_json ? cJSON_Parse(b->baseline_knobs_json) : NULL;
 	char knobs[200];
 
-	knobs_text(b->baseline_knobs_json, knobs, sizeof(knobs));
+	study_knobs_json_text(j, knobs, sizeof(knobs));
 	snprintf(f->baseline_knobs, sizeof(f->baseline_knobs), "%s", knobs);
 	if (isfinite(b->baseline_cost_per_mtok)) {
 		double gain = 1 - b->cost_per_mtok / b->baseline_cost_per_mtok;

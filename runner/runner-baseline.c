@@ -123,24 +123,6 @@ static int key_of(const struct runner *r, const cJSON *knobs, char *buf, size_t 
 	return all && opt_config_from_key(s, buf, ret_config, NULL) >= 0 ? 1 : 0;
 }
 
-/* "max_num_seqs=256 max_num_batched_tokens=2048 fp8 tp=4". */
-static void describe(const cJSON *knobs, char *buf, size_t size)
-{
-	const cJSON *item;
-	size_t len = 0;
-
-	buf[0] = 0;
-	cJSON_ArrayForEach(item, knobs)
-	{
-		char v[64];
-
-		if (!cJSON_IsString(item))
-			snprintf(v, sizeof(v), "%g", item->valuedouble);
-		if (!runner_knob_append(buf, size, &len, item->string, cJSON_IsString(item) ? item->valuestring : v))
-			break;
-	}
-}
-
 /* The quantizations to try: the native precision first, then the allowed
  * others in the space's order (NULL entries end the list). */
 static size_t quantizations(const struct runner *r, const char **ret, size_t max)
@@ -208,7 +190,7 @@ int runner_baseline_choose(struct runner *r, struct error *err)
 	if (k < 0)
 		return error_set(err, k, "the baseline's knobs do not fit a key");
 	b->on_grid = k > 0;
-	describe(b->knobs, b->text, sizeof(b->text));
+	study_knobs_json_text(b->knobs, b->text, sizeof(b->text));
 	return 0;
 }
 

@@ -252,16 +252,6 @@ int runner_baseline_choose(struct runner *r, struct error *err);
 void runner_baseline_done(struct runner_baseline *b);
 /* Queues the baseline trial first when the study has none yet. */
 int runner_baseline_queue(struct runner *r, struct error *err);
-/* Appends one knob as people read it, after a space when *len > 0: the
- * quantization alone ("fp8"; "bf16" for none), "tp=N", else "name=value".
- * False (buf holding what fit) when it does not fit. */
-bool runner_knob_append(char *buf, size_t size, size_t *len, const char *name, const char *val);
-/* "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1": the knobs of c
- * that have a choice (with categorical_only, only the quantization, TP and
- * other categorical ones: "fp8 tp=4"). */
-void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, bool categorical_only, char *buf,
-		       size_t size);
-
 /* ---- runner-trial.c: the trial loop ---- */
 
 /* The outcome of a trial, as an evaluator decides it. */

@@ -139,7 +139,7 @@ int runner_preflight_record(struct runner *r, struct error *err)
 			continue;
 		runner_preflight_estimate(&r->preflight, s, &lo, &elo);
 		runner_preflight_estimate(&r->preflight, s, &hi, &ehi);
-		runner_knobs_text(s, &base, true, name, sizeof(name));
+		study_knobs_text(s, &base, true, name, sizeof(name));
 		o = cJSON_CreateObject();
 		if (!o || !cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(root, "combinations"), o) ||
 		    json_add_string(o, "combination", name[0] ? name : "the configuration") < 0 ||

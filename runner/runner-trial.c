@@ -156,7 +156,7 @@ static int trial_new(struct runner *r, const struct runner_proposal *p, struct r
 		k = t->knobs ? 0 : -ENOMEM;
 		snprintf(key, sizeof(key), "%s", r->baseline.key);
 	} else {
-		runner_knobs_text(r->study->space, &p->config, false, t->knobs_text, sizeof(t->knobs_text));
+		study_knobs_text(r->study->space, &p->config, false, t->knobs_text, sizeof(t->knobs_text));
 		k = opt_config_to_json(r->study->space, &p->config, &t->knobs);
 		if (k >= 0)
 			k = opt_config_key(r->study->space, &p->config, key, sizeof(key));

@@ -74,41 +74,6 @@ void runner_options_init(struct runner_options *o)
 
 /* ---- status ---- */
 
-bool runner_knob_append(char *buf, size_t size, size_t *len, const char *name, const char *val)
-{
-	const char *sep = *len ? " " : "";
-	int n;
-
-	if (strcmp(name, OPT_KNOB_QUANTIZATION) == 0)
-		n = snprintf(buf + *len, size - *len, "%s%s", sep, strcmp(val, "none") == 0 ? "bf16" : val);
-	else if (strcmp(name, OPT_KNOB_TENSOR_PARALLEL) == 0)
-		n = snprintf(buf + *len, size - *len, "%stp=%s", sep, val);
-	else
-		n = snprintf(buf + *len, size - *len, "%s%s=%s", sep, name, val);
-	if (n < 0 || (size_t)n >= size - *len)
-		return false;
-	*len += (size_t)n;
-	return true;
-}
-
-void runner_knobs_text(const struct opt_space *space, const struct opt_config *c, bool categorical_only, char *buf,
-		       size_t size)
-{
-	size_t len = 0;
-
-	buf[0] = 0;
-	for (size_t k = 0; k < space->n_knobs; k++) {
-		char v[64];
-
-		/* a knob with one allowed value (max_model_len=4096) says nothing about the trial */
-		if (space->knobs[k].n_values <= 1 || (categorical_only && !space->knobs[k].categorical))
-			continue;
-		if (!runner_knob_append(buf, size, &len, space->knobs[k].name,
-					opt_config_text(space, c, k, v, sizeof(v))))
-			break;
-	}
-}
-
 /* "2 probing, 1 deploying, 1 waiting" */
 static void count_phases(const struct runner_status *st, char *buf, size_t size)
 {
@@ -213,7 +178,7 @@ int runner_describe_config(const struct runner *r, const char *canonical_key, ch
 	k = opt_config_from_key(r->study->space, canonical_key, &c, NULL);
 	if (k < 0)
 		return k;
-	runner_knobs_text(r->study->space, &c, false, buf, size);
+	study_knobs_text(r->study->space, &c, false, buf, size);
 	return 0;
 }
 

@@ -232,6 +232,20 @@ bool study_edge_worth_widening(const struct study_edge *e, const struct study_ph
  * there: ..." for people. */
 void study_edge_format(const struct study_edge *e, char *buf, size_t size);
 
+/* Appends one knob as people read it, after a space when *len > 0: the
+ * quantization alone ("fp8"; "bf16" for none), "tp=N", else "name=value".
+ * False (buf holding what fit) when it does not fit. */
+bool study_knob_append(char *buf, size_t size, size_t *len, const char *name, const char *val);
+/* "max_num_seqs=128 max_num_batched_tokens=2048 fp8 tp=1": the knobs of c
+ * that have a choice (with categorical_only, only the quantization, TP and
+ * other categorical ones: "fp8 tp=4"). */
+void study_knobs_text(const struct opt_space *space, const struct opt_config *c, bool categorical_only, char *buf,
+		      size_t size);
+/* The same for a knobs object as stored ({"max_num_seqs": 256, ...,
+ * "quantization": "fp8", "tensor_parallel": 4}), every knob in its order;
+ * "" for NULL. */
+void study_knobs_json_text(const cJSON *knobs, char *buf, size_t size);
+
 /* The reference of every key: path, type, range/default and description. */
 void study_schema_print(FILE *f);
 /* The same as a JSON Schema (draft 2020-12) for editors and validators:

@@ -119,9 +119,13 @@ static int write_files(struct report *r, const char *study)
 			q = -ENOMEM;
 		q = cli_print_json(q, j);
 	} else {
-		report_summary_print(r, stdout);
-		printf("report: %s (%zu plots), %s\n", files.html_path, files.n_plots, files.markdown_path);
-		q = CLI_EXIT_OK;
+		if (report_summary_print(r, stdout) < 0) {
+			log_error_errno(-ENOMEM, "out of memory");
+			q = CLI_EXIT_FAILED;
+		} else {
+			printf("report: %s (%zu plots), %s\n", files.html_path, files.n_plots, files.markdown_path);
+			q = CLI_EXIT_OK;
+		}
 	}
 	report_files_done(&files);
 	return q;

@@ -210,6 +210,7 @@ static void summary_done(struct summary *s)
 	store_study_best_done(&s->best);
 	store_load_point_array_free(s->lp, s->n_lp);
 	free(s->command);
+	report_findings_done(&s->findings);
 }
 
 static void describe(const struct runner *r, const char *key, const char *knobs_json, char *buf, size_t size)
@@ -244,7 +245,8 @@ static int summary_load(const struct tune_ctx *c, struct store *store, int64_t s
 			 sizeof(s->runner_up_knobs));
 	if (store_load_point_list(store, s->best.trial.id, &s->lp, &s->n_lp, &err) >= 0)
 		s->at = store_load_point_at_max(s->lp, s->n_lp, s->best.trial.max_rate);
-	report_findings_of(&s->st, runner_get_study(c->runner), &s->best, s->at, &s->findings);
+	if (report_findings_of(&s->st, runner_get_study(c->runner), &s->best, s->at, &s->findings) < 0)
+		return log_error_errno(-ENOMEM, "out of memory");
 	if (runner_format_command(c->runner, s->best.trial.knobs_json, "127.0.0.1", 8000, &s->command, &err) < 0)
 		log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
 	return 0;
@@ -375,10 +377,11 @@ static void summary_text(const struct summary *s, const char *db_path)
 			printf("  vs defaults:     %s\n", s->findings.baseline);
 		if (s->findings.have_edge)
 			printf("  edge:            %s\n", s->findings.edge_text);
-		if (s->findings.n_predicted_infeasible > 0)
-			printf("  not deployed:    %s: predicted not to fit at any batch size (the report has the "
-			       "estimates)\n",
-			       s->findings.predicted_infeasible);
+		if (s->findings.n_predicted_infeasible > 0) {
+			printf("  not deployed:    ");
+			report_findings_print_predicted(&s->findings, stdout);
+			printf(": predicted not to fit at any batch size (the report has the estimates)\n");
+		}
 		if (s->findings.max_model_len[0])
 			printf("  context:         %s\n", s->findings.max_model_len);
 		if (s->command)

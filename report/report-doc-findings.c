@@ -5,6 +5,7 @@
  * what the memory pre-flight kept from being deployed (each quantization ×
  * TP combination with its estimate), and a max_model_len the study fixed.
  * The words are report_findings_of's, as in `goodput tune` and `goodput best`. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static void preflight_table(struct report_doc *d, const struct report *r)
 	report_doc_table_end(d);
 }
 
-void report_doc_findings(struct report_doc *d, const struct report *r)
+int report_doc_findings(struct report_doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
 	struct report_findings f;
@@ -72,8 +73,9 @@ void report_doc_findings(struct report_doc *d, const struct report *r)
 	size_t n = 0;
 
 	if (!b)
-		return;
-	report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &f);
+		return 0;
+	if (report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &f) < 0)
+		return -ENOMEM;
 	report_doc_heading(d, 2, "findings", "Compared with the defaults, at the edges, not deployed");
 	if (f.have_baseline)
 		report_doc_note(d, "verdict", "%s.", f.baseline);
@@ -100,9 +102,20 @@ void report_doc_findings(struct report_doc *d, const struct report *r)
 		}
 		report_doc_table_end(d);
 	}
-	if (f.n_predicted_infeasible > 0)
-		report_doc_para(d, "Not deployed, predicted not to fit at any batch size: %s.", f.predicted_infeasible);
+	if (f.n_predicted_infeasible > 0) {
+		report_doc_para_start(d, NULL);
+		report_doc_esc(d, "Not deployed, predicted not to fit at any batch size: ");
+		for (size_t i = 0; i < f.n_predicted_infeasible; i++) {
+			if (i)
+				report_doc_esc(d, ", ");
+			report_doc_esc(d, f.predicted_infeasible[i]);
+		}
+		report_doc_esc(d, ".");
+		report_doc_para_end(d, NULL);
+	}
 	if (f.max_model_len[0])
 		report_doc_para(d, "%s.", f.max_model_len);
+	report_findings_done(&f);
 	preflight_table(d, r);
+	return 0;
 }

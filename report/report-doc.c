@@ -843,6 +843,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 		     FILE *f)
 {
 	struct report_doc d = { .f = f, .fmt = fmt, .plots = plots, .plot_files = plot_files };
+	int q;
 
 	if (fmt == REPORT_FORMAT_HTML) {
 		char title[256];
@@ -871,7 +872,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 	section_sla(&d, r);
 	section_space(&d, r);
 	section_best(&d, r);
-	report_doc_findings(&d, r);
+	q = report_doc_findings(&d, r);
 	section_spread(&d, r);
 	section_trials(&d, r);
 	section_twin(&d, r);
@@ -882,5 +883,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 	report_production_section(&d, r);
 	if (fmt == REPORT_FORMAT_HTML)
 		fputs("</body>\n</html>\n", f);
+	if (q < 0)
+		return q;
 	return ferror(f) ? -EIO : 0;
 }

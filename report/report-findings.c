@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "macro.h"
@@ -64,36 +65,54 @@ static void baseline_sentence(const struct store_study_best *b, struct report_fi
 }
 
 /* The combinations the pre-flight ruled out at their smallest batch knobs. */
-static void predicted(const char *json, struct report_findings *f)
+static int predicted(const char *json, struct report_findings *f)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = json ? cJSON_Parse(json) : NULL;
 	const cJSON *c, *list = j ? cJSON_GetObjectItemCaseSensitive(j, "combinations") : NULL;
-	size_t len = 0;
+	size_t cap = 0;
 
 	cJSON_ArrayForEach(c, list)
 	{
 		const cJSON *small = cJSON_GetObjectItemCaseSensitive(c, "smallest");
 		const cJSON *fit = small ? cJSON_GetObjectItemCaseSensitive(small, "fit") : NULL;
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "combination");
-		int n;
+		char *copy;
 
 		if (!cJSON_IsString(fit) || strcmp(fit->valuestring, "does not fit") != 0 || !cJSON_IsString(name))
 			continue;
-		f->n_predicted_infeasible++;
-		n = snprintf(f->predicted_infeasible + len, sizeof(f->predicted_infeasible) - len, "%s%s",
-			     len ? ", " : "", name->valuestring);
-		if (n > 0 && (size_t)n < sizeof(f->predicted_infeasible) - len)
-			len += (size_t)n;
+		if (ARRAY_GROW(f->predicted_infeasible, cap, f->n_predicted_infeasible) < 0 ||
+		    !(copy = strdup(name->valuestring)))
+			return -ENOMEM;
+		f->predicted_infeasible[f->n_predicted_infeasible++] = copy;
 	}
+	return 0;
 }
 
-void report_findings_of(const struct store_study *row, const struct study *s, const struct store_study_best *b,
-			const struct store_load_point *at, struct report_findings *ret)
+void report_findings_done(struct report_findings *f)
+{
+	for (size_t i = 0; i < f->n_predicted_infeasible; i++)
+		free(f->predicted_infeasible[i]);
+	free(f->predicted_infeasible);
+	f->predicted_infeasible = NULL;
+	f->n_predicted_infeasible = 0;
+}
+
+void report_findings_print_predicted(const struct report_findings *f, FILE *out)
+{
+	for (size_t i = 0; i < f->n_predicted_infeasible; i++)
+		fprintf(out, "%s%s", i ? ", " : "", f->predicted_infeasible[i]);
+}
+
+int report_findings_of(const struct store_study *row, const struct study *s, const struct store_study_best *b,
+		       const struct store_load_point *at, struct report_findings *ret)
 {
 	struct report_findings f = { .baseline_cost_per_mtok = NAN };
 
-	if (row)
-		predicted(row->preflight_json, &f);
+	if (row && predicted(row->preflight_json, &f) < 0) {
+		report_findings_done(&f);
+		*ret = (struct report_findings){ .baseline_cost_per_mtok = NAN };
+		return -ENOMEM;
+	}
 	if (s && s->model.max_model_len)
 		snprintf(f.max_model_len, sizeof(f.max_model_len),
 			 "max_model_len fixed at %u tokens for every server%s (the engine's default is the model's "
@@ -136,6 +155,7 @@ void report_findings_of(const struct store_study *row, const struct study *s, co
 		}
 	}
 	*ret = f;
+	return 0;
 }
 
 int report_findings_json(const struct report_findings *f, cJSON *o)
@@ -152,14 +172,12 @@ int report_findings_json(const struct report_findings *f, cJSON *o)
 	if (f->max_model_len[0] && json_add_string(o, "max_model_len", f->max_model_len) < 0)
 		return -ENOMEM;
 	if (f->n_predicted_infeasible > 0) {
-		_cleanup_(freep) char *copy = strdup(f->predicted_infeasible);
 		cJSON *a = cJSON_AddArrayToObject(o, "predicted_infeasible");
-		char *save = NULL;
 
-		if (!copy || !a)
+		if (!a)
 			return -ENOMEM;
-		for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
-			if (!cJSON_AddItemToArray(a, cJSON_CreateString(w[0] == ' ' ? w + 1 : w)))
+		for (size_t i = 0; i < f->n_predicted_infeasible; i++)
+			if (!cJSON_AddItemToArray(a, cJSON_CreateString(f->predicted_infeasible[i])))
 				return -ENOMEM;
 	}
 	if (!f->have_edge)
@@ -218,8 +236,12 @@ int report_best_findings(struct store *s, const char *engines_dir, cJSON *resp, 
 			if (report_study_phases(&st, parsed, &so, &e) < 0)
 				parsed = study_free(parsed);
 		}
-		report_findings_of(&st, parsed, &b, store_load_point_at_max(lp, n, b.trial.max_rate), &f);
-		r = report_findings_json(&f, best) < 0 ? error_set(err, -ENOMEM, "out of memory") : 0;
+		r = report_findings_of(&st, parsed, &b, store_load_point_at_max(lp, n, b.trial.max_rate), &f);
+		if (r >= 0)
+			r = report_findings_json(&f, best);
+		report_findings_done(&f);
+		if (r < 0)
+			r = error_set(err, -ENOMEM, "out of memory");
 	}
 	store_load_point_array_free(lp, n);
 	store_study_best_done(&b);

@@ -197,5 +197,6 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 /* ---- what the study found (report-doc-findings.c) ---- */
 
 /* The comparison with the engine's defaults, the edge, the memory
- * pre-flight and a fixed max_model_len, after the best configuration. */
-void report_doc_findings(struct report_doc *d, const struct report *r);
+ * pre-flight and a fixed max_model_len, after the best configuration.
+ * 0, or -ENOMEM. */
+int report_doc_findings(struct report_doc *d, const struct report *r);

@@ -148,7 +148,7 @@ int report_write_files(struct report *r, const char *dir, struct report_files *r
 	return 0;
 }
 
-void report_summary_print(struct report *r, FILE *f)
+int report_summary_print(struct report *r, FILE *f)
 {
 	struct report_findings fi;
 	const struct report_trial *b = report_best(r);
@@ -160,7 +160,7 @@ void report_summary_print(struct report *r, FILE *f)
 	fprintf(f, "SLA: %s\n", sla);
 	if (!b) {
 		fprintf(f, "no configuration met the SLA: there is no best configuration\n");
-		return;
+		return 0;
 	}
 	report_knobs_short(b, knobs, sizeof(knobs));
 	fprintf(f, "best: %s (trial %u)\n", knobs, b->t.seq);
@@ -172,13 +172,19 @@ void report_summary_print(struct report *r, FILE *f)
 		fprintf(f, "launch: %s\n", r->launch_command);
 	else
 		fprintf(f, "launch: unavailable (%s)\n", r->launch_error ? r->launch_error : "?");
-	report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &fi);
+	if (report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &fi) < 0)
+		return -ENOMEM;
 	if (fi.have_baseline)
 		fprintf(f, "vs defaults: %s\n", fi.baseline);
 	if (fi.have_edge)
 		fprintf(f, "edge: %s\n", fi.edge_text);
-	if (fi.n_predicted_infeasible > 0)
-		fprintf(f, "not deployed (predicted not to fit): %s\n", fi.predicted_infeasible);
+	if (fi.n_predicted_infeasible > 0) {
+		fprintf(f, "not deployed (predicted not to fit): ");
+		report_findings_print_predicted(&fi, f);
+		fprintf(f, "\n");
+	}
+	report_findings_done(&fi);
+	return 0;
 }
 
 static int add_num_or_null(cJSON *o, const char *k, double v)
@@ -229,8 +235,10 @@ int report_summary_json(struct report *r, cJSON **ret)
 			q |= json_add_string(bj, "engine_version", r->answer.engine_version);
 		if (r->launch_command)
 			q |= json_add_string(bj, "launch_command", r->launch_command);
-		report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &fi);
+		if (report_findings_of(&r->study, r->parsed, &r->answer, report_trial_best_lp(b), &fi) < 0)
+			return -ENOMEM;
 		q |= report_findings_json(&fi, bj);
+		report_findings_done(&fi);
 	}
 	if (q)
 		return -ENOMEM;

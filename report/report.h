@@ -73,8 +73,8 @@ void report_files_done(struct report_files *f);
 int report_write_files(struct report *r, const char *dir, struct report_files *ret, struct error *err);
 
 /* A few lines for the terminal: study, best configuration, cost, goodput,
- * launch command (or why there is no best). */
-void report_summary_print(struct report *r, FILE *f);
+ * launch command (or why there is no best). 0, or -ENOMEM. */
+int report_summary_print(struct report *r, FILE *f);
 /* The same as JSON: {"study", "state", "trials", "best": {...} | null, ...}. */
 int report_summary_json(struct report *r, cJSON **ret);
 
@@ -93,18 +93,23 @@ struct report_findings {
 	struct study_edge edge;
 	char edge_text[768]; /* study_edge_format */
 	/* the memory pre-flight: the combinations predicted not to fit at any
-	 * batch size, never deployed ("bf16 tp=1, bf16 tp=2, fp8 tp=1") */
-	unsigned n_predicted_infeasible;
-	char predicted_infeasible[512];
+	 * batch size, never deployed ("bf16 tp=1", "bf16 tp=2", "fp8 tp=1"),
+	 * each whole however many there are */
+	char **predicted_infeasible;
+	size_t n_predicted_infeasible;
 	char max_model_len[200]; /* "max_model_len fixed at 1024 for the workload (...)"; "" when the engine's */
 };
 
 /* The findings of study row (its pre-flight) and s (parsed, its search
  * phases applied; may be NULL: no edge) from its answer b and the load point
  * at the best's max rate (may be NULL). The same words in every place the
- * answer is shown. */
-void report_findings_of(const struct store_study *row, const struct study *s, const struct store_study_best *b,
-			const struct store_load_point *at, struct report_findings *ret);
+ * answer is shown. 0, or -ENOMEM with *ret empty; report_findings_done()
+ * frees what *ret holds. */
+int report_findings_of(const struct store_study *row, const struct study *s, const struct store_study_best *b,
+		       const struct store_load_point *at, struct report_findings *ret);
+void report_findings_done(struct report_findings *f);
+/* The combinations predicted not to fit, for people: "bf16 tp=1, fp8 tp=1". */
+void report_findings_print_predicted(const struct report_findings *f, FILE *out);
 /* Adds "baseline_cost_per_mtok" (null without), "baseline_knobs", "baseline",
  * "edge": {knob, bound: "max"|"min", value, limiter, sla_binding,
  * wider_may_be_cheaper, note} or null, "predicted_infeasible": [combination,

@@ -11,6 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
+#include "json-util.h"
 #include "macro.h"
 #include "report-fixture.h"
 #include "report.h"
@@ -187,6 +190,64 @@ static void test_unknown_study(struct store *s)
 
 	CHECK_INT_EQ(report_load(s, "no-such-study", NULL, &r, &err), -ENOENT);
 	CHECK_STR_CONTAINS(err.msg, "no study named 'no-such-study'");
+}
+
+/* The combinations the memory pre-flight ruled out reach --json and the text
+ * whole and one by one, however many there are (here far more than 512
+ * bytes of names) and whatever their names hold (a comma). */
+static void test_predicted_infeasible_long(void)
+{
+	_cleanup_(cJSON_Deletep) cJSON *pre = cJSON_CreateObject(), *o = cJSON_CreateObject();
+	_cleanup_(freep) char *text = NULL;
+	cJSON *list = cJSON_AddArrayToObject(pre, "combinations");
+	struct store_study row = { 0 };
+	struct store_study_best b = { 0 };
+	struct report_findings f;
+	const cJSON *a;
+	char names[41][64], expect[41 * 66] = "";
+	size_t len = 0, size = 0;
+	FILE *m;
+
+	CHECK(list);
+	for (size_t i = 0; i < ELEMENTSOF(names) + 1; i++) {
+		cJSON *c = cJSON_CreateObject(), *small;
+		char name[64];
+
+		CHECK(c && cJSON_AddItemToArray(list, c));
+		if (i == 20)
+			snprintf(name, sizeof(name), "fits tp=8");
+		else if (i == 7)
+			snprintf(name, sizeof(name), "quantization=gptq,int4 tp=1 max_num_seqs=%zu", i);
+		else
+			snprintf(name, sizeof(name), "quantization=awq tp=1 max_num_seqs=%zu", 1000 + i);
+		CHECK(cJSON_AddStringToObject(c, "combination", name));
+		small = cJSON_AddObjectToObject(c, "smallest");
+		CHECK(small && cJSON_AddStringToObject(small, "fit", i == 20 ? "fits" : "does not fit"));
+		if (i != 20) {
+			size_t k = i < 20 ? i : i - 1;
+
+			snprintf(names[k], sizeof(names[k]), "%s", name);
+			len += (size_t)snprintf(expect + len, sizeof(expect) - len, "%s%s", k ? ", " : "", name);
+		}
+	}
+	CHECK(len > 1024);
+	CHECK(row.preflight_json = cJSON_PrintUnformatted(pre));
+	CHECK(report_findings_of(&row, NULL, &b, NULL, &f) >= 0);
+	CHECK_INT_EQ(f.n_predicted_infeasible, ELEMENTSOF(names));
+
+	CHECK(report_findings_json(&f, o) >= 0);
+	a = cJSON_GetObjectItemCaseSensitive(o, "predicted_infeasible");
+	CHECK(cJSON_IsArray(a));
+	CHECK_INT_EQ(cJSON_GetArraySize(a), ELEMENTSOF(names));
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(a, (int)i)), names[i]);
+
+	CHECK(m = open_memstream(&text, &size));
+	report_findings_print_predicted(&f, m);
+	CHECK(fclose(m) == 0);
+	CHECK_STR_EQ(text, expect);
+	report_findings_done(&f);
+	free(row.preflight_json);
 }
 
 static void plan_case(double load, bool by_tokens, double headroom, double cap, unsigned gpr, double price,
@@ -416,6 +477,7 @@ int main(void)
 	test_nothing_meets(s);
 	test_files_without_gnuplot(s);
 	test_unknown_study(s);
+	test_predicted_infeasible_long();
 	test_plan(s);
 	fix_fill_two_sizes(s);
 	test_plan_day(s);

@@ -271,6 +271,8 @@ int cli_probe_result_json(const struct probe *p, const struct probe_config *cfg,
 		/* load points run again because the client itself lagged */
 		probe_get_outcome(p, &oc);
 		r = put(root, "redone_load_points", cJSON_CreateNumber(oc.redone_points));
+		if (r >= 0)
+			r = put(root, "redone_requests", cJSON_CreateNumber((double)oc.redone_requests));
 	}
 	if (r >= 0 && cfg->find_max_rate)
 		r = add_search(root, p, cfg);

@@ -86,16 +86,18 @@ const char *probe_search_outcome_name(enum probe_search_outcome o);
 
 struct probe_outcome {
 	enum probe_search_outcome search;
-	double max_rate;        /* requests/s meeting the SLA (0 when none) */
-	double saturation_rate; /* completed requests/s at saturation */
-	size_t best_point;      /* index of the load point at max_rate, or SIZE_MAX */
-	size_t failed_point;    /* SERVER_FAILED: the load point that shows it, else SIZE_MAX */
-	unsigned redone_points; /* load points run again because the client itself lagged (p95 of its
-	                         * requests sent over 20 ms late; at most twice each) */
-	const char *why;        /* the search's last word, static ("bracket within tolerance"); NULL */
-	bool budget_spent;      /* the answer came because max_load_points ran out */
-	double met_above;       /* a higher rate that met the SLA although one between failed; 0 */
-	double failed_below;    /* a lower rate that failed although max_rate met it; 0 */
+	double max_rate;          /* requests/s meeting the SLA (0 when none) */
+	double saturation_rate;   /* completed requests/s at saturation */
+	size_t best_point;        /* index of the load point at max_rate, or SIZE_MAX */
+	size_t failed_point;      /* SERVER_FAILED: the load point that shows it, else SIZE_MAX */
+	unsigned redone_points;   /* load points run again because the client itself lagged (p95 of its
+	                           * requests sent over 20 ms late; at most twice each) */
+	uint64_t redone_requests; /* the requests those discarded runs sent: the server got them,
+	                           * no load point counts them */
+	const char *why;          /* the search's last word, static ("bracket within tolerance"); NULL */
+	bool budget_spent;        /* the answer came because max_load_points ran out */
+	double met_above;         /* a higher rate that met the SLA although one between failed; 0 */
+	double failed_below;      /* a lower rate that failed although max_rate met it; 0 */
 };
 
 enum probe_event_kind {

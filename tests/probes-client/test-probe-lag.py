@@ -78,6 +78,10 @@ try:
         fail("a starved probe redid %d load points (lag p95 %s ms), not 2" % (starved["redone_load_points"], lag_s))
     if lag_s is None or lag_s <= 20:
         fail("a starved probe recorded no lag: %s" % lag_s)
+    # each discarded run sent all its 80 requests to the server
+    if starved.get("redone_requests") != 160 or quiet.get("redone_requests") != 0:
+        fail("redone_requests: %s starved (not 160), %s left alone (not 0)"
+             % (starved.get("redone_requests"), quiet.get("redone_requests")))
     print("left alone: client lag p95 %.2f ms, none redone; starved: %d redone, lag p95 %.0f ms"
           % (lag, starved["redone_load_points"], lag_s))
 finally:

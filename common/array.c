@@ -28,3 +28,17 @@ int array_grow(void **a, size_t *cap, size_t n, size_t size)
 	*cap = c;
 	return 0;
 }
+
+int array_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int array_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}

@@ -1,4 +1,4 @@
-/* array.h — growing an array one element at a time.
+/* array.h — growing an array one element at a time, and sorting one.
  *
  * The arrays goodput builds as it reads (history rows, dataset entries,
  * samples, a heap of deadlines) double when full, so that n appends cost
@@ -17,3 +17,7 @@ int array_grow(void **a, size_t *cap, size_t n, size_t size);
 
 /* The same for a typed array pointer: ARRAY_GROW(h->trials, h->allocated, h->n). */
 #define ARRAY_GROW(a, cap, n) array_grow((void **)&(a), &(cap), (n), sizeof(*(a)))
+
+/* qsort comparators, ascending (a NaN compares equal to everything). */
+int array_cmp_double(const void *a, const void *b);
+int array_cmp_u32(const void *a, const void *b);

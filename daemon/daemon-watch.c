@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "capture-scrape.h"
 #include "engine-profile.h"
 #include "json-util.h"
@@ -108,13 +109,6 @@ static void set_text(char **field, const char *text)
 
 /* ---- the study's workload ---- */
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The stored study's spec and its engine's profile (whose extra knobs the
  * spec may use). */
 static int load_spec(struct daemon_watch *w, cJSON **ret_spec, struct engine_profile **ret_p, struct error *err)
@@ -172,8 +166,8 @@ static int load_tuned(struct daemon_watch *w, struct error *err)
 		w->tuned_out[i] = wl->requests[i].output_len;
 	}
 	w->n_tuned = wl->n_requests;
-	qsort(w->tuned_in, w->n_tuned, sizeof(uint32_t), cmp_u32);
-	qsort(w->tuned_out, w->n_tuned, sizeof(uint32_t), cmp_u32);
+	qsort(w->tuned_in, w->n_tuned, sizeof(uint32_t), array_cmp_u32);
+	qsort(w->tuned_out, w->n_tuned, sizeof(uint32_t), array_cmp_u32);
 	w->tuned_profile = s->workload.profile;
 	w->tuned_scale = s->workload.profile.n && isfinite(s->workload.request_rate)
 				 ? s->workload.request_rate / probe_rate_profile_mean(&s->workload.profile)

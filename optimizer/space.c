@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "json-dispatch.h"
 #include "json-util.h"
 #include "macro.h"
@@ -213,13 +214,6 @@ static bool valid_string_value(const char *s)
 	return true;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int parse_list(struct opt_knob *k, const cJSON *arr, const char *path, struct error *err)
 {
 	const cJSON *item;
@@ -362,7 +356,7 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 	if (k->kind == OPT_KNOB_LIST_STRING && !k->categorical)
 		return error_set(err, -EINVAL, "%s: a list of strings can only be categorical", path);
 	if (k->kind == OPT_KNOB_LIST_NUMBER && !k->categorical)
-		qsort(k->numbers, k->n_values, sizeof(double), cmp_double);
+		qsort(k->numbers, k->n_values, sizeof(double), array_cmp_double);
 	if (strcmp(k->name, OPT_KNOB_GPU_MEMORY_UTILIZATION) == 0)
 		for (size_t i = 0; i < k->n_values; i++)
 			if (k->kind == OPT_KNOB_LIST_STRING || !(k->numbers[i] > 0 && k->numbers[i] <= 1))

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "time-util.h"
 
@@ -40,13 +41,6 @@ double probe_request_tpot_usec(const struct probe_request_result *r)
 	if (!r->success || r->output_tokens <= 1)
 		return -1;
 	return ((double)r->e2e_usec - (double)r->ttft_usec) / (double)(r->output_tokens - 1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
 }
 
 /* numpy.percentile(x, p) with method="linear" on sorted x (n > 0); numpy's
@@ -79,7 +73,7 @@ static void stat_compute(double *x, size_t n, const double *pcts, size_t n_pcts,
 	*ret = (struct probe_stat){ .n = n };
 	if (n == 0)
 		return;
-	qsort(x, n, sizeof(double), cmp_double);
+	qsort(x, n, sizeof(double), array_cmp_double);
 	for (size_t i = 0; i < n; i++)
 		sum += x[i];
 	mean = sum / (double)n;
@@ -244,7 +238,7 @@ static int percentile_bounds_hold(const struct probe_request_result *reqs, size_
 		r = collect(reqs, n_reqs, b->metric, &x, &n);
 		if (r < 0)
 			return r;
-		qsort(x, n, sizeof(double), cmp_double);
+		qsort(x, n, sizeof(double), array_cmp_double);
 		if (n > 0 && probe_percentile_sorted(x, n, b->percentile) > b->bound_ms)
 			ok = false;
 	}
@@ -528,7 +522,7 @@ int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const
 				return -ENOMEM;
 			for (size_t k = 0; k < n; k++)
 				x[k] = probe_request_value_ms(&reqs[k], b->metric);
-			qsort(x, n, sizeof(*x), cmp_double);
+			qsort(x, n, sizeof(*x), array_cmp_double);
 			/* the smallest figure ceil(t·n) of the requests stay within */
 			v = x[CLAMP((size_t)ceil(t * (double)n - 1e-9), (size_t)1, n) - 1];
 			snprintf(pct, sizeof(pct), "p%.4g", t * 100);
@@ -540,7 +534,7 @@ int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const
 			r = collect(reqs, n, b->metric, &x, &m);
 			if (r < 0)
 				return r;
-			qsort(x, m, sizeof(*x), cmp_double);
+			qsort(x, m, sizeof(*x), array_cmp_double);
 			v = (double)failed > (100.0 - b->percentile) / 100.0 * (double)n || m == 0
 				    ? INFINITY
 				    : probe_percentile_sorted(x, m, b->percentile);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "sequential.h"
 
@@ -634,13 +635,6 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 	return 0;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 #define RATIO_FAILED 1e6 /* a failed request: slower than any bound */
 
 /* One request's worst latency/bound over the per-request bounds (TPOT and
@@ -703,7 +697,7 @@ static double percentile_ratio(const struct probe_request_result *reqs, size_t n
 		}
 		if (m == 0)
 			continue;
-		qsort(x, m, sizeof(*x), cmp_dbl);
+		qsort(x, m, sizeof(*x), array_cmp_double);
 		worst = MAX(worst, probe_percentile_sorted(x, m, b->percentile) / (b->bound_ms * 1000.0));
 	}
 	return worst;
@@ -749,7 +743,7 @@ int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const str
 
 			for (size_t k = 0; k < n; k++)
 				x[k] = request_ratio(&reqs[k], sla, tpot_only);
-			qsort(x, n, sizeof(*x), cmp_dbl);
+			qsort(x, n, sizeof(*x), array_cmp_double);
 			/* the smallest value that ceil(q·n) requests stay within */
 			idx = (size_t)lround(q * (double)n);
 			ratio[tpot_only] = x[CLAMP(idx, (size_t)1, n) - 1];

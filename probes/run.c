@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "prom.h"
 #include "run.h"
@@ -399,18 +400,11 @@ double probe_run_duration_s(const struct probe_run *run)
 	return MAX(usec_to_sec(d), 1e-6);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 double probe_run_client_lag_ms(struct probe_run *run, double pct)
 {
 	if (run->n_lag == 0)
 		return NAN;
-	qsort(run->lag_ms, run->n_lag, sizeof(run->lag_ms[0]), cmp_double);
+	qsort(run->lag_ms, run->n_lag, sizeof(run->lag_ms[0]), array_cmp_double);
 	return probe_percentile_sorted(run->lag_ms, run->n_lag, pct);
 }
 

@@ -23,6 +23,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "time-util.h"
 #include "workload-internal.h"
@@ -301,13 +302,6 @@ double probe_profile_warp(struct probe_profile_warp *w, double tau)
 
 /* ---- distances between length distributions ---- */
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 double probe_histogram_ks(const struct probe_length_histogram *h, const uint32_t *lengths, size_t n)
 {
 	uint32_t *v = malloc(MAX(n, (size_t)1) * sizeof(uint32_t));
@@ -319,7 +313,7 @@ double probe_histogram_ks(const struct probe_length_histogram *h, const uint32_t
 		return NAN;
 	}
 	memcpy(v, lengths, n * sizeof(uint32_t));
-	qsort(v, n, sizeof(uint32_t), cmp_u32);
+	qsort(v, n, sizeof(uint32_t), array_cmp_u32);
 	for (uint32_t i = 0; i < h->n; i++)
 		total += h->count[i];
 	for (uint32_t i = 0; i < h->n && total > 0; i++) {

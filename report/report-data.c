@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "macro.h"
@@ -403,13 +404,6 @@ void report_best_spread(const struct report *r, struct report_spread *ret)
 
 #define WORKLOAD_SAMPLE_MAX 20000u
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 uint32_t report_lengths_pct(const uint32_t *sorted, size_t n, double pct)
 {
 	return sorted[(size_t)MIN((double)(n - 1), floor(pct / 100 * (double)(n - 1) + 0.5))];
@@ -449,8 +443,8 @@ int report_workload_lengths(const struct report *r, uint32_t **ret_in, uint32_t 
 		in[i] = w->requests[i].input_len;
 		out[i] = w->requests[i].output_len;
 	}
-	qsort(in, w->n_requests, sizeof(*in), cmp_u32);
-	qsort(out, w->n_requests, sizeof(*out), cmp_u32);
+	qsort(in, w->n_requests, sizeof(*in), array_cmp_u32);
+	qsort(out, w->n_requests, sizeof(*out), array_cmp_u32);
 	*ret_n = w->n_requests;
 	probe_workload_free(w);
 	*ret_in = TAKE_PTR(in);

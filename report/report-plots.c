@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "report-plot-internal.h"
 #include "study.h"
@@ -259,13 +260,6 @@ static int axis_index(const struct axis *a, double x)
 	return -1;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The knob's grid values: from the parsed space, else those the trials used. */
 static void axis_fill(const struct report *r, const char *knob, struct axis *a)
 {
@@ -285,7 +279,7 @@ static void axis_fill(const struct report *r, const char *knob, struct axis *a)
 				a->v[a->n++] = x;
 		}
 	}
-	qsort(a->v, a->n, sizeof(double), cmp_double);
+	qsort(a->v, a->n, sizeof(double), array_cmp_double);
 }
 
 static void group_name(const struct report_trial *t, char *buf, size_t size)

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "bench-methods.h"
 #include "json-util.h"
 #include "macro.h"
@@ -44,16 +45,9 @@ struct summary {
 	double med, p90, reached, regret10, started, length;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double quantile(double *v, size_t n, double q)
 {
-	qsort(v, n, sizeof(double), cmp_double);
+	qsort(v, n, sizeof(double), array_cmp_double);
 	return v[(size_t)floor(q * (double)(n - 1) + 0.5)];
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 
 static const char *const perturbed[] = { "mfu_bf16", "mfu_fp8",    "mfu_int8", "awq_q_eff", "mbu_w",   "mbu_kv",
@@ -40,17 +41,10 @@ void bench_twin_perturb(struct sim_profile *p, unsigned idx)
 			*sim_profile_field(p, i) *= 0.7 + 0.6 * uniform(&rng);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 double bench_twin_median(double *v, size_t n)
 {
 	if (n == 0)
 		return NAN;
-	qsort(v, n, sizeof(double), cmp_double);
+	qsort(v, n, sizeof(double), array_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }

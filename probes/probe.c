@@ -438,18 +438,6 @@ static void blame_failures(struct probe *p)
 	}
 }
 
-/* What a finished run sent: its warm-up, if it had one, and its measured phase. */
-static uint64_t run_requests_sent(const struct probe *p, const struct probe_run *run)
-{
-	struct probe_run_progress pr;
-	uint64_t n = 0;
-
-	probe_run_get_progress(run, &pr);
-	for (size_t i = 0; p->workload && i < p->workload->n_requests && p->workload->requests[i].warmup; i++)
-		n++;
-	return n + pr.sent;
-}
-
 static void on_run_done(struct probe_run *run, void *userdata)
 {
 	struct probe *p = userdata;
@@ -460,7 +448,7 @@ static void on_run_done(struct probe_run *run, void *userdata)
 	if (isfinite(lag) && lag > LAG_REDO_MS && p->cur_redone < LAG_REDO_MAX) {
 		/* the same point again: the same rate and, with the same point
 		 * number, the same requests */
-		p->outcome.redone_requests += run_requests_sent(p, run);
+		p->outcome.redone_requests += probe_run_requests_sent(run);
 		p->run = probe_run_free(p->run);
 		p->cur_redone++;
 		p->outcome.redone_points++;

@@ -34,6 +34,7 @@ struct probe_run {
 	bool warmup;                        /* phase */
 	size_t first, end;                  /* the phase's requests: w->requests[first, end) */
 	size_t arrived, sent, done, failed; /* counts within the phase */
+	uint64_t handed;                    /* requests the client took, both phases */
 	uint32_t in_flight;
 	uint64_t t0_usec, end_usec, base_arrival_usec;
 	uint64_t pause_usec;   /* the schedule's shift: time spent stopped and resumed */
@@ -127,6 +128,7 @@ static void dispatch(struct probe_run *run)
 			run->done++;
 			continue;
 		}
+		run->handed++;
 		run->in_flight++;
 	}
 }
@@ -385,6 +387,11 @@ void probe_run_get_progress(const struct probe_run *run, struct probe_run_progre
 		.failed = (uint32_t)run->failed,
 		.elapsed_usec = (run->finished ? run->end_usec : mono_usec()) - run->t0_usec,
 	};
+}
+
+uint64_t probe_run_requests_sent(const struct probe_run *run)
+{
+	return run->handed;
 }
 
 const struct probe_request_result *probe_run_results(const struct probe_run *run, size_t *ret_n)

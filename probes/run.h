@@ -79,6 +79,9 @@ int probe_run_resume_sending(struct probe_run *run);
 
 bool probe_run_finished(const struct probe_run *run);
 void probe_run_get_progress(const struct probe_run *run, struct probe_run_progress *ret);
+/* The requests the client took from this run so far, warm-up included (a
+ * send that failed at once never reached the server and is not counted). */
+uint64_t probe_run_requests_sent(const struct probe_run *run);
 
 /* After the done callback: the measured requests' results (in workload
  * order, still owned by the run), the wall time and the server figures. */

@@ -203,6 +203,7 @@ static void test_timing(struct server *s)
 	run_until(&done, 60 * USEC_PER_SEC);
 	res = probe_run_results(run, &nres);
 	CHECK_INT_EQ(nres, n);
+	CHECK_INT_EQ(probe_run_requests_sent(run), n);
 	for (size_t i = 0; i < n; i++) {
 		const struct probe_request_result *r = &res[i];
 		uint64_t sends[64];
@@ -428,6 +429,8 @@ static void test_failed_run(struct server *s)
 	probe_run_get_progress(run, &p);
 	CHECK_INT_EQ(p.done, 6);
 	CHECK_INT_EQ(p.failed, 6);
+	/* answered with an error, but the server got every one */
+	CHECK_INT_EQ(probe_run_requests_sent(run), 6);
 	probe_run_free(run);
 	probe_workload_free(w);
 }

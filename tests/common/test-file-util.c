@@ -120,6 +120,20 @@ static void test_utf8(void)
 
 		CHECK_MSG(utf8_invalid_offset(cases[i].s, len) == want, "case %zu", i);
 	}
+	/* Long ASCII runs are checked eight bytes at a time: a bad byte at every
+	 * offset of a word, and a length that ends inside the text. */
+	for (size_t at = 0; at < 40; at++) {
+		char buf[48];
+
+		memset(buf, 'a', sizeof(buf));
+		buf[at] = '\x80';
+		CHECK_MSG(utf8_invalid_offset(buf, sizeof(buf)) == at, "bad byte at %zu", at);
+		CHECK_MSG(utf8_invalid_offset(buf, at) == at, "length %zu, before the bad byte", at);
+		buf[at] = '\xC3';
+		buf[at + 1] = '\xBC';
+		CHECK_MSG(utf8_is_valid(buf, sizeof(buf)), "u-umlaut at %zu", at);
+		CHECK_MSG(utf8_invalid_offset(buf, at + 1) == at, "u-umlaut cut at %zu", at);
+	}
 	s = utf8_sanitize("a\xFF"
 			  "b\xED\xA0\x80"
 			  "c\xC3\xBC");

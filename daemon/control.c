@@ -57,8 +57,9 @@ struct ctl_conn {
 	struct ctl_pending *pending; /* a deferred answer is awaited */
 	struct ctl_conn *prev, *next;
 	int fd;
-	uint32_t events; /* as registered on the server's epoll */
-	sd_event_source *idle;
+	uint32_t events;       /* as registered on the server's epoll */
+	sd_event_source *idle; /* fires idle_timeout after the last activity, or earlier and waits on */
+	uint64_t last_active;  /* CLOCK_MONOTONIC µs of the last byte read or sent */
 	struct ctl_peer peer;
 	gid_t *groups; /* the peer's supplementary groups at connect time */
 	int n_groups;
@@ -132,14 +133,22 @@ static void conn_free(struct ctl_conn *c)
 	free(c);
 }
 
-static void idle_rearm(struct ctl_conn *c)
+static uint64_t loop_now(const struct ctl_server *s)
 {
 	uint64_t now = 0;
 
-	if (sd_event_now(c->server->event, CLOCK_MONOTONIC, &now) < 0)
+	if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) < 0)
 		now = mono_usec();
-	(void)sd_event_source_set_time(c->idle, now + c->server->limits.idle_timeout_usec);
-	(void)sd_event_source_set_enabled(c->idle, SD_EVENT_ONESHOT);
+	return now;
+}
+
+/* Notes activity. The idle timer is not moved on every request, which
+ * cost two reschedules of sd-event's timer queues per request; when it
+ * fires it looks at the last activity and waits on if the connection has
+ * been busy since. */
+static void note_active(struct ctl_conn *c)
+{
+	c->last_active = loop_now(c->server);
 }
 
 /* Sends what is queued without blocking. -errno when the peer is gone. */
@@ -162,42 +171,55 @@ static int conn_flush(struct ctl_conn *c)
 	if (c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
 	if (progress)
-		idle_rearm(c);
+		note_active(c);
 	return 0;
 }
 
-static void conn_queue(struct ctl_conn *c, cJSON *response)
+/* Appends len bytes of text, and a newline when it has none. */
+static void out_append(struct ctl_conn *c, const char *text, size_t len)
 {
-	_cleanup_(freep) char *line = NULL;
-	size_t len;
+	bool nl = len == 0 || text[len - 1] != '\n';
 	char *p;
-
-	if (!response || ctl_format_line(response, &line, &len) < 0) {
-		static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}\n";
-
-		cJSON_Delete(response);
-		line = strdup(oom);
-		if (!line) {
-			c->closing = true;
-			return;
-		}
-		len = sizeof(oom) - 1;
-	} else
-		cJSON_Delete(response);
 
 	if (c->out_off > 0) {
 		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
 		c->out_len -= c->out_off;
 		c->out_off = 0;
 	}
-	p = realloc(c->out, c->out_len + len);
+	p = realloc(c->out, c->out_len + len + nl);
 	if (!p) {
 		c->closing = true;
 		return;
 	}
 	c->out = p;
-	memcpy(c->out + c->out_len, line, len);
+	memcpy(c->out + c->out_len, text, len);
 	c->out_len += len;
+	if (nl)
+		c->out[c->out_len++] = '\n';
+}
+
+/* Queues an answer. A raw item is a line the handler formatted and checked
+ * itself (a cached answer): it goes out as it is, without being printed
+ * and checked again on every request. */
+static void conn_queue(struct ctl_conn *c, cJSON *response)
+{
+	_cleanup_(freep) char *line = NULL;
+	size_t len;
+
+	if (cJSON_IsRaw(response) && response->valuestring) {
+		out_append(c, response->valuestring, strlen(response->valuestring));
+		cJSON_Delete(response);
+		return;
+	}
+	if (!response || ctl_format_line(response, &line, &len) < 0) {
+		static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}\n";
+
+		cJSON_Delete(response);
+		out_append(c, oom, sizeof(oom) - 1);
+		return;
+	}
+	cJSON_Delete(response);
+	out_append(c, line, len);
 }
 
 static size_t request_max(const struct ctl_conn *c)
@@ -327,7 +349,7 @@ static int conn_read(struct ctl_conn *c)
 		return 0;
 	}
 	c->in_len += (size_t)n;
-	idle_rearm(c);
+	note_active(c);
 	return 0;
 }
 
@@ -431,7 +453,13 @@ static int on_conns_ready(sd_event_source *src, int fd, uint32_t revents, void *
 static int on_conn_idle(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct ctl_conn *c = userdata;
+	uint64_t due = c->last_active + c->server->limits.idle_timeout_usec;
 
+	if (loop_now(c->server) < due) {
+		(void)sd_event_source_set_time(src, due);
+		(void)sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+		return 0;
+	}
 	log_debug("control: pid %d idle for too long, closing", (int)c->peer.pid);
 	if (c->out_len > c->out_off) {
 		conn_free(c); /* it does not read what we sent: nothing more to say */
@@ -488,7 +516,9 @@ static int conn_new(struct ctl_server *s, int fd, const struct ctl_peer *peer, g
 	if (c->counted_unprivileged)
 		s->n_unprivileged++;
 
-	r = sd_event_add_time(s->event, &c->idle, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_SEC / 10, on_conn_idle, c);
+	c->last_active = loop_now(s);
+	r = sd_event_add_time(s->event, &c->idle, CLOCK_MONOTONIC, c->last_active + s->limits.idle_timeout_usec,
+			      USEC_PER_SEC / 10, on_conn_idle, c);
 	if (r < 0) {
 		conn_free(c);
 		return r;
@@ -502,7 +532,6 @@ static int conn_new(struct ctl_server *s, int fd, const struct ctl_peer *peer, g
 		conn_free(c);
 		return r;
 	}
-	idle_rearm(c);
 	log_debug("control: connection from pid %d uid %u%s", (int)peer->pid, (unsigned)peer->uid,
 		  c->peer.privileged ? " (privileged)" : "");
 	return 0;

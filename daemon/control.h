@@ -43,7 +43,9 @@ struct ctl_peer {
 };
 
 /* Answers one request (already parsed and permitted). Returns the response
- * object (the server adds nothing and frees it) or NULL when out of memory. */
+ * object (the server adds nothing and frees it) or NULL when out of memory.
+ * A top-level raw item (cJSON_CreateRaw) is sent as it is: the handler has
+ * made it one line of valid UTF-8 JSON. */
 typedef cJSON *(*ctl_handler_fn)(const struct ctl_peer *peer, const struct ctl_request *req, void *userdata);
 
 /* An answer that takes time (a report drawn by a child process): the

@@ -27,6 +27,7 @@
 #include "json-util.h"
 #include "report.h"
 #include "log.h"
+#include "utf8.h"
 
 static cJSON *oom(void)
 {
@@ -253,6 +254,15 @@ static cJSON *handle_best_cached(struct daemon *d, const struct ctl_request *req
 	cJSON_Delete(resp);
 	if (!body)
 		return oom();
+	/* Sent raw from now on (control.h): checked once, here. */
+	if (!utf8_is_valid(body, strlen(body))) {
+		char *fixed = utf8_sanitize(body);
+
+		cJSON_free(body);
+		if (!fixed)
+			return oom();
+		body = fixed;
+	}
 	e = &d->best_cache[d->best_cache_next];
 	d->best_cache_next = (d->best_cache_next + 1) % DAEMON_BEST_CACHE_MAX;
 	free(e->key);

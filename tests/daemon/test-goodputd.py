@@ -170,8 +170,14 @@ def case_robust(make, tmp):
     check(refused >= 5, "refused %d of 45 (limit 40, 5 idle already)" % refused)
     for c in flood:
         c.close()
-    # Silent clients are dropped after the idle timeout with a reason.
-    time.sleep(1.5)
+    # Silent clients are dropped after the idle timeout with a reason; one
+    # that keeps asking is not, however long it stays.
+    with d.connect() as busy:
+        for _ in range(8):                                     # 2.4 s, over twice the timeout
+            busy.sendall(b'{"command": "status"}\n')
+            r = read_json_line(busy)
+            check(r["ok"], "a busy client is served: %s" % r)
+            time.sleep(0.3)
     for c in idle:
         c.settimeout(5)
         data = c.recv(4096)

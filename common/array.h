@@ -1,4 +1,5 @@
-/* array.h — growing an array one element at a time, and sorting one.
+/* array.h — growing an array one element at a time, sorting one, and
+ * finding its k-th smallest element without sorting it.
  *
  * The arrays goodput builds as it reads (history rows, dataset entries,
  * samples, a heap of deadlines) double when full, so that n appends cost
@@ -21,3 +22,10 @@ int array_grow(void **a, size_t *cap, size_t n, size_t size);
 /* qsort comparators, ascending (a NaN compares equal to everything). */
 int array_cmp_double(const void *a, const void *b);
 int array_cmp_u32(const void *a, const void *b);
+int array_cmp_size(const void *a, const void *b);
+
+/* The k-th smallest (0-based, k < n) of x[0..n), found in O(n) on average
+ * (quickselect; a sort past a depth limit). Reorders x so that x[k] holds
+ * it, nothing before it is larger and nothing after it is smaller. What one
+ * percentile of many samples needs, without the O(n log n) of a sort. */
+double array_select_double(double *x, size_t n, size_t k);

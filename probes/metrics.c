@@ -65,15 +65,57 @@ double probe_percentile_sorted(const double *x, size_t n, double p)
 	return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
 }
 
-/* Mean, median, std and percentiles (ms) of n samples (ms), sorted in place. */
+double probe_percentile_select(double *x, size_t n, double p)
+{
+	double rank, t, a, b;
+	size_t lo;
+
+	if (n == 0)
+		return 0;
+	rank = p / 100.0 * (double)(n - 1);
+	lo = rank <= 0 ? 0 : rank >= (double)(n - 1) ? n - 1 : (size_t)floor(rank);
+	a = array_select_double(x, n, lo);
+	if (rank <= 0 || rank >= (double)(n - 1))
+		return a;
+	/* the next order statistic: the smallest of what the selection left above */
+	b = x[lo + 1];
+	for (size_t i = lo + 2; i < n; i++)
+		b = x[i] < b ? x[i] : b;
+	t = rank - (double)lo;
+	return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
+}
+
+/* The positions of sorted x that probe_percentile_sorted(x, n, p) reads. */
+static size_t percentile_ranks(size_t n, double p, size_t ret[2])
+{
+	double rank = p / 100.0 * (double)(n - 1);
+
+	if (rank <= 0) {
+		ret[0] = 0;
+		return 1;
+	}
+	if (rank >= (double)(n - 1)) {
+		ret[0] = n - 1;
+		return 1;
+	}
+	ret[0] = (size_t)floor(rank);
+	ret[1] = ret[0] + 1;
+	return 2;
+}
+
+/* Mean, median, std and percentiles (ms) of n samples (ms), reordered in
+ * place. Not sorted: each order statistic the figures read is selected in
+ * turn, from the smallest up, each over what the last one left above it,
+ * so that the rest of the array costs nothing (an ITL array holds every
+ * token gap of a load point). */
 static void stat_compute(double *x, size_t n, const double *pcts, size_t n_pcts, struct probe_stat *ret)
 {
+	size_t ranks[2 * PROBE_MAX_PERCENTILES + 2], n_ranks = 0, from = 0;
 	double sum = 0, var = 0, mean;
 
 	*ret = (struct probe_stat){ .n = n };
 	if (n == 0)
 		return;
-	qsort(x, n, sizeof(double), array_cmp_double);
 	for (size_t i = 0; i < n; i++)
 		sum += x[i];
 	mean = sum / (double)n;
@@ -81,6 +123,19 @@ static void stat_compute(double *x, size_t n, const double *pcts, size_t n_pcts,
 		var += (x[i] - mean) * (x[i] - mean);
 	ret->mean_ms = mean;
 	ret->std_ms = sqrt(var / (double)n);
+
+	ranks[n_ranks++] = n / 2;
+	if (n % 2 == 0)
+		ranks[n_ranks++] = n / 2 - 1;
+	for (size_t k = 0; k < n_pcts && k < PROBE_MAX_PERCENTILES; k++)
+		n_ranks += percentile_ranks(n, pcts[k], ranks + n_ranks);
+	qsort(ranks, n_ranks, sizeof(ranks[0]), array_cmp_size);
+	for (size_t k = 0; k < n_ranks; k++) {
+		if (k > 0 && ranks[k] == ranks[k - 1])
+			continue;
+		(void)array_select_double(x + from, n - from, ranks[k] - from);
+		from = ranks[k];
+	}
 	ret->median_ms = n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2.0;
 	for (size_t k = 0; k < n_pcts; k++)
 		ret->pct_ms[k] = probe_percentile_sorted(x, n, pcts[k]);
@@ -238,8 +293,7 @@ static int percentile_bounds_hold(const struct probe_request_result *reqs, size_
 		r = collect(reqs, n_reqs, b->metric, &x, &n);
 		if (r < 0)
 			return r;
-		qsort(x, n, sizeof(double), array_cmp_double);
-		if (n > 0 && probe_percentile_sorted(x, n, b->percentile) > b->bound_ms)
+		if (n > 0 && probe_percentile_select(x, n, b->percentile) > b->bound_ms)
 			ok = false;
 	}
 	*ret = ok;
@@ -522,9 +576,8 @@ int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const
 				return -ENOMEM;
 			for (size_t k = 0; k < n; k++)
 				x[k] = probe_request_value_ms(&reqs[k], b->metric);
-			qsort(x, n, sizeof(*x), array_cmp_double);
 			/* the smallest figure ceil(t·n) of the requests stay within */
-			v = x[CLAMP((size_t)ceil(t * (double)n - 1e-9), (size_t)1, n) - 1];
+			v = array_select_double(x, n, CLAMP((size_t)ceil(t * (double)n - 1e-9), (size_t)1, n) - 1);
 			snprintf(pct, sizeof(pct), "p%.4g", t * 100);
 		} else {
 			size_t failed = 0;
@@ -534,10 +587,9 @@ int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const
 			r = collect(reqs, n, b->metric, &x, &m);
 			if (r < 0)
 				return r;
-			qsort(x, m, sizeof(*x), array_cmp_double);
 			v = (double)failed > (100.0 - b->percentile) / 100.0 * (double)n || m == 0
 				    ? INFINITY
-				    : probe_percentile_sorted(x, m, b->percentile);
+				    : probe_percentile_select(x, m, b->percentile);
 			snprintf(pct, sizeof(pct), "p%.4g", b->percentile);
 		}
 		append_bound(buf, size, &len, probe_metric_name(b->metric), pct, v, b->bound_ms);

@@ -237,6 +237,9 @@ int probe_failure_reasons(const struct probe_request_result *reqs, size_t n, str
 
 /* numpy.percentile(x, p) (linear interpolation) of n sorted samples; 0 when n is 0. */
 double probe_percentile_sorted(const double *x, size_t n, double p);
+/* The same of n samples in any order, reordered in place: a selection, not
+ * a sort, for one percentile of many samples (the ITL of a load point). */
+double probe_percentile_select(double *x, size_t n, double p);
 
 /* The result object (see top). Keys for percentiles follow vLLM: "p99_ttft_ms",
  * "p99.9_ttft_ms" for fractional ones. The caller owns *ret. */

@@ -697,8 +697,7 @@ static double percentile_ratio(const struct probe_request_result *reqs, size_t n
 		}
 		if (m == 0)
 			continue;
-		qsort(x, m, sizeof(*x), array_cmp_double);
-		worst = MAX(worst, probe_percentile_sorted(x, m, b->percentile) / (b->bound_ms * 1000.0));
+		worst = MAX(worst, probe_percentile_select(x, m, b->percentile) / (b->bound_ms * 1000.0));
 	}
 	return worst;
 }
@@ -743,10 +742,9 @@ int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const str
 
 			for (size_t k = 0; k < n; k++)
 				x[k] = request_ratio(&reqs[k], sla, tpot_only);
-			qsort(x, n, sizeof(*x), array_cmp_double);
 			/* the smallest value that ceil(q·n) requests stay within */
 			idx = (size_t)lround(q * (double)n);
-			ratio[tpot_only] = x[CLAMP(idx, (size_t)1, n) - 1];
+			ratio[tpot_only] = array_select_double(x, n, CLAMP(idx, (size_t)1, n) - 1);
 		}
 		ratio[tpot_only] = MAX(ratio[tpot_only], percentile_ratio(reqs, n, sla, tpot_only, x));
 	}

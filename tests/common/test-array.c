@@ -1,9 +1,13 @@
 /* Growing arrays: every appended element is kept, in order, the room grows
  * by doubling (few reallocations for many appends), the new room is zeroed,
- * and an impossible size fails without touching the array. */
+ * and an impossible size fails without touching the array. Selection: the
+ * k-th smallest is what a sort puts at k, for every k, on random, repeated,
+ * sorted and reversed values. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "array.h"
 #include "macro.h"
@@ -63,8 +67,65 @@ static void test_overflow(void)
 	free(v);
 }
 
+/* x[k] is the k-th smallest, and x is split around it. */
+static void check_select(const double *in, size_t n, const char *what)
+{
+	double *sorted = malloc(n * sizeof(*sorted)), *x = malloc(n * sizeof(*x));
+
+	CHECK(sorted && x);
+	memcpy(sorted, in, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), array_cmp_double);
+	for (size_t k = 0; k < n; k++) {
+		double v;
+
+		memcpy(x, in, n * sizeof(*x));
+		v = array_select_double(x, n, k);
+		CHECK_MSG(v == sorted[k] && x[k] == v, "%s, n %zu, k %zu: %g, sorted %g", what, n, k, v, sorted[k]);
+		for (size_t i = 0; i < k; i++)
+			CHECK_MSG(x[i] <= v, "%s, n %zu, k %zu: x[%zu] = %g before it", what, n, k, i, x[i]);
+		for (size_t i = k + 1; i < n; i++)
+			CHECK_MSG(x[i] >= v, "%s, n %zu, k %zu: x[%zu] = %g after it", what, n, k, i, x[i]);
+	}
+	free(sorted);
+	free(x);
+}
+
+static void test_select(void)
+{
+	double in[300];
+	uint64_t s = 12345;
+
+	for (size_t n = 1; n <= ELEMENTSOF(in); n += n < 20 ? 1 : 37) {
+		for (size_t i = 0; i < n; i++) {
+			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+			in[i] = (double)(s >> 33) / 4294967296.0;
+		}
+		check_select(in, n, "random");
+		for (size_t i = 0; i < n; i++)
+			in[i] = floor(in[i] * 5); /* five values, many times each */
+		check_select(in, n, "repeated");
+		for (size_t i = 0; i < n; i++)
+			in[i] = (double)i;
+		check_select(in, n, "sorted");
+		for (size_t i = 0; i < n; i++)
+			in[i] = (double)(n - i);
+		check_select(in, n, "reversed");
+		for (size_t i = 0; i < n; i++)
+			in[i] = (double)(i < n / 2 ? i : n - i); /* organ pipe */
+		check_select(in, n, "organ pipe");
+	}
+	/* a NaN among the values ends, with a value from the array */
+	in[0] = 3, in[1] = NAN, in[2] = 1, in[3] = 2;
+	{
+		double v = array_select_double(in, 4, 1);
+
+		CHECK(isnan(v) || v == 1 || v == 2 || v == 3);
+	}
+}
+
 int main(void)
 {
+	test_select();
 	test_append();
 	test_jump();
 	test_overflow();

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "macro.h"
 #include "metrics.h"
@@ -63,6 +64,20 @@ static void test_percentiles(void)
 	CLOSE(probe_percentile_sorted(x, 7, 33.3), 7.2425);
 	CHECK(probe_percentile_sorted(x, 0, 50) == 0);
 	CHECK(probe_percentile_sorted(x, 1, 99) == 0.5);
+
+	/* the selection gives the same figures from any order */
+	{
+		static const double ps[] = { 0, 1, 33.3, 50, 90, 99, 99.9, 100 };
+		double shuffled[] = { 42.0, 0.5, 100.0, 12.0, 7.25, 18.0, 3.5 }, y[7];
+
+		for (size_t i = 0; i < ELEMENTSOF(ps); i++) {
+			memcpy(y, shuffled, sizeof(y));
+			CHECK_MSG(probe_percentile_select(y, 7, ps[i]) == probe_percentile_sorted(x, 7, ps[i]), "p%g",
+				  ps[i]);
+		}
+		CHECK(probe_percentile_select(y, 0, 50) == 0);
+		CHECK(probe_percentile_select(y, 1, 99) == y[0]);
+	}
 
 	/* the same samples as TTFTs (ms) through probe_result_compute */
 	struct probe_request_result r[7];

@@ -12,6 +12,9 @@
  *      several rounds; every request's latency (send -> full answer line) is
  *      recorded on one epoll loop, and p50/p90/p99/max are printed;
  *   3. memory again once the study has finished.
+ * --per-round prints each burst's slowest answer and what the study was
+ * doing then (slow bursts come with a server starting or a probe beginning,
+ * when the study's processes take the CPU).
  * --check-p99-ms and --check-rss-mb turn the figures into a pass/fail
  * (the small run in suite 'bench-smoke' uses generous bounds). */
 #include <errno.h>
@@ -41,7 +44,7 @@ struct opts {
 	const char *goodputd, *sim_dir;
 	unsigned clients, rounds, trials;
 	double idle_sec;
-	bool dry_run;
+	bool dry_run, per_round;
 	double check_p99_ms, check_rss_mb;
 };
 
@@ -499,6 +502,14 @@ static size_t load(const struct opts *o, const char *study, double *lat)
 				pending--;
 			}
 		}
+		if (o->per_round) {
+			double worst = 0;
+
+			for (size_t k = n_lat - o->clients; k < n_lat; k++)
+				worst = lat[k] > worst ? lat[k] : worst;
+			printf("  round %u: slowest %.2f ms;", r, worst);
+			print_current("then");
+		}
 		sleep_sec(0.05); /* let the loop do the study's work between bursts */
 	}
 	for (unsigned i = 0; i < o->clients; i++)
@@ -520,6 +531,7 @@ static void help(void)
 	       "  --rounds N           bursts of N requests (default 20)\n"
 	       "  --trials N           the study's trial budget (default 8)\n"
 	       "  --idle SEC           idle interval for the CPU figure (default 5)\n"
+	       "  --per-round          print each burst's slowest answer and the study's phase\n"
 	       "  --check-p99-ms MS    fail when p99 exceeds MS\n"
 	       "  --check-rss-mb MB    fail when idle VmRSS exceeds MB\n"
 	       "  -h, --help           this help\n");
@@ -550,6 +562,7 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "trials", required_argument, NULL, 't' },
 		{ "idle", required_argument, NULL, 'i' },
+		{ "per-round", no_argument, NULL, 'R' },
 		{ "check-p99-ms", required_argument, NULL, 'p' },
 		{ "check-rss-mb", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
@@ -586,6 +599,9 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			o.idle_sec = parse_num("--idle", optarg, 0.1, 600);
+			break;
+		case 'R':
+			o.per_round = true;
 			break;
 		case 'p':
 			o.check_p99_ms = parse_num("--check-p99-ms", optarg, 0.001, 1e6);

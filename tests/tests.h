@@ -12,6 +12,17 @@
 
 #define TEST_SKIP 77
 
+/* Set in scripts/test's valgrind run (GOODPUT_TEST_QUICK=1): the tests
+ * that sweep many cases for a statistical figure sweep a subset, which
+ * takes every code path at a fraction of the cost; the full sweeps and
+ * their figures are checked in the normal and the ASan runs. */
+static inline int test_quick(void)
+{
+	const char *q = getenv("GOODPUT_TEST_QUICK");
+
+	return q && *q && strcmp(q, "0") != 0;
+}
+
 #define CHECK(cond)                                                                                                    \
 	do {                                                                                                           \
 		if (!(cond)) {                                                                                         \

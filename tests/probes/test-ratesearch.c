@@ -316,7 +316,7 @@ static void test_queueing(void)
 	if (table)
 		fprintf(stderr, "kind f drain noisy knee/cap found/truth points\n");
 	for (int kind = 0; kind <= 2; kind++)
-		for (size_t i = 0; i < ELEMENTSOF(knees); i++)
+		for (size_t i = 0; i < ELEMENTSOF(knees); i += test_quick() ? 3 : 1)
 			for (size_t fi = 0; fi < ELEMENTSOF(fs); fi++)
 				for (int variant = 0; variant < 3; variant++) {
 					struct qserver s;
@@ -392,7 +392,7 @@ static void test_queueing_sequential(void)
 	fixed = cfg;
 	fixed.sequential = false;
 	for (int kind = 0; kind <= 2; kind++)
-		for (size_t i = 0; i < ELEMENTSOF(knees); i++)
+		for (size_t i = 0; i < ELEMENTSOF(knees); i += test_quick() ? 3 : 1)
 			for (size_t fi = 0; fi < ELEMENTSOF(fs); fi++)
 				for (int variant = 0; variant < 3; variant++) {
 					struct qserver s;
@@ -544,7 +544,7 @@ static void test_noisy(bool sequential)
 	probe_ratesearch_config_init(&cfg);
 	cfg.sequential = sequential;
 	for (size_t i = 0; i < ELEMENTSOF(truths); i++)
-		for (uint64_t seed = 1; seed <= (sequential ? 40 : 5); seed++) {
+		for (uint64_t seed = 1; seed <= (sequential && !test_quick() ? 40 : 5); seed++) {
 			struct server s = { .capacity = 100,
 					    .truth = truths[i],
 					    .width = 0.02 * truths[i],

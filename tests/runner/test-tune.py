@@ -29,8 +29,8 @@ Cases:
             (GOODPUT_SIM_GPU_LEDGER: a GPU held twice is refused); each
             trial's server got its own GPU (CUDA_VISIBLE_DEVICES), trials
             that overlap never share one, and the answer is the serial
-            study's configuration or within 5 % of its virtual-time cost; a
-            second sim on a GPU another sim holds exits with "GPU 1 busy",
+            study's configuration or within 5 % of its virtual-time cost
+  gpu-busy  a second sim on a GPU another sim holds exits with "GPU 1 busy",
             and a study meeting that GPU classifies it host busy: the trial
             waits and runs again (never an outcome), the study finishes
   setup     a failure no configuration can avoid stops the study at once
@@ -802,12 +802,21 @@ def case_parallel():
         fail("side by side answered %s ($%.4f), one at a time %s ($%.4f): more than 5 %% apart"
              % (kb, costs[kb], ka, costs[ka]))
 
+
+
+def case_gpu_busy():
     # a GPU another goodput-sim holds: the second sim on it exits with "GPU 1
     # busy"; host busy, waited for, never an outcome
+    ledger = os.path.join(TMP, "ledger")
+    os.makedirs(ledger)
+    env = dict(ENV, GOODPUT_SIM_GPU_LEDGER=ledger)
+    space = {"max_num_seqs": {"min": 16, "max": 128, "scale": "log2"}, "max_num_batched_tokens": [1024, 2048],
+             "quantization": ["fp8", "awq"], "max_model_len": [4096]}
+    gpu = {"type": "L40S", "devices": [0, 1, 2, 3], "price_per_gpu_hour": 0.99}
     holder = subprocess.Popen([SIM, "serve", "--model", "llama-3.1-8b", "--gpu", "L40S", "--port", "0"],
                               env=dict(env, CUDA_VISIBLE_DEVICES="1"), stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
-    # it holds its GPU once it listens (the lock file outlives the sims above)
+    # it holds its GPU once it listens
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         line = holder.stdout.readline()
@@ -1041,7 +1050,7 @@ def case_baseline():
 {"search": case_search, "resume": case_resume, "failures": case_failures, "nothing": case_nothing,
  "wall": case_wall, "dry-run": case_dry_run,
  "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock,
- "parallel": case_parallel, "setup": case_setup, "budget": case_budget, "memory": case_memory,
+ "parallel": case_parallel, "gpu-busy": case_gpu_busy, "setup": case_setup, "budget": case_budget, "memory": case_memory,
  "constraints": case_constraints, "baseline": case_baseline}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

@@ -58,12 +58,39 @@ static void swap_double(double *x, size_t i, size_t j)
 	x[j] = t;
 }
 
+static double median3(double a, double b, double c)
+{
+	if (a > b) {
+		double t = a;
+
+		a = b;
+		b = t;
+	}
+	return c <= a ? a : c >= b ? b : c;
+}
+
+/* A pivot value for x[lo..hi]: the median of three values spread over the
+ * range, or of three such medians for a long range (Tukey's ninther). The
+ * values are read where they lie: taking them from the ends, and moving
+ * them there, leaves the next range's ends biased after a three-way
+ * partition, and the pivots crawl. */
+static double pivot_of(const double *x, size_t lo, size_t hi)
+{
+	size_t n = hi - lo + 1, s = n / 8;
+
+	if (n < 40)
+		return median3(x[lo + n / 4], x[lo + n / 2], x[lo + 3 * n / 4]);
+	return median3(median3(x[lo + s / 2], x[lo + s], x[lo + 3 * s / 2]),
+		       median3(x[lo + 7 * s / 2], x[lo + 4 * s], x[lo + 9 * s / 2]),
+		       median3(x[lo + 13 * s / 2], x[lo + 7 * s], x[lo + 15 * s / 2]));
+}
+
 double array_select_double(double *x, size_t n, size_t k)
 {
 	size_t lo = 0, hi = n - 1;
 
 	for (unsigned depth = 0; hi > lo; depth++) {
-		size_t mid = lo + (hi - lo) / 2, lt = lo, i = lo, gt = hi + 1;
+		size_t lt = lo, i = lo, gt = hi + 1;
 		double pivot;
 
 		if (depth > 64) {
@@ -71,14 +98,7 @@ double array_select_double(double *x, size_t n, size_t k)
 			qsort(x + lo, hi - lo + 1, sizeof(*x), array_cmp_double);
 			break;
 		}
-		/* the median of three as the pivot */
-		if (x[mid] < x[lo])
-			swap_double(x, lo, mid);
-		if (x[hi] < x[lo])
-			swap_double(x, lo, hi);
-		if (x[hi] < x[mid])
-			swap_double(x, mid, hi);
-		pivot = x[mid];
+		pivot = pivot_of(x, lo, hi);
 		/* three ways, as measured samples repeat values: [lo, lt) below the
 		 * pivot, [lt, gt) equal (a NaN counts as equal), [gt, hi] above */
 		while (i < gt) {

@@ -21,10 +21,40 @@
 #define _likely_(x)    __builtin_expect(!!(x), 1)
 #define _unlikely_(x)  __builtin_expect(!!(x), 0)
 
-#define ELEMENTSOF(a)    (sizeof(a) / sizeof((a)[0]))
-#define MIN(a, b)        ((a) < (b) ? (a) : (b))
-#define MAX(a, b)        ((a) > (b) ? (a) : (b))
-#define CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* MIN, MAX and CLAMP evaluate each argument once: an argument may be a
+ * call that costs (a percentile over every sample of a load point) or one
+ * with effects. The names of the temporaries are made unique per use
+ * (__COUNTER__), so that nested uses shadow nothing. In a constant
+ * expression (an array size, a static initializer) use CONST_MAX. */
+#define UNIQ_(x, n)  UNIQ__(x, n)
+#define UNIQ__(x, n) x##_uniq_##n
+#define MIN(a, b)    MIN_(a, b, __COUNTER__)
+#define MIN_(a, b, n)                                                                                                  \
+	__extension__({                                                                                                \
+		__typeof__(a) UNIQ_(a_, n) = (a);                                                                      \
+		__typeof__(b) UNIQ_(b_, n) = (b);                                                                      \
+		UNIQ_(a_, n) < UNIQ_(b_, n) ? UNIQ_(a_, n) : UNIQ_(b_, n);                                             \
+	})
+#define MAX(a, b) MAX_(a, b, __COUNTER__)
+#define MAX_(a, b, n)                                                                                                  \
+	__extension__({                                                                                                \
+		__typeof__(a) UNIQ_(a_, n) = (a);                                                                      \
+		__typeof__(b) UNIQ_(b_, n) = (b);                                                                      \
+		UNIQ_(a_, n) > UNIQ_(b_, n) ? UNIQ_(a_, n) : UNIQ_(b_, n);                                             \
+	})
+#define CLAMP(x, lo, hi) CLAMP_(x, lo, hi, __COUNTER__)
+#define CLAMP_(x, lo, hi, n)                                                                                           \
+	__extension__({                                                                                                \
+		__typeof__(x) UNIQ_(x_, n) = (x);                                                                      \
+		__typeof__(lo) UNIQ_(l_, n) = (lo);                                                                    \
+		__typeof__(hi) UNIQ_(h_, n) = (hi);                                                                    \
+		(UNIQ_(x_, n) < UNIQ_(l_, n))   ? UNIQ_(l_, n)                                                         \
+		: (UNIQ_(x_, n) > UNIQ_(h_, n)) ? UNIQ_(h_, n)                                                         \
+						: UNIQ_(x_, n);                                                        \
+	})
+#define CONST_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Hand a pointer out of a _cleanup_ scope: returns the value, leaves NULL. */
 #define TAKE_PTR(p)                                                                                                    \

@@ -70,15 +70,15 @@ static struct probe_request_result *make_requests(size_t n, size_t tokens)
 static void summary(const char *what, double *ms, size_t runs)
 {
 	qsort(ms, runs, sizeof(*ms), array_cmp_double);
-	printf("  %-36s median %7.2f ms  (min %.2f, max %.2f, %zu runs)\n", what, ms[runs / 2], ms[0],
-	       ms[runs - 1], runs);
+	printf("  %-36s median %7.2f ms  (min %.2f, max %.2f, %zu runs)\n", what, ms[runs / 2], ms[0], ms[runs - 1],
+	       runs);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },	    { "requests", required_argument, NULL, 'n' },
-		{ "tokens", required_argument, NULL, 't' }, { "runs", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },           { "requests", required_argument, NULL, 'n' },
+		{ "tokens", required_argument, NULL, 't' },   { "runs", required_argument, NULL, 'r' },
 		{ "check-ms", required_argument, NULL, 'c' }, { NULL, 0, NULL, 0 },
 	};
 	uint32_t n = 1000, tokens = 256, runs = 7;

@@ -36,8 +36,9 @@ struct daemon_report_job;
 #define DAEMON_BEST_CACHE_MAX 32
 
 struct daemon_best_entry {
-	char *key;  /* the question: a study name, or model + engine + label */
-	char *body; /* the answer without an id, compact JSON */
+	char *key;      /* the question: a study name, or model + engine + label */
+	char *body;     /* the answer without an id, compact JSON */
+	uint64_t epoch; /* store_epoch() when it was computed: true while that stands */
 };
 
 enum daemon_state {

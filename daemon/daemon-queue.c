@@ -268,7 +268,8 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 
 	if (ev->kind == RUNNER_EVENT_POINT_PROGRESS)
 		return; /* twice a second per trial: nothing the daemon shows changes */
-	daemon_best_cache_clear(d);
+	/* The cached `best` answers need no clearing here: each holds the store's
+	 * epoch it was computed at, and what a trial writes moves it. */
 	daemon_metrics_changed(d);
 	switch (ev->kind) {
 	case RUNNER_EVENT_PHASE:

@@ -55,6 +55,7 @@ struct store {
 	char *path;
 	bool read_only;
 	sqlite3_stmt *stmts[_STMT_MAX];
+	uint64_t epoch; /* store_epoch(): moved by the update hook */
 };
 
 /* Returns the statement, reset and with bindings cleared, or a -errno with err set. */

@@ -48,6 +48,12 @@ struct store_open_options {
 int store_open(const char *path, const struct store_open_options *opts, struct store **ret, struct error *err);
 /* Closes the database (finalizing cached statements). Accepts NULL; returns NULL. */
 struct store *store_close(struct store *s);
+
+/* A count that moves whenever this connection changes a row (a load point
+ * added to a running trial excepted): an answer computed from the store
+ * stays true while it stands still. Writes through other connections do
+ * not move it; goodputd is the state's only writer (its lock). */
+uint64_t store_epoch(const struct store *s);
 static inline void store_closep(struct store **s)
 {
 	if (*s)

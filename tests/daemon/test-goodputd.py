@@ -391,7 +391,7 @@ def case_concurrent(make, tmp):
     """200 clients at once query `best` while a real study runs: all answered."""
     import selectors
     d = make(name="cc", verbose=False).start()
-    d.request({"command": "submit", "study": tiny_spec("cc", trials=3)})
+    d.request({"command": "submit", "study": tiny_spec("cc", trials=6)})
     d.wait_phase(["probing"], min_trial=1, seconds=120)
     deadline = time.monotonic() + 120
     while not d.request({"command": "best", "study": "cc"})["ok"]:
@@ -401,6 +401,28 @@ def case_concurrent(make, tmp):
     lat.sort()
     print("best under 200 concurrent clients: p50 %.2f ms, p99 %.2f ms, max %.2f ms" %
           (lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3, lat[-1] * 1e3))
+    # A kept answer is never stale: polled while the study goes on, `best`
+    # gives the cost `list` works out afresh, unless the study changed during
+    # the question (`list` asked before and after).
+    def listed():
+        for st in d.request({"command": "list"})["studies"]:
+            if st["name"] == "cc":
+                return (st["state"], st["best_cost_per_mtok"], st["best_measurements"])
+        check(False, "cc is not listed")
+    seen = set()
+    while True:
+        before = listed()
+        r = d.request({"command": "best", "study": "cc"})
+        after = listed()
+        if before == after and before[1] is not None:
+            got = (r["study"]["state"], r["study"]["best_cost_per_mtok"], r["study"]["best_measurements"])
+            check(r["ok"] and got == before and r["final"] == (before[0] == "done"),
+                  "a kept answer is stale: %s, list says %s" % (got, before))
+            seen.add(before[1:])
+        if after[0] == "done" and before == after:
+            break
+        time.sleep(0.05)
+    print("best followed the study through %d answers" % len(seen))
     d.wait_state("cc", ["done"], 240)
 
 

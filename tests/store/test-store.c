@@ -263,7 +263,18 @@ static void test_round_trip(void)
 	CHECK(store_trial_set_server(s, trial, 12345, NULL, "/var/log/t1.log", &err) == 0);
 	CHECK(store_trial_set_state(s, trial, STORE_TRIAL_PROBING, &err) == 0);
 	fake_result(&pr, 2.5, true);
-	CHECK_MSG(store_load_point_insert(s, trial, 1, "search", &pr, NULL, &err) == 0, "%s", err.msg);
+	{
+		/* store_epoch: a load point added leaves it, any other row written moves it */
+		uint64_t e = store_epoch(s);
+
+		CHECK_MSG(store_load_point_insert(s, trial, 1, "search", &pr, NULL, &err) == 0, "%s", err.msg);
+		CHECK(store_epoch(s) == e);
+		CHECK(store_trial_set_host(s, trial, "{}", &err) == 0);
+		CHECK(store_epoch(s) > e);
+		e = store_epoch(s);
+		CHECK(store_study_set_state(s, study, STORE_STUDY_RUNNING, NULL, &err) == 0);
+		CHECK(store_epoch(s) > e);
+	}
 	fake_result(&pr, INFINITY, false);
 	pr.server.present = true;
 	pr.server.kv_usage_peak = 0.875;

@@ -65,27 +65,8 @@ double probe_percentile_sorted(const double *x, size_t n, double p)
 	return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
 }
 
-double probe_percentile_select(double *x, size_t n, double p)
-{
-	double rank, t, a, b;
-	size_t lo;
-
-	if (n == 0)
-		return 0;
-	rank = p / 100.0 * (double)(n - 1);
-	lo = rank <= 0 ? 0 : rank >= (double)(n - 1) ? n - 1 : (size_t)floor(rank);
-	a = array_select_double(x, n, lo);
-	if (rank <= 0 || rank >= (double)(n - 1))
-		return a;
-	/* the next order statistic: the smallest of what the selection left above */
-	b = x[lo + 1];
-	for (size_t i = lo + 2; i < n; i++)
-		b = x[i] < b ? x[i] : b;
-	t = rank - (double)lo;
-	return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
-}
-
-/* The positions of sorted x that probe_percentile_sorted(x, n, p) reads. */
+/* The positions of sorted x that probe_percentile_sorted(x, n, p) reads
+ * (n > 0). */
 static size_t percentile_ranks(size_t n, double p, size_t ret[2])
 {
 	double rank = p / 100.0 * (double)(n - 1);
@@ -103,14 +84,40 @@ static size_t percentile_ranks(size_t n, double p, size_t ret[2])
 	return 2;
 }
 
+/* Puts at each of the positions ranks (any order, repeats allowed; sorted
+ * here) what a sort of x would put there. Not a sort: each order statistic
+ * is selected in turn, from the smallest up, over what the last one left
+ * above it, so that the rest of the array costs nothing (an ITL array holds
+ * every token gap of a load point). */
+static void select_ranks(double *x, size_t n, size_t *ranks, size_t n_ranks)
+{
+	size_t from = 0;
+
+	qsort(ranks, n_ranks, sizeof(ranks[0]), array_cmp_size);
+	for (size_t k = 0; k < n_ranks; k++) {
+		if (k > 0 && ranks[k] == ranks[k - 1])
+			continue;
+		(void)array_select_double(x + from, n - from, ranks[k] - from);
+		from = ranks[k];
+	}
+}
+
+double probe_percentile_select(double *x, size_t n, double p)
+{
+	size_t ranks[2];
+
+	if (n == 0)
+		return 0;
+	select_ranks(x, n, ranks, percentile_ranks(n, p, ranks));
+	return probe_percentile_sorted(x, n, p);
+}
+
 /* Mean, median, std and percentiles (ms) of n samples (ms), reordered in
- * place. Not sorted: each order statistic the figures read is selected in
- * turn, from the smallest up, each over what the last one left above it,
- * so that the rest of the array costs nothing (an ITL array holds every
- * token gap of a load point). */
+ * place: only the positions the figures read hold what a sort would put
+ * there (select_ranks). */
 static void stat_compute(double *x, size_t n, const double *pcts, size_t n_pcts, struct probe_stat *ret)
 {
-	size_t ranks[2 * PROBE_MAX_PERCENTILES + 2], n_ranks = 0, from = 0;
+	size_t ranks[2 * PROBE_MAX_PERCENTILES + 2], n_ranks = 0;
 	double sum = 0, var = 0, mean;
 
 	*ret = (struct probe_stat){ .n = n };
@@ -129,13 +136,7 @@ static void stat_compute(double *x, size_t n, const double *pcts, size_t n_pcts,
 		ranks[n_ranks++] = n / 2 - 1;
 	for (size_t k = 0; k < n_pcts && k < PROBE_MAX_PERCENTILES; k++)
 		n_ranks += percentile_ranks(n, pcts[k], ranks + n_ranks);
-	qsort(ranks, n_ranks, sizeof(ranks[0]), array_cmp_size);
-	for (size_t k = 0; k < n_ranks; k++) {
-		if (k > 0 && ranks[k] == ranks[k - 1])
-			continue;
-		(void)array_select_double(x + from, n - from, ranks[k] - from);
-		from = ranks[k];
-	}
+	select_ranks(x, n, ranks, n_ranks);
 	ret->median_ms = n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2.0;
 	for (size_t k = 0; k < n_pcts; k++)
 		ret->pct_ms[k] = probe_percentile_sorted(x, n, pcts[k]);

@@ -3,9 +3,11 @@
  * the printed table. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "macro.h"
 #include "metrics.h"
 #include "tests.h"
@@ -77,6 +79,27 @@ static void test_percentiles(void)
 		}
 		CHECK(probe_percentile_select(y, 0, 50) == 0);
 		CHECK(probe_percentile_select(y, 1, 99) == y[0]);
+	}
+	/* ... and from arrays long enough for the selection's wider pivots, with
+	 * values that repeat as measured latencies do: the same bits as a sort */
+	{
+		static const double ps[] = { 0, 0.1, 25, 50, 90, 95, 99, 99.9, 100 };
+		static double in[2000], y[2000], sorted[2000];
+		uint64_t seed = 7;
+
+		for (size_t n = 2; n <= ELEMENTSOF(in); n = n * 3 + 1)
+			for (size_t i = 0; i < ELEMENTSOF(ps); i++) {
+				for (size_t k = 0; k < n; k++) {
+					seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+					in[k] = (double)((seed >> 33) % 500) / 10.0;
+				}
+				memcpy(y, in, n * sizeof(double));
+				memcpy(sorted, in, n * sizeof(double));
+				qsort(sorted, n, sizeof(double), array_cmp_double);
+				CHECK_MSG(probe_percentile_select(y, n, ps[i]) ==
+						  probe_percentile_sorted(sorted, n, ps[i]),
+					  "n %zu p%g", n, ps[i]);
+			}
 	}
 
 	/* the same samples as TTFTs (ms) through probe_result_compute */

@@ -768,10 +768,15 @@ def overlapping(ts):
     return most, shared
 
 
+# The 4-GPU emulated host of the parallel and gpu-busy cases, and a space of
+# TP 1 configurations that fit on its GPUs.
+HOST4_SPACE = {"max_num_seqs": {"min": 16, "max": 128, "scale": "log2"}, "max_num_batched_tokens": [1024, 2048],
+               "quantization": ["fp8", "awq"], "max_model_len": [4096]}
+HOST4_GPU = {"type": "L40S", "devices": [0, 1, 2, 3], "price_per_gpu_hour": 0.99}
+
+
 def case_parallel():
-    space = {"max_num_seqs": {"min": 16, "max": 128, "scale": "log2"}, "max_num_batched_tokens": [1024, 2048],
-             "quantization": ["fp8", "awq"], "max_model_len": [4096]}
-    gpu = {"type": "L40S", "devices": [0, 1, 2, 3], "price_per_gpu_hour": 0.99}
+    space, gpu = HOST4_SPACE, HOST4_GPU
     answers = {}
     studies = (("serial", 1), ("side-by-side", "auto"))
 
@@ -820,9 +825,7 @@ def case_gpu_busy():
     ledger = os.path.join(TMP, "ledger")
     os.makedirs(ledger)
     env = dict(ENV, GOODPUT_SIM_GPU_LEDGER=ledger)
-    space = {"max_num_seqs": {"min": 16, "max": 128, "scale": "log2"}, "max_num_batched_tokens": [1024, 2048],
-             "quantization": ["fp8", "awq"], "max_model_len": [4096]}
-    gpu = {"type": "L40S", "devices": [0, 1, 2, 3], "price_per_gpu_hour": 0.99}
+    space, gpu = HOST4_SPACE, HOST4_GPU
     holder = subprocess.Popen([SIM, "serve", "--model", "llama-3.1-8b", "--gpu", "L40S", "--port", "0"],
                               env=dict(env, CUDA_VISIBLE_DEVICES="1"), stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)

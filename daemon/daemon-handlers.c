@@ -14,9 +14,10 @@
  * without touching SQLite while the store's epoch (store_epoch: it moves
  * with every row written, but the load points a running trial adds) is the
  * one they were computed at; a scheduling step, submit, cancel, pause,
- * resume and a reload of the engine profiles clear them all. A running
- * study's phase changes and load points thus cost no recomputation: in a
- * burst of 200 clients the first one used to pay 0.6-0.8 ms for it. */
+ * resume and a reload of the engine profiles clear them all. So a running
+ * study's load points cost no recomputation, which takes the first client
+ * of a burst 0.6-0.8 ms (most of it parsing the study's spec and engine
+ * profile again for the findings). */
 #include "daemon-internal.h"
 
 #include <errno.h>

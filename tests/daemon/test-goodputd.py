@@ -418,10 +418,12 @@ def case_concurrent(make, tmp):
             got = (r["study"]["state"], r["study"]["best_cost_per_mtok"], r["study"]["best_measurements"])
             check(r["ok"] and got == before and r["final"] == (before[0] == "done"),
                   "a kept answer is stale: %s, list says %s" % (got, before))
-            seen.add(before[1:])
+            seen.add(before)
         if after[0] == "done" and before == after:
             break
         time.sleep(0.05)
+    # the comparison ran while the study ran and once it was done
+    check({st for st, _, _ in seen} == {"running", "done"}, "answers compared only in states %s" % seen)
     print("best followed the study through %d answers" % len(seen))
     d.wait_state("cc", ["done"], 240)
 

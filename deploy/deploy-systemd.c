@@ -4,7 +4,8 @@
  * StartTransientUnit creates "goodput-<study>-<trial>.service" with the
  * rendered argv as ExecStart (no shell), the engine's environment,
  * KillMode=control-group (stopping it ends every process the server forked),
- * Type=exec (the start job fails when the program cannot be executed),
+ * Type=exec (the start job fails when the program cannot be executed,
+ * and also when it ran but ended at once: main_program_ran tells which),
  * stdout and stderr appended to the trial's log (so out-of-memory patterns,
  * announce lines and the last lines of a failure come from one place, as
  * with exec), and CollectMode=inactive-or-failed so that nothing is left
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <systemd/sd-bus.h>
@@ -45,6 +47,8 @@ struct systemd_state {
 	bool started;  /* the start job finished or the unit was seen (de)activating: "inactive" now means it ended */
 	bool job_done; /* the start job finished: the program was executed */
 	bool failed_early; /* the unit failed before that: its start job's result says why */
+	int main_code;     /* the main process's end as the Service's ExecMainCode (0 while none) and */
+	int main_status;   /* ExecMainStatus: an exit status, or the signal that killed it */
 };
 
 static struct systemd_state *S(struct deployment *d)
@@ -93,7 +97,47 @@ static void unit_ended(struct deployment *d, const char *how, bool cannot_run)
 		deploy_server_ended(d, text);
 }
 
+/* Whether the unit's main program ran before its start job failed. With
+ * Type=exec the start job fails both when the program could not be executed
+ * and when it was, but ended before systemd saw the exec succeed (a server
+ * refusing a flag at once). The main process's end tells them apart:
+ * systemd's own exit statuses, 200 to 245 (EXIT_CHDIR .. EXIT_BPF), mean it
+ * failed while setting the process up, before the program; no end at all
+ * means no process (a dependency failed, the unit was refused). The Service
+ * interface's change signal comes before the job's removal, so the end is
+ * known when JobRemoved arrives. */
+static bool main_program_ran(const struct systemd_state *x)
+{
+	if (x->main_code == 0)
+		return false;
+	if (x->main_code != CLD_EXITED)
+		return true; /* killed by a signal or dumped core: it ran */
+	return x->main_status < 200 || x->main_status > 245;
+}
+
 /* ---- signals ---- */
+
+/* ExecMainCode and ExecMainStatus from the Service interface's change signal
+ * (m is in its changed-properties array). */
+static int read_service_changes(struct systemd_state *x, sd_bus_message *m)
+{
+	const char *name = NULL;
+	int r;
+
+	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		if (sd_bus_message_read(m, "s", &name) < 0)
+			return -EBADMSG;
+		if (strcmp(name, "ExecMainCode") == 0)
+			r = sd_bus_message_read(m, "v", "i", &x->main_code);
+		else if (strcmp(name, "ExecMainStatus") == 0)
+			r = sd_bus_message_read(m, "v", "i", &x->main_status);
+		else
+			r = sd_bus_message_skip(m, "v");
+		if (r < 0 || sd_bus_message_exit_container(m) < 0)
+			return -EBADMSG;
+	}
+	return r;
+}
 
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
@@ -102,7 +146,14 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
 	int r;
 
 	r = sd_bus_message_read(m, "s", &iface);
-	if (r < 0 || strcmp(iface, "org.freedesktop.systemd1.Unit") != 0)
+	if (r < 0)
+		return 0;
+	if (strcmp(iface, "org.freedesktop.systemd1.Service") == 0) {
+		if (sd_bus_message_enter_container(m, 'a', "{sv}") >= 0)
+			(void)read_service_changes(S(d), m);
+		return 0;
+	}
+	if (strcmp(iface, "org.freedesktop.systemd1.Unit") != 0)
 		return 0;
 	r = sd_bus_message_enter_container(m, 'a', "{sv}");
 	if (r < 0)
@@ -154,8 +205,9 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 			unit_ended(d, "failed", false);
 	} else
 		/* Type=exec: the program could not be executed, or a dependency
-		 * failed — before any configuration mattered */
-		unit_ended(d, result, true);
+		 * failed — before any configuration mattered — unless the program
+		 * ran and ended before systemd saw it start */
+		unit_ended(d, result, !main_program_ran(x));
 	return 0;
 }
 

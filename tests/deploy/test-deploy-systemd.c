@@ -3,7 +3,8 @@
  * transient unit goodput-<study>-<trial>.service, answers /health and a
  * model list, stops, and no goodput unit is left loaded; a server started
  * with a bad flag is classified as failed with the unit's log lines, and its
- * failed unit does not linger either; a program systemd cannot execute is a
+ * failed unit does not linger either; a program that runs and exits at once
+ * is a crashed server, every time; a program systemd cannot execute is a
  * setup failure.
  *
  * Usage: test-deploy-systemd PATH-TO-goodput-sim LOG-DIR
@@ -166,6 +167,34 @@ static void test_bad_flag(sd_event *e, sd_bus *bus)
 	CHECK_STR_CONTAINS(err.msg, "/nonexistent/server");
 }
 
+/* A program that runs and exits at once with a status of its own failed
+ * as a server, not as a setup: its start job may fail before systemd has
+ * seen the exec succeed, and the unit's main status tells the two apart.
+ * Repeated, because which of the two systemd sees first is a race. */
+static void test_exits_at_once(sd_event *e, sd_bus *bus)
+{
+	unsigned setup = 0;
+
+	for (unsigned i = 0; i < 20; i++) {
+		struct deploy_outcome o = { 0 };
+		struct deployment *d;
+
+		d = start(e, (char *[]){ (char *)"false", NULL }, "goodput-nspawn-demo-5.service", &o);
+		deploy_test_run(e, &o.done, 30 * USEC_PER_SEC);
+		CHECK(o.state == DEPLOY_FAILED && o.calls == 1);
+		if (deploy_get_failure(d) != DEPLOY_FAILURE_CRASHED) {
+			fprintf(stderr, "run %u: %s: %s\n", i, deploy_failure_to_string(deploy_get_failure(d)),
+				deploy_get_message(d));
+			setup++;
+		}
+		deploy_free(d);
+		for (unsigned j = 0; j < 50 && goodput_units(bus, false) > 0; j++)
+			CHECK(sd_event_run(e, 20 * USEC_PER_MSEC) >= 0);
+		CHECK(goodput_units(bus, true) == 0);
+	}
+	CHECK_MSG(setup == 0, "%u of 20 runs of a program that exits at once were not classified as crashed", setup);
+}
+
 /* A program we can see but systemd cannot execute (its interpreter is
  * missing): the start job fails, a setup failure — no configuration could
  * start it. */
@@ -212,6 +241,7 @@ int main(int argc, char **argv)
 	CHECK(sd_event_default(&e) >= 0);
 	test_sim(e, bus);
 	test_bad_flag(e, bus);
+	test_exits_at_once(e, bus);
 	test_cannot_exec(e, bus);
 	fprintf(stderr, "systemd deployer: all checks passed\n");
 	return 0;

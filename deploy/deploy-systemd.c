@@ -117,9 +117,11 @@ static bool main_program_ran(const struct systemd_state *x)
 
 /* ---- signals ---- */
 
-/* ExecMainCode and ExecMainStatus from the Service interface's change signal
- * (m is in its changed-properties array). */
-static int read_service_changes(struct systemd_state *x, sd_bus_message *m)
+/* What this deployer follows of a change signal's changed-properties array
+ * (m is in it), from the Unit interface or the Service interface, whose
+ * names do not overlap: ActiveState into *state (NULL when it did not
+ * change), and the main process's end (ExecMainCode, ExecMainStatus). */
+static int read_changes(struct systemd_state *x, sd_bus_message *m, const char **state)
 {
 	const char *name = NULL;
 	int r;
@@ -127,7 +129,9 @@ static int read_service_changes(struct systemd_state *x, sd_bus_message *m)
 	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
 		if (sd_bus_message_read(m, "s", &name) < 0)
 			return -EBADMSG;
-		if (strcmp(name, "ExecMainCode") == 0)
+		if (strcmp(name, "ActiveState") == 0)
+			r = sd_bus_message_read(m, "v", "s", state);
+		else if (strcmp(name, "ExecMainCode") == 0)
 			r = sd_bus_message_read(m, "v", "i", &x->main_code);
 		else if (strcmp(name, "ExecMainStatus") == 0)
 			r = sd_bus_message_read(m, "v", "i", &x->main_status);
@@ -142,38 +146,21 @@ static int read_service_changes(struct systemd_state *x, sd_bus_message *m)
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
 	struct deployment *d = userdata;
-	const char *iface = NULL, *name = NULL, *state = NULL;
-	int r;
+	const char *iface = NULL, *state = NULL;
 
-	r = sd_bus_message_read(m, "s", &iface);
-	if (r < 0)
+	if (sd_bus_message_read(m, "s", &iface) < 0)
 		return 0;
-	if (strcmp(iface, "org.freedesktop.systemd1.Service") == 0) {
-		if (sd_bus_message_enter_container(m, 'a', "{sv}") >= 0)
-			(void)read_service_changes(S(d), m);
+	if (strcmp(iface, "org.freedesktop.systemd1.Unit") != 0 &&
+	    strcmp(iface, "org.freedesktop.systemd1.Service") != 0)
 		return 0;
-	}
-	if (strcmp(iface, "org.freedesktop.systemd1.Unit") != 0)
+	if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0 || read_changes(S(d), m, &state) < 0)
 		return 0;
-	r = sd_bus_message_enter_container(m, 'a', "{sv}");
-	if (r < 0)
-		return 0;
-	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-		if (sd_bus_message_read(m, "s", &name) < 0)
-			return 0;
-		if (strcmp(name, "ActiveState") == 0) {
-			if (sd_bus_message_read(m, "v", "s", &state) < 0)
-				return 0;
-		} else if (sd_bus_message_skip(m, "v") < 0)
-			return 0;
-		if (sd_bus_message_exit_container(m) < 0)
-			return 0;
-	}
 	if (!state)
 		return 0;
 	/* A transient unit is announced inactive before it starts: that one means nothing. */
 	if (strcmp(state, "failed") == 0 && !S(d)->job_done && !S(d)->stop_sent)
-		/* whether its program ran at all: the start job's result tells (on_job_removed) */
+		/* whether its program ran at all: the start job's result and the main
+		 * process's end tell (on_job_removed) */
 		S(d)->failed_early = true;
 	else if (strcmp(state, "failed") == 0)
 		unit_ended(d, "failed", false);

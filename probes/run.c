@@ -411,8 +411,7 @@ double probe_run_client_lag_ms(struct probe_run *run, double pct)
 {
 	if (run->n_lag == 0)
 		return NAN;
-	qsort(run->lag_ms, run->n_lag, sizeof(run->lag_ms[0]), array_cmp_double);
-	return probe_percentile_sorted(run->lag_ms, run->n_lag, pct);
+	return probe_percentile_select(run->lag_ms, run->n_lag, pct);
 }
 
 void probe_run_server_metrics(const struct probe_run *run, struct probe_server_metrics *ret)

@@ -410,7 +410,9 @@ def case_concurrent(make, tmp):
                 return (st["state"], st["best_cost_per_mtok"], st["best_measurements"])
         check(False, "cc is not listed")
     seen = set()
+    deadline = time.monotonic() + 240
     while True:
+        check(time.monotonic() < deadline, "cc did not finish within 240 s; compared %s" % seen)
         before = listed()
         r = d.request({"command": "best", "study": "cc"})
         after = listed()
@@ -424,7 +426,7 @@ def case_concurrent(make, tmp):
         time.sleep(0.05)
     # the comparison ran while the study ran and once it was done
     check({st for st, _, _ in seen} == {"running", "done"}, "answers compared only in states %s" % seen)
-    print("best followed the study through %d answers" % len(seen))
+    print("best followed the study through %d distinct answers" % len(seen))
     d.wait_state("cc", ["done"], 240)
 
 

@@ -79,6 +79,8 @@ struct probe_client {
 	size_t n_active;
 	struct req *idle;
 	size_t n_idle;
+	uint32_t *ids; /* a prompt's ids while its body is written */
+	uint32_t ids_cap;
 };
 
 #define req_set_error(q, ...) probe_stream_set_error(&(q)->st, __VA_ARGS__)
@@ -105,8 +107,10 @@ void probe_client_run_timers(struct probe_client *c);
 
 /* ---- client-transfer.c ---- */
 
-/* Writes spec's JSON request body into q->body. 0 or -ENOMEM. */
-int probe_client_build_body(struct probe_client *c, struct req *q, const struct probe_request_spec *spec);
+/* Writes spec's JSON request body into q->body, its prompt made from w. 0
+ * or -ENOMEM. */
+int probe_client_build_body(struct probe_client *c, struct req *q, const struct probe_workload *w,
+			    const struct probe_request_spec *spec);
 /* curl's CURLOPT_WRITEFUNCTION and CURLOPT_PREREQFUNCTION (userdata is q). */
 size_t probe_client_on_write(char *ptr, size_t size, size_t nmemb, void *userdata);
 int probe_client_on_prereq(void *userdata, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,

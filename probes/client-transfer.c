@@ -120,9 +120,63 @@ static int buf_add_json_string(struct req *q, const char *s)
 
 /* ---- the request body ---- */
 
-int probe_client_build_body(struct probe_client *c, struct req *q, const struct probe_request_spec *spec)
+/* Appends the prompt's ids, each with its separator before it ('[' or ','
+ * for a JSON array, "w" or " w" for the word rule's text), then closer. */
+static int buf_add_ids(struct req *q, const uint32_t *ids, uint32_t n, const char *first, const char *sep,
+		       const char *closer)
 {
-	bool ids = !c->chat && spec->prompt_ids && c->cfg.prompt_format != PROBE_PROMPT_TEXT;
+	size_t lf = strlen(first), ls = strlen(sep);
+
+	/* at most 10 digits and the separator per id */
+	if (buf_reserve(&q->body, &q->body_cap, q->body_len + (size_t)n * (10 + MAX(lf, ls)) + strlen(closer) + 1) < 0)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		char digits[10];
+		size_t nd = 0;
+
+		memcpy(q->body + q->body_len, i ? sep : first, i ? ls : lf);
+		q->body_len += i ? ls : lf;
+		for (uint32_t v = ids[i]; nd == 0 || v > 0; v /= 10)
+			digits[nd++] = (char)('0' + v % 10);
+		while (nd > 0)
+			q->body[q->body_len++] = digits[--nd];
+	}
+	q->body[q->body_len] = '\0';
+	return buf_adds(q, closer);
+}
+
+/* The prompt: a dataset's text as a JSON string, or the ids — as a JSON
+ * array, or as text by the word rule (chat, or text asked for). */
+static int add_prompt(struct probe_client *c, struct req *q, const struct probe_workload *w,
+		      const struct probe_request_spec *spec)
+{
+	const char *text = probe_workload_prompt_text(w, spec);
+	bool as_text = c->chat || c->cfg.prompt_format == PROBE_PROMPT_TEXT;
+	int r = 0;
+
+	r |= buf_adds(q, c->chat ? "\"messages\":[{\"role\":\"user\",\"content\":" : "\"prompt\":");
+	if (text || !probe_workload_has_ids(w) || spec->input_len == 0)
+		r |= buf_add_json_string(q, text ? text : "");
+	else {
+		uint32_t *ids = reallocarray(c->ids, MAX(spec->input_len, c->ids_cap), sizeof(uint32_t));
+
+		if (!ids)
+			return -ENOMEM;
+		c->ids = ids;
+		c->ids_cap = MAX(spec->input_len, c->ids_cap);
+		if (probe_workload_prompt_ids(w, spec, ids) < 0)
+			return -EINVAL;
+		r |= as_text ? buf_add_ids(q, ids, spec->input_len, "\"w", " w", "\"")
+			     : buf_add_ids(q, ids, spec->input_len, "[", ",", "]");
+	}
+	if (c->chat)
+		r |= buf_adds(q, "}]");
+	return r;
+}
+
+int probe_client_build_body(struct probe_client *c, struct req *q, const struct probe_workload *w,
+			    const struct probe_request_spec *spec)
+{
 	int r = 0;
 
 	q->body_len = 0;
@@ -132,21 +186,7 @@ int probe_client_build_body(struct probe_client *c, struct req *q, const struct 
 		r |= buf_add_json_string(q, c->model);
 		r |= buf_adds(q, ",");
 	}
-	if (ids) {
-		r |= buf_adds(q, "\"prompt\":[");
-		for (uint32_t i = 0; i < spec->input_len; i++)
-			r |= buf_addf(q, i ? ",%" PRIu32 : "%" PRIu32, spec->prompt_ids[i]);
-		r |= buf_adds(q, "]");
-	} else {
-		_cleanup_(freep) char *text = probe_request_prompt_text(spec);
-
-		if (!text)
-			return -ENOMEM;
-		r |= buf_adds(q, c->chat ? "\"messages\":[{\"role\":\"user\",\"content\":" : "\"prompt\":");
-		r |= buf_add_json_string(q, text);
-		if (c->chat)
-			r |= buf_adds(q, "}]");
-	}
+	r |= add_prompt(c, q, w, spec);
 	r |= buf_addf(q, ",\"max_tokens\":%" PRIu32 ",\"stream\":true", spec->output_len);
 	if (c->cfg.include_usage)
 		r |= buf_adds(q, ",\"stream_options\":{\"include_usage\":true}");

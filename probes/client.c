@@ -278,8 +278,8 @@ static int on_start(sd_event_source *s, void *userdata)
 	return 0;
 }
 
-int probe_client_send(struct probe_client *c, const struct probe_request_spec *spec, probe_client_stream_fn done,
-		      void *userdata)
+int probe_client_send(struct probe_client *c, const struct probe_workload *w, const struct probe_request_spec *spec,
+		      probe_client_stream_fn done, void *userdata)
 {
 	struct req *q;
 	int r;
@@ -293,7 +293,7 @@ int probe_client_send(struct probe_client *c, const struct probe_request_spec *s
 	q->resp_max = ERROR_BODY_MAX;
 	q->res.index = spec->index;
 	q->spec_input_len = spec->input_len;
-	r = probe_client_build_body(c, q, spec);
+	r = probe_client_build_body(c, q, w, spec);
 	/* A handle that ran a stream before keeps its options: only the body
 	 * changes, which saves a good part of a request's set-up. */
 	if (r >= 0 && !q->configured) {
@@ -526,6 +526,7 @@ struct probe_client *probe_client_free(struct probe_client *c)
 	sd_event_source_disable_unref(c->start_source);
 	curl_slist_free_all(c->headers);
 	curl_slist_free_all(c->get_headers);
+	free(c->ids);
 	free(c->url);
 	free(c->base_url);
 	free(c->model);

@@ -77,10 +77,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_client *, probe_client_free)
  * itl_usec) from now on: the client forgets them. */
 typedef void (*probe_client_stream_fn)(struct probe_client *c, struct probe_request_result *r, void *userdata);
 
-/* Sends one streaming request for spec (its prompt and output_len as
- * max_tokens); result.index = spec->index. */
-int probe_client_send(struct probe_client *c, const struct probe_request_spec *spec, probe_client_stream_fn done,
-		      void *userdata);
+/* Sends one streaming request for spec of w (its prompt, made from w now,
+ * and output_len as max_tokens); result.index = spec->index. */
+int probe_client_send(struct probe_client *c, const struct probe_workload *w, const struct probe_request_spec *spec,
+		      probe_client_stream_fn done, void *userdata);
 
 /* A finished GET: r < 0 on transport failure (status 0), else the status and
  * the body (NUL-terminated, valid during the call only). */

@@ -114,7 +114,7 @@ static void dispatch(struct probe_run *run)
 		int r;
 
 		run->sent++;
-		r = probe_client_send(run->client, spec, on_stream_done, run);
+		r = probe_client_send(run->client, run->w, spec, on_stream_done, run);
 		if (r < 0) {
 			struct probe_request_result res = {
 				.index = spec->index,

@@ -7,7 +7,13 @@
  * same requests. Everything random comes from rng.h's xoshiro streams, one
  * per purpose (lengths, prompt ids, prefixes, arrivals, dataset order), so a
  * change to one knob (say the rate) leaves the other draws alone. Datasets
- * (ShareGPT JSON, JSONL) are read in workload-dataset.c. */
+ * (ShareGPT JSON, JSONL) are read in workload-dataset.c.
+ *
+ * A workload is compact: each request holds its lengths, its arrival and
+ * (for a dataset) the entry it takes, about 32 bytes; a prompt is made when
+ * it is sent — its ids drawn from a stream of its own (seed, prompt variant,
+ * request index), a dataset's text borrowed from the entries kept once — so
+ * a million-request load point costs tens of megabytes, not gigabytes. */
 #include "workload.h"
 
 #include <ctype.h>
@@ -25,12 +31,13 @@
 
 enum {
 	STREAM_LENGTHS = 1,
-	STREAM_PROMPTS = 2,
 	STREAM_ARRIVALS = 3,
 	STREAM_DATASET = 4,
 	STREAM_SAMPLES = 5,
 	STREAM_PREFIX = 0x100, /* + group number */
 };
+/* + request index: each prompt's own ids (above every prefix group's stream) */
+#define STREAM_PROMPT (UINT64_C(1) << 32)
 
 const char *const probe_dataset_names[] = { "random", "sharegpt", "custom", NULL };
 const char *const probe_dist_names[] = { "fixed", "uniform", "normal", "lognormal", "histogram", "samples", NULL };
@@ -414,59 +421,35 @@ static uint64_t prompt_seed(const struct probe_workload_config *cfg)
 static int fill_random(const struct gen *g, struct probe_workload *w, struct error *err)
 {
 	const struct probe_workload_config *cfg = g->cfg;
-	struct probe_rng lengths, prompts, prefix_rng;
+	struct probe_rng lengths;
 	uint32_t group_size = cfg->prefix_group_size ? cfg->prefix_group_size : UINT32_MAX;
 	uint64_t total = 0;
-	uint32_t cur_group = UINT32_MAX;
-	_cleanup_(freep) uint32_t *prefix = NULL;
 
 	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
-	probe_rng_init(&prompts, prompt_seed(cfg), STREAM_PROMPTS);
-	if (cfg->prefix_len > 0 && !cfg->lengths_only) {
-		prefix = calloc(cfg->prefix_len, sizeof(uint32_t));
-		if (!prefix)
-			return -ENOMEM;
-	}
 	for (size_t i = 0; i < w->n_requests; i++) {
 		struct probe_request_spec *r = &w->requests[i];
 		uint32_t body = draw_length(g, true, i, &lengths);
-		uint32_t group = (uint32_t)(i / group_size);
 
 		r->output_len = draw_length(g, false, i, &lengths);
-		r->input_len = cfg->prefix_len + body;
-		if (r->input_len > PROBE_MAX_TOKENS_PER_REQUEST)
-			r->input_len = PROBE_MAX_TOKENS_PER_REQUEST, body = r->input_len - cfg->prefix_len;
+		r->input_len = (uint32_t)MIN((uint64_t)cfg->prefix_len + body, (uint64_t)PROBE_MAX_TOKENS_PER_REQUEST);
 		if (cfg->prefix_len > 0)
-			r->prefix_id = group + 1;
+			r->prefix_id = (uint32_t)(i / group_size) + 1;
 		if (cfg->lengths_only)
 			continue;
+		/* the prompts are made as they are sent, but a load point of more
+		 * tokens than this is not a benchmark the client could keep up with */
 		total += r->input_len;
 		if (total > PROBE_MAX_TOTAL_PROMPT_TOKENS)
 			return error_set(err, -E2BIG,
 					 "workload: more than %" PRIu64
 					 " prompt tokens in all; fewer or shorter prompts",
 					 (uint64_t)PROBE_MAX_TOTAL_PROMPT_TOKENS);
-		r->prompt_ids = malloc((size_t)r->input_len * sizeof(uint32_t));
-		if (!r->prompt_ids)
-			return -ENOMEM;
-		if (cfg->prefix_len > 0 && group != cur_group) {
-			probe_rng_init(&prefix_rng, prompt_seed(cfg), STREAM_PREFIX + group);
-			for (uint32_t k = 0; k < cfg->prefix_len; k++)
-				prefix[k] =
-					PROBE_TOKEN_ID_MIN +
-					(uint32_t)probe_rng_below(&prefix_rng, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
-			cur_group = group;
-		}
-		if (cfg->prefix_len > 0)
-			memcpy(r->prompt_ids, prefix, (size_t)cfg->prefix_len * sizeof(uint32_t));
-		for (uint32_t k = cfg->prefix_len; k < r->input_len; k++)
-			r->prompt_ids[k] = PROBE_TOKEN_ID_MIN +
-					   (uint32_t)probe_rng_below(&prompts, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
 	}
 	return 0;
 }
 
-/* Datasets: entries (already validated) are assigned to requests. */
+/* Datasets: entries (already validated) are assigned to requests; the
+ * workload keeps each entry once. */
 static int fill_dataset(const struct gen *g, struct probe_workload *w, struct error *err)
 {
 	const struct probe_workload_config *cfg = g->cfg;
@@ -481,6 +464,8 @@ static int fill_dataset(const struct gen *g, struct probe_workload *w, struct er
 		r = probe_dataset_load_jsonl(cfg->dataset_path, &d, err);
 	if (r < 0)
 		return r;
+	if (d->n > UINT32_MAX)
+		return error_set(err, -E2BIG, "%s: more than %" PRIu32 " entries", cfg->dataset_path, UINT32_MAX);
 
 	perm = malloc(d->n * sizeof(size_t));
 	if (!perm)
@@ -504,6 +489,7 @@ static int fill_dataset(const struct gen *g, struct probe_workload *w, struct er
 		size_t at = (size_t)(((uint64_t)cfg->prompt_variant * w->n_requests + i) % d->n);
 		const struct probe_dataset_entry *e = &d->entries[perm[at]];
 
+		q->entry = (uint32_t)perm[at];
 		q->input_len = e->input_len;
 		if (cfg->dataset_output_len > 0)
 			q->output_len = cfg->dataset_output_len;
@@ -511,12 +497,9 @@ static int fill_dataset(const struct gen *g, struct probe_workload *w, struct er
 			q->output_len = e->output_len;
 		else
 			q->output_len = draw_length(g, false, i, &lengths);
-		if (cfg->lengths_only)
-			continue;
-		q->prompt_text = strdup(e->prompt);
-		if (!q->prompt_text)
-			return -ENOMEM;
 	}
+	if (!cfg->lengths_only)
+		w->dataset = TAKE_PTR(d);
 	return 0;
 }
 
@@ -593,24 +576,64 @@ struct probe_workload *probe_workload_free(struct probe_workload *w)
 {
 	if (!w)
 		return NULL;
-	for (size_t i = 0; i < w->n_requests && w->requests; i++) {
-		free(w->requests[i].prompt_ids);
-		free(w->requests[i].prompt_text);
-	}
+	probe_dataset_free(w->dataset);
 	free(w->requests);
 	free(w);
 	return NULL;
 }
 
-char *probe_request_prompt_text(const struct probe_request_spec *r)
+bool probe_workload_has_ids(const struct probe_workload *w)
 {
+	return w->config.dataset == PROBE_DATASET_RANDOM;
+}
+
+/* One draw of a token id. */
+static uint32_t draw_id(struct probe_rng *rng)
+{
+	return PROBE_TOKEN_ID_MIN + (uint32_t)probe_rng_below(rng, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
+}
+
+int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe_request_spec *r, uint32_t *ids)
+{
+	const struct probe_workload_config *cfg = &w->config;
+	uint32_t prefix = r->prefix_id > 0 ? MIN(cfg->prefix_len, r->input_len) : 0;
+	struct probe_rng rng;
+
+	if (!probe_workload_has_ids(w))
+		return -ENODATA;
+	if (prefix > 0) {
+		probe_rng_init(&rng, prompt_seed(cfg), STREAM_PREFIX + (r->prefix_id - 1));
+		for (uint32_t k = 0; k < prefix; k++)
+			ids[k] = draw_id(&rng);
+	}
+	probe_rng_init(&rng, prompt_seed(cfg), STREAM_PROMPT + r->index);
+	for (uint32_t k = prefix; k < r->input_len; k++)
+		ids[k] = draw_id(&rng);
+	return 0;
+}
+
+const char *probe_workload_prompt_text(const struct probe_workload *w, const struct probe_request_spec *r)
+{
+	if (!w->dataset || r->entry >= w->dataset->n)
+		return NULL;
+	return w->dataset->entries[r->entry].prompt;
+}
+
+char *probe_request_prompt_text(const struct probe_workload *w, const struct probe_request_spec *r)
+{
+	_cleanup_(freep) uint32_t *ids = NULL;
+	const char *text;
 	char *buf, *p;
 	size_t size;
 
-	if (r->prompt_text)
-		return strdup(r->prompt_text);
-	if (!r->prompt_ids)
+	text = probe_workload_prompt_text(w, r);
+	if (text)
+		return strdup(text);
+	if (!probe_workload_has_ids(w) || r->input_len == 0)
 		return strdup("");
+	ids = malloc((size_t)r->input_len * sizeof(uint32_t));
+	if (!ids || probe_workload_prompt_ids(w, r, ids) < 0)
+		return NULL;
 	/* "w" + up to 10 digits + a space per id */
 	size = (size_t)r->input_len * 12 + 1;
 	buf = malloc(size);
@@ -618,7 +641,7 @@ char *probe_request_prompt_text(const struct probe_request_spec *r)
 		return NULL;
 	p = buf;
 	for (uint32_t k = 0; k < r->input_len; k++)
-		p += snprintf(p, size - (size_t)(p - buf), k ? " w%" PRIu32 : "w%" PRIu32, r->prompt_ids[k]);
+		p += snprintf(p, size - (size_t)(p - buf), k ? " w%" PRIu32 : "w%" PRIu32, ids[k]);
 	*p = '\0';
 	return buf;
 }

@@ -118,27 +118,34 @@ struct probe_workload_config {
 	uint32_t prompt_variant;
 	/* additions */
 	uint32_t dataset_output_len; /* sharegpt/custom: fixed output length; 0 = from the dataset */
-	bool lengths_only;           /* no prompt_ids (virtual-time simulation needs lengths only) */
+	bool lengths_only;           /* no prompts: dataset texts not kept (virtual time needs lengths only) */
 	/* measured workloads */
 	const char *samples_path;          /* a request log: lengths (PROBE_DIST_SAMPLES), arrivals (TRACE) */
 	struct probe_rate_profile profile; /* n = 0: the rate is constant */
 };
 
+/* One request, compact: its prompt is not kept but made when it is sent
+ * (probe_workload_prompt_ids, probe_workload_prompt_text), so a workload of
+ * a million requests holds their lengths and times, not their prompts. */
 struct probe_request_spec {
-	uint32_t index; /* 0-based; warm-up requests come first */
-	bool warmup;
 	uint64_t arrival_usec; /* offset from the benchmark's start (0 for INF) */
+	uint32_t index;        /* 0-based; warm-up requests come first */
 	uint32_t input_len;    /* tokens, by the word rule for text prompts */
 	uint32_t output_len;   /* max_tokens to ask for */
-	uint32_t *prompt_ids;  /* input_len ids, or NULL for dataset text prompts */
-	char *prompt_text;     /* dataset prompts; NULL for synthetic ones */
 	uint32_t prefix_id;    /* requests with equal prefix_id (> 0) share prefix_len leading tokens */
+	uint32_t entry;        /* dataset prompts: the dataset entry it takes */
+	bool warmup;
 };
+
+struct probe_dataset_entries;
 
 struct probe_workload {
 	struct probe_workload_config config; /* copy; dataset_path not owned */
 	struct probe_request_spec *requests;
 	size_t n_requests; /* num_warmup + num_prompts */
+	/* dataset prompts: each entry once, however many requests take it
+	 * (NULL for token-id prompts, and with lengths_only) */
+	struct probe_dataset_entries *dataset;
 };
 
 /* Fills cfg with vLLM bench serve's defaults: random dataset, fixed 1024 in /
@@ -210,9 +217,25 @@ void probe_workload_at_rate(const struct probe_workload_config *base, double rat
 void probe_workload_at_point(const struct probe_workload_config *base, double rate, uint32_t point_index,
 			     uint32_t num_prompts, struct probe_workload_config *ret);
 
+/* Whether w's prompts are token ids (synthetic: the random dataset, or a
+ * workload made by hand with a zero config) rather than dataset texts. */
+bool probe_workload_has_ids(const struct probe_workload *w);
+
+/* Writes the token ids of r's prompt (r->input_len of them) to ids: its
+ * shared prefix (prefix_len ids drawn for its prefix group) and the rest
+ * drawn for the request alone, from the seed moved by the prompt variant —
+ * so any request's prompt is made on its own, in any order, the same every
+ * time. -ENODATA when w's prompts are texts. */
+int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe_request_spec *r, uint32_t *ids);
+
+/* A dataset prompt's text, borrowed from w (valid while w is); NULL for
+ * token-id prompts and with lengths_only. */
+const char *probe_workload_prompt_text(const struct probe_workload *w, const struct probe_request_spec *r);
+
 /* The text form of a request's prompt (dataset text, or "w<id> w<id> ..."):
- * a new string the caller frees. */
-char *probe_request_prompt_text(const struct probe_request_spec *r);
+ * a new string the caller frees; NULL on ENOMEM, "" when w holds no prompts
+ * (a dataset's lengths only). */
+char *probe_request_prompt_text(const struct probe_workload *w, const struct probe_request_spec *r);
 
 /* Number of tokens in a text by the word rule. */
 uint32_t probe_count_words(const char *text);

@@ -43,6 +43,10 @@ struct sim_run {
 	uint32_t running_peak, waiting_peak;
 	uint64_t samples;
 	bool oom;
+	/* a prompt's ids while it is submitted (only when the engine caches
+	 * prefixes: nothing else reads them) */
+	uint32_t *ids;
+	uint32_t ids_cap;
 };
 
 static void on_token(void *userdata, uint64_t req_id, uint32_t index, uint64_t t, bool last)
@@ -89,15 +93,33 @@ static void run_done(struct sim_run *run)
 			free(run->st[i].itl);
 	free(run->st);
 	run->st = NULL;
+	free(run->ids);
+	run->ids = NULL;
 }
 
 /* Sends request i at t (the engine rejects prompts longer than max_model_len:
  * that request fails as the server would answer 400). */
-static int send_one(struct sim_run *run, const struct probe_request_spec *q, size_t i, uint64_t t, struct error *err)
+static int send_one(struct sim_run *run, const struct probe_workload *w, const struct probe_request_spec *q, size_t i,
+		    uint64_t t, struct error *err)
 {
 	struct sim_req_state *s = &run->st[i];
+	const uint32_t *ids = NULL;
 	struct error e = { 0 };
 	int r;
+
+	if (sim_engine_get_config(run->engine)->enable_prefix_caching && !w->config.lengths_only &&
+	    probe_workload_has_ids(w)) {
+		if (q->input_len > run->ids_cap) {
+			uint32_t *n = reallocarray(run->ids, q->input_len, sizeof(uint32_t));
+
+			if (!n)
+				return -ENOMEM;
+			run->ids = n;
+			run->ids_cap = q->input_len;
+		}
+		if (probe_workload_prompt_ids(w, q, run->ids) >= 0)
+			ids = run->ids;
+	}
 
 	s->send_usec = t;
 	s->cap_itl = q->output_len > 1 ? q->output_len - 1 : 0;
@@ -106,7 +128,7 @@ static int send_one(struct sim_run *run, const struct probe_request_spec *q, siz
 		if (!s->itl)
 			return -ENOMEM;
 	}
-	r = sim_engine_submit(run->engine, i, q->prompt_ids, q->input_len, q->output_len, t, &e);
+	r = sim_engine_submit(run->engine, i, ids, q->input_len, q->output_len, t, &e);
 	if (r == -E2BIG || r == -EINVAL) {
 		s->failed = true;
 		s->done = true;
@@ -139,7 +161,7 @@ static int run_range(struct sim_run *run, const struct probe_workload *w, size_t
 			/* Everything due at this instant goes in before the engine schedules. */
 			while (next < to && (cap == 0 || run->in_flight < cap) &&
 			       t0 + w->requests[next].arrival_usec <= now) {
-				r = send_one(run, &w->requests[next], next, now, err);
+				r = send_one(run, w, &w->requests[next], next, now, err);
 				if (r < 0)
 					return r;
 				next++;

@@ -135,14 +135,20 @@ static struct probe_workload *make_workload(size_t n, uint32_t output_len)
 		w->requests[i].index = (uint32_t)i;
 		w->requests[i].input_len = 4;
 		w->requests[i].output_len = output_len;
-		w->requests[i].prompt_ids = calloc(4, sizeof(uint32_t));
-		if (!w->requests[i].prompt_ids)
-			exit(1);
-		/* the first token id names the request to the server */
-		w->requests[i].prompt_ids[0] = (uint32_t)i;
-		for (int k = 1; k < 4; k++)
-			w->requests[i].prompt_ids[k] = 1000 + (uint32_t)k;
 	}
+	/* the first token id names the request to the server: a map from it to
+	 * the request, an id two requests share naming neither */
+	memset(stats->request_of, 0, sizeof(stats->request_of));
+	for (size_t i = 0; i < MIN(n, (size_t)BENCH_MAX_REQUESTS); i++) {
+		uint32_t ids[4];
+
+		if (probe_workload_prompt_ids(w, &w->requests[i], ids) < 0 || ids[0] >= BENCH_MAX_TOKEN_ID)
+			exit(1);
+		stats->request_of[ids[0]] = stats->request_of[ids[0]] == 0 ? (uint32_t)i + 1 : UINT32_MAX;
+	}
+	for (size_t t = 0; t < BENCH_MAX_TOKEN_ID; t++)
+		if (stats->request_of[t] == UINT32_MAX)
+			stats->request_of[t] = 0;
 	return w;
 }
 

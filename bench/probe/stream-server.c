@@ -16,8 +16,9 @@
  * step times, so their tokens arrive together.
  *
  * The actual gaps between a stream's sends are recorded in a histogram, and
- * the send time of each token of a request under its id (the first token id
- * of its prompt), in shared memory for the parent to read. */
+ * the send time of each token of a request under its id (which the parent
+ * maps from its prompt's first token id), in shared memory for the parent to
+ * read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -275,8 +276,12 @@ static bool handle_input(struct conn *c)
 		}
 		c->id = UINT32_MAX;
 		p = strstr(c->in + head, "\"prompt\":[");
-		if (p)
-			c->id = (uint32_t)strtoul(p + 10, NULL, 10);
+		if (p) {
+			unsigned long first = strtoul(p + 10, NULL, 10);
+
+			if (first < BENCH_MAX_TOKEN_ID && stats->request_of[first] > 0)
+				c->id = stats->request_of[first] - 1;
+		}
 		memmove(c->in, c->in + head + body, c->in_len - head - body);
 		c->in_len -= head + body;
 		__atomic_fetch_add(&stats->requests, 1, __ATOMIC_RELAXED);

@@ -123,7 +123,8 @@ static size_t server_sends(const struct server *s, const char *key, uint64_t *se
 	return 0;
 }
 
-/* ---- a hand-made workload: request i's prompt starts with id 1000 + i ---- */
+/* ---- a hand-made workload: 4-token prompts; the server knows each request
+ * by its prompt's first id ---- */
 
 static struct probe_workload *make_workload(size_t n, uint32_t output_len, uint64_t gap_usec)
 {
@@ -141,12 +142,17 @@ static struct probe_workload *make_workload(size_t n, uint32_t output_len, uint6
 		r->arrival_usec = i * gap_usec;
 		r->input_len = 4;
 		r->output_len = output_len;
-		r->prompt_ids = calloc(4, sizeof(uint32_t));
-		CHECK(r->prompt_ids);
-		for (int k = 0; k < 4; k++)
-			r->prompt_ids[k] = 1000 + (uint32_t)i + (uint32_t)k;
 	}
 	return w;
+}
+
+/* The first id of request i's prompt, the server's key for it. */
+static uint32_t first_id(const struct probe_workload *w, size_t i)
+{
+	uint32_t ids[4];
+
+	CHECK_INT_EQ(probe_workload_prompt_ids(w, &w->requests[i], ids), 0);
+	return ids[0];
 }
 
 static sd_event *event;
@@ -217,7 +223,7 @@ static void test_timing(struct server *s)
 		CHECK_INT_EQ(r->output_tokens, out);
 		CHECK_INT_EQ(r->input_tokens, 4);
 		CHECK(r->n_itl <= out - 1);
-		snprintf(key, sizeof(key), "%zu", 1000 + i);
+		snprintf(key, sizeof(key), "%" PRIu32, first_id(w, i));
 		ns = server_sends(s, key, sends, 64);
 		CHECK_INT_EQ(ns, out);
 		/* Received after it was sent, and not long after: the client's
@@ -332,7 +338,7 @@ static void send_one(const char *base_url, const char *model, const char *endpoi
 		cfg.request_timeout_usec = 20 * USEC_PER_SEC;
 	CHECK_MSG(probe_client_new(event, &cfg, &c, &err) == 0, "%s", err.msg);
 	memset(o, 0, sizeof(*o));
-	CHECK(probe_client_send(c, &w->requests[0], on_one, o) == 0);
+	CHECK(probe_client_send(c, w, &w->requests[0], on_one, o) == 0);
 	run_until(&o->done, 30 * USEC_PER_SEC);
 	probe_workload_free(w);
 }
@@ -400,9 +406,12 @@ static void test_failures(struct server *s)
 	CHECK_MSG(o.r.success, "%s", o.r.error);
 	probe_request_result_done(&o.r);
 	{
+		_cleanup_(probe_workload_freep) struct probe_workload *w = make_workload(1, 5, 0);
 		uint64_t sends[8];
+		char key[16];
 
-		CHECK(server_sends(s, "w1000", sends, 8) == 5); /* the text form of id 1000 */
+		snprintf(key, sizeof(key), "w%" PRIu32, first_id(w, 0)); /* the text form of the first id */
+		CHECK(server_sends(s, key, sends, 8) == 5);
 	}
 }
 

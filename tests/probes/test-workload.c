@@ -23,6 +23,16 @@ static struct probe_workload *gen(const struct probe_workload_config *cfg)
 	return w;
 }
 
+/* Request i's prompt ids, made as the client makes them (static: one call at a time per slot). */
+static const uint32_t *ids_of(const struct probe_workload *w, size_t i, int slot)
+{
+	static uint32_t buf[2][4096];
+
+	CHECK(w->requests[i].input_len <= 4096);
+	CHECK_INT_EQ(probe_workload_prompt_ids(w, &w->requests[i], buf[slot]), 0);
+	return buf[slot];
+}
+
 static void test_defaults_and_determinism(void)
 {
 	struct probe_workload_config cfg;
@@ -48,11 +58,12 @@ static void test_defaults_and_determinism(void)
 		CHECK_INT_EQ(a->requests[i].input_len, b->requests[i].input_len);
 		CHECK_INT_EQ(a->requests[i].output_len, b->requests[i].output_len);
 		CHECK_INT_EQ(a->requests[i].arrival_usec, b->requests[i].arrival_usec);
-		CHECK(memcmp(a->requests[i].prompt_ids, b->requests[i].prompt_ids, a->requests[i].input_len * 4) == 0);
+		CHECK(memcmp(ids_of(a, i, 0), ids_of(b, i, 1), a->requests[i].input_len * 4) == 0);
 		for (uint32_t k = 0; k < a->requests[i].input_len; k++)
-			CHECK(a->requests[i].prompt_ids[k] >= PROBE_TOKEN_ID_MIN &&
-			      a->requests[i].prompt_ids[k] < PROBE_TOKEN_ID_MAX);
-		CHECK(a->requests[i].prompt_text == NULL);
+			CHECK(ids_of(a, i, 0)[k] >= PROBE_TOKEN_ID_MIN && ids_of(a, i, 0)[k] < PROBE_TOKEN_ID_MAX);
+		CHECK(probe_workload_prompt_text(a, &a->requests[i]) == NULL);
+		/* the same prompt whenever it is made */
+		CHECK(memcmp(ids_of(a, i, 0), ids_of(a, i, 1), a->requests[i].input_len * 4) == 0);
 	}
 	/* warm-ups at 0; the measured run starts at 0 and arrivals increase */
 	CHECK(a->requests[0].arrival_usec == 0 && a->requests[2].arrival_usec == 0 && a->requests[3].arrival_usec == 0);
@@ -65,7 +76,13 @@ static void test_defaults_and_determinism(void)
 	c = gen(&cfg);
 	CHECK(c->requests[10].arrival_usec != a->requests[10].arrival_usec);
 	CHECK_INT_EQ(c->requests[10].input_len, a->requests[10].input_len);
-	CHECK(memcmp(c->requests[10].prompt_ids, a->requests[10].prompt_ids, a->requests[10].input_len * 4) == 0);
+	CHECK(memcmp(ids_of(c, 10, 0), ids_of(a, 10, 1), a->requests[10].input_len * 4) == 0);
+	/* another prompt variant (a rate search's next point) other ids, the same lengths */
+	cfg.prompt_variant = 1;
+	_cleanup_(probe_workload_freep) struct probe_workload *v = gen(&cfg);
+	CHECK_INT_EQ(v->requests[10].input_len, a->requests[10].input_len);
+	CHECK(memcmp(ids_of(v, 10, 0), ids_of(a, 10, 1), a->requests[10].input_len * 4) != 0);
+	cfg.prompt_variant = 0;
 	cfg.seed = 43;
 	d = gen(&cfg);
 	size_t same = 0;
@@ -112,7 +129,6 @@ static void test_length_distributions(void)
 	for (size_t i = 0; i < w->n_requests; i++) {
 		lo = MIN(lo, w->requests[i].input_len);
 		hi = MAX(hi, w->requests[i].input_len);
-		CHECK(w->requests[i].prompt_ids == NULL);
 	}
 	CHECK(lo >= 500 && hi <= 1500 && lo < 510 && hi > 1490);
 	m = mean_of(w, true, &sd);
@@ -218,17 +234,17 @@ static void test_prefix_and_text(void)
 		CHECK_INT_EQ(r[i].input_len, 36); /* prefix on top, as vLLM's --random-prefix-len */
 		CHECK_INT_EQ(r[i].prefix_id, i / 4 + 1);
 	}
-	CHECK(memcmp(r[0].prompt_ids, r[3].prompt_ids, 16 * 4) == 0);
-	CHECK(memcmp(r[0].prompt_ids, r[4].prompt_ids, 16 * 4) != 0);
-	CHECK(memcmp(r[4].prompt_ids, r[7].prompt_ids, 16 * 4) == 0);
-	CHECK(memcmp(r[0].prompt_ids + 16, r[1].prompt_ids + 16, 20 * 4) != 0);
+	CHECK(memcmp(ids_of(w, 0, 0), ids_of(w, 3, 1), 16 * 4) == 0);
+	CHECK(memcmp(ids_of(w, 0, 0), ids_of(w, 4, 1), 16 * 4) != 0);
+	CHECK(memcmp(ids_of(w, 4, 0), ids_of(w, 7, 1), 16 * 4) == 0);
+	CHECK(memcmp(ids_of(w, 0, 0) + 16, ids_of(w, 1, 1) + 16, 20 * 4) != 0);
 
 	/* the word rule: the text form has one word per id */
-	text = probe_request_prompt_text(&r[0]);
+	text = probe_request_prompt_text(w, &r[0]);
 	CHECK(text);
 	CHECK_INT_EQ(probe_count_words(text), 36);
 	char first[16];
-	snprintf(first, sizeof(first), "w%u ", r[0].prompt_ids[0]);
+	snprintf(first, sizeof(first), "w%u ", ids_of(w, 0, 0)[0]);
 	CHECK(strncmp(text, first, strlen(first)) == 0);
 	CHECK_INT_EQ(probe_count_words("  a\tb\n\nc  "), 3);
 	CHECK_INT_EQ(probe_count_words(""), 0);
@@ -238,7 +254,7 @@ static void test_prefix_and_text(void)
 	cfg.prefix_group_size = 0;
 	_cleanup_(probe_workload_freep) struct probe_workload *all = gen(&cfg);
 	CHECK_INT_EQ(all->requests[9].prefix_id, 1);
-	CHECK(memcmp(all->requests[0].prompt_ids, all->requests[9].prompt_ids, 16 * 4) == 0);
+	CHECK(memcmp(ids_of(all, 0, 0), ids_of(all, 9, 1), 16 * 4) == 0);
 }
 
 static char dir[] = "/tmp/goodput-test-workload-XXXXXX";
@@ -294,9 +310,10 @@ static void test_datasets(void)
 	size_t n3 = 0, n2 = 0;
 	for (size_t i = 0; i < 6; i++) {
 		const struct probe_request_spec *r = &w->requests[i];
-		CHECK(r->prompt_text && !r->prompt_ids);
+		CHECK(probe_workload_prompt_text(w, r) && !probe_workload_has_ids(w));
+		CHECK_INT_EQ(probe_workload_prompt_ids(w, r, (uint32_t[8]){ 0 }), -ENODATA);
 		if (r->input_len == 3) {
-			CHECK_STR_EQ(r->prompt_text, "hello there you");
+			CHECK_STR_EQ(probe_workload_prompt_text(w, r), "hello there you");
 			CHECK_INT_EQ(r->output_len, 5);
 			n3++;
 		} else {
@@ -317,11 +334,17 @@ static void test_datasets(void)
 	cfg.dataset_path = p;
 	cfg.num_prompts = 3;
 	_cleanup_(probe_workload_freep) struct probe_workload *c = gen(&cfg);
-	CHECK_STR_EQ(c->requests[0].prompt_text, "alpha beta");
+	CHECK_STR_EQ(probe_workload_prompt_text(c, &c->requests[0]), "alpha beta");
 	CHECK_INT_EQ(c->requests[0].output_len, 12);
-	CHECK_STR_EQ(c->requests[1].prompt_text, "gamma");
+	CHECK_STR_EQ(probe_workload_prompt_text(c, &c->requests[1]), "gamma");
 	CHECK_INT_EQ(c->requests[1].output_len, 128); /* from the output distribution */
-	CHECK_STR_EQ(c->requests[2].prompt_text, "alpha beta");
+	CHECK_STR_EQ(probe_workload_prompt_text(c, &c->requests[2]), "alpha beta");
+	/* each entry is kept once, however many requests take it */
+	CHECK(c->requests[0].entry == c->requests[2].entry && c->requests[0].entry != c->requests[1].entry);
+	cfg.lengths_only = true;
+	_cleanup_(probe_workload_freep) struct probe_workload *lo = gen(&cfg);
+	CHECK(!lo->dataset && !probe_workload_prompt_text(lo, &lo->requests[0]));
+	CHECK_INT_EQ(lo->requests[0].input_len, 2);
 
 	/* errors name file, line or entry, and field */
 	CHECK_INT_EQ(try_dataset(PROBE_DATASET_CUSTOM, "/nonexistent/x.jsonl", &err), -ENOENT);

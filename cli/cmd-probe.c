@@ -66,6 +66,12 @@ enum {
 	ARG_NO_METRICS,
 	ARG_INSECURE,
 	ARG_MAX_EVENT_BYTES,
+	ARG_BACKEND,
+	ARG_TOKENIZER,
+	ARG_SERVED_MODEL_NAME,
+	ARG_DISABLE_TQDM,
+	ARG_IGNORED_VALUE, /* a vLLM flag with a value that means nothing here */
+	ARG_IGNORED_FLAG,  /* ... without one */
 };
 
 static const struct option own_options[] = {
@@ -99,8 +105,34 @@ static const struct option own_options[] = {
 	{ "no-server-metrics", no_argument, NULL, ARG_NO_METRICS },
 	{ "insecure", no_argument, NULL, ARG_INSECURE },
 	{ "max-event-bytes", required_argument, NULL, ARG_MAX_EVENT_BYTES },
+	/* vllm bench serve's habits: taken, so that a pasted command runs */
+	{ "backend", required_argument, NULL, ARG_BACKEND },
+	{ "tokenizer", required_argument, NULL, ARG_TOKENIZER },
+	{ "served-model-name", required_argument, NULL, ARG_SERVED_MODEL_NAME },
+	{ "disable-tqdm", no_argument, NULL, ARG_DISABLE_TQDM },
+	{ "tokenizer-mode", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "logprobs", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "ready-check-timeout-sec", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "temperature", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "top-p", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "top-k", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "min-p", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "frequency-penalty", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "presence-penalty", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "repetition-penalty", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "trust-remote-code", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "skip-tokenizer-init", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "skip-chat-template", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "custom-skip-chat-template", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "disable-shuffle", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "no-oversample", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "no-stream", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "profile", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "use-beam-search", no_argument, NULL, ARG_IGNORED_FLAG },
 	{ NULL, 0, NULL, 0 },
 };
+
+#define MAX_IGNORED 32
 
 /* What the command line asked for. Strings point into argv unless owned
  * (base_url_buf, header_buf). */
@@ -108,7 +140,7 @@ struct probe_args {
 	struct probe_config cfg;
 	struct probe_workload_flags wf;
 	struct cli_probe_output out;
-	const char *host;
+	const char *host, *served_model_name;
 	uint32_t port;
 	char *base_url_buf;
 	const char *headers[MAX_HEADERS];
@@ -116,6 +148,8 @@ struct probe_args {
 	size_t n_headers;
 	bool save_result;
 	const char *result_file, *result_dir, *save_requests;
+	const char *ignored[MAX_IGNORED]; /* vLLM flags taken without effect, for the note */
+	size_t n_ignored;
 	bool json, progress;
 };
 
@@ -148,6 +182,17 @@ static void help(void)
 	       "  --max-event-bytes N      largest SSE event accepted (default 1048576)\n"
 	       "  --insecure               https without certificate checks\n"
 	       "  --no-server-metrics      do not scrape /metrics during load points\n"
+	       "  --backend NAME           vllm, openai or openai-chat: the result's backend\n"
+	       "  --served-model-name NAME the \"model\" field, with --model naming model_id\n"
+	       "  --tokenizer NAME         the result's tokenizer_id (no tokenizer is loaded: text\n"
+	       "                           prompts follow the word rule, or are token ids)\n"
+	       "  --disable-tqdm           as --no-progress\n"
+	       "vllm bench serve's --trust-remote-code, --tokenizer-mode, --skip-tokenizer-init,\n"
+	       "--skip-chat-template, --custom-skip-chat-template, --disable-shuffle,\n"
+	       "--no-oversample, --no-stream, --profile, --use-beam-search, --logprobs,\n"
+	       "--ready-check-timeout-sec and the sampling flags (--temperature, --top-p,\n"
+	       "--top-k, --min-p, --frequency-penalty, --presence-penalty,\n"
+	       "--repetition-penalty) are taken with a note and have no effect.\n"
 	       "\n");
 	probe_workload_flags_help(stdout);
 	printf("\n"
@@ -275,6 +320,23 @@ static int client_option(struct probe_args *a, int opt, const char *arg, struct 
 	case ARG_INSECURE:
 		cc->insecure = true;
 		return 0;
+	case ARG_BACKEND:
+		if (strcmp(arg, "vllm") != 0 && strcmp(arg, "openai") != 0 && strcmp(arg, "openai-chat") != 0)
+			return error_set(err, -EINVAL,
+					 "--backend: goodput probe streams text completions: expected vllm, openai or "
+					 "openai-chat, got \"%s\"",
+					 arg);
+		a->out.backend = arg;
+		return 0;
+	case ARG_TOKENIZER:
+		a->out.tokenizer = arg;
+		return 0;
+	case ARG_SERVED_MODEL_NAME:
+		a->served_model_name = arg;
+		return 0;
+	case ARG_IGNORED_VALUE:
+	case ARG_IGNORED_FLAG:
+		return 0;
 	case ARG_MAX_EVENT_BYTES:
 		r = parse_u64("--max-event-bytes", arg, 1024, 256u << 20, &v, err);
 		if (r >= 0)
@@ -322,6 +384,7 @@ static int output_option(struct probe_args *a, int opt, const char *arg, int arg
 		a->json = true;
 		return 0;
 	case ARG_NO_PROGRESS:
+	case ARG_DISABLE_TQDM:
 		a->progress = false;
 		return 0;
 	case ARG_NO_METRICS:
@@ -374,8 +437,23 @@ static int finish_args(struct probe_args *a, struct error *err)
 	a->cfg.sla = a->wf.sla;
 	memcpy(a->cfg.percentiles, a->wf.percentiles, sizeof(a->cfg.percentiles));
 	a->cfg.n_percentiles = a->wf.n_percentiles;
-	a->out.backend = probe_endpoint_is_chat(cc->endpoint) ? "openai-chat" : "openai";
+	if (!a->out.backend)
+		a->out.backend = probe_endpoint_is_chat(cc->endpoint) ? "openai-chat" : "openai";
+	if (a->served_model_name)
+		cc->model = a->served_model_name; /* the request's "model"; --model stays model_id */
+	cc->keep_text = a->out.detailed;
 	return 0;
+}
+
+/* One line naming the vLLM flags that were taken without effect. */
+static void note_ignored(const struct probe_args *a)
+{
+	if (a->n_ignored == 0)
+		return;
+	fprintf(stderr, "note: goodput probe loads no tokenizer and sends no sampling parameters; ignored:");
+	for (size_t i = 0; i < a->n_ignored; i++)
+		fprintf(stderr, "%s --%s", i ? "," : "", a->ignored[i]);
+	fputc('\n', stderr);
 }
 
 static void probe_args_done(struct probe_args *a)
@@ -391,7 +469,7 @@ static int parse_args(int argc, char **argv, struct probe_args *a)
 {
 	_cleanup_(freep) struct option *opts = NULL;
 	struct error err = { 0 };
-	int r, opt;
+	int r, opt, li = 0;
 
 	*a = (struct probe_args){ .progress = true };
 	probe_workload_flags_init(&a->wf);
@@ -402,27 +480,39 @@ static int parse_args(int argc, char **argv, struct probe_args *a)
 	if (r < 0)
 		return log_error_errno(r, "out of memory");
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+	while ((opt = getopt_long(argc, argv, "h", opts, &li)) >= 0) {
 		if (opt == 'h') {
 			help();
 			return 0;
 		}
+		if ((opt == ARG_IGNORED_VALUE || opt == ARG_IGNORED_FLAG || opt == ARG_TOKENIZER) &&
+		    a->n_ignored < MAX_IGNORED)
+			a->ignored[a->n_ignored++] = opts[li].name;
 		r = client_option(a, opt, optarg, &err);
 		if (r == -ENOENT)
 			r = output_option(a, opt, optarg, argc, argv, &err);
 		if (r == -ENOENT) {
 			r = probe_workload_flags_handle(opt, optarg, argc, argv, &a->wf, &err);
-			if (r == 0) /* getopt's '?' lands here: it has said what was wrong */
-				return log_error_errno(-EINVAL, "see 'goodput probe --help'");
+			if (r == 0) { /* getopt's '?' lands here: it has said what was wrong */
+				log_error("see 'goodput probe --help'");
+				return -EINVAL;
+			}
 		}
-		if (r < 0)
-			return log_error_errno(r, "%s", error_str(&err, r));
+		if (r < 0) {
+			log_error("%s", error_str(&err, r));
+			return r;
+		}
 	}
-	if (optind < argc)
-		return log_error_errno(-EINVAL, "unexpected argument '%s' (see 'goodput probe --help')", argv[optind]);
+	if (optind < argc) {
+		log_error("unexpected argument '%s' (see 'goodput probe --help')", argv[optind]);
+		return -EINVAL;
+	}
 	r = finish_args(a, &err);
-	if (r < 0)
-		return log_error_errno(r, "%s", error_str(&err, r));
+	if (r < 0) {
+		log_error("%s", error_str(&err, r));
+		return r;
+	}
+	note_ignored(a);
 	return 1;
 }
 
@@ -577,6 +667,16 @@ static int run(struct probe_args *a, struct probe **ret)
 	return CLI_EXIT_OK;
 }
 
+/* Whether no request of the result's load point completed. */
+static bool nothing_completed(const struct probe *p)
+{
+	const struct probe_load_point *pts;
+	size_t n, top = cli_probe_top_point(p);
+
+	pts = probe_load_points(p, &n);
+	return top < n && pts[top].result.num_prompts > 0 && pts[top].result.completed == 0;
+}
+
 /* The exit status the outcome calls for; says on stderr why it fails. */
 static int outcome_status(const struct probe *p, const struct probe_config *cfg)
 {
@@ -622,8 +722,8 @@ static int report(struct probe_args *a, const struct probe *p)
 		if (!s)
 			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		printf("%s\n", s);
-	} else
-		cli_probe_print(stdout, p, &a->cfg);
+	} else if (a->cfg.find_max_rate || !nothing_completed(p))
+		cli_probe_print(stdout, p, &a->cfg); /* else a table of zeros: the reasons follow on stderr */
 	fflush(stdout);
 	status = outcome_status(p, &a->cfg);
 	if (a->save_result) {

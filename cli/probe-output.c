@@ -113,7 +113,7 @@ static int add_identity(cJSON *root, const struct probe_config *cfg, const struc
 	r = r < 0 ? r : put(root, "backend", cJSON_CreateString(o->backend));
 	r = r < 0 ? r : put(root, "label", string_or_null(o->label));
 	r = r < 0 ? r : put(root, "model_id", string_or_null(o->model));
-	r = r < 0 ? r : put(root, "tokenizer_id", string_or_null(o->model));
+	r = r < 0 ? r : put(root, "tokenizer_id", string_or_null(o->tokenizer ? o->tokenizer : o->model));
 	r = r < 0 ? r : put(root, "num_prompts", cJSON_CreateNumber(cfg->workload.num_prompts));
 	for (size_t i = 0; r >= 0 && i < o->n_metadata; i++) {
 		const char *eq = strchr(o->metadata[i], '=');
@@ -151,21 +151,46 @@ static int add_number_to_array(cJSON *arr, double v)
 	return 0;
 }
 
-/* vLLM's per-request arrays, in request order, times in seconds. */
+/* A request's generated text (kept JSON-escaped) as a string; "" when none. */
+static cJSON *generated_text(const struct probe_request_result *q)
+{
+	_cleanup_(freep) char *quoted = NULL;
+	cJSON *s;
+
+	if (!q->success || !q->text || asprintf(&quoted, "\"%s\"", q->text) < 0)
+		return cJSON_CreateString("");
+	s = cJSON_ParseWithLength(quoted, strlen(quoted));
+	if (s && cJSON_IsString(s))
+		return s;
+	cJSON_Delete(s);
+	return cJSON_CreateString("");
+}
+
+/* vLLM's per-request arrays, in request order, times in seconds; input_lens
+ * are the lengths of the prompts as the workload made them (vLLM counts its
+ * own prompts, not the server's usage). */
 static int add_detailed(cJSON *root, const struct probe_load_point *pt)
 {
-	cJSON *in, *out, *ttfts, *itls, *errors;
+	cJSON *in, *out, *ttfts, *itls, *lat, *texts, *errors;
 
 	/* put() takes each array, failing or not; root owns them after */
 	if (put(root, "input_lens", in = cJSON_CreateArray()) < 0 ||
 	    put(root, "output_lens", out = cJSON_CreateArray()) < 0 ||
 	    put(root, "ttfts", ttfts = cJSON_CreateArray()) < 0 || put(root, "itls", itls = cJSON_CreateArray()) < 0 ||
+	    put(root, "latencies", lat = cJSON_CreateArray()) < 0 ||
+	    put(root, "generated_texts", texts = cJSON_CreateArray()) < 0 ||
 	    put(root, "errors", errors = cJSON_CreateArray()) < 0)
 		return -ENOMEM;
 	for (size_t k = 0; k < pt->n_requests; k++) {
 		const struct probe_request_result *q = &pt->requests[k];
-		cJSON *gaps = cJSON_CreateArray(), *e;
+		cJSON *gaps = cJSON_CreateArray(), *e, *t;
 
+		t = generated_text(q);
+		if (!t || !cJSON_AddItemToArray(texts, t)) {
+			cJSON_Delete(t);
+			cJSON_Delete(gaps);
+			return -ENOMEM;
+		}
 		if (!gaps || !cJSON_AddItemToArray(itls, gaps)) {
 			cJSON_Delete(gaps);
 			return -ENOMEM;
@@ -178,7 +203,8 @@ static int add_detailed(cJSON *root, const struct probe_load_point *pt)
 			cJSON_Delete(e);
 			return -ENOMEM;
 		}
-		if (add_number_to_array(in, q->input_tokens) < 0 ||
+		if (add_number_to_array(in, q->prompt_len ? q->prompt_len : q->input_tokens) < 0 ||
+		    add_number_to_array(lat, q->success ? usec_to_sec(q->e2e_usec) : 0) < 0 ||
 		    add_number_to_array(out, q->success ? q->output_tokens : 0) < 0 ||
 		    add_number_to_array(ttfts, q->success ? usec_to_sec(q->ttft_usec) : 0) < 0)
 			return -ENOMEM;
@@ -242,6 +268,70 @@ static int add_search(cJSON *root, const struct probe *p, const struct probe_con
 	return r;
 }
 
+/* A whole number printed as Python prints a float ("10.0"): cJSON would
+ * print "10", which Python reads as an int. */
+static int as_float(cJSON *item)
+{
+	char buf[64], *text;
+
+	if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble != floor(item->valuedouble) ||
+	    fabs(item->valuedouble) >= 1e16)
+		return 0;
+	snprintf(buf, sizeof(buf), "%.1f", item->valuedouble);
+	text = strdup(buf);
+	if (!text)
+		return -ENOMEM;
+	item->type = cJSON_Raw;
+	item->valuestring = text;
+	return 0;
+}
+
+static bool is_vllm_float_key(const char *k)
+{
+	static const char *const keys[] = { "request_rate",
+					    "burstiness",
+					    "duration",
+					    "request_throughput",
+					    "request_goodput",
+					    "output_throughput",
+					    "total_token_throughput",
+					    "max_output_tokens_per_s",
+					    "rtfx",
+					    "ttfts",
+					    "itls",
+					    "latencies" };
+	size_t n = strlen(k);
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (strcmp(k, keys[i]) == 0)
+			return true;
+	/* mean_ttft_ms, p99_tpot_ms, ... */
+	return n > 3 && strcmp(k + n - 3, "_ms") == 0 &&
+	       (strncmp(k, "mean_", 5) == 0 || strncmp(k, "median_", 7) == 0 || strncmp(k, "std_", 4) == 0 ||
+		(k[0] == 'p' && k[1] >= '0' && k[1] <= '9'));
+}
+
+static int floats_within(cJSON *item)
+{
+	cJSON *c;
+	int r = 0;
+
+	if (!cJSON_IsArray(item))
+		return as_float(item);
+	cJSON_ArrayForEach(c, item) r = r < 0 ? r : floats_within(c);
+	return r;
+}
+
+/* The figures vLLM writes as floats, written as floats. */
+static int vllm_floats(cJSON *root)
+{
+	cJSON *c;
+	int r = 0;
+
+	cJSON_ArrayForEach(c, root) if (c->string && is_vllm_float_key(c->string)) r = r < 0 ? r : floats_within(c);
+	return r;
+}
+
 int cli_probe_result_json(const struct probe *p, const struct probe_config *cfg, const struct cli_probe_output *o,
 			  cJSON **ret)
 {
@@ -276,6 +366,8 @@ int cli_probe_result_json(const struct probe *p, const struct probe_config *cfg,
 	}
 	if (r >= 0 && cfg->find_max_rate)
 		r = add_search(root, p, cfg);
+	if (r >= 0)
+		r = vllm_floats(root);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(root);
@@ -409,13 +501,15 @@ int cli_probe_save_requests(const char *path, const struct probe *p)
 /* ---- for people ---- */
 
 /* "HTTP 500 ×3: body" for an HTTP error, "reason ×3" otherwise. */
+/* "KIND ×N: the example's detail", or "TEXT ×N" when the kind is all of it. */
 static void print_reason(FILE *f, const char *indent, const struct probe_failure_reason *w)
 {
-	const char *colon = strchr(w->reason, ':');
-	size_t head = colon ? (size_t)(colon - w->reason) : 0;
+	size_t head = probe_failure_kind_len(w->reason);
+	const char *rest = w->reason + head;
 
-	if (strncmp(w->reason, "HTTP ", 5) == 0 && head > 5 && strspn(w->reason + 5, "0123456789") == head - 5)
-		fprintf(f, "%s%.*s ×%" PRIu32 ":%s\n", indent, (int)head, w->reason, w->count, colon + 1);
+	rest += strspn(rest, ": ");
+	if (*rest)
+		fprintf(f, "%s%.*s ×%" PRIu32 ": %s\n", indent, (int)head, w->reason, w->count, rest);
 	else
 		fprintf(f, "%s%s ×%" PRIu32 "\n", indent, w->reason, w->count);
 }

@@ -23,9 +23,10 @@
 #define CLI_PROBE_MAX_METADATA 64
 
 struct cli_probe_output {
-	const char *label;   /* --label (vLLM); NULL: none */
-	const char *model;   /* --model: model_id and tokenizer_id; NULL: the server's default */
-	const char *backend; /* "openai" or "openai-chat" (vLLM's name of the endpoint type) */
+	const char *label;     /* --label (vLLM); NULL: none */
+	const char *model;     /* --model: model_id and tokenizer_id; NULL: the server's default */
+	const char *backend;   /* --backend, else "openai" or "openai-chat" (vLLM's name of the endpoint type) */
+	const char *tokenizer; /* --tokenizer (tokenizer_id); NULL: the model */
 	const char *metadata[CLI_PROBE_MAX_METADATA]; /* "KEY=VALUE", checked */
 	size_t n_metadata;
 	bool detailed;  /* --save-detailed: the per-request arrays */

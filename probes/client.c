@@ -92,6 +92,7 @@ static struct req *req_get(struct probe_client *c)
 		}
 		q->client = c;
 		probe_stream_init(&q->st, c->cfg.max_event_bytes);
+		q->st.keep_text = c->cfg.keep_text;
 	}
 	q->prev = q->next = NULL;
 	probe_request_result_done(&q->res);

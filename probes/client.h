@@ -56,6 +56,7 @@ struct probe_client_config {
 	uint64_t request_timeout_usec; /* whole request; 0 = none (default 10 min) */
 	uint64_t connect_timeout_usec; /* default 10 s */
 	size_t max_event_bytes;        /* SSE event cap; 0 = PROBE_SSE_MAX_EVENT_DEFAULT */
+	bool keep_text;                /* keep each request's generated text (res->text) */
 };
 
 /* Defaults: completions endpoint, AUTO prompts, usage on, timeouts as above. */

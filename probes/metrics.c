@@ -31,6 +31,8 @@ void probe_request_result_done(struct probe_request_result *r)
 		return;
 	free(r->error);
 	free(r->itl_usec);
+	free(r->text);
+	r->text = NULL;
 	r->error = NULL;
 	r->itl_usec = NULL;
 	r->n_itl = 0;
@@ -461,9 +463,47 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 
 /* ---- failures ---- */
 
+/* The kind of a failure: the words before what varies from request to
+ * request. "HTTP 500: <body>" and "server sent an error in the stream:
+ * <message>" are of the kind before the colon; otherwise the text before a
+ * quoted or JSON detail ('SSE data is not valid JSON (...): "{\"id\":..."'),
+ * else the whole text ("connection refused", "TLS: wrong version number"). */
+size_t probe_failure_kind_len(const char *text)
+{
+	static const char *const prefixed[] = { "server sent an error in the stream:" };
+	const char *colon = strchr(text, ':');
+	size_t n;
+
+	if (strncmp(text, "HTTP ", 5) == 0 && colon && colon > text + 5 &&
+	    strspn(text + 5, "0123456789") == (size_t)(colon - text - 5))
+		return (size_t)(colon - text);
+	for (size_t i = 0; i < ELEMENTSOF(prefixed); i++)
+		if (strncmp(text, prefixed[i], strlen(prefixed[i])) == 0)
+			return strlen(prefixed[i]) - 1;
+	n = strcspn(text, "\"{[");
+	if (text[n] == '\0')
+		return n;
+	while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == ':'))
+		n--;
+	return n;
+}
+
+static int cmp_kind(const char *a, const char *b)
+{
+	size_t na = probe_failure_kind_len(a), nb = probe_failure_kind_len(b);
+	int c = strncmp(a, b, MIN(na, nb));
+
+	if (c != 0)
+		return c;
+	return na == nb ? 0 : na < nb ? -1 : 1;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	int c = cmp_kind(x, y);
+
+	return c != 0 ? c : strcmp(x, y);
 }
 
 static int cmp_reason(const void *a, const void *b)
@@ -500,7 +540,7 @@ int probe_failure_reasons(const struct probe_request_result *reqs, size_t n, str
 			texts[n_failed++] = reqs[i].error ? reqs[i].error : "unknown error";
 	qsort(texts, n_failed, sizeof(*texts), cmp_str);
 	for (size_t i = 0; i < n_failed; i++) {
-		if (n_out > 0 && strcmp(out[n_out - 1].reason, texts[i]) == 0)
+		if (n_out > 0 && cmp_kind(out[n_out - 1].reason, texts[i]) == 0)
 			out[n_out - 1].count++;
 		else
 			out[n_out++] = (struct probe_failure_reason){ .reason = texts[i], .count = 1 };

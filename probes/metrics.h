@@ -40,6 +40,8 @@ struct probe_request_result {
 	uint64_t e2e_usec;      /* send → last content chunk */
 	uint32_t input_tokens;  /* usage.prompt_tokens, else the workload's length */
 	uint32_t output_tokens; /* usage.completion_tokens, else content chunks */
+	uint32_t prompt_len;    /* the workload's length of its prompt, whatever the server counted */
+	char *text;             /* owned; the generated text as JSON-escaped string contents, when kept */
 	uint64_t *itl_usec;     /* owned; gaps between consecutive content chunks */
 	size_t n_itl;
 };
@@ -219,16 +221,19 @@ int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const
  * when none failed. */
 void probe_result_format_failures(const struct probe_result *r, char *buf, size_t size);
 
-/* One reason requests failed for, and how many did. */
+/* One kind of failure, one example of it, and how many requests failed so. */
 struct probe_failure_reason {
-	const char *reason; /* a failed request's error text, borrowed from the requests */
+	const char *reason; /* the first failed request's error text of its kind, borrowed from the requests */
 	uint32_t count;
 };
 
-/* The distinct errors of the failed requests among reqs, most frequent
- * first (equal counts: alphabetical). The client words a failure the same
- * way for every request failing the same way ("connection refused",
- * "HTTP 500: <first line of the body>"), so equal texts are equal causes.
+/* How much of a failure's text names its kind: "HTTP 500" of "HTTP 500:
+ * <body>", the words before a quoted or JSON detail that differs per request
+ * (an event with its request id), else the whole text. */
+size_t probe_failure_kind_len(const char *text);
+
+/* The failed requests among reqs by the kind of their failure, most
+ * frequent first (equal counts: alphabetical), each with one example text.
  * A failed request without a text counts as "unknown error". *ret is
  * free()d by the caller and borrows the texts from reqs; NULL when none
  * failed. 0 or -ENOMEM. */

@@ -120,6 +120,7 @@ static void dispatch(struct probe_run *run)
 				.index = spec->index,
 				.send_usec = mono_usec(),
 				.input_tokens = spec->input_len,
+				.prompt_len = spec->input_len,
 			};
 
 			if (asprintf(&res.error, "could not send: %s", strerror(-r)) < 0)

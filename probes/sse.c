@@ -520,9 +520,11 @@ static int scan_value(struct jscan *s, enum jctx c)
 		r = scan_string(s, &str, &n);
 		if (r < 0)
 			return r;
-		if (c == J_TEXT && n > 0)
+		if (c == J_TEXT && n > 0) {
 			s->out->has_content = true;
-		else if (c == J_ERROR) {
+			s->out->text = str;
+			s->out->text_len = n;
+		} else if (c == J_ERROR) {
 			s->out->is_error = true;
 			if (s->out->error[0] == '\0')
 				set_error_msg(s->out, str, n);
@@ -583,6 +585,25 @@ int probe_sse_parse_chunk(const char *data, size_t len, struct probe_chunk *ret,
 
 /* ---- one streamed response ---- */
 
+/* Appends a chunk's text to the request's, up to PROBE_TEXT_MAX bytes (a
+ * whole escape sequence or nothing: chunks hold whole JSON strings). */
+static int append_text(struct probe_stream *s, const char *text, size_t len)
+{
+	struct probe_request_result *res = s->res;
+	char *t;
+
+	if (s->text_len + len > PROBE_TEXT_MAX)
+		return 0;
+	t = realloc(res->text, s->text_len + len + 1);
+	if (!t)
+		return -ENOMEM;
+	memcpy(t + s->text_len, text, len);
+	s->text_len += len;
+	t[s->text_len] = '\0';
+	res->text = t;
+	return 0;
+}
+
 void probe_stream_set_error(struct probe_stream *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -624,6 +645,10 @@ static int stream_on_event(const char *data, size_t len, void *userdata)
 		s->usage_prompt = ch.prompt_tokens;
 	if (!ch.has_content)
 		return 0;
+	if (s->keep_text && append_text(s, ch.text, ch.text_len) < 0) {
+		probe_stream_set_error(s, "out of memory");
+		return -ENOMEM;
+	}
 	if (s->chunks == 0)
 		res->ttft_usec = s->now_usec - s->send_usec;
 	else {
@@ -662,6 +687,7 @@ void probe_stream_begin(struct probe_stream *s, struct probe_request_result *res
 	s->usage_completion = s->usage_prompt = -1;
 	s->done_seen = false;
 	s->itl_cap = 0;
+	s->text_len = 0;
 	if (itl_hint > 0 && !res->itl_usec) {
 		res->itl_usec = malloc(itl_hint * sizeof(uint64_t));
 		if (res->itl_usec)
@@ -703,6 +729,7 @@ void probe_stream_fill(struct probe_stream *s, uint32_t input_len)
 	res->output_tokens =
 		s->usage_completion >= 0 ? (uint32_t)MIN(s->usage_completion, (int64_t)UINT32_MAX) : s->chunks;
 	res->input_tokens = s->usage_prompt >= 0 ? (uint32_t)MIN(s->usage_prompt, (int64_t)UINT32_MAX) : input_len;
+	res->prompt_len = input_len;
 }
 
 void probe_stream_done(struct probe_stream *s)

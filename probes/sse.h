@@ -24,6 +24,7 @@
 
 #define PROBE_SSE_MAX_EVENT_DEFAULT (1024u * 1024u)
 #define PROBE_SSE_ERROR_MAX         256
+#define PROBE_TEXT_MAX              (1024u * 1024u) /* generated text kept per request */
 
 /* Called once per complete event with at least one data line. data is
  * NUL-terminated (len excludes the NUL) and valid only during the call. A
@@ -64,6 +65,8 @@ struct probe_chunk {
 	bool done;        /* the data was "[DONE]" */
 	bool has_choices; /* a non-empty choices array */
 	bool has_content; /* choices[0] carried non-empty text */
+	const char *text; /* that text, JSON-escaped, inside the parsed data (valid while it is) */
+	size_t text_len;
 	int64_t completion_tokens;
 	int64_t prompt_tokens;
 	bool is_error;                   /* an "error" member, or "object": "error" */
@@ -88,6 +91,8 @@ struct probe_stream {
 	uint32_t chunks;                        /* content chunks */
 	int64_t usage_completion, usage_prompt; /* -1 when absent */
 	bool done_seen;
+	bool keep_text; /* append each chunk's text to res->text (vLLM's generated_texts) */
+	size_t text_len;
 	char *error; /* the first reason the stream is bad; owned */
 };
 

@@ -464,6 +464,31 @@ static void test_failure_reasons(void)
 	CHECK_STR_EQ(why[2].reason, "unknown error");
 	CHECK_INT_EQ(probe_failure_reasons(r + 1, 1, &none, &n), 0);
 	CHECK(!none && n == 0);
+	free(why);
+	why = NULL;
+
+	/* failures of one kind whose texts quote each request's event or body
+	 * are one reason, with the first as its example */
+	struct probe_request_result k[5] = {
+		{ .success = false,
+		  .error = "SSE data is not valid JSON (expected ',' at byte 30): \"{\\\"id\\\":\\\"cmpl-2\"" },
+		{ .success = false,
+		  .error = "SSE data is not valid JSON (expected ',' at byte 30): \"{\\\"id\\\":\\\"cmpl-1\"" },
+		{ .success = false, .error = "HTTP 500: request req-7 failed" },
+		{ .success = false, .error = "HTTP 500: request req-8 failed" },
+		{ .success = false, .error = "server sent an error in the stream: request 9 aborted" },
+	};
+	CHECK_INT_EQ(probe_failure_reasons(k, 5, &why, &n), 0);
+	CHECK_INT_EQ(n, 3);
+	CHECK_INT_EQ(why[0].count, 2);
+	CHECK_STR_EQ(why[0].reason, "HTTP 500: request req-7 failed");
+	CHECK_INT_EQ(probe_failure_kind_len(why[0].reason), strlen("HTTP 500"));
+	CHECK_INT_EQ(why[1].count, 2);
+	CHECK_INT_EQ(probe_failure_kind_len(why[1].reason),
+		     strlen("SSE data is not valid JSON (expected ',' at byte 30)"));
+	CHECK_INT_EQ(probe_failure_kind_len("connection refused"), strlen("connection refused"));
+	CHECK_INT_EQ(probe_failure_kind_len("TLS: wrong version number"), strlen("TLS: wrong version number"));
+	CHECK_INT_EQ(probe_failure_kind_len(why[2].reason), strlen("server sent an error in the stream"));
 }
 
 /* Which bound missed, and by how much: the figure at the attainment

@@ -1,10 +1,12 @@
-/* cmd-report.c — `goodput report STUDY`: writes the study's report (HTML
- * with inline plots, Markdown with SVG files) into --out DIR and prints a
- * summary (text or --json). The store is opened read-only, so a report can be
- * made while a tuner or the daemon is still writing the study (WAL).
- * With --socket PATH goodputd is asked instead (the `report` command of
- * daemon/PROTOCOL.md): it writes the report into its state directory and
- * answers the path, or answers the Markdown (--markdown). */
+/* cmd-report.c — `goodput report STUDY`: like list, best and trials, asks
+ * goodputd (the `report` command of daemon/PROTOCOL.md, on --socket,
+ * $GOODPUT_SOCKET or the default socket): it writes the report into its
+ * state directory and answers the path, or answers the Markdown
+ * (--markdown). With --db FILE the store is read offline instead: the
+ * report (HTML with inline plots, Markdown with SVG files) is written into
+ * --out DIR and a summary printed (text or --json). The store is opened
+ * read-only, so a report can be made while a tuner or the daemon is still
+ * writing the study (WAL). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,21 +28,20 @@ static struct {
 	const char *db, *out, *socket;
 	struct report_options ro;
 	bool json, markdown;
-} arg = { .db = "goodput.db" };
+} arg;
 
 static const struct verb_option options[] = {
-	{ "db", 0, "FILE", "the store (default ./goodput.db)", VERB_STRING, &arg.db },
-	{ "out", 0, "DIR", "where to write report.html, report.md and plots\n(default ./report-STUDY)", VERB_STRING,
-	  &arg.out },
+	{ "db", 0, "FILE", "read this store offline instead of asking goodputd", VERB_STRING, &arg.db },
+	{ "out", 0, "DIR", "with --db: where to write report.html, report.md and\nplots (default ./report-STUDY)",
+	  VERB_STRING, &arg.out },
 	{ "markdown", 0, NULL, "print the Markdown (tables only) instead of writing files", VERB_FLAG, &arg.markdown },
 	{ "no-plots", 0, NULL, "table-only report", VERB_FLAG, &arg.ro.no_plots },
 	{ "engines-dir", 0, "DIR", "engine profiles (for the launch command)", VERB_STRING, &arg.ro.engines_dir },
 	{ "json", 0, NULL, "print the summary as JSON", VERB_FLAG, &arg.json },
 	{ "socket", 0, "PATH",
-	  "ask goodputd on PATH instead of reading --db: it writes\n"
-	  "the report into its state directory (reports/STUDY/)\n"
-	  "and prints the path, or with --markdown prints the\n"
-	  "Markdown; --out, --no-plots and --engines-dir do not apply",
+	  "goodputd's control socket (default $GOODPUT_SOCKET, else\n" CTL_DEFAULT_SOCKET "): it writes the report "
+	  "into its state\ndirectory (reports/STUDY/) and prints the path, or with\n"
+	  "--markdown prints the Markdown",
 	  VERB_STRING, &arg.socket },
 	VERB_OPTION_END,
 };
@@ -58,8 +59,12 @@ static int report_from_daemon(const char *path, const char *study, bool markdown
 	    !cJSON_AddStringToObject(req, "study", study) || !cJSON_AddBoolToObject(req, "html", !markdown))
 		return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 	q = ctl_client_connect(path, &fd, &err);
-	if (q >= 0)
-		q = ctl_client_call(fd, req, REPORT_SOCKET_TIMEOUT_USEC, &resp, &err);
+	if (q < 0) {
+		log_error("%s", error_str(&err, q));
+		log_info("to read a store without goodputd: goodput report --db FILE %s", study);
+		return CLI_EXIT_FAILED;
+	}
+	q = ctl_client_call(fd, req, REPORT_SOCKET_TIMEOUT_USEC, &resp, &err);
 	if (q < 0) {
 		log_error("%s", error_str(&err, q));
 		return CLI_EXIT_FAILED;
@@ -138,8 +143,23 @@ static int run(const struct verb *v, int argc, char **argv)
 	_cleanup_(freep) char *md = NULL;
 	int q;
 
-	if (arg.socket)
-		return report_from_daemon(arg.socket, argv[0], arg.markdown, arg.json);
+	if (arg.db && arg.socket) {
+		log_error("report: --db and --socket exclude each other (see 'goodput report --help')");
+		return CLI_EXIT_USAGE;
+	}
+	if (!arg.db) {
+		const char *env = getenv("GOODPUT_SOCKET");
+
+		if (arg.out || arg.ro.no_plots || arg.ro.engines_dir) {
+			log_error("report: --out, --no-plots and --engines-dir go with --db (goodputd writes its "
+				  "reports in its state directory)");
+			return CLI_EXIT_USAGE;
+		}
+		return report_from_daemon(arg.socket    ? arg.socket
+					  : env && *env ? env
+							: CTL_DEFAULT_SOCKET,
+					  argv[0], arg.markdown, arg.json);
+	}
 	if (cli_load_report(arg.db, argv[0], &arg.ro, &s, &r) < 0)
 		return CLI_EXIT_FAILED;
 	if (!arg.markdown)
@@ -155,7 +175,8 @@ static int run(const struct verb *v, int argc, char **argv)
 /* clang-format off */
 const struct verb verb_report = {
 	.summary = "write a study's benchmark report (HTML with plots, Markdown)",
-	.about = "Writes the benchmark report of a study (its name or id): scenario, workload,\n"
+	.about = "Asks goodputd to write the benchmark report of a study (its name or id), or\n"
+		 "with --db writes it from a store: scenario, workload,\n"
 		 "SLA, search space, the best configuration with its launch command and\n"
 		 "latency-throughput curve, every trial, the cost landscape, search progress,\n"
 		 "a Pareto view and GPU memory. report.html is self-contained (inline SVG\n"

@@ -2,6 +2,7 @@
  * commands (`goodput probe ...`, `goodput tune ...`), found and started by
  * the verbs table (verbs.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -23,10 +24,12 @@ static const struct verb *const verbs[] = {
 
 static void help(FILE *f)
 {
-	fprintf(f, "Usage: goodput [--help] [--version] [-v|--verbose] COMMAND [ARGS...]\n"
+	fprintf(f, "Usage: goodput [--help] [--version] [-v|--verbose] [--socket PATH] COMMAND [ARGS...]\n"
 		   "\n"
 		   "goodput finds the serving configuration of an LLM inference server with the\n"
-		   "lowest cost per million tokens under a latency SLA.\n"
+		   "lowest cost per million tokens under a latency SLA. --socket PATH before the\n"
+		   "command names goodputd's control socket for the commands that ask it (as\n"
+		   "$GOODPUT_SOCKET does).\n"
 		   "\n"
 		   "Commands:\n");
 	verbs_list(verbs, ELEMENTSOF(verbs), f);
@@ -49,6 +52,18 @@ int main(int argc, char **argv)
 			return verb_dispatch(verbs, ELEMENTSOF(verbs), argc - i, argv + i);
 		} else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
 			log_set_max_level(LOG_DEBUG);
+		} else if (strcmp(argv[i], "--socket") == 0 || strncmp(argv[i], "--socket=", 9) == 0) {
+			const char *path = argv[i][8] == '=' ? argv[i] + 9 : i + 1 < argc ? argv[++i] : NULL;
+
+			if (!path || !*path) {
+				log_error("--socket needs a PATH (see 'goodput --help')");
+				return CLI_EXIT_USAGE;
+			}
+			/* the client commands read it as they read the environment's */
+			if (setenv("GOODPUT_SOCKET", path, 1) < 0) {
+				log_error("out of memory");
+				return CLI_EXIT_FAILED;
+			}
 		} else {
 			log_error("unknown option '%s' (see 'goodput --help')", argv[i]);
 			return CLI_EXIT_USAGE;

@@ -512,6 +512,20 @@ def case_report(make, tmp):
     p = subprocess.run([d.goodput, "report", "--db", os.path.join(d.state, "goodput.db"), "--markdown", "rp1"],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode == 0 and "rp1" in p.stdout, p.stderr)
+    # goodput's global --socket before the verb, and $GOODPUT_SOCKET, as for list/best/trials
+    p = subprocess.run([d.goodput, "--socket", d.sock, "report", "rp1"], capture_output=True, text=True,
+                       timeout=60, env=d.env)
+    check(p.returncode == 0 and "report: " + first["html"] in p.stdout, f"--socket before report: {p.stderr}")
+    p = subprocess.run([d.goodput, "--socket=" + d.sock, "list"], capture_output=True, text=True, timeout=60,
+                       env=d.env)
+    check(p.returncode == 0 and "rp1" in p.stdout, f"--socket= before list: {p.stderr}")
+    p = subprocess.run([d.goodput, "report", "--markdown", "rp1"], capture_output=True, text=True, timeout=60,
+                       env=dict(d.env, GOODPUT_SOCKET=d.sock))
+    check(p.returncode == 0 and "rp1" in p.stdout, f"$GOODPUT_SOCKET: {p.stderr}")
+    # no daemon there: the error names the socket and says how to read a store
+    p = subprocess.run([d.goodput, "--socket", os.path.join(d.state, "none.sock"), "report", "rp1"],
+                       capture_output=True, text=True, timeout=60, env=d.env)
+    check(p.returncode == 1 and "none.sock" in p.stderr and "--db FILE" in p.stderr, f"no daemon: {p.stderr}")
     # A client that leaves while its report is written does not hurt anyone.
     s = d.connect()
     s.sendall(b'{"command": "report", "study": "rp1", "html": true}\n')

@@ -68,7 +68,10 @@ struct probe_client {
 	long timer_ms;
 	/* client.c: streams waiting to be handed to curl, a slice per wake-up */
 	struct req *start_head, *start_tail;
+	size_t n_queued;
 	sd_event_source *start_source;
+	probe_client_room_fn room_fn; /* told when queued streams were started */
+	void *room_userdata;
 	char *url, *base_url;
 	char *model;
 	bool chat;

@@ -117,6 +117,7 @@ static void start_unqueue(struct probe_client *c, struct req *q)
 		*p = q->start_next;
 		if (c->start_tail == q)
 			c->start_tail = prev;
+		c->n_queued--;
 	}
 	q->start_next = NULL;
 	q->queued = false;
@@ -244,6 +245,7 @@ static int req_queue(struct probe_client *c, struct req *q)
 	else
 		c->start_head = q;
 	c->start_tail = q;
+	c->n_queued++;
 	req_link(c, q);
 	return 0;
 }
@@ -264,6 +266,7 @@ static int on_start(sd_event_source *s, void *userdata)
 			c->start_tail = NULL;
 		q->start_next = NULL;
 		q->queued = false;
+		c->n_queued--;
 		r = req_add(c, q);
 		if (r < 0) {
 			/* ends like any failed request: through its callback */
@@ -273,9 +276,12 @@ static int on_start(sd_event_source *s, void *userdata)
 			req_release(c, q);
 		}
 	}
+	probe_client_run_timers(c);
+	/* a caller holding requests back sends more now (they join the queue) */
+	if (c->room_fn && c->n_queued < PROBE_CLIENT_QUEUE_AHEAD)
+		c->room_fn(c, c->room_userdata);
 	if (!c->start_head)
 		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
-	probe_client_run_timers(c);
 	return 0;
 }
 
@@ -539,6 +545,17 @@ struct probe_client *probe_client_free(struct probe_client *c)
 size_t probe_client_in_flight(const struct probe_client *c)
 {
 	return c->n_active;
+}
+
+size_t probe_client_queued(const struct probe_client *c)
+{
+	return c->n_queued;
+}
+
+void probe_client_set_room_fn(struct probe_client *c, probe_client_room_fn fn, void *userdata)
+{
+	c->room_fn = fn;
+	c->room_userdata = userdata;
 }
 
 const char *probe_client_url(const struct probe_client *c)

@@ -99,5 +99,17 @@ void probe_client_cancel(struct probe_client *c, void *userdata);
 /* Requests in flight. */
 size_t probe_client_in_flight(const struct probe_client *c);
 
+/* Streams sent but not yet handed to curl: the client starts a few per
+ * wake-up of the loop (see client.c), so a caller with many requests due
+ * at once keeps only a few waiting here and sends the rest as room comes. */
+size_t probe_client_queued(const struct probe_client *c);
+
+/* Called from the loop each time queued streams were started, while
+ * fewer than PROBE_CLIENT_QUEUE_AHEAD wait; NULL: no one is told. The
+ * callee may send (never free the client). */
+#define PROBE_CLIENT_QUEUE_AHEAD 32
+typedef void (*probe_client_room_fn)(struct probe_client *c, void *userdata);
+void probe_client_set_room_fn(struct probe_client *c, probe_client_room_fn fn, void *userdata);
+
 /* The URL requests go to (for messages). */
 const char *probe_client_url(const struct probe_client *c);

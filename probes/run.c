@@ -7,7 +7,15 @@
  * the next arrival at its absolute time; when it fires, every request whose
  * time has come is released at once, so a late timer catches up instead of
  * shifting the schedule. A scrape of /metrics runs on its own timer, one at
- * a time, on the same client. */
+ * a time, on the same client.
+ *
+ * Memory and loop time follow the requests in flight, not the load point's
+ * size: a request is handed to the client (its body written, a curl handle
+ * taken) only when it is due and the client has room to start it — a few
+ * wait in the client's queue (PROBE_CLIENT_QUEUE_AHEAD), the rest are a
+ * counter — at most PROBE_RUN_MAX_IN_FLIGHT are in flight, and the results
+ * grow with the requests sent. A burst of a million requests costs what
+ * its first few thousand do. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -42,8 +50,9 @@ struct probe_run {
 	size_t full_end;       /* the phase's end before a stop */
 	bool finished, completing;
 
-	struct probe_request_result *results; /* measured requests */
-	size_t n_results;
+	struct probe_request_result *results; /* measured requests, by place in send order */
+	size_t n_results;                     /* the phase's (the requests sent, once it stopped) */
+	size_t results_cap;                   /* slots allocated: at least the requests sent */
 	/* the client's own lateness: how long after it was due each measured
 	 * request of an open loop was handed to the client (ms) */
 	double *lag_ms;
@@ -105,14 +114,30 @@ static void record(struct probe_run *run, struct probe_request_result *r, size_t
 		run->cfg.on_request(run, pos - run->first, &run->results[pos - run->first], run->userdata);
 }
 
-/* Sends what is due and allowed by the concurrency limit. */
+/* Whether one more request may go to the client: the concurrency limit,
+ * the cap on requests in flight, and room in the client's start queue. */
+static bool may_send(const struct probe_run *run)
+{
+	if (run->cfg.max_concurrency > 0 && run->in_flight >= run->cfg.max_concurrency)
+		return false;
+	if (run->in_flight >= (run->cfg.max_in_flight > 0 ? MIN(run->cfg.max_in_flight, PROBE_RUN_MAX_IN_FLIGHT)
+							  : PROBE_RUN_MAX_IN_FLIGHT))
+		return false;
+	return probe_client_queued(run->client) < PROBE_CLIENT_QUEUE_AHEAD;
+}
+
+/* Sends what is due and allowed (may_send). */
 static void dispatch(struct probe_run *run)
 {
-	while (run->sent < run->arrived &&
-	       (run->cfg.max_concurrency == 0 || run->in_flight < run->cfg.max_concurrency)) {
+	while (run->sent < run->arrived && may_send(run)) {
 		const struct probe_request_spec *spec = &run->w->requests[run->first + run->sent];
 		int r;
 
+		/* a slot for its result (the measured phase's results grow with the requests sent) */
+		if (!run->warmup && ARRAY_GROW(run->results, run->results_cap, run->sent) < 0) {
+			probe_run_stop_sending(run);
+			return;
+		}
 		run->sent++;
 		r = probe_client_send(run->client, run->w, spec, on_stream_done, run);
 		if (r < 0) {
@@ -132,6 +157,14 @@ static void dispatch(struct probe_run *run)
 		run->handed++;
 		run->in_flight++;
 	}
+}
+
+static void on_client_room(struct probe_client *c, void *userdata)
+{
+	struct probe_run *run = userdata;
+
+	if (!run->finished && !run->completing)
+		dispatch(run);
 }
 
 static void phase_complete(struct probe_run *run)
@@ -177,8 +210,8 @@ static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
 		/* late past its due time only when the loop was: a closed loop's
 		 * requests (and those of a burst, all due at once) wait for slots
 		 * or for their turn, not for a late timer */
-		if (!run->warmup && run->lag_ms && run->n_lag < run->lag_cap && run->cfg.max_concurrency == 0 &&
-		    run->w->config.arrival != PROBE_ARRIVAL_INF)
+		if (!run->warmup && run->cfg.max_concurrency == 0 && run->w->config.arrival != PROBE_ARRIVAL_INF &&
+		    ARRAY_GROW(run->lag_ms, run->lag_cap, run->n_lag) >= 0)
 			run->lag_ms[run->n_lag++] = usec_to_ms(now - due_usec(run, run->arrived));
 		run->arrived++;
 	}
@@ -297,13 +330,11 @@ int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_work
 	while (n_warm < w->n_requests && w->requests[n_warm].warmup)
 		n_warm++;
 	run->n_results = w->n_requests - n_warm;
-	run->results = calloc(MAX(run->n_results, (size_t)1), sizeof(*run->results));
-	run->lag_cap = MAX(run->n_results, (size_t)1);
-	run->lag_ms = calloc(run->lag_cap, sizeof(*run->lag_ms));
-	if (!run->results || !run->lag_ms) {
+	if (ARRAY_GROW(run->results, run->results_cap, 0) < 0) {
 		probe_run_free(run);
 		return -ENOMEM;
 	}
+	probe_client_set_room_fn(c, on_client_room, run);
 	r = start_phase(run, true);
 	if (r == -ENOENT)
 		r = start_phase(run, false);
@@ -325,6 +356,7 @@ struct probe_run *probe_run_free(struct probe_run *run)
 	if (!run)
 		return NULL;
 	if (run->client) {
+		probe_client_set_room_fn(run->client, NULL, NULL);
 		probe_client_cancel(run->client, run);
 		probe_client_cancel(run->client, &run->scrape_tag);
 	}
@@ -332,7 +364,7 @@ struct probe_run *probe_run_free(struct probe_run *run)
 	free(run->lag_ms);
 	sd_event_source_disable_unref(run->metrics_timer);
 	sd_event_source_disable_unref(run->done_defer);
-	for (size_t i = 0; i < run->n_results && run->results; i++)
+	for (size_t i = 0; i < MIN(run->n_results, run->results_cap) && run->results; i++)
 		probe_request_result_done(&run->results[i]);
 	free(run->results);
 	sd_event_unref(run->event);
@@ -397,7 +429,7 @@ uint64_t probe_run_requests_sent(const struct probe_run *run)
 
 const struct probe_request_result *probe_run_results(const struct probe_run *run, size_t *ret_n)
 {
-	*ret_n = run->results ? run->n_results : 0;
+	*ret_n = run->results ? MIN(run->n_results, run->results_cap) : 0;
 	return run->results;
 }
 
@@ -422,7 +454,7 @@ void probe_run_server_metrics(const struct probe_run *run, struct probe_server_m
 
 struct probe_request_result *probe_run_steal_results(struct probe_run *run, size_t *ret_n)
 {
-	*ret_n = run->results ? run->n_results : 0;
-	run->n_results = 0;
+	*ret_n = run->results ? MIN(run->n_results, run->results_cap) : 0;
+	run->n_results = run->results_cap = 0;
 	return TAKE_PTR(run->results);
 }

@@ -7,7 +7,10 @@
  * (one sd-event timer, accuracy 1 µs, catching up when late), each waiting
  * for a free slot when max_concurrency is set (vLLM's semaphore: closed loop
  * when every arrival is 0). The send time of a request is when it leaves,
- * not when it was due.
+ * not when it was due. At most PROBE_RUN_MAX_IN_FLIGHT requests are in
+ * flight at once, whatever the load asks for: the rest of a burst (every
+ * request at once) waits for one to end, as a client out of connections
+ * would; no engine batches that many sequences.
  *
  * A caller that judges the load point as it goes (sequential.h) hears of
  * each measured request as it ends and may stop the sending early
@@ -35,6 +38,8 @@
 
 struct probe_run;
 
+#define PROBE_RUN_MAX_IN_FLIGHT 4000u
+
 /* A measured request ended: pos is its place in send order (0-based), r is
  * borrowed for the call. */
 typedef void (*probe_run_request_fn)(struct probe_run *run, size_t pos, const struct probe_request_result *r,
@@ -48,6 +53,7 @@ struct probe_run_config {
 	 * Borrowed: it must outlive the run. */
 	const struct probe_metrics_map *metrics_map;
 	uint64_t metrics_interval_usec; /* default 1 s */
+	uint32_t max_in_flight;         /* 0 = PROBE_RUN_MAX_IN_FLIGHT (a lower cap, for tests) */
 };
 
 void probe_run_config_init(struct probe_run_config *cfg);

@@ -303,6 +303,63 @@ static void test_keepalive(struct server *s)
 	probe_workload_free(w);
 }
 
+/* A burst (every request due at once) is sent as room comes: at most
+ * max_in_flight requests in flight, a handful waiting in the client's
+ * queue, the rest a counter; every request ends with its result. */
+struct watch {
+	struct probe_client *c;
+	size_t max_in_flight, max_queued, samples;
+};
+
+static int on_watch(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct watch *wt = userdata;
+
+	wt->max_in_flight = MAX(wt->max_in_flight, probe_client_in_flight(wt->c));
+	wt->max_queued = MAX(wt->max_queued, probe_client_queued(wt->c));
+	wt->samples++;
+	(void)sd_event_source_set_time(s, usec + 2 * USEC_PER_MSEC);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+static void test_burst_bounded(struct server *s)
+{
+	_cleanup_(probe_client_freep) struct probe_client *c = client_for(s->base_url, "ok:40:10", NULL);
+	_cleanup_(probe_workload_freep) struct probe_workload *w = make_workload(300, 4, 0);
+	_cleanup_(sd_event_source_unrefp) sd_event_source *timer = NULL;
+	struct watch wt = { .c = c };
+	struct probe_run_config rc;
+	struct probe_run *run = NULL;
+	const struct probe_request_result *res;
+	struct probe_result pr;
+	struct error err = { 0 };
+	size_t nres;
+	bool done = false;
+
+	probe_run_config_init(&rc);
+	rc.metrics_path = NULL;
+	rc.max_in_flight = 40;
+	CHECK(sd_event_add_time_relative(event, &timer, CLOCK_MONOTONIC, 0, 1, on_watch, &wt) >= 0);
+	CHECK(probe_run_start(event, c, w, &rc, on_run_done, &done, &run) == 0);
+	/* handed over as room comes, never all at once */
+	CHECK_MSG(probe_client_in_flight(c) <= PROBE_CLIENT_QUEUE_AHEAD, "%zu handed at once",
+		  probe_client_in_flight(c));
+	run_until(&done, 60 * USEC_PER_SEC);
+	res = probe_run_results(run, &nres);
+	CHECK_INT_EQ(nres, 300);
+	for (size_t i = 0; i < nres; i++) {
+		CHECK_MSG(res[i].success, "request %zu: %s", i, res[i].error);
+		CHECK_INT_EQ(res[i].index, i);
+	}
+	CHECK_MSG(wt.samples > 5 && wt.max_in_flight <= 40 && wt.max_queued <= PROBE_CLIENT_QUEUE_AHEAD,
+		  "%zu samples: at most %zu in flight, %zu queued", wt.samples, wt.max_in_flight, wt.max_queued);
+	CHECK(probe_result_compute(res, nres, probe_run_duration_s(run), NULL, 0, NULL, &pr, &err) == 0);
+	CHECK_MSG(pr.max_concurrent_requests <= 40 && pr.max_concurrent_requests >= 20, "peak concurrency %g (cap 40)",
+		  pr.max_concurrent_requests);
+	probe_run_free(run);
+}
+
 /* ---- single requests that go wrong ---- */
 
 struct one {
@@ -497,6 +554,7 @@ int main(int argc, char **argv)
 	server_start(&s, NULL);
 	test_timing(&s);
 	test_keepalive(&s);
+	test_burst_bounded(&s);
 	test_failures(&s);
 	test_failed_run(&s);
 	test_cancel(&s);

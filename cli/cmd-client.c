@@ -294,6 +294,11 @@ static void print_status(const cJSON *r)
 			printf("best:    %s/Mtok at %.0f tok/s (%s)\n",
 			       money(m, sizeof(m), num(cur, "best_cost_per_mtok")), num(cur, "best_max_goodput"),
 			       str(cur, "best_knobs"));
+		if (!isnan(num(cur, "eta_seconds")))
+			printf("ETA:     %s (the budget's trials at the pace so far)\n",
+			       format_duration(up, sizeof(up), sec_to_usec(num(cur, "eta_seconds"))));
+		if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cur, "report")))
+			printf("report:  %s (rewritten after every trial)\n", str(cur, "report"));
 		print_in_flight(cJSON_GetObjectItemCaseSensitive(cur, "trials"));
 	}
 	printf("queue:   ");

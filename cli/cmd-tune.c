@@ -464,7 +464,7 @@ static bool looks_like_file(const char *s)
 
 static struct {
 	const char *db, *resume_name;
-	bool resume, help_spec, json_schema, json, quiet;
+	bool resume, help_spec, json_schema, json, quiet, no_report;
 	/* the runner's options that flags set */
 	const char *engines_dir, *log_dir;
 	bool dry_run;
@@ -546,6 +546,8 @@ static const struct verb_option options[] = {
 	  (void *)OPTION_NO_STARTUP_MODEL },
 	{ "json", 0, NULL, "print the summary as JSON on stdout", VERB_FLAG, &arg.json },
 	{ "quiet", 'q', NULL, "no progress on stderr", VERB_FLAG, &arg.quiet },
+	{ "no-report", 0, NULL, "write no report-NAME/report.html beside the store at the end", VERB_FLAG,
+	  &arg.no_report },
 	{ "help-spec", 0, NULL, "the reference of every study spec key", VERB_FLAG, &arg.help_spec },
 	{ "json-schema", 0, NULL,
 	  "with --help-spec: the same as a JSON Schema (draft 2020-12)\nfor editors and validators", VERB_FLAG,
@@ -641,6 +643,34 @@ static int find_study(struct store *store, const char *name, const struct study 
 	return CLI_EXIT_OK;
 }
 
+/* The study's report beside its store (report-NAME/report.html), its path
+ * said at the end: a finished study's first question is "show me". */
+static void write_report(struct store *store, int64_t study_id, const char *db_path, const char *engines_dir)
+{
+	struct report_options ro = { .engines_dir = engines_dir };
+	struct store_study st = { 0 };
+	struct error err = { 0 };
+	_cleanup_(freep) char *dir = NULL, *path = NULL;
+	const char *slash = strrchr(db_path, '/');
+	int k;
+
+	k = store_study_get(store, study_id, &st, &err);
+	if (k >= 0 && asprintf(&dir, "%.*sreport-%s", slash ? (int)(slash - db_path + 1) : 0, db_path,
+			       st.name[0] == '.' ? "study" : st.name) < 0) {
+		dir = NULL;
+		k = -ENOMEM;
+	}
+	if (k >= 0)
+		k = report_write_html(store, st.name, dir, &ro, &path, &err);
+	if (k < 0)
+		log_warning("the report was not written: %s", error_str(&err, k));
+	else if (arg.json)
+		log_info("report: %s", path);
+	else
+		printf("  report:          %s\n", path);
+	store_study_done(&st);
+}
+
 /* Runs the study on a loop of its own until it ends or a signal stops it. */
 static int run_study(struct store *store, int64_t study_id, const struct runner_options *ro)
 {
@@ -666,6 +696,8 @@ static int run_study(struct store *store, int64_t study_id, const struct runner_
 		log_error_errno(k, "the study could not run");
 	else if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, arg.db) < 0)
 		k = -EIO;
+	if (k >= 0 && c.end != RUNNER_END_FAILED && !arg.no_report)
+		write_report(store, study_id, arg.db, arg.engines_dir);
 	c.runner = runner_free(c.runner);
 	if (k < 0)
 		return CLI_EXIT_FAILED;

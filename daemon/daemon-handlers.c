@@ -123,6 +123,19 @@ static int add_current(struct daemon *d, cJSON *resp)
 	    json_add_number(j, "gpus_busy", st.gpus_busy) < 0 || json_add_number(j, "gpus_total", st.gpus_total) < 0 ||
 	    add_trials(d->runner, j) < 0)
 		return -ENOMEM;
+	/* the live report goodputd rewrites after every trial, and the time left */
+	{
+		_cleanup_(freep) char *path = NULL;
+		struct store_study row = { .id = st.study_id, .name = (char *)(st.study_name ? st.study_name : "") };
+
+		if (daemon_report_path(d, &row, &path) == -ENOMEM)
+			return -ENOMEM;
+		if (path ? json_add_string(j, "report", path) < 0 : !cJSON_AddNullToObject(j, "report"))
+			return -ENOMEM;
+		if (st.eta_usec == USEC_INFINITY ? !cJSON_AddNullToObject(j, "eta_seconds")
+						 : json_add_number(j, "eta_seconds", usec_to_sec(st.eta_usec)) < 0)
+			return -ENOMEM;
+	}
 	if (st.have_best) {
 		if (json_add_number(j, "best_cost_per_mtok", st.best_cost_per_mtok) < 0 ||
 		    json_add_number(j, "best_measurements", st.best_n) < 0 ||

@@ -128,6 +128,12 @@ void daemon_best_cache_clear(struct daemon *d);
 cJSON *daemon_handle_report(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req);
 /* Kills and reaps report writers still running (at exit). */
 void daemon_report_jobs_free(struct daemon *d);
+/* Rewrites the live report of study (after a trial, at its end) in a child;
+ * errors are logged. */
+void daemon_report_refresh(struct daemon *d, const char *study);
+/* Where the report of st is written (reports/<study>/report.html); makes
+ * the reports folder. *ret is the caller's. */
+int daemon_report_path(struct daemon *d, const struct store_study *st, char **ret);
 
 /* curl-lazy.c, linked into goodputd only (hence weak: NULL elsewhere).
  * Unloads libcurl when no curl handle is alive; the next use loads it. */

@@ -244,6 +244,8 @@ static void runner_finished(struct daemon *d, struct runner *r, enum runner_end 
 		if (k < 0 && k != -ENOENT)
 			log_error("study %s: writing the best configuration: %s", name, error_str(&err, k));
 	}
+	if (d->state != DAEMON_STOPPING)
+		daemon_report_refresh(d, name); /* the final report, without the progress header */
 	/* The runner may be freed inside its FINISHED event. */
 	d->runner = runner_free(d->runner);
 	d->runner_study_id = 0;
@@ -287,6 +289,8 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 		break;
 	case RUNNER_EVENT_TRIAL_FINISHED:
 		daemon_log_trial_finished(ev);
+		if (ev->status && ev->status->study_name)
+			daemon_report_refresh(d, ev->status->study_name);
 		break;
 	case RUNNER_EVENT_LOAD_POINT:
 	case RUNNER_EVENT_POINT_PROGRESS:

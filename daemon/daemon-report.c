@@ -12,7 +12,14 @@
  * seen. The child's error message, if any, comes back as its captured
  * output. At most DAEMON_REPORT_JOBS run at once and one
  * per study; writing files is for privileged peers only (it costs disk and
- * CPU), the Markdown is for anyone who may read. */
+ * CPU), the Markdown is for anyone who may read.
+ *
+ * The live report: after each trial of the running study, and when it ends,
+ * the daemon rewrites STATE_DIR/reports/<study>/report.html the same way,
+ * with no one waiting for the answer (files are renamed into place, so a
+ * browser never reads half a page). While the study runs the page has a
+ * progress header and reloads itself; `status` names it. A refresh asked
+ * for while one is being written runs once that one is done. */
 #include "daemon-internal.h"
 
 #include <errno.h>
@@ -36,6 +43,7 @@ struct daemon_report_job {
 	char *dir;       /* where the child writes the report */
 	char *html_path; /* ... and its report.html */
 	struct child *child;
+	bool again; /* the live report: write it once more when this one is done */
 };
 
 static struct daemon_report_job *job_free(struct daemon_report_job *j)
@@ -79,17 +87,28 @@ static void job_fail(struct daemon_report_job *j)
 	job_free(j);
 }
 
+static int start_job(struct daemon *d, const struct store_study *st, const cJSON *id, struct daemon_report_job **ret);
+
 static void on_report_exit(struct child *c, const struct child_exit *how, void *userdata)
 {
 	struct daemon_report_job *j = userdata;
+	struct daemon *d = j->d;
+	struct store_study st = { 0 };
+	struct error err = { 0 };
+	bool again = j->again;
 	cJSON *answer;
 
-	if (child_exit_ok(how)) {
+	if (!j->pending) { /* the live report: nobody waits */
+		if (!child_exit_ok(how))
+			log_warning("the live report of study %s: %s", j->study, child_get_output(c, NULL));
+	} else if (child_exit_ok(how)) {
 		answer = ctl_response_ok(j->id);
 		if (answer && (json_add_string(answer, "study", j->study) < 0 ||
 			       json_add_string(answer, "html", j->html_path) < 0))
 			answer = (cJSON_Delete(answer), NULL);
 		log_info("report of study %s written: %s", j->study, j->html_path);
+		ctl_pending_answer(j->pending, answer);
+		j->pending = NULL;
 	} else {
 		char msg[ERROR_MSG_MAX], how_text[64];
 		const char *out = child_get_output(c, NULL);
@@ -101,10 +120,16 @@ static void on_report_exit(struct child *c, const struct child_exit *how, void *
 				 child_exit_to_string(how, how_text, sizeof(how_text)));
 		answer = ctl_response_error(j->id, "report of study %s: %s", j->study, msg);
 		log_warning("report of study %s: %s", j->study, msg);
+		ctl_pending_answer(j->pending, answer);
+		j->pending = NULL;
 	}
-	ctl_pending_answer(j->pending, answer);
-	j->pending = NULL;
+	/* a trial ended while this one was written: the live report once more */
+	if (again && store_study_get_by_name(d->store, j->study, &st, &err) < 0)
+		again = false;
 	job_fail(j);
+	if (again)
+		(void)start_job(d, &st, NULL, NULL);
+	store_study_done(&st);
 }
 
 /* In the child: write the report; the exit status says whether it worked,
@@ -150,13 +175,83 @@ static int report_dir(struct daemon *d, const struct store_study *st, char **ret
 	return 0;
 }
 
-static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req,
-			  const struct store_study *st)
+/* Starts a child writing the report of st into reports/<study>/; id: the
+ * request's (NULL: the live report, nobody waits). *ret (may be NULL) is
+ * the job, listed in d->report_jobs. */
+static int start_job(struct daemon *d, const struct store_study *st, const cJSON *id, struct daemon_report_job **ret)
 {
 	struct child_options o = { .fork_fn = report_child,
 				   .output = CHILD_OUTPUT_CAPTURE,
 				   .capture_max = ERROR_MSG_MAX - 1,
 				   .description = "report-writer" };
+	struct daemon_report_job *j;
+	int r;
+
+	/* Listed before the fork, so that everything the child inherits stays
+	 * reachable from the daemon (valgrind follows the child too). */
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->d = d;
+	o.fork_userdata = j;
+	j->next = d->report_jobs;
+	d->report_jobs = j;
+	d->n_report_jobs++;
+	if ((id && !(j->id = cJSON_Duplicate(id, true))) || !(j->study = strdup(st->name))) {
+		job_fail(j);
+		return -ENOMEM;
+	}
+	r = report_dir(d, st, &j->dir);
+	if (r >= 0 && asprintf(&j->html_path, "%s/report.html", j->dir) < 0) {
+		j->html_path = NULL;
+		r = -ENOMEM;
+	}
+	if (r >= 0)
+		r = child_spawn(d->event, &o, on_report_exit, j, &j->child);
+	if (r < 0) {
+		job_fail(j);
+		return r;
+	}
+	if (ret)
+		*ret = j;
+	return 0;
+}
+
+void daemon_report_refresh(struct daemon *d, const char *study)
+{
+	struct store_study st = { 0 };
+	struct error err = { 0 };
+	int r;
+
+	for (struct daemon_report_job *j = d->report_jobs; j; j = j->next)
+		if (strcmp(j->study, study) == 0) {
+			j->again = true;
+			return;
+		}
+	if (d->n_report_jobs >= DAEMON_REPORT_JOBS)
+		return; /* the next trial's refresh will do */
+	r = store_study_get_by_name(d->store, study, &st, &err);
+	if (r >= 0)
+		r = start_job(d, &st, NULL, NULL);
+	if (r < 0)
+		log_warning("the live report of study %s: %s", study, r == -ENOMEM ? "out of memory" : strerror(-r));
+	store_study_done(&st);
+}
+
+int daemon_report_path(struct daemon *d, const struct store_study *st, char **ret)
+{
+	_cleanup_(freep) char *dir = NULL;
+	int r;
+
+	r = report_dir(d, st, &dir);
+	if (r < 0)
+		return r;
+	return asprintf(ret, "%s/report.html", dir) < 0 ? -ENOMEM : 0;
+}
+
+static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req,
+			  const struct store_study *st)
+{
 	struct daemon_report_job *j;
 	int r;
 
@@ -170,38 +265,23 @@ static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const s
 		return ctl_response_error(req->id, "busy: %u reports are being written, try again shortly",
 					  DAEMON_REPORT_JOBS);
 	for (j = d->report_jobs; j; j = j->next)
-		if (strcmp(j->study, st->name) == 0)
-			return ctl_response_error(req->id, "the report of study %s is being written already", st->name);
+		if (strcmp(j->study, st->name) == 0) {
+			if (j->pending)
+				return ctl_response_error(req->id, "the report of study %s is being written already",
+							  st->name);
+			/* the live report is being written from the store as it is: answer with it */
+			if (req->id && !(j->id = cJSON_Duplicate(req->id, true)))
+				return NULL;
+			j->pending = ctl_server_defer(d->ctl);
+			return NULL;
+		}
 
-	/* Listed before the fork, so that everything the child inherits stays
-	 * reachable from the daemon (valgrind follows the child too). */
-	j = calloc(1, sizeof(*j));
-	if (!j)
+	r = start_job(d, st, req->id, &j);
+	if (r == -ENOMEM)
 		return NULL;
-	j->d = d;
-	o.fork_userdata = j;
-	j->next = d->report_jobs;
-	d->report_jobs = j;
-	d->n_report_jobs++;
-	if ((req->id && !(j->id = cJSON_Duplicate(req->id, true))) || !(j->study = strdup(st->name))) {
-		job_fail(j);
-		return NULL;
-	}
-	r = report_dir(d, st, &j->dir);
-	if (r < 0) {
-		job_fail(j);
-		return ctl_response_error(req->id, "the reports folder in %s: %s", d->state_dir, strerror(-r));
-	}
-	if (asprintf(&j->html_path, "%s/report.html", j->dir) < 0) {
-		j->html_path = NULL;
-		job_fail(j);
-		return NULL;
-	}
-	r = child_spawn(d->event, &o, on_report_exit, j, &j->child);
-	if (r < 0) {
-		job_fail(j);
-		return ctl_response_error(req->id, "starting the report writer: %s", strerror(-r));
-	}
+	if (r < 0)
+		return ctl_response_error(req->id, "writing the report of %s in %s: %s", st->name, d->state_dir,
+					  strerror(-r));
 	j->pending = ctl_server_defer(d->ctl);
 	if (!j->pending) {
 		job_fail(j); /* kills the child */

@@ -850,7 +850,10 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 
 		snprintf(title, sizeof(title), "goodput report: %s", r->study.name);
 		/* the study name is escaped on its own line */
-		fprintf(f, "%.*s", (int)(strstr(html_head, "%s") - html_head), html_head);
+		fprintf(f, "%.*s", (int)(strstr(html_head, "<title>") - html_head), html_head);
+		if (report_is_live(r)) /* goodputd rewrites it after every trial */
+			fputs("<meta http-equiv=\"refresh\" content=\"30\">\n", f);
+		fputs("<title>", f);
 		report_doc_esc(&d, title);
 		fputs(strstr(html_head, "%s") + 2, f);
 		fputs("<nav>", f);
@@ -867,6 +870,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 		fputs("</nav>\n", f);
 	}
 	section_title(&d, r);
+	report_doc_live(&d, r);
 	section_scenario(&d, r);
 	section_workload(&d, r);
 	section_sla(&d, r);

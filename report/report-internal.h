@@ -200,3 +200,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
  * pre-flight and a fixed max_model_len, after the best configuration.
  * 0, or -ENOMEM. */
 int report_doc_findings(struct report_doc *d, const struct report *r);
+/* Whether the study is still to run or running (queued, running, paused). */
+bool report_is_live(const struct report *r);
+/* The progress header of a live study (report-doc-live.c); nothing otherwise. */
+void report_doc_live(struct report_doc *d, const struct report *r);

@@ -102,6 +102,12 @@ int runner_status_format(const struct runner_status *st, char *buf, size_t size)
 
 	if (st->have_best)
 		snprintf(best, sizeof(best), "; best $%.3f/Mtok", st->best_cost_per_mtok);
+	if (st->phase != RUNNER_FINISHED && st->trial > 0 && st->eta_usec != USEC_INFINITY) {
+		size_t len = strlen(best);
+		char eta[32];
+
+		snprintf(best + len, sizeof(best) - len, "; ETA %s", format_duration(eta, sizeof(eta), st->eta_usec));
+	}
 	if (st->twin[0]) {
 		size_t len = strlen(best);
 
@@ -148,6 +154,9 @@ void runner_get_status(const struct runner *r, struct runner_status *ret)
 		ret->clock_usec = r->vclock_usec;
 	else
 		ret->clock_usec = r->study_start_usec && now > r->study_start_usec ? now - r->study_start_usec : 0;
+	ret->eta_usec =
+		study_budget_eta_usec(ret->clock_usec, ret->trial > ret->in_flight ? ret->trial - ret->in_flight : 0,
+				      ret->max_trials, r->wall_budget_usec ? r->wall_budget_usec : USEC_INFINITY);
 }
 
 void runner_emit(struct runner *r, const struct runner_event *ev)

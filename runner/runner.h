@@ -170,6 +170,7 @@ struct runner_status {
 	unsigned first_seq, last_seq;         /* the lowest and highest trial number in flight */
 	unsigned gpus_busy, gpus_total;       /* GPUs held by trials in flight, of the study's */
 	uint64_t clock_usec; /* the study's wall clock since its first trial started (virtual in a dry run) */
+	uint64_t eta_usec; /* the time the budget has left, estimated (study_budget_eta_usec); USEC_INFINITY: unknown */
 };
 
 /* One trial in flight, for status lists (goodputd's `status`, progress lines). */

@@ -256,3 +256,10 @@ int study_schema_json(cJSON **ret);
  * goodput-study(5) is written from it at build time). */
 struct json_field;
 const struct json_field *study_schema_fields(void);
+
+/* The time a study still needs, estimated: its wall clock per finished
+ * trial times the trials left of max_trials (0: no trial budget), capped by
+ * what is left of max_wall_time_usec (USEC_INFINITY or 0: none).
+ * USEC_INFINITY when nothing bounds it. */
+uint64_t study_budget_eta_usec(uint64_t elapsed_usec, unsigned finished, unsigned max_trials,
+			       uint64_t max_wall_time_usec);

@@ -470,7 +470,26 @@ def case_report(make, tmp):
     process while the daemon keeps answering; answers stay in order."""
     d = make(args=["--dry-run"]).start()
     d.request({"command": "submit", "study": tiny_spec("rp1", trials=3)})
+    # while it runs: status names the live report and an ETA once a trial is in
+    live = os.path.join(d.state, "reports", "rp1", "report.html")
+    seen_report = seen_eta = False
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        cur = d.request({"command": "status"}).get("current") or {}
+        seen_report |= cur.get("report") == live
+        seen_eta |= isinstance(cur.get("eta_seconds"), (int, float))
+        if d.request({"command": "list"})["studies"][0]["state"] == "done":
+            break
+        time.sleep(0.05)
     d.wait_state("rp1", ["done"], 60)
+    check(seen_report, "status never named the live report " + live)
+    # the report is rewritten at the study's end: final, without the live header
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not (os.path.exists(live) and "Progress (study running" not in open(live).read()):
+        time.sleep(0.1)
+    check(os.path.exists(live), "no report written at the study's end")
+    html = open(live).read() if os.path.exists(live) else ""
+    check('http-equiv="refresh"' not in html and "rp1" in html, "the final report still reloads itself")
     r = d.request({"command": "report", "study": "rp1", "id": 3})
     check(r["ok"] and r["id"] == 3 and r["study"] == "rp1" and "rp1" in r["markdown"] and "|" in r["markdown"], r)
     r = d.request({"command": "report", "study": "nope"})

@@ -667,7 +667,7 @@ static void write_report(struct store *store, int64_t study_id, const char *db_p
 	else if (arg.json)
 		log_info("report: %s", path);
 	else
-		printf("  report:          %s\n", path);
+		printf("\nReport: %s\n", path);
 	store_study_done(&st);
 }
 

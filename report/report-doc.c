@@ -85,6 +85,32 @@ static void section_title(struct report_doc *d, const struct report *r)
 
 /* The host's facts; on a cluster, those of the coordinating host, where
  * goodput and its probe ran. */
+/* A host fact's name for people: "engine version" for engine_version. */
+static void host_key_text(const char *key, char *buf, size_t size)
+{
+	static const char *const names[][2] = {
+		{ "gpu_model", "GPU model" },
+		{ "gpu_count", "GPUs" },
+		{ "gpu_telemetry", "GPU telemetry" },
+		{ "driver_version", "GPU driver" },
+		{ "cuda_version", "CUDA" },
+		{ "engine_version", "engine version" },
+		{ "cpu_model", "CPU" },
+		{ "hostname", "host name" },
+	};
+	size_t i;
+
+	for (i = 0; i < ELEMENTSOF(names); i++)
+		if (strcmp(key, names[i][0]) == 0) {
+			snprintf(buf, size, "%s", names[i][1]);
+			return;
+		}
+	snprintf(buf, size, "%s", key);
+	for (i = 0; buf[i]; i++)
+		if (buf[i] == '_')
+			buf[i] = ' ';
+}
+
 static void host_rows(struct report_doc *d, const struct report *r, const char *label)
 {
 	const cJSON *it;
@@ -95,10 +121,16 @@ static void host_rows(struct report_doc *d, const struct report *r, const char *
 	}
 	cJSON_ArrayForEach(it, r->host)
 	{
-		char k[96];
+		char k[96], name[64];
 
-		snprintf(k, sizeof(k), "%s: %s", label, it->string ? it->string : "?");
-		if (cJSON_IsString(it))
+		host_key_text(it->string ? it->string : "?", name, sizeof(name));
+		snprintf(k, sizeof(k), "%s: %s", label, name);
+		if (cJSON_IsNull(it))
+			report_doc_kv(d, k, "not reported by the host");
+		else if (cJSON_IsString(it) && it->string && strcmp(it->string, "gpu_telemetry") == 0 &&
+			 strcmp(it->valuestring, "nvml") != 0)
+			report_doc_kv(d, k, "unavailable (no NVML on the host)");
+		else if (cJSON_IsString(it))
 			report_doc_kv(d, k, "%s", it->valuestring);
 		else if (cJSON_IsNumber(it))
 			report_doc_kv(d, k, "%g", it->valuedouble);

@@ -119,3 +119,39 @@ int parse_daily_window(const char *what, const char *s, unsigned *ret_start_min,
 	*ret_end_min = h2 * 60 + m2;
 	return 0;
 }
+
+size_t hex_encode(const void *p, size_t n, char *buf)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		buf[2 * i] = digits[b[i] >> 4];
+		buf[2 * i + 1] = digits[b[i] & 15];
+	}
+	buf[2 * n] = '\0';
+	return 2 * n;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int hex_decode(const char *s, size_t len, void *p, size_t n)
+{
+	unsigned char *b = p;
+
+	if (len != 2 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (hex_digit(s[i]) < 0)
+			return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(hex_digit(s[2 * i]) << 4 | hex_digit(s[2 * i + 1]));
+	return 0;
+}

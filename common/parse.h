@@ -21,3 +21,11 @@ int parse_daily_window(const char *what, const char *s, unsigned *ret_start_min,
 		       struct error *err);
 /* "yes/no/true/false/1/0/on/off". */
 int parse_bool(const char *what, const char *s, int *ret, struct error *err);
+
+/* The bytes of p (n of them) as 2n lowercase hex digits and a NUL into buf
+ * (2n + 1 bytes): how a forked copy of the program hands a struct of plain
+ * data to its parent bit-exact. Returns 2n. */
+size_t hex_encode(const void *p, size_t n, char *buf);
+/* The reverse: exactly 2n hex digits at s into n bytes at p; -EINVAL (p
+ * untouched) for any other length or a character that is not one. */
+int hex_decode(const char *s, size_t len, void *p, size_t n);

@@ -22,6 +22,7 @@
 #include "deploy.h"
 #include "log.h"
 #include "runner-internal.h"
+#include "runner-probe.h"
 #include "runner-quality.h"
 #include "time-util.h"
 
@@ -31,7 +32,7 @@
 struct deploy_trial {
 	struct deployment *deploy;
 	struct runner_quality *quality;
-	struct probe *probe;
+	struct runner_probe *probe; /* in a process of its own */
 	sd_event_source *settle_timer;
 	int probe_result;   /* the probe's result while waiting for the deployer's verdict */
 	bool points_failed; /* some load point had failed requests */
@@ -85,7 +86,7 @@ static void point_progress(struct runner_trial *t, const struct probe_event *ev,
 	runner_trial_point_progress(t, &rev);
 }
 
-static void on_probe_event(struct probe *p, const struct probe_event *ev, void *userdata)
+static void on_probe_event(struct runner_probe *p, const struct probe_event *ev, void *userdata)
 {
 	struct runner_trial *t = userdata;
 	struct deploy_trial *d = state_of(t);
@@ -166,20 +167,23 @@ static void server_failed(const struct probe_load_point *pt, struct trial_result
  * attainment; ties: the lower rate; the saturation run only when it is all
  * there is), which bound failed there and by how much, and why requests
  * failed there if any did. */
-static void never_met(const struct study *s, const struct probe_load_point *pts, size_t n, struct trial_result *res)
+static void never_met(const struct study *s, const struct runner_probe_point *pts, size_t n, struct trial_result *res)
 {
 	const struct probe_load_point *c = NULL;
-	char sla[128], shortfall[320] = "", why[256] = "";
+	const char *shortfall = "";
+	char sla[128], why[256] = "";
 	int k;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct probe_result *r = &pts[i].result;
+		const struct probe_result *r = &pts[i].pt.result;
 
-		if (!c || (c->saturation && !pts[i].saturation) ||
-		    (c->saturation == pts[i].saturation &&
+		if (!c || (c->saturation && !pts[i].pt.saturation) ||
+		    (c->saturation == pts[i].pt.saturation &&
 		     (r->attainment > c->result.attainment ||
-		      (r->attainment == c->result.attainment && r->request_rate < c->result.request_rate))))
-			c = &pts[i];
+		      (r->attainment == c->result.attainment && r->request_rate < c->result.request_rate)))) {
+			c = &pts[i].pt;
+			shortfall = pts[i].shortfall;
+		}
 	}
 	probe_sla_format(&s->sla, sla, sizeof(sla));
 	trial_result_init(res, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET);
@@ -187,7 +191,6 @@ static void never_met(const struct study *s, const struct probe_load_point *pts,
 		snprintf(res->message, sizeof(res->message), "no load met the SLA (%s): no load point ran", sla);
 		return;
 	}
-	(void)probe_sla_shortfall(c->requests, c->n_requests, &s->sla, shortfall, sizeof(shortfall));
 	probe_result_format_failures(&c->result, why, sizeof(why));
 	k = snprintf(res->message, sizeof(res->message),
 		     "no load met the SLA (%s) in %zu load points; closest %s%.4g req/s%s: %.1f%% good: %s%s%s", sla, n,
@@ -203,33 +206,34 @@ static void classify_probe(struct runner_trial *t, int result)
 {
 	const struct study *s = t->runner->study;
 	struct deploy_trial *d = state_of(t);
-	const struct probe_load_point *points;
+	const struct runner_probe_point *points;
 	struct probe_outcome o;
 	struct trial_result res;
 	size_t n;
 
 	if (result < 0) {
 		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
-		snprintf(res.message, sizeof(res.message), "probe failed: %s", probe_error(d->probe));
+		snprintf(res.message, sizeof(res.message), "probe failed: %s", runner_probe_error(d->probe));
 		runner_trial_finish(t, &res);
 		return;
 	}
-	points = probe_load_points(d->probe, &n);
-	probe_get_outcome(d->probe, &o);
+	points = runner_probe_points(d->probe, &n);
+	runner_probe_outcome(d->probe, &o);
 	if (s->scenario == OPT_SCENARIO_OFFLINE) {
-		if (n == 0 || points[n - 1].result.completed == 0) {
+		if (n == 0 || points[n - 1].pt.result.completed == 0) {
 			trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
 			snprintf(res.message, sizeof(res.message), "no request completed");
 			if (n > 0)
-				server_failed(&points[n - 1], &res);
+				server_failed(&points[n - 1].pt, &res);
 		} else
-			outcome_from_point(t, &points[n - 1].result, points[n - 1].result.request_throughput, &res);
+			outcome_from_point(t, &points[n - 1].pt.result, points[n - 1].pt.result.request_throughput,
+					   &res);
 	} else if (o.search == PROBE_SEARCH_SERVER_FAILED && o.failed_point < n)
-		server_failed(&points[o.failed_point], &res);
+		server_failed(&points[o.failed_point].pt, &res);
 	else if (o.search == PROBE_SEARCH_NEVER_MET || !(o.max_rate > 0) || o.best_point >= n)
 		never_met(s, points, n, &res);
 	else
-		outcome_from_point(t, &points[o.best_point].result, o.max_rate, &res);
+		outcome_from_point(t, &points[o.best_point].pt.result, o.max_rate, &res);
 	runner_trial_finish(t, &res);
 }
 
@@ -247,7 +251,7 @@ static int on_settle(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static void on_probe_done(struct probe *p, int result, void *userdata)
+static void on_probe_done(struct runner_probe *p, int result, void *userdata)
 {
 	struct runner_trial *t = userdata;
 	struct deploy_trial *d = state_of(t);
@@ -320,12 +324,7 @@ static void start_probe(struct runner_trial *t)
 	}
 	t->n_points = 0;
 	d->points_failed = false;
-	k = probe_new(r->event, &pc, &d->probe, &err);
-	if (k >= 0) {
-		k = probe_start(d->probe, on_probe_event, on_probe_done, t);
-		if (k < 0)
-			error_set(&err, k, "%s", probe_error(d->probe));
-	}
+	k = runner_probe_start(r->event, &pc, on_probe_event, on_probe_done, t, &d->probe, &err);
 	if (k < 0) {
 		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
 		snprintf(res.message, sizeof(res.message), "probe could not start: %s", error_str(&err, k));
@@ -720,7 +719,7 @@ static void deploy_eval_abort(struct runner_trial *t)
 		return;
 	d->settle_timer = sd_event_source_disable_unref(d->settle_timer);
 	d->quality = runner_quality_free(d->quality);
-	d->probe = probe_free(d->probe);
+	d->probe = runner_probe_free(d->probe);
 }
 
 static enum runner_server deploy_eval_server(const struct runner_trial *t)

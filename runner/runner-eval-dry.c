@@ -53,6 +53,7 @@
 
 #include "child.h"
 #include "file-util.h"
+#include "parse.h"
 #include "runner-dryrun.h"
 #include "runner-internal.h"
 #include "time-util.h"
@@ -173,11 +174,8 @@ static int dry_child(void *userdata, int out_fd)
 	if (k < 0)
 		len = (size_t)snprintf(line, sizeof(line), "error %d %s\n", k, error_str(&err, k));
 	else {
-		const unsigned char *b = (const unsigned char *)&res;
-
 		len = (size_t)snprintf(line, sizeof(line), "result ");
-		for (size_t i = 0; i < sizeof(res); i++)
-			len += (size_t)snprintf(line + len, sizeof(line) - len, "%02x", b[i]);
+		len += hex_encode(&res, sizeof(res), line + len);
 		line[len++] = '\n';
 	}
 	if (fd_write_all(out_fd, line, MIN(len, sizeof(line))) < 0)
@@ -237,37 +235,18 @@ static bool pump(struct runner *r)
 	return false;
 }
 
-static int unhex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* The child's answer; -errno with msg when there is none. */
 static int read_answer(struct runner_trial *t, struct child *c, const struct child_exit *how,
 		       struct runner_dry_result *ret, char *msg, size_t size)
 {
 	const struct probe_workload_config *w = &t->runner->study->workload;
 	const char *text = child_get_output(c, NULL);
-	unsigned char *b = (unsigned char *)ret;
 	char status[128];
 	int code = 0, n = 0;
 
-	if (strncmp(text, "result ", 7) == 0 && strlen(text) == 7 + 2 * sizeof(*ret) + 1 && child_exit_ok(how)) {
-		for (size_t i = 0; i < sizeof(*ret); i++) {
-			int hi = unhex(text[7 + 2 * i]), lo = unhex(text[8 + 2 * i]);
-
-			if (hi < 0 || lo < 0)
-				break;
-			b[i] = (unsigned char)(hi << 4 | lo);
-			n++;
-		}
-		if ((size_t)n == sizeof(*ret))
-			return 0;
-	}
+	if (strncmp(text, "result ", 7) == 0 && strlen(text) == 7 + 2 * sizeof(*ret) + 1 && child_exit_ok(how) &&
+	    hex_decode(text + 7, 2 * sizeof(*ret), ret, sizeof(*ret)) >= 0)
+		return 0;
 	if (sscanf(text, "error %d %n", &code, &n) == 1 && code == -ENOMEM) {
 		snprintf(msg, size,
 			 "workload.num_prompts: %u prompts do not fit in the %u MiB a dry run's evaluation may use "

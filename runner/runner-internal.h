@@ -17,7 +17,9 @@
  *                       the partition's GPUs, jobs named, lost jobs redone
  *   runner-planner.c, runner-plan-twin.c      the planners (runner-planner.h)
  *   runner-eval-deploy.c, runner-quality.c,
- *   runner-eval-dry.c, runner-dryrun.c        the evaluators (runner-evaluator.h)
+ *   runner-probe.c,
+ *   runner-eval-dry.c, runner-dryrun.c        the evaluators (runner-evaluator.h);
+ *                       runner-probe.c runs a real trial's probe in a process of its own
  *
  * Calls run one way: the planners and evaluators know the trial and the
  * runner's state, never each other; the trial loop reaches them only

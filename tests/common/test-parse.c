@@ -1,7 +1,9 @@
 /* Checked number parsing: every malformed input is refused with a message
  * that names the field and the value. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "parse.h"
 #include "tests.h"
@@ -81,8 +83,38 @@ static void test_bool(void)
 	CHECK_STR_CONTAINS(err.msg, "--ignore-eos");
 }
 
+/* A struct of plain data through hex and back, bit-exact (NaN, -0 and the
+ * padding included); malformed hex changes nothing. */
+static void test_hex(void)
+{
+	struct {
+		double a, b, c;
+		uint32_t n;
+		char text[5];
+	} in, out, keep;
+	char buf[2 * sizeof(in) + 1];
+
+	memset(&in, 0xa5, sizeof(in));
+	in.a = -0.0;
+	in.b = NAN;
+	in.c = 1.0 / 3;
+	in.n = 0xdeadbeef;
+	memcpy(in.text, "abcd", 5);
+	CHECK_INT_EQ(hex_encode(&in, sizeof(in), buf), 2 * sizeof(in));
+	CHECK_INT_EQ(strlen(buf), 2 * sizeof(in));
+	CHECK_INT_EQ(hex_decode(buf, strlen(buf), &out, sizeof(out)), 0);
+	CHECK(memcmp(&in, &out, sizeof(in)) == 0);
+	memset(&keep, 0, sizeof(keep));
+	out = keep;
+	CHECK_INT_EQ(hex_decode(buf, strlen(buf) - 1, &out, sizeof(out)), -EINVAL);
+	buf[3] = 'G';
+	CHECK_INT_EQ(hex_decode(buf, strlen(buf), &out, sizeof(out)), -EINVAL);
+	CHECK(memcmp(&out, &keep, sizeof(out)) == 0);
+}
+
 int main(void)
 {
+	test_hex();
 	test_u64();
 	test_i64_u32();
 	test_double();

@@ -197,6 +197,7 @@ struct summary {
 	bool have_best;
 	struct store_study_best best; /* the study's answer: the one cost everything shows */
 	char knobs[256], runner_up_knobs[256];
+	char defaults[512]; /* the engine's defaults of the knobs the best leaves unset, as flags */
 	struct store_load_point *lp;
 	size_t n_lp;
 	const struct store_load_point *at; /* the best's load point at its max rate */
@@ -247,6 +248,7 @@ static int summary_load(const struct tune_ctx *c, struct store *store, int64_t s
 		s->at = store_load_point_at_max(s->lp, s->n_lp, s->best.trial.max_rate);
 	if (report_findings_of(&s->st, runner_get_study(c->runner), &s->best, s->at, &s->findings) < 0)
 		return log_error_errno(-ENOMEM, "out of memory");
+	(void)runner_format_defaults(c->runner, s->best.trial.knobs_json, s->defaults, sizeof(s->defaults));
 	if (runner_format_command(c->runner, s->best.trial.knobs_json, "127.0.0.1", 8000, &s->command, &err) < 0)
 		log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
 	return 0;
@@ -270,6 +272,7 @@ static int best_json(const struct summary *s, cJSON *o)
 	    json_add_number(o, "max_goodput", t->max_goodput) < 0 || json_add_number(o, "max_rate", t->max_rate) < 0 ||
 	    json_add_number(o, "concurrency", t->concurrency) < 0 ||
 	    (s->command && json_add_string(o, "command", s->command) < 0) ||
+	    (s->defaults[0] && json_add_string(o, "engine_defaults", s->defaults) < 0) ||
 	    (b->engine_version && json_add_string(o, "engine_version", b->engine_version) < 0) ||
 	    (isfinite(b->time_to_answer_s) && json_add_number(o, "time_to_answer_seconds", b->time_to_answer_s) < 0))
 		return -ENOMEM;
@@ -351,6 +354,8 @@ static void summary_text(const struct summary *s, const char *db_path)
 	else {
 		printf("\nBest configuration: %s\n", s->knobs);
 		printf("  knobs:           %s\n", b->trial.knobs_json);
+		if (s->defaults[0])
+			printf("  engine defaults: %s\n", s->defaults);
 		if (b->engine_version)
 			printf("  engine version:  %s\n", b->engine_version);
 		printf("  cost:            $%.4f per million tokens", b->cost_per_mtok);

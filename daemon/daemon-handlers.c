@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -304,17 +305,20 @@ static cJSON *handle_trials(struct daemon *d, const struct ctl_request *req)
 	return ctl_answer_trials(d->store, req, &resp) < 0 ? oom() : resp;
 }
 
-/* Fills a missing gpu.price_per_gpu_hour from the configured prices. */
+/* Fills a missing gpu.price_per_gpu_hour from the configured prices (a
+ * CPU host is priced per core-hour, by its spec alone). */
 static int apply_default_price(struct daemon *d, cJSON *spec)
 {
 	cJSON *gpu = cJSON_GetObjectItemCaseSensitive(spec, "gpu");
 	const cJSON *type;
 	double price;
 
-	if (!cJSON_IsObject(gpu) || cJSON_GetObjectItemCaseSensitive(gpu, "price_per_gpu_hour"))
+	if (!cJSON_IsObject(gpu) || cJSON_GetObjectItemCaseSensitive(gpu, "price_per_gpu_hour") ||
+	    cJSON_GetObjectItemCaseSensitive(gpu, "price_per_core_hour"))
 		return 0;
 	type = cJSON_GetObjectItemCaseSensitive(gpu, "type");
-	if (!cJSON_IsString(type) || daemon_config_price(d->config, type->valuestring, &price) < 0)
+	if (!cJSON_IsString(type) || strcasecmp(type->valuestring, "cpu") == 0 ||
+	    daemon_config_price(d->config, type->valuestring, &price) < 0)
 		return 0;
 	return json_add_number(gpu, "price_per_gpu_hour", price);
 }

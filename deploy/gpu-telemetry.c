@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -325,7 +327,55 @@ struct host_info_job {
 	struct child *child; /* the version command */
 	sd_event_source *defer;
 	bool reported;
+	char *program; /* the version command's program (a path or a name in $PATH) */
 };
+
+/* Where a program is: itself when it has a '/', else the first executable
+ * of that name in $PATH. 0 with *ret_st, or -ENOENT. */
+static int find_program(const char *program, char *buf, size_t size, struct stat *ret_st)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(program, '/')) {
+		snprintf(buf, size, "%s", program);
+		return stat(buf, ret_st) < 0 ? -errno : 0;
+	}
+	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+
+		snprintf(buf, size, "%.*s/%s", (int)n, n ? p : ".", program);
+		if (access(buf, X_OK) == 0 && stat(buf, ret_st) == 0)
+			return 0;
+		p += n + (p[n] == ':');
+	}
+	return -ENOENT;
+}
+
+/* A version that names no release ("0 (unknown)": built from a tarball)
+ * with the binary's size and build time beside it, so that two builds
+ * stay apart: "0 (unknown; llama-server of 5242880 bytes built
+ * 2025-12-03 22:17 UTC)". */
+static void identify_binary(const char *program, char *version, size_t size)
+{
+	char path[4096], when[32];
+	const char *base;
+	struct stat st;
+	struct tm tm;
+	size_t n = strlen(version);
+
+	if (!program || find_program(program, path, sizeof(path), &st) < 0 || !gmtime_r(&st.st_mtime, &tm) ||
+	    size < n + 160)
+		return;
+	base = strrchr(path, '/');
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+	if (n > 0 && version[n - 1] == ')')
+		n--; /* inside its parentheses */
+	snprintf(version + n, size - n, "%s%.64s of %lld bytes built %.24s)",
+		 n == 0              ? "unknown ("
+		 : version[n] == ')' ? "; "
+				     : " (",
+		 base ? base + 1 : path, (long long)st.st_size, when);
+}
 
 /* version: the version command's output, NULL when it failed or is absent. */
 static void report(struct host_info_job *j, char *version)
@@ -345,9 +395,11 @@ static void report(struct host_info_job *j, char *version)
 	}
 	/* The profile says which line is the version ("version: 4748 (c392e5094)",
 	 * not the compiler line after it); by default the last non-empty line. */
-	if (version && engine_profile_parse_version(j->profile, version, found, sizeof(found)) > 0)
+	if (version && engine_profile_parse_version(j->profile, version, found, sizeof(found)) > 0) {
+		if (engine_profile_version_unknown(j->profile, found))
+			identify_binary(j->program, found, sizeof(found));
 		r = json_add_string(o, "engine_version", found);
-	else
+	} else
 		r = cJSON_AddNullToObject(o, "engine_version") ? 0 : -ENOMEM;
 	if (r >= 0 && j->telemetry &&
 	    gpu_telemetry_describe(j->telemetry, model, sizeof(model), driver, sizeof(driver), &count) == 0) {
@@ -431,6 +483,10 @@ int host_info_start(sd_event *e, const struct engine_profile *p, const char *bin
 		return -ENOMEM;
 	j->profile = p;
 	j->telemetry = t;
+	if (argv && argv[0] && !(j->program = strdup(argv[0]))) {
+		free(j);
+		return -ENOMEM;
+	}
 	j->cb = cb;
 	j->userdata = userdata;
 	/* No version command, or a program that cannot start: report at once (version null). */
@@ -454,6 +510,7 @@ struct host_info_job *host_info_job_free(struct host_info_job *j)
 		return NULL;
 	child_free(j->child);
 	sd_event_source_disable_unref(j->defer);
+	free(j->program);
 	free(j);
 	return NULL;
 }

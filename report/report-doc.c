@@ -236,6 +236,9 @@ static void section_scenario(struct report_doc *d, const struct report *r)
 			report_doc_kv(d, "GPU",
 				      "%s, %u of the cluster at once (%u per node at most), $%.4g per GPU-hour",
 				      s->gpu.type, s->gpu.count, s->gpu.per_node, s->gpu.price_per_gpu_hour);
+		else if (s->gpu.cpu)
+			report_doc_kv(d, "host", "CPU, %u cores a server, $%.4g per core-hour ($%.4g per server-hour)",
+				      s->gpu.cores, s->gpu.price_per_core_hour, s->gpu.price_per_gpu_hour);
 		else
 			report_doc_kv(d, "GPU", "%s, %u on the host, $%.4g per GPU-hour", s->gpu.type, s->gpu.count,
 				      s->gpu.price_per_gpu_hour);

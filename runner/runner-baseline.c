@@ -34,6 +34,11 @@ bool runner_kind_is_baseline(const char *kind)
 	return n >= strlen(BASELINE_KIND) && strcmp(kind + n - strlen(BASELINE_KIND), BASELINE_KIND) == 0;
 }
 
+double runner_baseline_gpu_gib(const struct runner *r)
+{
+	return r->preflight.usable ? r->preflight.gpu.mem_bytes / SIM_GIB : r->study->gpu.memory_gib;
+}
+
 /* The values of a list or range knob, or NULL for a knob the space lacks. */
 static const struct opt_knob *knob_of(const struct opt_space *s, const char *name)
 {
@@ -91,8 +96,9 @@ static int baseline_knobs(const struct runner *r, const cJSON *defaults, const c
 	return 0;
 }
 
-/* The canonical key of knob values, in the space's order when every knob has
- * a value; 1 when it is a configuration of the grid (ret_config set). */
+/* The canonical key of knob values, in the space's order; a knob the
+ * engine's defaults leave unset (the profile names no default for it) is
+ * "knob=default". 1 when it is a configuration of the grid (ret_config set). */
 static int key_of(const struct runner *r, const cJSON *knobs, char *buf, size_t size, struct opt_config *ret_config)
 {
 	const struct opt_space *s = r->study->space;
@@ -107,9 +113,8 @@ static int key_of(const struct runner *r, const cJSON *knobs, char *buf, size_t 
 
 		if (!v) {
 			all = false;
-			continue;
-		}
-		if (cJSON_IsString(v))
+			snprintf(val, sizeof(val), "default");
+		} else if (cJSON_IsString(v))
 			snprintf(val, sizeof(val), "%s", v->valuestring);
 		else if (floor(v->valuedouble) == v->valuedouble)
 			snprintf(val, sizeof(val), "%.0f", v->valuedouble);
@@ -148,7 +153,7 @@ int runner_baseline_choose(struct runner *r, struct error *err)
 	_cleanup_(cJSON_Deletep) cJSON *defaults = NULL;
 	const char *quants[OPT_LIST_MAX];
 	size_t n_quants;
-	double mem_gib = r->preflight.usable ? r->preflight.gpu.mem_bytes / SIM_GIB : r->study->gpu.memory_gib;
+	double mem_gib = runner_baseline_gpu_gib(r);
 	int k;
 
 	*b = (struct runner_baseline){ 0 };

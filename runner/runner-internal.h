@@ -248,6 +248,9 @@ int runner_edge_phase(struct runner *r, struct error *err);
 /* ---- runner-baseline.c ---- */
 
 bool runner_kind_is_baseline(const char *kind);
+/* One GPU's memory (GiB) as the engine's defaults depend on it: the
+ * pre-flight's, else gpu.memory_gib (0: unknown). */
+double runner_baseline_gpu_gib(const struct runner *r);
 /* Chooses the baseline's knobs (r->baseline; enabled false with why when
  * the study asks for none or nothing is predicted to fit). */
 int runner_baseline_choose(struct runner *r, struct error *err);

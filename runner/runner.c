@@ -217,6 +217,23 @@ int runner_update_best(struct runner *r, struct error *err)
 	return 0;
 }
 
+int runner_format_defaults(const struct runner *r, const char *knobs_json, char *buf, size_t size)
+{
+	_cleanup_(cJSON_Deletep) cJSON *knobs = NULL, *defaults = NULL;
+	int k;
+
+	if (size == 0)
+		return -EINVAL;
+	buf[0] = 0;
+	knobs = cJSON_ParseWithLength(knobs_json, strlen(knobs_json));
+	if (!knobs)
+		return -EINVAL;
+	k = engine_profile_default_knobs(r->profile, r->study->gpu.type, runner_baseline_gpu_gib(r), &defaults);
+	if (k < 0)
+		return k;
+	return engine_profile_defaults_text(r->profile, defaults, knobs, buf, size);
+}
+
 int runner_format_command(const struct runner *r, const char *knobs_json, const char *host, uint16_t port, char **ret,
 			  struct error *err)
 {

@@ -281,6 +281,11 @@ size_t runner_get_trials(const struct runner *r, struct runner_trial_status *ret
  * the key is not a configuration of the study's space. */
 int runner_describe_config(const struct runner *r, const char *canonical_key, char *buf, size_t size);
 
+/* The engine's defaults for what knobs_json does not set, as flags (the
+ * profile's defaults for the study's GPU): "--ubatch-size 512
+ * --cont-batching"; "" when the profile names none. */
+int runner_format_defaults(const struct runner *r, const char *knobs_json, char *buf, size_t size);
+
 /* The command line that runs the study's engine with knobs (a JSON object
  * such as a trial's knobs_json), on host:port, shell-quoted for people
  * (engine_command_format). The caller frees *ret. */

@@ -77,6 +77,11 @@ enum {
 	O_NO_PREFIX_CACHE,
 	O_BACKEND,
 	O_TOKENS_HISTOGRAM,
+	O_GPU_LAYERS,
+	O_THREADS,
+	O_THREADS_BATCH,
+	O_FLASH_ATTN,
+	O_NO_CONT_BATCHING,
 };
 
 struct flag {
@@ -85,6 +90,7 @@ struct flag {
 	int id;             /* ACT_SERVER, ACT_OPT */
 	const char *target; /* ACT_ENGINE: the engine flag */
 	bool value;
+	const char *help; /* the engine's --help line after the flag (llama.cpp), or NULL */
 };
 
 /* The sim's own flags, in every dialect. */
@@ -141,44 +147,56 @@ static const struct flag vllm_flags[] = {
 	{ 0 },
 };
 
+/* llama.cpp's flags as its --help shows them (common/arg.cpp, b4748):
+ * `goodput check-engine` and the defaults an answer shows read them. */
 static const struct flag llamacpp_flags[] = {
-	{ "m", ACT_OPT, O_MODEL, NULL, true },
-	{ "model", ACT_OPT, O_MODEL, NULL, true },
-	{ "a", ACT_SERVER, S_SERVED_NAME, NULL, true },
-	{ "alias", ACT_SERVER, S_SERVED_NAME, NULL, true },
-	{ "host", ACT_SERVER, S_HOST, NULL, true },
-	{ "port", ACT_SERVER, S_PORT, NULL, true },
-	{ "metrics", ACT_OPT, O_METRICS, NULL, false },
-	{ "np", ACT_OPT, O_PARALLEL, NULL, true },
-	{ "parallel", ACT_OPT, O_PARALLEL, NULL, true },
-	{ "b", ACT_OPT, O_BATCH, NULL, true },
-	{ "batch-size", ACT_OPT, O_BATCH, NULL, true },
-	{ "ub", ACT_OPT, O_UBATCH, NULL, true },
-	{ "ubatch-size", ACT_OPT, O_UBATCH, NULL, true },
-	{ "c", ACT_OPT, O_CTX, NULL, true },
-	{ "ctx-size", ACT_OPT, O_CTX, NULL, true },
-	{ "ctk", ACT_ENGINE, 0, "kv-cache-dtype", true },
-	{ "cache-type-k", ACT_ENGINE, 0, "kv-cache-dtype", true },
-	{ "s", ACT_ENGINE, 0, "seed", true },
-	{ "seed", ACT_ENGINE, 0, "seed", true },
-	{ "ngl", ACT_IGNORE, 0, NULL, true }, /* every layer on the GPU either way */
-	{ "n-gpu-layers", ACT_IGNORE, 0, NULL, true },
-	{ "gpu-layers", ACT_IGNORE, 0, NULL, true },
-	{ "t", ACT_IGNORE, 0, NULL, true },
-	{ "threads", ACT_IGNORE, 0, NULL, true },
-	{ "ctv", ACT_IGNORE, 0, NULL, true },
-	{ "cache-type-v", ACT_IGNORE, 0, NULL, true },
-	{ "fa", ACT_IGNORE, 0, NULL, false },
-	{ "flash-attn", ACT_IGNORE, 0, NULL, false },
-	{ "cb", ACT_IGNORE, 0, NULL, false },
-	{ "cont-batching", ACT_IGNORE, 0, NULL, false },
-	{ "no-mmap", ACT_IGNORE, 0, NULL, false },
-	{ "mlock", ACT_IGNORE, 0, NULL, false },
-	{ "jinja", ACT_IGNORE, 0, NULL, false },
-	{ "no-webui", ACT_IGNORE, 0, NULL, false },
-	{ "slots", ACT_IGNORE, 0, NULL, false },
-	{ "v", ACT_SERVER, S_VERBOSE, NULL, false },
-	{ "verbose", ACT_SERVER, S_VERBOSE, NULL, false },
+	{ "m", ACT_OPT, O_MODEL, NULL, true, NULL },
+	{ "model", ACT_OPT, O_MODEL, NULL, true, "FNAME model path (default: `models/$filename`)" },
+	{ "a", ACT_SERVER, S_SERVED_NAME, NULL, true, NULL },
+	{ "alias", ACT_SERVER, S_SERVED_NAME, NULL, true, "STRING set alias for model name (to be used by REST API)" },
+	{ "host", ACT_SERVER, S_HOST, NULL, true, "HOST ip address to listen (default: 127.0.0.1)" },
+	{ "port", ACT_SERVER, S_PORT, NULL, true, "PORT port to listen (default: 8080)" },
+	{ "metrics", ACT_OPT, O_METRICS, NULL, false,
+	  "enable prometheus compatible metrics endpoint (default: disabled)" },
+	{ "np", ACT_OPT, O_PARALLEL, NULL, true, NULL },
+	{ "parallel", ACT_OPT, O_PARALLEL, NULL, true, "N number of parallel sequences to decode (default: 1)" },
+	{ "b", ACT_OPT, O_BATCH, NULL, true, NULL },
+	{ "batch-size", ACT_OPT, O_BATCH, NULL, true, "N logical maximum batch size (default: 2048)" },
+	{ "ub", ACT_OPT, O_UBATCH, NULL, true, NULL },
+	{ "ubatch-size", ACT_OPT, O_UBATCH, NULL, true, "N physical maximum batch size (default: 512)" },
+	{ "c", ACT_OPT, O_CTX, NULL, true, NULL },
+	{ "ctx-size", ACT_OPT, O_CTX, NULL, true,
+	  "N size of the prompt context (default: 4096, 0 = loaded from model)" },
+	{ "ctk", ACT_ENGINE, 0, "kv-cache-dtype", true, NULL },
+	{ "cache-type-k", ACT_ENGINE, 0, "kv-cache-dtype", true, "TYPE KV cache data type for K (default: f16)" },
+	{ "s", ACT_ENGINE, 0, "seed", true, NULL },
+	{ "seed", ACT_ENGINE, 0, "seed", true, "SEED RNG seed (default: -1, use random seed for -1)" },
+	{ "ngl", ACT_OPT, O_GPU_LAYERS, NULL, true, NULL },
+	{ "gpu-layers", ACT_OPT, O_GPU_LAYERS, NULL, true, NULL },
+	{ "n-gpu-layers", ACT_OPT, O_GPU_LAYERS, NULL, true, "N number of layers to store in VRAM" },
+	{ "t", ACT_OPT, O_THREADS, NULL, true, NULL },
+	{ "threads", ACT_OPT, O_THREADS, NULL, true, "N number of threads to use during generation (default: -1)" },
+	{ "tb", ACT_OPT, O_THREADS_BATCH, NULL, true, NULL },
+	{ "threads-batch", ACT_OPT, O_THREADS_BATCH, NULL, true,
+	  "N number of threads to use during batch and prompt processing (default: same as --threads)" },
+	{ "ctv", ACT_IGNORE, 0, NULL, true, NULL },
+	{ "cache-type-v", ACT_IGNORE, 0, NULL, true, "TYPE KV cache data type for V (default: f16)" },
+	{ "fa", ACT_OPT, O_FLASH_ATTN, NULL, false, NULL },
+	{ "flash-attn", ACT_OPT, O_FLASH_ATTN, NULL, false, "enable Flash Attention (default: disabled)" },
+	{ "cb", ACT_IGNORE, 0, NULL, false, NULL },
+	{ "cont-batching", ACT_IGNORE, 0, NULL, false,
+	  "enable continuous batching (a.k.a dynamic batching) (default: enabled)" },
+	{ "nocb", ACT_OPT, O_NO_CONT_BATCHING, NULL, false, NULL },
+	{ "no-cont-batching", ACT_OPT, O_NO_CONT_BATCHING, NULL, false, "disable continuous batching" },
+	{ "no-mmap", ACT_IGNORE, 0, NULL, false,
+	  "do not memory-map model (slower load but may reduce pageouts if not using mlock)" },
+	{ "mlock", ACT_IGNORE, 0, NULL, false,
+	  "force system to keep model in RAM rather than swapping or compressing" },
+	{ "jinja", ACT_IGNORE, 0, NULL, false, "use jinja template for chat (default: disabled)" },
+	{ "no-webui", ACT_IGNORE, 0, NULL, false, "Disable the Web UI (default: enabled)" },
+	{ "slots", ACT_IGNORE, 0, NULL, false, "enable slots monitoring endpoint (default: disabled)" },
+	{ "v", ACT_SERVER, S_VERBOSE, NULL, false, NULL },
+	{ "verbose", ACT_SERVER, S_VERBOSE, NULL, false, "print verbose information" },
 	{ 0 },
 };
 
@@ -437,6 +455,27 @@ static int apply_opt(int id, const char *what, const char *v, struct sim_dialect
 	case O_FAIL_FAST:
 		ec->kv_fail_fast = true;
 		break;
+	case O_GPU_LAYERS:
+		r = parse_u32(what, v, 0, 1u << 20, &pd->gpu_layers, err);
+		opt->llamacpp.gpu_layers = (int32_t)pd->gpu_layers;
+		break;
+	case O_THREADS:
+	case O_THREADS_BATCH: {
+		int64_t t;
+
+		/* -1: the physical cores; llama.cpp takes any other value as it is */
+		r = parse_i64(what, v, -1, 1 << 20, &t, err);
+		if (r >= 0 && t == 0)
+			r = error_set(err, -EINVAL, "%s: 0 threads", what);
+		*(id == O_THREADS ? &opt->llamacpp.threads : &opt->llamacpp.threads_batch) = (int32_t)t;
+		break;
+	}
+	case O_FLASH_ATTN:
+		opt->llamacpp.flash_attn = true;
+		break;
+	case O_NO_CONT_BATCHING:
+		opt->llamacpp.no_cont_batching = true;
+		break;
 	case O_NO_PREFIX_CACHE:
 		ec->enable_prefix_caching = false;
 		break;
@@ -453,6 +492,46 @@ static int apply_opt(int id, const char *what, const char *v, struct sim_dialect
 
 /* ---- help ---- */
 
+/* Whether two rows of a table are one flag's names (-t and --threads). */
+static bool same_flag(const struct flag *a, const struct flag *b)
+{
+	return a->action == b->action && a->id == b->id && a->value == b->value &&
+	       (a->target == b->target || (a->target && b->target && strcmp(a->target, b->target) == 0));
+}
+
+/* llama.cpp's --help: "-t,    --threads N    number of threads ... (default: -1)",
+ * each flag with its aliases and its default as the engine words it. */
+static void llamacpp_help(const struct flag *t)
+{
+	printf("----- common params -----\n\n");
+	for (size_t i = 0; t[i].name; i++) {
+		char names[96] = "";
+		size_t len = 0, first = i;
+		const char *text = t[i].help, *sp;
+
+		if (!text)
+			continue;
+		while (first > 0 && !t[first - 1].help && same_flag(&t[first - 1], &t[i]))
+			first--;
+		for (size_t k = first; k <= i; k++) {
+			bool short_form = strlen(t[k].name) <= 4 && k < i;
+			char one[64];
+
+			/* "-t,    --threads N": a short form padded to seven columns */
+			snprintf(one, sizeof(one), "%s%s%s", short_form ? "-" : "--", t[k].name, k < i ? "," : "");
+			len += (size_t)snprintf(names + len, sizeof(names) - len,
+						short_form && k == first ? "%-7s" : "%s ", one);
+		}
+		if (len > 0 && names[len - 1] == ' ')
+			names[--len] = 0;
+		/* a flag with a value: the help's first word is its placeholder */
+		sp = t[i].value ? strchr(text, ' ') : NULL;
+		if (sp)
+			snprintf(names + len, sizeof(names) - len, " %.*s", (int)(sp - text), text);
+		printf("%-39s %s\n", names, sp ? sp + 1 : text);
+	}
+}
+
 /* The engine's flags as its --help lists them (a profile's flags checked
  * with `goodput check-engine` are found), then the sim's own. */
 static void dialect_help(enum sim_dialect d)
@@ -465,6 +544,15 @@ static void dialect_help(enum sim_dialect d)
 	};
 	const struct flag *t = dialect_flags[d];
 
+	if (d == SIM_DIALECT_LLAMACPP) {
+		llamacpp_help(t);
+		printf("\n(goodput-sim in llamacpp's dialect: the flags above are the engine's own; see "
+		       "goodput-sim(1))\n\ngoodput-sim's own flags:\n");
+		for (size_t i = 0; sim_flags[i].name; i++)
+			printf("  %s%s%s\n", strlen(sim_flags[i].name) <= 1 ? "-" : "--", sim_flags[i].name,
+			       sim_flags[i].value ? " VALUE" : "");
+		return;
+	}
 	printf("%s\n\n(goodput-sim in %s's dialect: these flags are the engine's own; see goodput-sim(1))\n\n",
 	       usage[d] ? usage[d] : "", sim_dialect_to_string(d));
 	for (size_t i = 0; t[i].name; i++)

@@ -187,12 +187,20 @@ int sim_dialect_apply_defaults(enum sim_dialect d, struct sim_engine_config *ec,
 		ec->memory_rules = SIM_MEMORY_LLAMACPP;
 		ec->tp = 1;
 		ec->max_num_seqs = slots;
-		ec->max_num_batched_tokens = MIN(pd->batch ? pd->batch : 2048u, pd->ubatch ? pd->ubatch : 512u);
+		/* a step takes up to -b tokens (the server fills its batch to
+		 * n_batch); llama_decode splits them into ubatches of -ub, which
+		 * llama.cpp clamps to -b */
+		opt->llamacpp.batch = pd->batch ? pd->batch : 2048u;
+		opt->llamacpp.ubatch = MIN(pd->ubatch ? pd->ubatch : 512u, opt->llamacpp.batch);
+		ec->max_num_batched_tokens = opt->llamacpp.batch;
+		if (opt->llamacpp.threads_batch < 0)
+			opt->llamacpp.threads_batch = opt->llamacpp.threads;
 		r = resolve_model(ec, err);
 		if (r < 0)
 			return r;
-		/* 0 or absent: the model's training context, split between the slots. */
-		ctx = pd->have_ctx && pd->ctx > 0 ? pd->ctx : ec->model.max_position;
+		/* absent: 4096 tokens in all (common.h's n_ctx); 0: the model's
+		 * training context; split evenly between the slots */
+		ctx = !pd->have_ctx ? 4096u : pd->ctx > 0 ? pd->ctx : ec->model.max_position;
 		ec->kv_tokens_fixed = ctx;
 		ec->max_model_len = MAX(ctx / slots, 1u);
 		opt->slots = slots;

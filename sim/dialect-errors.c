@@ -254,8 +254,8 @@ void sim_dialect_print_version(const struct sim_dialect_options *opt)
 	switch (opt->dialect) {
 	case SIM_DIALECT_LLAMACPP:
 		/* common/arg.cpp: both lines to stderr. */
-		fprintf(stderr, "version: %d (%s)\nbuilt with cc (GCC) %s for x86_64-linux-gnu\n", SIM_LLAMACPP_BUILD,
-			SIM_LLAMACPP_COMMIT, __VERSION__);
+		fprintf(stderr, "version: %d (%s)\nbuilt with cc (GCC) %s for x86_64-linux-gnu\n",
+			sim_llamacpp_build(opt), sim_llamacpp_commit(opt), __VERSION__);
 		break;
 	case SIM_DIALECT_TGI:
 		printf("text-generation-launcher %s\n", SIM_TGI_VERSION);

@@ -45,7 +45,7 @@ void sim_args_help(void);
 /* What the dialect's switches collected, applied once every flag is read. */
 struct sim_dialect_pending {
 	const char *model;
-	uint32_t parallel, batch, ubatch, ctx;
+	uint32_t parallel, batch, ubatch, ctx, gpu_layers;
 	bool have_ctx;
 	uint32_t max_total, max_input, prefill_tokens, max_batch;
 	const char *extra_options;

@@ -45,7 +45,21 @@ int sim_dialect_from_string(const char *s, enum sim_dialect *ret)
 
 void sim_dialect_options_init(struct sim_dialect_options *o)
 {
+	const char *no_git = getenv("GOODPUT_SIM_LLAMACPP_NO_GIT");
+
 	*o = (struct sim_dialect_options){ .dialect = SIM_DIALECT_VLLM, .metrics_enabled = true };
+	o->llamacpp.gpu_layers = o->llamacpp.threads = o->llamacpp.threads_batch = -1;
+	o->llamacpp.unknown_build = no_git && strcmp(no_git, "1") == 0;
+}
+
+int sim_llamacpp_build(const struct sim_dialect_options *opt)
+{
+	return opt->llamacpp.unknown_build ? 0 : SIM_LLAMACPP_BUILD;
+}
+
+const char *sim_llamacpp_commit(const struct sim_dialect_options *opt)
+{
+	return opt->llamacpp.unknown_build ? "unknown" : SIM_LLAMACPP_COMMIT;
 }
 
 FILE *sim_dialect_log_stream(const struct sim_dialect_options *opt)
@@ -273,8 +287,8 @@ static void llamacpp_phase(FILE *f, const struct sim_dialect_options *opt, const
 
 	switch (phase) {
 	case SIM_PHASE_DEVICES:
-		fprintf(f, "build: %d (%s) with cc (GCC) %s for x86_64-linux-gnu\n", SIM_LLAMACPP_BUILD,
-			SIM_LLAMACPP_COMMIT, __VERSION__);
+		fprintf(f, "build: %d (%s) with cc (GCC) %s for x86_64-linux-gnu\n", sim_llamacpp_build(opt),
+			sim_llamacpp_commit(opt), __VERSION__);
 		fprintf(f, "main: HTTP server is listening, hostname: %.*s, port: %s, http threads: 7\n",
 			(int)strcspn(hostport, ":"), hostport,
 			strrchr(hostport, ':') ? strrchr(hostport, ':') + 1 : "");
@@ -285,24 +299,36 @@ static void llamacpp_phase(FILE *f, const struct sim_dialect_options *opt, const
 			"VMM: yes\n",
 			ec->gpus ? ec->gpus : 1, ec->gpu_name);
 		break;
-	case SIM_PHASE_WEIGHTS:
-		fprintf(f, "load_tensors: offloading %u repeating layers to GPU\n", ec->model.layers);
-		fprintf(f, "load_tensors: offloaded %u/%u layers to GPU\n", ec->model.layers + 1, ec->model.layers + 1);
-		fprintf(f, "load_tensors:        CUDA0 model buffer size = %.2f MiB\n",
+	case SIM_PHASE_WEIGHTS: {
+		/* b4748 offloads nothing without --n-gpu-layers (its CUDA default is 0) */
+		uint32_t all = ec->model.layers + 1,
+			 on_gpu = opt->llamacpp.gpu_layers < 0 ? 0 : MIN((uint32_t)opt->llamacpp.gpu_layers, all);
+
+		if (on_gpu > 0)
+			fprintf(f, "load_tensors: offloading %u repeating layers to GPU\n",
+				MIN(on_gpu, ec->model.layers));
+		fprintf(f, "load_tensors: offloaded %u/%u layers to GPU\n", on_gpu, all);
+		fprintf(f, "load_tensors: %12s model buffer size = %.2f MiB\n", on_gpu > 0 ? "CUDA0" : "CPU_Mapped",
 			info ? info->memory.weights / (1024.0 * 1024.0) : 0.0);
 		break;
-	case SIM_PHASE_PROFILE:
+	}
+	case SIM_PHASE_PROFILE: {
+		const char *dev = opt->llamacpp.gpu_layers > 0 ? "CUDA0" : "CPU";
+
 		fprintf(f, "llama_init_from_model: n_seq_max     = %u\n", ec->max_num_seqs);
 		fprintf(f, "llama_init_from_model: n_ctx         = %" PRIu64 "\n", ec->kv_tokens_fixed);
 		fprintf(f, "llama_init_from_model: n_ctx_per_seq = %u\n", ec->max_model_len);
-		fprintf(f, "llama_init_from_model: n_ubatch      = %u\n", ec->max_num_batched_tokens);
+		fprintf(f, "llama_init_from_model: n_batch       = %u\n", opt->llamacpp.batch);
+		fprintf(f, "llama_init_from_model: n_ubatch      = %u\n", opt->llamacpp.ubatch);
+		fprintf(f, "llama_init_from_model: flash_attn    = %d\n", opt->llamacpp.flash_attn ? 1 : 0);
 		if (info) {
-			fprintf(f, "llama_kv_cache_init:      CUDA0 KV buffer size = %.2f MiB\n",
+			fprintf(f, "llama_kv_cache_init: %12s KV buffer size = %.2f MiB\n", dev,
 				info->memory.kv_avail / (1024.0 * 1024.0));
-			fprintf(f, "llama_init_from_model:      CUDA0 compute buffer size = %.2f MiB\n",
+			fprintf(f, "llama_init_from_model: %12s compute buffer size = %.2f MiB\n", dev,
 				info->memory.act_peak / (1024.0 * 1024.0));
 		}
 		break;
+	}
 	case SIM_PHASE_GRAPHS:
 		fprintf(f, "srv          init: initializing slots, n_slots = %u\n", ec->max_num_seqs);
 		fprintf(f, "main: model loaded\n");

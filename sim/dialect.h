@@ -57,7 +57,21 @@ struct sim_dialect_options {
 	uint32_t max_input_tokens; /* TGI: longest prompt accepted */
 	uint32_t slots;            /* llama.cpp --parallel */
 	const char *model_arg;     /* the model as given (a GGUF path, an HF id), for log lines */
+	/* llama.cpp's own: what /props and the start-up log tell */
+	struct {
+		int32_t gpu_layers; /* --n-gpu-layers; -1: not given (b4748 offloads nothing then) */
+		int32_t threads;    /* --threads; -1: the physical cores */
+		int32_t threads_batch;
+		uint32_t batch, ubatch; /* -b (the step's token budget), -ub (as llama.cpp clamps it to -b) */
+		bool flash_attn, no_cont_batching;
+		bool unknown_build; /* as built without git: build 0, commit "unknown" */
+	} llamacpp;
 };
+
+/* The build llama.cpp says it is: "4748 (c392e5094)", or built without
+ * git (GOODPUT_SIM_LLAMACPP_NO_GIT=1, a source tarball) "0 (unknown)". */
+int sim_llamacpp_build(const struct sim_dialect_options *opt);
+const char *sim_llamacpp_commit(const struct sim_dialect_options *opt);
 
 void sim_dialect_options_init(struct sim_dialect_options *o);
 

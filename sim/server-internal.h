@@ -76,6 +76,7 @@ enum sim_route {
 	SIM_ROUTE_METRICS,
 	SIM_ROUTE_PROMETHEUS, /* TensorRT-LLM's Prometheus text (its /metrics is JSON) */
 	SIM_ROUTE_VERSION,
+	SIM_ROUTE_PROPS, /* llama.cpp's */
 	SIM_ROUTE_COMPLETIONS,
 	SIM_ROUTE_CHAT,
 };
@@ -213,6 +214,9 @@ struct sim_server {
  * /v1/models into new strings. */
 char *sim_server_render_metrics(struct sim_server *s);
 char *sim_server_render_models(struct sim_server *s);
+/* llama.cpp's GET /props: its slots, each slot's context, the model file
+ * and the build (the default generation settings as b4748 has them). */
+char *sim_server_render_props(struct sim_server *s);
 /* The dialect's metrics for /metrics (prometheus_route: TensorRT-LLM's
  * /prometheus/metrics): the body, its content type, and *ret_status 200;
  * or a status (404, 501: not enabled) with the engine's message as body. */

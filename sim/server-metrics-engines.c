@@ -168,8 +168,8 @@ static char *llamacpp_page(struct sim_server *s, const struct sim_engine_stats *
 	gauge(f, "llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", "",
 	      ctx > 0 ? (double)st->used_blocks * SIM_BLOCK_SIZE / ctx : 0.0);
 	gauge(f, "llamacpp:kv_cache_tokens", "KV-cache tokens.", "", (double)st->used_blocks * SIM_BLOCK_SIZE);
-	gauge(f, "llamacpp:requests_processing", "Number of request processing.", "", st->running);
-	gauge(f, "llamacpp:requests_deferred", "Number of request deferred.", "", st->waiting);
+	gauge(f, "llamacpp:requests_processing", "Number of requests processing.", "", st->running);
+	gauge(f, "llamacpp:requests_deferred", "Number of requests deferred.", "", st->waiting);
 	return done(f, &buf);
 }
 

@@ -421,6 +421,29 @@ char *sim_server_render_dialect_metrics(struct sim_server *s, bool prometheus_ro
 	return sim_server_render_engine_metrics(s, prometheus_route, ret_status, ret_type);
 }
 
+char *sim_server_render_props(struct sim_server *s)
+{
+	const struct sim_dialect_options *d = &s->cfg.dialect;
+	_cleanup_(freep) char *path = sim_api_json_escape(d->model_arg ? d->model_arg : s->served_name);
+	char *out = NULL;
+
+	if (!path ||
+	    asprintf(
+		    &out,
+		    "{\"default_generation_settings\":{\"id\":0,\"id_task\":-1,\"n_ctx\":%" PRIu32
+		    ",\"speculative\":false,\"is_processing\":false,\"non_causal\":false,\"params\":{\"n_predict\":-1,"
+		    "\"seed\":4294967295,\"temperature\":0.800000011920929,\"top_k\":40,\"top_p\":0.949999988079071,"
+		    "\"min_p\":0.05000000074505806,\"max_tokens\":-1,\"n_keep\":0,\"n_discard\":0,\"ignore_eos\":false,"
+		    "\"stream\":true,\"n_probs\":0,\"speculative.n_max\":16,\"speculative.n_min\":0,"
+		    "\"speculative.p_min\":0.75},\"prompt\":\"\",\"next_token\":{\"has_next_token\":true,"
+		    "\"has_new_line\":false,\"n_remain\":-1,\"n_decoded\":0,\"stopping_word\":\"\"}},"
+		    "\"total_slots\":%" PRIu32 ",\"model_path\":\"%s\",\"chat_template\":\"\",\"bos_token\":\"<s>\","
+		    "\"eos_token\":\"</s>\",\"build_info\":\"b%d-%s\"}",
+		    s->max_model_len, d->slots ? d->slots : 1, path, sim_llamacpp_build(d), sim_llamacpp_commit(d)) < 0)
+		return NULL;
+	return out;
+}
+
 char *sim_server_render_models(struct sim_server *s)
 {
 	char *out = NULL;

@@ -204,10 +204,27 @@ static enum MHD_Result handle_completion(struct sim_req *r)
 	}
 
 	r->n_prompt = (uint32_t)r->api.n_prompt;
+	if (s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP && r->n_prompt >= s->max_model_len &&
+	    s->max_model_len >= 8) {
+		/* b4748 with context shift on (its default) truncates a prompt that
+		 * does not fit its slot, keeping the end in blocks of half the
+		 * slot (n_keep 0), and shifts the context while it generates:
+		 * no refusal */
+		uint32_t block = s->max_model_len / 2, erased = (r->n_prompt - block) / block;
+
+		r->n_prompt -= erased * block;
+	}
 	if (r->api.has_max_tokens)
 		r->max_tokens = r->api.max_tokens;
 	else if (r->n_prompt < s->max_model_len)
 		r->max_tokens = s->max_model_len - r->n_prompt; /* vLLM's default */
+	if (s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP &&
+	    (uint64_t)r->n_prompt + r->max_tokens > s->max_model_len && r->max_tokens < s->max_model_len) {
+		/* the context shift while it generates discards about as much of
+		 * the prompt as the reply overflows the slot: modelled as a
+		 * shorter prompt */
+		r->n_prompt = (uint32_t)(s->max_model_len - r->max_tokens);
+	}
 	if (r->n_prompt >= s->max_model_len || (uint64_t)r->n_prompt + r->max_tokens > s->max_model_len) {
 		char msg[512];
 		unsigned status =
@@ -285,6 +302,7 @@ static enum sim_route route_of(const char *url, const char *method, bool *ret_me
 		{ "/metrics", "GET", SIM_ROUTE_METRICS },
 		{ "/prometheus/metrics", "GET", SIM_ROUTE_PROMETHEUS },
 		{ "/version", "GET", SIM_ROUTE_VERSION },
+		{ "/props", "GET", SIM_ROUTE_PROPS },
 		{ "/v1/completions", "POST", SIM_ROUTE_COMPLETIONS },
 		{ "/v1/chat/completions", "POST", SIM_ROUTE_CHAT },
 	};
@@ -345,6 +363,10 @@ static enum MHD_Result handle_final(struct sim_req *r, const char *url, const ch
 	case SIM_ROUTE_VERSION:
 		return queue_buffer(r, MHD_HTTP_OK, "application/json",
 				    strdup("{\"version\":\"" GOODPUT_VERSION "\",\"server\":\"goodput-sim\"}"));
+	case SIM_ROUTE_PROPS:
+		if (s->cfg.dialect.dialect != SIM_DIALECT_LLAMACPP)
+			return queue_error(r, MHD_HTTP_NOT_FOUND, "NotFoundError", NULL, "Not Found: /props");
+		return queue_buffer(r, MHD_HTTP_OK, "application/json; charset=utf-8", sim_server_render_props(s));
 	case SIM_ROUTE_COMPLETIONS:
 	case SIM_ROUTE_CHAT:
 		return handle_completion(r);

@@ -176,6 +176,7 @@ void engine_profile_free_regexes(struct engine_profile *p)
 	for (size_t i = 0; i < p->n_startup_log; i++)
 		regex_free(&p->startup_log[i].pattern);
 	regex_free(&p->version_pattern);
+	regex_free(&p->version_unknown);
 }
 
 /* A row's string compiled into the regex at the row's offset. */
@@ -488,6 +489,15 @@ static bool last_line(const char *line, void *userdata)
 		v->found = true;
 	}
 	return true;
+}
+
+bool engine_profile_version_unknown(const struct engine_profile *p, const char *version)
+{
+	regmatch_t m[1];
+
+	if (!version || !version[0])
+		return true;
+	return p && p->version_unknown.text && matches(&p->version_unknown, version, m, 1);
 }
 
 int engine_profile_parse_version(const struct engine_profile *p, const char *output, char *buf, size_t size)

@@ -191,20 +191,28 @@ static int check_knobs(const struct engine_profile *p, const cJSON *knobs, struc
 	return 0;
 }
 
-/* The profile's argv with its placeholders filled in. */
+/* The profile's argv with its placeholders filled in, then its gpu_args
+ * when the study has GPUs. */
 static int render_base(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
 		       char ***argv, size_t *n, struct error *err)
 {
+	size_t n_gpu_args = 0;
 	char *s = NULL;
 	int r;
 
-	for (size_t i = 0; i < p->n_argv; i++) {
+	while (!params->cpu && p->gpu_args && p->gpu_args[n_gpu_args])
+		n_gpu_args++;
+	for (size_t i = 0; i < p->n_argv + n_gpu_args; i++) {
+		const char *tmpl = i < p->n_argv ? p->argv[i] : p->gpu_args[i - p->n_argv];
 		char where[32];
 
-		snprintf(where, sizeof(where), "argv[%zu]", i);
-		r = substitute(p->argv[i], params, knobs, where, &s, err);
+		if (i < p->n_argv)
+			snprintf(where, sizeof(where), "argv[%zu]", i);
+		else
+			snprintf(where, sizeof(where), "gpu_args[%zu]", i - p->n_argv);
+		r = substitute(tmpl, params, knobs, where, &s, err);
 		/* A value ("{model}") must not turn an argument into a flag. */
-		if (r >= 0 && s[0] == '-' && p->argv[i][0] != '-') {
+		if (r >= 0 && s[0] == '-' && tmpl[0] != '-') {
 			r = error_set(err, -EINVAL, "%s: \"%.64s\" would be taken for a flag", where, s);
 			free(s);
 		}
@@ -245,6 +253,25 @@ static int render_knobs(const struct engine_profile *p, const cJSON *knobs, char
 						 p->name, buf);
 			if (cJSON_IsNull(mapped))
 				continue;
+			if (cJSON_IsArray(mapped)) { /* its own arguments */
+				const cJSON *a;
+
+				cJSON_ArrayForEach(a, mapped)
+				{
+					r = push(argv, n, strdup(a->valuestring));
+					if (r < 0)
+						return r;
+				}
+				continue;
+			}
+			if (cJSON_IsTrue(mapped)) { /* a switch: the flags alone */
+				for (size_t f = 0; f < k->n_flags; f++) {
+					r = push(argv, n, strdup(k->flags[f]));
+					if (r < 0)
+						return r;
+				}
+				continue;
+			}
 			snprintf(buf, sizeof(buf), "%s", mapped->valuestring);
 		}
 		for (size_t f = 0; f < k->n_flags; f++) {
@@ -335,7 +362,7 @@ static int render_env(const struct engine_profile *p, const struct engine_render
 		if (r < 0)
 			return r;
 	}
-	if (p->gpu_env && !params->port_text) {
+	if (p->gpu_env && !params->port_text && !params->cpu) {
 		r = render_gpu_env(p, params, knobs, env, n, err);
 		if (r < 0)
 			return r;
@@ -344,6 +371,46 @@ static int render_env(const struct engine_profile *p, const struct engine_render
 		*env = calloc(1, sizeof(char *));
 		if (!*env)
 			return -ENOMEM;
+	}
+	return 0;
+}
+
+int engine_profile_defaults_text(const struct engine_profile *p, const cJSON *defaults, const cJSON *knobs, char *buf,
+				 size_t size)
+{
+	const cJSON *item;
+	size_t len = 0;
+	int r;
+
+	if (size == 0)
+		return -EINVAL;
+	buf[0] = 0;
+	cJSON_ArrayForEach(item, defaults)
+	{
+		_cleanup_(cJSON_Deletep) cJSON *one = cJSON_CreateObject();
+		char **argv = NULL, val[64];
+		size_t n = 0, before = len;
+
+		if (cJSON_GetObjectItemCaseSensitive(knobs, item->string))
+			continue;
+		if (!one || !cJSON_AddItemToObject(one, item->string, cJSON_Duplicate(item, false)))
+			return -ENOMEM;
+		r = render_knobs(p, one, &argv, &n, NULL);
+		for (size_t i = 0; r >= 0 && i < n; i++)
+			len += (size_t)snprintf(buf + len, size - MIN(len, size), "%s%s", len ? " " : "", argv[i]);
+		if (r >= 0 && n == 0 && value_text(item, val, sizeof(val)) >= 0)
+			/* the default passes no flag (flash_attn off) */
+			len += (size_t)snprintf(buf + len, size - MIN(len, size), "%s(%s %s: no flag)", len ? " " : "",
+						item->string, val);
+		for (size_t i = 0; i < n; i++)
+			free(argv[i]);
+		free(argv);
+		if (r < 0)
+			return r;
+		if (len >= size) {
+			buf[MIN(before, size - 1)] = 0;
+			return -ENOBUFS;
+		}
 	}
 	return 0;
 }
@@ -409,6 +476,7 @@ int engine_profile_render_trial(const struct engine_profile *p, const struct stu
 		.port = port,
 		.gpu_type = s->gpu.type,
 		.gpu_count = s->gpu.per_node,
+		.cpu = s->gpu.cpu,
 		.devices = devices,
 		.n_devices = n_devices,
 		.binary = s->engine_binary,
@@ -432,6 +500,7 @@ int engine_profile_render_job(const struct engine_profile *p, const struct study
 		.host = host ? host : s->deploy.host,
 		.gpu_type = s->gpu.type,
 		.gpu_count = s->gpu.per_node,
+		.cpu = s->gpu.cpu,
 		.port_text = ENGINE_PORT_PLACEHOLDER,
 	};
 	int r;

@@ -108,7 +108,28 @@ static int parse_knob_flags(const cJSON *v, const char *path, const struct json_
 	return 0;
 }
 
-/* knobs.K.values: value → flag value (string) or null; quantization values are quantization names. */
+/* A value that is its own arguments: ["--no-cont-batching"], the first a flag. */
+static int check_value_args(const cJSON *a, const char *path, struct error *err)
+{
+	const cJSON *e;
+	size_t i = 0;
+
+	if (cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > ENGINE_MAX_KNOB_FLAGS)
+		return error_set(err, -EINVAL, "%s: expected 1 to %d arguments", path, ENGINE_MAX_KNOB_FLAGS);
+	cJSON_ArrayForEach(e, a)
+	{
+		if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '{'))
+			return error_set(err, -EINVAL, "%s[%zu]: expected an argument (a string, no placeholder)", path,
+					 i);
+		if (i == 0 && check_flag(e->valuestring, path, err) < 0)
+			return -EINVAL;
+		i++;
+	}
+	return 0;
+}
+
+/* knobs.K.values: value → flag value (string), true, arguments or null;
+ * quantization values are quantization names. */
 static int parse_knob_values(const cJSON *v, const char *path, const struct json_field *f, void *base,
 			     struct error *err)
 {
@@ -123,8 +144,19 @@ static int parse_knob_values(const cJSON *v, const char *path, const struct json
 	cJSON_ArrayForEach(e, v)
 	{
 		json_path_join(p, sizeof(p), path, e->string);
-		if (!cJSON_IsNull(e) && !(cJSON_IsString(e) && e->valuestring[0]))
-			return error_set(err, -EINVAL, "%s: expected a flag value (string) or null", p);
+		if (cJSON_IsArray(e)) {
+			r = check_value_args(e, p, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!cJSON_IsNull(e) && !cJSON_IsTrue(e) && !(cJSON_IsString(e) && e->valuestring[0]))
+			return error_set(err, -EINVAL,
+					 "%s: expected a flag value (string), true (the flag alone), the arguments "
+					 "themselves ([\"--no-x\"]) or null",
+					 p);
+		if (cJSON_IsTrue(e) && k->n_flags == 0)
+			return error_set(err, -EINVAL, "%s: true passes the knob's flag alone, but it has none", p);
 		if (strcmp(k->name, OPT_KNOB_QUANTIZATION) == 0 && study_quant_from_string(e->string) < 0)
 			return error_set(err, -EINVAL, "%s: unknown quantization (none, fp8, int8, awq)", p);
 	}
@@ -149,9 +181,13 @@ static const struct json_field knob_fields[] = {
 		    "4, \"items\": {\"type\": \"string\"}}]}",
 	  .doc = "the flag, or flags, each knob value is passed with (\"--max-num-seqs\")" },
 	{ "values", JSON_OBJECT, KNOB(values), .callback = parse_knob_values,
-	  .schema = "{\"additionalProperties\": {\"type\": [\"string\", \"null\"], \"minLength\": 1}}",
+	  .schema = "{\"additionalProperties\": {\"anyOf\": [{\"type\": \"string\", \"minLength\": 1}, "
+		    "{\"const\": true}, {\"type\": \"null\"}, {\"type\": \"array\", \"minItems\": 1, \"maxItems\": 4, "
+		    "\"items\": {\"type\": \"string\"}}]}}",
 	  .def = "values as they are",
-	  .doc = "knob value → flag value, or null for no flag (\"fp8\": \"fp8\", \"none\": null)" },
+	  .doc = "knob value → flag value, true for the flag alone (a switch: \"on\": true), the arguments "
+		 "themselves (\"off\": [\"--no-cont-batching\"]), or null for no flag (\"fp8\": \"fp8\", \"none\": "
+		 "null)" },
 	{ "checkpoint_required", JSON_ENUM_SET, KNOB(checkpoint_required), .callback = parse_checkpoint_required,
 	  .choices = study_quant_names, .doc = "quantizations that need the study to name a checkpoint" },
 	{ 0 },
@@ -182,7 +218,8 @@ static int parse_knob(const cJSON *v, const char *path, const struct json_field 
 	r = json_dispatch(v, path, f->fields, 0, k, err);
 	if (r < 0)
 		return r;
-	cJSON_ArrayForEach(e, k->values) all_null = all_null && cJSON_IsNull(e);
+	/* a value that is its own arguments needs no flag either */
+	cJSON_ArrayForEach(e, k->values) all_null = all_null && (cJSON_IsNull(e) || cJSON_IsArray(e));
 	/* Checked once "derived" is read (parse_profile): a knob may also reach
 	 * the command line only through a derived flag. */
 	k->needs_flag = k->n_flags == 0 && (!k->values || !all_null);
@@ -276,6 +313,21 @@ static int parse_argv(const cJSON *v, const char *path, const struct json_field 
 			return r;
 	}
 	return 0;
+}
+
+static int parse_gpu_args(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct engine_profile *p = base;
+	int r;
+
+	r = json_dispatch_store(v, path, f, base, err);
+	for (size_t i = 0; r >= 0 && p->gpu_args[i]; i++) {
+		char where[64];
+
+		snprintf(where, sizeof(where), "%s[%zu]", path, i);
+		r = check_placeholders(p, p->gpu_args[i], where, err);
+	}
+	return r;
 }
 
 static int parse_env(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
@@ -378,6 +430,9 @@ static const struct json_field profile_fields[] = {
 	  .doc = "flags whose value is a product of knob values and constants" },
 	{ "argv", JSON_STRV, OFF(argv), .callback = parse_argv, .flags = JSON_MANDATORY, .min = 1,
 	  .max = ENGINE_MAX_ARGS, .doc = "the program and its fixed arguments, with placeholders" },
+	{ "gpu_args", JSON_STRV, OFF(gpu_args), .callback = parse_gpu_args, .max = ENGINE_MAX_ARGS,
+	  .doc = "fixed arguments after argv's, passed only when the study has GPUs (gpu.type is not \"cpu\"): "
+		 "[\"--n-gpu-layers\", \"999\"]" },
 	{ "env", JSON_OBJECT, OFF(env), .callback = parse_env,
 	  .doc = "environment of the server: NAME → value with placeholders" },
 	{ "gpu_env", JSON_STRING, OFF(gpu_env), .max = 64,
@@ -398,6 +453,10 @@ static const struct json_field profile_fields[] = {
 	{ "version_pattern", JSON_STRING, OFF(version_pattern), .callback = engine_profile_parse_version_pattern,
 	  .max = 256, .def = "the last non-empty line",
 	  .doc = "POSIX extended regular expression: its first group (or match) on the output is the version" },
+	{ "version_unknown", JSON_STRING, OFF(version_unknown), .callback = engine_profile_parse_version_pattern,
+	  .max = 256,
+	  .doc = "POSIX extended regular expression matching a version that names no release (a build without git, "
+		 "llama.cpp's \"0 (unknown)\"): the engine binary's size and build time are recorded with it" },
 	{ "metrics", JSON_OBJECT, .fields = metrics_fields, .doc = "the engine's own metrics" },
 	{ "defaults", JSON_OBJECT, .fields = engine_profile_defaults_fields,
 	  .doc = "what the engine does when a knob is not given (the study's baseline) and how far knobs may go" },
@@ -557,6 +616,7 @@ struct engine_profile *engine_profile_free(struct engine_profile *p)
 	if (!p)
 		return NULL;
 	free(p->argv);
+	free(p->gpu_args);
 	free(p->extra_knobs);
 	free(p->oom_patterns);
 	free(p->version_command);
@@ -579,9 +639,21 @@ static bool strv_has(const char **v, size_t n, const char *s)
 	return false;
 }
 
+/* How many flags engine_profile_flags may find, at most. */
+static size_t flags_max(const struct engine_profile *p)
+{
+	size_t max = p->n_argv + p->n_knobs * ENGINE_MAX_KNOB_FLAGS + p->n_derived + 1;
+
+	for (size_t i = 0; p->gpu_args && p->gpu_args[i]; i++)
+		max++;
+	for (size_t i = 0; i < p->n_knobs; i++)
+		max += (size_t)cJSON_GetArraySize(p->knobs[i].values);
+	return max;
+}
+
 int engine_profile_flags(const struct engine_profile *p, const char ***ret)
 {
-	size_t max = p->n_argv + p->n_knobs * ENGINE_MAX_KNOB_FLAGS + p->n_derived + 1, n = 0;
+	size_t max = flags_max(p), n = 0;
 	const char **v = calloc(max, sizeof(char *));
 	const char *base = strrchr(p->argv[0], '/');
 	size_t first = 1;
@@ -599,10 +671,22 @@ int engine_profile_flags(const struct engine_profile *p, const char ***ret)
 		if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9') && !strchr(a, '{') && !strv_has(v, n, a))
 			v[n++] = a;
 	}
-	for (size_t i = 0; i < p->n_knobs; i++)
+	for (size_t i = 0; p->gpu_args && p->gpu_args[i]; i++) {
+		const char *a = p->gpu_args[i];
+
+		if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9') && !strchr(a, '{') && !strv_has(v, n, a))
+			v[n++] = a;
+	}
+	for (size_t i = 0; i < p->n_knobs; i++) {
+		const cJSON *e;
+
 		for (size_t f = 0; f < p->knobs[i].n_flags; f++)
 			if (!strv_has(v, n, p->knobs[i].flags[f]))
 				v[n++] = p->knobs[i].flags[f];
+		cJSON_ArrayForEach(e,
+				   p->knobs[i].values) if (cJSON_IsArray(e) && !strv_has(v, n, e->child->valuestring))
+			v[n++] = e->child->valuestring;
+	}
 	for (size_t i = 0; i < p->n_derived; i++)
 		if (!strv_has(v, n, p->derived[i].flag))
 			v[n++] = p->derived[i].flag;

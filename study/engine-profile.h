@@ -7,9 +7,10 @@
  *           {served_model}, {host}, {port}, {gpu_type}, {gpu_count} and
  *           {KNOB} for any knob the profile maps (substituted inside strings);
  *   "knobs": { KNOB: { "flag": "--x" | ["--x", "--y"], "values": {VALUE:
- *              "flag value" | null}, "checkpoint_required": [quantization, ...] } }:
+ *              "flag value" | true | null}, "checkpoint_required": [quantization, ...] } }:
  *           each knob value appends `flag value` (two argv entries) for each
- *           of its flags; a value mapped to null omits the flags. A knob whose
+ *           of its flags; a value mapped to true passes the flags alone (a switch:
+ *           "--flash-attn"); a value mapped to null omits the flags. A knob whose
  *           values all map to null needs no flag (a quantization that only
  *           selects a checkpoint), nor does a knob a derived flag names. Knobs other than the four canonical ones
  *           become extra knobs a study may search;
@@ -18,6 +19,8 @@
  *           (names) and constants (numbers) — llama.cpp's total context is the
  *           per-slot context times --parallel. Omitted when a named knob has
  *           no value in the configuration;
+ *   "gpu_args": fixed arguments after argv's, only when the study has GPUs
+ *           (gpu.type is not "cpu"): llama.cpp's ["--n-gpu-layers", "999"];
  *   "env": { NAME: "value with placeholders" }, "gpu_env": "CUDA_VISIBLE_DEVICES"
  *           (set to the trial's GPUs, by default 0..tensor_parallel−1);
  *   "port": { "mode": "free" (the deployer picks a free port) | "announce"
@@ -37,6 +40,9 @@
  *           max_model_len;
  *   "startup_log": [ { "phase": "weights", "pattern": "ERE" } ]: the lines that
  *           mark start-up phases, their first group the phase's seconds;
+ *   "version_unknown": ERE matching a version that names no release (a
+ *           build without git: llama.cpp's "0 (unknown)"): the binary's
+ *           size and build time are added to it;
  *   "version_command": argv; "version_pattern": ERE whose first group (or
  *           whole match) on the first matching line of the output is the
  *           version (default: the last non-empty line);
@@ -142,6 +148,7 @@ struct engine_profile {
 	const char **sources; /* NULL-terminated (array owned) or NULL */
 	const char **argv;    /* template, NULL-terminated (array owned) */
 	size_t n_argv;
+	const char **gpu_args; /* after argv, only with GPUs (NULL-terminated, array owned) or NULL */
 	struct engine_knob knobs[ENGINE_MAX_KNOBS];
 	size_t n_knobs;
 	struct engine_derived derived[ENGINE_MAX_DERIVED];
@@ -162,6 +169,7 @@ struct engine_profile {
 	size_t n_startup_log;
 	const char **version_command; /* NULL-terminated (array owned) or NULL */
 	struct engine_regex version_pattern;
+	struct engine_regex version_unknown;
 	const char *metrics_path;         /* or NULL */
 	struct probe_metrics_map metrics; /* names of the probe's series (empty: the default map) */
 	const char **help_command;        /* NULL-terminated (array owned) or NULL */
@@ -186,6 +194,12 @@ struct engine_profile {
  * caller owns *ret. */
 int engine_profile_default_knobs(const struct engine_profile *p, const char *gpu_type, double gpu_memory_gib,
 				 cJSON **ret);
+/* The engine's defaults (engine_profile_default_knobs) of the knobs that
+ * `knobs` does not set, as the flags they would be passed with: "--ubatch-size
+ * 512 --cont-batching (flash_attn off: no flag)"; "" when there are none.
+ * -ENOBUFS when it does not fit (buf holds what did). */
+int engine_profile_defaults_text(const struct engine_profile *p, const cJSON *defaults, const cJSON *knobs, char *buf,
+				 size_t size);
 /* How far a knob may go ("defaults.limits"); -ENOENT when the profile does
  * not say. */
 int engine_profile_knob_limits(const struct engine_profile *p, const char *knob, double *ret_min, double *ret_max);
@@ -203,6 +217,9 @@ void engine_profile_classify_failure(const struct engine_profile *p, const char 
  * without a pattern the last non-empty line. Returns 1 with the version in
  * buf, 0 when the output holds none. */
 int engine_profile_parse_version(const struct engine_profile *p, const char *output, char *buf, size_t size);
+/* Whether a parsed version names no release (version_unknown matches it, or
+ * it is empty): the caller identifies the binary instead. */
+bool engine_profile_version_unknown(const struct engine_profile *p, const char *version);
 
 /* What a health answer means: ready, still loading, or unhealthy. */
 enum engine_health_state engine_profile_health_state(const struct engine_profile *p, long http_status);
@@ -249,6 +266,8 @@ struct engine_render_params {
 	uint16_t port; /* 0 with ENGINE_PORT_ANNOUNCE */
 	const char *gpu_type;
 	unsigned gpu_count;
+	/* the study has no GPUs (gpu.type "cpu"): no gpu_args, no gpu_env */
+	bool cpu;
 	/* the GPUs the server may use (host indices, as many as tensor_parallel):
 	 * what gpu_env says; NULL: 0..tensor_parallel−1 */
 	const unsigned *devices;

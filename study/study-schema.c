@@ -180,8 +180,7 @@ static int parse_window(const cJSON *v, const char *path, const struct json_fiel
 static int check_price(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
 	if (!(v->valuedouble > 0))
-		return error_set(err, -EINVAL, "%s: expected a price above 0 $ per GPU-hour, got %g", path,
-				 v->valuedouble);
+		return error_set(err, -EINVAL, "%s: expected a price above 0 $, got %g", path, v->valuedouble);
 	return json_dispatch_store(v, path, f, base, err);
 }
 
@@ -279,7 +278,8 @@ static const struct json_field model_fields[] = {
 
 static const struct json_field gpu_fields[] = {
 	{ "type", JSON_STRING, OFF(gpu.type), .flags = JSON_MANDATORY, .max = 64,
-	  .doc = "GPU model, e.g. H100, A100-80GB, L40S" },
+	  .doc = "GPU model, e.g. H100, A100-80GB, L40S; \"cpu\" for a host without GPUs (llama.cpp on CPU): one "
+		 "server at a time on gpu.cores cores, priced per core-hour" },
 	{ "count", JSON_U32, OFF(gpu.count), .min = 1, .max = STUDY_GPUS_MAX, .def = "1",
 	  .doc = "GPUs on the host the study may use (tensor_parallel divides it; with devices, their number); with "
 		 "\"method\": \"slurm\", the cluster's GPUs the study may hold at once" },
@@ -290,9 +290,16 @@ static const struct json_field gpu_fields[] = {
 	  .schema = "{\"items\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 63}, \"uniqueItems\": true}",
 	  .def = "[0, ..., count − 1]",
 	  .doc = "the GPU indices the study may use (CUDA_VISIBLE_DEVICES numbering); trials get disjoint sets" },
-	{ "price_per_gpu_hour", JSON_DOUBLE, OFF(gpu.price_per_gpu_hour), .callback = check_price,
-	  .flags = JSON_MANDATORY, .min = 0, .max = 1000, .schema = "{\"exclusiveMinimum\": 0}",
-	  .doc = "$ per GPU-hour (above 0: the cost ranks configurations by it)" },
+	{ "price_per_gpu_hour", JSON_DOUBLE, OFF(gpu.price_per_gpu_hour), .callback = check_price, .min = 0,
+	  .max = 1000, .schema = "{\"exclusiveMinimum\": 0}",
+	  .doc = "$ per GPU-hour (above 0: the cost ranks configurations by it); required unless gpu.type is "
+		 "\"cpu\"" },
+	{ "cores", JSON_U32, OFF(gpu.cores), .min = 1, .max = 4096, .def = "1",
+	  .doc = "gpu.type \"cpu\": the cores a server may use, which the cost is charged for" },
+	{ "price_per_core_hour", JSON_DOUBLE, OFF(gpu.price_per_core_hour), .callback = check_price, .min = 0,
+	  .max = 1000, .schema = "{\"exclusiveMinimum\": 0}",
+	  .doc = "gpu.type \"cpu\": $ per core-hour (required there): a server costs price_per_core_hour × cores "
+		 "an hour" },
 	{ "memory_gib", JSON_DOUBLE, OFF(gpu.memory_gib), .min = 1, .max = 4096, .def = "the preset of gpu.type",
 	  .doc = "memory of one GPU, GiB: for the memory pre-flight when gpu.type is not a known preset" },
 	{ 0 },
@@ -440,7 +447,13 @@ const struct json_field study_fields[] = {
 	{ "quality_check", JSON_STRV, OFF(quality_check), .flags = JSON_ARGV, .min = 1, .max = 256,
 	  .doc = "argv of a command run against each deployed server (GOODPUT_BASE_URL, GOODPUT_MODEL in its "
 		 "environment); a non-zero exit marks the trial infeasible" },
-	{ "gpu", JSON_OBJECT, .fields = gpu_fields, .flags = JSON_MANDATORY, .doc = "the hardware and its price" },
+	{ "gpu", JSON_OBJECT, .fields = gpu_fields, .flags = JSON_MANDATORY,
+	  .schema =
+		  "{\"if\": {\"properties\": {\"type\": {\"pattern\": \"^[Cc][Pp][Uu]$\"}}}, \"then\": {\"required\": "
+		  "[\"price_per_core_hour\"], \"not\": {\"required\": [\"price_per_gpu_hour\"]}}, \"else\": "
+		  "{\"required\": [\"price_per_gpu_hour\"], \"properties\": {\"cores\": false, "
+		  "\"price_per_core_hour\": false}}}",
+	  .doc = "the hardware and its price" },
 	{ "search_space", JSON_OBJECT, OFF(search_space), .flags = JSON_MANDATORY,
 	  .schema = "{\"propertyNames\": {\"pattern\": \"^[a-z0-9_]+$\"}, \"additionalProperties\": " KNOB_SCHEMA "}",
 	  .doc = "knobs and their grids: {\"max_num_seqs\": {\"min\": 8, \"max\": 256, "

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "json-util.h"
@@ -153,6 +154,45 @@ static int check_gpus(struct study *s, struct error *err)
 		return error_set(err, -EINVAL, "gpu.devices: %u GPUs listed, but gpu.count is %u", s->gpu.n_devices,
 				 s->gpu.count);
 	s->gpu.count = s->gpu.n_devices;
+	return 0;
+}
+
+/* A CPU host (gpu.type "cpu"): one server at a time on gpu.cores cores,
+ * priced per core-hour; the cost reads what one server costs an hour, as
+ * for one GPU. A GPU host: priced per GPU-hour. */
+static int check_host_kind(struct study *s, struct error *err)
+{
+	const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(s->json, "gpu");
+
+	s->gpu.cpu = strcasecmp(s->gpu.type, "cpu") == 0;
+	if (!s->gpu.cpu) {
+		if (cJSON_GetObjectItemCaseSensitive(gpu, "cores") ||
+		    cJSON_GetObjectItemCaseSensitive(gpu, "price_per_core_hour"))
+			return error_set(err, -EINVAL,
+					 "gpu.%s: only for \"type\": \"cpu\" (a GPU host is priced per "
+					 "GPU-hour)",
+					 cJSON_GetObjectItemCaseSensitive(gpu, "cores") ? "cores"
+											: "price_per_core_hour");
+		if (!(s->gpu.price_per_gpu_hour > 0))
+			return error_set(err, -EINVAL, "gpu.price_per_gpu_hour: missing");
+		return 0;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(gpu, "price_per_gpu_hour"))
+		return error_set(err, -EINVAL,
+				 "gpu.price_per_gpu_hour: a CPU host (\"type\": \"cpu\") is priced per core-hour: "
+				 "gpu.price_per_core_hour");
+	if (!(s->gpu.price_per_core_hour > 0))
+		return error_set(err, -EINVAL,
+				 "gpu.price_per_core_hour: missing (\"type\": \"cpu\" is priced per "
+				 "core-hour)");
+	if (s->gpu.count != 1 || s->gpu.n_devices > 1 || s->gpu.per_node > 1)
+		return error_set(err, -EINVAL,
+				 "gpu.count: a CPU host runs one server at a time; give its cores as gpu.cores");
+	if (s->deploy.method == STUDY_DEPLOY_SLURM)
+		return error_set(err, -EINVAL, "gpu.type: \"cpu\" is not for \"method\": \"slurm\"");
+	if (s->gpu.cores == 0)
+		s->gpu.cores = 1;
+	s->gpu.price_per_gpu_hour = s->gpu.price_per_core_hour * s->gpu.cores;
 	return 0;
 }
 
@@ -412,6 +452,8 @@ int study_from_json(const cJSON *j, const struct study_options *opts, struct stu
 		r = check_gpus(&p.s, err);
 	if (r == 0)
 		r = check_per_node(&p.s, err);
+	if (r == 0)
+		r = check_host_kind(&p.s, err);
 	if (r == 0)
 		r = check_deploy(&p.s, err);
 	if (r == 0)

@@ -83,8 +83,15 @@ struct study {
 		uint32_t per_node; /* GPUs of one node: a server's GPUs are on one node (default: count) */
 		unsigned devices[STUDY_GPUS_MAX]; /* their indices on the host (default 0..count−1), distinct */
 		unsigned n_devices;
-		double price_per_gpu_hour; /* $, > 0 */
-		double memory_gib;         /* one GPU's memory; 0: the preset's */
+		/* $, > 0; a CPU host: what one server costs an hour
+		 * (price_per_core_hour × cores), so that every cost reads it alike */
+		double price_per_gpu_hour;
+		double memory_gib; /* one GPU's memory; 0: the preset's */
+		/* gpu.type "cpu": a CPU host, one server at a time on `cores`
+		 * cores priced per core-hour (count, devices and per_node are 1) */
+		bool cpu;
+		uint32_t cores;
+		double price_per_core_hour;
 	} gpu;
 
 	const cJSON *search_space, *constraints; /* into json (constraints may be NULL) */

@@ -10,6 +10,9 @@ into the load points), one does not start and is recorded infeasible with
 its cause (and vLLM's suggested max_model_len). All servers take their GPU
 in one ledger, as the sims of one host do.
 
+Each engine also runs a newcomer's study (a plain two-knob space, the
+baseline of the engine's defaults on by default) to its answer.
+
 llama.cpp also runs an online study end to end, as a user with a real
 llama-server would: engine_binary names the program (not on $PATH: the
 version command uses it too), engine_args add fixed flags (the sim's own
@@ -163,6 +166,41 @@ def online_llamacpp(db):
           (len(ts), ", ".join("%.1f" % t["deploy_seconds"] for t in ts), ", ".join("%.2f" % g for g in gaps)))
 
 
+def newcomer(db):
+    """A newcomer's study, as the README shows it: the shipped profile, a plain space of the two batch knobs, the
+    baseline on by default. The baseline deploys the engine's defaults (the profile's; none named: no flag at all),
+    and the answer lists the defaults of the knobs it does not set as flags."""
+    model = os.path.join(TMP, "models", "llama-3.1-8b-Q8_0.gguf") if DIALECT == "llamacpp" else "llama-3.1-8b"
+    chunk = [4096, 8192] if DIALECT == "tgi" else [512, 2048]
+    s = json.load(open(study("newcomer-" + DIALECT, model, {"max_num_seqs": [2, 4], "max_num_batched_tokens": chunk})))
+    del s["baseline"], s["search"]
+    s["budget"] = {"max_trials": 2}
+    s["workload"]["num_prompts"] = 24
+    spec = os.path.join(TMP, "newcomer.json")
+    with open(spec, "w") as f:
+        json.dump(s, f)
+    cmd = [GOODPUT, "tune", "--engines-dir", os.path.join(SRC, "configs", "engines"), "--log-dir",
+           os.path.join(TMP, "logs"), "--db", db, "--confirm", "0", "--json", spec]
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        fail("newcomer study exited %d: %s" % (p.returncode, p.stderr[-2000:]))
+    out = json.loads(p.stdout)
+    ts = trials(db, "newcomer-" + DIALECT)
+    base = [t for t in ts if t["kind"] == "baseline"]
+    if len(base) != 1 or base[0]["state"] != "done":
+        fail("newcomer: no measured baseline: %r" % [(t["kind"], t["state"], t["failure_message"]) for t in ts])
+    knobs = json.loads(base[0]["knobs"])
+    want = {"vllm": {"max_num_seqs": 1024, "max_num_batched_tokens": 8192},
+            "llamacpp": {"max_num_seqs": 1, "max_num_batched_tokens": 2048},
+            "trtllm": {"max_num_seqs": 2048, "max_num_batched_tokens": 8192}}.get(DIALECT, {})
+    if any(knobs.get(k) != v for k, v in want.items()):
+        fail("newcomer: the baseline deployed %r, not the engine's defaults %r" % (knobs, want))
+    if DIALECT == "llamacpp" and "--ubatch-size 512" not in out["best"].get("engine_defaults", ""):
+        fail("newcomer: the answer does not show llama.cpp's defaults as flags: %r" % out["best"])
+    print("newcomer %s: baseline %s, answer %s, engine defaults %r" % (DIALECT, knobs, out["best"]["knobs"],
+                                                                        out["best"].get("engine_defaults")))
+
+
 def main():
     os.makedirs(BIN)
     # a server on this host must find its checkpoint: llama.cpp's is a file
@@ -196,6 +234,7 @@ def main():
     if not os.path.exists(os.path.join(LEDGER, "gpu0.lock")):
         fail("no server took GPU 0 in the ledger %s: %r" % (LEDGER, os.listdir(LEDGER) if os.path.isdir(LEDGER)
                                                                else None))
+    newcomer(db)
     if DIALECT == "llamacpp":
         online_llamacpp(db)
         logs = "".join(open(f, errors="replace").read() for f in glob.glob(os.path.join(TMP, "logs", "**", "*"),

@@ -389,15 +389,70 @@ def case_startup():
     check("startup_seconds" not in simulate([]), "start-up reported without --startup-model")
 
 
+def case_llamacpp():
+    """llama.cpp b4748 as a user meets it, compared with the real llama-server: --help with each flag's aliases
+    and default (what the profile's defaults and check-engine read); /props with the slots and each slot's context
+    (4096 tokens in all without -c, split between the slots); a prompt longer than its slot truncated, not refused
+    (context shift is on); no layer on the GPU without --n-gpu-layers (CPU buffers in the log); a build without git
+    saying "version: 0 (unknown)" on --version, in its log and in /props."""
+    rc, out, _ = run([program("llama-server"), "--help"])
+    for line in [r"^-np,   --parallel N +number of parallel sequences to decode \(default: 1\)$",
+                 r"^-b,    --batch-size N +logical maximum batch size \(default: 2048\)$",
+                 r"^-ub,   --ubatch-size N +physical maximum batch size \(default: 512\)$",
+                 r"^-tb,   --threads-batch N +number of threads to use during batch",
+                 r"^-fa,   --flash-attn +enable Flash Attention \(default: disabled\)$",
+                 r"^-nocb, --no-cont-batching +disable continuous batching$",
+                 r"^-ngl,  --gpu-layers, --n-gpu-layers N +number of layers to store in VRAM$"]:
+        check(rc == 0 and re.search(line, out, re.M), "llama-server --help lacks %r:\n%s" % (line, out))
+    with start("llamacpp", ["-np", "4", "--threads", "1", "-tb", "2", "-fa", "-nocb"]) as sim:
+        status, _, body = sim.request("GET", "/props")
+        props = json.loads(body)
+        check(status == 200 and props["total_slots"] == 4 and props["default_generation_settings"]["n_ctx"] == 1024
+              and props["build_info"] == "b4748-c392e5094" and props["model_path"].endswith("-Q8_0.gguf"),
+              "/props %d %r" % (status, props))
+        # 1500 prompt tokens in a slot of 1024: truncated to 988 (blocks of 512 dropped), still served
+        r = sim.stream("/v1/completions", completion_body([1000 + i for i in range(1500)], 8, usage=True))
+        chunks = [json.loads(p) for _, p in r["events"]]
+        check(r["status"] == 200 and chunks[-1]["usage"]["prompt_tokens"] == 988
+              and chunks[-1]["usage"]["completion_tokens"] == 8, "long prompt: %r" % chunks[-1:])
+        status, _, body = sim.request("GET", "/metrics")
+        check("# HELP llamacpp:requests_processing Number of requests processing." in body.decode(),
+              "metrics HELP: %r" % body[:2000])
+        sim.stop()
+        log = sim.stderr_text()
+    for want in ["load_tensors: offloaded 0/33 layers to GPU", "load_tensors:   CPU_Mapped model buffer size",
+                 "llama_init_from_model: n_ctx         = 4096", "llama_init_from_model: n_ctx_per_seq = 1024",
+                 "llama_init_from_model: n_batch       = 2048", "llama_init_from_model: n_ubatch      = 512",
+                 "llama_init_from_model: flash_attn    = 1", "llama_kv_cache_init:          CPU KV buffer size"]:
+        check(want in log, "the log lacks %r:\n%s" % (want, log[-3000:]))
+    with start("llamacpp", ["-ngl", "999", "-c", "0", "-b", "256", "-ub", "512"]) as sim:
+        status, _, body = sim.request("GET", "/props")
+        check(json.loads(body)["default_generation_settings"]["n_ctx"] == 131072, "-c 0: %r" % body[:300])
+        sim.stop()
+        log = sim.stderr_text()
+    for want in ["load_tensors: offloaded 33/33 layers to GPU", "llama_init_from_model: n_batch       = 256",
+                 "llama_init_from_model: n_ubatch      = 256"]:
+        check(want in log, "the log lacks %r:\n%s" % (want, log[-3000:]))
+    env = dict(os.environ, GOODPUT_SIM_LLAMACPP_NO_GIT="1")
+    rc, _, err = run([program("llama-server"), "--version"], env=env)
+    check(rc == 0 and err.startswith("version: 0 (unknown)\n"), "--version without git: %r" % err)
+    with start("llamacpp", env=env) as sim:
+        status, _, body = sim.request("GET", "/props")
+        check(json.loads(body)["build_info"] == "b0-unknown", "/props without git: %r" % body[-200:])
+        sim.stop()
+        check("build: 0 (unknown) with cc" in sim.stderr_text(), "the log without git")
+
+
 def case_oom():
     """Each dialect's start-up failures: exit status 1 after the phase that finds them, in the engine's words."""
     cases = [
         ("vllm", ["serve", "llama-3.1-70b", "--gpu", "L40S"], "torch.OutOfMemoryError: CUDA out of memory"),
         ("vllm", ["serve", "llama-3.1-8b", "--gpu", "A100", "--max-model-len", "131072", "--gpu-memory-utilization",
                   "0.3"], "the estimated maximum model length is"),
-        ("llamacpp", ["-m", "llama-3.1-8b-Q8_0.gguf", "--gpu", "L40S", "-c", "1048576", "-np", "8"],
+        ("llamacpp", ["-m", "llama-3.1-8b-Q8_0.gguf", "--gpu", "L40S", "-c", "1048576", "-np", "8", "-ngl", "999"],
          "llama_kv_cache_init: failed to allocate buffer for kv cache"),
-        ("llamacpp", ["-m", "llama-3.1-70b-F16.gguf", "--gpu", "L40S"], "cudaMalloc failed: out of memory"),
+        ("llamacpp", ["-m", "llama-3.1-70b-F16.gguf", "--gpu", "L40S", "-ngl", "999"],
+         "cudaMalloc failed: out of memory"),
         ("sglang", ["-m", "sglang.launch_server", "--model-path", "llama-3.1-8b", "--gpu", "L40S",
                     "--mem-fraction-static", "0.3"], "Not enough memory. Please try to increase --mem-fraction-static"),
         ("tgi", ["--model-id", "llama-3.1-70b", "--gpu", "L40S"], "Error: ShardCannotStart"),
@@ -419,7 +474,7 @@ def case_oom():
 
 CASES = {"versions": case_versions, "health": case_health, "metrics": case_metrics,
          "histograms": case_histograms, "quirks": case_quirks, "ledger": case_ledger, "startup": case_startup,
-         "oom": case_oom}
+         "oom": case_oom, "llamacpp": case_llamacpp}
 
 
 def main():

@@ -154,11 +154,18 @@ static void test_llamacpp(void)
 						  .host = "127.0.0.1",
 						  .port = 8080,
 						  .gpu_count = 1 };
+	struct engine_render_params cpu = one;
+	_cleanup_(engine_profile_freep) struct engine_profile *p = load("llamacpp");
+	_cleanup_(cJSON_Deletep) cJSON *defaults = NULL, *given = cJSON_Parse("{\"max_num_seqs\": 2}");
+	char text[256];
 
-	/* --parallel from the batch knob, both batch sizes from the chunk knob,
-	 * --ctx-size derived from the study's context per slot: 4096 × 16 slots. */
+	/* --parallel from the batch knob, -b from the chunk knob and -ub from
+	 * its own, the threads, the switches, --ctx-size derived from the
+	 * study's context per slot: 4096 × 16 slots; on GPUs every layer
+	 * offloaded. */
 	golden("llamacpp", &one,
-	       "{\"max_num_seqs\": 16, \"max_num_batched_tokens\": 512, \"tensor_parallel\": 1,"
+	       "{\"max_num_seqs\": 16, \"max_num_batched_tokens\": 2048, \"ubatch_size\": 256, \"threads\": 8,"
+	       " \"threads_batch\": 16, \"flash_attn\": \"on\", \"cont_batching\": \"off\", \"tensor_parallel\": 1,"
 	       " \"quantization\": \"none\", \"max_model_len\": 4096}",
 	       (const char *const[]){ "llama-server",
 				      "--model",
@@ -169,34 +176,45 @@ static void test_llamacpp(void)
 				      "127.0.0.1",
 				      "--port",
 				      "8080",
+				      "--metrics",
 				      "--n-gpu-layers",
 				      "999",
-				      "--metrics",
 				      "--parallel",
 				      "16",
 				      "--batch-size",
-				      "512",
+				      "2048",
 				      "--ubatch-size",
-				      "512",
+				      "256",
+				      "--threads",
+				      "8",
+				      "--threads-batch",
+				      "16",
+				      "--flash-attn",
+				      "--no-cont-batching",
 				      "--ctx-size",
 				      "65536",
 				      NULL },
 	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0", NULL });
-	/* Without a context per slot llama.cpp keeps its own (the model's,
-	 * split between the slots): no --ctx-size. */
-	golden("llamacpp", &one, "{\"max_num_seqs\": 64}",
+	golden("llamacpp", &one, "{\"max_num_seqs\": 64, \"flash_attn\": \"off\", \"cont_batching\": \"on\"}",
 	       (const char *const[]){ "llama-server", "--model", "/models/llama-3.1-8b-f16.gguf", "--alias", "llama",
-				      "--host", "127.0.0.1", "--port", "8080", "--n-gpu-layers", "999", "--metrics",
-				      "--parallel", "64", NULL },
+				      "--host", "127.0.0.1", "--port", "8080", "--metrics", "--n-gpu-layers", "999",
+				      "--parallel", "64", "--cont-batching", NULL },
 	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0", NULL });
-	golden("llamacpp", &one, "{\"max_num_batched_tokens\": 2048}",
+	/* A CPU host: no --n-gpu-layers (a CPU build warns about it), no GPUs to name. */
+	cpu.cpu = true;
+	golden("llamacpp", &cpu, "{\"max_num_batched_tokens\": 512}",
 	       (const char *const[]){ "llama-server", "--model", "/models/llama-3.1-8b-f16.gguf", "--alias", "llama",
-				      "--host", "127.0.0.1", "--port", "8080", "--n-gpu-layers", "999", "--metrics",
-				      "--batch-size", "2048", "--ubatch-size", "2048", NULL },
-	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0", NULL });
-	/* No tensor parallelism, no FP8 in GGUF. */
+				      "--host", "127.0.0.1", "--port", "8080", "--metrics", "--batch-size", "512",
+				      NULL },
+	       (const char *const[]){ NULL });
+	/* No tensor parallelism, no FP8 in GGUF, no switch values it does not know. */
 	refused("llamacpp", &params8, "{\"tensor_parallel\": 2}", "does not support \"2\"");
 	refused("llamacpp", &one, "{\"quantization\": \"fp8\"}", "does not support \"fp8\"");
+	refused("llamacpp", &one, "{\"flash_attn\": \"auto\"}", "does not support \"auto\"");
+	/* The engine's defaults of what a configuration leaves unset, as flags. */
+	CHECK_INT_EQ(engine_profile_default_knobs(p, "cpu", 0, &defaults), 0);
+	CHECK_INT_EQ(engine_profile_defaults_text(p, defaults, given, text, sizeof(text)), 0);
+	CHECK_STR_EQ(text, "--batch-size 2048 --ubatch-size 512 (flash_attn off: no flag) --cont-batching");
 }
 
 static void test_trtllm(void)
@@ -291,10 +309,13 @@ static void test_flags_list(void)
 	_cleanup_(freep) const char **flags = NULL;
 
 	CHECK(engine_profile_flags(p, &flags) == 0);
-	/* "999" after --n-gpu-layers is a value, the program is not a flag. */
+	/* "999" after --n-gpu-layers (gpu_args) is a value, the program is not a
+	 * flag; a value that is its own arguments names its flag. */
 	check_strv((char **)flags,
-		   (const char *const[]){ "--model", "--alias", "--host", "--port", "--n-gpu-layers", "--metrics",
-					  "--parallel", "--batch-size", "--ubatch-size", "--ctx-size", NULL });
+		   (const char *const[]){ "--model", "--alias", "--host", "--port", "--metrics", "--n-gpu-layers",
+					  "--parallel", "--batch-size", "--ubatch-size", "--threads", "--threads-batch",
+					  "--flash-attn", "--cont-batching", "--no-cont-batching", "--ctx-size",
+					  NULL });
 
 	/* python3 -m sglang.launch_server: the interpreter's -m is not SGLang's flag. */
 	_cleanup_(engine_profile_freep) struct engine_profile *sg = load("sglang");

@@ -402,16 +402,43 @@ static void test_schema_text(void)
 	CHECK(f);
 	study_schema_print(f);
 	fclose(f);
-	CHECK_STR_CONTAINS(buf, "gpu.price_per_gpu_hour *");
+	CHECK_STR_CONTAINS(buf, "gpu.price_per_gpu_hour  (");
+	CHECK_STR_CONTAINS(buf, "gpu.price_per_core_hour");
 	CHECK_STR_CONTAINS(buf, "budget.max_wall_time");
 	CHECK_STR_CONTAINS(buf, "workload.range_ratio");
 	CHECK_STR_CONTAINS(buf, "online|offline");
 	free(buf);
 }
 
+/* A CPU host: one server at a time on gpu.cores cores, priced per
+ * core-hour; a GPU host keeps its price per GPU-hour. */
+static void test_cpu_host(void)
+{
+	static const char *cpu = "{\"name\": \"c1\", \"engine\": \"llamacpp\", \"model\": {\"name\": \"m.gguf\"},"
+				 " \"gpu\": {\"type\": \"cpu\", \"cores\": 2, \"price_per_core_hour\": 0.03},"
+				 " \"search_space\": {\"max_num_seqs\": [1, 2]},"
+				 " \"workload\": {\"input_len\": 256}, \"sla\": {\"ttft_ms\": 500}}";
+	_cleanup_(study_freep) struct study *s = NULL;
+	struct study *bad = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(parse_with(cpu, NULL, NULL, &s, &err) == 0, "%s", err.msg);
+	CHECK(s->gpu.cpu && s->gpu.cores == 2 && s->gpu.count == 1 && s->gpu.n_devices == 1);
+	CHECK(fabs(s->gpu.price_per_gpu_hour - 0.06) < 1e-12); /* one server an hour: 2 cores × $0.03 */
+	CHECK(parse_with(cpu, "gpu.price_per_gpu_hour", "1", &bad, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "priced per core-hour");
+	CHECK(parse_with(cpu, "gpu.price_per_core_hour", NULL, &bad, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "gpu.price_per_core_hour: missing");
+	CHECK(parse_with(cpu, "gpu.count", "2", &bad, &err) < 0);
+	CHECK_STR_CONTAINS(err.msg, "gpu.cores");
+	refused("gpu.cores", "4", "gpu.cores: only for \"type\": \"cpu\"");
+	refused("gpu.price_per_core_hour", "0.1", "gpu.price_per_core_hour: only for");
+}
+
 int main(void)
 {
 	test_minimal_defaults();
+	test_cpu_host();
 	test_examples();
 	test_errors();
 	test_gpus();

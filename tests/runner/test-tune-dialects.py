@@ -27,6 +27,7 @@ Usage: test-tune-dialects.py DIALECT GOODPUT GOODPUT_SIM SOURCE_ROOT"""
 import glob
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -181,7 +182,9 @@ def newcomer(db):
         json.dump(s, f)
     cmd = [GOODPUT, "tune", "--engines-dir", os.path.join(SRC, "configs", "engines"), "--log-dir",
            os.path.join(TMP, "logs"), "--db", db, "--confirm", "0", "--json", spec]
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    # llama.cpp built from a source tarball says "version: 0 (unknown)": the binary names it instead
+    env = dict(ENV, GOODPUT_SIM_LLAMACPP_NO_GIT="1") if DIALECT == "llamacpp" else ENV
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         fail("newcomer study exited %d: %s" % (p.returncode, p.stderr[-2000:]))
     out = json.loads(p.stdout)
@@ -197,6 +200,10 @@ def newcomer(db):
         fail("newcomer: the baseline deployed %r, not the engine's defaults %r" % (knobs, want))
     if DIALECT == "llamacpp" and "--ubatch-size 512" not in out["best"].get("engine_defaults", ""):
         fail("newcomer: the answer does not show llama.cpp's defaults as flags: %r" % out["best"])
+    version = json.loads(base[0]["host_json"] or "{}").get("engine_version") or ""
+    if DIALECT == "llamacpp" and not re.match(r"^0 \(unknown; llama-server of [0-9]+ bytes built 20[0-9-]+ [0-9:]+ UTC\)$",
+                                              version):
+        fail("newcomer: a build without git recorded as %r" % version)
     print("newcomer %s: baseline %s, answer %s, engine defaults %r" % (DIALECT, knobs, out["best"]["knobs"],
                                                                         out["best"].get("engine_defaults")))
 

@@ -71,9 +71,41 @@ static int add_server(cJSON *obj, const struct probe_server_metrics *s)
 	    json_add_number(o, "num_preemptions", s->preemptions) < 0 ||
 	    json_add_number(o, "prompt_tokens", s->prompt_tokens) < 0 ||
 	    json_add_number(o, "generation_tokens", s->generation_tokens) < 0 ||
+	    json_add_number(o, "prefix_cache_queries", s->prefix_queries) < 0 ||
+	    json_add_number(o, "prefix_cache_hits", s->prefix_hits) < 0 ||
+	    json_add_number(o, "prefix_cache_hit_rate", probe_server_prefix_hit_rate(s)) < 0 ||
+	    json_add_number(o, "spec_decode_num_drafts", s->spec_drafts) < 0 ||
+	    json_add_number(o, "spec_decode_num_draft_tokens", s->spec_draft_tokens) < 0 ||
+	    json_add_number(o, "spec_decode_num_accepted_tokens", s->spec_accepted) < 0 ||
+	    json_add_number(o, "spec_accept_length", s->spec_accept_length) < 0 ||
+	    json_add_number(o, "spec_acceptance_rate", probe_server_spec_acceptance(s)) < 0 ||
+	    json_add_number(o, "spec_mean_acceptance_length", probe_server_spec_accept_length(s)) < 0 ||
 	    json_add_number(o, "samples", (double)s->samples) < 0)
 		r = -ENOMEM;
 	return r;
+}
+
+double probe_server_prefix_hit_rate(const struct probe_server_metrics *s)
+{
+	if (!s->present || !isfinite(s->prefix_queries) || !isfinite(s->prefix_hits) || s->prefix_queries <= 0)
+		return NAN;
+	return s->prefix_hits / s->prefix_queries;
+}
+
+double probe_server_spec_acceptance(const struct probe_server_metrics *s)
+{
+	if (!s->present || !isfinite(s->spec_draft_tokens) || !isfinite(s->spec_accepted) || s->spec_draft_tokens <= 0)
+		return NAN;
+	return s->spec_accepted / s->spec_draft_tokens;
+}
+
+double probe_server_spec_accept_length(const struct probe_server_metrics *s)
+{
+	if (!s->present)
+		return NAN;
+	if (isfinite(s->spec_drafts) && isfinite(s->spec_accepted) && s->spec_drafts > 0)
+		return 1.0 + s->spec_accepted / s->spec_drafts;
+	return s->spec_accept_length;
 }
 
 /* "failure_reasons": {"connection refused": 5, ...}, most frequent first. */
@@ -291,7 +323,11 @@ static int read_server(const cJSON *v, const char *path, const struct json_field
 	struct probe_result *res = base;
 
 	res->server.present = true;
-	res->server.prompt_tokens = res->server.generation_tokens = NAN; /* not in older records */
+	/* not in older records */
+	res->server.prompt_tokens = res->server.generation_tokens = NAN;
+	res->server.prefix_queries = res->server.prefix_hits = NAN;
+	res->server.spec_drafts = res->server.spec_draft_tokens = res->server.spec_accepted = NAN;
+	res->server.spec_accept_length = NAN;
 	return json_dispatch(v, path, f->fields, JSON_ALLOW_UNKNOWN, base, err);
 }
 
@@ -318,6 +354,14 @@ static const struct json_field server_fields[] = {
 	{ "num_preemptions", JSON_DOUBLE, OFF(server.preemptions), .flags = JSON_NULLABLE, .max = 1e18 },
 	{ "prompt_tokens", JSON_DOUBLE, OFF(server.prompt_tokens), .flags = JSON_NULLABLE, .max = 1e18 },
 	{ "generation_tokens", JSON_DOUBLE, OFF(server.generation_tokens), .flags = JSON_NULLABLE, .max = 1e18 },
+	{ "prefix_cache_queries", JSON_DOUBLE, OFF(server.prefix_queries), .flags = JSON_NULLABLE, .max = 1e18 },
+	{ "prefix_cache_hits", JSON_DOUBLE, OFF(server.prefix_hits), .flags = JSON_NULLABLE, .max = 1e18 },
+	{ "spec_decode_num_drafts", JSON_DOUBLE, OFF(server.spec_drafts), .flags = JSON_NULLABLE, .max = 1e18 },
+	{ "spec_decode_num_draft_tokens", JSON_DOUBLE, OFF(server.spec_draft_tokens), .flags = JSON_NULLABLE,
+	  .max = 1e18 },
+	{ "spec_decode_num_accepted_tokens", JSON_DOUBLE, OFF(server.spec_accepted), .flags = JSON_NULLABLE,
+	  .max = 1e18 },
+	{ "spec_accept_length", JSON_DOUBLE, OFF(server.spec_accept_length), .flags = JSON_NULLABLE, .max = 1e6 },
 	{ "samples", JSON_SIZE, OFF(server.samples), .flags = JSON_NULLABLE, .max = INTEGER_MAX },
 	{ 0 },
 };
@@ -485,6 +529,12 @@ void probe_result_print(FILE *f, const struct probe_result *r)
 		line_f(f, "Mean waiting requests:", r->server.waiting_mean);
 		line_f(f, "Peak waiting requests:", r->server.waiting_peak);
 		line_f(f, "Preemptions:", r->server.preemptions);
+		if (isfinite(probe_server_prefix_hit_rate(&r->server)))
+			line_f(f, "Prefix cache hit rate (%):", probe_server_prefix_hit_rate(&r->server) * 100);
+		if (isfinite(probe_server_spec_acceptance(&r->server)))
+			line_f(f, "Draft acceptance rate (%):", probe_server_spec_acceptance(&r->server) * 100);
+		if (isfinite(probe_server_spec_accept_length(&r->server)))
+			line_f(f, "Mean acceptance length:", probe_server_spec_accept_length(&r->server));
 	}
 	print_rule(f, "", '=');
 }

@@ -120,8 +120,23 @@ struct probe_server_metrics {
 	double preemptions;       /* increase over the load point */
 	double prompt_tokens;     /* increase over the load point, as the server counts; NAN: not exported */
 	double generation_tokens; /* likewise */
+	/* what the levers change; increases over the load point, NAN: not exported */
+	double prefix_queries, prefix_hits; /* prompt tokens looked up in the prefix cache, and found */
+	double spec_drafts;                 /* speculative decoding: sequence-steps with drafts */
+	double spec_draft_tokens;           /* draft tokens verified */
+	double spec_accepted;               /* of them, accepted */
+	double spec_accept_length;          /* mean tokens per draft step, bonus included (an engine's gauge) */
 	size_t samples;
 };
+
+/* The prefix cache's hit rate over a load point (hits / queries), NAN when
+ * the server does not say or nothing was looked up. */
+double probe_server_prefix_hit_rate(const struct probe_server_metrics *s);
+/* Speculative decoding's acceptance rate (accepted / draft tokens) and mean
+ * acceptance length (1 + accepted / drafts, the bonus token included; an
+ * engine's own gauge where it exports no counters), NAN when unknown. */
+double probe_server_spec_acceptance(const struct probe_server_metrics *s);
+double probe_server_spec_accept_length(const struct probe_server_metrics *s);
 
 /* A load point's verdict when it was decided while its requests came back
  * (sequential.h); NONE when it sent a fixed count and sla_met alone judges

@@ -20,6 +20,10 @@ const char *const probe_series_names[] = {
 	[PROBE_SERIES_PREFIX_HITS] = "prefix_cache_hits",
 	[PROBE_SERIES_PROMPT_LENGTH] = "prompt_length",
 	[PROBE_SERIES_GENERATION_LENGTH] = "generation_length",
+	[PROBE_SERIES_SPEC_DRAFTS] = "spec_drafts",
+	[PROBE_SERIES_SPEC_DRAFT_TOKENS] = "spec_draft_tokens",
+	[PROBE_SERIES_SPEC_ACCEPTED] = "spec_accepted_tokens",
+	[PROBE_SERIES_SPEC_ACCEPT_LENGTH] = "spec_accept_length",
 	[_PROBE_SERIES_MAX] = NULL,
 };
 
@@ -33,7 +37,8 @@ bool probe_series_is_counter(enum probe_series s)
 {
 	return s == PROBE_SERIES_PREEMPTIONS || s == PROBE_SERIES_PROMPT_TOKENS ||
 	       s == PROBE_SERIES_GENERATION_TOKENS || s == PROBE_SERIES_REQUESTS || s == PROBE_SERIES_PREFIX_QUERIES ||
-	       s == PROBE_SERIES_PREFIX_HITS;
+	       s == PROBE_SERIES_PREFIX_HITS || s == PROBE_SERIES_SPEC_DRAFTS || s == PROBE_SERIES_SPEC_DRAFT_TOKENS ||
+	       s == PROBE_SERIES_SPEC_ACCEPTED;
 }
 
 bool probe_series_is_histogram(enum probe_series s)
@@ -147,6 +152,10 @@ void probe_metrics_map_init_default(struct probe_metrics_map *m)
 		{ PROBE_SERIES_REQUESTS, "tgi_request_success" },
 		{ PROBE_SERIES_PREFIX_QUERIES, "vllm:prefix_cache_queries_total" },
 		{ PROBE_SERIES_PREFIX_HITS, "vllm:prefix_cache_hits_total" },
+		{ PROBE_SERIES_SPEC_DRAFTS, "vllm:spec_decode_num_drafts_total" },
+		{ PROBE_SERIES_SPEC_DRAFT_TOKENS, "vllm:spec_decode_num_draft_tokens_total" },
+		{ PROBE_SERIES_SPEC_ACCEPTED, "vllm:spec_decode_num_accepted_tokens_total" },
+		{ PROBE_SERIES_SPEC_ACCEPT_LENGTH, "sglang:spec_accept_length" },
 		{ PROBE_SERIES_PROMPT_LENGTH, "vllm:request_prompt_tokens" },
 		{ PROBE_SERIES_PROMPT_LENGTH, "sglang:prompt_tokens_histogram" },
 		{ PROBE_SERIES_PROMPT_LENGTH, "tgi_request_input_length" },

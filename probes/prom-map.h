@@ -3,6 +3,10 @@
  * preemptions, prompt and generation tokens) and, for each, the names an
  * engine exports them under.
  *
+ * Speculative decoding's counters (vLLM's vllm:spec_decode_num_drafts,
+ * ..._num_draft_tokens, ..._num_accepted_tokens) give a load point's
+ * acceptance; SGLang exports a gauge of the mean accepted length instead.
+ *
  * Engines name the same thing differently: vLLM's vllm:num_requests_running
  * is SGLang's sglang:num_running_reqs, llama.cpp's
  * llamacpp:requests_processing and TGI's tgi_batch_current_size. An engine
@@ -26,17 +30,21 @@
 #include "error.h"
 
 enum probe_series {
-	PROBE_SERIES_RUNNING,           /* gauge: requests in the running batch */
-	PROBE_SERIES_WAITING,           /* gauge: requests queued */
-	PROBE_SERIES_KV_USAGE,          /* gauge: KV-cache usage, a fraction 0..1 */
-	PROBE_SERIES_PREEMPTIONS,       /* counter */
-	PROBE_SERIES_PROMPT_TOKENS,     /* counter */
-	PROBE_SERIES_GENERATION_TOKENS, /* counter */
-	PROBE_SERIES_REQUESTS,          /* counter: requests finished */
-	PROBE_SERIES_PREFIX_QUERIES,    /* counter: prompt tokens looked up in the prefix cache */
-	PROBE_SERIES_PREFIX_HITS,       /* counter: of them, found */
-	PROBE_SERIES_PROMPT_LENGTH,     /* histogram: prompt tokens per finished request */
-	PROBE_SERIES_GENERATION_LENGTH, /* histogram: generated tokens per finished request */
+	PROBE_SERIES_RUNNING,            /* gauge: requests in the running batch */
+	PROBE_SERIES_WAITING,            /* gauge: requests queued */
+	PROBE_SERIES_KV_USAGE,           /* gauge: KV-cache usage, a fraction 0..1 */
+	PROBE_SERIES_PREEMPTIONS,        /* counter */
+	PROBE_SERIES_PROMPT_TOKENS,      /* counter */
+	PROBE_SERIES_GENERATION_TOKENS,  /* counter */
+	PROBE_SERIES_REQUESTS,           /* counter: requests finished */
+	PROBE_SERIES_PREFIX_QUERIES,     /* counter: prompt tokens looked up in the prefix cache */
+	PROBE_SERIES_PREFIX_HITS,        /* counter: of them, found */
+	PROBE_SERIES_PROMPT_LENGTH,      /* histogram: prompt tokens per finished request */
+	PROBE_SERIES_GENERATION_LENGTH,  /* histogram: generated tokens per finished request */
+	PROBE_SERIES_SPEC_DRAFTS,        /* counter: sequence-steps that verified draft tokens */
+	PROBE_SERIES_SPEC_DRAFT_TOKENS,  /* counter: draft tokens verified */
+	PROBE_SERIES_SPEC_ACCEPTED,      /* counter: of them, accepted */
+	PROBE_SERIES_SPEC_ACCEPT_LENGTH, /* gauge: mean tokens per draft step, the bonus token included (SGLang) */
 	_PROBE_SERIES_MAX,
 };
 

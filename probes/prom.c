@@ -59,7 +59,8 @@ static void add(struct sums *acc, const struct probe_metrics_map *map, const cha
 
 				if (!want[0] || !name_is(want, n, len))
 					continue;
-				if (s == PROBE_SERIES_KV_USAGE && !map->refs[s][i].per[0])
+				if ((s == PROBE_SERIES_KV_USAGE || s == PROBE_SERIES_SPEC_ACCEPT_LENGTH) &&
+				    !map->refs[s][i].per[0])
 					*x = *have ? MAX(*x, v) : v;
 				else
 					*x += v;
@@ -446,5 +447,13 @@ void probe_prom_acc_result(const struct probe_prom_acc *a, struct probe_server_m
 	m.prompt_tokens = a->n_have[PROBE_SERIES_PROMPT_TOKENS] ? a->increase[PROBE_SERIES_PROMPT_TOKENS] : NAN;
 	m.generation_tokens =
 		a->n_have[PROBE_SERIES_GENERATION_TOKENS] ? a->increase[PROBE_SERIES_GENERATION_TOKENS] : NAN;
+	m.prefix_queries = a->n_have[PROBE_SERIES_PREFIX_QUERIES] ? a->increase[PROBE_SERIES_PREFIX_QUERIES] : NAN;
+	m.prefix_hits = a->n_have[PROBE_SERIES_PREFIX_HITS] ? a->increase[PROBE_SERIES_PREFIX_HITS] : NAN;
+	m.spec_drafts = a->n_have[PROBE_SERIES_SPEC_DRAFTS] ? a->increase[PROBE_SERIES_SPEC_DRAFTS] : NAN;
+	m.spec_draft_tokens =
+		a->n_have[PROBE_SERIES_SPEC_DRAFT_TOKENS] ? a->increase[PROBE_SERIES_SPEC_DRAFT_TOKENS] : NAN;
+	m.spec_accepted = a->n_have[PROBE_SERIES_SPEC_ACCEPTED] ? a->increase[PROBE_SERIES_SPEC_ACCEPTED] : NAN;
+	m.spec_accept_length =
+		a->n_have[PROBE_SERIES_SPEC_ACCEPT_LENGTH] ? mean(a, PROBE_SERIES_SPEC_ACCEPT_LENGTH) : NAN;
 	*ret = m;
 }

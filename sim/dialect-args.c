@@ -82,6 +82,8 @@ enum {
 	O_THREADS_BATCH,
 	O_FLASH_ATTN,
 	O_NO_CONT_BATCHING,
+	O_SPEC_DRAFT_TOKENS,
+	O_SPECULATE,
 };
 
 struct flag {
@@ -127,6 +129,7 @@ static const struct flag sim_flags[] = {
 	{ "weights-read-gbps", ACT_ENGINE, 0, "weights-read-gbps", true },
 	{ "init-seconds", ACT_ENGINE, 0, "init-seconds", true },
 	{ "graph-capture-seconds", ACT_ENGINE, 0, "graph-capture-seconds", true },
+	{ "spec-acceptance", ACT_ENGINE, 0, "spec-acceptance", true },
 	{ 0 },
 };
 
@@ -218,6 +221,17 @@ static const struct flag sglang_flags[] = {
 	{ "enable-metrics", ACT_OPT, O_METRICS, NULL, false },
 	{ "collect-tokens-histogram", ACT_OPT, O_TOKENS_HISTOGRAM, NULL, false },
 	{ "disable-radix-cache", ACT_OPT, O_NO_PREFIX_CACHE, NULL, false },
+	{ "dp-size", ACT_ENGINE, 0, "data-parallel-size", true },
+	{ "data-parallel-size", ACT_ENGINE, 0, "data-parallel-size", true },
+	{ "dp", ACT_ENGINE, 0, "data-parallel-size", true },
+	{ "load-balance-method", ACT_ENGINE, 0, "dp-load-balance", true },
+	{ "pp-size", ACT_ENGINE, 0, "pipeline-parallel-size", true },
+	{ "pipeline-parallel-size", ACT_ENGINE, 0, "pipeline-parallel-size", true },
+	{ "speculative-algorithm", ACT_ENGINE, 0, "spec-method", true },
+	{ "speculative-draft-model-path", ACT_ENGINE, 0, "spec-draft-model", true },
+	{ "speculative-num-steps", ACT_ENGINE, 0, "spec-tokens", true },
+	{ "speculative-num-draft-tokens", ACT_OPT, O_SPEC_DRAFT_TOKENS, NULL, true },
+	{ "speculative-eagle-topk", ACT_IGNORE, 0, NULL, true },
 	{ "trust-remote-code", ACT_IGNORE, 0, NULL, false },
 	{ "disable-cuda-graph", ACT_IGNORE, 0, NULL, false },
 	{ "log-level", ACT_IGNORE, 0, NULL, true },
@@ -239,6 +253,7 @@ static const struct flag tgi_flags[] = {
 	{ "max-concurrent-requests", ACT_OPT, O_MAX_CONCURRENT, NULL, true },
 	{ "cuda-memory-fraction", ACT_ENGINE, 0, "gpu-memory-utilization", true },
 	{ "kv-cache-dtype", ACT_ENGINE, 0, "kv-cache-dtype", true },
+	{ "speculate", ACT_OPT, O_SPECULATE, NULL, true },
 	{ "dtype", ACT_IGNORE, 0, NULL, true },
 	{ "sharded", ACT_IGNORE, 0, NULL, true },
 	{ "max-best-of", ACT_IGNORE, 0, NULL, true },
@@ -261,7 +276,7 @@ static const struct flag trtllm_flags[] = {
 	{ "extra_llm_api_options", ACT_OPT, O_EXTRA_OPTIONS, NULL, true },
 	{ "config", ACT_OPT, O_EXTRA_OPTIONS, NULL, true },
 	{ "fail_fast_on_attention_window_too_large", ACT_OPT, O_FAIL_FAST, NULL, false },
-	{ "pp_size", ACT_IGNORE, 0, NULL, true },
+	{ "pp_size", ACT_ENGINE, 0, "pipeline-parallel-size", true },
 	{ "ep_size", ACT_IGNORE, 0, NULL, true },
 	{ "tokenizer", ACT_IGNORE, 0, NULL, true },
 	{ "log_level", ACT_IGNORE, 0, NULL, true },
@@ -479,6 +494,15 @@ static int apply_opt(int id, const char *what, const char *v, struct sim_dialect
 	case O_NO_PREFIX_CACHE:
 		ec->enable_prefix_caching = false;
 		break;
+	case O_SPEC_DRAFT_TOKENS:
+		r = parse_u32(what, v, 2, SIM_SPEC_MAX_TOKENS + 1, &pd->spec_draft_tokens, err);
+		break;
+	case O_SPECULATE:
+		/* TGI: n-gram speculation unless the model ships Medusa heads */
+		r = parse_u32(what, v, 1, SIM_SPEC_MAX_TOKENS, &ec->spec_tokens, err);
+		if (r >= 0)
+			ec->spec_method = SIM_SPEC_NGRAM;
+		break;
 	case O_BACKEND:
 		if (strcmp(v, "pytorch") != 0 && strcmp(v, "trt") != 0 && strcmp(v, "tensorrt") != 0 &&
 		    strcmp(v, "_autodeploy") != 0)
@@ -615,6 +639,22 @@ static int python_mode(int argc, char **argv, int *ret_skip)
 	return 1 + 2;
 }
 
+/* Engine settings goodput-sim's config has under names vLLM does not: the
+ * vLLM dialect refuses them as vLLM would (its speculative-decoding and
+ * prefix-caching flags are --speculative-config and --[no-]enable-prefix-caching). */
+static bool sim_only(const char *name)
+{
+	static const char *const names[] = {
+		"spec-method",     "spec-tokens", "spec-draft-model", "spec-draft-tp", "prefix-caching",
+		"dp-load-balance", NULL
+	};
+
+	for (size_t i = 0; names[i]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
 /* ---- the command line ---- */
 
 struct parse {
@@ -638,7 +678,7 @@ static int one_flag(struct parse *p, const char *arg, const char *name, const ch
 
 	if (!f)
 		f = lookup(sim_flags, name);
-	if (!f && p->d == SIM_DIALECT_VLLM) {
+	if (!f && p->d == SIM_DIALECT_VLLM && !sim_only(name)) {
 		/* vLLM's engine flags, as goodput-sim's engine config names them. */
 		if (probe) {
 			*ret_takes_value = sim_engine_flag_takes_value(name);
@@ -822,9 +862,15 @@ int sim_args_parse(int argc, char **argv, struct sim_server_config *sc, struct s
 	/* Engines without --metrics/--enable-metrics switches always export them. */
 	opt->metrics_enabled = p.d != SIM_DIALECT_LLAMACPP && p.d != SIM_DIALECT_SGLANG;
 	ec->kv_fail_fast = p.d != SIM_DIALECT_TRTLLM;
+	/* SGLang's data-parallel controller goes round robin unless told otherwise. */
+	ec->dp_balance = p.d == SIM_DIALECT_SGLANG ? SIM_DP_ROUND_ROBIN : SIM_DP_SCORE;
 	r = parse_loop(&p, argc, argv, first);
 	if (r != 0)
 		return r;
+	/* SGLang: with one draft token per step (topk 1) the steps are the draft length; NGRAM has no
+	 * steps, only its draft tokens after the verified one. */
+	if (p.pd.spec_draft_tokens && ec->spec_method != SIM_SPEC_NONE && ec->spec_tokens == 0)
+		ec->spec_tokens = p.pd.spec_draft_tokens - 1;
 	if (p.pd.model) {
 		opt->model_arg = p.pd.model;
 		r = sim_dialect_set_model(p.d, p.pd.model, p.quant_explicit, ec, &p.err);

@@ -49,6 +49,7 @@ struct sim_dialect_pending {
 	bool have_ctx;
 	uint32_t max_total, max_input, prefill_tokens, max_batch;
 	const char *extra_options;
+	uint32_t spec_draft_tokens; /* SGLang's --speculative-num-draft-tokens */
 };
 
 /* dialect-engines.c: the model as the engine is given it (llama.cpp: a GGUF

@@ -236,11 +236,15 @@ static void vllm_phase(FILE *f, const struct sim_dialect_options *opt, const str
 		sim_vlog(f, api, "INFO", "api_server.py:1805", "vLLM API server version %s", SIM_VLLM_VERSION);
 		sim_vlog(f, api, "INFO", "__init__.py:1750", "Using max model len %u", ec->max_model_len);
 		sim_vlog(f, ec0, "INFO", "core.py:74",
-			 "Initializing a V1 LLM engine (v%s) with config: model='%s', tensor_parallel_size=%u, "
-			 "quantization=%s, kv_cache_dtype=%s, max_seq_len=%u",
-			 SIM_VLLM_VERSION, sim_dialect_model_of(opt, ec), ec->tp,
+			 "Initializing a V1 LLM engine (v%s) with config: model='%s', speculative_config=%s, "
+			 "tensor_parallel_size=%u, pipeline_parallel_size=%u, data_parallel_size=%u, "
+			 "quantization=%s, kv_cache_dtype=%s, max_seq_len=%u, enable_prefix_caching=%s",
+			 SIM_VLLM_VERSION, sim_dialect_model_of(opt, ec),
+			 ec->spec_method == SIM_SPEC_NONE ? "None" : sim_spec_method_to_string(ec->spec_method), ec->tp,
+			 ec->pp ? ec->pp : 1, ec->dp ? ec->dp : 1,
 			 ec->quant == SIM_QUANT_NONE ? "None" : sim_quant_to_string(ec->quant),
-			 sim_kv_dtype_to_string(ec->kv_dtype), ec->max_model_len);
+			 sim_kv_dtype_to_string(ec->kv_dtype), ec->max_model_len,
+			 ec->enable_prefix_caching ? "True" : "False");
 		sim_vlog(f, ec0, "INFO", "gpu_model_runner.py:1953", "Starting to load model %s...",
 			 sim_dialect_model_of(opt, ec));
 		break;

@@ -9,6 +9,8 @@
 #include <strings.h>
 
 #include "engine.h"
+#include "json-util.h"
+#include "macro.h"
 #include "parse.h"
 
 void sim_engine_config_init(struct sim_engine_config *c)
@@ -18,6 +20,9 @@ void sim_engine_config_init(struct sim_engine_config *c)
 		.gpu_name = "H100",
 		.profile_name = "vllm",
 		.tp = 1,
+		.pp = 1,
+		.dp = 1,
+		.dp_balance = SIM_DP_SCORE,
 		.quant = SIM_QUANT_NONE,
 		.kv_dtype = SIM_KV_AUTO,
 		.gpu_memory_utilization = 0.9,
@@ -38,6 +43,97 @@ static int set_string(char *dst, size_t size, const char *flag, const char *valu
 		return error_set(err, -EINVAL, "%s: value too long (at most %zu bytes): \"%.40s...\"", flag, size - 1,
 				 value);
 	memcpy(dst, value, strlen(value) + 1);
+	return 1;
+}
+
+static const char *const dp_balance_names[_SIM_DP_BALANCE_MAX] = {
+	[SIM_DP_SCORE] = "score",
+	[SIM_DP_ROUND_ROBIN] = "round_robin",
+	[SIM_DP_SHORTEST_QUEUE] = "shortest_queue",
+};
+
+const char *sim_dp_balance_to_string(enum sim_dp_balance b)
+{
+	return b < _SIM_DP_BALANCE_MAX ? dp_balance_names[b] : NULL;
+}
+
+int sim_dp_balance_from_string(const char *s, enum sim_dp_balance *ret)
+{
+	for (int i = 0; s && i < _SIM_DP_BALANCE_MAX; i++)
+		if (strcasecmp(s, dp_balance_names[i]) == 0) {
+			*ret = (enum sim_dp_balance)i;
+			return 0;
+		}
+	/* SGLang's minimum_tokens: the least loaded, by tokens rather than requests */
+	if (s && strcasecmp(s, "minimum_tokens") == 0) {
+		*ret = SIM_DP_SHORTEST_QUEUE;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+uint32_t sim_engine_config_gpus(const struct sim_engine_config *c)
+{
+	return MAX(c->dp, 1u) * MAX(c->tp, 1u) * MAX(c->pp, 1u);
+}
+
+/* vLLM's --speculative-config: a JSON object of SpeculativeConfig's fields.
+ * The method is detected from the model's name when not given, as vLLM
+ * does for EAGLE heads. */
+static int apply_speculative_config(struct sim_engine_config *c, const char *value, struct error *err)
+{
+	static const char *const ignored[] = { "prompt_lookup_max",     "prompt_lookup_min",
+					       "disable_by_batch_size", "disable_logprobs",
+					       "disable_log_stats",     "quantization",
+					       "max_model_len",         "revision",
+					       "enforce_eager",         NULL };
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	const char *what = "--speculative-config", *method = NULL, *model = NULL;
+	uint32_t k = 0, dtp = 0;
+	const cJSON *e;
+	int r;
+
+	j = cJSON_ParseWithLength(value, strlen(value));
+	if (!cJSON_IsObject(j))
+		return error_set(err, -EINVAL, "%s: expected a JSON object, got \"%.60s\"", what, value);
+	cJSON_ArrayForEach(e, j)
+	{
+		bool known = false;
+
+		for (size_t i = 0; ignored[i]; i++)
+			known = known || strcmp(e->string, ignored[i]) == 0;
+		if (!known && strcmp(e->string, "method") != 0 && strcmp(e->string, "model") != 0 &&
+		    strcmp(e->string, "num_speculative_tokens") != 0 &&
+		    strcmp(e->string, "draft_tensor_parallel_size") != 0)
+			return error_set(err, -EINVAL, "%s: unexpected keyword argument '%s'", what, e->string);
+	}
+	r = json_get_string(j, what, "method", SIM_NAME_MAX - 1, &method, err);
+	if (r >= 0)
+		r = json_get_string(j, what, "model", SIM_NAME_MAX - 1, &model, err);
+	if (r >= 0)
+		r = json_get_u32(j, what, "num_speculative_tokens", 1, SIM_SPEC_MAX_TOKENS, &k, err);
+	if (r >= 0)
+		r = json_get_u32(j, what, "draft_tensor_parallel_size", 1, 64, &dtp, err);
+	if (r < 0)
+		return r;
+	if (!method && !model)
+		return error_set(err, -EINVAL,
+				 "%s: ValueError: num_speculative_tokens was provided but without speculative model "
+				 "or method",
+				 what);
+	if (!method)
+		method = strcasestr(model, "eagle") ? "eagle" : strcasestr(model, "mtp") ? "mtp" : "draft_model";
+	if (sim_spec_method_from_string(method, &c->spec_method) < 0)
+		return error_set(err, -EINVAL,
+				 "%s.method: expected ngram, draft_model, eagle, eagle3 or mtp, got \"%s\"", what,
+				 method);
+	if (c->spec_method != SIM_SPEC_NONE && k == 0)
+		return error_set(err, -EINVAL, "%s: num_speculative_tokens must be provided with speculative model %s",
+				 what, model ? model : method);
+	c->spec_tokens = k;
+	c->spec_draft_tp = dtp;
+	snprintf(c->spec_draft_model, sizeof(c->spec_draft_model), "%s",
+		 c->spec_method == SIM_SPEC_DRAFT_MODEL && model ? model : "");
 	return 1;
 }
 
@@ -98,6 +194,36 @@ int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, 
 		r = parse_u32(what, value, 1, 64, &c->gpus, err);
 	else if (strcmp(n, "tensor-parallel-size") == 0 || strcmp(n, "tp") == 0)
 		r = parse_u32(what, value, 1, 64, &c->tp, err);
+	else if (strcmp(n, "pipeline-parallel-size") == 0 || strcmp(n, "pp") == 0)
+		r = parse_u32(what, value, 1, 64, &c->pp, err);
+	else if (strcmp(n, "data-parallel-size") == 0 || strcmp(n, "dp") == 0)
+		r = parse_u32(what, value, 1, 64, &c->dp, err);
+	else if (strcmp(n, "dp-load-balance") == 0) {
+		if (sim_dp_balance_from_string(value, &c->dp_balance) < 0)
+			return error_set(err, -EINVAL, "%s: expected score, round_robin or shortest_queue, got \"%s\"",
+					 what, value);
+		r = 1;
+	} else if (strcmp(n, "prefix-caching") == 0) {
+		if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+			return error_set(err, -EINVAL, "%s: expected on or off, got \"%s\"", what, value);
+		c->enable_prefix_caching = strcmp(value, "on") == 0;
+		r = 1;
+	} else if (strcmp(n, "speculative-config") == 0)
+		r = apply_speculative_config(c, value, err);
+	else if (strcmp(n, "spec-method") == 0) {
+		if (sim_spec_method_from_string(value, &c->spec_method) < 0)
+			return error_set(err, -EINVAL,
+					 "%s: expected none, ngram, draft_model, eagle or mtp, got \"%s\"", what,
+					 value);
+		r = 1;
+	} else if (strcmp(n, "spec-tokens") == 0)
+		r = parse_u32(what, value, 1, SIM_SPEC_MAX_TOKENS, &c->spec_tokens, err);
+	else if (strcmp(n, "spec-draft-tp") == 0)
+		r = parse_u32(what, value, 1, 64, &c->spec_draft_tp, err);
+	else if (strcmp(n, "spec-draft-model") == 0)
+		r = set_string(c->spec_draft_model, sizeof(c->spec_draft_model), what, value, err);
+	else if (strcmp(n, "spec-acceptance") == 0)
+		r = sim_spec_acceptance_parse(value, &c->spec_acceptance, err) < 0 ? -EINVAL : 1;
 	else if (strcmp(n, "max-num-seqs") == 0)
 		r = parse_u32(what, value, 1, 65536, &c->max_num_seqs, err);
 	else if (strcmp(n, "max-num-batched-tokens") == 0)
@@ -160,7 +286,20 @@ void sim_engine_flags_help(FILE *out)
 	      "  --quantization Q              none (bf16), fp8 (W8A8), int8 (W8A8), awq (W4A16)\n"
 	      "  --kv-cache-dtype D            auto or fp8\n"
 	      "  --gpu-memory-utilization F    fraction of GPU memory for this engine (default 0.9)\n"
-	      "  --no-enable-prefix-caching    turn prefix caching off (on by default)\n"
+	      "  --enable-prefix-caching, --no-enable-prefix-caching\n"
+	      "                                prefix caching on (the default) or off\n"
+	      "  --data-parallel-size N        replicas of the TP x PP group behind one endpoint (-dp; default 1),\n"
+	      "                                each request to the one with the fewest waiting x 4 + running\n"
+	      "  --pipeline-parallel-size N    pipeline stages, each layers/N of the model (-pp; default 1)\n"
+	      "  --speculative-config JSON     speculative decoding: {\"method\": "
+	      "\"ngram\"|\"draft_model\"|\"eagle\"|\n"
+	      "                                \"mtp\", \"num_speculative_tokens\": K, \"model\": DRAFT,\n"
+	      "                                \"draft_tensor_parallel_size\": N}\n"
+	      "  --spec-acceptance A|P1,P2,..  goodput-sim's own (every dialect): how often drafts are accepted,\n"
+	      "                                one rate for every position (i.i.d.) or vLLM's per-position rates\n"
+	      "                                (default by method; $GOODPUT_SIM_SPEC_ACCEPTANCE when unset)\n"
+	      "  simulate only: --prefix-caching on|off, --dp-load-balance score|round_robin|shortest_queue,\n"
+	      "                 --spec-method M, --spec-tokens K, --spec-draft-model NAME, --spec-draft-tp N\n"
 	      "  --long-prefill-token-threshold N  cap on one partial prefill per step (0 = off)\n"
 	      "  --profile vllm|trtllm         efficiency constants (default vllm)\n"
 	      "  --profile-file FILE           JSON overrides of profile constants ({\"mfu_bf16\": 0.55, ...})\n"
@@ -208,8 +347,24 @@ int sim_engine_config_resolve(struct sim_engine_config *c, struct error *err)
 	}
 	if (c->tp == 0)
 		c->tp = 1;
+	if (c->pp == 0)
+		c->pp = 1;
+	if (c->dp == 0)
+		c->dp = 1;
 	if (c->gpus == 0)
-		c->gpus = c->tp;
+		c->gpus = sim_engine_config_gpus(c);
+	if (c->spec_method == SIM_SPEC_DRAFT_MODEL) {
+		if (!c->spec_draft_model[0])
+			return error_set(err, -EINVAL,
+					 "speculative decoding: method draft_model needs a draft model "
+					 "(\"model\" in --speculative-config, --spec-draft-model)");
+		r = sim_model_preset(c->spec_draft_model, &c->draft_model, err);
+		if (r < 0)
+			return error_prefix(err, r, "speculative decoding: draft model");
+	}
+	if (c->spec_method != SIM_SPEC_NONE && c->spec_tokens == 0)
+		return error_set(err, -EINVAL, "speculative decoding: %s needs num_speculative_tokens (--spec-tokens)",
+				 sim_spec_method_to_string(c->spec_method));
 	sim_perf_default_batch(g, &mbt, &mns);
 	if (c->max_num_batched_tokens == 0)
 		c->max_num_batched_tokens = mbt;

@@ -1,6 +1,7 @@
-/* engine-internal.h — the engine's state, shared by engine.c (requests,
- * queues, the scheduler) and engine-kv.c (KV blocks, prefix cache). Not a
- * public API: engine.h is. */
+/* engine-internal.h — the engine's state, shared by engine.c (one replica:
+ * requests, queues, the scheduler), engine-kv.c (a replica's KV blocks and
+ * prefix cache) and engine-dp.c (the engine: data-parallel replicas behind
+ * one front end). Not a public API: engine.h is. */
 #pragma once
 
 #include <stdbool.h>
@@ -27,6 +28,8 @@ struct req {
 	uint32_t n_prompt, max_tokens, n_out, num_computed, n_cached;
 	bool running;
 	bool was_scheduled; /* its first step has been scheduled */
+	bool in_flight;     /* in a micro-batch still going through the pipeline */
+	double lookup_rate; /* ngram: how often prompt lookup finds a continuation (sim_spec_lookup_rate) */
 	uint32_t running_idx;
 	uint64_t *prompt_hash; /* one per full prompt block; NULL when ids were not given */
 	uint32_t n_prompt_hash;
@@ -40,14 +43,27 @@ struct req {
 struct sched {
 	struct req *req;
 	uint32_t n_new;
+	uint32_t n_draft; /* of n_new, draft tokens to verify */
 };
 
-struct sim_engine {
+/* A step in flight: with pipeline stages, up to pp of them at once, each
+ * with its own requests. */
+struct microbatch {
+	uint64_t start, end;
+	struct sched *sched;
+	uint32_t n_sched;
+};
+
+/* One replica: a TP × PP group with its own scheduler and KV cache. */
+struct sim_replica {
 	struct sim_engine_config cfg;
 	struct sim_engine_callbacks cb;
 	void *userdata;
 	struct sim_perf perf;
 	struct sim_engine_info info;
+	struct sim_spec spec;
+	struct sim_spec_acceptance acceptance;
+	uint32_t index; /* among the engine's replicas */
 
 	/* requests */
 	struct req **buckets;
@@ -57,6 +73,7 @@ struct sim_engine {
 	uint32_t n_waiting;
 	struct req **running;
 	uint32_t n_running_slots, n_running; /* slots may hold NULL holes until compaction */
+	uint32_t n_in_flight;                /* running requests in a micro-batch in flight */
 
 	/* KV blocks */
 	struct block *blk;
@@ -65,11 +82,12 @@ struct sim_engine {
 	uint32_t *cache_buckets;
 	uint32_t cache_mask;
 
-	/* the step in flight */
-	bool in_flight;
-	uint64_t step_start, step_end, last_end;
-	struct sched *sched;
-	uint32_t n_sched;
+	/* the steps in flight, oldest first (a ring of pp micro-batches) */
+	struct microbatch *mb;
+	uint32_t n_mb, mb_head, max_mb;
+	uint64_t last_end;   /* the last step's end (completed) */
+	uint64_t stage_free; /* when the first stage can take the next micro-batch */
+	bool blocked;        /* nothing could be scheduled: wait for a step to end */
 
 	uint64_t rng[4];
 	struct sim_engine_stats st;
@@ -98,20 +116,46 @@ static inline uint32_t div_up(uint64_t a, uint32_t b)
 	return (uint32_t)((a + b - 1) / b);
 }
 
+/* The engine of engine.h: its replicas behind one front end. */
+struct sim_engine {
+	struct sim_engine_config cfg;
+	struct sim_engine_info info;
+	struct sim_perf perf; /* one replica's */
+	struct sim_replica **rep;
+	uint32_t n_rep;
+	uint32_t next_rr; /* round robin's next replica; the score's start of search */
+};
+
+/* ---- engine.c: one replica ---- */
+
+/* Creates replica index of config c (resolved; the start-up checks passed)
+ * with perf, the drafter and its acceptance already resolved. */
+int sim_replica_new(const struct sim_engine_config *c, const struct sim_perf *perf, const struct sim_spec *spec,
+		    const struct sim_spec_acceptance *acc, uint32_t index, const struct sim_engine_info *info,
+		    const struct sim_engine_callbacks *cb, void *userdata, struct sim_replica **ret);
+struct sim_replica *sim_replica_free(struct sim_replica *e);
+bool sim_replica_has(const struct sim_replica *e, uint64_t req_id);
+int sim_replica_submit(struct sim_replica *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
+		       uint32_t max_tokens, uint64_t now_usec, struct error *err);
+int sim_replica_abort(struct sim_replica *e, uint64_t req_id);
+uint64_t sim_replica_next_event_usec(const struct sim_replica *e);
+int sim_replica_advance(struct sim_replica *e, uint64_t now_usec);
+void sim_replica_get_stats(const struct sim_replica *e, struct sim_engine_stats *ret);
+
 /* ---- engine-kv.c ---- */
 
 /* Puts unreferenced block b at the tail of the free queue (LRU order). */
-void sim_kv_free_append(struct sim_engine *e, uint32_t b);
+void sim_kv_free_append(struct sim_replica *e, uint32_t b);
 /* Frees every block of r, the last ones first so that a prefix shared with
  * others outlives its private tail in the LRU order. */
-void sim_kv_req_free_blocks(struct sim_engine *e, struct req *r);
+void sim_kv_req_free_blocks(struct sim_replica *e, struct req *r);
 /* Ensures r holds blocks for num_computed + n_new tokens. False when the free
  * queue cannot supply them (nothing changes then). */
-bool sim_kv_req_allocate(struct sim_engine *e, struct req *r, uint32_t n_new);
+bool sim_kv_req_allocate(struct sim_replica *e, struct req *r, uint32_t n_new);
 /* Registers r's newly completed full blocks in the prefix cache. */
-void sim_kv_req_cache_blocks(struct sim_engine *e, struct req *r);
+void sim_kv_req_cache_blocks(struct sim_replica *e, struct req *r);
 /* Prefix-cache lookup at admission: touches the cached leading blocks of r
  * (at most all but the last token) and sets num_computed; *ret_n_new gets
  * the tokens to compute this step. False, changing nothing, when the hits
  * plus the blocks for them cannot be had. */
-bool sim_kv_req_admit_blocks(struct sim_engine *e, struct req *r, uint32_t budget, uint32_t *ret_n_new);
+bool sim_kv_req_admit_blocks(struct sim_replica *e, struct req *r, uint32_t budget, uint32_t *ret_n_new);

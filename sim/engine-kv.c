@@ -15,7 +15,7 @@
 #include "engine.h"
 #include "macro.h"
 
-static void free_unlink(struct sim_engine *e, uint32_t b)
+static void free_unlink(struct sim_replica *e, uint32_t b)
 {
 	struct block *k = &e->blk[b];
 
@@ -32,7 +32,7 @@ static void free_unlink(struct sim_engine *e, uint32_t b)
 	e->n_free--;
 }
 
-void sim_kv_free_append(struct sim_engine *e, uint32_t b)
+void sim_kv_free_append(struct sim_replica *e, uint32_t b)
 {
 	struct block *k = &e->blk[b];
 
@@ -47,7 +47,7 @@ void sim_kv_free_append(struct sim_engine *e, uint32_t b)
 	e->n_free++;
 }
 
-static uint32_t cache_lookup(const struct sim_engine *e, uint64_t h)
+static uint32_t cache_lookup(const struct sim_replica *e, uint64_t h)
 {
 	for (uint32_t b = e->cache_buckets[h & e->cache_mask]; b != NIL; b = e->blk[b].hnext)
 		if (e->blk[b].hash == h)
@@ -55,7 +55,7 @@ static uint32_t cache_lookup(const struct sim_engine *e, uint64_t h)
 	return NIL;
 }
 
-static void cache_remove(struct sim_engine *e, uint32_t b)
+static void cache_remove(struct sim_replica *e, uint32_t b)
 {
 	uint32_t *p = &e->cache_buckets[e->blk[b].hash & e->cache_mask];
 
@@ -68,7 +68,7 @@ static void cache_remove(struct sim_engine *e, uint32_t b)
 	e->blk[b].hnext = NIL;
 }
 
-static void cache_insert(struct sim_engine *e, uint32_t b, uint64_t h)
+static void cache_insert(struct sim_replica *e, uint32_t b, uint64_t h)
 {
 	uint32_t *head = &e->cache_buckets[h & e->cache_mask];
 
@@ -79,7 +79,7 @@ static void cache_insert(struct sim_engine *e, uint32_t b, uint64_t h)
 }
 
 /* Takes a block (ref 1) from the head of the free queue, evicting its cached content. */
-static uint32_t block_take(struct sim_engine *e)
+static uint32_t block_take(struct sim_replica *e)
 {
 	uint32_t b = e->free_head;
 
@@ -91,7 +91,7 @@ static uint32_t block_take(struct sim_engine *e)
 	return b;
 }
 
-static void block_ref(struct sim_engine *e, uint32_t b)
+static void block_ref(struct sim_replica *e, uint32_t b)
 {
 	if (e->blk[b].ref++ == 0) {
 		free_unlink(e, b);
@@ -99,7 +99,7 @@ static void block_ref(struct sim_engine *e, uint32_t b)
 	}
 }
 
-static void block_unref(struct sim_engine *e, uint32_t b)
+static void block_unref(struct sim_replica *e, uint32_t b)
 {
 	if (--e->blk[b].ref == 0) {
 		sim_kv_free_append(e, b);
@@ -117,7 +117,7 @@ static uint64_t req_block_hash(const struct req *r, uint32_t i)
 
 /* Frees every block of r, the last ones first so that a prefix shared with
  * others outlives its private tail in the LRU order. */
-void sim_kv_req_free_blocks(struct sim_engine *e, struct req *r)
+void sim_kv_req_free_blocks(struct sim_replica *e, struct req *r)
 {
 	for (uint32_t i = r->n_blocks; i > 0; i--)
 		block_unref(e, r->blocks[i - 1]);
@@ -144,7 +144,7 @@ static int req_reserve_blocks(struct req *r, uint32_t n)
 
 /* Ensures r holds blocks for num_computed + n_new tokens. False when the free
  * queue cannot supply them (nothing changes then). */
-bool sim_kv_req_allocate(struct sim_engine *e, struct req *r, uint32_t n_new)
+bool sim_kv_req_allocate(struct sim_replica *e, struct req *r, uint32_t n_new)
 {
 	uint32_t need = div_up((uint64_t)r->num_computed + n_new, SIM_BLOCK_SIZE);
 
@@ -160,7 +160,7 @@ bool sim_kv_req_allocate(struct sim_engine *e, struct req *r, uint32_t n_new)
 }
 
 /* Registers r's newly completed full blocks in the prefix cache. */
-void sim_kv_req_cache_blocks(struct sim_engine *e, struct req *r)
+void sim_kv_req_cache_blocks(struct sim_replica *e, struct req *r)
 {
 	uint32_t full = MIN(r->num_computed / SIM_BLOCK_SIZE, r->n_blocks);
 
@@ -179,7 +179,7 @@ void sim_kv_req_cache_blocks(struct sim_engine *e, struct req *r)
  * (at most all but the last token, which must be computed to sample) and sets
  * num_computed. Returns false, changing nothing, when the hits plus the blocks
  * for n_new further tokens cannot be had. */
-bool sim_kv_req_admit_blocks(struct sim_engine *e, struct req *r, uint32_t budget, uint32_t *ret_n_new)
+bool sim_kv_req_admit_blocks(struct sim_replica *e, struct req *r, uint32_t budget, uint32_t *ret_n_new)
 {
 	uint32_t num_tokens = r->n_prompt + r->n_out, hits = 0, hit_free = 0, n_new, need;
 	uint32_t max_hits = (num_tokens - 1) / SIM_BLOCK_SIZE;

@@ -69,14 +69,14 @@ static double rng_normal(uint64_t s[4])
 
 /* ---- request table ---- */
 
-static size_t id_bucket(const struct sim_engine *e, uint64_t id)
+static size_t id_bucket(const struct sim_replica *e, uint64_t id)
 {
 	uint64_t x = id;
 
 	return splitmix64(&x) & (e->n_buckets - 1);
 }
 
-static struct req *req_find(const struct sim_engine *e, uint64_t id)
+static struct req *req_find(const struct sim_replica *e, uint64_t id)
 {
 	for (struct req *r = e->buckets[id_bucket(e, id)]; r; r = r->id_next)
 		if (r->id == id)
@@ -84,7 +84,7 @@ static struct req *req_find(const struct sim_engine *e, uint64_t id)
 	return NULL;
 }
 
-static int table_grow(struct sim_engine *e)
+static int table_grow(struct sim_replica *e)
 {
 	size_t n = e->n_buckets * 2;
 	struct req **b = calloc(n, sizeof(*b));
@@ -106,7 +106,7 @@ static int table_grow(struct sim_engine *e)
 	return 0;
 }
 
-static void table_remove(struct sim_engine *e, struct req *r)
+static void table_remove(struct sim_replica *e, struct req *r)
 {
 	for (struct req **p = &e->buckets[id_bucket(e, r->id)]; *p; p = &(*p)->id_next)
 		if (*p == r) {
@@ -118,7 +118,7 @@ static void table_remove(struct sim_engine *e, struct req *r)
 
 /* ---- waiting queue ---- */
 
-static void wait_push_back(struct sim_engine *e, struct req *r)
+static void wait_push_back(struct sim_replica *e, struct req *r)
 {
 	r->wnext = NULL;
 	r->wprev = e->wait_tail;
@@ -130,7 +130,7 @@ static void wait_push_back(struct sim_engine *e, struct req *r)
 	e->n_waiting++;
 }
 
-static void wait_push_front(struct sim_engine *e, struct req *r)
+static void wait_push_front(struct sim_replica *e, struct req *r)
 {
 	r->wprev = NULL;
 	r->wnext = e->wait_head;
@@ -142,7 +142,7 @@ static void wait_push_front(struct sim_engine *e, struct req *r)
 	e->n_waiting++;
 }
 
-static void wait_remove(struct sim_engine *e, struct req *r)
+static void wait_remove(struct sim_replica *e, struct req *r)
 {
 	if (r->wprev)
 		r->wprev->wnext = r->wnext;
@@ -158,7 +158,7 @@ static void wait_remove(struct sim_engine *e, struct req *r)
 
 /* ---- running array ---- */
 
-static void running_compact(struct sim_engine *e)
+static void running_compact(struct sim_replica *e)
 {
 	uint32_t k = 0;
 
@@ -171,7 +171,7 @@ static void running_compact(struct sim_engine *e)
 	e->n_running_slots = k;
 }
 
-static void running_append(struct sim_engine *e, struct req *r)
+static void running_append(struct sim_replica *e, struct req *r)
 {
 	/* Slots never exceed max_num_seqs: compaction runs before every admission round. */
 	r->running = true;
@@ -180,7 +180,7 @@ static void running_append(struct sim_engine *e, struct req *r)
 	e->n_running++;
 }
 
-static void running_remove(struct sim_engine *e, struct req *r)
+static void running_remove(struct sim_replica *e, struct req *r)
 {
 	e->running[r->running_idx] = NULL;
 	r->running = false;
@@ -200,106 +200,28 @@ static void req_destroy(struct req *r)
 
 /* ---- construction ---- */
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct sim_engine *, sim_engine_free)
-
-static int check_startup(const struct sim_engine_config *c, const struct sim_perf *perf, struct sim_startup_check *ret,
-			 struct error *err)
+int sim_replica_new(const struct sim_engine_config *c, const struct sim_perf *perf, const struct sim_spec *spec,
+		    const struct sim_spec_acceptance *acc, uint32_t index, const struct sim_engine_info *info,
+		    const struct sim_engine_callbacks *cb, void *userdata, struct sim_replica **ret)
 {
-	struct sim_memory_policy policy = {
-		.rules = c->memory_rules,
-		.fraction = c->gpu_memory_utilization,
-		.kv_tokens = c->kv_tokens_fixed ? c->kv_tokens_fixed : c->max_model_len,
-		.fail_fast = c->kv_fail_fast,
-	};
-
-	return sim_perf_check_startup(perf, &policy, c->gpus, c->max_model_len, c->max_num_seqs,
-				      c->max_num_batched_tokens, ret, err);
-}
-
-static uint64_t startup_usec(const struct sim_engine_config *c, const struct sim_perf *perf,
-			     struct sim_startup_phases *ret_phases)
-{
-	*ret_phases = (struct sim_startup_phases){ 0 };
-	if (c->startup.enabled) {
-		sim_startup_model_phases(perf, &c->startup, ret_phases);
-		return (uint64_t)llround(ret_phases->total_s * 1e6);
-	}
-	return (uint64_t)(sim_perf_startup_sec(perf) * c->startup_scale * 1e6);
-}
-
-int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret_check, struct error *err)
-{
-	struct sim_engine_config cfg = *c;
-	struct sim_perf perf;
-	int r;
-
-	r = sim_engine_config_resolve(&cfg, err);
-	if (r < 0)
-		return r;
-	r = sim_perf_init(&perf, &cfg.model, &cfg.gpu, cfg.quant, cfg.kv_dtype, cfg.tp, &cfg.profile, err);
-	if (r < 0) {
-		*ret_check = (struct sim_startup_check){ .cause = SIM_STARTUP_CONFIG };
-		return r;
-	}
-	return check_startup(&cfg, &perf, ret_check, err);
-}
-
-uint64_t sim_engine_startup_usec(const struct sim_engine_config *c, struct sim_startup_phases *ret_phases)
-{
-	struct sim_engine_config cfg = *c;
-	struct sim_startup_phases ph;
-	struct sim_perf perf;
-	uint64_t u;
-
-	if (sim_engine_config_resolve(&cfg, NULL) < 0 ||
-	    sim_perf_init(&perf, &cfg.model, &cfg.gpu, cfg.quant, cfg.kv_dtype, cfg.tp, &cfg.profile, NULL) < 0)
-		return 0;
-	u = startup_usec(&cfg, &perf, &ph);
-	if (ret_phases)
-		*ret_phases = ph;
-	return u;
-}
-
-int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_callbacks *cb, void *userdata,
-		   struct sim_engine **ret, struct error *err)
-{
-	_cleanup_(sim_engine_freep) struct sim_engine *e = NULL;
+	struct sim_replica *e;
 	uint32_t cache_buckets = 1;
 	uint64_t seed;
-	int r;
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	e->cfg = *c;
-	r = sim_engine_config_resolve(&e->cfg, err);
-	if (r < 0)
-		return r;
+	e->perf = *perf;
+	e->spec = *spec;
+	e->acceptance = *acc;
+	e->index = index;
+	e->info = *info;
 	if (cb)
 		e->cb = *cb;
 	e->userdata = userdata;
 
-	r = sim_perf_init(&e->perf, &e->cfg.model, &e->cfg.gpu, e->cfg.quant, e->cfg.kv_dtype, e->cfg.tp,
-			  &e->cfg.profile, err);
-	if (r < 0)
-		return r;
-	r = check_startup(&e->cfg, &e->perf, &e->info.check, err);
-	if (r < 0)
-		return r;
-	e->info.memory = e->info.check.mem;
-	if (e->info.memory.num_blocks >= NIL / 2)
-		return error_set(err, -E2BIG, "KV cache of %" PRIu64 " blocks is too large to emulate",
-				 e->info.memory.num_blocks);
-	/* SGLang and TensorRT-LLM serve shorter sequences rather than refuse. */
-	e->cfg.max_model_len = e->info.check.max_model_len_used;
-	e->info.max_model_len = e->cfg.max_model_len;
-	e->info.max_num_seqs = e->cfg.max_num_seqs;
-	e->info.max_num_batched_tokens = e->cfg.max_num_batched_tokens;
-	e->info.startup_usec = startup_usec(&e->cfg, &e->perf, &e->info.startup);
-	e->info.usd_per_hour = e->cfg.gpu.usd_per_hour * e->cfg.tp;
-	e->info.weights_gib = e->info.memory.weights / SIM_GIB;
-
-	e->n_blk = (uint32_t)e->info.memory.num_blocks;
+	e->n_blk = (uint32_t)info->memory.num_blocks;
 	e->blk = calloc(e->n_blk, sizeof(*e->blk));
 	while (cache_buckets < e->n_blk)
 		cache_buckets <<= 1;
@@ -307,9 +229,20 @@ int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_ca
 	e->n_buckets = 64;
 	e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
 	e->running = calloc(e->cfg.max_num_seqs, sizeof(*e->running));
-	e->sched = calloc(e->cfg.max_num_seqs, sizeof(*e->sched));
-	if (!e->blk || !e->cache_buckets || !e->buckets || !e->running || !e->sched)
+	/* A pipeline of pp stages keeps up to pp micro-batches in flight. */
+	e->max_mb = MAX(e->cfg.pp, 1u);
+	e->mb = calloc(e->max_mb, sizeof(*e->mb));
+	if (!e->blk || !e->cache_buckets || !e->buckets || !e->running || !e->mb) {
+		sim_replica_free(e);
 		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < e->max_mb; i++) {
+		e->mb[i].sched = calloc(e->cfg.max_num_seqs, sizeof(*e->mb[i].sched));
+		if (!e->mb[i].sched) {
+			sim_replica_free(e);
+			return -ENOMEM;
+		}
+	}
 	e->cache_mask = cache_buckets - 1;
 	memset(e->cache_buckets, 0xff, cache_buckets * sizeof(*e->cache_buckets));
 	e->free_head = e->free_tail = NIL;
@@ -317,15 +250,16 @@ int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_ca
 		e->blk[b].hnext = NIL;
 		sim_kv_free_append(e, b);
 	}
-	seed = e->cfg.seed ^ UINT64_C(0x51a0e7a1);
+	/* Replica 0 draws what a single engine always drew; the others their own streams. */
+	seed = (e->cfg.seed ^ UINT64_C(0x51a0e7a1)) + (uint64_t)index * UINT64_C(0x9e3779b97f4a7c15);
 	for (int i = 0; i < 4; i++)
 		e->rng[i] = splitmix64(&seed);
 	e->st.num_blocks = e->n_blk;
-	*ret = TAKE_PTR(e);
+	*ret = e;
 	return 0;
 }
 
-struct sim_engine *sim_engine_free(struct sim_engine *e)
+struct sim_replica *sim_replica_free(struct sim_replica *e)
 {
 	if (!e)
 		return NULL;
@@ -335,34 +269,26 @@ struct sim_engine *sim_engine_free(struct sim_engine *e)
 				next = r->id_next;
 				req_destroy(r);
 			}
+	for (uint32_t i = 0; e->mb && i < e->max_mb; i++)
+		free(e->mb[i].sched);
+	free(e->mb);
 	free(e->buckets);
 	free(e->running);
-	free(e->sched);
 	free(e->blk);
 	free(e->cache_buckets);
 	free(e);
 	return NULL;
 }
 
-const struct sim_engine_info *sim_engine_get_info(const struct sim_engine *e)
+bool sim_replica_has(const struct sim_replica *e, uint64_t req_id)
 {
-	return &e->info;
-}
-
-const struct sim_engine_config *sim_engine_get_config(const struct sim_engine *e)
-{
-	return &e->cfg;
-}
-
-const struct sim_perf *sim_engine_get_perf(const struct sim_engine *e)
-{
-	return &e->perf;
+	return req_find(e, req_id) != NULL;
 }
 
 /* ---- requests ---- */
 
-int sim_engine_submit(struct sim_engine *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
-		      uint32_t max_tokens, uint64_t now_usec, struct error *err)
+int sim_replica_submit(struct sim_replica *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
+		       uint32_t max_tokens, uint64_t now_usec, struct error *err)
 {
 	struct req *r;
 	uint64_t h = UINT64_C(0x70726566697863);
@@ -408,49 +334,66 @@ int sim_engine_submit(struct sim_engine *e, uint64_t req_id, const uint32_t *pro
 			r->prompt_hash[i] = h;
 		}
 	}
+	/* Prompt lookup proposes only where the context repeats itself. */
+	if (e->spec.method == SIM_SPEC_NGRAM)
+		r->lookup_rate = sim_spec_lookup_rate(prompt_ids, n_prompt);
 	k = id_bucket(e, req_id);
 	r->id_next = e->buckets[k];
 	e->buckets[k] = r;
 	e->n_reqs++;
 	wait_push_back(e, r);
+	e->blocked = false;
 	return 0;
 }
 
-static void sched_forget(struct sim_engine *e, struct req *r)
+static struct microbatch *mb_at(struct sim_replica *e, uint32_t i)
 {
-	for (uint32_t i = 0; i < e->n_sched; i++)
-		if (e->sched[i].req == r)
-			e->sched[i].req = NULL;
+	return &e->mb[(e->mb_head + i) % e->max_mb];
+}
+
+static void sched_forget(struct sim_replica *e, struct req *r)
+{
+	for (uint32_t m = 0; m < e->n_mb; m++) {
+		struct microbatch *b = mb_at(e, m);
+
+		for (uint32_t i = 0; i < b->n_sched; i++)
+			if (b->sched[i].req == r)
+				b->sched[i].req = NULL;
+	}
 }
 
 /* Removes r from everything and frees it. */
-static void req_drop(struct sim_engine *e, struct req *r, bool in_sched)
+static void req_drop(struct sim_replica *e, struct req *r)
 {
 	table_remove(e, r);
 	if (r->running)
 		running_remove(e, r);
 	else
 		wait_remove(e, r);
-	if (in_sched)
+	if (r->in_flight) {
 		sched_forget(e, r);
+		r->in_flight = false;
+		e->n_in_flight--;
+	}
 	sim_kv_req_free_blocks(e, r);
 	req_destroy(r);
 }
 
-int sim_engine_abort(struct sim_engine *e, uint64_t req_id)
+int sim_replica_abort(struct sim_replica *e, uint64_t req_id)
 {
 	struct req *r = req_find(e, req_id);
 
 	if (!r)
 		return -ENOENT;
-	req_drop(e, r, r->running);
+	req_drop(e, r);
 	e->st.requests_aborted++;
+	e->blocked = false;
 	return 0;
 }
 
 /* ---- scheduling ---- */
 
-static void preempt(struct sim_engine *e, struct req *r, uint64_t t)
+static void preempt(struct sim_replica *e, struct req *r, uint64_t t)
 {
 	running_remove(e, r);
 	sim_kv_req_free_blocks(e, r);
@@ -461,39 +404,65 @@ static void preempt(struct sim_engine *e, struct req *r, uint64_t t)
 		e->cb.preempted(e->userdata, r->id, t);
 }
 
-static struct req *running_last(struct sim_engine *e)
+/* The newest running request not in a micro-batch in flight. */
+static struct req *running_last(struct sim_replica *e)
 {
 	for (uint32_t i = e->n_running_slots; i > 0; i--)
-		if (e->running[i - 1])
+		if (e->running[i - 1] && !e->running[i - 1]->in_flight)
 			return e->running[i - 1];
 	return NULL;
 }
 
-/* Schedules the step starting at t; returns whether anything runs. */
-static bool step_start(struct sim_engine *e, uint64_t t)
+/* Draft tokens a decoding request verifies this step: k, or fewer near its
+ * end, its length limit or the budget; none when prompt lookup finds
+ * nothing to propose. */
+static uint32_t drafts_for(struct sim_replica *e, const struct req *r, uint32_t budget)
 {
-	uint32_t budget = e->cfg.max_num_batched_tokens;
+	uint32_t d = e->spec.k, left = r->max_tokens - r->n_out;
+	uint64_t room = e->cfg.max_model_len > r->num_computed + 1 ? e->cfg.max_model_len - r->num_computed - 1 : 0;
+
+	if (e->spec.method == SIM_SPEC_NONE || left <= 1)
+		return 0;
+	if (e->spec.method == SIM_SPEC_NGRAM && !(rng_uniform(e->rng) < r->lookup_rate))
+		return 0;
+	d = MIN(d, left - 1);
+	d = (uint32_t)MIN((uint64_t)d, room);
+	return MIN(d, budget > 0 ? budget - 1 : 0);
+}
+
+/* Schedules a micro-batch starting at t from the requests not in flight;
+ * returns whether anything runs. */
+static bool step_start(struct sim_replica *e, uint64_t t)
+{
+	uint32_t budget = e->cfg.max_num_batched_tokens, n_sample = 0;
+	uint64_t preemptions = e->st.preemptions, sample_ctx = 0, chunk_tokens = 0;
+	struct microbatch *mb = mb_at(e, e->n_mb);
 	struct sim_batch batch = { 0 };
+	struct sim_step_parts parts;
 	bool preempted = false;
-	double dt;
+	double f = 1, draft, total, stage;
 
 	running_compact(e);
-	e->n_sched = 0;
+	mb->n_sched = 0;
 
 	/* 1. RUNNING, FCFS. */
 	for (uint32_t i = 0; i < e->n_running_slots && budget > 0; i++) {
 		struct req *r = e->running[i];
-		uint32_t n_new;
+		uint32_t n_new, n_draft = 0;
 		bool ok = false;
 
-		if (!r)
-			continue; /* preempted earlier in this loop */
+		if (!r || r->in_flight)
+			continue; /* preempted earlier in this loop, or in another micro-batch */
 		n_new = r->n_prompt + r->n_out - r->num_computed;
 		if (e->cfg.long_prefill_token_threshold > 0)
 			n_new = MIN(n_new, e->cfg.long_prefill_token_threshold);
 		n_new = MIN(n_new, budget);
 		if (n_new == 0)
 			continue;
+		if (n_new == 1 && r->n_out > 0) {
+			n_draft = drafts_for(e, r, budget);
+			n_new += n_draft;
+		}
 		for (;;) {
 			struct req *victim;
 
@@ -509,7 +478,7 @@ static bool step_start(struct sim_engine *e, uint64_t t)
 		}
 		if (!ok)
 			break;
-		e->sched[e->n_sched++] = (struct sched){ r, n_new };
+		mb->sched[mb->n_sched++] = (struct sched){ r, n_new, n_draft };
 		budget -= n_new;
 	}
 
@@ -531,126 +500,191 @@ static bool step_start(struct sim_engine *e, uint64_t t)
 				if (e->cb.scheduled)
 					e->cb.scheduled(e->userdata, r->id, t);
 			}
-			e->sched[e->n_sched++] = (struct sched){ r, n_new };
+			mb->sched[mb->n_sched++] = (struct sched){ r, n_new, 0 };
 			budget -= n_new;
 		}
 	}
 
-	if (e->n_sched == 0)
+	if (mb->n_sched == 0) {
+		/* Nothing fits until a step ends or a request leaves; after a preemption, try again. */
+		e->blocked = e->st.preemptions == preemptions;
 		return false;
-
-	for (uint32_t i = 0; i < e->n_sched; i++) {
-		const struct req *r = e->sched[i].req;
-
-		if (r->n_out > 0 && e->sched[i].n_new == 1 && r->num_computed + 1 == r->n_prompt + r->n_out)
-			sim_batch_add_decode(&batch, (uint64_t)r->num_computed + 1);
-		else
-			sim_batch_add_chunk(&batch, e->sched[i].n_new, r->num_computed);
 	}
-	dt = sim_perf_step_time(&e->perf, &batch, NULL);
+
+	for (uint32_t i = 0; i < mb->n_sched; i++) {
+		struct sched *sc = &mb->sched[i];
+		struct req *r = sc->req;
+		uint64_t ctx = (uint64_t)r->num_computed + sc->n_new - sc->n_draft;
+
+		r->in_flight = true;
+		e->n_in_flight++;
+		if (r->n_out > 0 && sc->n_new - sc->n_draft == 1 && r->num_computed + 1 == r->n_prompt + r->n_out)
+			sim_batch_add_verify(&batch, (uint64_t)r->num_computed + 1, sc->n_draft);
+		else {
+			sim_batch_add_chunk(&batch, sc->n_new, r->num_computed);
+			chunk_tokens += sc->n_new;
+		}
+		/* the drafter proposes for every sequence this step samples from */
+		if (r->num_computed + sc->n_new - sc->n_draft >= r->n_prompt + r->n_out) {
+			n_sample++;
+			sample_ctx += ctx;
+		}
+	}
+	(void)sim_perf_step_time(&e->perf, &batch, &parts);
 	if (e->cfg.jitter_sigma > 0) {
-		double s = e->cfg.jitter_sigma;
-		dt *= exp(s * rng_normal(e->rng) - s * s / 2);
+		double sg = e->cfg.jitter_sigma;
+		f *= exp(sg * rng_normal(e->rng) - sg * sg / 2);
 	}
 	if (e->cfg.extra_jitter_sigma > 0) {
-		double s = e->cfg.extra_jitter_sigma;
-		dt *= exp(s * rng_normal(e->rng) - s * s / 2);
+		double sg = e->cfg.extra_jitter_sigma;
+		f *= exp(sg * rng_normal(e->rng) - sg * sg / 2);
 	}
-	dt += (e->cfg.fault_step_usec + e->cfg.fault_step_per_seq_usec * (double)e->n_sched * e->n_sched / 64.0) * 1e-6;
+	draft = sim_spec_draft_time(&e->spec, n_sample, sample_ctx,
+				    e->spec.method == SIM_SPEC_NGRAM ? 0 : chunk_tokens);
+	total = parts.total * f + draft;
+	stage = parts.stage * f + draft;
+	total += (e->cfg.fault_step_usec + e->cfg.fault_step_per_seq_usec * (double)mb->n_sched * mb->n_sched / 64.0) *
+		 1e-6;
 
-	e->in_flight = true;
-	e->step_start = t;
-	e->step_end = t + MAX((uint64_t)llround(dt * 1e6), UINT64_C(1));
+	mb->start = t;
+	mb->end = t + MAX((uint64_t)llround(total * 1e6), UINT64_C(1));
+	/* Micro-batches leave the pipeline in the order they entered. */
+	if (e->n_mb > 0)
+		mb->end = MAX(mb->end, mb_at(e, e->n_mb - 1)->end);
+	e->stage_free = e->max_mb > 1 ? t + MAX((uint64_t)llround(stage * 1e6), UINT64_C(1)) : mb->end;
+	e->n_mb++;
 	e->st.last_step_tokens = (uint32_t)sim_batch_tokens(&batch);
-	e->st.last_step_seqs = e->n_sched;
-	e->st.last_step_usec = e->step_end - t;
+	e->st.last_step_seqs = mb->n_sched;
+	e->st.last_step_usec = mb->end - t;
 	if (e->cb.step)
-		e->cb.step(e->userdata, t, e->step_end, &batch);
+		e->cb.step(e->userdata, t, mb->end, &batch);
 	return true;
 }
 
-/* r finished in the step being completed, at sched slot i. */
-static void finish(struct sim_engine *e, uint32_t i, struct req *r, uint64_t t)
+/* r finished in the micro-batch being completed, at sched slot i. */
+static void finish(struct sim_replica *e, struct microbatch *mb, uint32_t i, struct req *r, uint64_t t)
 {
 	uint64_t id = r->id;
 	uint32_t n_prompt = r->n_prompt, n_out = r->n_out, n_cached = r->n_cached;
 
-	e->sched[i].req = NULL;
-	req_drop(e, r, false);
+	mb->sched[i].req = NULL;
+	req_drop(e, r);
 	e->st.requests_finished++;
 	if (e->cb.finished)
 		e->cb.finished(e->userdata, id, t, n_prompt, n_out, n_cached);
 }
 
-static void step_complete(struct sim_engine *e)
+/* How many of n_draft drafts are accepted: each position in turn, with its
+ * conditional rate, until the first rejection. */
+static uint32_t accept_drafts(struct sim_replica *e, uint32_t n_draft)
 {
-	uint64_t t = e->step_end;
+	uint32_t a = 0;
 
-	e->in_flight = false;
+	while (a < n_draft && rng_uniform(e->rng) < sim_spec_acceptance_at(&e->acceptance, a))
+		a++;
+	e->st.spec_drafts++;
+	e->st.spec_draft_tokens += n_draft;
+	e->st.spec_accepted += a;
+	for (uint32_t i = 0; i < a && i < SIM_SPEC_MAX_TOKENS; i++)
+		e->st.spec_accepted_per_pos[i]++;
+	return a;
+}
+
+/* Completes the oldest micro-batch in flight. */
+static void step_complete(struct sim_replica *e)
+{
+	struct microbatch *mb = mb_at(e, 0);
+	uint64_t t = mb->end;
+
+	e->mb_head = (e->mb_head + 1) % e->max_mb;
+	e->n_mb--;
+	e->blocked = false;
 	e->st.steps++;
-	e->st.busy_usec += t - e->step_start;
+	e->st.busy_usec += t - mb->start;
 	e->last_end = t;
-	for (uint32_t i = 0; i < e->n_sched; i++) {
-		struct req *r = e->sched[i].req;
-		uint32_t idx;
-		bool last;
+	for (uint32_t i = 0; i < mb->n_sched; i++) {
+		struct req *r = mb->sched[i].req;
+		uint32_t n_emit = 1;
 
 		if (!r)
 			continue; /* aborted meanwhile */
-		r->num_computed += e->sched[i].n_new;
+		r->in_flight = false;
+		e->n_in_flight--;
+		if (mb->sched[i].n_draft > 0) {
+			/* Rejected drafts' KV slots are dropped: only the accepted ones count. */
+			uint32_t a = accept_drafts(e, mb->sched[i].n_draft);
+
+			r->num_computed += mb->sched[i].n_new - mb->sched[i].n_draft + a;
+			n_emit += a;
+		} else
+			r->num_computed += mb->sched[i].n_new;
 		if (e->cfg.enable_prefix_caching)
 			sim_kv_req_cache_blocks(e, r);
 		if (r->num_computed < r->n_prompt + r->n_out)
 			continue; /* a chunk that is not the last */
-		idx = r->n_out++;
-		e->st.generation_tokens++;
-		if (idx == 0)
-			e->st.prompt_tokens += r->n_prompt;
-		last = r->n_out >= r->max_tokens || r->n_prompt + r->n_out >= e->cfg.max_model_len;
-		if (e->cb.token)
-			e->cb.token(e->userdata, r->id, idx, t, last);
-		/* The callback may have aborted r: its slot is NULL then. */
-		if (last && e->sched[i].req)
-			finish(e, i, r, t);
+		for (uint32_t j = 0; j < n_emit; j++) {
+			uint32_t idx = r->n_out++;
+			bool last = r->n_out >= r->max_tokens || r->n_prompt + r->n_out >= e->cfg.max_model_len;
+
+			e->st.generation_tokens++;
+			if (idx == 0)
+				e->st.prompt_tokens += r->n_prompt;
+			if (e->cb.token)
+				e->cb.token(e->userdata, r->id, idx, t, last);
+			/* The callback may have aborted r: its slot is NULL then. */
+			if (!mb->sched[i].req)
+				break;
+			if (last) {
+				finish(e, mb, i, r, t);
+				break;
+			}
+		}
 	}
-	e->n_sched = 0;
+	mb->n_sched = 0;
 }
 
-uint64_t sim_engine_next_event_usec(const struct sim_engine *e)
+/* When the next micro-batch could start (UINT64_MAX: not before a step ends). */
+static uint64_t next_start(const struct sim_replica *e)
 {
-	if (e->in_flight)
-		return e->step_end;
+	if (e->n_mb >= e->max_mb || e->blocked)
+		return UINT64_MAX;
+	if (e->n_running > e->n_in_flight)
+		return MAX(e->stage_free, e->last_end);
 	if (e->wait_head)
-		return MAX(e->last_end, e->wait_head->arrival_usec);
+		return MAX(MAX(e->stage_free, e->last_end), e->wait_head->arrival_usec);
 	return UINT64_MAX;
 }
 
-int sim_engine_advance(struct sim_engine *e, uint64_t now_usec)
+uint64_t sim_replica_next_event_usec(const struct sim_replica *e)
+{
+	uint64_t end = e->n_mb ? e->mb[e->mb_head].end : UINT64_MAX;
+
+	return MIN(end, next_start(e));
+}
+
+int sim_replica_advance(struct sim_replica *e, uint64_t now_usec)
 {
 	int n = 0;
 
 	for (;;) {
-		if (e->in_flight) {
-			if (e->step_end > now_usec)
+		uint64_t end = e->n_mb ? mb_at(e, 0)->end : UINT64_MAX, start = next_start(e);
+
+		/* A step that ends when the next could start completes first: its requests may go on. */
+		if (end <= start) {
+			if (end > now_usec)
 				break;
 			step_complete(e);
 			n++;
-			if (!step_start(e, e->last_end))
-				continue; /* idle: maybe a later arrival can start */
-		} else {
-			uint64_t t;
-
-			if (!e->wait_head)
-				break;
-			t = MAX(e->last_end, e->wait_head->arrival_usec);
-			if (t > now_usec || !step_start(e, t))
-				break;
+			continue;
 		}
+		if (start > now_usec)
+			break;
+		(void)step_start(e, start);
 	}
 	return n;
 }
 
-void sim_engine_get_stats(const struct sim_engine *e, struct sim_engine_stats *ret)
+void sim_replica_get_stats(const struct sim_replica *e, struct sim_engine_stats *ret)
 {
 	struct sim_engine_stats s = e->st;
 

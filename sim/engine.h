@@ -18,7 +18,20 @@
  * chunk. KV cache in 16-token blocks; when a block cannot be had the NEWEST
  * running request is preempted by recompute. Prefix caching (on by default)
  * hashes full blocks of prompt token ids; freed blocks stay cached in LRU
- * order until reused. Per-step log-normal jitter (seeded). */
+ * order until reused. Per-step log-normal jitter (seeded).
+ *
+ * Beyond one TP group (PERFMODEL §9, §10): --data-parallel-size N runs N
+ * such replicas, each with its own scheduler and KV cache (so its own
+ * prefix cache), behind the one front end, which sends each request to a
+ * replica by the engine's rule (enum sim_dp_balance); --pipeline-parallel-
+ * size P splits the layers into P stages and keeps up to P micro-batches in
+ * flight, each of other requests, a new one entering when the first stage
+ * is free — one request alone waits for its micro-batch to pass every
+ * stage (the bubble). Speculative decoding (§8): each decoding sequence
+ * verifies k drafts with its own token in one forward; the accepted prefix
+ * plus one token is emitted at the step's end, each position accepted with
+ * its conditional rate (n-gram drafts only where prompt lookup finds a
+ * continuation). */
 #pragma once
 
 #include <stdbool.h>
@@ -33,6 +46,14 @@
 
 struct sim_engine;
 
+/* How a data-parallel engine spreads requests over its replicas. */
+enum sim_dp_balance {
+	SIM_DP_SCORE,          /* vLLM: the fewest waiting × 4 + running (v1/engine/core_client.py) */
+	SIM_DP_ROUND_ROBIN,    /* SGLang's default --load-balance-method */
+	SIM_DP_SHORTEST_QUEUE, /* SGLang's shortest_queue: the fewest requests in the replica */
+	_SIM_DP_BALANCE_MAX,
+};
+
 /* What goodput-sim is asked to emulate. Fill with sim_engine_config_init(),
  * set fields (or apply command-line flags), then sim_engine_config_resolve(). */
 struct sim_engine_config {
@@ -42,20 +63,29 @@ struct sim_engine_config {
 	char gpu_name[16];
 	char profile_name[16];           /* "vllm" | "trtllm" */
 	char profile_path[1024];         /* JSON overrides; "" = none */
-	uint32_t gpus;                   /* GPUs on the emulated host (0 = TP) */
+	uint32_t gpus;                   /* GPUs on the emulated host (0 = DP × TP × PP) */
 	uint32_t tp;                     /* --tensor-parallel-size (default 1) */
+	uint32_t pp;                     /* --pipeline-parallel-size: stages of layers (default 1) */
+	uint32_t dp;                     /* --data-parallel-size: replicas behind the one endpoint (default 1) */
+	enum sim_dp_balance dp_balance;  /* how requests go to replicas */
 	uint32_t max_num_seqs;           /* 0 = vLLM's default for the GPU */
 	uint32_t max_num_batched_tokens; /* 0 = vLLM's default for the GPU */
 	uint32_t max_model_len;          /* 0 = the model's max_position_embeddings */
 	enum sim_quant quant;
 	enum sim_kv_dtype kv_dtype;
-	double gpu_memory_utilization;         /* 0.9: the engine's memory fraction (its meaning: memory_rules) */
-	enum sim_memory_rules memory_rules;    /* whose KV sizing and start-up refusals (vLLM's) */
-	uint64_t kv_tokens_fixed;              /* llama.cpp: the whole context allocated (0 = max_model_len) */
-	bool kv_fail_fast;                     /* TensorRT-LLM: refuse a max_seq_len the KV cache cannot hold */
-	struct sim_startup_model startup;      /* off: the §4.5 estimate × startup_scale */
-	bool enable_prefix_caching;            /* true */
-	uint32_t long_prefill_token_threshold; /* 0 = off */
+	double gpu_memory_utilization;      /* 0.9: the engine's memory fraction (its meaning: memory_rules) */
+	enum sim_memory_rules memory_rules; /* whose KV sizing and start-up refusals (vLLM's) */
+	uint64_t kv_tokens_fixed;           /* llama.cpp: the whole context allocated (0 = max_model_len) */
+	bool kv_fail_fast;                  /* TensorRT-LLM: refuse a max_seq_len the KV cache cannot hold */
+	struct sim_startup_model startup;   /* off: the §4.5 estimate × startup_scale */
+	bool enable_prefix_caching;         /* true */
+	/* speculative decoding (off: spec_method SIM_SPEC_NONE) */
+	enum sim_spec_method spec_method;
+	uint32_t spec_tokens;                       /* k, draft tokens per step */
+	uint32_t spec_draft_tp;                     /* the draft model's TP (0 = the model's) */
+	char spec_draft_model[SIM_NAME_MAX];        /* draft_model: a preset or HF id */
+	struct sim_spec_acceptance spec_acceptance; /* n = 0: the method's default */
+	uint32_t long_prefill_token_threshold;      /* 0 = off */
 	uint64_t seed;
 	double jitter_sigma; /* log-normal sigma per step (0.03) */
 	/* faults (off by default) */
@@ -71,7 +101,14 @@ struct sim_engine_config {
 	struct sim_model model;
 	struct sim_gpu gpu;
 	struct sim_profile profile;
+	struct sim_model draft_model; /* spec_method draft_model */
 };
+
+const char *sim_dp_balance_to_string(enum sim_dp_balance b);
+int sim_dp_balance_from_string(const char *s, enum sim_dp_balance *ret);
+
+/* The GPUs a configuration occupies: DP × TP × PP. */
+uint32_t sim_engine_config_gpus(const struct sim_engine_config *c);
 
 /* Defaults: llama-3.1-8b on 1×H100, TP 1, bf16, auto KV, gmu 0.9, profile vllm,
  * prefix caching on, jitter 3 %, seed 0, startup_scale 1. */
@@ -84,7 +121,13 @@ void sim_engine_config_init(struct sim_engine_config *c);
  * --profile, --profile-file, --seed, --jitter, --enable-prefix-caching,
  * --no-enable-prefix-caching (value ignored), --long-prefill-token-threshold,
  * --startup-model (no value), --weights-read-gbps, --init-seconds,
- * --graph-capture-seconds.
+ * --graph-capture-seconds; parallelism: --data-parallel-size (-dp),
+ * --pipeline-parallel-size (-pp), --dp-load-balance score|round_robin|
+ * shortest_queue; speculative decoding: --speculative-config JSON (vLLM's:
+ * method, num_speculative_tokens, model, draft_tensor_parallel_size;
+ * prompt_lookup_* accepted), or its parts --spec-method, --spec-tokens,
+ * --spec-draft-model, --spec-draft-tp, --spec-acceptance RATE|CURVE;
+ * --prefix-caching on|off.
  * Returns 1 when applied, 0 when the flag is not an engine flag, negative errno
  * with err naming flag and value when the value is bad. Clears `resolved`. */
 int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value, struct error *err);
@@ -107,8 +150,11 @@ struct sim_engine_info {
 	uint32_t max_num_seqs, max_num_batched_tokens;
 	uint64_t startup_usec;             /* the start-up model's total, or the §4.5 time × startup_scale */
 	struct sim_startup_phases startup; /* the start-up model's phases (zero when it is off) */
-	double usd_per_hour;               /* GPU price × TP */
-	double weights_gib;                /* per GPU */
+	double usd_per_hour;               /* GPU price × the GPUs it holds (DP × TP × PP) */
+	double weights_gib;                /* per GPU (the drafter's share included) */
+	uint32_t replicas;                 /* data-parallel replicas */
+	uint32_t spec_k;                   /* draft tokens per step (0: no speculation) */
+	double spec_expected_tokens;       /* 1 + E[accepted] per sequence-step with drafts */
 };
 
 /* Callbacks, all optional. Times are the engine's (virtual or CLOCK_MONOTONIC) µs. */
@@ -166,6 +212,10 @@ int sim_engine_abort(struct sim_engine *e, uint64_t req_id);
  * step may start; UINT64_MAX when there is nothing to do. */
 uint64_t sim_engine_next_event_usec(const struct sim_engine *e);
 
+/* The replica a request went to (0 without data parallelism); -ENOENT when
+ * the engine does not hold it. */
+int sim_engine_replica_of(const struct sim_engine *e, uint64_t req_id);
+
 /* Completes every step ending at or before now_usec (emitting callbacks),
  * starting each next step at the previous one's end; when idle, starts a step
  * at max(now_usec of arrival, previous end) if work is queued. Returns the
@@ -184,8 +234,15 @@ struct sim_engine_stats {
 	uint64_t prefix_cache_hits;       /* of those, served from the cache */
 	uint64_t steps;
 	uint64_t busy_usec; /* Σ step durations */
+	/* speculative decoding, as vLLM counts it (vllm:spec_decode_*) */
+	uint64_t spec_drafts;       /* sequence-steps that verified drafts */
+	uint64_t spec_draft_tokens; /* draft tokens verified */
+	uint64_t spec_accepted;     /* of them, accepted */
+	uint64_t spec_accepted_per_pos[SIM_SPEC_MAX_TOKENS];
 	uint64_t requests_finished, requests_aborted;
 	uint32_t last_step_tokens, last_step_seqs;
 	uint64_t last_step_usec;
 };
 void sim_engine_get_stats(const struct sim_engine *e, struct sim_engine_stats *ret);
+/* One replica's (i < info.replicas); running/waiting/KV are its own. */
+void sim_engine_get_replica_stats(const struct sim_engine *e, uint32_t i, struct sim_engine_stats *ret);

@@ -28,13 +28,16 @@ void sim_perf_memory(const struct sim_perf *p, const struct sim_memory_policy *p
 	struct sim_memory mem = { .block_size = block_size ? block_size : 16 };
 	double usable = p->gpu.mem_bytes - SIM_CUDA_RESERVED_BYTES;
 
-	mem.weights = p->w_resident / p->tp;
+	/* Each GPU holds 1/(TP·PP) of the model, and a drafter's share beside it. */
+	mem.weights = p->w_resident / p->tp / (p->pp ? p->pp : 1) + p->draft_weights_gpu;
 	/* The profiling forward at max_num_batched_tokens (§4.3): two live activations of
-	 * (2d + ffn/TP) bf16 per token, fp32 logits for every sequence, graphs, non-torch. */
+	 * (2d + ffn/TP) bf16 per token, fp32 logits for every sequence, graphs, non-torch,
+	 * and NCCL's buffers when the GPUs talk (TP all-reduces, PP sends). */
 	mem.act_peak = 2.0 * max_num_batched_tokens * (2.0 * m->hidden + (double)m->ffn / p->tp) * 2.0 +
 		       4.0 * max_num_seqs * (double)m->vocab +
-		       (pr->act_graphs_gib + pr->act_base_gib + (p->tp > 1 ? pr->act_nccl_gib : 0.0)) * SIM_GIB;
-	mem.kv_bytes_token_gpu = p->kv_bytes_token_gpu;
+		       (pr->act_graphs_gib + pr->act_base_gib + (p->tp * p->pp > 1 ? pr->act_nccl_gib : 0.0)) * SIM_GIB;
+	/* A drafter's layers keep their KV in the same cache. */
+	mem.kv_bytes_token_gpu = p->kv_bytes_token_gpu + p->draft_kv_bytes_token_gpu;
 	switch (policy->rules) {
 	case SIM_MEMORY_SGLANG:
 		mem.budget = p->gpu.mem_bytes * policy->fraction;
@@ -74,6 +77,11 @@ static int check_config(const struct sim_perf *p, const struct sim_memory_policy
 				 "AssertionError: please set tensor_parallel_size (%u) to less than max local gpu "
 				 "count (%u)",
 				 p->tp, gpus);
+	if (p->tp * p->pp > gpus)
+		return error_set(err, -EINVAL,
+				 "AssertionError: please ensure that world_size (%u) is less than than max local gpu "
+				 "count (%u)",
+				 p->tp * p->pp, gpus);
 	if (m->heads % p->tp != 0)
 		return error_set(err, -EINVAL,
 				 "ValueError: Total number of attention heads (%u) must be divisible by tensor "
@@ -212,7 +220,7 @@ double sim_perf_startup_sec(const struct sim_perf *p)
 {
 	const struct sim_profile *pr = &p->profile;
 
-	return pr->start_proc_s + (p->tp > 1 ? pr->start_tp_s : 0.0) + p->w_resident / (pr->load_gbps * 1e9) +
+	return pr->start_proc_s + (p->tp * p->pp > 1 ? pr->start_tp_s : 0.0) + p->w_resident / (pr->load_gbps * 1e9) +
 	       pr->start_compile_s + pr->start_profile_s + pr->start_graphs_s;
 }
 
@@ -233,7 +241,7 @@ void sim_startup_model_phases(const struct sim_perf *p, const struct sim_startup
 
 	ph.weights_gb = p->w_resident / 1e9;
 	ph.weights_s = m->weights_read_gbps > 0 ? ph.weights_gb / m->weights_read_gbps : 0.0;
-	ph.init_s = m->init_seconds + SIM_STARTUP_TP_RANK_SECONDS * (double)(p->tp > 1 ? p->tp - 1 : 0);
+	ph.init_s = m->init_seconds + SIM_STARTUP_TP_RANK_SECONDS * (double)(p->tp * p->pp - 1);
 	ph.graphs_s = m->graph_capture_seconds;
 	ph.total_s = ph.weights_s + ph.init_s + ph.graphs_s;
 	*ret = ph;

@@ -320,7 +320,7 @@ static double weight_bytes_per_param(enum sim_quant q)
 int sim_perf_init(struct sim_perf *p, const struct sim_model *m, const struct sim_gpu *g, enum sim_quant q,
 		  enum sim_kv_dtype kv, uint32_t tp, const struct sim_profile *prof, struct error *err)
 {
-	struct sim_perf n = { .model = *m, .gpu = *g, .profile = *prof, .quant = q, .kv_dtype = kv, .tp = tp };
+	struct sim_perf n = { .model = *m, .gpu = *g, .profile = *prof, .quant = q, .kv_dtype = kv, .tp = tp, .pp = 1 };
 	double emb = (double)m->vocab * m->hidden, derate = g->sw_derate > 0 ? g->sw_derate : 1.0;
 	double mfu_bf16 = g->a100_mfu ? prof->mfu_bf16_a100 : prof->mfu_bf16, peak;
 
@@ -364,11 +364,31 @@ int sim_perf_init(struct sim_perf *p, const struct sim_model *m, const struct si
 	return 0;
 }
 
+int sim_perf_set_pipeline(struct sim_perf *p, uint32_t pp, struct error *err)
+{
+	const struct sim_model *m = &p->model;
+	uint32_t div = p->tp <= m->kv_heads ? p->tp : m->kv_heads;
+
+	if (pp == 0)
+		return error_set(err, -EINVAL, "--pipeline-parallel-size: must be at least 1");
+	if (pp > m->layers)
+		return error_set(err, -EINVAL,
+				 "ValueError: pipeline_parallel_size (%u) is larger than the number of hidden layers "
+				 "(%u) of %s",
+				 pp, m->layers, m->name);
+	p->pp = pp;
+	/* Each stage keeps the KV of its own layers only. */
+	p->kv_bytes_token_gpu = p->kv_bytes_token / div / pp;
+	return 0;
+}
+
 double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, struct sim_step_parts *ret_parts)
 {
 	const struct sim_model *m = &p->model;
 	const struct sim_profile *pr = &p->profile;
-	double T = (double)sim_batch_tokens(b), n_seq = (double)b->n_decode + b->n_chunks, tp = p->tp;
+	double T = (double)sim_batch_tokens(b), tp = p->tp, pp = p->pp ? p->pp : 1;
+	/* logits: each sequence's last position, and every draft position a sequence verifies */
+	double n_seq = (double)b->n_decode + b->n_chunks, n_logits = n_seq + (double)b->verify_tokens;
 	struct sim_step_parts s = { 0 };
 
 	if (T <= 0) {
@@ -378,16 +398,19 @@ double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, s
 	}
 
 	/* GEMMs: linear layers over every token, logits only for each sequence's last position. */
-	double f_gemm = 2.0 * p->p_lin * T + 2.0 * (double)m->hidden * m->vocab * n_seq;
+	double f_gemm = 2.0 * p->p_lin * T + 2.0 * (double)m->hidden * m->vocab * n_logits;
 	double peak = T > pr->awq_q_eff_tokens ? p->gemm_peak_large : p->gemm_peak_small;
 	double t_gc = f_gemm / (tp * peak), t_gm = p->w_stream / (tp * p->bw_w);
 	s.gemm = MAX(t_gc, t_gm);
 	s.gemm_compute_bound = t_gc > t_gm;
 
-	/* Attention: decode reads its whole context; a chunk at offset o attends o + c/2 on average. */
+	/* Attention: decode reads its whole context; a chunk at offset o attends o + c/2 on average;
+	 * a sequence's draft tokens attend its context too, but read its KV only once (one kernel
+	 * over all of its query positions). KV bytes per GPU count one stage's layers: × pp for
+	 * the whole model. */
 	double ctx = (double)b->decode_ctx_sum;
-	double f_attn = 4.0 * m->layers * (double)m->heads * m->head_dim * (ctx + b->chunk_attn);
-	double kv_read = p->kv_bytes_token_gpu * (ctx + (double)b->chunk_offset_sum);
+	double f_attn = 4.0 * m->layers * (double)m->heads * m->head_dim * (ctx + b->chunk_attn + b->verify_ctx);
+	double kv_read = p->kv_bytes_token_gpu * pp * (ctx + (double)b->chunk_offset_sum);
 	double t_ac = f_attn / (tp * p->attn_flops_rate), t_am = kv_read / p->bw_kv;
 	s.attn = MAX(t_ac, t_am);
 	s.attn_compute_bound = t_ac > t_am;
@@ -401,7 +424,15 @@ double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, s
 
 	s.ovh = pr->t_fixed_ms * 1e-3 + pr->c_seq_us * 1e-6 * n_seq + pr->c_tok_us * 1e-6 * T +
 		pr->t_tp_ms * 1e-3 * (tp - 1);
-	s.total = (s.gemm + s.attn + s.comm + s.ovh) / pr->engine_efficiency;
+	if (pp > 1) {
+		/* One point-to-point send of T·d bf16 activations per hop between stages. */
+		s.p2p = p->gpu.ar_alpha + T * m->hidden * 2.0 / (pr->busbw_frac * p->gpu.link_bw);
+		s.total = (s.ovh + s.gemm + s.attn + s.comm + (pp - 1) * s.p2p) / pr->engine_efficiency;
+		s.stage = MAX((s.gemm + s.attn + s.comm) / pp + s.p2p, s.ovh) / pr->engine_efficiency;
+	} else {
+		s.total = (s.gemm + s.attn + s.comm + s.ovh) / pr->engine_efficiency;
+		s.stage = s.total;
+	}
 	if (ret_parts)
 		*ret_parts = s;
 	return s.total;

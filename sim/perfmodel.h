@@ -164,6 +164,7 @@ struct sim_perf {
 	enum sim_quant quant;
 	enum sim_kv_dtype kv_dtype;
 	uint32_t tp;
+	uint32_t pp; /* pipeline stages: each holds layers/pp of the model on its own TP group (1) */
 	/* derived */
 	double p_lin;                            /* linear parameters (excl. embedding and lm_head) */
 	double w_stream;                         /* bytes streamed per step over all ranks (linear + lm_head) */
@@ -173,12 +174,22 @@ struct sim_perf {
 	double gemm_peak_small, gemm_peak_large; /* effective GEMM FLOP/s at T <= / > awq_q_eff_tokens */
 	double bw_w, bw_kv;                      /* effective bandwidths */
 	double attn_flops_rate;
+	/* a speculative drafter resident beside the model (sim_perf_add_draft): its
+	 * weights and its KV bytes per token, per GPU */
+	double draft_weights_gpu, draft_kv_bytes_token_gpu;
 };
 
 /* Resolves a deployment. Fails (-EINVAL, err) on an impossible TP (0, or not
  * dividing the attention heads). A100 + fp8 becomes weight-only (bf16 math). */
 int sim_perf_init(struct sim_perf *p, const struct sim_model *m, const struct sim_gpu *g, enum sim_quant q,
 		  enum sim_kv_dtype kv, uint32_t tp, const struct sim_profile *prof, struct error *err);
+
+/* Splits the deployment into pp pipeline stages of layers/pp layers each
+ * (after sim_perf_init; pp 1 undoes it): weights and KV per GPU shrink by
+ * pp, a step's work is spread over the stages and each hop between stages
+ * sends the step's activations over the GPU link. -EINVAL (err) when the
+ * model has fewer layers than stages. */
+int sim_perf_set_pipeline(struct sim_perf *p, uint32_t pp, struct error *err);
 
 /* A batch as the step time sees it: sums, so the hot path never walks a list. */
 struct sim_batch {
@@ -188,6 +199,11 @@ struct sim_batch {
 	uint64_t chunk_tokens;     /* Σ c_j */
 	uint64_t chunk_offset_sum; /* Σ o_j (KV already cached for the chunk's sequence) */
 	double chunk_attn;         /* Σ c_j·(o_j + c_j/2) */
+	/* speculative decoding: draft tokens verified beside each decoding
+	 * sequence's own token, in the same forward (one logits row each) */
+	uint32_t n_verify;      /* decoding sequences that verify drafts */
+	uint64_t verify_tokens; /* Σ draft tokens */
+	double verify_ctx;      /* Σ draft tokens × their sequence's context (attention FLOPs) */
 };
 
 static inline void sim_batch_add_decode(struct sim_batch *b, uint64_t ctx)
@@ -202,20 +218,112 @@ static inline void sim_batch_add_chunk(struct sim_batch *b, uint64_t len, uint64
 	b->chunk_offset_sum += offset;
 	b->chunk_attn += (double)len * ((double)offset + (double)len / 2.0);
 }
+/* A decoding sequence at context ctx that verifies n_draft draft tokens. */
+static inline void sim_batch_add_verify(struct sim_batch *b, uint64_t ctx, uint32_t n_draft)
+{
+	sim_batch_add_decode(b, ctx);
+	if (n_draft == 0)
+		return;
+	b->n_verify++;
+	b->verify_tokens += n_draft;
+	b->verify_ctx += (double)n_draft * ((double)ctx + (double)(n_draft + 1) / 2.0);
+}
 static inline uint64_t sim_batch_tokens(const struct sim_batch *b)
 {
-	return b->n_decode + b->chunk_tokens;
+	return b->n_decode + b->chunk_tokens + b->verify_tokens;
 }
 
 struct sim_step_parts {
 	double gemm, attn, comm, ovh; /* seconds, before engine_efficiency */
-	double total;                 /* (gemm + attn + comm + ovh) / engine_efficiency */
+	double p2p;                   /* pipeline: one hop's activation transfer */
+	double total;                 /* (gemm + attn + comm + ovh) / engine_efficiency; with pp stages, a micro-batch
+	               * through all of them: ovh + gemm + attn + comm + (pp − 1) hops */
+	double stage;                 /* how long the micro-batch holds one stage: (gemm + attn + comm) / pp + a hop,
+	               * at least ovh (the scheduler prepares one micro-batch at a time); total with pp 1 */
 	bool gemm_compute_bound, attn_compute_bound;
 };
 
 /* Step time in seconds of one forward (PERFMODEL §6); parts optional. An
  * empty batch costs 0. */
 double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, struct sim_step_parts *ret_parts);
+
+/* ---- speculative decoding (perf-spec.c; sim/PERFMODEL.md §8) ---- */
+
+/* How drafts are proposed (vLLM's speculative_config "method"; SGLang's
+ * --speculative-algorithm; llama.cpp's draft model). */
+enum sim_spec_method {
+	SIM_SPEC_NONE,
+	SIM_SPEC_NGRAM,       /* prompt lookup: drafts copied from the context, on the CPU */
+	SIM_SPEC_DRAFT_MODEL, /* a small model of the same vocabulary, run k times per step */
+	SIM_SPEC_EAGLE,       /* a one-layer head on the model's hidden states (EAGLE, EAGLE-3) */
+	SIM_SPEC_MTP,         /* the model's own multi-token-prediction layer */
+	_SIM_SPEC_MAX,
+};
+const char *sim_spec_method_to_string(enum sim_spec_method m);
+/* "none", "ngram" ("[ngram]", "ngram_gpu"), "draft_model" ("draft", "standalone"),
+ * "eagle" ("eagle3"), "mtp" ("deepseek_mtp", "nextn"); case-insensitive. -EINVAL
+ * for others. */
+int sim_spec_method_from_string(const char *s, enum sim_spec_method *ret);
+
+#define SIM_SPEC_MAX_TOKENS 16
+
+/* How often drafts are accepted: the conditional acceptance of each draft
+ * position given that every earlier one was accepted. One number α is the
+ * i.i.d. case of Leviathan et al. (2023); a curve is what vLLM's
+ * per-position counters show (vllm:spec_decode_num_accepted_tokens_per_pos /
+ * num_drafts: the unconditional rate of each position, non-increasing),
+ * turned into conditional rates, the last ratio carried on to longer drafts. */
+struct sim_spec_acceptance {
+	uint32_t n;                       /* positions given; 0: the method's default */
+	double cond[SIM_SPEC_MAX_TOKENS]; /* P(position i accepted | 0..i−1 accepted) */
+};
+
+/* Parses "0.7" (α for every position) or "0.8,0.62,0.5" (per-position
+ * rates, each in (0, 1] and not above the one before). Errors name the
+ * item. */
+int sim_spec_acceptance_parse(const char *text, struct sim_spec_acceptance *ret, struct error *err);
+/* The same from JSON: a number or an array of numbers. */
+int sim_spec_acceptance_from_json(const cJSON *j, const char *what, struct sim_spec_acceptance *ret, struct error *err);
+/* The acceptance a method has when the workload does not say: published
+ * typical figures (sim/PERFMODEL.md §8). */
+void sim_spec_acceptance_default(enum sim_spec_method m, struct sim_spec_acceptance *ret);
+/* The conditional acceptance of draft position i (0-based). */
+double sim_spec_acceptance_at(const struct sim_spec_acceptance *a, uint32_t i);
+/* Expected tokens a sequence emits per step with k drafts: 1 + E[accepted]
+ * = Σ_{i=0..k} Π_{j<i} α_j; (1 − α^(k+1)) / (1 − α) for one α. */
+double sim_spec_expected_tokens(const struct sim_spec_acceptance *a, uint32_t k);
+/* "0.7" or "0.80,0.62,0.50" (unconditional per-position rates) into buf. */
+void sim_spec_acceptance_format(const struct sim_spec_acceptance *a, uint32_t k, char *buf, size_t size);
+
+/* The drafter of a deployment, resolved once. */
+struct sim_spec {
+	enum sim_spec_method method;
+	uint32_t k;              /* draft tokens per step (num_speculative_tokens) */
+	struct sim_perf draft;   /* draft_model / eagle / mtp: the drafter's own roofline */
+	double ngram_seq_usec;   /* ngram: CPU time of one lookup */
+	double draft_step_fixed; /* s of launch overhead per drafting forward (graphs replayed) */
+};
+
+/* Resolves a drafter for the deployment p: for draft_model the drafter is
+ * draft_model (a preset or config; its TP draft_tp, 1 or p's TP as vLLM
+ * allows); EAGLE and MTP heads are one decoder layer of p's model (plus
+ * EAGLE's fc over two hidden states) that share its embeddings and lm_head.
+ * Adds the drafter's weights and KV bytes to p's memory (p->draft_*).
+ * -EINVAL (err, in vLLM's words) for k outside 1..SIM_SPEC_MAX_TOKENS, a
+ * draft TP vLLM refuses, a draft model with another vocabulary. */
+int sim_spec_init(struct sim_spec *s, struct sim_perf *p, enum sim_spec_method m, uint32_t k,
+		  const struct sim_model *draft_model, uint32_t draft_tp, struct error *err);
+
+/* Seconds the drafter adds to a step: for n_seqs sequences that sample in
+ * it (at Σ context ctx_sum), k drafting forwards of one token each, plus
+ * the drafter's pass over the step's prompt chunks (chunk_tokens); ngram:
+ * the CPU lookups. 0 without a drafter. */
+double sim_spec_draft_time(const struct sim_spec *s, uint32_t n_seqs, uint64_t ctx_sum, uint64_t chunk_tokens);
+
+/* The fraction of a prompt's positions whose preceding bigram occurred
+ * earlier in it: how often prompt lookup finds a continuation to propose
+ * (0 for random token ids; high for text that repeats itself). */
+double sim_spec_lookup_rate(const uint32_t *ids, uint32_t n);
 
 /* ---- memory, KV capacity and start-up checks (§4.3; perf-memory.c) ---- */
 

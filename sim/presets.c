@@ -165,6 +165,31 @@ static const struct model_preset models[] = {
 	    .tied = false,
 	    .params = 70.55e9 },
 	  { "llama3170b", "llama370b", "llama3370b", "metallama370b", "llama3p170b", NULL } },
+	/* Draft models of the Llama 3 family (same 128,256-token vocabulary; tied embeddings). */
+	{ { .name = "llama-3.2-1b",
+	    .layers = 16,
+	    .hidden = 2048,
+	    .heads = 32,
+	    .kv_heads = 8,
+	    .head_dim = 64,
+	    .ffn = 8192,
+	    .vocab = 128256,
+	    .max_position = 131072,
+	    .tied = true,
+	    .params = 1.24e9 },
+	  { "llama321b", "llama3p21b", NULL } },
+	{ { .name = "llama-3.2-3b",
+	    .layers = 28,
+	    .hidden = 3072,
+	    .heads = 24,
+	    .kv_heads = 8,
+	    .head_dim = 128,
+	    .ffn = 8192,
+	    .vocab = 128256,
+	    .max_position = 131072,
+	    .tied = true,
+	    .params = 3.21e9 },
+	  { "llama323b", "llama3p23b", NULL } },
 	{ { .name = "qwen2.5-7b",
 	    .layers = 28,
 	    .hidden = 3584,
@@ -237,8 +262,9 @@ int sim_model_preset(const char *name, struct sim_model *ret, struct error *err)
 				return 0;
 			}
 	return error_set(err, -ENOENT,
-			 "--model: unknown model \"%s\" (presets: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-7b, "
-			 "llama-2-70b; any other dense model: --model-config config.json)",
+			 "--model: unknown model \"%s\" (presets: llama-3.1-8b, llama-3.1-70b, llama-3.2-1b, "
+			 "llama-3.2-3b, qwen2.5-7b, llama-7b, llama-2-70b; any other dense model: --model-config "
+			 "config.json)",
 			 name);
 }
 

@@ -103,6 +103,10 @@ static char *sglang_page(struct sim_server *s, const struct sim_engine_stats *st
 	counter(f, "sglang:cached_tokens_total", "Number of cached prompt tokens.", labels,
 		(double)st->prefix_cache_hits);
 	counter(f, "sglang:num_requests_total", "Number of requests processed.", labels, (double)m->finished);
+	/* speculative decoding: the mean tokens a draft step gives, its bonus token included */
+	if (s->engine && sim_engine_get_info(s->engine)->spec_k > 0)
+		gauge(f, "sglang:spec_accept_length", "The average acceptance length of speculative decoding.", labels,
+		      st->spec_drafts ? 1.0 + (double)st->spec_accepted / (double)st->spec_drafts : 1.0);
 	sim_histogram_put(f, "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
 			  labels, &m->ttft);
 	sim_histogram_put(f, "sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",

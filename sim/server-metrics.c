@@ -333,45 +333,96 @@ static void put_sim_metrics(FILE *f, struct sim_server *s, const char *labels, c
 			s->http_responses[c]);
 }
 
+/* One metric family with a series per engine (vLLM V1 labels every
+ * engine-side series with its data-parallel rank: engine="0", "1", ...). */
+static void put_engines(FILE *f, const char *type, const char *name, const char *help, char *const *labels,
+			const double *v, uint32_t n)
+{
+	char b[40];
+
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "%s{%s} %s\n", name, labels[i], sim_metric_number(v[i], SIM_NUMBER_PYTHON, b, sizeof(b)));
+}
+
+#define ENGINES_MAX 64
+
 char *sim_server_render_metrics(struct sim_server *s)
 {
-	struct sim_engine_stats st = { 0 };
+	struct sim_engine_stats st = { 0 }, rs[ENGINES_MAX] = { { 0 } };
 	const struct sim_request_metrics *m = &s->m;
 	_cleanup_(freep) char *labels = NULL, *sim_labels = NULL;
+	char *elabels[ENGINES_MAX] = { NULL };
+	double v[ENGINES_MAX];
+	uint32_t n = 1, k = 0;
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f;
+	FILE *f = NULL;
 
-	if (s->engine)
+	if (s->engine) {
 		sim_engine_get_stats(s->engine, &st);
+		n = MIN(MAX(sim_engine_get_info(s->engine)->replicas, 1u), (uint32_t)ENGINES_MAX);
+		k = sim_engine_get_info(s->engine)->spec_k;
+		for (uint32_t i = 0; i < n; i++)
+			sim_engine_get_replica_stats(s->engine, i, &rs[i]);
+	}
 	/* vLLM V1's labels; goodput-sim's own series name the model only */
 	if (asprintf(&labels, "model_name=\"%s\",engine=\"0\"", s->served_name_json) < 0 ||
 	    asprintf(&sim_labels, "model_name=\"%s\"", s->served_name_json) < 0)
 		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		if (asprintf(&elabels[i], "model_name=\"%s\",engine=\"%u\"", s->served_name_json, i) < 0)
+			goto fail;
 	f = open_memstream(&buf, &len);
 	if (!f)
-		return NULL;
+		goto fail;
 
-	put_metric(f, "gauge", "vllm:num_requests_running", "Number of requests in model execution batches.", labels,
-		   st.running);
-	put_metric(f, "gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels,
-		   st.waiting);
-	put_metric(f, "gauge", "vllm:gpu_cache_usage_perc",
+#define PER_ENGINE(type, name, help, expr)                                                                             \
+	do {                                                                                                           \
+		for (uint32_t i = 0; i < n; i++)                                                                       \
+			v[i] = (double)(expr);                                                                         \
+		put_engines(f, type, name, help, elabels, v, n);                                                       \
+	} while (0)
+
+	PER_ENGINE("gauge", "vllm:num_requests_running", "Number of requests in model execution batches.",
+		   rs[i].running);
+	PER_ENGINE("gauge", "vllm:num_requests_waiting", "Number of requests waiting to be processed.", rs[i].waiting);
+	PER_ENGINE("gauge", "vllm:gpu_cache_usage_perc",
 		   "GPU KV-cache usage. 1 means 100 percent usage.DEPRECATED: Use vllm:kv_cache_usage_perc instead.",
-		   labels, st.kv_usage);
-	put_metric(f, "gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels,
-		   st.kv_usage);
-	put_metric(f, "counter", "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
-		   labels, (double)st.preemptions);
-	put_metric(f, "counter", "vllm:prompt_tokens_total", "Number of prefill tokens processed.", labels,
-		   (double)(st.prompt_tokens + s->fixed_prompt_tokens));
-	put_metric(f, "counter", "vllm:generation_tokens_total", "Number of generation tokens processed.", labels,
-		   (double)(st.generation_tokens + s->fixed_generation_tokens));
-	put_metric(f, "counter", "vllm:prefix_cache_queries_total",
-		   "Prefix cache queries, in terms of number of queried tokens.", labels,
-		   (double)st.prefix_cache_queries);
-	put_metric(f, "counter", "vllm:prefix_cache_hits_total",
-		   "Prefix cache hits, in terms of number of cached tokens.", labels, (double)st.prefix_cache_hits);
+		   rs[i].kv_usage);
+	PER_ENGINE("gauge", "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", rs[i].kv_usage);
+	PER_ENGINE("counter", "vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
+		   rs[i].preemptions);
+	/* the fixed-ITL benchmark mode's tokens count on engine 0 */
+	PER_ENGINE("counter", "vllm:prompt_tokens_total", "Number of prefill tokens processed.",
+		   rs[i].prompt_tokens + (i == 0 ? s->fixed_prompt_tokens : 0));
+	PER_ENGINE("counter", "vllm:generation_tokens_total", "Number of generation tokens processed.",
+		   rs[i].generation_tokens + (i == 0 ? s->fixed_generation_tokens : 0));
+	PER_ENGINE("counter", "vllm:prefix_cache_queries_total",
+		   "Prefix cache queries, in terms of number of queried tokens.", rs[i].prefix_cache_queries);
+	PER_ENGINE("counter", "vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+		   rs[i].prefix_cache_hits);
+	/* vllm/v1/spec_decode/metrics.py: only with speculation configured */
+	if (k > 0) {
+		char b[40];
+
+		PER_ENGINE("counter", "vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.",
+			   rs[i].spec_drafts);
+		PER_ENGINE("counter", "vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.",
+			   rs[i].spec_draft_tokens);
+		PER_ENGINE("counter", "vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+			   rs[i].spec_accepted);
+		fprintf(f, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft "
+			   "position.\n# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n");
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t p = 0; p < k && p < SIM_SPEC_MAX_TOKENS; p++)
+				fprintf(f,
+					"vllm:spec_decode_num_accepted_tokens_per_pos_total{%s,position=\"%u\"} %s\n",
+					elabels[i], p,
+					sim_metric_number((double)rs[i].spec_accepted_per_pos[p], SIM_NUMBER_PYTHON, b,
+							  sizeof(b)));
+	}
+#undef PER_ENGINE
 	/* Every request ends at max_tokens (the sim has no EOS): all "length". */
 	fprintf(f,
 		"# HELP vllm:request_success_total Count of successfully processed requests.\n"
@@ -401,10 +452,20 @@ char *sim_server_render_metrics(struct sim_server *s)
 
 	put_sim_metrics(f, s, sim_labels, &st);
 	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
+		f = NULL;
+		goto fail;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		free(elabels[i]);
 	return buf;
+
+fail:
+	if (f)
+		fclose(f);
+	free(buf);
+	for (uint32_t i = 0; i < n; i++)
+		free(elabels[i]);
+	return NULL;
 }
 
 char *sim_server_render_dialect_metrics(struct sim_server *s, bool prometheus_route, unsigned *ret_status,

@@ -23,7 +23,7 @@
 #include "simulate.h"
 #include "time-util.h"
 
-/* The GPUs this sim occupies: the first tensor-parallel-size of those
+/* The GPUs this sim occupies: the first DP × TP × PP of those
  * CUDA_VISIBLE_DEVICES shows (all of the host's when it is unset), taken in
  * the host's ledger when there is one. Returns 0, or an exit status + 1
  * after printing the engine's words (no GPU, a GPU another sim holds). */
@@ -31,7 +31,7 @@ static int take_gpus(const struct sim_server_config *sc, struct sim_engine_confi
 {
 	const char *env = getenv("CUDA_VISIBLE_DEVICES");
 	unsigned visible[SIM_LEDGER_MAX_GPUS], busy = 0;
-	uint32_t tp = ec->tp ? ec->tp : 1;
+	uint32_t tp = sim_engine_config_gpus(ec);
 	struct error err = { 0 };
 	long holder = 0;
 	size_t n;
@@ -62,6 +62,23 @@ static int take_gpus(const struct sim_server_config *sc, struct sim_engine_confi
 	return 0;
 }
 
+/* $GOODPUT_SIM_SPEC_ACCEPTANCE: the drafts' acceptance when no flag gives
+ * it (an engine profile passes the study's workload through it, since the
+ * real engines have no such flag). Returns 0, or an exit status + 1. */
+static int acceptance_from_env(struct sim_engine_config *ec)
+{
+	const char *v = getenv("GOODPUT_SIM_SPEC_ACCEPTANCE");
+	struct error err = { 0 };
+
+	if (!v || !*v)
+		return 0;
+	if (sim_spec_acceptance_parse(v, &ec->spec_acceptance, &err) < 0) {
+		fprintf(stderr, "goodput-sim: $GOODPUT_SIM_SPEC_ACCEPTANCE: %s\n", err.msg);
+		return 1 + 2;
+	}
+	return 0;
+}
+
 static int cmd_serve(int argc, char **argv)
 {
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
@@ -76,6 +93,9 @@ static int cmd_serve(int argc, char **argv)
 
 	sim_server_config_init(&sc);
 	sim_engine_config_init(&ec);
+	r = acceptance_from_env(&ec);
+	if (r > 0)
+		return r - 1;
 	r = sim_args_parse(argc, argv, &sc, &ec, &sc.dialect);
 	if (r > 0)
 		return r - 1;

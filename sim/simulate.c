@@ -263,6 +263,12 @@ int sim_simulate_requests(const struct sim_engine_config *cfg, const struct prob
 		st.virtual_usec = t_last > t_first ? t_last - t_first : 0;
 		st.prompt_tokens = st.engine.prompt_tokens - before.prompt_tokens;
 		st.generation_tokens = st.engine.generation_tokens - before.generation_tokens;
+		st.prefix_queries = st.engine.prefix_cache_queries - before.prefix_cache_queries;
+		st.prefix_hits = st.engine.prefix_cache_hits - before.prefix_cache_hits;
+		st.spec_drafts = st.engine.spec_drafts - before.spec_drafts;
+		st.spec_draft_tokens = st.engine.spec_draft_tokens - before.spec_draft_tokens;
+		st.spec_accepted = st.engine.spec_accepted - before.spec_accepted;
+		st.spec = sim_engine_get_info(run.engine)->spec_k > 0;
 		*ret_stats = st;
 	}
 	*ret_duration_s = t_last > t_first && t_first != UINT64_MAX ? (double)(t_last - t_first) / 1e6 : 1e-6;
@@ -316,6 +322,13 @@ int sim_simulate(const struct sim_engine_config *cfg, const struct probe_workloa
 		.preemptions = (double)st.engine.preemptions,
 		.prompt_tokens = (double)st.prompt_tokens,
 		.generation_tokens = (double)st.generation_tokens,
+		.prefix_queries = (double)st.prefix_queries,
+		.prefix_hits = (double)st.prefix_hits,
+		/* as vLLM: spec_decode_* exist only when speculation is configured */
+		.spec_drafts = st.spec ? (double)st.spec_drafts : NAN,
+		.spec_draft_tokens = st.spec ? (double)st.spec_draft_tokens : NAN,
+		.spec_accepted = st.spec ? (double)st.spec_accepted : NAN,
+		.spec_accept_length = NAN,
 		.samples = (size_t)st.engine.steps,
 	};
 	*ret_result = res;
@@ -421,7 +434,8 @@ int sim_find_max_rate(const struct sim_engine_config *cfg, const struct probe_wo
 	}
 done:
 	if (s.max_rate > 0)
-		s.usd_per_mtok = sim_usd_per_mtok(c.gpu.usd_per_hour * c.tp, s.at_max.good_output_throughput);
+		s.usd_per_mtok = sim_usd_per_mtok(c.gpu.usd_per_hour * sim_engine_config_gpus(&c),
+						  s.at_max.good_output_throughput);
 	*ret = s;
 	return 0;
 }

@@ -29,8 +29,11 @@ struct sim_simulate_stats {
 	double kv_usage_mean, kv_usage_peak; /* step-weighted over the run */
 	double running_mean, waiting_mean;
 	uint32_t running_peak, waiting_peak;
-	uint64_t virtual_usec;                     /* first send → last completion */
-	uint64_t prompt_tokens, generation_tokens; /* of the measured requests (warm-ups excluded) */
+	uint64_t virtual_usec;                                  /* first send → last completion */
+	uint64_t prompt_tokens, generation_tokens;              /* of the measured requests (warm-ups excluded) */
+	uint64_t prefix_queries, prefix_hits;                   /* prefix cache, likewise */
+	uint64_t spec_drafts, spec_draft_tokens, spec_accepted; /* speculative decoding, likewise */
+	bool spec;                                              /* speculation configured */
 };
 
 /* Runs w through an engine built from cfg (start-up checks apply: err has
@@ -57,7 +60,7 @@ struct sim_rate_search {
 	struct probe_result at_max;    /* its result (valid when max_rate > 0) */
 	struct probe_result saturated; /* the run at rate inf */
 	unsigned runs;                 /* simulate runs spent */
-	double usd_per_mtok;           /* GPU $/h × TP ÷ (goodput at max_rate × 3600) × 1e6; INFINITY when none */
+	double usd_per_mtok; /* GPU $/h × DP × TP × PP ÷ (goodput at max_rate × 3600) × 1e6; INFINITY when none */
 };
 
 /* Finds the largest request rate at which the workload (wcfg with its arrival

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -159,9 +160,12 @@ def case_health():
 HISTOGRAM_SERIES = ("prompt_length", "generation_length")
 
 
-def series_present(d, plain, series):
-    """Every series the profile maps is on the page (a ratio: both parts; a histogram: its _count)."""
+def series_present(d, plain, series, spec=False):
+    """Every series the profile maps is on the page (a ratio: both parts; a histogram: its _count);
+    speculative decoding's only when the engine speculates."""
     for s, names in series.items():
+        if s.startswith("spec_") and not spec:
+            continue
         names = names if isinstance(names, list) else [names]
         if s in HISTOGRAM_SERIES:
             names = [n + "_count" for n in names]
@@ -227,6 +231,72 @@ def case_metrics():
         full, plain = prom(body.decode())
         check(status == 200 and plain.get("trtllm_e2e_request_latency_seconds_count") == 2,
               "TRT-LLM /prometheus/metrics: %d %r" % (status, body[:300]))
+
+
+def case_levers():
+    """Data parallelism, speculative decoding and prefix caching in each engine's flags and metrics."""
+    prompt = " ".join("w%d" % (3000 + i) for i in range(64))
+    spec = '{"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 3}'
+    # vLLM: two engines behind one endpoint, each with its own labelled series; the draft's counters
+    with start("vllm", ["--gpus", "2", "--data-parallel-size", "2", "--speculative-config", spec,
+                        "--spec-acceptance", "0.7"]) as sim:
+        # at once: the front end sends each to the engine with the fewest waiting x 4 + running
+        results = [None] * 4
+
+        def one(i):
+            results[i] = sim.stream("/v1/completions", completion_body(prompt, 40))
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for r in results:
+            check(r and r["status"] == 200 and len(token_chunks(r["events"])) == 40, "vLLM dp+spec request: %r" % r)
+        status, _, body = sim.request("GET", "/metrics")
+        full, plain = prom(body.decode())
+        series_present("vllm", plain, profile("vllm")["metrics"]["series"], spec=True)
+        for e in ("0", "1"):
+            key = 'vllm:generation_tokens_total{model_name="llama-3.1-8b",engine="%s"}' % e
+            check(full.get(key, 0) > 0, "vLLM engine %s served nothing: %r" % (e, full.get(key)))
+        check(plain["vllm:generation_tokens_total"] == 160, "vLLM tokens %r" % plain["vllm:generation_tokens_total"])
+        drafts, draft_toks = plain["vllm:spec_decode_num_drafts_total"], plain["vllm:spec_decode_num_draft_tokens_total"]
+        acc = plain["vllm:spec_decode_num_accepted_tokens_total"]
+        check(0 < acc < draft_toks <= 3 * drafts, "vLLM spec counters %r %r %r" % (drafts, draft_toks, acc))
+        # every token is its step's bonus token or an accepted draft
+        check(acc + drafts <= 160, "vLLM spec: %r accepted in %r drafts for 160 tokens" % (acc, drafts))
+        pos = [sum(v for k, v in full.items() if k.startswith("vllm:spec_decode_num_accepted_tokens_per_pos_total")
+                   and 'position="%d"' % p in k) for p in range(3)]
+        check(pos[0] >= pos[1] >= pos[2] and sum(pos) == acc, "vLLM per-position counters %r, %r" % (pos, acc))
+        # the prompt repeated: its blocks came from the prefix cache of the engine that had served it
+        check(plain["vllm:prefix_cache_hits_total"] > 0, "vLLM prefix cache: no hits")
+    # vLLM's names only: the sim's own spelling is refused as vLLM would
+    rc, _, err = run([program("vllm")] + serve_args("vllm", extra=["--spec-method", "ngram", "--port", "0"]))
+    check(rc == 2 and "unrecognized arguments: --spec-method" in err, "vLLM --spec-method: %d %s" % (rc, err))
+    # more GPUs than the host has: refused at start-up
+    rc, _, err = run([program("vllm")] + serve_args("vllm", extra=["--gpus", "1", "--data-parallel-size", "2",
+                                                               "--load-time", "0", "--port", "0"]))
+    check(rc == 1 and "data_parallel_size (2)" in err, "vLLM dp 2 on 1 GPU: %d %s" % (rc, err[-300:]))
+    # vLLM without prefix caching: nothing is found
+    with start("vllm", ["--no-enable-prefix-caching"]) as sim:
+        for _ in range(2):
+            requests(sim, [64], [4])
+        _, _, body = sim.request("GET", "/metrics")
+        full, plain = prom(body.decode())
+        check(plain["vllm:prefix_cache_hits_total"] == 0, "vLLM without prefix caching hit %r"
+              % plain["vllm:prefix_cache_hits_total"])
+    # SGLang: --dp-size and EAGLE's flags; its gauge of the mean acceptance length
+    with start("sglang", ["--gpus", "2", "--dp-size", "2", "--speculative-algorithm", "EAGLE",
+                          "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                          "--speculative-num-draft-tokens", "4", "--collect-tokens-histogram"]) as sim:
+        requests(sim, [64, 64], [40, 40])
+        _, _, body = sim.request("GET", "/metrics")
+        full, plain = prom(body.decode())
+        series_present("sglang", plain, profile("sglang")["metrics"]["series"], spec=True)
+        length = plain.get("sglang:spec_accept_length", 0)
+        check(1 < length <= 4, "SGLang spec_accept_length %r" % length)
+    # TGI: --speculate N is n-gram speculation; accepted
+    with start("tgi", ["--speculate", "3"]) as sim:
+        requests(sim, [16], [8])
 
 
 def case_histograms():
@@ -474,7 +544,7 @@ def case_oom():
 
 CASES = {"versions": case_versions, "health": case_health, "metrics": case_metrics,
          "histograms": case_histograms, "quirks": case_quirks, "ledger": case_ledger, "startup": case_startup,
-         "oom": case_oom, "llamacpp": case_llamacpp}
+         "oom": case_oom, "llamacpp": case_llamacpp, "levers": case_levers}
 
 
 def main():

@@ -418,12 +418,11 @@ static uint64_t prompt_seed(const struct probe_workload_config *cfg)
 	return cfg->seed + cfg->prompt_variant * UINT64_C(0x9E3779B97F4A7C15);
 }
 
-static int fill_random(const struct gen *g, struct probe_workload *w, struct error *err)
+static void fill_random(const struct gen *g, struct probe_workload *w)
 {
 	const struct probe_workload_config *cfg = g->cfg;
 	struct probe_rng lengths;
 	uint32_t group_size = cfg->prefix_group_size ? cfg->prefix_group_size : UINT32_MAX;
-	uint64_t total = 0;
 
 	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
 	for (size_t i = 0; i < w->n_requests; i++) {
@@ -434,18 +433,7 @@ static int fill_random(const struct gen *g, struct probe_workload *w, struct err
 		r->input_len = (uint32_t)MIN((uint64_t)cfg->prefix_len + body, (uint64_t)PROBE_MAX_TOKENS_PER_REQUEST);
 		if (cfg->prefix_len > 0)
 			r->prefix_id = (uint32_t)(i / group_size) + 1;
-		if (cfg->lengths_only)
-			continue;
-		/* the prompts are made as they are sent, but a load point of more
-		 * tokens than this is not a benchmark the client could keep up with */
-		total += r->input_len;
-		if (total > PROBE_MAX_TOTAL_PROMPT_TOKENS)
-			return error_set(err, -E2BIG,
-					 "workload: more than %" PRIu64
-					 " prompt tokens in all; fewer or shorter prompts",
-					 (uint64_t)PROBE_MAX_TOTAL_PROMPT_TOKENS);
 	}
-	return 0;
 }
 
 /* Datasets: entries (already validated) are assigned to requests; the
@@ -528,11 +516,12 @@ int probe_workload_generate(const struct probe_workload_config *cfg, struct prob
 		w->requests[i].warmup = i < cfg->num_warmup;
 	}
 	if (cfg->dataset == PROBE_DATASET_RANDOM)
-		r = fill_random(&g, w, err);
-	else
+		fill_random(&g, w);
+	else {
 		r = fill_dataset(&g, w, err);
-	if (r < 0)
-		return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
+		if (r < 0)
+			return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
+	}
 	fill_arrivals(&g, w);
 	*ret = TAKE_PTR(w);
 	return 0;

@@ -29,16 +29,15 @@
 
 #include "error.h"
 
-#define PROBE_TOKEN_ID_MIN            1000u
-#define PROBE_TOKEN_ID_MAX            30000u
-#define PROBE_MAX_TOKENS_PER_REQUEST  (1u << 20)
-#define PROBE_MAX_REQUESTS            10000000u
-#define PROBE_MAX_TOTAL_PROMPT_TOKENS (UINT64_C(1) << 28) /* 1 GiB of ids */
-#define PROBE_MAX_DATASET_BYTES       (UINT64_C(2) << 30)
-#define PROBE_MAX_DATASET_LINE        (16u << 20)
-#define PROBE_HISTOGRAM_MAX_BUCKETS   128
-#define PROBE_RATE_PROFILE_MAX        96 /* a step every 15 minutes of a day */
-#define PROBE_SECONDS_PER_DAY         86400u
+#define PROBE_TOKEN_ID_MIN           1000u
+#define PROBE_TOKEN_ID_MAX           30000u
+#define PROBE_MAX_TOKENS_PER_REQUEST (1u << 20)
+#define PROBE_MAX_REQUESTS           10000000u
+#define PROBE_MAX_DATASET_BYTES      (UINT64_C(2) << 30)
+#define PROBE_MAX_DATASET_LINE       (16u << 20)
+#define PROBE_HISTOGRAM_MAX_BUCKETS  128
+#define PROBE_RATE_PROFILE_MAX       96 /* a step every 15 minutes of a day */
+#define PROBE_SECONDS_PER_DAY        86400u
 
 enum probe_dataset {
 	PROBE_DATASET_RANDOM,   /* synthetic lengths from input/output distributions */
@@ -180,9 +179,9 @@ struct probe_workload {
  *   not finite; past the log's end it starts again one mean gap later.
  * - a rate profile warps Poisson, gamma and constant arrivals (see struct
  *   probe_rate_profile).
- * - caps: num_warmup + num_prompts <= PROBE_MAX_REQUESTS, total prompt ids
- *   <= PROBE_MAX_TOTAL_PROMPT_TOKENS, dataset files <= PROBE_MAX_DATASET_BYTES,
- *   a JSONL line <= PROBE_MAX_DATASET_LINE bytes. */
+ * - caps: num_warmup + num_prompts <= PROBE_MAX_REQUESTS, dataset files
+ *   <= PROBE_MAX_DATASET_BYTES, a JSONL line <= PROBE_MAX_DATASET_LINE
+ *   bytes. Prompts are made as they are sent, so their total is not capped. */
 void probe_workload_config_init(struct probe_workload_config *cfg);
 
 /* Generates the requests. Deterministic in (cfg, seed). Dataset errors name

@@ -16,6 +16,7 @@
  * `goodput-sim simulate` command. */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -190,8 +191,16 @@ int sim_simulate_requests(const struct sim_engine_config *cfg, const struct prob
 	uint64_t t_warm = 0, t_end = 0, t_first = UINT64_MAX, t_last = 0;
 	struct sim_engine_stats before = { 0 };
 	size_t n_warm = 0, n_meas;
+	uint64_t prompt_tokens = 0;
 	int r;
 
+	for (size_t i = 0; i < w->n_requests && !w->config.lengths_only; i++)
+		prompt_tokens += w->requests[i].input_len;
+	if (prompt_tokens > SIM_SIMULATE_MAX_PROMPT_TOKENS)
+		return error_set(err, -E2BIG,
+				 "workload: more than %" PRIu64
+				 " prompt tokens in all to simulate; fewer or shorter prompts",
+				 (uint64_t)SIM_SIMULATE_MAX_PROMPT_TOKENS);
 	run.st = calloc(MAX(w->n_requests, (size_t)1), sizeof(*run.st));
 	if (!run.st)
 		return -ENOMEM;

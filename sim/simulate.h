@@ -36,6 +36,10 @@ struct sim_simulate_stats {
 	bool spec;                                              /* speculation configured */
 };
 
+/* The prompt tokens a simulation of prompts (not lengths only) takes at
+ * most: more is -E2BIG, naming the workload. */
+#define SIM_SIMULATE_MAX_PROMPT_TOKENS (UINT64_C(1) << 28)
+
 /* Runs w through an engine built from cfg (start-up checks apply: err has
  * vLLM's wording for an infeasible config). Warm-up requests are run first
  * and excluded. Fills ret_reqs (one per measured request, in workload order;

@@ -9,6 +9,10 @@
  * function is run in a fork() whose copy puts itself in its own group and
  * restores the signal state before running it.
  *
+ * A server (kept: child-keeper.c) runs under a keeper, the leader of its
+ * group, that ends the group when the caller dies, and a held one runs
+ * only once the caller has recorded the group (child_release).
+ *
  * The leader's exit comes from an sd-event child source, which reaps it
  * after the callback. The process group outlives the leader when it left
  * children behind; child_kill() still reaches them, since Linux does not
@@ -27,10 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child-internal.h"
 #include "time-util.h"
 
 extern char **environ;
@@ -47,6 +54,7 @@ struct child {
 	uint64_t kill_grace_usec;
 	sd_event_source *child_source, *timeout_source, *kill_source, *io_source;
 	int read_fd; /* capture pipe, -1 */
+	int go_fd;   /* a held child's go socket until child_release, -1 */
 	char *out;
 	size_t out_len, out_max;
 	bool truncated;
@@ -172,8 +180,9 @@ static int spawn_argv(const struct child_options *o, int out_fd, pid_t *ret_pid)
 }
 
 /* In the forked copy: a group of its own, the signal state of a fresh
- * process, then the function. Never returns. */
-static _noreturn_ void run_forked(const struct child_options *o, int out_fd, int read_fd)
+ * process, nothing of the caller's but out_fd (its lock, its database, its
+ * sockets), and an end with the caller's. Then the function. Never returns. */
+static _noreturn_ void run_forked(const struct child_options *o, int out_fd, pid_t parent)
 {
 	sigset_t empty;
 
@@ -183,21 +192,67 @@ static _noreturn_ void run_forked(const struct child_options *o, int out_fd, int
 			(void)signal(sig, SIG_DFL);
 	sigemptyset(&empty);
 	(void)sigprocmask(SIG_SETMASK, &empty, NULL);
-	safe_close(read_fd);
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(CHILD_KEEPER_FAILED);
+	if (out_fd > 3)
+		(void)close_range(3, (unsigned)out_fd - 1, 0);
+	(void)close_range((unsigned)MAX(out_fd + 1, 3), ~0U, 0);
 	_exit(o->fork_fn(o->fork_userdata, out_fd));
 }
 
-static int spawn_fork(const struct child_options *o, int out_fd, int read_fd, pid_t *ret_pid)
+static int spawn_fork(const struct child_options *o, int out_fd, pid_t *ret_pid)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		run_forked(o, out_fd, read_fd);
+		run_forked(o, out_fd, parent);
 	/* Also here, so that a kill of the group right after the fork reaches it. */
 	(void)setpgid(pid, pid);
 	*ret_pid = pid;
+	return 0;
+}
+
+/* The program under a keeper (child-keeper.c); held: *ret_go_fd is the
+ * socket child_release writes to. */
+static int spawn_kept(const struct child_options *o, int out_fd, pid_t *ret_pid, int *ret_go_fd)
+{
+	_cleanup_(freep) char *path = NULL;
+	int go[2] = { -1, -1 }, r;
+	struct keeper_args a = {
+		.argv = o->argv,
+		.envp = o->envp ? o->envp : environ,
+		.out_fd = out_fd,
+		.go_fd = -1,
+		.parent = getpid(),
+		.grace_usec = o->kill_grace_usec,
+	};
+	pid_t pid;
+
+	r = child_find_program(o->argv[0], &path);
+	if (r < 0)
+		return r;
+	a.path = path;
+	if (o->hold) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
+			return -errno;
+		a.go_fd = go[0];
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		safe_close(go[0]);
+		safe_close(go[1]);
+		return r;
+	}
+	if (pid == 0)
+		child_keeper_run(&a);
+	(void)setpgid(pid, pid);
+	safe_close(go[0]);
+	*ret_pid = pid;
+	*ret_go_fd = go[1];
 	return 0;
 }
 
@@ -335,12 +390,14 @@ int child_kill(struct child *c, int sig)
 }
 
 /* Starts the process with its output where o says: *ret_read_fd is the
- * capture pipe's read end (-1 without one). Nothing is allocated before the
- * fork, so a forked copy inherits no memory that only a local points to. */
-static int start_process(const struct child_options *o, pid_t *ret_pid, int *ret_read_fd)
+ * capture pipe's read end (-1 without one), *ret_go_fd a held child's go
+ * socket (-1). Nothing is allocated before a fork that runs a function, so
+ * a forked copy inherits no memory that only a local points to. */
+static int start_process(const struct child_options *o, pid_t *ret_pid, int *ret_read_fd, int *ret_go_fd)
 {
 	int fds[2] = { -1, -1 }, write_fd = -1, r;
 
+	*ret_go_fd = -1;
 	if (o->output == CHILD_OUTPUT_FD) {
 		if (o->out_fd < 0)
 			return -EBADF;
@@ -351,7 +408,12 @@ static int start_process(const struct child_options *o, pid_t *ret_pid, int *ret
 		(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
 		write_fd = fds[1];
 	}
-	r = o->fork_fn ? spawn_fork(o, write_fd, fds[0], ret_pid) : spawn_argv(o, write_fd, ret_pid);
+	if (o->fork_fn)
+		r = spawn_fork(o, write_fd, ret_pid);
+	else if (o->keeper)
+		r = spawn_kept(o, write_fd, ret_pid, ret_go_fd);
+	else
+		r = spawn_argv(o, write_fd, ret_pid);
 	safe_close(fds[1]);
 	if (r < 0) {
 		safe_close(fds[0]);
@@ -382,15 +444,16 @@ static int watch(struct child *c, const struct child_options *o)
 int child_spawn(sd_event *e, const struct child_options *o, child_exit_fn cb, void *userdata, struct child **ret)
 {
 	_cleanup_(child_freep) struct child *c = NULL;
-	int read_fd = -1, r;
+	int read_fd = -1, go_fd = -1, r;
 	pid_t pid;
 
-	if (!o->fork_fn == !(o->argv && o->argv[0]))
+	if (!o->fork_fn == !(o->argv && o->argv[0]) || ((o->keeper || o->hold) && o->fork_fn) ||
+	    (o->hold && !o->keeper))
 		return -EINVAL;
 	r = child_block_sigchld();
 	if (r < 0)
 		return r;
-	r = start_process(o, &pid, &read_fd);
+	r = start_process(o, &pid, &read_fd, &go_fd);
 	if (r < 0)
 		return r;
 	c = calloc(1, sizeof(*c));
@@ -398,8 +461,10 @@ int child_spawn(sd_event *e, const struct child_options *o, child_exit_fn cb, vo
 		(void)kill(-pid, SIGKILL);
 		(void)waitpid(pid, NULL, 0);
 		safe_close(read_fd);
+		safe_close(go_fd);
 		return -ENOMEM;
 	}
+	c->go_fd = go_fd;
 	c->event = sd_event_ref(e);
 	c->cb = cb;
 	c->userdata = userdata;
@@ -428,10 +493,26 @@ struct child *child_free(struct child *c)
 			;
 	}
 	safe_close(c->read_fd);
+	safe_close(c->go_fd);
 	sd_event_unref(c->event);
 	free(c->out);
 	free(c);
 	return NULL;
+}
+
+int child_release(struct child *c)
+{
+	ssize_t n;
+
+	if (c->go_fd < 0)
+		return -EALREADY;
+	do
+		n = send(c->go_fd, "!", 1, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	c->go_fd = safe_close(c->go_fd);
+	if (n == 1)
+		return 0;
+	return n < 0 && errno != EPIPE && errno != ECONNRESET ? -errno : -ESRCH;
 }
 
 static void free_abandoned(void *userdata)
@@ -456,6 +537,7 @@ struct child *child_abandon(struct child *c)
 	if (c->exited || !c->child_source)
 		return child_free(c);
 	(void)kill(-c->pid, SIGKILL);
+	c->go_fd = safe_close(c->go_fd);
 	s = c->child_source;
 	if (sd_event_source_set_destroy_callback(s, free_abandoned) < 0 || sd_event_source_set_floating(s, true) < 0) {
 		(void)sd_event_source_set_destroy_callback(s, NULL);

@@ -49,6 +49,16 @@ struct child_options {
 	uint64_t timeout_usec;    /* 0: none; when it passes, child_terminate(kill_grace_usec) */
 	uint64_t kill_grace_usec; /* SIGTERM → SIGKILL after a timeout; 0: SIGKILL at once */
 	const char *description;  /* names the event sources ("deploy-server") */
+	/* argv only: the group's leader is a keeper (child-keeper.c), a copy of
+	 * the caller that runs the program as its child and, when the caller
+	 * dies however it dies, ends the whole group (SIGTERM, then SIGKILL
+	 * after kill_grace_usec): nothing the program started outlives it. The
+	 * leader's exit status is the program's. */
+	bool keeper;
+	/* With keeper: the program does not run until child_release(), so that
+	 * the caller can record the group (child_get_pid) first; a caller that
+	 * dies or frees the child before never runs it. */
+	bool hold;
 };
 
 struct child_exit {
@@ -81,6 +91,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct child *, child_free)
  * freed first. For a caller on the loop that must not wait for a large
  * process to go. Accepts NULL; returns NULL. */
 struct child *child_abandon(struct child *c);
+
+/* Lets a held child's program run. 0; -ESRCH when its keeper is gone;
+ * -EALREADY when it was not held or was released already. */
+int child_release(struct child *c);
 
 /* The leader's pid, which is also the process group's id. */
 pid_t child_get_pid(const struct child *c);

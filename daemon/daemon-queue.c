@@ -346,9 +346,10 @@ void daemon_queue_kill_orphans(struct daemon *d)
 		if (store_trial_history(d->store, a[i].id, &t, &nt, NULL) < 0)
 			continue;
 		for (size_t j = 0; j < nt; j++) {
-			if (store_trial_state_is_final(t[j].state) || t[j].server_pgid <= 0)
+			/* a finished trial's server may have been in its teardown */
+			if (t[j].server_pgid <= 0)
 				continue;
-			if (deploy_kill_orphan(t[j].server_pgid) > 0)
+			if (deploy_end_orphan(t[j].server_pgid, t[j].server_identity) > 0)
 				log_warning("study %s trial %u: killed the orphaned server (process group %lld)",
 					    a[i].name, t[j].seq, (long long)t[j].server_pgid);
 		}

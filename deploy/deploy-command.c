@@ -106,10 +106,14 @@ static int hook_spawn(struct deployment *d, enum hook_kind kind, char **argv, ch
 	struct command_state *x = C(d);
 	_cleanup_(closep) int log_fd = -1;
 	_cleanup_(freep) char **env = NULL, **full = NULL;
+	/* under a keeper: a hook (and what it starts in its group) ends with
+	 * goodput; the deploy command runs only once its group is recorded */
 	struct child_options o = { .output = CHILD_OUTPUT_FD,
 				   .timeout_usec = timeout_usec,
-				   .kill_grace_usec = HOOK_KILL_GRACE_USEC,
-				   .description = "deploy-hook" };
+				   .kill_grace_usec = kind == HOOK_DEPLOY ? d->stop_timeout_usec : HOOK_KILL_GRACE_USEC,
+				   .description = "deploy-hook",
+				   .keeper = true,
+				   .hold = kind == HOOK_DEPLOY };
 	size_t n = 0, m = 0;
 	int r;
 
@@ -181,7 +185,15 @@ static int command_start(struct deployment *d, struct error *err)
 	r = hook_spawn(d, HOOK_DEPLOY, d->deploy_command, d->argv, 0, err);
 	if (r < 0)
 		return r;
+	/* recorded, then run (what the deploy command starts outside its own
+	 * group, a container, is the teardown command's to end) */
 	d->pgid = child_get_pid(C(d)->hooks[HOOK_DEPLOY]);
+	r = deploy_record(d, NULL, err);
+	if (r < 0)
+		return r; /* destroy kills the held group */
+	r = child_release(C(d)->hooks[HOOK_DEPLOY]);
+	if (r < 0)
+		return error_set(err, r, "deploy: the keeper of the deploy command is gone: %s", strerror(-r));
 	return 0;
 }
 

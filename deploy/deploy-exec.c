@@ -3,6 +3,10 @@
  * The server is spawned (child.h: no shell, a process group of its own,
  * stdin from /dev/null, an empty signal mask) with stdout and stderr
  * appended to the trial's log and the engine's environment on top of ours.
+ * It runs under a keeper that ends its whole group when the caller dies,
+ * and only once the caller has recorded the group (deploy_config.record):
+ * whatever kills goodput, the server is either ended with it or found and
+ * ended by the next goodput on that database.
  * Its exit is the end of the server; everything between — the address, the
  * health checks, the start-up timeout — is the shared start-up phase.
  *
@@ -51,7 +55,12 @@ static int exec_start(struct deployment *d, struct error *err)
 	char **layers[] = { d->env };
 	_cleanup_(closep) int log_fd = -1;
 	_cleanup_(freep) char **env = NULL;
-	struct child_options o = { .argv = d->argv, .output = CHILD_OUTPUT_FD, .description = "deploy-server" };
+	struct child_options o = { .argv = d->argv,
+				   .output = CHILD_OUTPUT_FD,
+				   .description = "deploy-server",
+				   .keeper = true,
+				   .hold = true,
+				   .kill_grace_usec = d->stop_timeout_usec };
 	struct exec_state *x = X(d);
 	int r;
 
@@ -66,7 +75,14 @@ static int exec_start(struct deployment *d, struct error *err)
 	r = child_spawn(d->event, &o, on_server_exit, d, &x->server);
 	if (r < 0)
 		return error_set(err, r, "deploy: cannot run %s: %s", d->argv[0], strerror(-r));
+	/* recorded, then run: a caller that dies before never runs the server */
 	d->pgid = child_get_pid(x->server);
+	r = deploy_record(d, NULL, err);
+	if (r < 0)
+		return r; /* destroy kills the held group */
+	r = child_release(x->server);
+	if (r < 0)
+		return error_set(err, r, "deploy: the keeper of %s is gone: %s", d->argv[0], strerror(-r));
 	return 0;
 }
 

@@ -78,6 +78,8 @@ struct deployment {
 	char **deploy_command, **teardown_command, **health_command, **hook_env; /* command */
 	uint64_t command_timeout_usec;
 	char *unit_name; /* systemd */
+	deploy_record_fn record;
+	void *record_userdata;
 	bool user_bus;
 	struct slurm_cluster *cluster; /* slurm (borrowed) */
 	char *job_name, *job_comment, *partition, *account;
@@ -154,6 +156,11 @@ int deploy_log_open(struct deployment *d, const char *what, char *const *argv, c
 char *deploy_tail(struct deployment *d);
 
 /* ---- the object (deploy.c) ---- */
+
+/* Hands the server to the caller's record hook before it runs: d->pgid's
+ * group (with its leader's identity) and unit. A negative errno fails the
+ * start (err set). */
+int deploy_record(struct deployment *d, const char *unit, struct error *err);
 
 /* Moves to state and schedules the callback (READY, STOPPED, FAILED). */
 void deploy_set_state(struct deployment *d, enum deploy_state state);

@@ -341,8 +341,13 @@ static int systemd_start(struct deployment *d, struct error *err)
 					      on_job_removed, NULL, d);
 	if (r >= 0)
 		r = sd_bus_call_method_async(x->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "Subscribe", NULL, NULL, "");
-	if (r >= 0)
-		r = start_unit(d, program);
+	if (r < 0)
+		return error_set(err, r, "deploy: cannot ask systemd for unit %s: %s", d->unit_name, strerror(-r));
+	/* recorded, then started: a restarted goodput stops the unit by its name */
+	r = deploy_record(d, d->unit_name, err);
+	if (r < 0)
+		return r;
+	r = start_unit(d, program);
 	if (r < 0)
 		return error_set(err, r, "deploy: cannot ask systemd for unit %s: %s", d->unit_name, strerror(-r));
 	return 0;

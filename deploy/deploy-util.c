@@ -197,9 +197,74 @@ bool deploy_port_accepts(const char *host, uint16_t port)
 	return e == 0;
 }
 
-int deploy_kill_orphan(int64_t pgid)
+/* Reads a small file whole (NUL-terminated). */
+static int read_small(const char *path, char *buf, size_t size)
 {
-	if (pgid <= 1 || pgid == (int64_t)getpgrp())
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+int deploy_process_identity(pid_t pid, char *buf, size_t size)
+{
+	char path[64], stat[1024], boot[64];
+	unsigned long long start = 0;
+	const char *p;
+	int r;
+
+	r = read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
+	if (r < 0)
+		return r;
+	boot[strcspn(boot, "\n")] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	r = read_small(path, stat, sizeof(stat));
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	/* after the command's ")" (a command may hold spaces and parentheses):
+	 * state is field 3, starttime field 22 */
+	p = strrchr(stat, ')');
+	if (!p)
+		return -EIO;
+	p++;
+	for (int field = 2; field < 21 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return -EIO;
+	if ((size_t)snprintf(buf, size, "%s:%llu", boot, start) >= size)
+		return -ENOBUFS;
+	return 0;
+}
+
+/* Whether the group recorded as pgid/identity is the one that lives now. */
+static bool same_group(int64_t pgid, const char *identity)
+{
+	char now[128];
+	const char *colon = strrchr(identity, ':');
+	int r;
+
+	r = deploy_process_identity((pid_t)pgid, now, sizeof(now));
+	if (r == 0)
+		return strcmp(now, identity) == 0;
+	if (r != -ESRCH || !colon)
+		return false;
+	/* the leader is gone: its group may live on (the pid stays taken while
+	 * it does), unless this is another boot */
+	r = deploy_process_identity(getpid(), now, sizeof(now));
+	return r == 0 && strncmp(now, identity, (size_t)(colon - identity + 1)) == 0;
+}
+
+int deploy_end_orphan(int64_t pgid, const char *identity)
+{
+	if (pgid <= 1 || pgid > INT32_MAX || pgid == (int64_t)getpgrp())
+		return 0;
+	if (identity && !same_group(pgid, identity))
 		return 0;
 	if (kill(-(pid_t)pgid, SIGKILL) < 0)
 		return errno == ESRCH ? 0 : -errno;

@@ -124,6 +124,22 @@ void deploy_append_message(struct deployment *d, const char *fmt, ...)
 
 /* ---- the object ---- */
 
+int deploy_record(struct deployment *d, const char *unit, struct error *err)
+{
+	struct deploy_server srv = { .pgid = d->pgid, .unit = unit };
+	int r;
+
+	if (!d->record)
+		return 0;
+	if (d->pgid > 0) {
+		r = deploy_process_identity((pid_t)d->pgid, srv.identity, sizeof(srv.identity));
+		if (r < 0)
+			return error_set(err, r, "deploy: the server's process group %lld: %s", (long long)d->pgid,
+					 strerror(-r));
+	}
+	return d->record(&srv, d->record_userdata, err);
+}
+
 static char *strdup_or_null(const char *s, bool *oom)
 {
 	char *c;
@@ -202,6 +218,8 @@ static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 	d->stop_timeout_usec = cfg->stop_timeout_usec ? cfg->stop_timeout_usec : 30 * USEC_PER_SEC;
 	d->command_timeout_usec = cfg->command_timeout_usec ? cfg->command_timeout_usec : 120 * USEC_PER_SEC;
 	d->user_bus = cfg->user_bus;
+	d->record = cfg->record;
+	d->record_userdata = cfg->record_userdata;
 	d->profile = cfg->profile;
 	d->cluster = cfg->cluster;
 	d->job_name = strdup_or_null(cfg->job_name, &oom);

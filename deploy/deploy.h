@@ -34,7 +34,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <systemd/sd-event.h>
 
@@ -71,6 +73,19 @@ enum deploy_failure {
 
 const char *deploy_state_to_string(enum deploy_state s);
 const char *deploy_failure_to_string(enum deploy_failure f);
+
+/* The server of a deployment as the caller records it before it runs
+ * (deploy_config.record): a process group (exec; command: the deploy
+ * command's) with its leader's identity, or a systemd unit. */
+struct deploy_server {
+	int64_t pgid;      /* 0: none */
+	char identity[96]; /* deploy_process_identity of the group's leader; "" with no group */
+	const char *unit;  /* NULL: none */
+};
+
+/* Records the server before anything of it runs (a negative errno with err
+ * set fails the start: nothing ran). */
+typedef int (*deploy_record_fn)(const struct deploy_server *server, void *userdata, struct error *err);
 
 struct deploy_config {
 	const struct engine_command *command; /* argv + extra env; copied */
@@ -122,6 +137,17 @@ struct deploy_config {
 	const char *partition, *account;
 	uint64_t time_limit_usec;
 	const char *const *sbatch_args;
+
+	/* Called once, synchronously inside deploy_start, when the server's
+	 * process group exists but has run nothing yet (exec, command: the
+	 * processes wait for it under a keeper, child.h), or before the unit is
+	 * asked for (systemd): what the caller records there is what a
+	 * restarted goodput ends (deploy_end_orphan, deploy_stop_orphan_unit).
+	 * A job (slurm) is found by its name. May be NULL. Every process the
+	 * exec and command methods start ends with the caller, however it
+	 * dies: a server never outlives the goodput that started it. */
+	deploy_record_fn record;
+	void *record_userdata;
 };
 
 /* The environment the command method's hooks receive: GOODPUT_KNOB_<NAME>=v
@@ -217,10 +243,19 @@ int deploy_pick_free_port(const char *host, uint16_t *ret, struct error *err);
  * connect that never waits: refused is false; no answer yet is true). */
 bool deploy_port_accepts(const char *host, uint16_t port);
 
-/* SIGKILL to a process group left over from an earlier run (by its recorded
- * pgid). Returns 1 when one was there, 0 when not. Never called on our own
- * pgid or 1. */
-int deploy_kill_orphan(int64_t pgid);
+/* The identity of process pid for deploy_end_orphan: "BOOT_ID:START_TICKS"
+ * (the boot's id and the process's start time in clock ticks since boot, as
+ * /proc says). -ESRCH when there is no such process. */
+int deploy_process_identity(pid_t pid, char *buf, size_t size);
+/* SIGKILL to a process group left over from an earlier run, by its recorded
+ * pgid and its leader's identity: only when that group is still the one
+ * recorded — its leader is the same process (same boot, same start time),
+ * or the leader is gone and the group lives on, which the kernel allows
+ * only for the group it was (a pid is not given again while a group of
+ * that id exists). A NULL identity (recorded by an older goodput) is
+ * trusted as it was then. Returns 1 when one was there, 0 when not; never
+ * our own group or 1. */
+int deploy_end_orphan(int64_t pgid, const char *identity);
 /* Stops a unit left over from an earlier run (by its recorded name) on the
  * system or user bus and waits until it has stopped (at most 15 s), so that
  * a trial redone at once can start a unit of that name: blocking, for

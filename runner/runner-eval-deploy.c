@@ -35,6 +35,7 @@ struct deploy_trial {
 	struct runner_probe *probe; /* in a process of its own */
 	sd_event_source *settle_timer;
 	int probe_result;   /* the probe's result while waiting for the deployer's verdict */
+	int record_error;   /* the store refused the server's record: nothing ran, the study cannot go on */
 	bool points_failed; /* some load point had failed requests */
 };
 
@@ -608,6 +609,21 @@ static int render(struct runner_trial *t, const char *host, uint16_t port, struc
 	return engine_profile_render_trial(r->profile, r->study, t->knobs, host, port, devices, n_devices, cmd, err);
 }
 
+/* The deployer's record hook: the trial's server (its process group, or its
+ * unit) is committed before anything of it runs, so that a goodput killed
+ * at any moment leaves nothing a restarted one cannot find. */
+static int record_server(const struct deploy_server *srv, void *userdata, struct error *err)
+{
+	struct runner_trial *t = userdata;
+	struct store_server s = { .pgid = srv->pgid, .identity = srv->identity, .unit = srv->unit };
+	int k;
+
+	k = store_trial_set_server(t->runner->store, t->id, &s, t->log_path, err);
+	if (k < 0)
+		state_of(t)->record_error = k;
+	return k;
+}
+
 /* Renders the engine's command for the trial, records it and starts the deployment.
  * *ret_setup tells a failure of the deployment's start, which no
  * configuration can avoid, from one of rendering this configuration. */
@@ -637,6 +653,8 @@ static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
 					   r->study->deploy.startup_timeout_usec, r->study->deploy.stop_timeout_usec);
 		cfg.model_path = model_of(t, model_key, sizeof(model_key));
 		cfg.model_key = model_key;
+		cfg.record = record_server;
+		cfg.record_userdata = t;
 		k = deploy_method_config(t, &cfg, host, port, &m, err);
 	}
 	if (k >= 0)
@@ -684,6 +702,11 @@ static void deploy_eval_start(struct runner_trial *t)
 		return;
 	}
 	k = launch(t, &setup, &err);
+	if (k < 0 && d->record_error < 0) {
+		/* a store that cannot record is no fault of the configuration */
+		runner_fail(r, error_str(&err, k));
+		return;
+	}
 	if (k < 0 && setup) {
 		fail_setup(t, error_str(&err, k));
 		return;
@@ -692,12 +715,6 @@ static void deploy_eval_start(struct runner_trial *t)
 		trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_DEPLOY_ERROR);
 		snprintf(res.message, sizeof(res.message), "%s", error_str(&err, k));
 		runner_trial_finish(t, &res);
-		return;
-	}
-	k = store_trial_set_server(r->store, t->id, deploy_get_pgid(d->deploy), deploy_get_unit(d->deploy), t->log_path,
-				   &err);
-	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
 		return;
 	}
 	if (deploy_get_state(d->deploy) == DEPLOY_PENDING) {
@@ -740,16 +757,6 @@ static enum runner_server deploy_eval_server(const struct runner_trial *t)
 	}
 }
 
-static int deploy_eval_record_server(struct runner_trial *t, struct error *err)
-{
-	const struct deploy_trial *d = state_of(t);
-
-	if (deploy_get_pgid(d->deploy) <= 0 && !deploy_get_unit(d->deploy))
-		return 0;
-	return store_trial_set_server(t->runner->store, t->id, deploy_get_pgid(d->deploy), deploy_get_unit(d->deploy),
-				      t->log_path, err);
-}
-
 static int deploy_eval_stop_server(struct runner_trial *t)
 {
 	return deploy_stop(state_of(t)->deploy);
@@ -780,7 +787,6 @@ const struct runner_evaluator runner_evaluator_deploy = {
 	.start = deploy_eval_start,
 	.abort = deploy_eval_abort,
 	.server = deploy_eval_server,
-	.record_server = deploy_eval_record_server,
 	.stop_server = deploy_eval_stop_server,
 	.release = deploy_eval_release,
 	.pending_reason = deploy_eval_pending_reason,

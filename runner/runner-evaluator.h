@@ -43,9 +43,6 @@ struct runner_evaluator {
 	void (*abort)(struct runner_trial *t);
 	/* The state of the trial's server. */
 	enum runner_server (*server)(const struct runner_trial *t);
-	/* Records the running server with the trial, so that a restarted runner
-	 * finds it (NULL: there is never a server). */
-	int (*record_server)(struct runner_trial *t, struct error *err);
 	/* Begins the teardown of a RUNNING server; ≥ 0: runner_trial_gone follows. */
 	int (*stop_server)(struct runner_trial *t);
 	/* Frees t->eval (a server still up is killed). */

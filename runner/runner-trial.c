@@ -406,7 +406,8 @@ static enum opt_outcome outcome_for_opt(const struct trial_result *t)
 	return t->failure == STORE_FAILURE_SLA_NEVER_MET ? OPT_OUTCOME_SLA_NEVER_MET : OPT_OUTCOME_INFEASIBLE;
 }
 
-/* Commits the outcome; the server, when still up, stays findable until it is gone. */
+/* Commits the outcome; the server, when still up, stays recorded (findable
+ * by a restarted runner) until it is gone: runner_trial_gone clears it. */
 static int commit_outcome(struct runner_trial *t, const struct trial_result *res, struct error *err)
 {
 	struct runner *r = t->runner;
@@ -423,12 +424,8 @@ static int commit_outcome(struct runner_trial *t, const struct trial_result *res
 		.oom_cause = res->state == STORE_TRIAL_INFEASIBLE ? runner_cause_text(res->cause) : NULL,
 		.suggested_max_model_len = res->suggested_len,
 	};
-	int k;
 
-	k = store_trial_finish(r->store, t->id, &o, err);
-	if (k >= 0 && r->evaluator->record_server && r->evaluator->server(t) == RUNNER_SERVER_RUNNING)
-		k = r->evaluator->record_server(t, err);
-	return k;
+	return store_trial_finish(r->store, t->id, &o, err);
 }
 
 void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
@@ -527,7 +524,7 @@ void runner_trial_gone(struct runner_trial *t)
 
 	r->evaluator->release(t);
 	if (t->id > 0 && t->log_path) {
-		k = store_trial_set_server(r->store, t->id, 0, NULL, t->log_path, &err);
+		k = store_trial_set_server(r->store, t->id, NULL, t->log_path, &err);
 		if (k < 0) {
 			runner_fail(r, error_str(&err, k));
 			return;
@@ -561,7 +558,7 @@ static void wait_again(struct runner_trial *t)
 	t->gpus_before = 0;
 	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PENDING, &err);
 	if (k >= 0)
-		k = store_trial_set_server(r->store, t->id, 0, NULL, t->log_path, &err);
+		k = store_trial_set_server(r->store, t->id, NULL, t->log_path, &err);
 	if (k < 0) {
 		runner_fail(r, error_str(&err, k));
 		return;

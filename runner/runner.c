@@ -772,6 +772,9 @@ static int on_wall_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 /* ---- start, pause, resume, stop ---- */
 
+/* Ends what an earlier run of the study left running — every server still
+ * recorded, whatever its trial's state (one being torn down when goodput
+ * died has its outcome already) — and forgets it. */
 static int kill_orphans(struct runner *r, struct error *err)
 {
 	struct store_trial *t = NULL;
@@ -787,10 +790,10 @@ static int kill_orphans(struct runner *r, struct error *err)
 		/* a unit first (this blocks for up to a few seconds: start-up only) */
 		if (t[i].server_unit && deploy_stop_orphan_unit(t[i].server_unit, r->study->deploy.user_bus) > 0)
 			log_info("stopped the orphaned unit %s of trial %u", t[i].server_unit, t[i].seq);
-		if (t[i].server_pgid > 0 && deploy_kill_orphan(t[i].server_pgid) > 0)
+		if (t[i].server_pgid > 0 && deploy_end_orphan(t[i].server_pgid, t[i].server_identity) > 0)
 			log_info("killed the orphaned server of trial %u (process group %lld)", t[i].seq,
 				 (long long)t[i].server_pgid);
-		k = store_trial_set_server(r->store, t[i].id, 0, NULL, t[i].log_path, err);
+		k = store_trial_set_server(r->store, t[i].id, NULL, NULL, err);
 	}
 	store_trial_array_free(t, n);
 	return k < 0 ? k : 0;

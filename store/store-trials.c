@@ -37,7 +37,7 @@ static const struct store_column trial_columns[] = {
 	COL(TEXT, log_path), COL(INT64, server_pgid), COL(TEXT, server_unit), COL(TEXT, host_json),
 	COL(DOUBLE, predicted_cost), COL(TEXT, gpus), COL(TEXT, oom_cause), COL(UINT32, suggested_max_model_len),
 	STORE_COLUMN_AS(TEXT, struct store_trial, launch_json, "launch"), COL(INT64, job_id), COL(TEXT, job_node),
-	COL(DOUBLE, pending_seconds), COL(UINT32, job_lost)
+	COL(DOUBLE, pending_seconds), COL(UINT32, job_lost), COL(TEXT, server_identity)
 };
 #undef COL
 
@@ -177,16 +177,18 @@ int store_trial_set_state(struct store *s, int64_t id, enum store_trial_state st
 	return store_tx_end(s, began, r, err);
 }
 
-int store_trial_set_server(struct store *s, int64_t id, int64_t pgid, const char *unit, const char *log_path,
+int store_trial_set_server(struct store *s, int64_t id, const struct store_server *server, const char *log_path,
 			   struct error *err)
 {
 	/* A pgid of 0 clears it: NULL, like the unit. */
-	const struct store_value server =
-		pgid > 0 ? (struct store_value)STORE_INT(pgid) : (struct store_value)STORE_TEXT(NULL);
+	const struct store_value pgid = server && server->pgid > 0 ? (struct store_value)STORE_INT(server->pgid)
+								   : (struct store_value)STORE_TEXT(NULL);
 	int r;
 
 	r = store_exec(s, STMT_TRIAL_SET_SERVER, "recording a trial's server",
-		       STORE_VALUES(STORE_INT(id), server, STORE_TEXT(unit), STORE_TEXT(log_path)), err);
+		       STORE_VALUES(STORE_INT(id), pgid, STORE_TEXT(server ? server->unit : NULL), STORE_TEXT(log_path),
+				    STORE_TEXT(server && server->pgid > 0 ? server->identity : NULL)),
+		       err);
 	return trial_updated(s, r, id, err);
 }
 

@@ -310,9 +310,18 @@ static const char *const migration_10[] = {
 	NULL,
 };
 
+/* 11: the identity of a trial's server's process group leader (boot id and
+ * start time), recorded with its pgid before it runs: a pid the kernel gave
+ * to another program since is never ended as an orphan. */
+static const char *const migration_11[] = {
+	"ALTER TABLE trials ADD COLUMN server_identity TEXT",
+	"PRAGMA user_version = 11",
+	NULL,
+};
+
 static const struct migration migrations[] = {
-	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 }, { migration_5 },
-	{ migration_6 }, { migration_7 }, { migration_8 }, { migration_9 }, { migration_10 },
+	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 },  { migration_5 },  { migration_6 },
+	{ migration_7 }, { migration_8 }, { migration_9 }, { migration_10 }, { migration_11 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -359,7 +368,7 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 					     " concurrency = NULL, cost_per_mtok = NULL, job_node = NULL,"
 					     " pending_seconds = NULL WHERE id = ?1" },
 	[STMT_TRIAL_SET_SERVER] = { NULL, "UPDATE trials SET server_pgid = ?2, server_unit = ?3,"
-					  " log_path = COALESCE(?4, log_path) WHERE id = ?1" },
+					  " log_path = COALESCE(?4, log_path), server_identity = ?5 WHERE id = ?1" },
 	[STMT_TRIAL_SET_HOST] = { NULL, "UPDATE trials SET host_json = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_PREDICTED] = { NULL, "UPDATE trials SET predicted_cost = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_GPUS] = { NULL, "UPDATE trials SET gpus = ?2 WHERE id = ?1" },
@@ -379,7 +388,7 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_TWIN_CAL_GET] = { &store_twin_calibration_row, "FROM twin_calibrations WHERE key = ?1" },
 	[STMT_TRIAL_FINISH] = { NULL, "UPDATE trials SET state = ?2, failure_class = ?3, failure_message = ?4,"
 				      " deploy_seconds = ?5, max_rate = ?6, max_goodput = ?7, concurrency = ?8,"
-				      " cost_per_mtok = ?9, finished_usec = ?10, server_pgid = NULL, oom_cause = ?11,"
+				      " cost_per_mtok = ?9, finished_usec = ?10, oom_cause = ?11,"
 				      " suggested_max_model_len = ?12 WHERE id = ?1" },
 	[STMT_TRIAL_HISTORY] = { &store_trial_row, "FROM trials WHERE study_id = ?1 ORDER BY seq" },
 	[STMT_TRIAL_INTERRUPT] = { NULL, "UPDATE trials SET state = 'interrupted'"

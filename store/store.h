@@ -29,7 +29,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 struct store;
 
@@ -192,9 +192,11 @@ struct store_trial {
 	double cost_per_mtok; /* $ per million tokens */
 	uint64_t started_usec, finished_usec;
 	char *log_path;
-	/* the server under test, so a restarted runner can kill an orphan */
-	int64_t server_pgid; /* 0: none */
-	char *server_unit;   /* systemd unit name, or NULL */
+	/* the server under test, recorded before it runs so that a restarted
+	 * runner can end an orphan (struct store_server); kept until it is gone */
+	int64_t server_pgid;   /* 0: none */
+	char *server_identity; /* its leader's identity, or NULL (recorded before goodput kept it) */
+	char *server_unit;     /* systemd unit name, or NULL */
 	/* the host it ran on: engine version, GPU model, driver, count (JSON); may be NULL */
 	char *host_json;
 	/* what the digital twin predicted for it ($/Mtok); NAN: no prediction */
@@ -233,8 +235,18 @@ int store_trial_find(struct store *s, int64_t study_id, const char *kind, const 
 /* Moves a trial to a non-final state. `deploying` sets started (and clears
  * the outcome and load points of an earlier, interrupted attempt). */
 int store_trial_set_state(struct store *s, int64_t id, enum store_trial_state state, struct error *err);
-/* Records the server of a deploying trial (pgid 0 / unit NULL clear them). */
-int store_trial_set_server(struct store *s, int64_t id, int64_t pgid, const char *unit, const char *log_path,
+/* What ends a trial's server: its process group, with the identity of the
+ * group's leader ("BOOT_ID:START_TICKS", deploy_process_identity: a pid the
+ * kernel gave to another program since is never taken for it), or its
+ * systemd unit. */
+struct store_server {
+	int64_t pgid;         /* 0: none */
+	const char *identity; /* NULL: unknown */
+	const char *unit;     /* NULL: none */
+};
+/* Records the server of a trial before it runs (NULL clears it, once it is
+ * gone); log_path NULL keeps the one recorded. */
+int store_trial_set_server(struct store *s, int64_t id, const struct store_server *server, const char *log_path,
 			   struct error *err);
 int store_trial_set_host(struct store *s, int64_t id, const char *host_json, struct error *err);
 
@@ -268,7 +280,8 @@ struct store_trial_outcome {
 	uint32_t suggested_max_model_len; /* 0: not said */
 };
 
-/* Finishes a trial with its outcome (sets finished, clears the server pgid). */
+/* Finishes a trial with its outcome (sets finished; the server stays
+ * recorded until store_trial_set_server clears it, once it is gone). */
 int store_trial_finish(struct store *s, int64_t id, const struct store_trial_outcome *o, struct error *err);
 
 /* Every trial of a study in seq order: the optimizer's history. */

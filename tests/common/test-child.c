@@ -290,6 +290,174 @@ static void test_abandon(sd_event *e)
 	CHECK(!out.done);
 }
 
+/* Gone, or a zombie nobody reaped yet: nothing of it runs. */
+static bool is_ended(pid_t pid)
+{
+	return is_reaped(pid) || is_zombie(pid);
+}
+
+static bool wait_ended(pid_t pid, uint64_t usec)
+{
+	uint64_t end = mono_usec() + usec;
+
+	while (!is_ended(pid) && mono_usec() < end)
+		usleep(10000);
+	return is_ended(pid);
+}
+
+/* A kept child: the group's leader is the keeper, the program runs as its
+ * child in the same group, and the program's end is the leader's. */
+static void test_keeper_exit(sd_event *e)
+{
+	struct child_options o = { .output = CHILD_OUTPUT_CAPTURE, .keeper = true };
+	struct outcome out = { 0 };
+	char buf[128];
+	struct child *c;
+	pid_t prog;
+
+	c = spawn_sh(e, "echo $$; echo err >&2; grep SigBlk /proc/self/status; exit 3", &o, &out);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK_INT_EQ(out.ex.code, CLD_EXITED);
+	CHECK_INT_EQ(out.ex.status, 3);
+	prog = (pid_t)atoi(out.output);
+	CHECK(prog > 1 && prog != child_get_pid(c));
+	CHECK(strstr(out.output, "\nerr\nSigBlk:\t0000000000000000\n") != NULL);
+	child_free(c);
+
+	memset(&out, 0, sizeof(out));
+	c = spawn_sh(e, "kill -TERM $$", &o, &out);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK_STR_EQ(child_exit_to_string(&out.ex, buf, sizeof(buf)), "killed by signal 15 (Terminated)");
+	child_free(c);
+
+	/* a teardown's SIGTERM to the group reaches the program; the keeper stays for its end */
+	memset(&out, 0, sizeof(out));
+	c = spawn_sh(e, "trap 'exit 4' TERM; echo up; while :; do sleep 0.05; done", &o, &out);
+	run_for(e, 300 * USEC_PER_MSEC);
+	CHECK(!out.done);
+	CHECK_INT_EQ(child_kill(c, SIGTERM), 0);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(out.ex.code == CLD_EXITED && out.ex.status == 4);
+	child_free(c);
+
+	/* not executable: refused before anything is forked */
+	o.argv = (char *[]){ (char *)"/nonexistent/server", NULL };
+	c = NULL;
+	CHECK_INT_EQ(child_spawn(e, &o, on_exit_cb, &out, &c), -ENOENT);
+	/* a forked function has no keeper; hold needs one */
+	o.argv = NULL;
+	o.fork_fn = forked;
+	CHECK_INT_EQ(child_spawn(e, &o, on_exit_cb, &out, &c), -EINVAL);
+	o.fork_fn = NULL;
+	o.argv = (char *[]){ (char *)"/bin/true", NULL };
+	o.keeper = false;
+	o.hold = true;
+	CHECK_INT_EQ(child_spawn(e, &o, on_exit_cb, &out, &c), -EINVAL);
+}
+
+/* Held: the group exists (and could be recorded) before the program runs;
+ * freed before its release, the program never runs at all. */
+static void test_hold(sd_event *e)
+{
+	struct child_options o = { .keeper = true, .hold = true };
+	char dir[] = "/tmp/test-child-XXXXXX", script[256], flag[200];
+	struct outcome out = { 0 };
+	struct child *c;
+	pid_t pgid;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(flag, sizeof(flag), "%s/ran", dir);
+	snprintf(script, sizeof(script), "touch %s", flag);
+	c = spawn_sh(e, script, &o, &out);
+	pgid = child_get_pid(c);
+	CHECK_INT_EQ(getpgid(pgid), pgid);
+	run_for(e, 300 * USEC_PER_MSEC);
+	CHECK(!out.done && access(flag, F_OK) < 0);
+	CHECK_INT_EQ(child_release(c), 0);
+	CHECK_INT_EQ(child_release(c), -EALREADY);
+	run_until(e, &out.done, 10 * USEC_PER_SEC);
+	CHECK(child_exit_ok(&out.ex) && access(flag, F_OK) == 0);
+	child_free(c);
+	CHECK(unlink(flag) == 0);
+
+	memset(&out, 0, sizeof(out));
+	c = spawn_sh(e, script, &o, &out);
+	pgid = child_get_pid(c);
+	run_for(e, 100 * USEC_PER_MSEC);
+	child_free(c);
+	CHECK(is_reaped(pgid));
+	usleep(200000);
+	CHECK(access(flag, F_OK) < 0);
+	CHECK(rmdir(dir) == 0);
+}
+
+/* The caller dies (kill -9): the keeper ends the whole group, a worker
+ * that ignores SIGTERM too, after the grace. A caller that dies before the
+ * release leaves nothing that ever ran. */
+static void keeper_orphan(bool release)
+{
+	int fds[2];
+	pid_t caller, ids[3] = { 0, 0, 0 };
+	char dir[] = "/tmp/test-child-XXXXXX", path[200];
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/pids", dir);
+	CHECK(pipe(fds) == 0);
+	caller = fork();
+	CHECK(caller >= 0);
+	if (caller == 0) {
+		_cleanup_(sd_event_unrefp) sd_event *own = NULL;
+		char script[1024];
+		struct child_options o = { .keeper = true, .hold = true, .kill_grace_usec = 300 * USEC_PER_MSEC };
+		struct outcome out = { 0 };
+		struct child *c;
+		pid_t pgid;
+
+		close(fds[0]);
+		if (sd_event_new(&own) < 0)
+			_exit(2);
+		snprintf(script, sizeof(script),
+			 "trap '' TERM; sleep 60 & echo $$ $! > %s.tmp; mv %s.tmp %s; while :; do sleep 0.05; done",
+			 path, path, path);
+		c = spawn_sh(own, script, &o, &out);
+		pgid = child_get_pid(c);
+		if (release && child_release(c) < 0)
+			_exit(3);
+		if (write(fds[1], &pgid, sizeof(pgid)) != sizeof(pgid))
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	CHECK(read(fds[0], &ids[0], sizeof(ids[0])) == sizeof(ids[0]));
+	close(fds[0]);
+	if (release) {
+		FILE *f = NULL;
+
+		for (unsigned i = 0; i < 500 && !(f = fopen(path, "r")); i++)
+			usleep(10000);
+		CHECK_MSG(f, "the program never ran");
+		CHECK(fscanf(f, "%d %d", &ids[1], &ids[2]) == 2);
+		fclose(f);
+		CHECK_INT_EQ(getpgid(ids[2]), ids[0]);
+	}
+	CHECK(kill(caller, SIGKILL) == 0);
+	CHECK(waitpid(caller, NULL, 0) == caller);
+	for (size_t i = 0; i < ELEMENTSOF(ids); i++)
+		CHECK_MSG(!ids[i] || wait_ended(ids[i], 10 * USEC_PER_SEC),
+			  "process %d of the group outlived its caller", (int)ids[i]);
+	usleep(100000);
+	CHECK(release || access(path, F_OK) < 0);
+	(void)unlink(path);
+	CHECK(rmdir(dir) == 0);
+}
+
+static void test_keeper_orphan(void)
+{
+	keeper_orphan(true);
+	keeper_orphan(false);
+}
+
 static void test_run(void)
 {
 	struct child_options o = { .argv = (char *[]){ (char *)"/bin/sh", (char *)"-c", (char *)"echo hi; exit 2",
@@ -321,6 +489,9 @@ int main(void)
 	test_fork(e);
 	test_free_running(e);
 	test_abandon(e);
+	test_keeper_exit(e);
+	test_hold(e);
+	test_keeper_orphan();
 	test_run();
 	return 0;
 }

@@ -170,7 +170,8 @@ static void test_migrate_from_previous(void)
 	CHECK(n == 1 && h[0].predicted_cost == 0.25);
 	store_trial_array_free(h, n);
 	CHECK_INT_EQ(store_trial_set_predicted_cost(s, 99, 0.25, &err), -ENOENT);
-	CHECK_MSG(store_trial_set_server(s, 3, 4242, NULL, "/tmp/x.log", &err) == 0, "%s", err.msg);
+	CHECK_MSG(store_trial_set_server(s, 3, &(struct store_server){ .pgid = 4242 }, "/tmp/x.log", &err) == 0, "%s",
+		  err.msg);
 	CHECK_INT_EQ(store_study_resume(s, 7, &err), 1);
 	/* A load point of the old file has no GPU figures (NULL, read as NAN). */
 	struct store_load_point *lps = NULL;
@@ -260,7 +261,8 @@ static void test_round_trip(void)
 	CHECK(store_trial_insert(s, study, "search", "{\"max_num_seqs\":64}", "mns=64", &trial, &err) == 1);
 	CHECK(store_trial_insert(s, study, "search", "{\"max_num_seqs\":128}", "mns=128", &other, &err) == 1);
 	CHECK(store_trial_set_state(s, trial, STORE_TRIAL_DEPLOYING, &err) == 0);
-	CHECK(store_trial_set_server(s, trial, 12345, NULL, "/var/log/t1.log", &err) == 0);
+	CHECK(store_trial_set_server(s, trial, &(struct store_server){ .pgid = 12345, .identity = "b00t:777" },
+				     "/var/log/t1.log", &err) == 0);
 	CHECK(store_trial_set_state(s, trial, STORE_TRIAL_PROBING, &err) == 0);
 	fake_result(&pr, 2.5, true);
 	{
@@ -314,8 +316,14 @@ static void test_round_trip(void)
 	CHECK(memcmp(&t.cost_per_mtok, &cost, sizeof(cost)) == 0);
 	CHECK(t.max_goodput == 1000.0 / 3.0);
 	CHECK_STR_EQ(t.log_path, "/var/log/t1.log");
-	CHECK(t.server_pgid == 0); /* finished: no server to kill any more */
+	/* finished, its server maybe still in its teardown: recorded until cleared */
+	CHECK(t.server_pgid == 12345 && t.server_identity && strcmp(t.server_identity, "b00t:777") == 0);
 	CHECK(t.started_usec > 0 && t.finished_usec >= t.started_usec);
+	store_trial_done(&t);
+	CHECK(store_trial_set_server(s, trial, NULL, NULL, &err) == 0);
+	CHECK(store_trial_get(s, trial, &t, &err) == 0);
+	CHECK(t.server_pgid == 0 && !t.server_identity && !t.server_unit);
+	CHECK_STR_EQ(t.log_path, "/var/log/t1.log");
 	store_trial_done(&t);
 
 	CHECK(store_trial_history(s, study, &h, &n, &err) == 0);

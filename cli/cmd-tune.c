@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -22,7 +23,6 @@
 #include "exit-status.h"
 #include "engine-profile.h"
 #include "json-util.h"
-#include "lock-file.h"
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
@@ -35,6 +35,9 @@
 struct tune_ctx {
 	sd_event *event;
 	struct runner *runner;
+	struct store *store;
+	bool store_lost;   /* the database file was removed or replaced (store_check_files) */
+	char message[512]; /* the runner's last words (why it waits) */
 	bool json, quiet, tty;
 	unsigned signals;
 	enum runner_end end;
@@ -149,6 +152,7 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 	case RUNNER_EVENT_FINISHED:
 		clear_line(c);
 		c->end = ev->end;
+		snprintf(c->message, sizeof(c->message), "%s", ev->status->message ? ev->status->message : "");
 		if (ev->status->message && ev->end == RUNNER_END_FAILED)
 			log_error(
 				"study failed: %s\n(what was measured is kept: once the cause is fixed, continue with "
@@ -163,6 +167,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 {
 	struct tune_ctx *c = userdata;
 
+	if (!c->runner) /* between attempts */
+		return sd_event_exit(c->event, 0);
 	if (++c->signals > 1) {
 		/* a second signal: do not wait for the teardown (the server is killed on free) */
 		clear_line(c);
@@ -439,17 +445,17 @@ static int load_spec(const char *path, const char *engines_dir, struct study **r
 	return 0;
 }
 
-/* One writer per database (lock-file.h): a second tune or a goodputd on the
- * same file would run the same trials twice. Held until the process exits. */
-static int lock_db(const char *db, int *ret_fd, struct error *err)
+/* One writer per database: a second tune or a goodputd on the same file
+ * (through whatever path) would run the same trials twice. The store locks
+ * the file itself while it is open. */
+static int open_db(const char *db, struct store **ret, struct error *err)
 {
-	_cleanup_(freep) char *path = NULL;
-	struct lock_holder h;
+	struct store_open_options so = { .flags = STORE_OPEN_WRITER };
+	struct lock_holder h = { 0 };
 	int k;
 
-	if (asprintf(&path, "%s.lock", db) < 0)
-		return error_set(err, -ENOMEM, "out of memory");
-	k = lock_file_take(path, ret_fd, &h, err);
+	so.holder = &h;
+	k = store_open(db, &so, ret, err);
 	if (k == -EBUSY && h.pid > 0)
 		return error_set(err, k, "%s: %s (pid %d) is writing to it; wait for it or use another --db", db,
 				 strcmp(h.comm, "goodput") == 0 ? "another goodput tune"
@@ -676,36 +682,111 @@ static void write_report(struct store *store, int64_t study_id, const char *db_p
 	store_study_done(&st);
 }
 
-/* Runs the study on a loop of its own until it ends or a signal stops it. */
-static int run_study(struct store *store, int64_t study_id, const struct runner_options *ro)
+/* Every 2 s while the study runs: the database and its WAL are still the
+ * files opened. A WAL removed is written back (and said); a database file
+ * removed or replaced ends the study: nothing more can be recorded. */
+#define STORE_WATCH_USEC (2 * USEC_PER_SEC)
+
+static int on_store_watch(sd_event_source *s, uint64_t usec, void *userdata)
 {
+	struct tune_ctx *c = userdata;
+	struct error err = { 0 };
+	char msg[1024];
+	int r;
+
+	(void)sd_event_source_set_time_relative(s, STORE_WATCH_USEC);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	r = store_check_files(c->store, msg, sizeof(msg), &err);
+	if (r == STORE_FILES_OK || r < 0)
+		return 0;
+	clear_line(c);
+	log_error("%s", msg);
+	if (r == STORE_FILES_LOST) {
+		c->store_lost = true;
+		c->end = RUNNER_END_FAILED;
+		return sd_event_exit(c->event, 0); /* the runner's free ends its servers */
+	}
+	return 0;
+}
+
+/* One run of the runner on a loop of its own, until it ends or a signal
+ * stops it. */
+static int run_once(struct tune_ctx *c, int64_t study_id, const struct runner_options *ro)
+{
+	_cleanup_(sd_event_source_unrefp) sd_event_source *watch = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
-	struct tune_ctx c = { .end = RUNNER_END_NONE, .json = arg.json, .quiet = arg.quiet };
 	struct error err = { 0 };
 	int k;
 
-	c.tty = isatty(STDERR_FILENO) && !c.quiet;
-	if (cli_event_new(on_signal, &c, &e) < 0)
-		return CLI_EXIT_FAILED;
-	c.event = e;
-	k = runner_new(e, store, study_id, ro, &c.runner, &err);
+	if (cli_event_new(on_signal, c, &e) < 0)
+		return -EIO;
+	c->event = e;
+	k = sd_event_add_time_relative(e, &watch, CLOCK_MONOTONIC, STORE_WATCH_USEC, USEC_PER_SEC / 10, on_store_watch,
+				       c);
+	if (k < 0)
+		return log_error_errno(k, "cannot watch the database");
+	k = runner_new(e, c->store, study_id, ro, &c->runner, &err);
 	if (k < 0) {
 		log_error("%s", error_str(&err, k));
-		return CLI_EXIT_FAILED;
+		return k;
 	}
-	k = runner_start(c.runner, on_event, &c);
+	k = runner_start(c->runner, on_event, c);
 	if (k >= 0)
 		k = sd_event_loop(e);
-	clear_line(&c);
+	clear_line(c);
+	c->runner = runner_free(c->runner);
+	watch = sd_event_source_disable_unref(watch);
+	c->event = NULL;
 	if (k < 0)
 		log_error_errno(k, "the study could not run");
-	else if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, arg.db) < 0)
-		k = -EIO;
-	if (k >= 0 && c.end != RUNNER_END_FAILED && !arg.no_report)
-		write_report(store, study_id, arg.db, arg.engines_dir);
-	c.runner = runner_free(c.runner);
-	if (k < 0)
+	return k;
+}
+
+/* Waits usec, or until SIGINT/SIGTERM (true: a signal came). */
+static bool wait_or_signal(uint64_t usec)
+{
+	struct timespec ts = { .tv_sec = (time_t)(usec / USEC_PER_SEC), .tv_nsec = (long)(usec % USEC_PER_SEC) * 1000 };
+	sigset_t mask;
+	int sig;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	do
+		sig = sigtimedwait(&mask, NULL, &ts);
+	while (sig < 0 && errno == EINTR);
+	return sig > 0;
+}
+
+/* Runs the study until it ends or a signal stops it. A full disk passes:
+ * the study waits, 2 s after the first time, twice as long each time up
+ * to 5 min, and goes on (its trials in flight redone) once it can. */
+static int run_study(struct store *store, int64_t study_id, const struct runner_options *ro)
+{
+	struct tune_ctx c = { .end = RUNNER_END_NONE, .json = arg.json, .quiet = arg.quiet, .store = store };
+	uint64_t delay = 2 * USEC_PER_SEC;
+	int k;
+
+	c.tty = isatty(STDERR_FILENO) && !c.quiet;
+	for (;;) {
+		k = run_once(&c, study_id, ro);
+		if (k < 0)
+			return CLI_EXIT_FAILED;
+		if (c.end != RUNNER_END_DISK_FULL || c.signals || c.store_lost)
+			break;
+		if (!c.quiet)
+			log_warning("waiting: %s; trying again in %.0f s", c.message, usec_to_sec(delay));
+		if (wait_or_signal(delay)) {
+			c.end = RUNNER_END_STOPPED;
+			break;
+		}
+		delay = MIN(2 * delay, 300 * USEC_PER_SEC);
+		c.end = RUNNER_END_NONE;
+	}
+	if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, arg.db) < 0)
 		return CLI_EXIT_FAILED;
+	if (c.end != RUNNER_END_FAILED && !arg.no_report)
+		write_report(store, study_id, arg.db, arg.engines_dir);
 	if (c.end == RUNNER_END_DONE && c.no_feasible)
 		return CLI_EXIT_SLA_NOT_MET;
 	return c.end == RUNNER_END_DONE      ? CLI_EXIT_OK
@@ -715,7 +796,6 @@ static int run_study(struct store *store, int64_t study_id, const struct runner_
 
 static int run(const struct verb *v, int argc, char **argv)
 {
-	_cleanup_(closep) int lock_fd = -1;
 	_cleanup_(store_closep) struct store *store = NULL;
 	_cleanup_(study_freep) struct study *study = NULL;
 	_cleanup_(freep) char *name = NULL, *log_dir = NULL;
@@ -750,9 +830,7 @@ static int run(const struct verb *v, int argc, char **argv)
 			return log_error_errno(-ENOMEM, "out of memory"), CLI_EXIT_FAILED;
 		ro.log_dir = log_dir;
 	}
-	k = lock_db(arg.db, &lock_fd, &err);
-	if (k >= 0)
-		k = store_open(arg.db, NULL, &store, &err);
+	k = open_db(arg.db, &store, &err);
 	if (k < 0) {
 		log_error("%s", error_str(&err, k));
 		return CLI_EXIT_FAILED;

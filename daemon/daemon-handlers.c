@@ -161,7 +161,8 @@ static cJSON *handle_status(struct daemon *d, const struct ctl_request *req)
 	if (!resp)
 		return oom();
 	r = store_study_list(d->store, &a, &n, &err);
-	if (r < 0)
+	/* with the database lost, status still says so (the rest answers its error) */
+	if (r < 0 && d->state != DAEMON_FAILED)
 		return store_error(req, &err, r);
 	queue = cJSON_AddArrayToObject(resp, "queue");
 	for (size_t i = 0; queue && i < n; i++) {

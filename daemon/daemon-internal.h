@@ -26,6 +26,13 @@
 /* After SIGTERM, how long the running trial may take to tear down before
  * the daemon exits anyway (systemd's TimeoutStopSec is longer). */
 #define DAEMON_STOP_GRACE_USEC (90 * USEC_PER_SEC)
+/* How often the database and its WAL are checked to still be the files
+ * opened (store_check_files: two stat calls). */
+#define DAEMON_STORE_WATCH_USEC (2 * USEC_PER_SEC)
+/* A study that cannot go on for a passing cause (a full disk) is tried
+ * again after this, doubled on each failure up to the cap. */
+#define DAEMON_RETRY_FIRST_USEC (2 * USEC_PER_SEC)
+#define DAEMON_RETRY_MAX_USEC   (5 * 60 * USEC_PER_SEC)
 
 /* HTML reports written by child processes at once (daemon-report.c). */
 #define DAEMON_REPORT_JOBS 2
@@ -47,6 +54,7 @@ enum daemon_state {
 	DAEMON_PAUSED,   /* the head of the queue is paused */
 	DAEMON_WAITING,  /* the head of the queue waits for its time window */
 	DAEMON_STOPPING, /* SIGTERM: tearing down */
+	DAEMON_FAILED,   /* the database file is gone or replaced: no more work (status says why) */
 };
 
 const char *daemon_state_to_string(enum daemon_state s);
@@ -57,7 +65,6 @@ struct daemon {
 	char *config_path;
 	bool config_required; /* given on the command line: it must exist */
 	char *state_dir, *db_path, *log_dir, *best_dir;
-	int lock_fd; /* holds DB.lock: the one daemon of this state directory */
 	struct store *store;
 	struct ctl_server *ctl;
 	sd_event_source *sig_term, *sig_int, *sig_hup, *schedule_source, *window_timer, *stop_timer;
@@ -69,6 +76,11 @@ struct daemon {
 
 	enum daemon_state state;
 	bool window_stop; /* runner_stop was asked because the window closed */
+	/* the head waits for a passing cause (a full disk) until retry_at_usec
+	 * (CLOCK_MONOTONIC; 0: not waiting), after `retries` failures in a row */
+	uint64_t retry_at_usec;
+	unsigned retries;
+	sd_event_source *retry_timer, *store_watch_timer;
 	char status[DAEMON_STATUS_MAX];
 	char last_failure[DAEMON_STATUS_MAX]; /* "STUDY failed: why" of the last study that ended, or "" */
 
@@ -115,6 +127,8 @@ void daemon_queue_stop(struct daemon *d);
 int daemon_queue_count(struct daemon *d, size_t *ret);
 /* Kills servers a previous, killed daemon left behind (recorded pgids). */
 void daemon_queue_kill_orphans(struct daemon *d);
+/* The database and its WAL watched (store_check_files) on a timer. */
+int daemon_store_watch_start(struct daemon *d);
 
 /* daemon-handlers.c */
 cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_request *req, void *userdata);

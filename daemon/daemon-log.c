@@ -97,6 +97,11 @@ void daemon_log_study_end(const char *name, enum runner_end end, const struct ru
 		log_struct(LOG_ERR, fields_of(&f, name, 0, "failed", NULL), "study %s: failed: %s", name,
 			   st->message ? st->message : "unknown error");
 		break;
+	case RUNNER_END_DISK_FULL:
+		log_struct(LOG_WARNING, fields_of(&f, name, 0, "waiting", NULL),
+			   "study %s: waiting: %s; it resumes once there is space", name,
+			   st->message ? st->message : "disk full");
+		break;
 	case RUNNER_END_STOPPED:
 		log_struct(LOG_INFO, fields_of(&f, name, 0, "stopped", NULL), "study %s: stopped; it resumes %s", name,
 			   stopping ? "when goodputd starts again" : "when its window opens");

@@ -13,7 +13,21 @@
  *
  * Scheduling is a deferred event: anything that may change the head (a
  * submit, a cancel, a runner that finished, the window timer) asks for it,
- * and the step runs once from the loop. */
+ * and the step runs once from the loop.
+ *
+ * A study that cannot go on for a cause that passes — the disk of the store
+ * or of the logs is full, or a failure could not even be recorded, so that
+ * the study is still open — is never failed for it and never retried in a
+ * loop: the daemon waits ("waiting: disk full" in its status), 2 s after
+ * the first time, twice as long after each failure in a row up to 5 min,
+ * and resumes the study (its trials in flight redone) once it can. A trial
+ * that finishes again ends the backoff.
+ *
+ * The database and its WAL are watched (store_check_files, every 2 s): a
+ * WAL removed or replaced is written back and said in the journal; a
+ * database file removed or replaced ends the study in flight (its servers
+ * killed, nothing more recorded), and the daemon takes no more work and
+ * answers nothing from a file that is no longer its database. */
 #include "daemon-internal.h"
 
 #include <errno.h>
@@ -83,6 +97,50 @@ static void fail_study(struct daemon *d, const struct store_study *st, const cha
 
 static void on_runner_event(struct runner *r, const struct runner_event *ev, void *userdata);
 
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	d->retry_timer = sd_event_source_disable_unref(d->retry_timer);
+	daemon_schedule(d);
+	return 0;
+}
+
+/* The head cannot go on for now (why: "disk full: ..."): wait, longer each time. */
+static void wait_and_retry(struct daemon *d, const char *name, const char *why)
+{
+	uint64_t delay = DAEMON_RETRY_FIRST_USEC << MIN(d->retries, 16u);
+	int r;
+
+	delay = MIN(delay, DAEMON_RETRY_MAX_USEC);
+	d->retries++;
+	d->retry_at_usec = mono_usec() + delay;
+	d->state = DAEMON_WAITING;
+	daemon_set_status(d, "waiting: %s: %s; trying again in %.0f s", name, why, usec_to_sec(delay));
+	d->retry_timer = sd_event_source_disable_unref(d->retry_timer);
+	r = sd_event_add_time_relative(d->event, &d->retry_timer, CLOCK_MONOTONIC, delay, USEC_PER_SEC / 10, on_retry,
+				       d);
+	if (r < 0) {
+		log_warning_errno(r, "cannot arm the retry timer");
+		return; /* the window tick schedules again */
+	}
+	(void)sd_event_source_set_description(d->retry_timer, "queue-retry");
+}
+
+/* Whether the study is still open in the store (a failure that could not
+ * be recorded leaves it so). */
+static bool still_open(struct daemon *d, int64_t id)
+{
+	struct store_study st = { 0 };
+	bool open;
+
+	if (store_study_get(d->store, id, &st, NULL) < 0)
+		return true;
+	open = study_is_open(st.state);
+	store_study_done(&st);
+	return open;
+}
+
 static int start_runner(struct daemon *d, const struct store_study *st, struct error *err)
 {
 	_cleanup_(runner_freep) struct runner *r = NULL;
@@ -127,8 +185,11 @@ static bool queue_step(struct daemon *d)
 	int r;
 
 	daemon_best_cache_clear(d);
-	if (d->state == DAEMON_STOPPING || d->runner)
+	if (d->state == DAEMON_STOPPING || d->state == DAEMON_FAILED || d->runner)
 		return false;
+	if (d->retry_at_usec > mono_usec())
+		return false; /* waiting for a passing cause: the retry timer schedules */
+	d->retry_at_usec = 0;
 	r = store_study_list(d->store, &a, &n, &err);
 	if (r < 0) {
 		log_error("the queue: %s", error_str(&err, r));
@@ -160,8 +221,12 @@ static bool queue_step(struct daemon *d)
 		d->state = DAEMON_WAITING;
 		daemon_set_status(d, "%s: waiting for its window %s", head->name, w);
 	} else if ((r = start_runner(d, head, &err)) < 0) {
-		fail_study(d, head, error_str(&err, r));
-		again = true;
+		if (r == -ENOSPC || r == -EDQUOT)
+			wait_and_retry(d, head->name, error_str(&err, r));
+		else {
+			fail_study(d, head, error_str(&err, r));
+			again = true;
+		}
 	}
 	store_study_array_free(a, n);
 	return again;
@@ -234,6 +299,24 @@ static void runner_finished(struct daemon *d, struct runner *r, enum runner_end 
 	runner_get_status(r, &st);
 	snprintf(name, sizeof(name), "%s", st.study_name ? st.study_name : "?");
 	daemon_log_study_end(name, end, &st, d->state == DAEMON_STOPPING);
+	if (end == RUNNER_END_DISK_FULL || (end == RUNNER_END_FAILED && d->state != DAEMON_STOPPING &&
+					    d->state != DAEMON_FAILED && still_open(d, id))) {
+		/* a cause that passes: the study waits, resumable, and is tried again later */
+		char why[DAEMON_STATUS_MAX];
+
+		snprintf(why, sizeof(why), "%s%s",
+			 end == RUNNER_END_FAILED ? "its failure could not be recorded: " : "",
+			 st.message ? st.message : "disk full");
+		d->runner = runner_free(d->runner);
+		d->runner_study_id = 0;
+		d->window_stop = false;
+		if (d->state == DAEMON_STOPPING) {
+			(void)sd_event_exit(d->event, 0);
+			return;
+		}
+		wait_and_retry(d, name, why);
+		return;
+	}
 	if (end == RUNNER_END_FAILED)
 		snprintf(d->last_failure, sizeof(d->last_failure), "%s failed: %s", name,
 			 st.message ? st.message : "unknown error");
@@ -291,6 +374,7 @@ static void on_runner_event(struct runner *r, const struct runner_event *ev, voi
 		daemon_log_trial_finished(ev);
 		if (ev->status && ev->status->study_name)
 			daemon_report_refresh(d, ev->status->study_name);
+		d->retries = 0; /* going again: a later wait starts short */
 		break;
 	case RUNNER_EVENT_LOAD_POINT:
 	case RUNNER_EVENT_POINT_PROGRESS:
@@ -359,4 +443,52 @@ void daemon_queue_kill_orphans(struct daemon *d)
 			log_info("study %s: %d trial(s) interrupted by the last shutdown will be redone", a[i].name, r);
 	}
 	store_study_array_free(a, n);
+}
+
+/* ---- the database's files ---- */
+
+static int on_store_watch(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	char msg[DAEMON_STATUS_MAX * 2];
+	struct error err = { 0 };
+	int r;
+
+	(void)sd_event_source_set_time_relative(s, DAEMON_STORE_WATCH_USEC);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	if (d->state == DAEMON_FAILED)
+		return 0;
+	r = store_check_files(d->store, msg, sizeof(msg), &err);
+	if (r < 0) {
+		log_warning("checking the database's files: %s", error_str(&err, r));
+		return 0;
+	}
+	if (r == STORE_FILES_WAL_RESTORED) {
+		log_error("%s", msg);
+		return 0;
+	}
+	if (r != STORE_FILES_LOST)
+		return 0;
+	log_error("%s; goodputd takes no more work", msg);
+	d->state = DAEMON_FAILED;
+	daemon_set_status(d, "failed: %s", msg);
+	/* the study in flight can record nothing more: its servers end now */
+	d->runner = runner_free(d->runner);
+	d->runner_study_id = 0;
+	d->retry_timer = sd_event_source_disable_unref(d->retry_timer);
+	daemon_best_cache_clear(d);
+	daemon_metrics_changed(d);
+	return 0;
+}
+
+int daemon_store_watch_start(struct daemon *d)
+{
+	int r;
+
+	r = sd_event_add_time_relative(d->event, &d->store_watch_timer, CLOCK_MONOTONIC, DAEMON_STORE_WATCH_USEC,
+				       USEC_PER_SEC / 10, on_store_watch, d);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_description(d->store_watch_timer, "store-watch");
+	return 0;
 }

@@ -25,7 +25,6 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "lock-file.h"
 #include "log.h"
 #include "parse.h"
 
@@ -33,7 +32,7 @@ const char *daemon_state_to_string(enum daemon_state s)
 {
 	static const char *const names[] = {
 		[DAEMON_IDLE] = "idle",       [DAEMON_RUNNING] = "running",   [DAEMON_PAUSED] = "paused",
-		[DAEMON_WAITING] = "waiting", [DAEMON_STOPPING] = "stopping",
+		[DAEMON_WAITING] = "waiting", [DAEMON_STOPPING] = "stopping", [DAEMON_FAILED] = "failed",
 	};
 
 	return s < ELEMENTSOF(names) ? names[s] : "unknown";
@@ -199,23 +198,25 @@ static int join_path(const char *a, const char *b, char **ret)
 	return 0;
 }
 
-/* One daemon per state directory: a second one would take the first one's
- * servers for orphans and kill them, and insert the same trials twice. The
- * lock (lock-file.h) is held until the process exits. */
-static int lock_state_dir(struct daemon *d, struct error *err)
+/* One daemon per database: a second one would take the first one's servers
+ * for orphans and kill them, and insert the same trials twice. The store
+ * locks the file itself (STORE_OPEN_WRITER), whatever path names it, and
+ * holds the lock while it is open. */
+static int open_store(struct daemon *d, struct error *err)
 {
-	_cleanup_(freep) char *path = NULL;
-	struct lock_holder h;
+	struct store_open_options so = { .flags = STORE_OPEN_WRITER };
+	struct lock_holder h = { 0 };
 	int r;
 
-	if (asprintf(&path, "%s.lock", d->db_path) < 0)
-		return error_set(err, -ENOMEM, "out of memory");
-	r = lock_file_take(path, &d->lock_fd, &h, err);
+	so.holder = &h;
+	r = store_open(d->db_path, &so, &d->store, err);
 	if (r == -EBUSY && h.pid > 0)
-		return error_set(err, r, "another %s (pid %d) uses this state directory (%s)",
-				 h.comm[0] ? h.comm : "goodputd", (int)h.pid, d->state_dir);
+		return error_set(err, r,
+				 "another %s (pid %d) uses this state directory (%s): its database %s is locked",
+				 h.comm[0] ? h.comm : "goodputd", (int)h.pid, d->state_dir, d->db_path);
 	if (r == -EBUSY)
-		return error_set(err, r, "another process uses this state directory (%s)", d->state_dir);
+		return error_set(err, r, "another process uses this state directory (%s): its database %s is locked",
+				 d->state_dir, d->db_path);
 	return r;
 }
 
@@ -231,8 +232,6 @@ static int setup_paths(struct daemon *d, const struct daemon_options *o, struct 
 	    join_path(d->state_dir, "logs", &d->log_dir) < 0 || join_path(d->state_dir, "best", &d->best_dir) < 0)
 		return error_set(err, -ENOMEM, "out of memory");
 	r = make_dir(d->state_dir, err);
-	if (r >= 0)
-		r = lock_state_dir(d, err);
 	if (r >= 0)
 		r = make_dir(d->log_dir, err);
 	if (r >= 0)
@@ -316,7 +315,6 @@ int daemon_new(const struct daemon_options *o, struct daemon **ret, struct error
 
 	if (!d)
 		return error_set(err, -ENOMEM, "out of memory");
-	d->lock_fd = -1;
 	d->dry_run = o->dry_run;
 	d->max_trials = o->max_trials;
 	d->start_usec = mono_usec();
@@ -330,7 +328,7 @@ int daemon_new(const struct daemon_options *o, struct daemon **ret, struct error
 	r = setup_paths(d, o, err);
 	if (r < 0)
 		return r;
-	r = store_open(d->db_path, NULL, &d->store, err);
+	r = open_store(d, err);
 	if (r < 0)
 		return r;
 	r = sd_event_default(&d->event);
@@ -374,6 +372,9 @@ int daemon_run(struct daemon *d)
 	r = daemon_watch_start(d);
 	if (r < 0)
 		return log_error_errno(r, "watch");
+	r = daemon_store_watch_start(d);
+	if (r < 0)
+		return log_error_errno(r, "the database's watch");
 	log_info("goodputd ready (state %s%s)", d->state_dir, d->dry_run ? ", dry run" : "");
 	(void)sd_notifyf(false, "READY=1\nSTATUS=%s", d->status);
 
@@ -401,6 +402,8 @@ struct daemon *daemon_free(struct daemon *d)
 	sd_event_source_disable_unref(d->window_timer);
 	sd_event_source_disable_unref(d->stop_timer);
 	sd_event_source_disable_unref(d->metrics_timer);
+	sd_event_source_disable_unref(d->retry_timer);
+	sd_event_source_disable_unref(d->store_watch_timer);
 	store_close(d->store);
 	daemon_config_free(d->config);
 	sd_event_unref(d->event);
@@ -409,7 +412,6 @@ struct daemon *daemon_free(struct daemon *d)
 	free(d->db_path);
 	free(d->log_dir);
 	free(d->best_dir);
-	safe_close(d->lock_fd);
 	free(d);
 	return NULL;
 }

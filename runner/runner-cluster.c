@@ -143,7 +143,7 @@ static void on_queue(struct slurm_cluster *c, int k, const struct slurm_job *job
 	}
 	k = store_trial_history(r->store, r->study_id, &t, &n_trials, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	comment_prefix(r, prefix, sizeof(prefix));

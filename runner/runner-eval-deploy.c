@@ -320,7 +320,7 @@ static void start_probe(struct runner_trial *t)
 	probe_config(t, &pc);
 	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PROBING, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	t->n_points = 0;
@@ -364,7 +364,7 @@ static void start_quality_check(struct runner_trial *t)
 
 	k = runner_quality_start(t, deploy_get_base_url(d->deploy), on_quality, t, &d->quality, &err);
 	if (k < 0) {
-		runner_fail(t->runner, error_str(&err, k));
+		runner_fail_errno(t->runner, k, error_str(&err, k));
 		return;
 	}
 	if (k == RUNNER_QUALITY_NOT_STARTED) {
@@ -380,6 +380,13 @@ static void start_quality_check(struct runner_trial *t)
 static void deploy_failed(struct runner_trial *t, struct deployment *dep)
 {
 	struct trial_result res;
+
+	/* a server that could not write its log may have died of it: a passing
+	 * cause, never the configuration's outcome (the trial is redone) */
+	if (runner_logs_disk_full(t->runner)) {
+		runner_fail_errno(t->runner, -ENOSPC, "the server ended while the disk of its log was full");
+		return;
+	}
 
 	switch (deploy_get_failure(dep)) {
 	case DEPLOY_FAILURE_OOM: {
@@ -458,7 +465,7 @@ static int sync_job(struct runner_trial *t, struct deployment *dep)
 		k = store_trial_set_job_start(r->store, t->id, node[0] ? node : NULL, gpus, t->pending_seconds, &err);
 	}
 	if (k < 0)
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 	return k;
 }
 
@@ -686,13 +693,13 @@ static void deploy_eval_start(struct runner_trial *t)
 	t->eval = d;
 	k = runner_host_record(r, t->id, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	k = ensure_dir(r->log_dir);
 	if (k < 0) {
 		snprintf(msg, sizeof(msg), "log directory %s: %s", r->log_dir, strerror(-k));
-		runner_fail(r, msg);
+		runner_fail_errno(r, k, msg);
 		return;
 	}
 	free(t->log_path);
@@ -704,7 +711,7 @@ static void deploy_eval_start(struct runner_trial *t)
 	k = launch(t, &setup, &err);
 	if (k < 0 && d->record_error < 0) {
 		/* a store that cannot record is no fault of the configuration */
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	if (k < 0 && setup) {

@@ -120,7 +120,7 @@ static int apply(struct runner_trial *t, struct dry_trial *d, const struct runne
 	}
 	k = store_trial_set_state(r->store, t->id, STORE_TRIAL_PROBING, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return k;
 	}
 	runner_trial_set_phase(t, RUNNER_PROBING);
@@ -309,7 +309,7 @@ static void dry_start(struct runner_trial *t)
 	t->eval = d;
 	k = store_trial_set_host(r->store, t->id, "{\"dry_run\":true}", &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	runner_trial_set_phase(t, RUNNER_DEPLOYING);

@@ -211,7 +211,7 @@ static void take_answer(struct runner *r, const struct runner_answer *a)
 		/* search.extend_edges: a wider range, and the search goes on */
 		k = runner_edge_phase(r, &err);
 		if (k < 0) {
-			runner_fail(r, error_str(&err, k));
+			runner_fail_errno(r, k, error_str(&err, k));
 			return;
 		}
 		if (k > 0) {
@@ -229,7 +229,7 @@ static void take_answer(struct runner *r, const struct runner_answer *a)
 	for (size_t i = 0; i < a->n; i++) {
 		k = runner_queue_add(r, &a->proposals[i], &err);
 		if (k < 0) {
-			runner_fail(r, error_str(&err, k));
+			runner_fail_errno(r, k, error_str(&err, k));
 			return;
 		}
 	}
@@ -283,7 +283,7 @@ static bool ask(struct runner *r, size_t n)
 	};
 	k = runner_planner_ask(r->planner, &a, &answer, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return false;
 	}
 	switch (k) {
@@ -322,7 +322,7 @@ static bool confirm_alone(struct runner *r)
 		return false;
 	k = store_trial_history(r->store, r->study_id, &rows, &n, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return false;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -336,7 +336,7 @@ static bool confirm_alone(struct runner *r)
 	};
 	k = runner_queue_add(r, &p, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return false;
 	}
 	r->alone_added++;

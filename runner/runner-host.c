@@ -49,7 +49,7 @@ static void on_host_facts(struct deploy_host *h, const char *json, void *userdat
 		store_trial_array_free(t, n);
 	}
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	if (r->plan_waits_host) {

@@ -209,6 +209,12 @@ void runner_finish(struct runner *r, enum runner_end end);
 /* A store error or another failure the study cannot go on after: ends the
  * study (FAILED) from the step source. */
 void runner_fail(struct runner *r, const char *msg);
+/* runner_fail for an error k: a full disk (-ENOSPC, -EDQUOT) passes, and
+ * ends the runner RUNNER_END_DISK_FULL instead, the study left resumable. */
+void runner_fail_errno(struct runner *r, int k, const char *msg);
+/* Whether the disk of the trials' logs is full (what a server that ended
+ * while writing to it may have died of). */
+bool runner_logs_disk_full(const struct runner *r);
 /* True once runner_fail was called: callbacks of what is still running
  * return at once (runner_finish frees it). */
 bool runner_failing(const struct runner *r);

@@ -265,7 +265,7 @@ int runner_trial_start(struct runner_trial *t, uint64_t gpus)
 			k = store_trial_set_times(r->store, t->id, r->study_start_usec + t->vstart_usec, 0, &err);
 	}
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return k;
 	}
 	t->running = true;
@@ -384,7 +384,7 @@ int runner_trial_load_point(struct runner_trial *t, const char *phase, const str
 
 	k = store_load_point_insert_gpu(r->store, t->id, t->n_points + 1, phase, res, gpu, NULL, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return k;
 	}
 	t->n_points++;
@@ -444,7 +444,7 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	ev->abort(t);
 	k = commit_outcome(t, res, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	t->open = false;
@@ -476,7 +476,7 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	r->planner_done = false;
 	k = runner_update_best(r, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	if (res->state == STORE_TRIAL_DONE)
@@ -526,7 +526,7 @@ void runner_trial_gone(struct runner_trial *t)
 	if (t->id > 0 && t->log_path) {
 		k = store_trial_set_server(r->store, t->id, NULL, t->log_path, &err);
 		if (k < 0) {
-			runner_fail(r, error_str(&err, k));
+			runner_fail_errno(r, k, error_str(&err, k));
 			return;
 		}
 	}
@@ -560,7 +560,7 @@ static void wait_again(struct runner_trial *t)
 	if (k >= 0)
 		k = store_trial_set_server(r->store, t->id, NULL, t->log_path, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	r->gpus_busy &= ~t->gpus;
@@ -622,7 +622,7 @@ void runner_trial_lost(struct runner_trial *t, const char *why)
 	t->lost++;
 	k = store_trial_job_lost(r->store, t->id, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return;
 	}
 	if (t->lost >= LOST_MAX) {
@@ -648,7 +648,7 @@ static int mark_interrupted(struct runner_trial *t)
 	t->open = false;
 	k = store_trial_set_state(t->runner->store, t->id, STORE_TRIAL_INTERRUPTED, &err);
 	if (k < 0)
-		runner_fail(t->runner, error_str(&err, k));
+		runner_fail_errno(t->runner, k, error_str(&err, k));
 	return k;
 }
 

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include <nlopt.h>
 
@@ -63,6 +64,8 @@ const char *runner_end_to_string(enum runner_end e)
 		return "cancelled";
 	case RUNNER_END_FAILED:
 		return "failed";
+	case RUNNER_END_DISK_FULL:
+		return "disk_full";
 	}
 	return "unknown";
 }
@@ -714,6 +717,16 @@ void runner_finish(struct runner *r, enum runner_end end)
 		state = STORE_STUDY_RUNNING; /* stopped: resumable */
 		break;
 	}
+	if (end == RUNNER_END_DISK_FULL) {
+		/* nothing is written: the study stays as the store has it (its
+		 * trials in flight are redone when it runs again) */
+		r->status.end = end;
+		r->status.phase = RUNNER_FINISHED;
+		r->status.trial_id = 0;
+		runner_emit(r, &(struct runner_event){ .kind = RUNNER_EVENT_PHASE });
+		runner_emit(r, &(struct runner_event){ .kind = RUNNER_EVENT_FINISHED, .end = end });
+		return;
+	}
 	if (end == RUNNER_END_DONE)
 		k = record_best(r, &err);
 	if (k >= 0 && end == RUNNER_END_DONE && !r->status.have_best) {
@@ -724,7 +737,7 @@ void runner_finish(struct runner *r, enum runner_end end)
 		k = store_study_set_state(r->store, r->study_id, state, r->message[0] ? r->message : NULL, &err);
 	if (k < 0) {
 		snprintf(r->message, sizeof(r->message), "%s", error_str(&err, k));
-		end = RUNNER_END_FAILED;
+		end = k == -ENOSPC || k == -EDQUOT ? RUNNER_END_DISK_FULL : RUNNER_END_FAILED;
 	}
 	r->status.end = end;
 	r->status.phase = RUNNER_FINISHED;
@@ -736,11 +749,35 @@ void runner_finish(struct runner *r, enum runner_end end)
 /* A store error or another failure the study cannot go on after. */
 void runner_fail(struct runner *r, const char *msg)
 {
+	/* a full disk is the cause: what fails after it (a teardown's writes) is not */
+	if (r->action == RUNNER_ACTION_FINISH && r->pending_end == RUNNER_END_DISK_FULL)
+		return;
 	snprintf(r->message, sizeof(r->message), "%s", msg);
 	r->pending_end = RUNNER_END_FAILED;
 	/* the trial's server and probe are freed by runner_finish, from the
 	 * step source: this may run inside one of their callbacks */
 	runner_schedule(r, RUNNER_ACTION_FINISH);
+}
+
+void runner_fail_errno(struct runner *r, int k, const char *msg)
+{
+	if (k != -ENOSPC && k != -EDQUOT) {
+		runner_fail(r, msg);
+		return;
+	}
+	if (!(r->action == RUNNER_ACTION_FINISH && r->pending_end == RUNNER_END_DISK_FULL))
+		snprintf(r->message, sizeof(r->message), "disk full: %s", msg);
+	r->pending_end = RUNNER_END_DISK_FULL;
+	runner_schedule(r, RUNNER_ACTION_FINISH);
+}
+
+bool runner_logs_disk_full(const struct runner *r)
+{
+	struct statvfs st;
+
+	/* less than a server's log lines need: the disk is full (for root too,
+	 * whose reserved blocks a server's log will not wait for) */
+	return r->log_dir && statvfs(r->log_dir, &st) == 0 && (uint64_t)st.f_bavail * st.f_frsize < (1u << 20);
 }
 
 bool runner_failing(const struct runner *r)
@@ -847,7 +884,7 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 	if (k >= 0)
 		k = runner_baseline_queue(r, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return 0;
 	}
 	r->row.state = STORE_STUDY_RUNNING;
@@ -915,7 +952,7 @@ int runner_resume(struct runner *r)
 			r->request = RUNNER_REQUEST_NONE;
 			k = runner_queue_load(r, &err);
 			if (k < 0)
-				runner_fail(r, error_str(&err, k));
+				runner_fail_errno(r, k, error_str(&err, k));
 			return k < 0 ? k : 0;
 		}
 		return -ESTALE;
@@ -924,7 +961,7 @@ int runner_resume(struct runner *r)
 	if (k >= 0)
 		k = runner_queue_load(r, &err);
 	if (k < 0) {
-		runner_fail(r, error_str(&err, k));
+		runner_fail_errno(r, k, error_str(&err, k));
 		return k;
 	}
 	r->row.state = STORE_STUDY_RUNNING;
@@ -947,7 +984,7 @@ bool runner_settle_request(struct runner *r)
 	case RUNNER_REQUEST_PAUSE:
 		k = store_study_set_state(r->store, r->study_id, STORE_STUDY_PAUSED, NULL, &err);
 		if (k < 0) {
-			runner_fail(r, error_str(&err, k));
+			runner_fail_errno(r, k, error_str(&err, k));
 			return true;
 		}
 		r->row.state = STORE_STUDY_PAUSED;

@@ -110,6 +110,10 @@ enum runner_end {
 	RUNNER_END_STOPPED,   /* runner_stop: study left resumable (state running; trial interrupted) */
 	RUNNER_END_CANCELLED, /* runner_cancel: study state cancelled */
 	RUNNER_END_FAILED,    /* an error the runner cannot go on after (store error, ...); see message */
+	/* The disk of the store or of the logs is full: the runner stopped, its
+	 * servers ended, the trials in flight left to be redone and the study
+	 * as it was (resumable): run it again once there is space (see message). */
+	RUNNER_END_DISK_FULL,
 };
 
 const char *runner_end_to_string(enum runner_end e);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <sqlite3.h>
 
@@ -50,13 +51,33 @@ enum store_stmt {
 	_STMT_MAX,
 };
 
+/* A file as opened: store_check_files compares the path's with it. */
+struct store_file_id {
+	bool known;
+	dev_t dev;
+	ino_t ino;
+};
+
 struct store {
 	sqlite3 *db;
 	char *path;
 	bool read_only;
+	unsigned busy_timeout_ms;
 	sqlite3_stmt *stmts[_STMT_MAX];
 	uint64_t epoch; /* store_epoch(): moved by the update hook */
+	int lock_fd;    /* the writer's lock on the file (STORE_OPEN_WRITER), or -1 */
+	struct store_file_id db_id, wal_id;
+	char *lost; /* why the file is no longer the database (store_check_files): every call fails */
 };
+
+/* ---- store.c, for the opening in store-file.c ---- */
+
+/* Runs SQL without parameters or rows (a PRAGMA, BEGIN). */
+int store_exec_const(struct store *s, const char *sql, const char *what, struct error *err);
+/* The first column of a one-row statement as text ("" when none). */
+int store_pragma_text(struct store *s, const char *sql, char *buf, size_t size, struct error *err);
+/* Brings the schema to version target, one migration per transaction. */
+int store_migrate(struct store *s, int target, struct error *err);
 
 /* Returns the statement, reset and with bindings cleared, or a -errno with err set. */
 int store_stmt(struct store *s, enum store_stmt id, const char *what, sqlite3_stmt **ret, struct error *err);

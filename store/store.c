@@ -1,6 +1,7 @@
-/* store.c — the connection to goodput's SQLite database: opening it in WAL
- * mode, the schema and its migrations, the statement cache, transactions and
- * the translation of SQLite's result codes into -errno plus a message.
+/* store.c — goodput's SQLite database: the schema and its migrations, the
+ * statement cache, transactions and the translation of SQLite's result
+ * codes into -errno plus a message. Opening the file (WAL mode, the
+ * writer's lock) and watching it are store-file.c's.
  *
  * The schema is an ordered list of migrations; migration N brings a file from
  * user_version N−1 to N inside one transaction, so a file is always at a whole
@@ -484,6 +485,8 @@ int store_stmt(struct store *s, enum store_stmt id, const char *what, sqlite3_st
 {
 	int rc;
 
+	if (s->lost)
+		return error_set(err, -ESTALE, "%s", s->lost);
 	if (!s->stmts[id]) {
 		const struct stmt_def *def = &stmt_defs[id];
 		_cleanup_(freep) char *made = !def->row     ? NULL
@@ -657,10 +660,13 @@ double store_col_double(sqlite3_stmt *st, int col)
 
 /* ---- transactions ---- */
 
-static int exec_const(struct store *s, const char *sql, const char *what, struct error *err)
+int store_exec_const(struct store *s, const char *sql, const char *what, struct error *err)
 {
-	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	int rc;
 
+	if (s->lost)
+		return error_set(err, -ESTALE, "%s", s->lost);
+	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? 0 : store_sql_error(s, rc, what, err);
 }
 
@@ -669,17 +675,17 @@ int store_tx_begin(struct store *s, const char *what, struct error *err)
 	int r;
 
 	if (sqlite3_get_autocommit(s->db)) {
-		r = exec_const(s, "BEGIN IMMEDIATE", what, err);
+		r = store_exec_const(s, "BEGIN IMMEDIATE", what, err);
 		return r < 0 ? r : 1;
 	}
-	r = exec_const(s, "SAVEPOINT store_op", what, err);
+	r = store_exec_const(s, "SAVEPOINT store_op", what, err);
 	return r < 0 ? r : 0;
 }
 
 int store_tx_end(struct store *s, int began, int r, struct error *err)
 {
 	if (r >= 0) {
-		int q = exec_const(s, began ? "COMMIT" : "RELEASE store_op", "committing", err);
+		int q = store_exec_const(s, began ? "COMMIT" : "RELEASE store_op", "committing", err);
 
 		if (q >= 0)
 			return r;
@@ -700,12 +706,12 @@ int store_begin(struct store *s, struct error *err)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		return error_set(err, -EBUSY, "%s: a transaction is already open", s->path);
-	return exec_const(s, "BEGIN IMMEDIATE", "beginning a transaction", err);
+	return store_exec_const(s, "BEGIN IMMEDIATE", "beginning a transaction", err);
 }
 
 int store_commit(struct store *s, struct error *err)
 {
-	int r = exec_const(s, "COMMIT", "committing", err);
+	int r = store_exec_const(s, "COMMIT", "committing", err);
 
 	if (r < 0)
 		store_rollback(s);
@@ -776,7 +782,7 @@ int store_schema_version(struct store *s, int *ret, struct error *err)
 	return read_version(s, ret, err);
 }
 
-static int migrate(struct store *s, int target, struct error *err)
+int store_migrate(struct store *s, int target, struct error *err)
 {
 	int version, r;
 
@@ -784,16 +790,16 @@ static int migrate(struct store *s, int target, struct error *err)
 		char what[64];
 
 		snprintf(what, sizeof(what), "migrating the schema to version %d", v);
-		r = exec_const(s, "BEGIN IMMEDIATE", what, err);
+		r = store_exec_const(s, "BEGIN IMMEDIATE", what, err);
 		if (r < 0)
 			return r;
 		/* Under the write lock: another process may have migrated meanwhile. */
 		r = read_version(s, &version, err);
 		if (r >= 0 && version < v)
 			for (const char *const *sql = migrations[v - 1].sql; *sql && r >= 0; sql++)
-				r = exec_const(s, *sql, what, err);
+				r = store_exec_const(s, *sql, what, err);
 		if (r >= 0)
-			r = exec_const(s, "COMMIT", what, err);
+			r = store_exec_const(s, "COMMIT", what, err);
 		if (r < 0) {
 			store_rollback(s);
 			return r;
@@ -802,7 +808,7 @@ static int migrate(struct store *s, int target, struct error *err)
 	return 0;
 }
 
-static int pragma_text(struct store *s, const char *sql, char *buf, size_t size, struct error *err)
+int store_pragma_text(struct store *s, const char *sql, char *buf, size_t size, struct error *err)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	int rc;
@@ -816,105 +822,4 @@ static int pragma_text(struct store *s, const char *sql, char *buf, size_t size,
 	snprintf(buf, size, "%s",
 		 rc == SQLITE_ROW && sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
 	return 0;
-}
-
-/* Every row this connection inserts, updates or deletes, but the load
- * points a running trial adds (many, and read by no answer about a study
- * until their trial's row changes as it ends). */
-static void on_row_change(void *userdata, int op, const char *db, const char *table, sqlite3_int64 rowid)
-{
-	struct store *s = userdata;
-
-	if (op == SQLITE_INSERT && strcmp(table, "load_points") == 0)
-		return;
-	s->epoch++;
-}
-
-int store_open(const char *path, const struct store_open_options *opts, struct store **ret, struct error *err)
-{
-	struct store_open_options o = opts ? *opts : (struct store_open_options){ 0 };
-	_cleanup_(store_closep) struct store *s = NULL;
-	int rc, r, version, flags;
-	struct stat st;
-	char mode[16];
-
-	if (!path || !*path)
-		return error_set(err, -EINVAL, "store: no database path given");
-	if (o.target_version <= 0)
-		o.target_version = STORE_SCHEMA_VERSION;
-	if (o.target_version > STORE_SCHEMA_VERSION)
-		return error_set(err, -EINVAL, "store: schema version %d is unknown", o.target_version);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->path = strdup(path);
-	if (!s->path)
-		return -ENOMEM;
-	s->read_only = o.flags & STORE_OPEN_READ_ONLY;
-	/* SQLite opens without O_NONBLOCK: a FIFO named as the database would
-	 * block the caller in open(). */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return error_set(err, -EINVAL, "%s: not a regular file (%s)", path, file_type_name(st.st_mode));
-	flags = (s->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-		SQLITE_OPEN_NOMUTEX;
-	rc = sqlite3_open_v2(path, &s->db, flags, NULL);
-	if (rc != SQLITE_OK) {
-		r = store_sql_error(s, rc, s->read_only ? "opening the database read-only" : "opening the database",
-				    err);
-		return r;
-	}
-	sqlite3_extended_result_codes(s->db, 0);
-	sqlite3_busy_timeout(s->db, (int)(o.busy_timeout_ms ? o.busy_timeout_ms : 5000));
-	r = exec_const(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err);
-	if (r < 0)
-		return r;
-	r = read_version(s, &version, err);
-	if (r < 0)
-		return r;
-	if (version > STORE_SCHEMA_VERSION)
-		return error_set(err, -EPROTONOSUPPORT,
-				 "%s: schema version %d is newer than this goodput knows (%d): upgrade goodput", path,
-				 version, STORE_SCHEMA_VERSION);
-	if (s->read_only) {
-		if (version < o.target_version)
-			return error_set(err, version == 0 ? -ENOENT : -EPROTO,
-					 version == 0
-						 ? "%s: not a goodput database (schema version %d)"
-						 : "%s: schema version %d is older than %d: open it read-write once "
-						   "to migrate it",
-					 path, version, o.target_version);
-		*ret = TAKE_PTR(s);
-		return 0;
-	}
-	r = pragma_text(s, "PRAGMA journal_mode = WAL", mode, sizeof(mode), err);
-	if (r < 0)
-		return r;
-	if (strcasecmp(mode, "wal") != 0)
-		return error_set(err, -EIO, "%s: could not switch to WAL mode (journal mode is \"%s\")", path, mode);
-	r = exec_const(s, "PRAGMA synchronous = NORMAL", "setting synchronous mode", err);
-	if (r < 0)
-		return r;
-	r = migrate(s, o.target_version, err);
-	if (r < 0)
-		return r;
-	sqlite3_update_hook(s->db, on_row_change, s);
-	*ret = TAKE_PTR(s);
-	return 0;
-}
-
-uint64_t store_epoch(const struct store *s)
-{
-	return s->epoch;
-}
-
-struct store *store_close(struct store *s)
-{
-	if (!s)
-		return NULL;
-	for (size_t i = 0; i < _STMT_MAX; i++)
-		sqlite3_finalize(s->stmts[i]);
-	sqlite3_close_v2(s->db);
-	free(s->path);
-	free(s);
-	return NULL;
 }

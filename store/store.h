@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "lock-file.h"
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
@@ -35,12 +36,18 @@ struct store;
 
 enum store_open_flags {
 	STORE_OPEN_READ_ONLY = 1 << 0, /* never writes; the file must exist at the current version */
+	/* The one writer (goodputd, goodput tune): the file itself — whatever
+	 * path names it: a symlink, a hard link — is locked before it is opened
+	 * and while the store is (lock_inode_take); -EBUSY when another writer
+	 * holds it. Readers need no lock. */
+	STORE_OPEN_WRITER = 1 << 1,
 };
 
 struct store_open_options {
-	unsigned flags;           /* enum store_open_flags */
-	unsigned busy_timeout_ms; /* 0: 5000 */
-	int target_version;       /* 0: STORE_SCHEMA_VERSION; tests create older files with it */
+	unsigned flags;             /* enum store_open_flags */
+	unsigned busy_timeout_ms;   /* 0: 5000 */
+	int target_version;         /* 0: STORE_SCHEMA_VERSION; tests create older files with it */
+	struct lock_holder *holder; /* STORE_OPEN_WRITER refused: who holds the lock (may be NULL) */
 };
 
 /* Opens (creating when needed) and migrates the database at path. opts may be
@@ -48,6 +55,24 @@ struct store_open_options {
 int store_open(const char *path, const struct store_open_options *opts, struct store **ret, struct error *err);
 /* Closes the database (finalizing cached statements). Accepts NULL; returns NULL. */
 struct store *store_close(struct store *s);
+
+/* What store_check_files found. */
+enum store_files {
+	STORE_FILES_OK,
+	/* The WAL was removed or replaced while open: everything it held was
+	 * written into the database file and a new WAL begun; nothing was lost. */
+	STORE_FILES_WAL_RESTORED,
+	/* The database file was removed or replaced while open: what this store
+	 * still saw was copied to PATH.rescued-TIME (when it could be), and
+	 * every later call fails with -ESTALE saying so. */
+	STORE_FILES_LOST,
+};
+/* Whether the database file (and its WAL) at the store's path are still
+ * the ones it opened: two stat calls, for a timer of the writer. A WAL
+ * gone or replaced is restored at once (STORE_FILES_WAL_RESTORED); msg
+ * then says what happened, for the journal. Returns an enum store_files
+ * (≥ 0), or a negative errno. A reader is never checked. */
+int store_check_files(struct store *s, char *msg, size_t size, struct error *err);
 
 /* A count that moves whenever this connection changes a row (a load point
  * added to a running trial excepted): an answer computed from the store

@@ -443,16 +443,21 @@ int main(void)
 	CHECK_INT_EQ(row.state, STORE_STUDY_CANCELLED);
 	store_study_done(&row);
 
-	/* the disk fills up after 3 trials: a clear error, nothing measured lost */
+	/* the disk fills up after 3 trials: a clear message, a study left
+	 * resumable (never failed for a cause that passes), nothing measured lost */
 	{
 		unsigned n_before, n_after;
 		char *before, *after;
 
 		x = add_study(s, "disk-full");
 		c = (struct ctx){ .full_after = 3, .store = s };
-		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_FAILED);
+		CHECK_INT_EQ(run(s, x, &c), RUNNER_END_DISK_FULL);
+		CHECK_STR_CONTAINS(c.message, "disk full: ");
 		CHECK_STR_CONTAINS(c.message, "t.db");
 		CHECK_STR_CONTAINS(c.message, "disk is full");
+		CHECK(store_study_get(s, x, &row, &err) >= 0);
+		CHECK_INT_EQ(row.state, STORE_STUDY_RUNNING);
+		store_study_done(&row);
 		before = finished_list(s, x, &n_before);
 		CHECK(n_before >= 3);
 		fprintf(stderr, "disk full after %u finished trials: %s\n", n_before, c.message);

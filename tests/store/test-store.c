@@ -6,6 +6,9 @@
  * committed; and a reader sees committed data while a writer holds a
  * transaction open. */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <ftw.h>
 #include <time.h>
@@ -625,6 +628,146 @@ static void test_concurrent_reader(void)
 	store_trial_array_free(h, n);
 }
 
+/* One writer per file, whatever path names it: a second writer through the
+ * same path, a symlink or a hard link is refused, naming the holder;
+ * readers are not; once the writer closes, the next one may write. */
+static void test_writer_lock(void)
+{
+	struct store_open_options w = { .flags = STORE_OPEN_WRITER };
+	struct store_open_options ro = { .flags = STORE_OPEN_READ_ONLY };
+	const char *paths[] = { db_path("lock.db"), db_path("lock-link.db"), db_path("lock-hard.db") };
+	struct store *a = NULL, *b = NULL;
+	struct lock_holder h;
+	struct error err = { 0 };
+	int fds[2];
+	pid_t child;
+	char ok;
+
+	CHECK_MSG(store_open(paths[0], &w, &a, &err) == 0, "%s", err.msg);
+	add_study(a, "locked");
+	CHECK(symlink(paths[0], paths[1]) == 0);
+	CHECK(link(paths[0], paths[2]) == 0);
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+		CHECK_INT_EQ(store_open(paths[i], &w, &b, &err), -EBUSY);
+		CHECK_STR_CONTAINS(err.msg, "locked by");
+		/* (SQLite finds the WAL by the name: a hard link's reader sees none) */
+		if (i == 2)
+			continue;
+		CHECK_MSG(store_open(paths[i], &ro, &b, &err) == 0, "%s", err.msg);
+		b = store_close(b);
+	}
+	a = store_close(a);
+	/* held by another process: it is named */
+	CHECK(pipe(fds) == 0);
+	child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		struct store *c = NULL;
+
+		close(fds[0]);
+		if (store_open(paths[2], &w, &c, &err) < 0)
+			_exit(1);
+		(void)!write(fds[1], "!", 1);
+		pause();
+		_exit(0);
+	}
+	close(fds[1]);
+	CHECK(read(fds[0], &ok, 1) == 1);
+	close(fds[0]);
+	w.holder = &h;
+	CHECK_INT_EQ(store_open(paths[1], &w, &b, &err), -EBUSY);
+	CHECK_INT_EQ(h.pid, child);
+	CHECK_STR_EQ(h.comm, "test-store");
+	kill(child, SIGKILL);
+	CHECK(waitpid(child, NULL, 0) == child);
+	/* a killed writer's lock is gone with it */
+	CHECK_MSG(store_open(paths[1], &w, &b, &err) == 0, "%s", err.msg);
+	store_close(b);
+}
+
+/* The WAL removed (or replaced) while the writer has it open: what it held
+ * is written into the database, and commits after it survive a kill -9.
+ * The database file removed: a copy of what the store saw is made, and
+ * every later call says so instead of answering from a file nobody has. */
+static void test_files_watch(void)
+{
+	struct store_open_options w = { .flags = STORE_OPEN_WRITER };
+	const char *path = db_path("watch.db");
+	char wal[300], msg[1024];
+	struct store_study *list = NULL;
+	struct store_trial *h = NULL;
+	struct error err = { 0 };
+	struct store *s = NULL;
+	int64_t study, id;
+	size_t n = 0;
+	pid_t child;
+	int status;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		int fd;
+
+		/* ends as a kill -9 would: no close, no checkpoint */
+		if (store_open(path, &w, &s, &err) < 0)
+			_exit(1);
+		study = add_study(s, "before");
+		if (store_check_files(s, msg, sizeof(msg), &err) != STORE_FILES_OK || unlink(wal) < 0)
+			_exit(2);
+		if (store_trial_insert(s, study, "search", "{}", "deleted", &id, &err) != 1)
+			_exit(3);
+		if (store_check_files(s, msg, sizeof(msg), &err) != STORE_FILES_WAL_RESTORED ||
+		    !strstr(msg, "nothing was lost"))
+			_exit(4);
+		if (store_trial_insert(s, study, "search", "{}", "after", &id, &err) != 1)
+			_exit(5);
+		/* replaced by another file: moved aside, never applied */
+		if (unlink(wal) < 0 || (fd = open(wal, O_WRONLY | O_CREAT, 0644)) < 0 || write(fd, "junk", 4) != 4)
+			_exit(6);
+		close(fd);
+		if (store_check_files(s, msg, sizeof(msg), &err) != STORE_FILES_WAL_RESTORED ||
+		    !strstr(msg, ".foreign-"))
+			_exit(7);
+		if (store_trial_insert(s, study, "search", "{}", "last", &id, &err) != 1)
+			_exit(8);
+		_exit(0);
+	}
+	CHECK(waitpid(child, &status, 0) == child);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer failed at step %d", WEXITSTATUS(status));
+	CHECK_MSG(store_open(path, &w, &s, &err) == 0, "%s", err.msg);
+	CHECK(store_study_list(s, &list, &n, &err) == 0 && n == 1);
+	study = list[0].id;
+	store_study_array_free(list, n);
+	CHECK(store_trial_history(s, study, &h, &n, &err) == 0);
+	CHECK_INT_EQ(n, 3);
+	CHECK_STR_EQ(h[2].canonical_key, "last");
+	store_trial_array_free(h, n);
+
+	/* the database file removed: lost, saved, and said so from then on */
+	CHECK(unlink(path) == 0);
+	CHECK_INT_EQ(store_check_files(s, msg, sizeof(msg), &err), STORE_FILES_LOST);
+	CHECK_STR_CONTAINS(msg, "was removed while it was open");
+	CHECK_STR_CONTAINS(msg, ".rescued-");
+	CHECK_INT_EQ(store_study_list(s, &list, &n, &err), -ESTALE);
+	CHECK_STR_CONTAINS(err.msg, "saved as");
+	CHECK_INT_EQ(store_check_files(s, msg, sizeof(msg), &err), STORE_FILES_LOST);
+	{
+		char copy[600], *p = strstr(msg, "saved as ");
+		struct store_open_options ro = { .flags = STORE_OPEN_READ_ONLY };
+		struct store *r = NULL;
+
+		CHECK(p);
+		snprintf(copy, sizeof(copy), "%.*s", (int)strcspn(p + 9, ";"), p + 9);
+		CHECK_MSG(store_open(copy, &ro, &r, &err) == 0, "%s", err.msg);
+		CHECK(store_trial_history(r, study, &h, &n, &err) == 0);
+		CHECK_INT_EQ(n, 3);
+		store_trial_array_free(h, n);
+		store_close(r);
+	}
+	store_close(s);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path);
@@ -765,6 +908,8 @@ int main(void)
 	test_twin_calibrations();
 	test_traffic();
 	test_foreign_rows();
+	test_writer_lock();
+	test_files_watch();
 	CHECK(nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) == 0);
 	return 0;
 }

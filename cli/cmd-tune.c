@@ -734,11 +734,18 @@ static int run_once(struct tune_ctx *c, int64_t study_id, const struct runner_op
 	if (k >= 0)
 		k = sd_event_loop(e);
 	clear_line(c);
+	if (k < 0)
+		log_error_errno(k, "the study could not run");
+	/* the summary describes configurations through the runner: before it goes */
+	else if (c->end != RUNNER_END_FAILED && (c->end != RUNNER_END_DISK_FULL || c->signals)) {
+		if (summary(c, c->store, study_id, arg.db) < 0)
+			k = -EIO;
+		else if (!arg.no_report)
+			write_report(c->store, study_id, arg.db, arg.engines_dir);
+	}
 	c->runner = runner_free(c->runner);
 	watch = sd_event_source_disable_unref(watch);
 	c->event = NULL;
-	if (k < 0)
-		log_error_errno(k, "the study could not run");
 	return k;
 }
 
@@ -777,16 +784,13 @@ static int run_study(struct store *store, int64_t study_id, const struct runner_
 		if (!c.quiet)
 			log_warning("waiting: %s; trying again in %.0f s", c.message, usec_to_sec(delay));
 		if (wait_or_signal(delay)) {
+			log_info("stopped while waiting for disk space: continue with goodput tune --resume");
 			c.end = RUNNER_END_STOPPED;
 			break;
 		}
 		delay = MIN(2 * delay, 300 * USEC_PER_SEC);
 		c.end = RUNNER_END_NONE;
 	}
-	if (c.end != RUNNER_END_FAILED && summary(&c, store, study_id, arg.db) < 0)
-		return CLI_EXIT_FAILED;
-	if (c.end != RUNNER_END_FAILED && !arg.no_report)
-		write_report(store, study_id, arg.db, arg.engines_dir);
 	if (c.end == RUNNER_END_DONE && c.no_feasible)
 		return CLI_EXIT_SLA_NOT_MET;
 	return c.end == RUNNER_END_DONE      ? CLI_EXIT_OK

@@ -303,7 +303,9 @@ static bool ask(struct runner *r, size_t n)
 /* With trials side by side, the answer is measured once alone before the
  * study ends (its other measurements may have had neighbours): true when a
  * confirmation of it was queued. At most twice per run (a confirmation
- * that changes the answer asks for the new one's). */
+ * that changes the answer asks for the new one's), and only within
+ * max_trials: every deployment counts (runner_new keeps one out of the
+ * search's budget for it). */
 static bool confirm_alone(struct runner *r)
 {
 	struct store_trial *rows = NULL;
@@ -315,7 +317,7 @@ static bool confirm_alone(struct runner *r)
 	size_t n = 0;
 	int k;
 
-	if (r->parallel <= 1 || r->alone_added >= 2)
+	if (!runner_side_by_side(r) || r->alone_added >= 2)
 		return false;
 	opt_best(r->study->space, &r->history, &best, NULL);
 	if (!best.valid || opt_config_key(r->study->space, &best.config, key, sizeof(key)) < 0)
@@ -329,7 +331,8 @@ static bool confirm_alone(struct runner *r)
 		alone = alone || (rows[i].state == STORE_TRIAL_DONE && runner_kind_is_alone(rows[i].kind) &&
 				  strcmp(rows[i].canonical_key, key) == 0);
 	store_trial_array_free(rows, n);
-	if (alone)
+	/* every trial recorded was (or is) a deployment */
+	if (alone || (r->status.max_trials > 0 && n >= r->status.max_trials))
 		return false;
 	p = (struct runner_proposal){
 		.ask = OPT_ASK_CONFIRM, .config = best.config, .attempt = 1, .predicted_cost = NAN, .alone = true

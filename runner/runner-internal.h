@@ -347,6 +347,9 @@ unsigned runner_trial_slots(const struct runner_trial *t);
 /* The GPUs tensor_parallel of c needs, and the least any configuration needs. */
 unsigned runner_config_tp(const struct runner *r, const struct opt_config *c);
 unsigned runner_min_tp(const struct runner *r);
+/* Whether trials can run side by side here (budget.parallel and the GPUs
+ * allow two at once): the answer is then measured once alone at the end. */
+bool runner_side_by_side(const struct runner *r);
 /* A free set of n GPUs (positions) outside exclude, packed by TP; prefer is
  * taken when it is free. -EBUSY when none is. */
 int runner_slots_find(const struct runner *r, unsigned n, uint64_t prefer, uint64_t exclude, uint64_t *ret);

@@ -87,6 +87,11 @@ unsigned runner_min_tp(const struct runner *r)
 	return m;
 }
 
+bool runner_side_by_side(const struct runner *r)
+{
+	return r->parallel > 1 && (runner_on_cluster(r) || r->n_gpus / runner_min_tp(r) >= 2);
+}
+
 /* Whether [s, s+n) lies on one node. */
 static bool one_node(const struct runner *r, unsigned s, unsigned n)
 {

@@ -570,6 +570,13 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	r->parallel = r->opts.parallel ? r->opts.parallel : r->study->budget.parallel;
 	if (r->parallel == 0 || r->parallel > RUNNER_ASK_MAX)
 		r->parallel = RUNNER_ASK_MAX;
+	/* max_trials counts the answer's measurement alone, too (side by side,
+	 * runner-fill.c). The search's own confirmations run alone: when it
+	 * keeps none (a budget under 4, or --confirm 0), it leaves room for that
+	 * one, if there is room for a search beside it; with less, the budget
+	 * ends the study before it */
+	if (runner_side_by_side(r) && r->settings.max_trials >= 2 && opt_confirm_reserve(&r->settings) == 0)
+		r->settings.max_trials--;
 	runner_status_count(r);
 	k = make_planner(r, err);
 	if (k < 0)

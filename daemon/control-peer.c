@@ -1,7 +1,9 @@
 /* control-peer.c — who is on the other end of a control connection: the
  * peer's credentials as the kernel reports them (SO_PEERCRED, SO_PEERGROUPS),
- * whether it may change state, and how many connections each uid holds, so
- * that one local user cannot take every slot (see control.c's admission). */
+ * whether it may change state, how many connections each uid holds, so
+ * that one local user cannot take every slot (see control.c's admission),
+ * and how much of the loop's time each uid owes for its answers (control.c's
+ * budget). */
 #include "control-internal.h"
 
 #include <errno.h>
@@ -79,6 +81,30 @@ int ctl_peer_read(int fd, struct ctl_peer *peer, gid_t **ret_groups, int *ret_n_
 	return 0;
 }
 
+uint64_t ctl_budget_owed(struct ctl_budget *b, uint64_t now_usec, unsigned rate_pct)
+{
+	if (now_usec > b->at_usec) {
+		uint64_t paid = (now_usec - b->at_usec) * rate_pct / 100;
+
+		b->owed_usec = b->owed_usec > paid ? b->owed_usec - paid : 0;
+		b->at_usec = now_usec;
+	}
+	return b->owed_usec;
+}
+
+void ctl_budget_charge(struct ctl_budget *b, uint64_t cost_usec, uint64_t now_usec, unsigned rate_pct)
+{
+	(void)ctl_budget_owed(b, now_usec, rate_pct);
+	b->owed_usec += cost_usec;
+}
+
+uint64_t ctl_budget_wait(const struct ctl_budget *b, uint64_t burst_usec, unsigned rate_pct)
+{
+	if (b->owed_usec <= burst_usec || rate_pct == 0)
+		return 0;
+	return (b->owed_usec - burst_usec) * 100 / rate_pct;
+}
+
 unsigned ctl_uid_counts_get(const struct ctl_uid_counts *c, uid_t uid)
 {
 	for (size_t i = 0; i < c->n; i++)
@@ -94,6 +120,12 @@ int ctl_uid_counts_add(struct ctl_uid_counts *c, uid_t uid)
 			c->v[i].n++;
 			return 0;
 		}
+	/* uids without connections that owe nothing any more go first */
+	for (size_t i = 0; i < c->n;)
+		if (c->v[i].n == 0 && c->v[i].budget.owed_usec == 0)
+			c->v[i] = c->v[--c->n];
+		else
+			i++;
 	if (ARRAY_GROW(c->v, c->cap, c->n) < 0)
 		return -ENOMEM;
 	c->v[c->n++] = (struct ctl_uid_count){ .uid = uid, .n = 1 };
@@ -104,10 +136,19 @@ void ctl_uid_counts_remove(struct ctl_uid_counts *c, uid_t uid)
 {
 	for (size_t i = 0; i < c->n; i++)
 		if (c->v[i].uid == uid) {
-			if (--c->v[i].n == 0)
+			/* kept while it owes: its debt outlives its connections */
+			if (--c->v[i].n == 0 && c->v[i].budget.owed_usec == 0)
 				c->v[i] = c->v[--c->n];
 			return;
 		}
+}
+
+struct ctl_budget *ctl_uid_counts_budget(struct ctl_uid_counts *c, uid_t uid)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].uid == uid)
+			return &c->v[i].budget;
+	return NULL;
 }
 
 void ctl_uid_counts_done(struct ctl_uid_counts *c)

@@ -47,6 +47,17 @@
 #define ACCEPT_RETRY_USEC        (100 * USEC_PER_MSEC)
 /* Ready connections handled per dispatch of the inner epoll. */
 #define CONN_BATCH 256
+/* The loop's time answers may take, for every uid but root's and goodputd's
+ * own: each uid a quarter of it (with a burst of 200 ms), all of them
+ * together half (400 ms). A uid past its budget waits, its requests unread,
+ * until it is paid back; root is answered at once whatever others ask. */
+#define UID_BUDGET_PCT 25
+#define UID_BURST_USEC (200 * USEC_PER_MSEC)
+#define ALL_BUDGET_PCT 50
+#define ALL_BURST_USEC (400 * USEC_PER_MSEC)
+/* Connections root and goodputd's uid have beyond max_connections: taken
+ * only when every other slot is, so that root always gets in. */
+#define ROOT_EXTRA_CONNECTIONS 4
 
 struct ctl_pending {
 	struct ctl_conn *conn; /* NULL once the client has gone */
@@ -68,8 +79,9 @@ struct ctl_conn {
 	size_t in_len, in_size, in_scanned;
 	char *out;
 	size_t out_len, out_off;
-	bool eof;     /* the peer closed its side: answer what is complete, then close */
-	bool closing; /* close once the output is flushed */
+	bool eof;       /* the peer closed its side: answer what is complete, then close */
+	bool closing;   /* close once the output is flushed */
+	bool throttled; /* its uid is past its budget: nothing read or handled until paid back */
 };
 
 struct ctl_server {
@@ -90,6 +102,8 @@ struct ctl_server {
 	unsigned n_conns;
 	unsigned n_unprivileged;          /* connections of peers that may not change state */
 	struct ctl_uid_counts uid_counts; /* connections per uid */
+	struct ctl_budget all_budget;     /* the loop's time owed by every budgeted uid together */
+	sd_event_source *throttle_timer;  /* when the throttled connections may go on */
 	struct ctl_conn *handling;        /* whose request the handler is answering */
 	bool deferred;                    /* ... and it called ctl_server_defer */
 	char *unlink_path;
@@ -285,11 +299,65 @@ struct ctl_pending *ctl_server_defer(struct ctl_server *s)
 	return p;
 }
 
-/* Handles every complete line, unless the output backs up or an answer is
- * deferred. */
+/* Whether the peer's answers count against a budget: every uid but root's
+ * and goodputd's own. */
+static bool budgeted(const struct ctl_server *s, const struct ctl_conn *c)
+{
+	return c->peer.uid != 0 && c->peer.uid != s->own_uid;
+}
+
+/* How long c's uid must wait before another request of its is handled (0:
+ * now): until its own budget and everyone's are back within their bursts. */
+static uint64_t budget_wait(struct ctl_server *s, const struct ctl_conn *c, uint64_t now)
+{
+	struct ctl_budget *b = ctl_uid_counts_budget(&s->uid_counts, c->peer.uid);
+	uint64_t wait = 0;
+
+	(void)ctl_budget_owed(&s->all_budget, now, ALL_BUDGET_PCT);
+	wait = ctl_budget_wait(&s->all_budget, ALL_BURST_USEC, ALL_BUDGET_PCT);
+	if (b) {
+		(void)ctl_budget_owed(b, now, UID_BUDGET_PCT);
+		wait = MAX(wait, ctl_budget_wait(b, UID_BURST_USEC, UID_BUDGET_PCT));
+	}
+	return wait;
+}
+
+static void charge(struct ctl_server *s, const struct ctl_conn *c, uint64_t cost, uint64_t now)
+{
+	struct ctl_budget *b = ctl_uid_counts_budget(&s->uid_counts, c->peer.uid);
+
+	if (b)
+		ctl_budget_charge(b, cost, now, UID_BUDGET_PCT);
+	ctl_budget_charge(&s->all_budget, cost, now, ALL_BUDGET_PCT);
+}
+
+/* c waits wait_usec: nothing of it is read or handled until the timer. */
+static void throttle(struct ctl_conn *c, uint64_t now, uint64_t wait_usec)
+{
+	struct ctl_server *s = c->server;
+	uint64_t due = now + MAX(wait_usec, USEC_PER_MSEC), cur = 0;
+	int enabled = SD_EVENT_OFF;
+
+	if (!c->throttled)
+		log_debug("control: uid %u is past its budget of the loop's time: waiting %.0f ms",
+			  (unsigned)c->peer.uid, usec_to_ms(wait_usec));
+	c->throttled = true;
+	(void)sd_event_source_get_enabled(s->throttle_timer, &enabled);
+	if (enabled != SD_EVENT_OFF && sd_event_source_get_time(s->throttle_timer, &cur) >= 0 && cur <= due)
+		return;
+	(void)sd_event_source_set_time(s->throttle_timer, due);
+	(void)sd_event_source_set_enabled(s->throttle_timer, SD_EVENT_ONESHOT);
+}
+
+/* Handles every complete line, unless the output backs up, an answer is
+ * deferred or the peer's uid is past its budget. */
 static void process_lines(struct ctl_conn *c)
 {
-	while (!c->closing && !c->pending && c->out_len - c->out_off < OUT_HIGH) {
+	struct ctl_server *s = c->server;
+	bool counted = budgeted(s, c);
+
+	while (!c->closing && !c->pending && !c->throttled && c->out_len - c->out_off < OUT_HIGH) {
+		uint64_t t0 = 0, wait;
 		char *nl = memchr(c->in + c->in_scanned, '\n', c->in_len - c->in_scanned);
 		size_t line_len, rest;
 
@@ -314,7 +382,20 @@ static void process_lines(struct ctl_conn *c)
 			c->in_len = c->in_scanned = 0;
 			return;
 		}
+		if (counted) {
+			t0 = mono_usec();
+			wait = budget_wait(s, c, t0);
+			if (wait > 0) {
+				throttle(c, t0, wait);
+				return;
+			}
+		}
 		handle_line(c, c->in, line_len);
+		if (counted) {
+			uint64_t t1 = mono_usec();
+
+			charge(s, c, t1 - t0, t1);
+		}
 		rest = c->in_len - line_len - 1;
 		memmove(c->in, nl + 1, rest);
 		c->in_len = rest;
@@ -364,7 +445,7 @@ static bool conn_update(struct ctl_conn *c)
 		conn_free(c);
 		return false;
 	}
-	if (!c->closing && !c->eof && !c->pending && c->out_len - c->out_off < OUT_HIGH)
+	if (!c->closing && !c->eof && !c->pending && !c->throttled && c->out_len - c->out_off < OUT_HIGH)
 		events |= EPOLLIN | EPOLLRDHUP;
 	if (pending)
 		events |= EPOLLOUT;
@@ -447,6 +528,23 @@ static int on_conns_ready(sd_event_source *src, int fd, uint32_t revents, void *
 			conn_io(c, s->batch[s->batch_i].events);
 	}
 	s->batch_i = s->batch_n = 0;
+	return 0;
+}
+
+/* The throttled connections' time has come: each goes on (and may wait
+ * again). */
+static int on_throttle(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct ctl_server *s = userdata;
+	struct ctl_conn *c, *next;
+
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		if (!c->throttled)
+			continue;
+		c->throttled = false;
+		conn_io(c, 0);
+	}
 	return 0;
 }
 
@@ -541,22 +639,29 @@ static int conn_new(struct ctl_server *s, int fd, const struct ctl_peer *peer, g
  * reserved_connections are kept for them and the socket group; every uid
  * but root and the daemon's own holds at most max_connections_per_uid. So
  * a local user who fills the socket with idle connections locks nobody out
- * but himself. */
+ * but himself — and when users and the socket group together hold every
+ * slot, root and the daemon's uid still get in, on ROOT_EXTRA_CONNECTIONS
+ * beyond the total. */
 static void admit(struct ctl_server *s, int fd)
 {
 	const struct ctl_limits *l = &s->limits;
 	struct ctl_peer peer = { 0 };
 	gid_t *groups = NULL;
 	int n_groups = 0;
-	bool privileged;
+	bool privileged, root;
 
-	if (s->n_conns >= l->max_connections) {
-		log_debug("control: %u connections already, refusing one", s->n_conns);
-		refuse_busy(fd, "too many connections (%u)", l->max_connections);
-		return;
-	}
 	if (ctl_peer_read(fd, &peer, &groups, &n_groups) < 0) {
 		close(fd);
+		return;
+	}
+	root = peer.uid == 0 || peer.uid == s->own_uid;
+	/* root beyond the total only while others hold every slot, and only a few */
+	if (s->n_conns >= l->max_connections &&
+	    !(root && s->n_conns < l->max_connections + ROOT_EXTRA_CONNECTIONS &&
+	      ctl_uid_counts_get(&s->uid_counts, peer.uid) < ROOT_EXTRA_CONNECTIONS)) {
+		log_debug("control: %u connections already, refusing one", s->n_conns);
+		refuse_busy(fd, "too many connections (%u)", l->max_connections);
+		free(groups);
 		return;
 	}
 	privileged = ctl_peer_is_privileged(&peer, groups, n_groups, s->has_group, s->gid, s->own_uid);
@@ -648,6 +753,11 @@ int ctl_server_new(sd_event *e, int listen_fd, const struct ctl_limits *limits, 
 		return r;
 	(void)sd_event_source_set_enabled(s->retry_source, SD_EVENT_OFF);
 	(void)sd_event_source_set_description(s->retry_source, "control-accept-retry");
+	r = sd_event_add_time(e, &s->throttle_timer, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_MSEC, on_throttle, s);
+	if (r < 0)
+		return r;
+	(void)sd_event_source_set_enabled(s->throttle_timer, SD_EVENT_OFF);
+	(void)sd_event_source_set_description(s->throttle_timer, "control-throttle");
 	*ret = TAKE_PTR(s);
 	return 0;
 }
@@ -660,6 +770,7 @@ struct ctl_server *ctl_server_free(struct ctl_server *s)
 		conn_free(s->conns);
 	sd_event_source_disable_unref(s->listen_source);
 	sd_event_source_disable_unref(s->retry_source);
+	sd_event_source_disable_unref(s->throttle_timer);
 	sd_event_source_disable_unref(s->conns_source);
 	safe_close(s->epfd);
 	safe_close(s->fd);

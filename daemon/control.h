@@ -9,8 +9,10 @@
  * is dropped, a silent one is dropped after the idle timeout, and clients
  * beyond the connection limits are told so and closed: the total, a cap per
  * uid, and slots reserved for privileged peers, so that no local user can
- * lock root or the socket group out. None of it touches
- * other clients or the study that is running. */
+ * lock root or the socket group out (root and the daemon's uid get a few
+ * connections beyond the total). Every uid but root's and the daemon's has a
+ * budget of the loop's time for its answers; past it, its requests wait
+ * unread. None of it touches other clients or the study that is running. */
 #pragma once
 
 #include <stdbool.h>

@@ -9,12 +9,15 @@
  * `goodput tune` validates it (study_from_json against the engine profile)
  * before it is queued.
  *
- * `best` is what clients poll, often many at once, so its answers are kept
- * (DAEMON_BEST_CACHE_MAX of them, the JSON already printed) and served
- * without touching SQLite while the store's epoch (store_epoch: it moves
- * with every row written, but the load points a running trial adds) is the
- * one they were computed at; a scheduling step, submit, cancel, pause,
- * resume and a reload of the engine profiles clear them all. So a running
+ * `best` is what clients poll, often many at once, and a large study's
+ * `trials` and Markdown `report` cost milliseconds each, so these answers
+ * are kept (DAEMON_ANSWER_CACHE_MAX of them, the JSON already printed) and
+ * served without touching SQLite while the store's epoch (store_epoch: it
+ * moves with every row written, but the load points a running trial adds)
+ * is the one they were computed at (a report, which names its time, for a
+ * few seconds at most); a scheduling step, submit, cancel, pause, resume
+ * and a reload of the engine profiles clear them all. Who asks how often is
+ * control.c's business (each uid's budget of the loop's time). So a running
  * study's load points cost no recomputation, which takes the first client
  * of a burst 0.6-0.8 ms (most of it parsing the study's spec and engine
  * profile again for the findings). */
@@ -208,26 +211,28 @@ static cJSON *handle_best(struct daemon *d, const struct ctl_request *req)
 	return resp;
 }
 
-void daemon_best_cache_clear(struct daemon *d)
+void daemon_answer_cache_clear(struct daemon *d)
 {
-	for (size_t i = 0; i < DAEMON_BEST_CACHE_MAX; i++) {
-		free(d->best_cache[i].key);
-		free(d->best_cache[i].body);
-		d->best_cache[i] = (struct daemon_best_entry){ 0 };
+	for (size_t i = 0; i < DAEMON_ANSWER_CACHE_MAX; i++) {
+		free(d->answer_cache[i].key);
+		free(d->answer_cache[i].body);
+		d->answer_cache[i] = (struct daemon_answer_entry){ 0 };
 	}
-	d->best_cache_next = 0;
+	d->answer_cache_next = 0;
 }
 
-/* Length-prefixed fields, so that no two questions share a key. */
-static char *best_cache_key(const struct ctl_request *req)
+/* The command, then length-prefixed fields, so that no two questions share
+ * a key. */
+static char *answer_cache_key(const struct ctl_request *req)
 {
+	const char *cmd = ctl_command_to_string(req->command);
 	char *k = NULL;
 	int n;
 
 	if (req->study)
-		n = asprintf(&k, "s%zu:%s", strlen(req->study), req->study);
+		n = asprintf(&k, "%s s%zu:%s", cmd, strlen(req->study), req->study);
 	else
-		n = asprintf(&k, "m%zu:%s%zu:%s%s%zu:%s", strlen(req->model), req->model, strlen(req->engine),
+		n = asprintf(&k, "%s m%zu:%s%zu:%s%s%zu:%s", cmd, strlen(req->model), req->model, strlen(req->engine),
 			     req->engine, req->label ? "l" : "-", req->label ? strlen(req->label) : 0,
 			     req->label ? req->label : "");
 	return n < 0 ? NULL : k;
@@ -251,27 +256,35 @@ static cJSON *answer_cached(const char *body, const cJSON *id)
 	return cJSON_CreateRaw(line);
 }
 
-static cJSON *handle_best_cached(struct daemon *d, const struct ctl_request *req)
+typedef cJSON *(*answer_fn)(struct daemon *d, const struct ctl_request *req);
+
+/* Answers req from the cache while the store is as it was when the answer
+ * was computed (and, with max_age_usec, for at most that long: a running
+ * study's report names its time), else computes it with fn and keeps it.
+ * What many clients ask, often (best), and what costs the loop
+ * milliseconds (a large study's trials and report) then cost it nothing
+ * until a trial changes the store. */
+static cJSON *answer_with_cache(struct daemon *d, const struct ctl_request *req, answer_fn fn, uint64_t max_age_usec)
 {
-	_cleanup_(freep) char *key = best_cache_key(req);
+	_cleanup_(freep) char *key = answer_cache_key(req);
 	struct ctl_request q = *req;
-	struct daemon_best_entry *e = NULL;
-	uint64_t epoch = store_epoch(d->store);
+	struct daemon_answer_entry *e = NULL;
+	uint64_t epoch = store_epoch(d->store), now = mono_usec();
 	cJSON *resp;
 	char *body;
 
 	if (!key)
 		return oom();
-	for (size_t i = 0; i < DAEMON_BEST_CACHE_MAX; i++)
-		if (d->best_cache[i].key && strcmp(d->best_cache[i].key, key) == 0) {
-			if (d->best_cache[i].epoch == epoch)
-				return answer_cached(d->best_cache[i].body, req->id);
-			e = &d->best_cache[i]; /* the store has changed since: answer again, here */
+	for (size_t i = 0; i < DAEMON_ANSWER_CACHE_MAX; i++)
+		if (d->answer_cache[i].key && strcmp(d->answer_cache[i].key, key) == 0) {
+			if (d->answer_cache[i].epoch == epoch && now < d->answer_cache[i].expires_usec)
+				return answer_cached(d->answer_cache[i].body, req->id);
+			e = &d->answer_cache[i]; /* the store has changed since: answer again, here */
 			break;
 		}
 
 	q.id = NULL;
-	resp = handle_best(d, &q);
+	resp = fn(d, &q);
 	if (!resp)
 		return oom();
 	body = cJSON_PrintUnformatted(resp);
@@ -287,15 +300,22 @@ static cJSON *handle_best_cached(struct daemon *d, const struct ctl_request *req
 			return oom();
 		body = fixed;
 	}
+	if (strlen(body) > DAEMON_ANSWER_CACHE_BODY_MAX) {
+		/* too large to keep: answered once, computed again next time */
+		resp = answer_cached(body, req->id);
+		free(body);
+		return resp;
+	}
 	if (!e) {
-		e = &d->best_cache[d->best_cache_next];
-		d->best_cache_next = (d->best_cache_next + 1) % DAEMON_BEST_CACHE_MAX;
+		e = &d->answer_cache[d->answer_cache_next];
+		d->answer_cache_next = (d->answer_cache_next + 1) % DAEMON_ANSWER_CACHE_MAX;
 	}
 	free(e->key);
 	free(e->body);
 	e->key = TAKE_PTR(key);
 	e->body = body;
 	e->epoch = epoch;
+	e->expires_usec = max_age_usec ? now + max_age_usec : USEC_INFINITY;
 	return answer_cached(e->body, req->id);
 }
 
@@ -363,7 +383,7 @@ static cJSON *handle_submit(struct daemon *d, const struct ctl_peer *peer, const
 	if (r < 0)
 		return store_error(req, &err, r);
 	log_info("study %s submitted by uid %u (pid %d)", s->name, (unsigned)peer->uid, (int)peer->pid);
-	daemon_best_cache_clear(d);
+	daemon_answer_cache_clear(d);
 	daemon_schedule(d);
 
 	r = store_study_get(d->store, id, &st, &err);
@@ -502,7 +522,7 @@ static cJSON *handle_change(struct daemon *d, const struct ctl_peer *peer, const
 	}
 	log_info("study %s: %s by uid %u (pid %d)", st.name, ctl_command_to_string(req->command), (unsigned)peer->uid,
 		 (int)peer->pid);
-	daemon_best_cache_clear(d);
+	daemon_answer_cache_clear(d);
 	daemon_schedule(d);
 	resp = answer_state(d, req, st.id, note);
 	store_study_done(&st);
@@ -519,9 +539,9 @@ cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_reque
 	case CTL_LIST:
 		return handle_list(d, req);
 	case CTL_BEST:
-		return handle_best_cached(d, req);
+		return answer_with_cache(d, req, handle_best, 0);
 	case CTL_TRIALS:
-		return handle_trials(d, req);
+		return answer_with_cache(d, req, handle_trials, 0);
 	case CTL_SUBMIT:
 		return handle_submit(d, peer, req);
 	case CTL_CANCEL:
@@ -529,6 +549,9 @@ cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_reque
 	case CTL_RESUME:
 		return handle_change(d, peer, req);
 	case CTL_REPORT:
+		/* the Markdown names the time it was made: kept a few seconds at most */
+		if (!req->html)
+			return answer_with_cache(d, req, daemon_report_markdown, DAEMON_REPORT_MAX_AGE_USEC);
 		return daemon_handle_report(d, peer, req);
 	default:
 		return ctl_response_error(req->id, "unknown command");

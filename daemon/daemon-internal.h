@@ -39,13 +39,17 @@
 
 struct daemon_report_job;
 
-/* `best` answers kept in memory (see daemon-handlers.c). */
-#define DAEMON_BEST_CACHE_MAX 32
+/* `best`, `trials` and Markdown `report` answers kept in memory (see
+ * daemon-handlers.c); an answer longer than DAEMON_ANSWER_CACHE_BODY_MAX is
+ * not kept. */
+#define DAEMON_ANSWER_CACHE_MAX      32
+#define DAEMON_ANSWER_CACHE_BODY_MAX ((size_t)4 << 20)
 
-struct daemon_best_entry {
-	char *key;      /* the question: a study name, or model + engine + label */
-	char *body;     /* the answer without an id, compact JSON */
-	uint64_t epoch; /* store_epoch() when it was computed: true while that stands */
+struct daemon_answer_entry {
+	char *key;             /* the question: the command, and a study name or model + engine + label */
+	char *body;            /* the answer without an id, compact JSON */
+	uint64_t epoch;        /* store_epoch() when it was computed: true while that stands */
+	uint64_t expires_usec; /* and until then (CLOCK_MONOTONIC; USEC_INFINITY: no end) */
 };
 
 enum daemon_state {
@@ -93,8 +97,8 @@ struct daemon {
 	unsigned n_report_jobs;
 
 	/* Answers of `best` until anything that could change them happens. */
-	struct daemon_best_entry best_cache[DAEMON_BEST_CACHE_MAX];
-	unsigned best_cache_next;
+	struct daemon_answer_entry answer_cache[DAEMON_ANSWER_CACHE_MAX];
+	unsigned answer_cache_next;
 
 	/* The metrics text file (daemon-metrics.c): rewritten when due */
 	sd_event_source *metrics_timer;
@@ -134,12 +138,15 @@ int daemon_store_watch_start(struct daemon *d);
 cJSON *daemon_handle_request(const struct ctl_peer *peer, const struct ctl_request *req, void *userdata);
 /* Forgets every cached `best` answer: called on every runner event, every
  * scheduling step and every state-changing command. */
-void daemon_best_cache_clear(struct daemon *d);
+void daemon_answer_cache_clear(struct daemon *d);
 
 /* daemon-report.c */
 /* `report`: the Markdown at once, or (html) the files written by a child
  * process with the answer deferred until it exits. */
 cJSON *daemon_handle_report(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req);
+/* The Markdown answer of `report` (without "html"). */
+cJSON *daemon_report_markdown(struct daemon *d, const struct ctl_request *req);
+#define DAEMON_REPORT_MAX_AGE_USEC (5 * USEC_PER_SEC)
 /* Kills and reaps report writers still running (at exit). */
 void daemon_report_jobs_free(struct daemon *d);
 /* Rewrites the live report of study (after a trial, at its end) in a child;

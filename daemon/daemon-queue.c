@@ -184,7 +184,7 @@ static bool queue_step(struct daemon *d)
 	bool again = false;
 	int r;
 
-	daemon_best_cache_clear(d);
+	daemon_answer_cache_clear(d);
 	if (d->state == DAEMON_STOPPING || d->state == DAEMON_FAILED || d->runner)
 		return false;
 	if (d->retry_at_usec > mono_usec())
@@ -476,7 +476,7 @@ static int on_store_watch(sd_event_source *s, uint64_t usec, void *userdata)
 	d->runner = runner_free(d->runner);
 	d->runner_study_id = 0;
 	d->retry_timer = sd_event_source_disable_unref(d->retry_timer);
-	daemon_best_cache_clear(d);
+	daemon_answer_cache_clear(d);
 	daemon_metrics_changed(d);
 	return 0;
 }

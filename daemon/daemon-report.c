@@ -292,26 +292,46 @@ static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const s
 	return NULL; /* answered by on_report_exit */
 }
 
+/* The study named by req: 0, or < 0 with *ret_answer the error to send. */
+static int find_study(struct daemon *d, const struct ctl_request *req, struct store_study *ret, cJSON **ret_answer)
+{
+	struct error err = { 0 };
+	int r;
+
+	r = store_study_get_by_name(d->store, req->study, ret, &err);
+	if (r == -ENOENT)
+		*ret_answer = ctl_response_error(req->id, "no study named \"%s\"", req->study);
+	else if (r < 0)
+		*ret_answer = ctl_response_error(req->id, "%s", error_str(&err, r));
+	return r;
+}
+
 cJSON *daemon_handle_report(struct daemon *d, const struct ctl_peer *peer, const struct ctl_request *req)
+{
+	struct store_study st = { 0 };
+	cJSON *answer = NULL;
+
+	if (!req->html)
+		return daemon_report_markdown(d, req);
+	if (find_study(d, req, &st, &answer) < 0)
+		return answer;
+	answer = report_html(d, peer, req, &st);
+	store_study_done(&st);
+	return answer;
+}
+
+cJSON *daemon_report_markdown(struct daemon *d, const struct ctl_request *req)
 {
 	_cleanup_(cJSON_Deletep) cJSON *resp = NULL;
 	_cleanup_(freep) char *md = NULL;
 	struct report_options ro = { .engines_dir = d->config->engines_dir, .no_plots = true };
 	struct store_study st = { 0 };
 	struct error err = { 0 };
-	cJSON *answer;
+	cJSON *answer = NULL;
 	int r;
 
-	r = store_study_get_by_name(d->store, req->study, &st, &err);
-	if (r == -ENOENT)
-		return ctl_response_error(req->id, "no study named \"%s\"", req->study);
-	if (r < 0)
-		return ctl_response_error(req->id, "%s", error_str(&err, r));
-	if (req->html) {
-		answer = report_html(d, peer, req, &st);
-		store_study_done(&st);
+	if (find_study(d, req, &st, &answer) < 0)
 		return answer;
-	}
 	r = report_markdown(d->store, st.name, &ro, &md, &err);
 	if (r < 0) {
 		answer = ctl_response_error(req->id, "report of study %s: %s", st.name, error_str(&err, r));

@@ -303,7 +303,7 @@ static int queue_retune(struct daemon_watch *w, struct error *err)
 	if (r < 0)
 		return r;
 	set_text(&w->retune_study, name);
-	daemon_best_cache_clear(w->d);
+	daemon_answer_cache_clear(w->d);
 	daemon_schedule(w->d);
 	return 0;
 }

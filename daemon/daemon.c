@@ -392,7 +392,7 @@ struct daemon *daemon_free(struct daemon *d)
 	d->ctl = ctl_server_free(d->ctl);
 	daemon_watch_stop(d);
 	daemon_report_jobs_free(d);
-	daemon_best_cache_clear(d);
+	daemon_answer_cache_clear(d);
 	study_free(d->head);
 	sd_event_source_disable_unref(d->sig_term);
 	sd_event_source_disable_unref(d->sig_int);

@@ -2,7 +2,7 @@
  * loop and real UNIX sockets in one process: many clients answered in one
  * burst, pipelined requests answered in order, a deferred answer holding
  * back only its own connection, and clients that leave while their answer
- * is deferred. */
+ * is deferred; and the arithmetic of a uid's budget of the loop's time. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "control-internal.h"
 #include "control.h"
 #include "macro.h"
 #include "tests.h"
@@ -212,8 +213,36 @@ static void test_deferred(void)
 	teardown(&f); /* frees pending[2] after the server */
 }
 
+/* What is owed is paid back at the rate, never below zero; the wait is
+ * until it is back within the burst; a uid's debt outlives its connections. */
+static void test_budget(void)
+{
+	struct ctl_budget b = { 0 };
+	struct ctl_uid_counts c = { 0 };
+
+	ctl_budget_charge(&b, 300000, 1000000, 25);
+	CHECK_INT_EQ(ctl_budget_owed(&b, 1000000, 25), 300000);
+	CHECK_INT_EQ(ctl_budget_wait(&b, 200000, 25), 400000); /* 100 ms over, paid at 25 %: 400 ms */
+	CHECK_INT_EQ(ctl_budget_owed(&b, 1400000, 25), 200000);
+	CHECK_INT_EQ(ctl_budget_wait(&b, 200000, 25), 0);
+	CHECK_INT_EQ(ctl_budget_owed(&b, 9000000, 25), 0);
+	ctl_budget_charge(&b, 1000, 9000000, 25);
+	CHECK_INT_EQ(ctl_budget_owed(&b, 9000000, 25), 1000);
+
+	CHECK(ctl_uid_counts_add(&c, 65534) == 0);
+	CHECK(ctl_uid_counts_budget(&c, 65534) && !ctl_uid_counts_budget(&c, 65533));
+	ctl_budget_charge(ctl_uid_counts_budget(&c, 65534), 50000, 0, 25);
+	ctl_uid_counts_remove(&c, 65534);
+	CHECK_INT_EQ(ctl_uid_counts_get(&c, 65534), 0);
+	CHECK(ctl_uid_counts_budget(&c, 65534)); /* reconnecting does not wipe it */
+	CHECK(ctl_uid_counts_add(&c, 65534) == 0);
+	CHECK_INT_EQ(ctl_budget_owed(ctl_uid_counts_budget(&c, 65534), 0, 25), 50000);
+	ctl_uid_counts_done(&c);
+}
+
 int main(void)
 {
+	test_budget();
 	test_burst();
 	test_deferred();
 	return 0;

@@ -2,6 +2,7 @@
 #include "json-util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -30,6 +31,30 @@ static void line_col(const char *buf, size_t off, unsigned *ret_line, unsigned *
 	*ret_col = col;
 }
 
+/* The offset of the first \u0000 escape inside a string of buf, or len.
+ * cJSON turns it into a NUL that ends the C string early: "victim\u0000x"
+ * would be read as "victim". An escaped backslash before a u ("\\u0000")
+ * is text, not an escape. */
+static size_t escaped_nul_offset(const char *buf, size_t len)
+{
+	bool in_string = false;
+
+	for (size_t i = 0; i < len; i++) {
+		if (!in_string) {
+			in_string = buf[i] == '"';
+			continue;
+		}
+		if (buf[i] == '"')
+			in_string = false;
+		else if (buf[i] == '\\' && i + 1 < len) {
+			if (buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0)
+				return i;
+			i++; /* the escaped character */
+		}
+	}
+	return len;
+}
+
 int json_parse_strict(const char *what, const char *buf, size_t len, cJSON **ret, struct error *err)
 {
 	const char *end = NULL;
@@ -45,6 +70,13 @@ int json_parse_strict(const char *what, const char *buf, size_t len, cJSON **ret
 	if (off < len) {
 		line_col(buf, off, &line, &col);
 		return error_set(err, -EINVAL, "%s: invalid UTF-8 at line %u, column %u", what, line, col);
+	}
+	off = escaped_nul_offset(buf, len);
+	if (off < len) {
+		line_col(buf, off, &line, &col);
+		return error_set(err, -EINVAL,
+				 "%s: a string holds \\u0000 (a NUL) at line %u, column %u: no name, path or value may",
+				 what, line, col);
 	}
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
 	if (!root) {

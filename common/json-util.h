@@ -21,8 +21,9 @@
 #include "error.h"
 
 /* Parses exactly len bytes holding one JSON value (whitespace around it
- * allowed). Invalid UTF-8 and NUL bytes are refused, so every string of the
- * result is valid UTF-8. On failure names `what` (a file name, "request
+ * allowed). Invalid UTF-8, NUL bytes and a string's \u0000 escape (which
+ * would end its C string early) are refused, so every string of the result
+ * is valid UTF-8 and whole. On failure names `what` (a file name, "request
  * body") and the line and column. The caller owns *ret. */
 int json_parse_strict(const char *what, const char *buf, size_t len, cJSON **ret, struct error *err);
 /* Reads and parses a regular file (at most max_bytes; file_read_regular:

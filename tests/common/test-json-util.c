@@ -33,6 +33,24 @@ static void test_strict(void)
 	CHECK(j == NULL);
 	CHECK_INT_EQ(json_parse_strict("body", " [1,2] \n", 8, &j, &err), 0);
 	cJSON_Delete(j);
+
+	/* a \u0000 escape would end the C string early ("victim\u0000x" read as
+	 * "victim"): refused, naming where; an escaped backslash before u0000
+	 * is text, and other escapes pass */
+	{
+		const char *nul = "{\"study\": \"victim\\u0000x\"}";
+		const char *text = "{\"study\": \"a\\\\u0000b\", \"q\": \"\\\"\\u0041\"}";
+
+		j = NULL;
+		CHECK_INT_EQ(json_parse_strict("request", nul, strlen(nul), &j, &err), -EINVAL);
+		CHECK(j == NULL);
+		CHECK_STR_CONTAINS(err.msg, "\\u0000");
+		CHECK_STR_CONTAINS(err.msg, "column 18");
+		CHECK_INT_EQ(json_parse_strict("request", text, strlen(text), &j, &err), 0);
+		CHECK_STR_EQ(cJSON_GetObjectItemCaseSensitive(j, "study")->valuestring, "a\\u0000b");
+		CHECK_STR_EQ(cJSON_GetObjectItemCaseSensitive(j, "q")->valuestring, "\"A");
+		cJSON_Delete(j);
+	}
 }
 
 static void test_getters(void)

@@ -309,10 +309,43 @@ def case_slots(make, tmp):
             p.wait(10)
 
 
+def raw(d, line):
+    """Sends one raw request line; returns the parsed answer."""
+    with d.connect() as s:
+        s.sendall(line)
+        return read_json_line(s)
+
+
+def case_nul(make, tmp):
+    """Item 8: a \\u0000 in a name cut it short, so "victim\\u0000x"
+    resolved to the study "victim" (a cancel of one name reached another).
+    Now any string holding \\u0000 is refused with an error that says so,
+    and the study named "victim" is untouched."""
+    d = make(args=["--dry-run"]).start()
+    spec = tiny_spec("victim", trials=50)
+    spec["window"] = "03:00-03:01"  # queued, waiting for its window: a cancel would show
+    check(d.request({"command": "submit", "study": spec})["ok"], "submit")
+    for cmd in ("best", "trials", "cancel", "report"):
+        r = raw(d, b'{"command": "%s", "study": "victim\\u0000x"}\n' % cmd.encode())
+        check(not r["ok"] and "\\u0000" in r["error"] and "NUL" in r["error"], (cmd, r))
+    spec = tiny_spec("evil", trials=1)
+    line = json.dumps({"command": "submit", "study": spec}).replace('"evil"', '"evil\\u0000 --flag"')
+    r = raw(d, line.encode() + b"\n")
+    check(not r["ok"] and "\\u0000" in r["error"], r)
+    names = [s["name"] for s in d.request({"command": "list"})["studies"]]
+    st = [s for s in d.request({"command": "list"})["studies"] if s["name"] == "victim"][0]
+    check(names == ["victim"] and st["state"] != "cancelled", (names, st))
+    # an escaped backslash before u0000 is text, not a NUL: an ordinary unknown name
+    r = raw(d, b'{"command": "best", "study": "victim\\\\u0000x"}\n')
+    check(not r["ok"] and "no study named" in r["error"], r)
+    print("nul: best, trials, cancel, report and submit with \\u0000 refused: %s" % r["error"])
+
+
 CASES = {
     "prompts": case_prompts,
     "starve": case_starve,
     "slots": case_slots,
+    "nul": case_nul,
 }
 
 if __name__ == "__main__":

@@ -341,11 +341,49 @@ def case_nul(make, tmp):
     print("nul: best, trials, cancel, report and submit with \\u0000 refused: %s" % r["error"])
 
 
+def case_damaged(make, tmp):
+    """Item 8: a database with one garbage page let goodputd start, and then
+    every request that read the page failed ("database disk image is
+    malformed"). Now goodputd refuses it at start, saying it is damaged and
+    how to save what it holds, and leaves the file as it was; so does
+    `goodput tune` on it."""
+    d = make(args=["--dry-run"]).start()
+    check(d.request({"command": "submit", "study": tiny_spec("a", trials=8)})["ok"], "submit")
+    d.wait_state("a", ["done"], 60)
+    d.stop()
+    db = os.path.join(d.state, "goodput.db")
+    with open(db, "r+b") as f:
+        f.seek(4096 * 3)  # a page of the trials' tables
+        f.write(bytes((i * 151 + 7) % 256 for i in range(4096)))
+    with open(db, "rb") as f:
+        before = f.read()
+    d2 = make(name="d2", args=["--dry-run"])
+    d2.state = d.state
+    d2.start(wait=False)
+    try:
+        rc = d2.proc.wait(60)
+    except subprocess.TimeoutExpired:
+        raise TestFailure("goodputd started on a damaged database:\n" + d2.log())
+    log = d2.log()
+    check(rc != 0 and "the database is damaged" in log and "quick_check" in log and db in log and ".recover" in log,
+          "exit %s:\n%s" % (rc, log))
+    with open(db, "rb") as f:
+        check(f.read() == before, "the damaged file was changed")
+    spec = os.path.join(tmp, "s.json")
+    with open(spec, "w") as f:
+        json.dump(tiny_spec("b", trials=1), f)
+    p = subprocess.run([d.goodput, "tune", spec, "--db", db, "--dry-run"], capture_output=True, text=True,
+                       timeout=60, env=d.env)
+    check(p.returncode != 0 and "the database is damaged" in p.stderr, (p.returncode, p.stderr[-500:]))
+    print("damaged: goodputd exit %d: %s" % (rc, [line for line in log.splitlines() if "damaged" in line][-1]))
+
+
 CASES = {
     "prompts": case_prompts,
     "starve": case_starve,
     "slots": case_slots,
     "nul": case_nul,
+    "damaged": case_damaged,
 }
 
 if __name__ == "__main__":

@@ -63,8 +63,9 @@ static const struct verb_option options[] = {
 	  VERB_STRING, &arg.from_log },
 	{ "duration", 0, "D", "the window (default 1h; 90, 15s, 45m, 2h)", VERB_CALL, (void *)OPT_DURATION },
 	{ "interval", 0, "I",
-	  "between scrapes (default 15s); a log's arrivals are counted\nper interval for burstiness", VERB_CALL,
-	  (void *)OPT_INTERVAL },
+	  "between scrapes (default 15s); a log's arrivals are counted\nper interval for burstiness (wider for a "
+	  "sparse log: at most\n4 intervals per request)",
+	  VERB_CALL, (void *)OPT_INTERVAL },
 	{ "output", 'o', "FILE", "write the workload block to FILE (default stdout)", VERB_STRING, &arg.output },
 	{ "engine", 0, "PROFILE",
 	  "the engine profile whose metric names are read (default vllm,\nelse the built-in vLLM, SGLang and TGI "

@@ -341,9 +341,22 @@ static void observe(struct probe_prom_histogram *h, double v)
 	h->count++;
 }
 
-/* Seconds of [from, to) (µs since the epoch) that fall in each local hour. */
+/* Seconds of [from, to) (µs since the epoch) that fall in each local hour.
+ * Whole days give every hour of the day an hour each (a day the clocks
+ * change is taken as 24 hours); only the rest, less than a day, is walked
+ * hour by hour — a log whose times span centuries must not cost a clock
+ * lookup per hour of them. */
 static void spread_hours(struct probe_capture_acc *a, uint64_t from, uint64_t to)
 {
+	const uint64_t day = 24 * 3600 * USEC_PER_SEC;
+
+	if (to > from && to - from >= day) {
+		uint64_t days = (to - from) / day;
+
+		for (size_t h = 0; h < 24; h++)
+			a->hour_seconds[h] += (double)days * 3600;
+		from += days * day;
+	}
 	while (from < to) {
 		uint64_t next = (from / (3600 * USEC_PER_SEC) + 1) * 3600 * USEC_PER_SEC; /* whole hours */
 		uint64_t end = MIN(next, to);
@@ -357,7 +370,7 @@ int probe_capture_acc_from_samples(struct probe_capture_acc *a, const struct pro
 				   struct error *err)
 {
 	uint32_t max_in = 1, max_out = 1;
-	uint64_t span = s->n ? s->t_usec[s->n - 1] : 0, real0;
+	uint64_t span = s->n ? s->t_usec[s->n - 1] : 0, real0, max_bins;
 	size_t bins, k = 0;
 
 	probe_capture_acc_init(a);
@@ -377,6 +390,12 @@ int probe_capture_acc_from_samples(struct probe_capture_acc *a, const struct pro
 	}
 	a->requests = a->arrivals = (double)s->n;
 	a->seconds = (double)span / 1e6;
+	/* a sparse log (two requests a year apart) in a few wide intervals, not
+	 * millions of empty ones */
+	max_bins = MAX((uint64_t)64, 4 * (uint64_t)s->n);
+	if (interval_usec && span / interval_usec > max_bins)
+		interval_usec = (span + max_bins - 1) / max_bins;
+	a->interval_usec = interval_usec;
 	/* arrivals per interval: only whole intervals count for burstiness */
 	bins = s->have_time && interval_usec ? (size_t)(span / interval_usec) : 0;
 	for (size_t b = 0; b < bins && b < MAX_INTERVALS; b++) {
@@ -636,6 +655,8 @@ int probe_capture_to_json(const struct probe_capture_acc *a, const struct probe_
 	r |= add_time(c, "started", a->first_real_usec);
 	r |= add_time(c, "ended", a->last_real_usec);
 	r |= json_add_number(c, "duration_s", s.duration_s);
+	if (a->from_log && a->interval_usec)
+		interval_usec = a->interval_usec; /* as widened for a sparse log */
 	if (interval_usec)
 		r |= json_add_number(c, "interval_s", (double)interval_usec / 1e6);
 	r |= json_add_number(c, "requests", s.requests);

@@ -91,8 +91,10 @@ struct probe_capture_acc {
 	struct probe_capture_interval *intervals;
 	size_t n_intervals, cap_intervals;
 	double hour_requests[24], hour_seconds[24]; /* arrivals and seconds by the local hour of each interval's end */
-	/* from a log: arrival times instead of intervals */
+	/* from a log: arrival times instead of intervals, binned into
+	 * intervals of interval_usec (widened for a sparse log) */
 	bool from_log;
+	uint64_t interval_usec;
 };
 
 void probe_capture_acc_init(struct probe_capture_acc *a);
@@ -106,8 +108,10 @@ int probe_capture_acc_merge(struct probe_capture_acc *a, const struct probe_capt
 
 /* A request log (probe_samples) as an accumulator: lengths into histograms
  * with vLLM's bounds (1-2-5 up to the longest length), arrivals binned into
- * intervals of interval_usec for the rate and its burstiness, the log's
- * wall-clock times (when it has them) for the hours of the day. */
+ * intervals of interval_usec for the rate and its burstiness — widened for
+ * a sparse log to at most 4 intervals per request (at least 64 in all), so
+ * that the cost follows the requests, not the time they span — and the
+ * log's wall-clock times (when it has them) for the hours of the day. */
 int probe_capture_acc_from_samples(struct probe_capture_acc *a, const struct probe_samples *s, uint64_t interval_usec,
 				   struct error *err);
 

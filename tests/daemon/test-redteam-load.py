@@ -378,12 +378,35 @@ def case_damaged(make, tmp):
     print("damaged: goodputd exit %d: %s" % (rc, [line for line in log.splitlines() if "damaged" in line][-1]))
 
 
+def case_sparse_log(make, tmp):
+    """Item 8: a request log of two lines made `goodput workload capture
+    --from-log` run for 31 s: their times decades apart, the span was
+    binned into millions of empty 15 s intervals. Now a sparse log gets a
+    few wide intervals (at most 4 per request) and the block says how wide."""
+    log = os.path.join(tmp, "two.jsonl")
+    with open(log, "w") as f:
+        f.write('{"input_len": 100, "output_len": 20, "t": 0}\n')
+        f.write('{"input_len": 200, "output_len": 30, "t": 1700000000}\n')
+    goodput = os.path.abspath(sys.argv[2])
+    for extra in ([], ["--shape"]):
+        t0 = time.monotonic()
+        p = subprocess.run([goodput, "workload", "capture", "--from-log", log] + extra, capture_output=True, text=True,
+                           timeout=120)
+        dt = time.monotonic() - t0
+        check(p.returncode == 0, p.stderr)
+        block = json.loads(p.stdout)
+        interval = block["captured"]["interval_s"]
+        check(interval >= 1700000000 / 64, "interval %s s for two requests 54 years apart" % interval)
+        print("sparse-log: capture --from-log %s took %.2f s, intervals of %.0f s" % (" ".join(extra), dt, interval))
+
+
 CASES = {
     "prompts": case_prompts,
     "starve": case_starve,
     "slots": case_slots,
     "nul": case_nul,
     "damaged": case_damaged,
+    "sparse-log": case_sparse_log,
 }
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
  * known processes; the window as a workload (histograms, means, rate, rate
  * per hour, shared prefix); the KS distances; a log as a window. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "rng.h"
 #include "workload-json.h"
 #include "tests.h"
+#include "time-util.h"
 
 /* A vLLM page: prompt lengths in 1-2-5 buckets, two model labels. */
 static char *page(double in_engine, double finished, double b100, double b200, double b500, double gen50,
@@ -314,6 +316,34 @@ static void test_from_log(void)
 	      a.intervals[2].count == 1);
 }
 
+/* Two requests whose times are as far apart as a log's may be (the epoch,
+ * and the largest timestamp read): a few wide intervals, not millions of
+ * empty 15 s ones (a two-line log took seconds to minutes and 100 MB), and
+ * the log's seconds spread over the hours of the day at once, each hour
+ * getting its share. */
+static void test_from_log_span(void)
+{
+	struct probe_samples s = { .n = 2, .have_time = true, .first_realtime = 0 };
+	uint64_t t[] = { 0, UINT64_C(99999999999) * USEC_PER_SEC };
+	uint32_t in[] = { 100, 200 }, out[] = { 20, 30 };
+	_cleanup_(probe_capture_acc_done) struct probe_capture_acc a = { 0 };
+	struct error err = { 0 };
+	double total = 0;
+
+	s.t_usec = t;
+	s.input = in;
+	s.output = out;
+	CHECK(probe_capture_acc_from_samples(&a, &s, 15 * USEC_PER_SEC, &err) == 0);
+	CHECK_MSG(a.n_intervals <= 64 && a.n_intervals >= 32 && a.interval_usec >= t[1] / 64,
+		  "%zu intervals of %" PRIu64 " µs", a.n_intervals, a.interval_usec);
+	for (size_t h = 0; h < 24; h++) {
+		CHECK_REL(a.hour_seconds[h], 99999999999.0 / 24, 1e-6);
+		total += a.hour_seconds[h];
+	}
+	CHECK_REL(total, 99999999999.0, 1e-12);
+	CHECK(a.hour_requests[0] >= 1);
+}
+
 int main(void)
 {
 	test_histograms();
@@ -324,5 +354,6 @@ int main(void)
 	test_window_workload();
 	test_distances();
 	test_from_log();
+	test_from_log_span();
 	return 0;
 }

@@ -75,6 +75,7 @@ static void trial_derive(struct report_trial *t)
 	tp = report_knob_number(t, "tensor_parallel");
 	t->gpus = isfinite(tp) && tp >= 1 ? (unsigned)tp : 1;
 	t->confirm = t->t.kind && strstr(t->t.kind, "confirm");
+	t->sweep = t->t.kind && strstr(t->t.kind, "sweep");
 	/* the load point the trial's answer came from: every figure of the
 	 * "at max goodput" rows is that one point's (the search may have seen
 	 * a higher rate met by its point estimate, but not with confidence) */
@@ -374,6 +375,26 @@ const char *report_cost_note(const struct report *r, char *buf, size_t size)
 	else if (size > 0)
 		buf[0] = 0;
 	return buf;
+}
+
+double report_config_cost(const struct report *r, const char *canonical_key, unsigned *ret_n)
+{
+	double sum = 0;
+	unsigned n = 0;
+
+	/* in trial order, as the store sums them */
+	for (size_t i = 0; canonical_key && i < r->n_trials; i++) {
+		const struct store_trial *t = &r->trials[i].t;
+
+		if (t->state != STORE_TRIAL_DONE || !isfinite(t->cost_per_mtok) || !(t->cost_per_mtok > 0) ||
+		    !t->canonical_key || strcmp(t->canonical_key, canonical_key) != 0)
+			continue;
+		sum += t->cost_per_mtok;
+		n++;
+	}
+	if (ret_n)
+		*ret_n = n;
+	return n ? sum / n : NAN;
 }
 
 void report_best_spread(const struct report *r, struct report_spread *ret)

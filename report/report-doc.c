@@ -29,6 +29,46 @@ static const char *fmt_time(char *buf, size_t size, uint64_t usec)
 	return usec ? format_iso8601(buf, size, usec) : "-";
 }
 
+/* Why the study ended, in words: a budget spent or a search converged is
+ * how studies end, said plainly; a failure is a warning. A study that met
+ * nothing says so with its best section. */
+static void study_end(struct report_doc *d, const struct report *r)
+{
+	const char *m = r->study.message;
+	unsigned budget = r->parsed ? r->parsed->budget.max_trials : 0;
+
+	if (!m || !*m)
+		return;
+	switch (r->study.state) {
+	case STORE_STUDY_DONE:
+		if (strcmp(m, "budget") == 0) {
+			if (budget)
+				report_doc_para(d, "The study ended when its budget of %u deployments was spent.",
+						budget);
+			else
+				report_doc_para(d, "The study ended when its budget was spent.");
+		} else if (strcmp(m, "converged") == 0)
+			report_doc_para(d, "The study ended when the search converged: no untried configuration "
+					   "promised a lower cost.");
+		else if (strcmp(m, "exhausted") == 0)
+			report_doc_para(d, "The study ended once every allowed configuration had been measured.");
+		else
+			report_doc_para(d, "The study ended: %s.", m);
+		break;
+	case STORE_STUDY_NO_FEASIBLE:
+		break; /* the best section says it */
+	case STORE_STUDY_FAILED:
+		report_doc_note(d, "warning", "The study failed: %s.", m);
+		break;
+	case STORE_STUDY_CANCELLED:
+		report_doc_note(d, "warning", "The study was cancelled%s%s.", strcmp(m, "cancelled") ? ": " : "",
+				strcmp(m, "cancelled") ? m : "");
+		break;
+	default:
+		report_doc_para(d, "Last word of the study: %s.", m);
+	}
+}
+
 static void section_title(struct report_doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
@@ -41,8 +81,7 @@ static void section_title(struct report_doc *d, const struct report *r)
 			r->study.id, store_study_state_to_string(r->study.state), r->study.label ? "; label: " : "",
 			r->study.label ? r->study.label : "", format_iso8601(now, sizeof(now), real_usec()),
 			GOODPUT_VERSION);
-	if (r->study.message)
-		report_doc_note(d, "warning", "Study message: %s", r->study.message);
+	study_end(d, r);
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct store_trial *tr = &r->trials[i].t;
 
@@ -462,42 +501,12 @@ static void section_space(struct report_doc *d, const struct report *r)
 	report_doc_table_end(d);
 }
 
-static void lp_cells(const struct store_load_point *lp, char c[][32])
-{
-	report_fmt(c[0], 32, 2, lp->request_rate);
-	snprintf(c[1], 32, "%s", lp->phase ? lp->phase : "-");
-	report_fmt(c[2], 32, 1, lp->attainment * 100);
-	snprintf(c[3], 32, "%s", lp->sla_met ? "yes" : "no");
-	report_fmt(c[4], 32, 1, lp->p50_ttft_ms);
-	report_fmt(c[5], 32, 1, lp->p99_ttft_ms);
-	report_fmt(c[6], 32, 2, lp->p50_tpot_ms);
-	report_fmt(c[7], 32, 2, lp->p99_tpot_ms);
-	report_fmt(c[8], 32, 1, lp->output_throughput);
-	report_fmt(c[9], 32, 1, lp->good_output_throughput);
-	report_fmt(c[10], 32, 0, isfinite(lp->kv_usage_peak) ? lp->kv_usage_peak * 100 : NAN);
-	report_fmt(c[11], 32, 0, lp->gpu_util_mean);
-	report_fmt(c[12], 32, 0, lp->gpu_util_peak);
-	report_fmt(c[13], 32, 0, lp->gpu_mem_mean_mib);
-	report_fmt(c[14], 32, 0, lp->gpu_mem_peak_mib);
-}
-
-/* Says why there are no GPU figures: none in the whole study (no NVML), or
- * none for this configuration. */
-static void gpu_missing(struct report_doc *d, const struct report *r)
-{
-	if (!report_has_gpu(r))
-		report_doc_note(d, "missing", REPORT_GPU_UNAVAILABLE ".");
-	else
-		report_doc_note(d, "missing", "GPU telemetry: not recorded for this configuration's load points.");
-}
-
 static void section_best(struct report_doc *d, const struct report *r)
 {
 	const struct report_trial *b = report_best(r);
 	const struct store_load_point *lp;
 	const cJSON *k;
 	char c[16][32];
-	bool gpu;
 
 	report_doc_heading(d, 2, "best", "Best configuration");
 	if (!b) {
@@ -558,24 +567,7 @@ static void section_best(struct report_doc *d, const struct report *r)
 		}
 	}
 	report_doc_table_end(d);
-	report_doc_heading(d, 3, "curve", "Latency–throughput curve");
-	report_doc_plot(d, REPORT_PLOT_LATENCY);
-	report_doc_para(d, "Load points of the best configuration (the rate search's steps):");
-	gpu = report_trial_has_gpu(b);
-	report_doc_table_start(d, gpu ? 15 : 11,
-			       (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50",
-						      "TTFT p99", "TPOT p50", "TPOT p99", "output tok/s",
-						      "goodput tok/s", "KV peak %", "GPU util % mean",
-						      "GPU util % peak", "GPU mem MiB mean", "GPU mem MiB peak" });
-	for (size_t i = 0; i < b->n_lps; i++) {
-		lp_cells(&b->lps[i], c);
-		report_doc_row(d, (long)i == b->best_lp ? "best" : NULL,
-			       (const char *const[]){ c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
-						      c[11], c[12], c[13], c[14] });
-	}
-	report_doc_table_end(d);
-	if (!gpu)
-		gpu_missing(d, r);
+	report_doc_curve(d, r);
 }
 
 static void section_spread(struct report_doc *d, const struct report *r)
@@ -667,7 +659,9 @@ static void section_trials(struct report_doc *d, const struct report *r)
 
 		snprintf(seq, sizeof(seq), "%u%s", t->t.seq, (long)i == r->best ? " ★" : "");
 		report_knobs_short(t, knobs, sizeof(knobs));
-		if (t->t.state == STORE_TRIAL_DONE && !isfinite(t->t.cost_per_mtok))
+		if (t->t.state == STORE_TRIAL_DONE && t->sweep)
+			state = "done (a sweep: no cost)";
+		else if (t->t.state == STORE_TRIAL_DONE && !isfinite(t->t.cost_per_mtok))
 			state = "done (SLA not met)";
 		report_fmt(c[0], 32, 3, t->t.max_rate);
 		report_fmt(c[1], 32, 1, t->t.max_goodput);
@@ -870,7 +864,7 @@ static const char html_head[] =
 	"p.warning{background:#fdf1e6;border-left:5px solid #e67e22;padding:.6em 1em}\n"
 	"p.missing{color:#777;font-style:italic}\n"
 	"pre{background:#f6f8fa;padding:.8em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}\n"
-	"figure.plot{margin:1em 0}figure.plot svg{width:100%;height:auto;display:block}\n"
+	"figure.plot{margin:1em 0}figure.plot svg{max-width:100%;height:auto;display:block}\n"
 	"nav a{margin-right:1em}\n"
 	"</style>\n</head>\n<body>\n";
 

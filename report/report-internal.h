@@ -25,6 +25,7 @@ struct report_trial {
 	long best_lp;  /* the max-goodput load point: the SLA-meeting one at the highest rate; -1 none */
 	unsigned gpus; /* GPUs per replica: tensor_parallel, else 1 */
 	bool confirm;  /* a re-probe ("confirm", "dry-run-confirm") */
+	bool sweep;    /* the load-step sweep of the answer ("sweep", "dry-run-sweep"): load points, no cost */
 };
 
 /* The production traffic goodputd's watch recorded for the study
@@ -127,6 +128,32 @@ struct report_schedule {
 	unsigned gpus; /* distinct GPUs trials ran on */
 };
 void report_schedule(const struct report *r, struct report_schedule *ret);
+/* The cost of one configuration as the study counts it: the mean of its
+ * measurements (its trials done with a cost, by canonical key; the same
+ * rule as store_study_best's), with their count; NAN when none. The
+ * study's answer is report_cost, never this. */
+double report_config_cost(const struct report *r, const char *canonical_key, unsigned *ret_n);
+
+/* ---- the latency–throughput curve of the best (report-curve.c) ---- */
+
+/* The load-step sweep of the study's answer (report_best's configuration),
+ * done; NULL when the study did not sweep it. */
+const struct report_trial *report_sweep(const struct report *r);
+/* The best configuration's load points over a gradient of load: its
+ * sweep's, else its rate search's (the saturation run, whose rate is
+ * "all at once", left out), by rate; sweet is the sweet spot among them —
+ * the highest goodput that meets the SLA — or -1. */
+struct report_curve {
+	const struct store_load_point **pts; /* owned array, borrowed points */
+	size_t n;
+	bool sweep;
+	long sweet;
+};
+int report_curve_of(const struct report *r, struct report_curve *ret);
+void report_curve_done(struct report_curve *c);
+/* A request rate for people: "42.96", or "all at once" for INFINITY. */
+const char *report_rate_text(char *buf, size_t size, double rate);
+
 /* Formats a double with %.*f, or "-" when NAN; returns buf. */
 const char *report_fmt(char *buf, size_t size, int digits, double v);
 
@@ -200,6 +227,9 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
  * pre-flight and a fixed max_model_len, after the best configuration.
  * 0, or -ENOMEM. */
 int report_doc_findings(struct report_doc *d, const struct report *r);
+/* The best configuration's latency–throughput curve (report-doc-curve.c):
+ * the load-step sweep and its sweet spot, the plot, the load points. */
+void report_doc_curve(struct report_doc *d, const struct report *r);
 /* Whether the study is still to run or running (queued, running, paused). */
 bool report_is_live(const struct report *r);
 /* The progress header of a live study (report-doc-live.c); nothing otherwise. */

@@ -1,6 +1,7 @@
 /* report-plot-gantt.c — where the study's wall time went: one row per GPU,
  * each trial a bar over the time it held that GPU — deploying (the server's
- * start-up) in orange, probing in blue, the trial's number on it — and the
+ * start-up) in orange, probing in blue (the answer's load-step sweep in
+ * purple), the trial's number on it where the bar has room — and the
  * gaps between bars the time a GPU stood idle. A vertical line marks the
  * time to the answer (the end of the answer's last measurement). Times
  * come from the store's trials (started, start-up seconds, finished), so a
@@ -8,6 +9,7 @@
  * trials ran side by side carry no GPUs: they are drawn on GPU 0. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,7 @@ int report_plot_gantt(struct plot_ctx *c, const struct report *r, FILE *f, char 
 	double scale = 60.0, answer = NAN;
 	const char *unit = "min";
 	unsigned top = 0;
+	bool sweep = false;
 	FILE *d;
 	int q;
 
@@ -67,9 +70,14 @@ int report_plot_gantt(struct plot_ctx *c, const struct report *r, FILE *f, char 
 	d = plot_open(c, "gantt.dat");
 	if (!d)
 		return plot_close_data(d);
-	/* one line per (trial, GPU, phase): GPU, from, to, phase (0 deploy, 1 probe), trial */
+	/* one line per (trial, GPU, phase): GPU, from, to, phase (0 deploy, 1
+	 * probe, 2 sweep), trial, whether its number fits on the bar (about
+	 * 30 px of the plot's ~1040) */
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct store_trial *t = &r->trials[i].t;
+		unsigned phase = r->trials[i].sweep ? 2 : 1;
+
+		sweep = sweep || r->trials[i].sweep;
 		double from = (double)(t->started_usec - t0) / 1e6, to = (double)(t->finished_usec - t0) / 1e6;
 		double ready = isfinite(t->deploy_seconds) ? MIN(from + t->deploy_seconds, to) : from;
 		unsigned g[GANTT_GPUS_MAX];
@@ -80,28 +88,31 @@ int report_plot_gantt(struct plot_ctx *c, const struct report *r, FILE *f, char 
 		n = trial_gpus(t, g, GANTT_GPUS_MAX);
 		for (size_t k = 0; k < n; k++) {
 			top = MAX(top, g[k]);
+			bool room = (to - from) / ((double)(tmax - t0) / 1e6) * 1040 >= 30;
+
 			if (ready > from)
-				fprintf(d, "%u %.6g %.6g 0 %u\n", g[k], from / scale, ready / scale, t->seq);
-			fprintf(d, "%u %.6g %.6g 1 %u\n", g[k], ready / scale, to / scale, t->seq);
+				fprintf(d, "%u %.6g %.6g 0 %u %d\n", g[k], from / scale, ready / scale, t->seq, room);
+			fprintf(d, "%u %.6g %.6g %u %u %d\n", g[k], ready / scale, to / scale, phase, t->seq, room);
 		}
 	}
 	q = plot_close_data(d);
 	if (q < 0)
 		return q;
-	plot_header(f, REPORT_PLOT_GANTT, 1100, 120 + 36 * (top + 1));
+	plot_header(f, REPORT_PLOT_GANTT, 130 + 40 * (top + 1));
 	fprintf(f,
-		"set title 'Trials over wall time, per GPU (orange: deploying, blue: probing, white: idle)'\n"
+		"set title 'Trials over wall time, per GPU (orange: deploying, blue: probing%s, white: idle)'\n"
 		"set key off\nset xlabel 'wall time since the first trial started (%s)'\nset ylabel 'GPU'\n"
 		"set yrange [%g:-0.6]\nset ytics 1\nset xrange [0:*]\nset grid xtics\nset style fill solid 0.8 border "
 		"lc rgb '#ffffff'\n",
-		unit, top + 0.6);
+		sweep ? ", purple: the load-step sweep" : "", unit, top + 0.6);
 	if (isfinite(answer))
 		fprintf(f,
 			"set arrow from %.6g, graph 0 to %.6g, graph 1 nohead lw 2 dt 2 lc rgb '#2ca02c'\n"
-			"set label 'answer' at %.6g, graph 1.02 center tc rgb '#2ca02c'\n",
+			"set label 'answer' at %.6g, graph 1.03 center tc rgb '#2ca02c'\n",
 			answer, answer, answer);
-	fprintf(f, "plot 'gantt.dat' using (($2+$3)/2):1:2:3:($1-0.38):($1+0.38):($4 == 0 ? 0xff7f0e : 0x1f77b4) "
-		   "with boxxyerror lc rgb variable, '' using (($2+$3)/2):1:(stringcolumn(4) eq '1' ? sprintf('%%d', "
-		   "$5) : '') with labels font ',8' tc rgb '#ffffff'\n");
+	fprintf(f, "plot 'gantt.dat' using (($2+$3)/2):1:2:3:($1-0.38):($1+0.38):($4 == 0 ? 0xff7f0e : $4 == 2 ? "
+		   "0x9467bd : 0x1f77b4) with boxxyerror lc rgb variable, '' using (($2+$3)/2):1:(stringcolumn(4) ne "
+		   "'0' && $6 > 0 ? sprintf('%%d', $5) : '') with labels tc rgb '#ffffff'\n");
+	plot_axes(f, "Gantt", PLOT_AXES_CATEGORICAL, NULL, 0, NULL, 0);
 	return 1;
 }

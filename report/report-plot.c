@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "macro.h"
 #include "report-internal.h"
 #include "report-plot-internal.h"
@@ -343,33 +345,136 @@ void plot_quote(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-void plot_header(FILE *f, enum report_plot_kind k, unsigned width, unsigned height)
+void plot_header(FILE *f, enum report_plot_kind k, unsigned height)
 {
+	/* a fixed size (not "dynamic"): the page shows the plot at its size,
+	 * scaled down only on a narrower screen, so text keeps one size */
 	fprintf(f,
-		"set terminal svg size %u,%u dynamic noenhanced font 'sans,11' background '#ffffff'\n"
+		"set terminal svg size %u,%u fixed noenhanced font 'sans,%u' background '#ffffff'\n"
 		"set output 'plot-%s.svg'\n"
+		"set print 'plot-%s.axes'\n"
 		"set datafile missing 'NaN'\n"
 		"set grid lc rgb '#e0e0e0'\n"
 		"set border lc rgb '#555555'\n"
 		"set key noautotitle\n",
-		width, height, plot_names[k]);
+		REPORT_PLOT_WIDTH, height, REPORT_PLOT_FONT, plot_names[k], plot_names[k]);
+}
+
+static void marks_json(FILE *f, const char *key, const double *v, size_t n)
+{
+	fprintf(f, ",\"%s\":[", key);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%.9g", i ? "," : "", v[i]);
+	fputc(']', f);
+}
+
+void plot_axes(FILE *f, const char *panel, unsigned flags, const double *marks_y, size_t n_y, const double *marks_y2,
+	       size_t n_y2)
+{
+	static const char *const axes[] = { "X", "Y", "Y2" };
+
+	/* gnuplot's sprintf: %g of its own figures (an axis with no data has
+	 * min > max, which a reader skips) */
+	fputs("print sprintf('{\"panel\":\"", f);
+	for (const char *p = panel; *p; p++)
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == ' ')
+			fputc(*p, f);
+	fprintf(f, "\",\"log_y\":%s,\"categorical\":%s", flags & PLOT_AXES_LOG_Y ? "true" : "false",
+		flags & PLOT_AXES_CATEGORICAL ? "true" : "false");
+	for (size_t i = 0; i < ELEMENTSOF(axes); i++)
+		fprintf(f, ",\"%c%s\":[%%.9g,%%.9g],\"data_%c%s\":[%%.9g,%%.9g]", axes[i][0] + 32, axes[i] + 1,
+			axes[i][0] + 32, axes[i] + 1);
+	marks_json(f, "marks_y", marks_y, n_y);
+	marks_json(f, "marks_y2", marks_y2, n_y2);
+	fputs("}'", f);
+	for (size_t i = 0; i < ELEMENTSOF(axes); i++)
+		fprintf(f, ", GPVAL_%s_MIN, GPVAL_%s_MAX, GPVAL_DATA_%s_MIN, GPVAL_DATA_%s_MAX", axes[i], axes[i],
+			axes[i], axes[i]);
+	fputs(")\n", f);
+}
+
+void plot_fit_range(double lo, double hi, bool log, double *ret_lo, double *ret_hi)
+{
+	if (log && lo > 0) {
+		double span = log10(hi / lo);
+		double m = MAX(span * 0.08, 0.08);
+
+		*ret_lo = lo / pow(10, m);
+		*ret_hi = hi * pow(10, m);
+		return;
+	}
+	if (hi > lo) {
+		double m = (hi - lo) * 0.06;
+
+		*ret_lo = lo - m;
+		*ret_hi = hi + m;
+	} else {
+		double m = fabs(lo) > 0 ? fabs(lo) * 0.1 : 1;
+
+		*ret_lo = lo - m;
+		*ret_hi = hi + m;
+	}
+}
+
+/* The axes gnuplot stated (plot_axes), one JSON object a line, as
+ * <metadata class="goodput-axes">[...]</metadata> after the SVG's <desc>. */
+static int svg_add_axes(char **svg, const char *axes_path)
+{
+	_cleanup_(freep) char *text = NULL, *json = NULL, *out = NULL;
+	char *at, *line, *save = NULL;
+	size_t len = 0, cap = 0;
+	int q;
+
+	if (read_file_capped(axes_path, 1u << 20, &text) < 0)
+		return 0; /* none stated */
+	q = buf_append(&json, &len, &cap, "[", 1);
+	for (line = strtok_r(text, "\n", &save); line && q >= 0; line = strtok_r(NULL, "\n", &save)) {
+		_cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(line);
+
+		/* only what parses, and nothing that would be markup */
+		if (!j || strpbrk(line, "<>&"))
+			continue;
+		if (len > 1)
+			q = buf_append(&json, &len, &cap, ",", 1);
+		if (q >= 0)
+			q = buf_append(&json, &len, &cap, line, strlen(line));
+	}
+	if (q >= 0)
+		q = buf_append(&json, &len, &cap, "]", 1);
+	if (q < 0)
+		return q;
+	at = strstr(*svg, "</desc>");
+	at = at ? at + strlen("</desc>") : strchr(strstr(*svg, "<svg"), '>');
+	if (!at)
+		return 0;
+	if (*at == '>')
+		at++;
+	if (asprintf(&out, "%.*s\n<metadata class=\"goodput-axes\">%s</metadata>%s", (int)(at - *svg), *svg, json, at) <
+	    0)
+		return -ENOMEM;
+	free(*svg);
+	*svg = TAKE_PTR(out);
+	return 0;
 }
 
 static int plot_one(struct plot_ctx *c, const struct report *r, enum report_plot_kind k, struct report_plots *out)
 {
-	char name[64], svgname[64], svgpath[512];
+	char name[64], svgname[64], axesname[64], svgpath[512], axespath[512];
 	_cleanup_(freep) char *svg = NULL, *why = NULL;
 	FILE *f;
 	int q;
 
 	snprintf(name, sizeof(name), "plot-%s.gp", plot_names[k]);
 	snprintf(svgname, sizeof(svgname), "plot-%s.svg", plot_names[k]);
+	snprintf(axesname, sizeof(axesname), "plot-%s.axes", plot_names[k]);
 	f = plot_open(c, name);
 	if (!f)
 		return errno ? -errno : -ENOMEM;
 	q = report_plot_script(c, r, k, f, &why);
 	if (fclose(f) != 0 && q >= 0)
 		q = -errno;
+	if (q == 0 && !why)
+		return 0; /* not for this study (production traffic without a watch): no plot, no note */
 	if (q <= 0) {
 		/* 0: nothing to draw (why says so) */
 		out->why[k] = TAKE_PTR(why);
@@ -377,8 +482,11 @@ static int plot_one(struct plot_ctx *c, const struct report *r, enum report_plot
 			out->why[k] = strdup(q < 0 ? strerror(-q) : "nothing to draw");
 		return q == -ENOMEM ? q : 0;
 	}
-	/* Track the SVG for removal before gnuplot creates it. */
+	/* Track the SVG and the axes for removal before gnuplot creates them. */
 	FILE *placeholder = plot_open(c, svgname);
+	if (placeholder)
+		fclose(placeholder);
+	placeholder = plot_open(c, axesname);
 	if (placeholder)
 		fclose(placeholder);
 	q = run_gnuplot(c->prog, c->dir, name, &why);
@@ -390,9 +498,12 @@ static int plot_one(struct plot_ctx *c, const struct report *r, enum report_plot
 	q = read_file_capped(svgpath, SVG_MAX_BYTES, &svg);
 	if (q >= 0)
 		q = svg_fixup(svg, k, &out->svg[k]);
-	if (q < 0)
+	if (q < 0) {
 		out->why[k] = strdup("gnuplot wrote no usable SVG");
-	return 0;
+		return 0;
+	}
+	snprintf(axespath, sizeof(axespath), "%s/%s", c->dir, axesname);
+	return svg_add_axes(&out->svg[k], axespath);
 }
 
 int report_plots_render(const struct report *r, struct report_plots *ret)

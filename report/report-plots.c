@@ -75,173 +75,21 @@ static int plot_workload(struct plot_ctx *c, const struct report *r, FILE *f, ch
 		q = hist_file(c, "wl-out.dat", out, n, &wo, &loo, &hio);
 	if (q < 0)
 		return q;
-	plot_header(f, REPORT_PLOT_WORKLOAD, 900, 320);
+	plot_header(f, REPORT_PLOT_WORKLOAD, 340);
 	fprintf(f,
 		"set multiplot layout 1,2 title 'Workload: %zu requests regenerated from the spec (seed %llu)'\n"
 		"set style fill solid 0.85 border lc rgb '#2b4c7e'\n"
 		"set ylabel 'requests'\nset yrange [0:*]\n"
 		"set xlabel 'input length (tokens)'\nset boxwidth %.9g absolute\nset xrange [%.9g:%.9g]\n"
-		"plot 'wl-in.dat' using 1:2 with boxes lc rgb '#4a7ab5'\n"
+		"plot 'wl-in.dat' using 1:2 with boxes lc rgb '#4a7ab5'\n",
+		n, (unsigned long long)r->parsed->workload.seed, wi * 0.9, loi, hii);
+	plot_axes(f, "input lengths", 0, NULL, 0, NULL, 0);
+	fprintf(f,
 		"set xlabel 'output length (tokens)'\nset boxwidth %.9g absolute\nset xrange [%.9g:%.9g]\n"
-		"plot 'wl-out.dat' using 1:2 with boxes lc rgb '#e08a2c'\n"
-		"unset multiplot\n",
-		n, (unsigned long long)r->parsed->workload.seed, wi * 0.9, loi, hii, wo * 0.9, loo, hio);
-	return 1;
-}
-
-/* ---- latency-throughput curve of the best ---- */
-
-static double lp_x(const struct store_load_point *lp)
-{
-	return isfinite(lp->request_rate) ? lp->request_rate : lp->request_throughput;
-}
-
-static int cmp_lp_x(const void *a, const void *b)
-{
-	double x = lp_x(*(const struct store_load_point *const *)a),
-	       y = lp_x(*(const struct store_load_point *const *)b);
-
-	return x < y ? -1 : x > y;
-}
-
-/* Sorted (by rate) pointers to the trial's measured load points (no warm-up). */
-static int sorted_lps(const struct report_trial *t, const struct store_load_point ***ret, size_t *ret_n)
-{
-	const struct store_load_point **v = calloc(t->n_lps ? t->n_lps : 1, sizeof(*v));
-	size_t n = 0;
-
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->n_lps; i++)
-		if (!(t->lps[i].phase && strcmp(t->lps[i].phase, "warmup") == 0) && isfinite(lp_x(&t->lps[i])))
-			v[n++] = &t->lps[i];
-	qsort(v, n, sizeof(*v), cmp_lp_x);
-	*ret = v;
-	*ret_n = n;
-	return 0;
-}
-
-static void sla_lines(FILE *f, const struct report *r, enum probe_metric m)
-{
-	static const char *const colors[] = { "#d62728", "#9467bd", "#8c564b" };
-	const struct probe_sla *sla = &r->parsed->sla;
-	unsigned k = 0;
-
-	for (size_t i = 0; i < sla->n_bounds; i++) {
-		const struct probe_sla_bound *b = &sla->bounds[i];
-		char t[160];
-
-		if (b->metric != m)
-			continue;
-		if (b->percentile > 0)
-			snprintf(t, sizeof(t), "SLA: p%g %s <= %g ms", b->percentile, probe_metric_name(m),
-				 b->bound_ms);
-		else
-			snprintf(t, sizeof(t), "SLA: %s <= %g ms for %g%% of requests", probe_metric_name(m),
-				 b->bound_ms, sla->attainment * 100);
-		fprintf(f, ", %.9g with lines dt 2 lw 2 lc rgb '%s' title ", b->bound_ms, colors[k++ % 3]);
-		plot_quote(f, t);
-	}
-}
-
-static int plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why)
-{
-	const struct report_trial *b = report_best(r);
-	const struct store_load_point *blp;
-	_cleanup_(freep) const struct store_load_point **v = NULL;
-	char knobs[256], title[400];
-	size_t n = 0;
-	FILE *d;
-	int q;
-
-	if (!b)
-		return plot_why(ret_why, "no configuration met the SLA, so there is no best configuration to draw");
-	if (!r->parsed)
-		return plot_why(ret_why, "the study spec is not readable (SLA unknown)");
-	q = sorted_lps(b, &v, &n);
-	if (q < 0)
-		return q;
-	if (n == 0)
-		return plot_why(ret_why, "the best configuration has no load points recorded");
-	d = plot_open(c, "lat.dat");
-	if (!d)
-		return plot_close_data(d);
-	for (size_t i = 0; i < n; i++) {
-		const struct store_load_point *lp = v[i];
-		double pts[] = { lp_x(lp),
-				 lp->p50_ttft_ms,
-				 lp->p90_ttft_ms,
-				 lp->p99_ttft_ms,
-				 lp->p50_tpot_ms,
-				 lp->p90_tpot_ms,
-				 lp->p99_tpot_ms,
-				 lp->output_throughput,
-				 lp->good_output_throughput,
-				 lp->attainment * 100 };
-
-		for (size_t j = 0; j < ELEMENTSOF(pts); j++) {
-			/* log scale: a zero latency cannot be drawn */
-			plot_num(d, j >= 1 && j <= 6 && pts[j] <= 0 ? NAN : pts[j]);
-			fputc(j + 1 < ELEMENTSOF(pts) ? ' ' : '\n', d);
-		}
-	}
-	q = plot_close_data(d);
-	if (q < 0)
-		return q;
-	blp = report_trial_best_lp(b);
-	report_knobs_short(b, knobs, sizeof(knobs));
-	snprintf(title, sizeof(title), "Best configuration: %s", knobs);
-	plot_header(f, REPORT_PLOT_LATENCY, 1200, 420);
-	fputs("set multiplot layout 1,3 title ", f);
-	plot_quote(f, title);
-	fputs("\nset key below\nset xlabel 'request rate (req/s)'\nset xrange [0:*]\n", f);
-	if (blp) {
-		double x = lp_x(blp);
-
-		fprintf(f,
-			"set arrow 1 from %.9g, graph 0 to %.9g, graph 1 nohead dt 3 lw 2 lc rgb '#2ca02c'\n"
-			"set label 1 'max goodput' at %.9g, graph 0.96 right offset -0.5,0 tc rgb '#2ca02c'\n",
-			x, x, x);
-	}
-	fputs("set logscale y\nset ylabel 'TTFT (ms)'\nset title 'TTFT percentiles'\n"
-	      "plot 'lat.dat' using 1:2 with linespoints pt 7 ps 0.6 lc rgb '#9ecae1' title 'p50', "
-	      "'' using 1:3 with linespoints pt 7 ps 0.6 lc rgb '#4292c6' title 'p90', "
-	      "'' using 1:4 with linespoints pt 7 ps 0.6 lc rgb '#08306b' title 'p99'",
-	      f);
-	sla_lines(f, r, PROBE_METRIC_TTFT);
-	fputs("\nset ylabel 'TPOT (ms)'\nset title 'TPOT percentiles'\n"
-	      "plot 'lat.dat' using 1:5 with linespoints pt 7 ps 0.6 lc rgb '#fdae6b' title 'p50', "
-	      "'' using 1:6 with linespoints pt 7 ps 0.6 lc rgb '#f16913' title 'p90', "
-	      "'' using 1:7 with linespoints pt 7 ps 0.6 lc rgb '#7f2704' title 'p99'",
-	      f);
-	sla_lines(f, r, PROBE_METRIC_TPOT);
-	fputs("\nunset logscale y\nset yrange [0:*]\nset ylabel 'output tokens/s'\nset y2label 'attainment (%)'\n"
-	      "set y2range [0:105]\nset y2tics 0,20,100\nset ytics nomirror\nset title 'Throughput and goodput'\n"
-	      "plot 'lat.dat' using 1:8 with linespoints pt 7 ps 0.6 lc rgb '#7f7f7f' title 'output tokens/s', "
-	      "'' using 1:9 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#2ca02c' title 'goodput (tokens/s meeting the "
-	      "SLA)', "
-	      "'' using 1:10 axes x1y2 with linespoints pt 6 ps 0.6 dt 2 lc rgb '#9467bd' title 'attainment %'",
-	      f);
-	if (!probe_sla_empty(&r->parsed->sla))
-		fprintf(f, ", %.9g axes x1y2 with lines dt 3 lc rgb '#9467bd' title 'attainment target'",
-			r->parsed->sla.attainment * 100);
-	if (blp) {
-		d = plot_open(c, "lat-best.dat");
-		if (!d)
-			return plot_close_data(d);
-		plot_num(d, lp_x(blp));
-		fputc(' ', d);
-		plot_num(d, blp->good_output_throughput);
-		fputc('\n', d);
-		q = plot_close_data(d);
-		if (q < 0)
-			return q;
-		fprintf(f,
-			", 'lat-best.dat' using 1:2 with points pt 7 ps 2.2 lc rgb '#2ca02c' title 'max goodput %.0f "
-			"tokens/s'",
-			blp->good_output_throughput);
-	}
-	fputs("\nunset multiplot\n", f);
+		"plot 'wl-out.dat' using 1:2 with boxes lc rgb '#e08a2c'\n",
+		wo * 0.9, loo, hio);
+	plot_axes(f, "output lengths", 0, NULL, 0, NULL, 0);
+	fputs("unset multiplot\n", f);
 	return 1;
 }
 
@@ -315,7 +163,8 @@ struct landscape {
 	double lo, hi;
 	double *cost;       /* [g][x][y], NAN none */
 	unsigned char *bad; /* [g][x][y], a trial there ended without a cost */
-	int bg, bx, by;     /* the best trial's cell, bg -1 none */
+	int bg, bx, by;     /* the best configuration's cell, bg -1 none */
+	size_t best_cell;   /* its index; SIZE_MAX none */
 };
 
 static void landscape_done(struct landscape *l)
@@ -324,14 +173,22 @@ static void landscape_done(struct landscape *l)
 	free(l->bad);
 }
 
-static void landscape_add(struct landscape *l, const struct report_trial *t, const struct report_trial *best)
+/* A trial into its cell: the cell shows the cheapest configuration in it
+ * at its cost as the study counts it (the mean of its measurements), the
+ * best's cell the study's own cost; a cell where trials ended without a
+ * cost and none has one is marked. The sweep of the answer measures no
+ * cost: it is no point of the landscape. */
+static void landscape_add(struct landscape *l, const struct report *r, const struct report_trial *t,
+			  const struct report_trial *best)
 {
 	int xi = axis_index(&l->ax, report_knob_number(t, "max_num_seqs"));
 	int yi = axis_index(&l->ay, report_knob_number(t, "max_num_batched_tokens"));
 	char g[96];
 	size_t gi, cell;
+	double cost;
+	bool is_best;
 
-	if (xi < 0 || yi < 0 || !store_trial_state_is_final(t->t.state))
+	if (xi < 0 || yi < 0 || !store_trial_state_is_final(t->t.state) || t->sweep)
 		return;
 	group_name(t, g, sizeof(g));
 	for (gi = 0; gi < l->ng && strcmp(l->groups[gi], g) != 0; gi++)
@@ -342,18 +199,23 @@ static void landscape_add(struct landscape *l, const struct report_trial *t, con
 		snprintf(l->groups[l->ng++], sizeof(l->groups[0]), "%s", g);
 	}
 	cell = (gi * l->ax.n + (size_t)xi) * l->ay.n + (size_t)yi;
-	if (t->t.state == STORE_TRIAL_DONE && isfinite(t->t.cost_per_mtok)) {
-		if (!isfinite(l->cost[cell]) || t->t.cost_per_mtok < l->cost[cell])
-			l->cost[cell] = t->t.cost_per_mtok;
-		l->lo = MIN(l->lo, t->t.cost_per_mtok);
-		l->hi = MAX(l->hi, t->t.cost_per_mtok);
-	} else {
-		l->bad[cell] = 1;
-	}
-	if (t == best) {
+	is_best = best && t->t.canonical_key && best->t.canonical_key &&
+		  strcmp(t->t.canonical_key, best->t.canonical_key) == 0;
+	if (is_best) {
+		cost = report_cost(r);
 		l->bg = (int)gi;
 		l->bx = xi;
 		l->by = yi;
+		l->best_cell = cell;
+	} else
+		cost = report_config_cost(r, t->t.canonical_key, NULL);
+	if (t->t.state == STORE_TRIAL_DONE && isfinite(t->t.cost_per_mtok) && isfinite(cost)) {
+		if (is_best || (cell != l->best_cell && (!isfinite(l->cost[cell]) || cost < l->cost[cell])))
+			l->cost[cell] = cost;
+		l->lo = MIN(l->lo, cost);
+		l->hi = MAX(l->hi, cost);
+	} else {
+		l->bad[cell] = 1;
 	}
 }
 
@@ -375,8 +237,9 @@ static int landscape_fill(struct landscape *l, const struct report *r, char **re
 		return -ENOMEM;
 	for (size_t i = 0; i < cells; i++)
 		l->cost[i] = NAN;
+	l->best_cell = SIZE_MAX;
 	for (size_t i = 0; i < r->n_trials; i++)
-		landscape_add(l, &r->trials[i], best);
+		landscape_add(l, r, &r->trials[i], best);
 	if (l->ng == 0)
 		return plot_why(ret_why, "no finished trial has both max_num_seqs and max_num_batched_tokens");
 	if (!isfinite(l->lo)) {
@@ -388,8 +251,9 @@ static int landscape_fill(struct landscape *l, const struct report *r, char **re
 	return 1;
 }
 
-/* Writes panel g's data files and its plot command. */
-static int landscape_panel(struct plot_ctx *c, const struct landscape *l, size_t g, FILE *f)
+/* Writes panel g's data files and its plot command. labels: the cells
+ * are large enough for their cost in the plots' one font size. */
+static int landscape_panel(struct plot_ctx *c, const struct landscape *l, size_t g, bool labels, FILE *f)
 {
 	char cname[32], xname[32];
 	bool any_cost = false, any_bad = false;
@@ -423,6 +287,9 @@ static int landscape_panel(struct plot_ctx *c, const struct landscape *l, size_t
 		q = plot_close_data(dx);
 	if (q < 0)
 		return q;
+	/* one colour scale for the figure, in its right margin */
+	if (g == 1)
+		fputs("unset colorbox\n", f);
 	fputs("set title ", f);
 	plot_quote(f, l->groups[g]);
 	fputs("\nplot ", f);
@@ -431,8 +298,8 @@ static int landscape_panel(struct plot_ctx *c, const struct landscape *l, size_t
 	if (any_cost) {
 		fprintf(f, ", '%s' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc palette notitle",
 			cname);
-		if (l->ax.n * l->ay.n <= MAX_GRID)
-			fprintf(f, ", '%s' using 1:2:(sprintf('%%.3g', $3)) with labels font ',9' notitle", cname);
+		if (labels)
+			fprintf(f, ", '%s' using 1:2:(sprintf('%%.4f', $3)) with labels notitle", cname);
 	}
 	if (any_bad)
 		fprintf(f, ", '%s' using 1:2 with points pt 2 ps 2 lw 2 lc rgb '#888888' notitle", xname);
@@ -450,6 +317,7 @@ static int landscape_panel(struct plot_ctx *c, const struct landscape *l, size_t
 		      f);
 	}
 	fputc('\n', f);
+	plot_axes(f, "landscape", PLOT_AXES_CATEGORICAL, NULL, 0, NULL, 0);
 	return 0;
 }
 
@@ -457,6 +325,8 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 {
 	struct landscape l = { .lo = INFINITY, .hi = -INFINITY, .bg = -1, .bx = -1, .by = -1 };
 	size_t cols, rows;
+	unsigned panel_h = 400;
+	bool labels;
 	int q;
 
 	q = landscape_fill(&l, r, ret_why);
@@ -464,25 +334,27 @@ static int plot_landscape(struct plot_ctx *c, const struct report *r, FILE *f, c
 		goto out;
 	cols = l.ng < 3 ? l.ng : 3;
 	rows = (l.ng + cols - 1) / cols;
-	/* a single panel is 420 px wide: the title in three lines there */
-	plot_header(f, REPORT_PLOT_LANDSCAPE, (unsigned)(cols * 420), (unsigned)(rows * 380 + (cols == 1 ? 80 : 40)));
+	/* panels of one size, one colour scale at the right; a cell's cost as
+	 * the report writes costs ("0.2635") needs about 46 px by 20 at the
+	 * plots' font: a panel is its share of 84 % of the width less the
+	 * spacing and its axis labels */
+	labels = ((double)REPORT_PLOT_WIDTH * 0.84 / (double)cols - 70) / (double)l.ax.n >= 46 &&
+		 (panel_h - 110.0) / (double)l.ay.n >= 20;
+	plot_header(f, REPORT_PLOT_LANDSCAPE, (unsigned)(rows * panel_h + 50));
 	fprintf(f,
-		"set multiplot layout %zu,%zu title %s\n"
+		"set multiplot layout %zu,%zu margins 0.07,0.91,%.4f,%.4f spacing 0.07,%.4f title '$/Mtok over batch x "
+		"chunk (green is cheaper; black frame: best; x: no cost - failed, infeasible or SLA never met)'\n"
 		"set palette defined (0 '#1a9850', 0.5 '#fee08b', 1 '#d73027')\n"
+		"set colorbox user origin screen 0.935, screen %.4f size screen 0.015, screen %.4f\n"
 		"set cbrange [%.9g:%.9g]\nset cblabel '$/Mtok'\nunset grid\n"
 		"set xrange [-0.5:%zu.5]\nset yrange [-0.5:%zu.5]\n"
 		"set xlabel 'max_num_seqs'\nset ylabel 'max_num_batched_tokens'\n",
-		rows, cols,
-		cols == 1
-			? "\"$/Mtok over batch x chunk\\n(green is cheaper; black frame: best;\\nx: no cost - failed, "
-			  "infeasible or SLA never met)\""
-			: "'$/Mtok over batch x chunk (green is cheaper; x: no cost - failed, infeasible or SLA never "
-			  "met; black frame: best)'",
-		l.lo, l.hi, l.ax.n - 1, l.ay.n - 1);
+		rows, cols, 60.0 / (rows * panel_h + 50), 1 - 80.0 / (rows * panel_h + 50),
+		110.0 / (rows * panel_h + 50), 0.2, 0.6, l.lo, l.hi, l.ax.n - 1, l.ay.n - 1);
 	tics(f, "x", &l.ax);
 	tics(f, "y", &l.ay);
 	for (size_t g = 0; g < l.ng && q >= 0; g++)
-		q = landscape_panel(c, &l, g, f);
+		q = landscape_panel(c, &l, g, labels, f);
 	if (q >= 0) {
 		fputs("unset multiplot\n", f);
 		q = 1;
@@ -494,12 +366,89 @@ out:
 
 /* ---- search progress ---- */
 
+/* A finished trial, in the order trials finished. */
+struct fin {
+	const struct report_trial *t;
+	double wall;      /* since the first trial started, in the plot's unit */
+	double cost;      /* its own measurement ($/Mtok), NAN none */
+	double best;      /* the best so far once it finished */
+	bool measurement; /* a measurement of a configuration (cost) */
+};
+
+static int cmp_fin(const void *a, const void *b)
+{
+	const struct store_trial *x = &((const struct fin *)a)->t->t, *y = &((const struct fin *)b)->t->t;
+
+	if (x->finished_usec != y->finished_usec)
+		return x->finished_usec < y->finished_usec ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The trials that finished, by finish time, each with the best so far then:
+ * the lowest cost of any configuration as the study counts it (the mean of
+ * its measurements finished by then), never rising — a re-probe that
+ * raises a configuration's mean leaves the line where it was. *ret_answer:
+ * the position of the answer's last measurement (-1 none). */
+static int progress_rows(const struct report *r, uint64_t t0, double scale, struct fin **ret, size_t *ret_n,
+			 long *ret_answer)
+{
+	const struct report_trial *b = report_best(r);
+	_cleanup_(freep) struct fin *v = calloc(r->n_trials ? r->n_trials : 1, sizeof(*v));
+	_cleanup_(freep) const char **keys = calloc(r->n_trials ? r->n_trials : 1, sizeof(*keys));
+	_cleanup_(freep) double *sum = calloc(r->n_trials ? r->n_trials : 1, sizeof(*sum));
+	_cleanup_(freep) unsigned *cnt = calloc(r->n_trials ? r->n_trials : 1, sizeof(*cnt));
+	double best = NAN;
+	size_t n = 0, nk = 0;
+	long answer = -1;
+
+	if (!v || !keys || !sum || !cnt)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_trials; i++) {
+		const struct store_trial *t = &r->trials[i].t;
+
+		if (store_trial_state_is_final(t->state) && t->finished_usec >= t0 && t->finished_usec > 0)
+			v[n++] = (struct fin){ .t = &r->trials[i] };
+	}
+	qsort(v, n, sizeof(*v), cmp_fin);
+	for (size_t i = 0; i < n; i++) {
+		const struct store_trial *t = &v[i].t->t;
+		size_t k;
+
+		v[i].wall = (double)(t->finished_usec - t0) / 1e6 / scale;
+		v[i].cost = NAN;
+		v[i].measurement = t->state == STORE_TRIAL_DONE && isfinite(t->cost_per_mtok) && t->cost_per_mtok > 0 &&
+				   t->canonical_key;
+		if (v[i].measurement) {
+			v[i].cost = t->cost_per_mtok;
+			for (k = 0; k < nk && strcmp(keys[k], t->canonical_key) != 0; k++)
+				;
+			if (k == nk)
+				keys[nk++] = t->canonical_key;
+			sum[k] += t->cost_per_mtok;
+			cnt[k]++;
+			if (!isfinite(best) || sum[k] / cnt[k] < best)
+				best = sum[k] / cnt[k];
+			if (b && b->t.canonical_key && strcmp(t->canonical_key, b->t.canonical_key) == 0)
+				answer = (long)i;
+		}
+		v[i].best = best;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	*ret_answer = answer;
+	return 0;
+}
+
 static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why)
 {
 	uint64_t t0 = r->study.started_usec, tmax = 0;
-	double best = NAN, scale = 60.0;
+	double scale = 60.0;
 	const char *unit = "min";
-	bool any = false, any_wall = false, any_deploy = false;
+	_cleanup_(freep) struct fin *v = NULL;
+	bool any = false, any_deploy = false;
+	char note[96];
+	size_t n = 0;
+	long answer = -1;
 	FILE *d;
 	int q;
 
@@ -512,65 +461,94 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 			t0 = t->started_usec;
 		tmax = MAX(tmax, t->finished_usec);
 		any = any || (t->state == STORE_TRIAL_DONE && isfinite(t->cost_per_mtok));
+		any_deploy = any_deploy || isfinite(t->deploy_seconds);
 	}
 	if (!any)
 		return plot_why(ret_why, "no trial met the SLA, so there is no cost to follow");
 	if (tmax > t0 && tmax - t0 < 120 * 1000000ull) {
 		scale = 1.0;
 		unit = "s";
+	} else if (tmax > t0 && tmax - t0 > 5 * 3600 * 1000000ull) {
+		scale = 3600.0;
+		unit = "h";
 	}
+	q = progress_rows(r, t0, scale, &v, &n, &answer);
+	if (q < 0)
+		return q;
+	if (n == 0)
+		return plot_why(ret_why, "no trial has finished yet");
 	d = plot_open(c, "prog.dat");
 	if (!d)
 		return plot_close_data(d);
-	for (size_t i = 0; i < r->n_trials; i++) {
-		const struct store_trial *t = &r->trials[i].t;
-		double cost = t->state == STORE_TRIAL_DONE ? t->cost_per_mtok : NAN;
-
-		if (isfinite(cost) && (!isfinite(best) || cost < best))
-			best = cost;
-		any_deploy = any_deploy || isfinite(t->deploy_seconds);
-		any_wall = any_wall || (t->finished_usec && t0 && t->finished_usec >= t0 && isfinite(cost));
-		fprintf(d, "%u ", t->seq);
-		plot_num(d, cost);
+	/* finish position, search cost, re-probe cost, best so far, deploy s, wall time */
+	for (size_t i = 0; i < n; i++) {
+		fprintf(d, "%zu ", i + 1);
+		plot_num(d, v[i].t->confirm ? NAN : v[i].cost);
 		fputc(' ', d);
-		plot_num(d, best);
+		plot_num(d, v[i].t->confirm ? v[i].cost : NAN);
 		fputc(' ', d);
-		plot_num(d, t->deploy_seconds);
+		plot_num(d, v[i].best);
 		fputc(' ', d);
-		plot_num(d, t->finished_usec && t0 && t->finished_usec >= t0
-				    ? (double)(t->finished_usec - t0) / 1e6 / scale
-				    : NAN);
+		plot_num(d, v[i].t->t.deploy_seconds);
+		fputc(' ', d);
+		plot_num(d, v[i].wall);
 		fputc('\n', d);
 	}
 	q = plot_close_data(d);
 	if (q < 0)
 		return q;
-	plot_header(f, REPORT_PLOT_PROGRESS, any_wall ? 1100 : 600, 380);
+	if (answer >= 0) {
+		d = plot_open(c, "prog-answer.dat");
+		if (!d)
+			return plot_close_data(d);
+		fprintf(d, "%ld %.9g %.9g\n", answer + 1, v[answer].wall, report_cost(r));
+		q = plot_close_data(d);
+		if (q < 0)
+			return q;
+	}
+	report_cost_note(r, note, sizeof(note));
+	plot_header(f, REPORT_PLOT_PROGRESS, 480);
+	/* two panels of one size, one key under both */
 	fprintf(f,
-		"set multiplot layout 1,%d title 'Search progress: best $/Mtok so far'\n"
-		"set key below\nset style fill solid 0.35 noborder\nset boxwidth 0.6 relative\n"
-		"set xlabel 'trial'\nset ylabel '$/Mtok'\nset ytics nomirror\nset xrange [0.5:%zu.5]\n",
-		any_wall ? 2 : 1, r->n_trials);
+		"set multiplot layout 1,2 margins 0.07,0.95,0.36,0.9 spacing 0.1,0 title 'Search progress: the best "
+		"$/Mtok so far, as trials finished'\n"
+		"set key at screen 0.5, screen 0.2 center top vertical Left reverse samplen 2\n"
+		"set style fill solid 0.35 noborder\nset boxwidth 0.6 relative\n"
+		"set xlabel 'trials finished, in the order they finished'\nset ylabel '$/Mtok'\nset ytics nomirror\n"
+		"set xrange [0.5:%zu.5]\n",
+		n);
 	/* deploy time as bars on the right axis, when recorded (dry runs deploy nothing) */
 	if (any_deploy)
 		fputs("set y2label 'deploy time (s)'\nset y2tics\nset y2range [0:*]\n"
-		      "plot 'prog.dat' using 1:4 axes x1y2 with boxes lc rgb '#bbbbbb' title 'deploy time (s, right "
+		      "plot 'prog.dat' using 1:5 axes x1y2 with boxes lc rgb '#bbbbbb' title 'deploy time (s, right "
 		      "axis)', ",
 		      f);
 	else
 		fputs("plot ", f);
 	fputs("'prog.dat' using 1:2 with points pt 7 ps 0.9 lc rgb '#1f77b4' title '$/Mtok of the trial', "
-	      "'' using 1:3 with steps lw 2 lc rgb '#d62728' title 'best so far'\n",
+	      "'' using 1:3 with points pt 6 ps 1.1 lw 2 lc rgb '#1f77b4' title 're-probe', "
+	      "'' using 1:4 with steps lw 2 lc rgb '#d62728' title 'best so far'",
 	      f);
-	/* the wall-time panel needs finish times (not recorded for every kind of trial) */
-	if (any_wall)
-		fprintf(f,
-			"unset y2tics\nunset y2label\nset xrange [0:*]\nset xlabel 'wall time since the study started "
-			"(%s)'\n"
-			"plot 'prog.dat' using 5:2 with points pt 7 ps 0.9 lc rgb '#1f77b4' title '$/Mtok of the "
-			"trial', "
-			"'' using 5:3 with steps lw 2 lc rgb '#d62728' title 'best so far'\n",
-			unit);
+	if (answer >= 0) {
+		char title[160];
+
+		snprintf(title, sizeof(title), "the answer: $%.4f/Mtok%s", report_cost(r), note);
+		fputs(", 'prog-answer.dat' using 1:3 with points pt 8 ps 1.6 lw 2 lc rgb '#2ca02c' title ", f);
+		plot_quote(f, title);
+	}
+	fputc('\n', f);
+	plot_axes(f, "by trial", 0, NULL, 0, NULL, 0);
+	fprintf(f,
+		"unset y2tics\nunset y2label\nset key off\nset xrange [0:*]\n"
+		"set xlabel 'wall time since the first trial started (%s)'\n"
+		"plot 'prog.dat' using 6:2 with points pt 7 ps 0.9 lc rgb '#1f77b4' title '$/Mtok of the trial', "
+		"'' using 6:3 with points pt 6 ps 1.1 lw 2 lc rgb '#1f77b4' title 're-probe', "
+		"'' using 6:4 with steps lw 2 lc rgb '#d62728' title 'best so far'",
+		unit);
+	if (answer >= 0)
+		fputs(", 'prog-answer.dat' using 2:3 with points pt 8 ps 1.6 lw 2 lc rgb '#2ca02c' notitle", f);
+	fputc('\n', f);
+	plot_axes(f, "by wall time", 0, NULL, 0, NULL, 0);
 	fputs("unset multiplot\n", f);
 	return 1;
 }
@@ -602,7 +580,7 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 		const struct report_trial *t = &r->trials[i];
 		double y = report_trial_tps_per_user(t);
 
-		if (t->t.state != STORE_TRIAL_DONE || !isfinite(t->t.max_goodput) || !isfinite(y))
+		if (t->t.state != STORE_TRIAL_DONE || t->sweep || !isfinite(t->t.max_goodput) || !isfinite(y))
 			continue;
 		p[n++] = (struct pp){ t->t.max_goodput / t->gpus, y };
 	}
@@ -639,15 +617,25 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 	q = plot_close_data(d);
 	if (q < 0)
 		return q;
-	plot_header(f, REPORT_PLOT_PARETO, 720, 460);
-	fputs("set title 'Tokens/s per user against tokens/s per GPU (each finished trial at its max goodput)'\n"
-	      "set key below height 1\nset xlabel 'goodput per GPU (tokens/s)'\nset ylabel 'tokens/s per user (1000 / "
-	      "mean "
-	      "TPOT)'\n"
-	      "set xrange [0:*]\nset yrange [0:*]\n"
-	      "plot 'par.dat' using 1:2 with points pt 7 ps 1 lc rgb '#1f77b4' title 'trial', "
-	      "'par-front.dat' using 1:2 with linespoints lw 2 pt 6 ps 1.4 lc rgb '#ff7f0e' title 'Pareto frontier'",
-	      f);
+	/* fitted to the trials: a little room around them, not from 0 */
+	double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+	for (size_t i = 0; i < n; i++) {
+		x0 = MIN(x0, p[i].x);
+		x1 = MAX(x1, p[i].x);
+		y0 = MIN(y0, p[i].y);
+		y1 = MAX(y1, p[i].y);
+	}
+	plot_fit_range(x0, x1, false, &x0, &x1);
+	plot_fit_range(y0, y1, false, &y0, &y1);
+	plot_header(f, REPORT_PLOT_PARETO, 460);
+	fprintf(f,
+		"set title 'Tokens/s per user against tokens/s per GPU (each finished trial at its max goodput)'\n"
+		"set key below\nset xlabel 'goodput per GPU (tokens/s)'\nset ylabel 'tokens/s per user (1000 / mean "
+		"TPOT)'\n"
+		"set xrange [%.9g:%.9g]\nset yrange [%.9g:%.9g]\n"
+		"plot 'par.dat' using 1:2 with points pt 7 ps 1 lc rgb '#1f77b4' title 'trial', "
+		"'par-front.dat' using 1:2 with linespoints lw 2 pt 6 ps 1.4 lc rgb '#ff7f0e' title 'Pareto frontier'",
+		MAX(x0, 0), x1, MAX(y0, 0), y1);
 	if (b && isfinite(report_trial_tps_per_user(b))) {
 		d = plot_open(c, "par-best.dat");
 		if (!d)
@@ -659,55 +647,7 @@ static int plot_pareto(struct plot_ctx *c, const struct report *r, FILE *f, char
 		fputs(", 'par-best.dat' using 1:2 with points pt 7 ps 2.4 lc rgb '#2ca02c' title 'lowest $/Mtok'", f);
 	}
 	fputc('\n', f);
-	return 1;
-}
-
-/* ---- server metrics of the best ---- */
-
-static int plot_server(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why)
-{
-	const struct report_trial *b = report_best(r);
-	_cleanup_(freep) const struct store_load_point **v = NULL;
-	size_t n = 0, used = 0;
-	FILE *d;
-	int q;
-
-	if (!b)
-		return plot_why(ret_why, "no configuration met the SLA");
-	q = sorted_lps(b, &v, &n);
-	if (q < 0)
-		return q;
-	d = plot_open(c, "srv.dat");
-	if (!d)
-		return plot_close_data(d);
-	for (size_t i = 0; i < n; i++) {
-		if (!isfinite(v[i]->kv_usage_peak) && !isfinite(v[i]->running_peak))
-			continue;
-		plot_num(d, lp_x(v[i]));
-		fputc(' ', d);
-		plot_num(d, v[i]->kv_usage_peak * 100);
-		fputc(' ', d);
-		plot_num(d, v[i]->running_peak);
-		fputc(' ', d);
-		plot_num(d, v[i]->waiting_peak);
-		fputc('\n', d);
-		used++;
-	}
-	q = plot_close_data(d);
-	if (q < 0)
-		return q;
-	if (used == 0)
-		return plot_why(ret_why,
-				"the server's metrics (KV-cache usage, running requests) were not recorded for the "
-				"best configuration");
-	plot_header(f, REPORT_PLOT_SERVER, 760, 400);
-	fputs("set title 'Server state at each load point (peaks scraped from /metrics)'\nset key below\n"
-	      "set xlabel 'request rate (req/s)'\nset ylabel 'KV-cache usage peak (%)'\nset yrange [0:105]\n"
-	      "set y2label 'requests'\nset y2range [0:*]\nset ytics nomirror\nset y2tics\nset xrange [0:*]\n"
-	      "plot 'srv.dat' using 1:2 with linespoints pt 7 lw 2 lc rgb '#d62728' title 'KV-cache usage peak %', "
-	      "'' using 1:3 axes x1y2 with linespoints pt 5 lc rgb '#1f77b4' title 'running requests (peak)', "
-	      "'' using 1:4 axes x1y2 with linespoints pt 4 dt 2 lc rgb '#7f7f7f' title 'waiting requests (peak)'\n",
-	      f);
+	plot_axes(f, "Pareto", 0, NULL, 0, NULL, 0);
 	return 1;
 }
 
@@ -717,7 +657,7 @@ int report_plot_script(struct plot_ctx *c, const struct report *r, enum report_p
 	case REPORT_PLOT_WORKLOAD:
 		return plot_workload(c, r, f, ret_why);
 	case REPORT_PLOT_LATENCY:
-		return plot_latency(c, r, f, ret_why);
+		return report_plot_latency(c, r, f, ret_why);
 	case REPORT_PLOT_LANDSCAPE:
 		return plot_landscape(c, r, f, ret_why);
 	case REPORT_PLOT_PROGRESS:
@@ -725,7 +665,7 @@ int report_plot_script(struct plot_ctx *c, const struct report *r, enum report_p
 	case REPORT_PLOT_PARETO:
 		return plot_pareto(c, r, f, ret_why);
 	case REPORT_PLOT_SERVER:
-		return plot_server(c, r, f, ret_why);
+		return report_plot_server(c, r, f, ret_why);
 	case REPORT_PLOT_GANTT:
 		return report_plot_gantt(c, r, f, ret_why);
 	case REPORT_PLOT_PRODUCTION:

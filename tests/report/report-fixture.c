@@ -49,8 +49,8 @@ static int64_t add_study(struct store *s, const char *name)
  * SLA rate is max_rate. Latency grows as the load nears saturation. scraped:
  * the server's /metrics and NVML's GPU figures were recorded (see
  * FIX_GPU_* for the figures at the SLA's edge). */
-static void add_point(struct store *s, int64_t trial, uint32_t seq, double rate, double max_rate, double goodput,
-		      bool scraped)
+static void add_point(struct store *s, int64_t trial, uint32_t seq, const char *phase, double rate, double max_rate,
+		      double goodput, bool scraped)
 {
 	struct store_gpu_figures gpu = { 0 };
 	struct probe_result r = { 0 };
@@ -103,7 +103,7 @@ static void add_point(struct store *s, int64_t trial, uint32_t seq, double rate,
 		gpu.mem_mean_mib = 20000 + (FIX_GPU_MEM_MEAN - 20000) * load;
 		gpu.mem_peak_mib = 22000 + (FIX_GPU_MEM_PEAK - 22000) * load;
 	}
-	CHECK_MSG(store_load_point_insert_gpu(s, trial, seq, isfinite(rate) ? "search" : "saturation", &r,
+	CHECK_MSG(store_load_point_insert_gpu(s, trial, seq, !isfinite(rate) ? "saturation" : phase, &r,
 					      scraped ? &gpu : NULL, NULL, &err) >= 0,
 		  "%s", err.msg);
 }
@@ -148,9 +148,18 @@ static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial 
 	if (t->goodput > 0) {
 		uint32_t k = 0;
 
-		add_point(s, id, k++, INFINITY, t->max_rate, t->goodput, scraped);
-		for (double f = 0.5; f <= 1.26; f += 0.25)
-			add_point(s, id, k++, t->max_rate * f, t->max_rate, t->goodput, scraped);
+		if (strcmp(t->kind, "sweep") == 0) {
+			/* the load-step sweep: 20 % to 110 % of the max rate */
+			static const double steps[] = { 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1 };
+
+			for (size_t i = 0; i < ELEMENTSOF(steps); i++)
+				add_point(s, id, k++, "sweep", t->max_rate * steps[i], t->max_rate, t->goodput,
+					  scraped);
+		} else {
+			add_point(s, id, k++, "search", INFINITY, t->max_rate, t->goodput, scraped);
+			for (double f = 0.5; f <= 1.26; f += 0.25)
+				add_point(s, id, k++, "search", t->max_rate * f, t->max_rate, t->goodput, scraped);
+		}
 	}
 	struct store_trial_outcome o = {
 		.state = t->state,
@@ -160,9 +169,14 @@ static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial 
 		.max_rate = t->goodput > 0 ? t->max_rate : NAN,
 		.max_goodput = t->goodput > 0 ? t->goodput : NAN,
 		.concurrency = t->goodput > 0 ? t->max_rate * 3 : NAN,
-		.cost_per_mtok = t->goodput > 0 ? fix_cost(t->tp, t->goodput) : NAN,
+		.cost_per_mtok = t->goodput > 0 && strcmp(t->kind, "sweep") != 0 ? fix_cost(t->tp, t->goodput) : NAN,
 	};
 	CHECK_MSG(store_trial_finish(s, id, &o, &err) >= 0, "%s", err.msg);
+	/* one after the other, as a study of one GPU runs them: trial n from
+	 * 2 min × (n − 1) for 100 s */
+	CHECK_MSG(store_trial_set_times(s, id, FIX_T0_USEC + (n - 1) * 120000000ull,
+					FIX_T0_USEC + (n - 1) * 120000000ull + 100000000ull, &err) >= 0,
+		  "%s", err.msg);
 	return id;
 }
 
@@ -197,6 +211,8 @@ void fix_fill(struct store *s)
 		  0, 0 },
 		{ "search", 32, 2048, "fp8", 2, STORE_TRIAL_DONE, 0, NULL, 6.0, 380 },
 		{ "confirm", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 3.8, FIX_A_CONFIRM_GOODPUT },
+		/* the answer's load-step sweep: load points, no cost */
+		{ "sweep", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, FIX_A_BEST_RATE, FIX_A_BEST_GOODPUT },
 	};
 	const struct fix_trial b[] = {
 		{ "search", 32, 1024, "fp8", 1, STORE_TRIAL_INFEASIBLE, STORE_FAILURE_SLA_NEVER_MET,

@@ -14,6 +14,9 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pagecheck  # noqa: E402
+
 goodput, make_study = sys.argv[1], sys.argv[2]
 browser = "--browser" in sys.argv[3:]
 tmp = tempfile.mkdtemp(prefix="test-report-cli-")
@@ -39,7 +42,11 @@ have_gnuplot = shutil.which("gnuplot") is not None
 
 
 def report_checks():
-    j = json.loads(run("report", "--db", db, "before", "--out", out, "--json").stdout)
+    p = run("report", "--db", db, "before", "--out", out, "--json")
+    # a study that never used goodputd's watch says nothing of production traffic
+    if p.stderr.strip():
+        fail("report wrote to stderr: " + p.stderr)
+    j = json.loads(p.stdout)
     best = j["best"]
     # the mean of its two measurements (250 and 240 tokens/s)
     cost = (0.99 / (250 * 3600) * 1e6 + 0.99 / (240 * 3600) * 1e6) / 2
@@ -53,11 +60,11 @@ def report_checks():
     html = open(j["html"], encoding="utf-8").read()
     md = open(j["markdown"], encoding="utf-8").read()
 
-    # every trial in the table (8 rows in the trials section), the best marked
+    # every trial in the table (9 rows in the trials section: the sweep too), the best marked
     trials = html[html.index('<h2 id="trials">'):html.index('<h2 id="landscape">')]
     rows = re.findall(r"<tr[^>]*>\s*<td>", trials)
-    if len(rows) != 8:
-        fail(f"{len(rows)} trial rows, expected 8")
+    if len(rows) != 9:
+        fail(f"{len(rows)} trial rows, expected 9")
     for msg in ["CUDA out of memory (trial 4)", "not even 0.5 req/s met the SLA", "server exited with status 1"]:
         if msg not in trials:
             fail("trials table lacks " + msg)
@@ -108,13 +115,24 @@ def report_checks():
             fail("markdown does not reference " + f)
     lat = open(os.path.join(out, "plot-latency.svg"), encoding="utf-8").read()
     for t in ["SLA: ttft &lt;= 2000 ms for 90% of requests", "SLA: tpot &lt;= 100 ms for 90% of requests",
-              "max goodput 250 tokens/s", "TTFT percentiles", "TPOT percentiles"]:
+              "sweet spot: 250 tokens/s at 4 req/s", "Load-step sweep, 8 rates", "TTFT percentiles",
+              "TPOT percentiles"]:
         if t not in lat:
             fail("latency plot lacks " + t)
+    # every cost the figures show is the study's one cost: the best's cell is
+    # the mean of its two measurements, as the verdict says
     land = open(os.path.join(out, "plot-landscape.svg"), encoding="utf-8").read()
-    for t in ["quantization fp8, tp 1", "quantization none, tp 2", "1.1", "4.58"]:
+    for t in ["quantization fp8, tp 1", "quantization none, tp 2", "%.4f" % cost, "4.5833"]:
         if t not in land:
             fail("landscape lacks " + t)
+    prog = open(os.path.join(out, "plot-progress.svg"), encoding="utf-8").read()
+    if "the answer: $%.4f/Mtok" % cost not in prog:
+        fail("the progress plot does not mark the answer at the study's cost")
+    if "$%.4f per million tokens" % cost not in html:
+        fail("the verdict does not give the study's cost")
+    # axes fitted to the data, best so far never rising, no raw null/NaN
+    for problem in pagecheck.page_problems(html, 7):
+        fail(problem)
 
 
 def other_checks():
@@ -156,50 +174,90 @@ def other_checks():
             fail(cmd + " --help")
 
 
-def browser_checks():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
+def checker_fails_what_it_should():
+    """The page checks can fail: an axis from 0 to 45 for data at 35-43, a
+    rising best-so-far line, a raw null."""
+    meta = ('<metadata class="goodput-axes">[{"panel":"p","log_y":false,"categorical":false,"x":[0,45],'
+            '"data_x":[35,43],"y":[0,1],"data_y":[0.1,0.9],"y2":[1,-1],"data_y2":[9e307,-9e307],'
+            '"marks_y":[],"marks_y2":[]}]</metadata>')
+    if not pagecheck.axis_problems("<svg><title>t</title>" + meta + "</svg>"):
+        fail("the axis check passes data that fill 18 % of their axis")
+    rising = ("<svg><title>Search progress</title>" + meta.replace("[0,45]", "[34,44]") +
+              "<path stroke='" + pagecheck.BEST_SO_FAR_RGB + "'  d='M10,200 L20,200 L20,150 L30,150'/></svg>")
+    if not any("rises" in p for p in pagecheck.best_so_far_problems(rising)):
+        fail("the best-so-far check passes a rising line")
+    if not pagecheck.raw_values("<p>host: null</p>") or not pagecheck.raw_values("<td>NaN</td>"):
+        fail("the raw-value check passes null and NaN")
+
+
+def chromium():
+    c = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not c:
         print("chromium is not installed: skipping")
         sys.exit(77)
-    if not have_gnuplot:
-        fail("gnuplot is needed for the plots the browser test checks")
-    j = json.loads(run("report", "--db", db, "before", "--out", out, "--json").stdout)
-    url = "file://" + os.path.abspath(j["html"])
-    shot = os.path.join(tmp, "report.png")
-    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--enable-logging=stderr", "--v=0",
-            # every name but localhost fails to resolve, so any fetch shows in the log
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost"]
+    return c
 
-    def chrome(*extra):
-        ud = tempfile.mkdtemp(prefix="ud-", dir=tmp)
-        p = subprocess.run(base + ["--user-data-dir=" + ud, *extra, url], capture_output=True, text=True,
-                           timeout=180)
-        if p.returncode != 0:
-            fail(f"chromium exit {p.returncode}: {p.stderr[-2000:]}")
-        return p
 
-    p = chrome("--dump-dom")
-    dom = p.stdout
-    if len(re.findall(r"<svg", dom)) != 7 or 'id="plot-latency"' not in dom or "All trials" not in dom:
-        fail("the DOM lacks the plots or the trials")
-    log = p.stderr
-    for bad in ["CONSOLE", "Uncaught", "ERR_NAME_NOT_RESOLVED", "net::ERR_", "Refused to"]:
-        for line in log.splitlines():
-            if bad in line and "dbus" not in line:
-                fail("chromium log: " + line)
-    p = chrome("--hide-scrollbars", "--window-size=1280,2400", "--screenshot=" + shot)
+CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--enable-logging=stderr", "--v=0",
+                # every name but localhost fails to resolve, so any fetch shows in the log
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost"]
+
+
+def chrome(path, *extra):
+    ud = tempfile.mkdtemp(prefix="ud-", dir=tmp)
+    p = subprocess.run([chromium()] + CHROME_FLAGS + ["--user-data-dir=" + ud, *extra, "file://" + path],
+                       capture_output=True, text=True, timeout=240)
+    if p.returncode != 0:
+        fail(f"chromium exit {p.returncode}: {p.stderr[-2000:]}")
+    return p
+
+
+def screenshot(path, name, height=7000):
+    """The page as a 1280 px wide PNG (kept in $GOODPUT_REPORT_SCREENSHOTS when set)."""
+    shot = os.path.join(tmp, name)
+    chrome(path, "--hide-scrollbars", f"--window-size=1280,{height}", "--screenshot=" + shot)
     with open(shot, "rb") as f:
         head = f.read(24)
     if head[:8] != b"\x89PNG\r\n\x1a\n" or os.path.getsize(shot) < 20000:
-        fail("no screenshot")
+        fail("no screenshot of " + path)
     w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-    if (w, h) != (1280, 2400):
+    if (w, h) != (1280, height):
         fail(f"screenshot is {w}x{h}")
-    keep = os.environ.get("GOODPUT_REPORT_SCREENSHOT")
+    keep = os.environ.get("GOODPUT_REPORT_SCREENSHOTS")
     if keep:
-        shutil.copy(shot, keep)
+        os.makedirs(keep, exist_ok=True)
+        shutil.copy(shot, os.path.join(keep, name))
+    return shot
+
+
+def dom_checks(path, plots):
+    """The page as Chromium built it: no console errors or fetches, the plots
+    in the DOM, and the page checks on it."""
+    p = chrome(path, "--dump-dom")
+    dom = p.stdout
+    if len(re.findall(r"<svg", dom)) != plots or "All trials" not in dom:
+        fail(f"the DOM lacks the plots or the trials: {len(re.findall(r'<svg', dom))} plots")
+    for bad in ["CONSOLE", "Uncaught", "ERR_NAME_NOT_RESOLVED", "net::ERR_", "Refused to"]:
+        for line in p.stderr.splitlines():
+            if bad in line and "dbus" not in line:
+                fail("chromium log: " + line)
+    for problem in pagecheck.page_problems(dom, plots):
+        fail(problem)
+    return dom
+
+
+def browser_checks():
+    chromium()
+    if not have_gnuplot:
+        fail("gnuplot is needed for the plots the browser test checks")
+    checker_fails_what_it_should()
+    j = json.loads(run("report", "--db", db, "before", "--out", out, "--json").stdout)
+    dom = dom_checks(os.path.abspath(j["html"]), 7)
+    if 'id="plot-latency"' not in dom:
+        fail("the DOM lacks the latency plot")
+    screenshot(os.path.abspath(j["html"]), "report.png")
 
 
 try:

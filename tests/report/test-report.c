@@ -103,8 +103,14 @@ static void test_markdown_best(struct store *s)
 	/* the workload regenerated: uniform 512 ± 25 % */
 	CHECK_STR_CONTAINS(md, "uniform 512 ± 25% tokens");
 	CHECK_STR_CONTAINS(md, "| tokens | min | mean | p50 | p90 | p99 | max |");
-	/* 2 of 8 infeasible, 1 failed */
-	CHECK_STR_CONTAINS(md, "2 of 8 trials were infeasible and 1 failed");
+	/* 2 of 9 infeasible, 1 failed */
+	CHECK_STR_CONTAINS(md, "2 of 9 trials were infeasible and 1 failed");
+	/* the sweep: a trial without a cost, and the curve with its sweet spot */
+	CHECK_STR_CONTAINS(md, "| 9 | sweep |");
+	CHECK_STR_CONTAINS(md, "done (a sweep: no cost)");
+	CHECK_STR_CONTAINS(md, "the study swept it: 8 request rates from 0.80 to 4.40 req/s, 20 % to 110 % of its "
+			       "max rate under the SLA (4.00 req/s)");
+	CHECK_STR_CONTAINS(md, "Sweet spot: 250.0 tokens/s of goodput at 4.00 req/s");
 	/* GPU telemetry recorded: at the max-goodput point, in the best's load
 	 * points (the 4.00 req/s row ends with util mean/peak, memory mean/peak)
 	 * and in the server section */

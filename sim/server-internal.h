@@ -143,6 +143,7 @@ enum sim_conn_close {
 	SIM_CLOSE_BODY,
 	SIM_CLOSE_EVICTED,     /* idle, closed to make room near the connection limit */
 	SIM_CLOSE_BUFFER_FULL, /* its body would pass --max-buffered-bytes */
+	SIM_CLOSE_OVER_LIMIT,  /* past --max-connections: answered 503, then closed */
 	_SIM_CLOSE_MAX,
 };
 
@@ -187,7 +188,11 @@ struct sim_server {
 
 	/* connections and their deadlines (server-conns.c) */
 	struct sim_conn_list waiting[_SIM_CONN_WAITING_MAX];
-	unsigned n_conns, conn_limit, conn_slack;
+	/* conn_limit: --max-connections (as the open-file limit allows); a
+	 * request on a connection past it is answered 503. MHD accepts up to
+	 * conn_limit + conn_overflow, so that it can say so: only past that is
+	 * a connection closed unanswered. */
+	unsigned n_conns, conn_limit, conn_slack, conn_overflow;
 	unsigned n_closing;    /* shut down, not yet closed by MHD */
 	unsigned reap_stalled; /* runs of conn_reap without progress */
 	sd_event_source *conn_timer, *conn_reap;

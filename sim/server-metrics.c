@@ -320,7 +320,7 @@ static void put_sim_metrics(FILE *f, struct sim_server *s, const char *labels, c
 		static const char *const reasons[_SIM_CLOSE_MAX] = {
 			[SIM_CLOSE_IDLE] = "idle_timeout",       [SIM_CLOSE_HEADERS] = "header_timeout",
 			[SIM_CLOSE_BODY] = "body_timeout",       [SIM_CLOSE_EVICTED] = "evicted_idle",
-			[SIM_CLOSE_BUFFER_FULL] = "buffer_full",
+			[SIM_CLOSE_BUFFER_FULL] = "buffer_full", [SIM_CLOSE_OVER_LIMIT] = "over_limit",
 		};
 
 		fprintf(f, "goodput_sim_connections_closed_total{%s,reason=\"%s\"} %" PRIu64 "\n", labels, reasons[i],

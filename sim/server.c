@@ -108,6 +108,27 @@ static enum MHD_Result queue_error(struct sim_req *r, unsigned status, const cha
 	return queue_buffer(r, status, "application/json", sim_api_error_json(message, type, param, status));
 }
 
+/* A request on a connection past --max-connections: what uvicorn (vLLM's,
+ * SGLang's and TensorRT-LLM's server) answers past --limit-concurrency —
+ * 503, "Service Unavailable" as text, and the connection closed. */
+static enum MHD_Result queue_over_limit(struct sim_req *r)
+{
+	static const char body[] = "Service Unavailable";
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(r->conn, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+	MHD_destroy_response(resp);
+	r->server->http_responses[5]++;
+	r->server->conns_closed[SIM_CLOSE_OVER_LIMIT]++;
+	return ret;
+}
+
 static void record_trace(struct sim_server *s, struct sim_req *r)
 {
 	FILE *f = s->trace;
@@ -403,6 +424,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			s->all->all_prev = r;
 		s->all = r;
 		*con_cls = r;
+		if (s->n_conns - s->n_closing > s->conn_limit) {
+			r->handled = true;
+			log_debug("%u connections, more than %u: answering 503", s->n_conns, s->conn_limit);
+			return queue_over_limit(r);
+		}
 		sim_conns_set_phase(s, conn, SIM_CONN_BODY);
 		return MHD_YES;
 	}
@@ -642,16 +668,20 @@ int sim_server_start_mhd(struct sim_server *s, struct error *err)
 	const union MHD_DaemonInfo *di;
 	struct rlimit rl;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (s->ipv6 ? MHD_USE_IPv6 : 0);
-	unsigned limit;
+	unsigned limit, overflow;
 	int r;
 
 	if (s->mhd)
 		return 0;
-	raise_nofile(s->cfg.max_connections);
+	/* past --max-connections a few more are accepted, to be told 503 */
+	overflow = MAX(s->cfg.max_connections / 16, 16u);
+	raise_nofile(s->cfg.max_connections + overflow);
 	limit = s->cfg.max_connections;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)limit + 64)
-		limit = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)limit + overflow + 64)
+		limit = rl.rlim_cur > 128 + overflow ? (unsigned)rl.rlim_cur - 64 - overflow : 64;
 	r = sim_conns_init(s, limit);
+	s->conn_overflow = overflow;
 	if (r < 0)
 		return error_set(err, r, "cannot add a timer");
 	/* Now SO_REUSEADDR: the connections it accepts inherit it, so that their
@@ -661,7 +691,7 @@ int sim_server_start_mhd(struct sim_server *s, struct error *err)
 		return error_set(err, -errno, "cannot listen on port %u: %s", s->port, strerror(errno));
 
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, s,
-				  MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_CONNECTION_LIMIT, limit,
+				  MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_CONNECTION_LIMIT, limit + overflow,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_LIMIT,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_NOTIFY_CONNECTION, sim_conns_notify, s, MHD_OPTION_URI_LOG_CALLBACK,

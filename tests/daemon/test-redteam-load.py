@@ -400,6 +400,77 @@ def case_sparse_log(make, tmp):
         print("sparse-log: capture --from-log %s took %.2f s, intervals of %.0f s" % (" ".join(extra), dt, interval))
 
 
+def http_exchange(addr, raw_request, timeout=10):
+    """Sends one raw HTTP request on a new connection; returns what came
+    back before the server closed it (b"" when it closed without a word)."""
+    import socket
+    s = socket.create_connection(addr, timeout=timeout)
+    try:
+        s.sendall(raw_request)
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+    finally:
+        s.close()
+
+
+def case_sim_limit(make, tmp):
+    """Item 8: goodput-sim closed connections past --max-connections with no
+    HTTP status at all; a real server answers. vLLM's (uvicorn) answers
+    past --limit-concurrency with 503 "Service Unavailable" (text/plain)
+    and closes: goodput-sim now does so too, counts it, and serves again
+    once the streams are done."""
+    import socket
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from simlib import start_sim
+    sim = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[1]))), "sim", "goodput-sim")
+    server, url = start_sim(sim, os.path.join(tmp, "sim.log"), "--load-time", "0", "--max-connections", "8",
+                            "--idle-timeout", "60")
+    try:
+        host, port = url.split("//")[1].split(":")
+        addr = (host, int(port))
+        body = json.dumps({"model": "llama-3.1-8b", "prompt": "hello", "max_tokens": 4000, "stream": True,
+                           "ignore_eos": True}).encode()
+        post = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body)) + body
+        busy = []
+        for _ in range(8):  # every slot streaming a long reply
+            c = socket.create_connection(addr, timeout=10)
+            c.sendall(post)
+            check(c.recv(4096).startswith(b"HTTP/1.1 200"), "a stream did not start")
+            busy.append(c)
+        out = http_exchange(addr, post)
+        head = out.split(b"\r\n\r\n", 1)[0].lower()
+        check(out.startswith(b"HTTP/1.1 503") and out.endswith(b"Service Unavailable") and
+              b"content-type: text/plain; charset=utf-8" in head and b"connection: close" in head,
+              "past the limit: %r" % out[:300])
+        out = http_exchange(addr, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        check(out.startswith(b"HTTP/1.1 503"), "/health past the limit: %r" % out[:200])
+        for c in busy:
+            c.close()
+        deadline = time.monotonic() + 10
+        while True:
+            out = http_exchange(addr, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            if out.startswith(b"HTTP/1.1 200"):
+                break
+            check(time.monotonic() < deadline, "not serving again after the streams closed: %r" % out[:200])
+            time.sleep(0.1)
+        metrics = http_exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        counted = [line for line in metrics.decode(errors="replace").splitlines() if 'reason="over_limit"' in line]
+        check(counted and int(counted[0].split()[-1]) >= 2, "503s counted: %s" % counted)
+        print("sim-limit: past --max-connections 8: HTTP 503 Service Unavailable, connection closed; served again")
+    finally:
+        server.kill()
+        server.wait()
+
+
 CASES = {
     "prompts": case_prompts,
     "starve": case_starve,
@@ -407,6 +478,7 @@ CASES = {
     "nul": case_nul,
     "damaged": case_damaged,
     "sparse-log": case_sparse_log,
+    "sim-limit": case_sim_limit,
 }
 
 if __name__ == "__main__":

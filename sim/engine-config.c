@@ -74,6 +74,9 @@ int sim_dp_balance_from_string(const char *s, enum sim_dp_balance *ret)
 
 uint32_t sim_engine_config_gpus(const struct sim_engine_config *c)
 {
+	if (sim_pd_enabled(&c->pd))
+		return c->pd.prefill_workers * MAX(c->pd.prefill_tp ? c->pd.prefill_tp : c->tp, 1u) +
+		       c->pd.decode_workers * MAX(c->pd.decode_tp ? c->pd.decode_tp : c->tp, 1u);
 	return MAX(c->dp, 1u) * MAX(c->tp, 1u) * MAX(c->pp, 1u);
 }
 
@@ -224,6 +227,30 @@ int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, 
 		r = set_string(c->spec_draft_model, sizeof(c->spec_draft_model), what, value, err);
 	else if (strcmp(n, "spec-acceptance") == 0)
 		r = sim_spec_acceptance_parse(value, &c->spec_acceptance, err) < 0 ? -EINVAL : 1;
+	else if (strcmp(n, "prefill-workers") == 0)
+		r = parse_u32(what, value, 0, 64, &c->pd.prefill_workers, err);
+	else if (strcmp(n, "decode-workers") == 0)
+		r = parse_u32(what, value, 0, 64, &c->pd.decode_workers, err);
+	else if (strcmp(n, "prefill-tp") == 0 || strcmp(n, "prefill-tensor-parallel-size") == 0)
+		r = parse_u32(what, value, 1, 64, &c->pd.prefill_tp, err);
+	else if (strcmp(n, "decode-tp") == 0 || strcmp(n, "decode-tensor-parallel-size") == 0)
+		r = parse_u32(what, value, 1, 64, &c->pd.decode_tp, err);
+	else if (strcmp(n, "prefill-max-num-seqs") == 0)
+		r = parse_u32(what, value, 1, 65536, &c->pd.prefill_max_num_seqs, err);
+	else if (strcmp(n, "prefill-max-num-batched-tokens") == 0)
+		r = parse_u32(what, value, 1, 1u << 22, &c->pd.prefill_max_num_batched_tokens, err);
+	else if (strcmp(n, "decode-max-num-seqs") == 0)
+		r = parse_u32(what, value, 1, 65536, &c->pd.decode_max_num_seqs, err);
+	else if (strcmp(n, "decode-max-num-batched-tokens") == 0)
+		r = parse_u32(what, value, 1, 1u << 22, &c->pd.decode_max_num_batched_tokens, err);
+	else if (strcmp(n, "interconnect") == 0) {
+		if (sim_interconnect_from_string(value, &c->interconnect) < 0)
+			return error_set(err, -EINVAL,
+					 "%s: expected nvlink, pcie, infiniband, ethernet or auto, got \"%s\"", what,
+					 value);
+		r = 1;
+	} else if (strcmp(n, "interconnect-gbps") == 0)
+		r = parse_double(what, value, 0.001, 1e5, &c->interconnect_gbps, err);
 	else if (strcmp(n, "max-num-seqs") == 0)
 		r = parse_u32(what, value, 1, 65536, &c->max_num_seqs, err);
 	else if (strcmp(n, "max-num-batched-tokens") == 0)
@@ -300,6 +327,13 @@ void sim_engine_flags_help(FILE *out)
 	      "                                (default by method; $GOODPUT_SIM_SPEC_ACCEPTANCE when unset)\n"
 	      "  simulate only: --prefix-caching on|off, --dp-load-balance score|round_robin|shortest_queue,\n"
 	      "                 --spec-method M, --spec-tokens K, --spec-draft-model NAME, --spec-draft-tp N\n"
+	      "  --interconnect L              the link a KV cache crosses between workers: nvlink, pcie,\n"
+	      "                                infiniband, ethernet (default: the GPU's own, NVLink or PCIe)\n"
+	      "  --interconnect-gbps G         its raw bandwidth per GPU, GB/s one way (default: the preset's)\n"
+	      "  simulate only, disaggregated prefill and decode (both counts > 0):\n"
+	      "                 --prefill-workers P, --decode-workers D, --prefill-tp N, --decode-tp N,\n"
+	      "                 --prefill-max-num-seqs N, --prefill-max-num-batched-tokens N,\n"
+	      "                 --decode-max-num-seqs N, --decode-max-num-batched-tokens N\n"
 	      "  --long-prefill-token-threshold N  cap on one partial prefill per step (0 = off)\n"
 	      "  --profile vllm|trtllm         efficiency constants (default vllm)\n"
 	      "  --profile-file FILE           JSON overrides of profile constants ({\"mfu_bf16\": 0.55, ...})\n"

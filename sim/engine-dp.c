@@ -91,6 +91,8 @@ int sim_engine_check_startup(const struct sim_engine_config *c, struct sim_start
 	r = sim_engine_config_resolve(&cfg, err);
 	if (r < 0)
 		return r;
+	if (sim_pd_enabled(&cfg.pd))
+		return sim_pd_check_startup(&cfg, ret_check, err);
 	r = resolve_perf(&cfg, &perf, NULL, err);
 	if (r < 0) {
 		*ret_check = (struct sim_startup_check){ .cause = SIM_STARTUP_CONFIG };
@@ -106,7 +108,11 @@ uint64_t sim_engine_startup_usec(const struct sim_engine_config *c, struct sim_s
 	struct sim_perf perf;
 	uint64_t u;
 
-	if (sim_engine_config_resolve(&cfg, NULL) < 0 || resolve_perf(&cfg, &perf, NULL, NULL) < 0)
+	if (sim_engine_config_resolve(&cfg, NULL) < 0)
+		return 0;
+	if (sim_pd_enabled(&cfg.pd))
+		return sim_pd_startup_usec(&cfg, ret_phases);
+	if (resolve_perf(&cfg, &perf, NULL, NULL) < 0)
 		return 0;
 	u = startup_usec(&cfg, &perf, &ph);
 	if (ret_phases)
@@ -131,6 +137,14 @@ int sim_engine_new(const struct sim_engine_config *c, const struct sim_engine_ca
 	r = sim_engine_config_resolve(&e->cfg, err);
 	if (r < 0)
 		return r;
+	sim_link_resolve(&e->cfg.gpu, e->cfg.interconnect, e->cfg.interconnect_gbps, &e->link);
+	if (sim_pd_enabled(&e->cfg.pd)) {
+		r = sim_pd_new(e, cb, userdata, err);
+		if (r < 0)
+			return r;
+		*ret = TAKE_PTR(e);
+		return 0;
+	}
 	r = resolve_perf(&e->cfg, &e->perf, &spec, err);
 	if (r < 0)
 		return r;
@@ -175,6 +189,7 @@ struct sim_engine *sim_engine_free(struct sim_engine *e)
 {
 	if (!e)
 		return NULL;
+	sim_pd_free(e->pd);
 	for (uint32_t i = 0; i < e->n_rep; i++)
 		sim_replica_free(e->rep[i]);
 	free(e->rep);
@@ -227,13 +242,43 @@ static uint32_t pick_replica(struct sim_engine *e)
 int sim_engine_submit(struct sim_engine *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
 		      uint32_t max_tokens, uint64_t now_usec, struct error *err)
 {
+	if (e->pd)
+		return sim_pd_submit(e, req_id, prompt_ids, n_prompt, max_tokens, now_usec, err);
 	if (e->n_rep > 1 && sim_engine_replica_of(e, req_id) >= 0)
 		return error_set(err, -EEXIST, "request %" PRIu64 " is already in the engine", req_id);
-	return sim_replica_submit(e->rep[pick_replica(e)], req_id, prompt_ids, n_prompt, max_tokens, now_usec, err);
+	return sim_replica_submit(e->rep[pick_replica(e)], req_id, prompt_ids, n_prompt, max_tokens, 0, now_usec, err);
+}
+
+int sim_engine_submit_kv(struct sim_engine *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
+			 uint32_t max_tokens, uint32_t tp_src, uint64_t now_usec, uint64_t *ret_ready_usec,
+			 struct error *err)
+{
+	struct sim_replica *rep;
+	uint64_t ready;
+	int r;
+
+	if (e->pd)
+		return error_set(err, -EOPNOTSUPP, "a disaggregated engine takes prompts, not KV caches");
+	if (e->n_rep > 1 && sim_engine_replica_of(e, req_id) >= 0)
+		return error_set(err, -EEXIST, "request %" PRIu64 " is already in the engine", req_id);
+	rep = e->rep[pick_replica(e)];
+	/* one transfer at a time into a replica: a later one waits for the link */
+	ready = MAX(now_usec, rep->link_free) +
+		(uint64_t)llround(1e6 * sim_link_transfer_seconds(&e->link, e->perf.kv_bytes_token, n_prompt,
+								  MAX(tp_src, 1u), e->cfg.tp));
+	r = sim_replica_submit(rep, req_id, prompt_ids, n_prompt, max_tokens, n_prompt, ready, err);
+	if (r < 0)
+		return r;
+	rep->link_free = ready;
+	if (ret_ready_usec)
+		*ret_ready_usec = ready;
+	return 0;
 }
 
 int sim_engine_replica_of(const struct sim_engine *e, uint64_t req_id)
 {
+	if (e->pd)
+		return sim_pd_replica_of(e, req_id);
 	for (uint32_t i = 0; i < e->n_rep; i++)
 		if (sim_replica_has(e->rep[i], req_id))
 			return (int)i;
@@ -242,8 +287,11 @@ int sim_engine_replica_of(const struct sim_engine *e, uint64_t req_id)
 
 int sim_engine_abort(struct sim_engine *e, uint64_t req_id)
 {
-	int i = sim_engine_replica_of(e, req_id);
+	int i;
 
+	if (e->pd)
+		return sim_pd_abort(e, req_id);
+	i = sim_engine_replica_of(e, req_id);
 	return i < 0 ? i : sim_replica_abort(e->rep[i], req_id);
 }
 
@@ -251,6 +299,8 @@ uint64_t sim_engine_next_event_usec(const struct sim_engine *e)
 {
 	uint64_t t = UINT64_MAX;
 
+	if (e->pd)
+		return sim_pd_next_event_usec(e);
 	for (uint32_t i = 0; i < e->n_rep; i++)
 		t = MIN(t, sim_replica_next_event_usec(e->rep[i]));
 	return t;
@@ -260,6 +310,8 @@ int sim_engine_advance(struct sim_engine *e, uint64_t now_usec)
 {
 	int n = 0;
 
+	if (e->pd)
+		return sim_pd_advance(e, now_usec);
 	for (uint32_t i = 0; i < e->n_rep; i++)
 		n += sim_replica_advance(e->rep[i], now_usec);
 	return n;
@@ -267,6 +319,10 @@ int sim_engine_advance(struct sim_engine *e, uint64_t now_usec)
 
 void sim_engine_get_replica_stats(const struct sim_engine *e, uint32_t i, struct sim_engine_stats *ret)
 {
+	if (e->pd) {
+		sim_pd_get_replica_stats(e, i, ret);
+		return;
+	}
 	sim_replica_get_stats(e->rep[MIN(i, e->n_rep - 1)], ret);
 }
 
@@ -274,6 +330,10 @@ void sim_engine_get_stats(const struct sim_engine *e, struct sim_engine_stats *r
 {
 	struct sim_engine_stats s = { 0 };
 
+	if (e->pd) {
+		sim_pd_get_stats(e, ret);
+		return;
+	}
 	for (uint32_t i = 0; i < e->n_rep; i++) {
 		struct sim_engine_stats r;
 

@@ -26,6 +26,7 @@ struct req {
 	uint64_t serial;
 	uint64_t arrival_usec;
 	uint32_t n_prompt, max_tokens, n_out, num_computed, n_cached;
+	uint32_t n_remote; /* prompt tokens whose KV a prefill worker sent (until its first admission) */
 	bool running;
 	bool was_scheduled; /* its first step has been scheduled */
 	bool in_flight;     /* in a micro-batch still going through the pipeline */
@@ -91,6 +92,7 @@ struct sim_replica {
 
 	uint64_t rng[4];
 	struct sim_engine_stats st;
+	uint64_t link_free; /* when its link is free to take the next KV transfer in */
 };
 
 /* ---- small helpers ---- */
@@ -116,14 +118,17 @@ static inline uint32_t div_up(uint64_t a, uint32_t b)
 	return (uint32_t)((a + b - 1) / b);
 }
 
-/* The engine of engine.h: its replicas behind one front end. */
+/* The engine of engine.h: its replicas behind one front end; or, when
+ * disaggregated (engine-pd.c), a prefill and a decode engine of its own. */
 struct sim_engine {
 	struct sim_engine_config cfg;
 	struct sim_engine_info info;
 	struct sim_perf perf; /* one replica's */
 	struct sim_replica **rep;
 	uint32_t n_rep;
-	uint32_t next_rr; /* round robin's next replica; the score's start of search */
+	uint32_t next_rr;     /* round robin's next replica; the score's start of search */
+	struct sim_link link; /* what a KV cache sent to it crosses */
+	struct sim_pd *pd;    /* disaggregated: the workers (NULL: one engine) */
 };
 
 /* ---- engine.c: one replica ---- */
@@ -135,12 +140,31 @@ int sim_replica_new(const struct sim_engine_config *c, const struct sim_perf *pe
 		    const struct sim_engine_callbacks *cb, void *userdata, struct sim_replica **ret);
 struct sim_replica *sim_replica_free(struct sim_replica *e);
 bool sim_replica_has(const struct sim_replica *e, uint64_t req_id);
+/* n_remote: leading prompt tokens whose KV another worker computed (0: none). */
 int sim_replica_submit(struct sim_replica *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
-		       uint32_t max_tokens, uint64_t now_usec, struct error *err);
+		       uint32_t max_tokens, uint32_t n_remote, uint64_t now_usec, struct error *err);
 int sim_replica_abort(struct sim_replica *e, uint64_t req_id);
 uint64_t sim_replica_next_event_usec(const struct sim_replica *e);
 int sim_replica_advance(struct sim_replica *e, uint64_t now_usec);
 void sim_replica_get_stats(const struct sim_replica *e, struct sim_engine_stats *ret);
+
+/* ---- engine-pd.c: the disaggregated engine ---- */
+
+struct sim_pd;
+/* Creates the prefill and decode workers of e (its config resolved, pd set)
+ * and fills e->info; errors name the worker whose start-up check failed. */
+int sim_pd_new(struct sim_engine *e, const struct sim_engine_callbacks *cb, void *userdata, struct error *err);
+void sim_pd_free(struct sim_pd *pd);
+int sim_pd_check_startup(const struct sim_engine_config *c, struct sim_startup_check *ret, struct error *err);
+uint64_t sim_pd_startup_usec(const struct sim_engine_config *c, struct sim_startup_phases *ret_phases);
+int sim_pd_submit(struct sim_engine *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
+		  uint32_t max_tokens, uint64_t now_usec, struct error *err);
+int sim_pd_replica_of(const struct sim_engine *e, uint64_t req_id);
+int sim_pd_abort(struct sim_engine *e, uint64_t req_id);
+uint64_t sim_pd_next_event_usec(const struct sim_engine *e);
+int sim_pd_advance(struct sim_engine *e, uint64_t now_usec);
+void sim_pd_get_stats(const struct sim_engine *e, struct sim_engine_stats *ret);
+void sim_pd_get_replica_stats(const struct sim_engine *e, uint32_t i, struct sim_engine_stats *ret);
 
 /* ---- engine-kv.c ---- */
 

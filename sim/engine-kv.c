@@ -175,6 +175,29 @@ void sim_kv_req_cache_blocks(struct sim_replica *e, struct req *r)
 	}
 }
 
+/* Admission of a request whose prompt KV another worker sent: blocks for all
+ * of it, every prompt token but the last computed (that one is computed here
+ * to sample from, as a full prefix-cache hit is); the prefix cache is not
+ * consulted. False, changing nothing, when the blocks cannot be had. */
+static bool admit_remote(struct sim_replica *e, struct req *r, uint32_t budget, uint32_t *ret_n_new)
+{
+	uint32_t have = MIN(r->n_remote, r->n_prompt + r->n_out - 1), n_new;
+
+	n_new = MIN(r->n_prompt + r->n_out - have, budget);
+	if (div_up((uint64_t)have + n_new, SIM_BLOCK_SIZE) > e->n_free)
+		return false;
+	r->n_blocks = 0;
+	r->n_hashed = 0;
+	r->num_computed = 0;
+	if (!sim_kv_req_allocate(e, r, have + n_new))
+		return false;
+	r->num_computed = have;
+	r->n_remote = 0;
+	r->n_cached = 0;
+	*ret_n_new = n_new;
+	return true;
+}
+
 /* Prefix-cache lookup at admission: touches the cached leading blocks of r
  * (at most all but the last token, which must be computed to sample) and sets
  * num_computed. Returns false, changing nothing, when the hits plus the blocks
@@ -184,6 +207,8 @@ bool sim_kv_req_admit_blocks(struct sim_replica *e, struct req *r, uint32_t budg
 	uint32_t num_tokens = r->n_prompt + r->n_out, hits = 0, hit_free = 0, n_new, need;
 	uint32_t max_hits = (num_tokens - 1) / SIM_BLOCK_SIZE;
 
+	if (r->n_remote > 0)
+		return admit_remote(e, r, budget, ret_n_new);
 	if (e->cfg.enable_prefix_caching) {
 		/* Look up in slices of 64 so the scratch array stays on the stack. */
 		while (hits < max_hits) {

@@ -288,7 +288,7 @@ bool sim_replica_has(const struct sim_replica *e, uint64_t req_id)
 /* ---- requests ---- */
 
 int sim_replica_submit(struct sim_replica *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
-		       uint32_t max_tokens, uint64_t now_usec, struct error *err)
+		       uint32_t max_tokens, uint32_t n_remote, uint64_t now_usec, struct error *err)
 {
 	struct req *r;
 	uint64_t h = UINT64_C(0x70726566697863);
@@ -321,6 +321,7 @@ int sim_replica_submit(struct sim_replica *e, uint64_t req_id, const uint32_t *p
 	r->arrival_usec = now_usec;
 	r->n_prompt = n_prompt;
 	r->max_tokens = max_tokens;
+	r->n_remote = MIN(n_remote, n_prompt);
 	if (prompt_ids && e->cfg.enable_prefix_caching && n_prompt >= SIM_BLOCK_SIZE) {
 		r->n_prompt_hash = n_prompt / SIM_BLOCK_SIZE;
 		r->prompt_hash = malloc(r->n_prompt_hash * sizeof(*r->prompt_hash));
@@ -398,6 +399,7 @@ static void preempt(struct sim_replica *e, struct req *r, uint64_t t)
 	running_remove(e, r);
 	sim_kv_req_free_blocks(e, r);
 	r->num_computed = 0;
+	r->n_remote = 0; /* the KV it was sent is gone: the prompt is computed here */
 	wait_push_front(e, r);
 	e->st.preemptions++;
 	if (e->cb.preempted)

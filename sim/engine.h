@@ -31,7 +31,18 @@
  * verifies k drafts with its own token in one forward; the accepted prefix
  * plus one token is emitted at the step's end, each position accepted with
  * its conditional rate (n-gram drafts only where prompt lookup finds a
- * continuation). */
+ * continuation).
+ *
+ * Disaggregated (PERFMODEL §12; engine-pd.c): with prefill and decode
+ * workers set (struct sim_pd_config) the engine is P prefill workers and D
+ * decode workers, each of its own TP and batch limits, behind the engine's
+ * proxy: a request is prefilled on a prefill worker (as vLLM's proxy asks
+ * it, one output token that is dropped), its KV cache crosses the
+ * interconnect (transfer time from its bytes and the link, one transfer at a
+ * time into each decode worker), and a decode worker computes the last
+ * prompt token again and decodes from there, never holding a prompt chunk
+ * beside its decodes. A decode role on its own takes such requests with
+ * sim_engine_submit_kv. */
 #pragma once
 
 #include <stdbool.h>
@@ -53,6 +64,47 @@ enum sim_dp_balance {
 	SIM_DP_SHORTEST_QUEUE, /* SGLang's shortest_queue: the fewest requests in the replica */
 	_SIM_DP_BALANCE_MAX,
 };
+
+/* The interconnect a KV cache crosses from a prefill to a decode worker. */
+enum sim_interconnect {
+	SIM_LINK_AUTO,       /* the GPU's own GPU-to-GPU link: NVLink (xGMI), or PCIe where it has none */
+	SIM_LINK_NVLINK,     /* within a node */
+	SIM_LINK_PCIE,       /* within a node, through the host's PCIe switches */
+	SIM_LINK_INFINIBAND, /* across nodes: one RDMA NIC per GPU */
+	SIM_LINK_ETHERNET,   /* across nodes over TCP (25 Gb/s) */
+	_SIM_LINK_MAX,
+};
+const char *sim_interconnect_to_string(enum sim_interconnect i);
+/* "nvlink", "pcie", "infiniband" ("ib"), "ethernet"; "auto". -EINVAL for others. */
+int sim_interconnect_from_string(const char *s, enum sim_interconnect *ret);
+
+/* What one KV transfer costs on a link (resolved from the GPU and the interconnect). */
+struct sim_link {
+	enum sim_interconnect kind; /* never AUTO once resolved */
+	double bw;                  /* effective bytes/s through one GPU's link or NIC, one direction */
+	double latency_s;           /* per transfer: the hand-off between the workers */
+};
+/* gbps > 0 replaces the preset's raw bandwidth (GB/s, one direction, per GPU). */
+void sim_link_resolve(const struct sim_gpu *g, enum sim_interconnect i, double gbps, struct sim_link *ret);
+/* Seconds to move the KV cache of n_tokens (kv_bytes_token bytes each, all
+ * ranks) from a worker of tp_src GPUs to one of tp_dst: each GPU of the
+ * smaller group moves its share over its own link. */
+double sim_link_transfer_seconds(const struct sim_link *l, double kv_bytes_token, uint64_t n_tokens, uint32_t tp_src,
+				 uint32_t tp_dst);
+
+/* Disaggregated prefill and decode: both worker counts > 0 turn it on. */
+struct sim_pd_config {
+	uint32_t prefill_workers, decode_workers; /* P, D */
+	uint32_t prefill_tp, decode_tp;           /* each worker's TP (0: the engine's tp) */
+	/* each side's batch limits (0: the engine's max_num_seqs / max_num_batched_tokens) */
+	uint32_t prefill_max_num_seqs, prefill_max_num_batched_tokens;
+	uint32_t decode_max_num_seqs, decode_max_num_batched_tokens;
+};
+
+static inline bool sim_pd_enabled(const struct sim_pd_config *pd)
+{
+	return pd->prefill_workers > 0 && pd->decode_workers > 0;
+}
 
 /* What goodput-sim is asked to emulate. Fill with sim_engine_config_init(),
  * set fields (or apply command-line flags), then sim_engine_config_resolve(). */
@@ -94,6 +146,10 @@ struct sim_engine_config {
 	double fault_step_per_seq_usec; /* extra µs per scheduled sequence, growing with the batch:
 	                                  * n_seq² / 64 × this (a cost shape the model does not have) */
 	double startup_scale;           /* multiplies the §4.5 start-up time (1 = realistic) */
+	/* disaggregated serving, and the link a KV cache crosses between workers */
+	struct sim_pd_config pd;
+	enum sim_interconnect interconnect;
+	double interconnect_gbps; /* > 0: the link's raw GB/s (one direction, per GPU) instead of the preset's */
 
 	/* resolved (sim_engine_config_resolve fills these from the names; a caller such
 	 * as the digital twin may then edit profile before sim_engine_new) */
@@ -107,7 +163,7 @@ struct sim_engine_config {
 const char *sim_dp_balance_to_string(enum sim_dp_balance b);
 int sim_dp_balance_from_string(const char *s, enum sim_dp_balance *ret);
 
-/* The GPUs a configuration occupies: DP × TP × PP. */
+/* The GPUs a configuration occupies: DP × TP × PP; disaggregated, P × TP_p + D × TP_d. */
 uint32_t sim_engine_config_gpus(const struct sim_engine_config *c);
 
 /* Defaults: llama-3.1-8b on 1×H100, TP 1, bf16, auto KV, gmu 0.9, profile vllm,
@@ -127,7 +183,11 @@ void sim_engine_config_init(struct sim_engine_config *c);
  * method, num_speculative_tokens, model, draft_tensor_parallel_size;
  * prompt_lookup_* accepted), or its parts --spec-method, --spec-tokens,
  * --spec-draft-model, --spec-draft-tp, --spec-acceptance RATE|CURVE;
- * --prefix-caching on|off.
+ * --prefix-caching on|off; disaggregated: --prefill-workers, --decode-workers,
+ * --prefill-tp, --decode-tp, --prefill-max-num-seqs,
+ * --prefill-max-num-batched-tokens, --decode-max-num-seqs,
+ * --decode-max-num-batched-tokens, --interconnect nvlink|pcie|infiniband|
+ * ethernet|auto, --interconnect-gbps G.
  * Returns 1 when applied, 0 when the flag is not an engine flag, negative errno
  * with err naming flag and value when the value is bad. Clears `resolved`. */
 int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value, struct error *err);
@@ -155,6 +215,7 @@ struct sim_engine_info {
 	uint32_t replicas;                 /* data-parallel replicas */
 	uint32_t spec_k;                   /* draft tokens per step (0: no speculation) */
 	double spec_expected_tokens;       /* 1 + E[accepted] per sequence-step with drafts */
+	uint32_t prefill_replicas;         /* disaggregated: replicas [0, prefill_replicas) prefill, the rest decode */
 };
 
 /* Callbacks, all optional. Times are the engine's (virtual or CLOCK_MONOTONIC) µs. */
@@ -212,8 +273,20 @@ int sim_engine_abort(struct sim_engine *e, uint64_t req_id);
  * step may start; UINT64_MAX when there is nothing to do. */
 uint64_t sim_engine_next_event_usec(const struct sim_engine *e);
 
-/* The replica a request went to (0 without data parallelism); -ENOENT when
- * the engine does not hold it. */
+/* Queues a request whose prompt a prefill worker of tp_src GPUs computed:
+ * its KV cache arrives over the engine's link after the transfer time
+ * (behind any transfer still going into the same replica), then the request
+ * waits for a step like any other, the KV of its prompt already held, and
+ * its first step computes the last prompt token to sample the first output
+ * token. *ret_ready_usec (may be NULL) gets when the KV arrived. Errors as
+ * sim_engine_submit. */
+int sim_engine_submit_kv(struct sim_engine *e, uint64_t req_id, const uint32_t *prompt_ids, uint32_t n_prompt,
+			 uint32_t max_tokens, uint32_t tp_src, uint64_t now_usec, uint64_t *ret_ready_usec,
+			 struct error *err);
+
+/* The replica a request went to (0 without data parallelism; disaggregated,
+ * the decode replicas follow the prefill ones); -ENOENT when the engine does
+ * not hold it. */
 int sim_engine_replica_of(const struct sim_engine *e, uint64_t req_id);
 
 /* Completes every step ending at or before now_usec (emitting callbacks),

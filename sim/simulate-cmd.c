@@ -58,6 +58,16 @@ static const char *const engine_flags[] = {
 	"weights-read-gbps",
 	"init-seconds",
 	"graph-capture-seconds",
+	"prefill-workers",
+	"decode-workers",
+	"prefill-tp",
+	"decode-tp",
+	"prefill-max-num-seqs",
+	"prefill-max-num-batched-tokens",
+	"decode-max-num-seqs",
+	"decode-max-num-batched-tokens",
+	"interconnect",
+	"interconnect-gbps",
 	NULL,
 };
 

@@ -6,10 +6,13 @@
  * report — HTML with inline SVG plots, Markdown with plot files — is written
  * into STATE_DIR/reports/<study>/ and the answer names report.html. Plots are
  * drawn by gnuplot, 30-50 ms each and a second or more for a whole report,
- * which the loop must not wait for: a forked child (child.h) opens the store
- * read-only (an SQLite connection must not cross a fork), writes the files
- * and exits, and the answer is deferred (ctl_server_defer) until its exit is
- * seen. The child's error message, if any, comes back as its captured
+ * which the loop must not wait for: the daemon reads the report's data
+ * from the store (report_load, milliseconds), and a forked child (child.h)
+ * draws the plots and writes the files — it opens no database: neither an
+ * SQLite connection nor the library's record of its parent's open files
+ * may cross a fork — and exits; the answer is deferred (ctl_server_defer)
+ * until its exit is seen. The child writes under reports/ following no
+ * symbolic link (a link there is refused, never written through). The child's error message, if any, comes back as its captured
  * output. At most DAEMON_REPORT_JOBS run at once and one
  * per study; writing files is for privileged peers only (it costs disk and
  * CPU), the Markdown is for anyone who may read.
@@ -23,6 +26,7 @@
 #include "daemon-internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +42,11 @@ struct daemon_report_job {
 	struct daemon *d;
 	struct daemon_report_job *next;
 	struct ctl_pending *pending;
-	cJSON *id;       /* the request's id, echoed */
-	char *study;     /* the study's name */
-	char *dir;       /* where the child writes the report */
-	char *html_path; /* ... and its report.html */
+	cJSON *id;             /* the request's id, echoed */
+	char *study;           /* the study's name */
+	char *dir;             /* where the child writes the report */
+	char *html_path;       /* ... and its report.html */
+	struct report *report; /* read from the store before the fork: the child has no SQLite */
 	struct child *child;
 	bool again; /* the live report: write it once more when this one is done */
 };
@@ -54,6 +59,7 @@ static struct daemon_report_job *job_free(struct daemon_report_job *j)
 	child_free(j->child);
 	ctl_pending_answer(j->pending, NULL);
 	cJSON_Delete(j->id);
+	report_free(j->report);
 	free(j->study);
 	free(j->dir);
 	free(j->html_path);
@@ -87,7 +93,8 @@ static void job_fail(struct daemon_report_job *j)
 	job_free(j);
 }
 
-static int start_job(struct daemon *d, const struct store_study *st, const cJSON *id, struct daemon_report_job **ret);
+static int start_job(struct daemon *d, const struct store_study *st, const cJSON *id, struct daemon_report_job **ret,
+		     struct error *err);
 
 static void on_report_exit(struct child *c, const struct child_exit *how, void *userdata)
 {
@@ -127,31 +134,72 @@ static void on_report_exit(struct child *c, const struct child_exit *how, void *
 	if (again && store_study_get_by_name(d->store, j->study, &st, &err) < 0)
 		again = false;
 	job_fail(j);
-	if (again)
-		(void)start_job(d, &st, NULL, NULL);
+	if (again && start_job(d, &st, NULL, NULL, &err) < 0)
+		log_warning("the live report of study %s: %s", st.name, error_str(&err, -EIO));
 	store_study_done(&st);
 }
 
-/* In the child: write the report; the exit status says whether it worked,
- * the message why not. */
+/* In the child: makes the study's folder under reports/ (if need be) and
+ * opens it, following no symbolic link on the way — neither reports/ nor
+ * reports/<study> — so that whoever may write in the state directory
+ * cannot point goodputd's writes elsewhere. The report is then written
+ * through /proc/self/fd/N, which names the folder opened, whatever its
+ * path says later. Returns the descriptor. */
+static int open_report_dir(const char *dir, struct error *err)
+{
+	_cleanup_(freep) char *base = strdup(dir);
+	_cleanup_(closep) int bfd = -1, fd = -1;
+	char *leaf;
+
+	if (!base)
+		return error_set(err, -ENOMEM, "out of memory");
+	leaf = strrchr(base, '/');
+	if (!leaf)
+		return error_set(err, -EINVAL, "%s: not a path", dir);
+	*leaf++ = '\0';
+	bfd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (bfd < 0)
+		return error_set(err, -errno, "%s: %s", base,
+				 errno == ELOOP || errno == ENOTDIR
+					 ? "a symbolic link or not a folder, which goodputd does not follow: remove it"
+					 : strerror(errno));
+	if (mkdirat(bfd, leaf, 0755) < 0 && errno != EEXIST)
+		return error_set(err, -errno, "%s: cannot create the folder: %s", dir, strerror(errno));
+	fd = openat(bfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return error_set(err, -errno, "%s: %s", dir,
+				 errno == ELOOP || errno == ENOTDIR
+					 ? "a symbolic link or not a folder, which goodputd does not follow: remove it"
+					 : strerror(errno));
+	return TAKE_FD(fd);
+}
+
+/* In the child: write the report the parent read; the exit status says
+ * whether it worked, the message why not. The child opens no database: an
+ * SQLite connection must not cross a fork, and neither may the library's
+ * record of the files its parent has open. */
 static int report_child(void *userdata, int err_fd)
 {
 	struct daemon_report_job *j = userdata;
-	struct store_open_options so = { .flags = STORE_OPEN_READ_ONLY };
-	struct report_options ro = { .engines_dir = j->d->config->engines_dir };
-	struct store *s = NULL;
+	struct report_files files = { 0 };
 	struct error err = { 0 };
-	char *path = NULL;
-	int r;
+	char fd_dir[64];
+	int r, fd;
 
-	r = store_open(j->d->db_path, &so, &s, &err);
+	fd = r = open_report_dir(j->dir, &err);
+	snprintf(fd_dir, sizeof(fd_dir), "/proc/self/fd/%d", fd);
 	if (r >= 0)
-		r = report_write_html(s, j->study, j->dir, &ro, &path, &err);
-	free(path);
-	store_close(s);
+		r = report_write_files(j->report, fd_dir, &files, &err);
+	report_files_done(&files);
 	if (r < 0) {
-		const char *m = error_str(&err, r);
+		const char *m = error_str(&err, r), *at = fd >= 0 ? strstr(m, fd_dir) : NULL;
 
+		/* the folder by its name, not by the descriptor it was written through */
+		if (at) {
+			(void)!write(err_fd, m, (size_t)(at - m));
+			(void)!write(err_fd, j->dir, strlen(j->dir));
+			m = at + strlen(fd_dir);
+		}
 		(void)!write(err_fd, m, strlen(m));
 		return 1;
 	}
@@ -178,8 +226,10 @@ static int report_dir(struct daemon *d, const struct store_study *st, char **ret
 /* Starts a child writing the report of st into reports/<study>/; id: the
  * request's (NULL: the live report, nobody waits). *ret (may be NULL) is
  * the job, listed in d->report_jobs. */
-static int start_job(struct daemon *d, const struct store_study *st, const cJSON *id, struct daemon_report_job **ret)
+static int start_job(struct daemon *d, const struct store_study *st, const cJSON *id, struct daemon_report_job **ret,
+		     struct error *err)
 {
+	struct report_options ro = { .engines_dir = d->config->engines_dir };
 	struct child_options o = { .fork_fn = report_child,
 				   .output = CHILD_OUTPUT_CAPTURE,
 				   .capture_max = ERROR_MSG_MAX - 1,
@@ -199,7 +249,12 @@ static int start_job(struct daemon *d, const struct store_study *st, const cJSON
 	d->n_report_jobs++;
 	if ((id && !(j->id = cJSON_Duplicate(id, true))) || !(j->study = strdup(st->name))) {
 		job_fail(j);
-		return -ENOMEM;
+		return error_set(err, -ENOMEM, "out of memory");
+	}
+	r = report_load(d->store, st->name, &ro, &j->report, err);
+	if (r < 0) {
+		job_fail(j);
+		return r;
 	}
 	r = report_dir(d, st, &j->dir);
 	if (r >= 0 && asprintf(&j->html_path, "%s/report.html", j->dir) < 0) {
@@ -210,7 +265,7 @@ static int start_job(struct daemon *d, const struct store_study *st, const cJSON
 		r = child_spawn(d->event, &o, on_report_exit, j, &j->child);
 	if (r < 0) {
 		job_fail(j);
-		return r;
+		return error_set(err, r, "writing the report of %s in %s: %s", st->name, d->state_dir, strerror(-r));
 	}
 	if (ret)
 		*ret = j;
@@ -232,9 +287,9 @@ void daemon_report_refresh(struct daemon *d, const char *study)
 		return; /* the next trial's refresh will do */
 	r = store_study_get_by_name(d->store, study, &st, &err);
 	if (r >= 0)
-		r = start_job(d, &st, NULL, NULL);
+		r = start_job(d, &st, NULL, NULL, &err);
 	if (r < 0)
-		log_warning("the live report of study %s: %s", study, r == -ENOMEM ? "out of memory" : strerror(-r));
+		log_warning("the live report of study %s: %s", study, error_str(&err, r));
 	store_study_done(&st);
 }
 
@@ -253,6 +308,7 @@ static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const s
 			  const struct store_study *st)
 {
 	struct daemon_report_job *j;
+	struct error err = { 0 };
 	int r;
 
 	if (!peer->privileged)
@@ -276,12 +332,11 @@ static cJSON *report_html(struct daemon *d, const struct ctl_peer *peer, const s
 			return NULL;
 		}
 
-	r = start_job(d, st, req->id, &j);
+	r = start_job(d, st, req->id, &j, &err);
 	if (r == -ENOMEM)
 		return NULL;
 	if (r < 0)
-		return ctl_response_error(req->id, "writing the report of %s in %s: %s", st->name, d->state_dir,
-					  strerror(-r));
+		return ctl_response_error(req->id, "%s", error_str(&err, r));
 	j->pending = ctl_server_defer(d->ctl);
 	if (!j->pending) {
 		job_fail(j); /* kills the child */

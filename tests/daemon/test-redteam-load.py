@@ -471,6 +471,41 @@ def case_sim_limit(make, tmp):
         server.wait()
 
 
+def case_report_link(make, tmp):
+    """Item 8: reports/<study> made a symbolic link to another folder was
+    followed: goodputd wrote report.html and its plots wherever the link
+    pointed, with its own rights. Now the link is refused, nothing is
+    written through it, and the report is written once it is gone."""
+    d = make(args=["--dry-run"]).start()
+    check(d.request({"command": "submit", "study": tiny_spec("rl", trials=2)})["ok"], "submit")
+    d.wait_state("rl", ["done"], 60)
+    reports = os.path.join(d.state, "reports")
+    # the study's final report may still be being written: wait for it, then swap in a link
+    end = time.monotonic() + 30
+    while not os.path.exists(os.path.join(reports, "rl", "report.html")) or descendants(d.proc.pid):
+        check(time.monotonic() < end, "the study's final report was not written")
+        time.sleep(0.1)
+    shutil.rmtree(os.path.join(reports, "rl"))
+    target = os.path.join(tmp, "elsewhere")
+    os.mkdir(target)
+    os.symlink(target, os.path.join(reports, "rl"))
+    r = d.request({"command": "report", "study": "rl", "html": True}, timeout=60)
+    check(not r["ok"] and "symbolic link" in r["error"], r)
+    check(os.listdir(target) == [], "written through the link: %s" % os.listdir(target))
+    # reports/ itself a link: refused as well
+    os.unlink(os.path.join(reports, "rl"))
+    os.rename(reports, reports + ".real")
+    os.symlink(reports + ".real", reports)
+    r = d.request({"command": "report", "study": "rl", "html": True}, timeout=60)
+    check(not r["ok"] and "symbolic link" in r["error"], r)
+    check(not os.path.exists(os.path.join(reports + ".real", "rl")), "written through reports/ as a link")
+    os.unlink(reports)
+    os.rename(reports + ".real", reports)
+    r = d.request({"command": "report", "study": "rl", "html": True}, timeout=60)
+    check(r["ok"] and os.path.isfile(os.path.join(reports, "rl", "report.html")), r)
+    print("report-link: a link at reports/rl or reports/ refused (%s); written once gone" % r.get("html"))
+
+
 CASES = {
     "prompts": case_prompts,
     "starve": case_starve,
@@ -479,6 +514,7 @@ CASES = {
     "damaged": case_damaged,
     "sparse-log": case_sparse_log,
     "sim-limit": case_sim_limit,
+    "report-link": case_report_link,
 }
 
 if __name__ == "__main__":

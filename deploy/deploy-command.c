@@ -25,10 +25,12 @@
  * ever signalled; a deploy script's background server is the teardown
  * command's to stop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "child.h"
 #include "deploy-internal.h"
@@ -239,3 +241,39 @@ const struct deploy_ops deploy_command_ops = {
 	.no_address_text = "the deploy command reported no " URL_PREFIX " line",
 };
 /* clang-format on */
+
+/* ---- an earlier run's deployment ---- */
+
+int deploy_teardown_orphan(sd_event *e, char *const *argv, char *const *hook_env, const char *log_path,
+			   uint64_t timeout_usec, child_exit_fn cb, void *userdata, struct child **ret,
+			   struct error *err)
+{
+	char **layers[] = { (char **)hook_env };
+	struct child_options o = { .argv = argv,
+				   .output = CHILD_OUTPUT_FD,
+				   .timeout_usec = timeout_usec ? timeout_usec : 120 * USEC_PER_SEC,
+				   .kill_grace_usec = HOOK_KILL_GRACE_USEC,
+				   .description = "deploy-orphan-teardown",
+				   .keeper = true };
+	static const char header[] = "\n==> goodput: teardown command of a deployment an earlier run left "
+				     "(goodput ended before its teardown)\n";
+	_cleanup_(freep) char **env = NULL;
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	if (!argv || !argv[0])
+		return error_set(err, -EINVAL, "deploy: no teardown command");
+	fd = open(log_path ? log_path : "/dev/null", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0)
+		return error_set(err, -errno, "deploy: %s: %s", log_path, strerror(errno));
+	(void)!write(fd, header, sizeof(header) - 1);
+	env = deploy_environment(layers, ELEMENTSOF(layers));
+	if (!env)
+		return -ENOMEM;
+	o.envp = env;
+	o.out_fd = fd;
+	r = child_spawn(e, &o, cb, userdata, ret);
+	if (r < 0)
+		return error_set(err, r, "deploy: cannot run the teardown command %s: %s", argv[0], strerror(-r));
+	return 0;
+}

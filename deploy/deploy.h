@@ -40,6 +40,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "child.h"
 #include "engine-profile.h"
 #include "error.h"
 #include "study.h"
@@ -256,6 +257,16 @@ int deploy_process_identity(pid_t pid, char *buf, size_t size);
  * trusted as it was then. Returns 1 when one was there, 0 when not; never
  * our own group or 1. */
 int deploy_end_orphan(int64_t pgid, const char *identity);
+/* Runs the command method's teardown command for a trial an earlier run left
+ * deployed (goodput ended before it tore it down): argv with hook_env
+ * (deploy_hook_env; GOODPUT_PORT may be missing) on top of goodput's
+ * environment, under a keeper, its output appended to log_path after a
+ * line that says why, ended after timeout_usec. cb is called once it
+ * exited (c may be freed there). What the deploy command started outside
+ * its own process group (a container, a pod) only this can end. */
+int deploy_teardown_orphan(sd_event *e, char *const *argv, char *const *hook_env, const char *log_path,
+			   uint64_t timeout_usec, child_exit_fn cb, void *userdata, struct child **ret,
+			   struct error *err);
 /* Stops a unit left over from an earlier run (by its recorded name) on the
  * system or user bus and waits until it has stopped (at most 15 s), so that
  * a trial redone at once can start a unit of that name: blocking, for

@@ -379,6 +379,8 @@ void runner_plan(struct runner *r)
 		return;
 	if (r->plan_waits_cluster)
 		return; /* runner-cluster.c plans once the queue is clean */
+	if (r->plan_waits_orphans)
+		return; /* runner-orphans.c plans once the teardown commands ended */
 	spent = runner_wall_budget_spent(r, r->message, sizeof(r->message));
 	if (!spent) {
 		start_waiting(r);

@@ -112,6 +112,8 @@ struct runner_trial {
 	unsigned lost;
 };
 
+struct orphan_hook;
+
 struct runner {
 	sd_event *event;
 	struct store *store;
@@ -191,6 +193,12 @@ struct runner {
 	struct slurm_cluster *cluster;
 	struct slurm_op *cluster_op;
 	bool plan_waits_cluster;
+	/* the command method's teardown commands for what an earlier run left
+	 * (runner-orphans.c): planning waits while any runs */
+	struct orphan_hook **orphan_hooks;
+	size_t n_orphan_hooks;
+	unsigned n_orphan_hooks_running;
+	bool plan_waits_orphans;
 
 	/* the host (runner-host.c; NULL in a dry run) */
 	struct deploy_host *host;
@@ -212,6 +220,14 @@ void runner_fail(struct runner *r, const char *msg);
 /* runner_fail for an error k: a full disk (-ENOSPC, -EDQUOT) passes, and
  * ends the runner RUNNER_END_DISK_FULL instead, the study left resumable. */
 void runner_fail_errno(struct runner *r, int k, const char *msg);
+
+/* ---- what an earlier run left (runner-orphans.c) ---- */
+
+/* Ends every server the study's trials still have recorded; for the command
+ * method starts the teardown command of each (planning waits for them). */
+int runner_end_orphans(struct runner *r, struct error *err);
+/* Kills the teardown commands still running; frees what they hold. */
+void runner_orphans_free(struct runner *r);
 /* Whether the disk of the trials' logs is full (what a server that ended
  * while writing to it may have died of). */
 bool runner_logs_disk_full(const struct runner *r);

@@ -594,6 +594,7 @@ struct runner *runner_free(struct runner *r)
 	if (!r)
 		return NULL;
 	runner_release_trials(r);
+	runner_orphans_free(r);
 	runner_cluster_free(r); /* after the trials: their jobs' deployments use it */
 	r->planner = runner_planner_free(r->planner);
 	runner_host_free(r);
@@ -816,33 +817,6 @@ static int on_wall_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 /* ---- start, pause, resume, stop ---- */
 
-/* Ends what an earlier run of the study left running — every server still
- * recorded, whatever its trial's state (one being torn down when goodput
- * died has its outcome already) — and forgets it. */
-static int kill_orphans(struct runner *r, struct error *err)
-{
-	struct store_trial *t = NULL;
-	size_t n = 0;
-	int k;
-
-	k = store_trial_history(r->store, r->study_id, &t, &n, err);
-	if (k < 0)
-		return k;
-	for (size_t i = 0; i < n && k >= 0; i++) {
-		if (t[i].server_pgid <= 0 && !t[i].server_unit)
-			continue;
-		/* a unit first (this blocks for up to a few seconds: start-up only) */
-		if (t[i].server_unit && deploy_stop_orphan_unit(t[i].server_unit, r->study->deploy.user_bus) > 0)
-			log_info("stopped the orphaned unit %s of trial %u", t[i].server_unit, t[i].seq);
-		if (t[i].server_pgid > 0 && deploy_end_orphan(t[i].server_pgid, t[i].server_identity) > 0)
-			log_info("killed the orphaned server of trial %u (process group %lld)", t[i].seq,
-				 (long long)t[i].server_pgid);
-		k = store_trial_set_server(r->store, t[i].id, NULL, NULL, err);
-	}
-	store_trial_array_free(t, n);
-	return k < 0 ? k : 0;
-}
-
 /* When the study first ran (the dry run's virtual clock counts from it). */
 static int read_start(struct runner *r, struct error *err)
 {
@@ -875,7 +849,7 @@ int runner_start(struct runner *r, runner_event_fn cb, void *userdata)
 	}
 	k = runner_cluster_start(r, &err);
 	if (k >= 0)
-		k = kill_orphans(r, &err);
+		k = runner_end_orphans(r, &err);
 	if (k >= 0)
 		k = store_study_resume(r->store, r->study_id, &err);
 	if (k > 0)

@@ -149,6 +149,67 @@ def case_orphan_tune(make, tmp):
     check(not holders_of(logs), "a server still runs after the study")
 
 
+DEPLOY_SH = """#!/bin/sh
+# starts the server outside its own process group, as docker run -d does
+set -eu
+setsid "$@" >>"$0.out" 2>&1 </dev/null &
+echo $! > "$0-$GOODPUT_STUDY-$GOODPUT_TRIAL_ID.pid"
+echo "GOODPUT_BASE_URL=http://127.0.0.1:$GOODPUT_PORT"
+"""
+
+TEARDOWN_SH = """#!/bin/sh
+# ends it by the trial's name alone, as docker rm -f goodput-STUDY-TRIAL does
+pidfile="$(dirname "$0")/deploy.sh-$GOODPUT_STUDY-$GOODPUT_TRIAL_ID.pid"
+[ -f "$pidfile" ] || exit 0
+pid=$(cat "$pidfile")
+kill "$pid" 2>/dev/null || true
+while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+rm -f "$pidfile"
+"""
+
+
+def case_orphan_command(make, tmp):
+    """The command method: the deploy command starts a server outside its
+    own process group (a container). A `goodput tune` killed -9 left it
+    running, and `--resume` never ended it. Now `--resume` runs the
+    teardown command for the trial left deployed, before anything else."""
+    d = make(name="oc")
+    hooks = os.path.join(tmp, "hooks")
+    os.mkdir(hooks)
+    for name, text in (("deploy.sh", DEPLOY_SH), ("teardown.sh", TEARDOWN_SH)):
+        with open(os.path.join(hooks, name), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(hooks, name), 0o755)
+    spec = tiny_spec("oc", trials=3)
+    spec["deploy"] = {"method": "command", "deploy_command": [os.path.join(hooks, "deploy.sh")],
+                      "teardown_command": [os.path.join(hooks, "teardown.sh")], "startup_timeout": 30}
+    path = write_spec(tmp, spec)
+    db = os.path.join(tmp, "oc.db")
+    out = os.path.join(hooks, "deploy.sh.out")
+    p = subprocess.Popen([d.goodput, "tune", "-q", "--no-report", "--db", db, path], env=d.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        orphans = wait_until("a server deployed", lambda: sims_in(out, [p.pid]), 120, 0.01)
+        time.sleep(random.uniform(0, 1.0))
+        p.kill()
+        p.wait()
+    finally:
+        if p.poll() is None:
+            p.kill()
+    time.sleep(1)
+    orphans = [o for o in orphans if not zombie(o)]
+    check(orphans, "the server outside the deploy command's group ended by itself")
+    r = subprocess.run([d.goodput, "tune", "--no-report", "--db", db, "--resume", "oc"], env=d.env,
+                       capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, "resume: %s" % r.stderr)
+    check("teardown command ended what an earlier run left" in r.stderr, r.stderr)
+    left = [o for o in orphans if not zombie(o)]
+    check(not left, "the server the killed tune left deployed still runs: %s" % left)
+    rows = db_rows(db, "select seq, kind, knobs, state from trials order by seq")
+    trials_ok([{"seq": s, "kind": k, "knobs": json.loads(kn), "state": st} for s, k, kn, st in rows])
+    check(not sims_in(out), "a server still runs after the study")
+
+
 def case_pid_reuse(make, tmp):
     """A recorded process group whose pid the kernel has since given to
     another program: the restarted goodputd killed it as an orphan. Now the
@@ -353,6 +414,7 @@ def case_budget(make, tmp):
 CASES = {
     "orphan-daemon": case_orphan_daemon,
     "orphan-tune": case_orphan_tune,
+    "orphan-command": case_orphan_command,
     "pid-reuse": case_pid_reuse,
     "lock-links": case_lock_links,
     "wal-deleted": case_wal_deleted,

@@ -27,10 +27,13 @@
  * dies or answers nonsense ends the ask with an error that says so; cancel
  * kills it.
  *
- * When the twin says done, a good fit (calibrated, no fallback) is stored
- * for the key, replacing an older one (after drift too); each proposal
- * carries what the twin predicted for it, which the runner stores with the
- * trial for the report. */
+ * A good fit (calibrated, no fallback) is stored for the key, replacing an
+ * older one (after drift too), after every answer that rests on trials the
+ * last one did not: so a study that ends before the twin says done — its
+ * budget spent on confirmations of a noisy measurement, its wall time out —
+ * keeps what it learnt for the next one. Each proposal carries what the
+ * twin predicted for it, which the runner stores with the trial for the
+ * report. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -67,6 +70,7 @@ struct twin_planner {
 
 	struct twin_history hist; /* rebuilt before each ask */
 	size_t n_told;            /* of hist: the told trials (the rest stand in for trials in flight) */
+	size_t saved_told;        /* n_told when the calibration was last stored */
 	/* the ask in flight: the trials in flight, how many are wanted */
 	struct runner_proposal pending[RUNNER_ASK_MAX];
 	size_t n_pending, k;
@@ -154,8 +158,9 @@ static void lookup_warm(struct twin_planner *t, const char *host_json)
 	store_twin_calibration_done(&row);
 }
 
-/* The study ends: keep a good calibration for the next study on this key. */
-static void save_calibration(struct twin_planner *t)
+/* Keeps a good calibration for the next study on this key (done: the
+ * twin's last word, said in the journal). */
+static void save_calibration(struct twin_planner *t, bool done)
 {
 	const struct twin_candidate *c = &t->cand;
 	const char *name = t->env.study_name;
@@ -166,7 +171,7 @@ static void save_calibration(struct twin_planner *t)
 	struct error err = { 0 };
 	int k;
 
-	if (!c->calibrated || c->fallback || !t->key_known)
+	if (!c->calibrated || c->fallback || !t->key_known || (!done && t->n_told <= t->saved_told))
 		return;
 	twin_calibration_from_fit(&c->fit, c->tol, &cal);
 	memcpy(cal.engine, t->keycal.engine, sizeof(cal.engine));
@@ -192,11 +197,17 @@ static void save_calibration(struct twin_planner *t)
 	row.cost_error = cal.cost_error;
 	row.study_id = t->env.study_id;
 	k = store_twin_calibration_upsert(t->env.store, &row, &err);
-	if (k < 0)
+	if (k < 0) {
 		log_warning("study %s: twin: %s", name, error_str(&err, k));
-	else
+		return;
+	}
+	t->saved_told = t->n_told;
+	if (done)
 		log_info("study %s: twin: calibration stored for %s (fit error %.1f%%%s)", name, t->key,
 			 100 * cal.fit_error, c->drift ? ", replacing the one that drifted" : "");
+	else
+		log_debug("study %s: twin: calibration of %zu trials stored for %s (fit error %.1f%%)", name, t->n_told,
+			  t->key, 100 * cal.fit_error);
 }
 
 /* ---- the history ---- */
@@ -474,11 +485,10 @@ static void on_child_exit(struct child *c, const struct child_exit *how, void *u
 		 (double)(mono_usec() - t->ask_usec) / USEC_PER_SEC, cands[0].message,
 		 n > 1 ? " (and more beside it)" : "");
 	a.reason = cands[0].opt.reason;
-	if (cands[0].opt.ask == OPT_ASK_DONE) {
-		if (t->n_pending == 0)
-			save_calibration(t);
+	save_calibration(t, cands[0].opt.ask == OPT_ASK_DONE && t->n_pending == 0);
+	if (cands[0].opt.ask == OPT_ASK_DONE)
 		snprintf(a.message, sizeof(a.message), "%s", cands[0].message);
-	} else
+	else
 		for (size_t i = 0; i < n; i++)
 			a.proposals[a.n++] =
 				(struct runner_proposal){ .ask = cands[i].opt.ask,

@@ -123,7 +123,8 @@ int runner_planner_search_new(const struct runner_planner_env *env, runner_answe
 /* The digital twin ("search.strategy": "twin"): twin_next in a forked child,
  * warm-started from the calibration stored for this engine, GPU, driver and
  * model (the first ask waits for the host facts), its calibration stored
- * when the study is done. Errors name the spec key the twin cannot use. */
+ * as it learns (after each answer resting on new trials), so a study that
+ * ends before the twin is done keeps it too. Errors name the spec key the twin cannot use. */
 int runner_planner_twin_new(const struct runner_planner_env *env, runner_answer_fn cb, void *userdata,
 			    struct runner_planner **ret, struct error *err);
 

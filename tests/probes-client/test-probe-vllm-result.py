@@ -87,8 +87,13 @@ try:
     check(all(0.025 <= t < 5 for t in ttfts), f"ttfts in seconds: {ttfts}")
     check(abs(sum(ttfts) / max(len(ttfts), 1) * 1000 - j.get("mean_ttft_ms", -1)) < 1e-6,
           f"ttfts agree with mean_ttft_ms: {j.get('mean_ttft_ms')}")
-    check(all(isinstance(g, list) and len(g) == 4 and all(0 <= x < 1 for x in g) for g in itls),
-          f"itls: a list of 4 gaps in seconds per request: {itls[:2]}")
+    # Seconds, not ms: the server sent the tokens 4 ms apart, so the gaps
+    # average a few thousandths. A starved client reads tokens together
+    # (gaps of 0) and late (one long gap): only their mean is bounded, and
+    # loosely — 0.5 s would be 500 in ms.
+    gaps = [x for g in itls if isinstance(g, list) for x in g]
+    check(all(isinstance(g, list) and len(g) == 4 for g in itls) and all(x >= 0 for x in gaps) and
+          sum(gaps) / max(len(gaps), 1) < 0.5, f"itls: a list of 4 gaps in seconds per request: {itls[:2]}")
     check(j.get("output_lens") == [5] * 6 and j.get("input_lens") == [16] * 6, "input_lens, output_lens")
     check(j.get("errors") == [""] * 6, f"errors: {j.get('errors')}")
 

@@ -570,6 +570,22 @@ def case_twin():
         fail("no dry-run trial has a predicted cost: %s" % [(t["kind"], t["cost_per_mtok"]) for t in ts])
     print("twin dry run: %d trials, %d with a prediction, %.1f s" % (len(ts), len(pred), dt))
 
+    # a study whose budget ends before the twin is done (on a loaded machine
+    # noisy measurements ask for confirmations until the budget is spent)
+    # keeps what its twin learnt: the calibration is stored as it is made
+    demo["name"] = "twin-short"
+    demo["budget"] = {"max_trials": 3}
+    spec = os.path.join(TMP, "twin-short.json")
+    with open(spec, "w") as f:
+        json.dump(demo, f)
+    short_db = os.path.join(TMP, "twin-short.db")
+    p, dt = tune(spec, "--db", short_db, "--dry-run", timeout=120)
+    st, ts = check_store(short_db, "twin-short.dry-run")
+    if "converged" in (st["message"] or "") or len(ts) != 3:
+        fail("twin-short: expected its budget to end it: %s, %d trials" % (st["message"], len(ts)))
+    if not db_rows(short_db, "SELECT * FROM twin_calibrations"):
+        fail("twin-short: a study ended by its budget stored no calibration:\n%s" % p.stderr[-2000:])
+
     # a real study of a tiny space, then a second one with the same key
     light = {"dataset": "random", "input_len": 128, "output_len": 16, "range_ratio": 0.25,
              "num_prompts": 40, "ignore_eos": True, "seed": 7}

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemonlib import SkipTest, TestFailure, check, read_json_line, run, tiny_spec  # noqa: E402
 
 
-def timed_status(d, limit=2.0):
+def timed_status(d, limit=5.0):
     t0 = time.monotonic()
     r = d.request({"command": "status"}, timeout=limit + 1)
     dt = time.monotonic() - t0
@@ -293,7 +293,7 @@ def case_dryrun(make, tmp):
     check(st["state"] == "done", st)
     trials = d.request({"command": "trials", "study": "heavy"})["trials"]
     check(trials and all(t["state"] in ("done", "infeasible") for t in trials), trials)
-    check(worst < 1.0, "an answer took %.2f s while a dry run evaluated" % worst)
+    check(worst < 2.0, "an answer took %.2f s while a dry run evaluated" % worst)
     check(kids > 0, "no evaluation was seen in a child process of goodputd")
     check(hwm < base_kib + 100 * 1024, "goodputd grew from %d to %d KiB" % (base_kib, hwm))
     best = d.request({"command": "best", "study": "heavy"})
@@ -307,7 +307,7 @@ def case_dryrun(make, tmp):
     # past the memory bound, or (where the address space cannot be bounded, as under ASan) past the
     # workload's cap on prompt tokens: either way the message names the key to change
     check(st["state"] == "failed" and "workload.num_prompts: 1000000 prompts" in (st.get("message") or ""), st)
-    check(worst < 1.0, "an answer took %.2f s while a dry run evaluated" % worst)
+    check(worst < 2.0, "an answer took %.2f s while a dry run evaluated" % worst)
     check(vm_kib(pid, "VmHWM") < base_kib + 100 * 1024, "goodputd's own memory grew")
     # the study's final report is written by a child of its own, which ends by itself
     end = time.monotonic() + 30
@@ -333,9 +333,9 @@ def case_dryrun(make, tmp):
         time.sleep(0.02)
     st = [s for s in d.request({"command": "list"})["studies"] if s["name"] == "cancelled"][0]
     print("dryrun: cancel answered in %.3f s while a child of %d KiB evaluated; study %s" % (dt, kid_kib, st["state"]))
-    check(dt < 1.0, "cancel took %.2f s" % dt)
+    check(dt < 3.0, "cancel took %.2f s" % dt)
     check(st["state"] == "cancelled", st)
-    timed_status(d, limit=1.0)
+    timed_status(d, limit=3.0)
 
 
 def case_setup(make, tmp):

@@ -141,9 +141,11 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 		if (isfinite(ev->deploy_seconds))
 			snprintf(deployed, sizeof(deployed), "; deployed in %.1f s", ev->deploy_seconds);
 		if (ev->trial_state == STORE_TRIAL_DONE)
-			fprintf(stderr, "%s%s%s: $%.4f/Mtok (%.0f tok/s%s)%s\n", tag, t->knobs[0] ? " " : "", t->knobs,
-				ev->cost_per_mtok, ev->max_goodput, deployed,
-				ev->status->best_trial_id == ev->trial_id ? " *best*" : "");
+			/* a note of a measured trial (measured at lower precision) follows */
+			fprintf(stderr, "%s%s%s: $%.4f/Mtok (%.0f tok/s%s)%s%s%s\n", tag, t->knobs[0] ? " " : "",
+				t->knobs, ev->cost_per_mtok, ev->max_goodput, deployed,
+				ev->status->best_trial_id == ev->trial_id ? " *best*" : "",
+				ev->failure_message ? "; " : "", ev->failure_message ? ev->failure_message : "");
 		else
 			fprintf(stderr, "%s%s%s: %s (%s)%s%s\n", tag, t->knobs[0] ? " " : "", t->knobs,
 				store_trial_state_to_string(ev->trial_state), store_failure_to_string(ev->failure),
@@ -276,6 +278,7 @@ static int best_json(const struct summary *s, cJSON *o)
 	    json_add_number(o, "spread", b->spread) < 0 ||
 	    json_add_number(o, "trial_cost_per_mtok", t->cost_per_mtok) < 0 ||
 	    json_add_number(o, "max_goodput", t->max_goodput) < 0 || json_add_number(o, "max_rate", t->max_rate) < 0 ||
+	    json_add_number(o, "offered_rate", store_load_point_offered_rate(s->at)) < 0 ||
 	    json_add_number(o, "concurrency", t->concurrency) < 0 ||
 	    (s->command && json_add_string(o, "command", s->command) < 0) ||
 	    (s->defaults[0] && json_add_string(o, "engine_defaults", s->defaults) < 0) ||
@@ -367,8 +370,11 @@ static void summary_text(const struct summary *s, const char *db_path)
 		printf("  cost:            $%.4f per million tokens", b->cost_per_mtok);
 		if (b->n > 1)
 			printf(" (mean of %u measurements, spread %.1f%%)", b->n, b->spread * 100);
-		printf("\n  max goodput:     %.1f tokens/s at %.2f requests/s (concurrency %.1f)\n",
-		       b->trial.max_goodput, b->trial.max_rate, b->trial.concurrency);
+		printf("\n  max goodput:     %.1f tokens/s at %.2f requests/s", b->trial.max_goodput,
+		       b->trial.max_rate);
+		if (isfinite(store_load_point_offered_rate(s->at)))
+			printf(" (%.2f sent)", store_load_point_offered_rate(s->at));
+		printf(" (concurrency %.1f)\n", b->trial.concurrency);
 		if (s->at) {
 			printf("  TTFT at that load: mean %.1f ms, p50 %.1f, p90 %.1f, p99 %.1f ms\n",
 			       s->at->mean_ttft_ms, s->at->p50_ttft_ms, s->at->p90_ttft_ms, s->at->p99_ttft_ms);

@@ -204,6 +204,15 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 		q |= json_add_number(o, "verdict_requests", r->verdict_requests);
 		q |= json_add_number(o, "verdict_confidence", r->verdict_confidence);
 	}
+	if (r->verdict == PROBE_VERDICT_UNDECIDED) {
+		cJSON *ci = cJSON_AddArrayToObject(o, "attainment_ci");
+
+		q |= json_add_string(o, "cap", probe_cap_name(r->cap));
+		q |= json_add_number(o, "attainment_ci_level", PROBE_CAP_CI_LEVEL);
+		if (!ci || !cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->attainment_lo)) ||
+		    !cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->attainment_hi)))
+			q = -ENOMEM;
+	}
 	if (add_failure_reasons(o, r) < 0)
 		return -ENOMEM;
 	if (r->server.present && add_server(o, &r->server) < 0)
@@ -280,6 +289,31 @@ static int read_sla(const cJSON *v, const char *path, const struct json_field *f
 		return 0;
 	r = probe_sla_parse(v->valuestring, &res->sla, err);
 	return r < 0 ? error_prefix(err, r, "%s", path) : 0;
+}
+
+static int read_cap(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	struct probe_result *res = base;
+	int k;
+
+	if (!cJSON_IsString(v) || (k = probe_cap_from_name(v->valuestring)) < 0)
+		return error_set(err, -EINVAL, "%s: expected requests or seconds", path);
+	res->cap = (enum probe_cap)k;
+	return 0;
+}
+
+static int read_attainment_ci(const cJSON *v, const char *path, const struct json_field *f, void *base,
+			      struct error *err)
+{
+	struct probe_result *res = base;
+	const cJSON *lo = cJSON_GetArrayItem(v, 0), *hi = cJSON_GetArrayItem(v, 1);
+
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || !cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) ||
+	    !(lo->valuedouble >= 0 && lo->valuedouble <= hi->valuedouble && hi->valuedouble <= 1))
+		return error_set(err, -EINVAL, "%s: expected [lo, hi] within [0, 1]", path);
+	res->attainment_lo = lo->valuedouble;
+	res->attainment_hi = hi->valuedouble;
+	return 0;
 }
 
 static int read_verdict(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
@@ -406,6 +440,8 @@ static const struct json_field result_fields[] = {
 	{ "verdict", JSON_ANY, .callback = read_verdict, .flags = JSON_NULLABLE },
 	{ "verdict_requests", JSON_U32, OFF(verdict_requests), .flags = JSON_NULLABLE, .max = UINT32_MAX },
 	{ "verdict_confidence", JSON_DOUBLE, OFF(verdict_confidence), .flags = JSON_NULLABLE, .min = 0, .max = 1 },
+	{ "cap", JSON_ANY, .callback = read_cap, .flags = JSON_NULLABLE },
+	{ "attainment_ci", JSON_ANY, .callback = read_attainment_ci, .flags = JSON_NULLABLE },
 	{ "failure_reasons", JSON_ANY, .callback = read_failure_reasons, .flags = JSON_NULLABLE },
 	{ "server", JSON_OBJECT, .fields = server_fields, .callback = read_server, .flags = JSON_NULLABLE },
 	{ 0 },
@@ -517,8 +553,7 @@ void probe_result_print(FILE *f, const struct probe_result *r)
 	line_f(f, "Good output throughput (tok/s):", r->good_output_throughput);
 	line_s(f, "SLA met:", r->sla_met ? "yes" : "no");
 	if (r->verdict != PROBE_VERDICT_NONE) {
-		snprintf(buf, sizeof(buf), "%s (%.0f%% confidence, first %" PRIu32 " requests)",
-			 probe_verdict_name(r->verdict), r->verdict_confidence * 100, r->verdict_requests);
+		probe_result_verdict_text(r, buf, sizeof(buf));
 		line_s(f, "SLA verdict:", buf);
 	}
 	if (r->server.present) {

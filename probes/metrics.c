@@ -23,6 +23,7 @@
 
 #include "array.h"
 #include "macro.h"
+#include "ratesearch.h"
 #include "time-util.h"
 
 void probe_request_result_done(struct probe_request_result *r)
@@ -345,13 +346,56 @@ static int keep_failure_reasons(const struct probe_request_result *reqs, size_t 
 	return 0;
 }
 
-void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence)
+#define PROBE_CAP_Z 1.6449 /* two-sided, PROBE_CAP_CI_LEVEL */
+
+void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence,
+			      enum probe_cap cap)
 {
+	double target = r->sla.attainment > 0 ? r->sla.attainment : PROBE_SLA_DEFAULT_ATTAINMENT;
+	uint32_t good = (uint32_t)lround(r->attainment * r->num_prompts);
+
 	r->verdict = v;
 	r->verdict_requests = requests;
 	r->verdict_confidence = confidence;
-	if (v != PROBE_VERDICT_NONE)
+	r->cap = PROBE_CAP_NONE;
+	if (v == PROBE_VERDICT_UNDECIDED) {
+		/* never a silent "missed": what was measured decides, its
+		 * precision stated */
+		r->cap = cap != PROBE_CAP_NONE ? cap : PROBE_CAP_REQUESTS;
+		probe_wilson_interval(good, r->num_prompts, PROBE_CAP_Z, &r->attainment_lo, &r->attainment_hi);
+		r->sla_met = r->attainment >= target - 1e-12 && r->percentiles_met;
+	} else if (v != PROBE_VERDICT_NONE)
 		r->sla_met = v == PROBE_VERDICT_MET && r->percentiles_met;
+}
+
+void probe_result_verdict_text(const struct probe_result *r, char *buf, size_t size)
+{
+	if (size == 0)
+		return;
+	buf[0] = 0;
+	if (r->verdict == PROBE_VERDICT_MET || r->verdict == PROBE_VERDICT_MISSED)
+		snprintf(buf, size, "%s at %.0f %% confidence (first %" PRIu32 " requests)",
+			 probe_verdict_name(r->verdict), r->verdict_confidence * 100, r->verdict_requests);
+	else if (r->verdict == PROBE_VERDICT_UNDECIDED)
+		snprintf(buf, size, "%s at the cap: %.1f %%, %.0f %% CI %.0f–%.0f %% (%" PRIu32 " requests; %s cap)",
+			 r->sla_met ? "met" : "missed", r->attainment * 100, PROBE_CAP_CI_LEVEL * 100,
+			 r->attainment_lo * 100, r->attainment_hi * 100, r->num_prompts,
+			 r->cap == PROBE_CAP_SECONDS ? "time" : "request");
+}
+
+static const char *const cap_names[] = { "none", "requests", "seconds", NULL };
+
+const char *probe_cap_name(enum probe_cap c)
+{
+	return (unsigned)c < ELEMENTSOF(cap_names) - 1 ? cap_names[c] : "?";
+}
+
+int probe_cap_from_name(const char *s)
+{
+	for (size_t i = 0; cap_names[i]; i++)
+		if (strcmp(cap_names[i], s) == 0)
+			return (int)i;
+	return -EINVAL;
 }
 
 static const char *const verdict_names[] = { "none", "met", "missed", "undecided", NULL };
@@ -586,9 +630,36 @@ static void append_bound(char *buf, size_t size, size_t *len, const char *metric
 		k = snprintf(buf + *len, size - *len, "%s%s %s %.4g ms over %.4g ms (+%.0f%%)", *len ? ", " : "",
 			     metric, pct, v, bound, (v / bound - 1) * 100);
 	else
-		k = snprintf(buf + *len, size - *len, "%s%s %s %.4g ms within %.4g ms", *len ? ", " : "", metric, pct,
-			     v, bound);
+		k = snprintf(buf + *len, size - *len, "%s%s %s %.4g ms within %.4g ms (−%.0f%%)", *len ? ", " : "",
+			     metric, pct, v, bound, (1 - v / bound) * 100);
 	*len = k > 0 ? MIN(*len + (size_t)k, size) : *len;
+}
+
+int probe_result_margins(const struct probe_result *r, char *buf, size_t size)
+{
+	double t = r->sla.attainment > 0 ? r->sla.attainment : PROBE_SLA_DEFAULT_ATTAINMENT;
+	size_t len = 0;
+
+	if (size == 0)
+		return -EINVAL;
+	buf[0] = 0;
+	for (size_t i = 0; i < r->sla.n_bounds; i++) {
+		const struct probe_sla_bound *b = &r->sla.bounds[i];
+		double want = b->percentile > 0 ? b->percentile : t * 100, v;
+		size_t best = SIZE_MAX;
+		char pct[32];
+
+		/* the percentile the bound must hold at, or the nearest measured */
+		for (size_t k = 0; k < r->n_percentiles; k++)
+			if (best == SIZE_MAX || fabs(r->percentiles[k] - want) < fabs(r->percentiles[best] - want))
+				best = k;
+		if (best == SIZE_MAX || r->stat[b->metric].n == 0)
+			continue;
+		v = r->stat[b->metric].pct_ms[best];
+		snprintf(pct, sizeof(pct), "p%.4g", r->percentiles[best]);
+		append_bound(buf, size, &len, probe_metric_name(b->metric), pct, v, b->bound_ms);
+	}
+	return 0;
 }
 
 int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const struct probe_sla *sla, char *buf,

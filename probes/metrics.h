@@ -114,6 +114,7 @@ struct probe_stat {
 /* Server-side figures scraped from Prometheus /metrics during a load point. */
 struct probe_server_metrics {
 	bool present;
+	/* gauges' means and peaks: NAN with fewer than two samples */
 	double kv_usage_mean, kv_usage_peak; /* 0..1 */
 	double running_mean, running_peak;
 	double waiting_mean, waiting_peak;
@@ -152,6 +153,22 @@ enum probe_verdict {
  * value or -EINVAL. */
 const char *probe_verdict_name(enum probe_verdict v);
 int probe_verdict_from_name(const char *s);
+
+/* What ended a load point of the search before its verdict was sure: its
+ * cap of requests, or of time (probe.max_point_seconds, or what was left of
+ * the probe's share of a wall-time budget). */
+enum probe_cap {
+	PROBE_CAP_NONE,
+	PROBE_CAP_REQUESTS,
+	PROBE_CAP_SECONDS,
+};
+
+/* "requests", "seconds" ("none"); the parser returns the value or -EINVAL. */
+const char *probe_cap_name(enum probe_cap c);
+int probe_cap_from_name(const char *s);
+
+/* The confidence of the attainment interval stated with a verdict at the cap. */
+#define PROBE_CAP_CI_LEVEL 0.90
 
 #define PROBE_MAX_FAILURE_REASONS 8
 #define PROBE_FAILURE_REASON_MAX  160
@@ -194,6 +211,11 @@ struct probe_result {
 	enum probe_verdict verdict;
 	uint32_t verdict_requests; /* the requests it rests on, the first sent */
 	double verdict_confidence; /* e.g. 0.95 */
+	/* UNDECIDED: which cap came first, and attainment's Wilson interval
+	 * at PROBE_CAP_CI_LEVEL over the requests measured (sla_met is the
+	 * point estimate against the target) */
+	enum probe_cap cap;
+	double attainment_lo, attainment_hi;
 	/* why requests failed, most frequent first (at most PROBE_MAX_FAILURE_REASONS) */
 	struct probe_failure_count failure_reasons[PROBE_MAX_FAILURE_REASONS];
 	size_t n_failure_reasons;
@@ -219,8 +241,16 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err);
 
 /* Sets the sequential verdict of a load point whose figures r holds:
- * sla_met then follows the verdict (and the percentile bounds). */
-void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence);
+ * sla_met then follows the verdict (and the percentile bounds); an
+ * UNDECIDED one (the cap came first) is judged by its point estimate,
+ * attainment against the target, with its interval at PROBE_CAP_CI_LEVEL
+ * (cap: which one). */
+void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence,
+			      enum probe_cap cap);
+/* The verdict for people: "met at 95 % confidence (first 55 requests)",
+ * "met at the cap: 93.8 %, 90 % CI 89–97 % (37 requests; time cap)"; ""
+ * for a point of a fixed count. */
+void probe_result_verdict_text(const struct probe_result *r, char *buf, size_t size);
 
 /* Which bound a load point's requests missed and by how much, for people:
  * for each bound of sla, the figure it must hold at — a per-request bound
@@ -230,6 +260,12 @@ void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint
  * within 50 ms". "" for no requests. -ENOMEM, -EINVAL (size 0). */
 int probe_sla_shortfall(const struct probe_request_result *reqs, size_t n, const struct probe_sla *sla, char *buf,
 			size_t size);
+
+/* The same from a result's own figures (no requests: a stored load point),
+ * every bound with its margin: "ttft p90 2310 ms within 2500 ms (−8%), tpot
+ * p90 78 ms over 18 ms (+333%)" — the percentile the bound holds at, or the
+ * nearest one the result has. "" without bounds. -EINVAL (size 0). */
+int probe_result_margins(const struct probe_result *r, char *buf, size_t size);
 
 /* A result's failed requests by reason, for people: "connection refused
  * ×5, HTTP 500: boom ×3" (and how many failed for reasons not kept); ""

@@ -39,7 +39,9 @@ struct probe {
 
 	struct probe_workload *workload; /* of the current point */
 	struct probe_run *run;
-	sd_event_source *progress_timer, *done_defer;
+	sd_event_source *progress_timer, *done_defer, *cap_timer;
+	uint64_t start_usec; /* the probe's start, for max_seconds */
+	bool cur_capped;     /* the current point's time cap came */
 	double cur_rate;
 	bool cur_saturation;
 	unsigned cur_redone;         /* times the current point was run again */
@@ -102,6 +104,9 @@ int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, s
 		return error_set(err, -EINVAL, "--num-prompts: expected at least 1, got 0");
 	if (cfg->confidence != 0 && !(cfg->confidence >= 0.5 && cfg->confidence < 1))
 		return error_set(err, -EINVAL, "confidence: expected a fraction in [0.5, 1), got %g", cfg->confidence);
+	if (!(cfg->max_point_seconds >= 0) || !(cfg->max_seconds >= 0))
+		return error_set(err, -EINVAL, "time bounds: expected seconds >= 0, got %g and %g",
+				 cfg->max_point_seconds, cfg->max_seconds);
 	if (cfg->max_point_requests > PROBE_MAX_REQUESTS)
 		return error_set(err, -EINVAL, "requests per load point: at most %u, got %u", PROBE_MAX_REQUESTS,
 				 cfg->max_point_requests);
@@ -149,6 +154,7 @@ struct probe *probe_free(struct probe *p)
 	probe_sequential_done(&p->seq);
 	sd_event_source_disable_unref(p->progress_timer);
 	sd_event_source_disable_unref(p->done_defer);
+	sd_event_source_disable_unref(p->cap_timer);
 	for (size_t i = 0; i < p->n_points; i++) {
 		for (size_t k = 0; k < p->points[i].n_requests; k++)
 			probe_request_result_done(&p->points[i].requests[k]);
@@ -227,8 +233,42 @@ static void on_request(struct probe_run *run, size_t pos, const struct probe_req
 		return;
 	}
 	probe_run_get_progress(run, &pr);
-	if (v == PROBE_VERDICT_NONE && p->seq_stopped && pr.done == pr.sent && probe_run_resume_sending(run) >= 0)
+	/* past its time cap a point never sends again */
+	if (v == PROBE_VERDICT_NONE && p->seq_stopped && !p->cur_capped && pr.done == pr.sent &&
+	    probe_run_resume_sending(run) >= 0)
 		p->seq_stopped = false;
+}
+
+/* What is left of max_seconds, s (INFINITY without it). */
+static double time_left(const struct probe *p)
+{
+	if (!(p->cfg.max_seconds > 0))
+		return INFINITY;
+	return p->cfg.max_seconds - (double)(mono_usec() - p->start_usec) / USEC_PER_SEC;
+}
+
+/* The time cap of a point of the search: max_point_seconds, at most what is
+ * left of max_seconds; 0 for none. */
+static double point_cap_seconds(const struct probe *p)
+{
+	double cap = p->cfg.max_point_seconds > 0 ? p->cfg.max_point_seconds : INFINITY;
+
+	cap = MIN(cap, time_left(p));
+	return isfinite(cap) ? MAX(cap, 1.0) : 0;
+}
+
+/* The point's time is up: no more requests are sent; those in flight come
+ * back, and the verdict is what they all say (at the cap). */
+static int on_cap(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct probe *p = userdata;
+
+	p->cur_capped = true;
+	if (p->run && !probe_run_finished(p->run)) {
+		p->seq_stopped = true;
+		probe_run_stop_sending(p->run);
+	}
+	return 0;
 }
 
 /* Readies the sequential verdict of a point of the search (none for the
@@ -271,9 +311,19 @@ static int start_point(struct probe *p, double rate, bool saturation)
 	p->cur_rate = wc.arrival == PROBE_ARRIVAL_INF ? INFINITY : wc.request_rate;
 	p->cur_saturation = saturation;
 	p->cur_good = 0;
+	p->cur_capped = false;
+	p->cap_timer = sd_event_source_disable_unref(p->cap_timer);
 	r = probe_run_start(p->event, p->client, p->workload, &p->cfg.run, on_run_done, p, &p->run);
 	if (r < 0)
 		return error_set(&p->err, r, "could not start the load point: %s", strerror(-r));
+	if (p->cfg.find_max_rate && !saturation && point_cap_seconds(p) > 0) {
+		r = sd_event_add_time_relative(p->event, &p->cap_timer, CLOCK_MONOTONIC,
+					       (uint64_t)(point_cap_seconds(p) * USEC_PER_SEC), 10 * USEC_PER_MSEC,
+					       on_cap, p);
+		if (r < 0)
+			return error_set(&p->err, r, "could not arm the load point's time cap: %s", strerror(-r));
+		(void)sd_event_source_set_description(p->cap_timer, "probe-point-cap");
+	}
 	if (p->on_event) {
 		struct probe_event ev = {
 			.kind = PROBE_EVENT_LOAD_POINT_START,
@@ -338,6 +388,11 @@ static int search_next(struct probe *p, double *ret_rate)
 		if (p->cfg.min_rate > 0)
 			p->search.min_rate_frac = MAX(p->search.min_rate_frac, p->cfg.min_rate / x_sat);
 	}
+	/* too little time left for a point that could say anything: the
+	 * search answers with what it has (a point needs its sequential
+	 * test's minimum time, and a quarter of its own cap) */
+	p->search.out_of_time =
+		p->n_points > 0 && time_left(p) < MAX(2 * PROBE_SEQUENTIAL_MIN_SECONDS, p->cfg.max_point_seconds / 4);
 	r = probe_ratesearch_next(&p->search, hist, p->n_points, &step, &p->err);
 	if (r < 0)
 		return r;
@@ -361,6 +416,9 @@ static int search_next(struct probe *p, double *ret_rate)
 	p->outcome.best_point = step.best >= 0 && (size_t)step.best < p->n_points ? (size_t)step.best : SIZE_MAX;
 	p->outcome.why = step.why;
 	p->outcome.budget_spent = step.budget_spent;
+	p->outcome.out_of_time = step.out_of_time;
+	p->outcome.bracket_lo = step.lo;
+	p->outcome.bracket_hi = step.hi;
 	p->outcome.met_above = step.met_above;
 	p->outcome.failed_below = step.failed_below;
 	return 0;
@@ -388,7 +446,7 @@ static int add_point(struct probe *p, struct probe_run *run)
 	pt.result.request_rate = p->cur_rate;
 	if (p->seq_active)
 		probe_result_set_verdict(&pt.result, probe_sequential_finish(&p->seq), p->seq.judged,
-					 p->seq.cfg.confidence);
+					 p->seq.cfg.confidence, p->cur_capped ? PROBE_CAP_SECONDS : PROBE_CAP_REQUESTS);
 	pt.result.burstiness = p->workload->config.burstiness > 0 ? p->workload->config.burstiness : 1.0;
 	pt.result.max_concurrency = p->workload->config.max_concurrency;
 	probe_run_server_metrics(run, &pt.result.server);
@@ -445,6 +503,7 @@ static void on_run_done(struct probe_run *run, void *userdata)
 	int r;
 
 	emit_progress(p);
+	p->cap_timer = sd_event_source_disable_unref(p->cap_timer);
 	if (isfinite(lag) && lag > LAG_REDO_MS && p->cur_redone < LAG_REDO_MAX) {
 		/* the same point again: the same rate and, with the same point
 		 * number, the same requests */
@@ -512,6 +571,7 @@ int probe_start(struct probe *p, probe_event_fn on_event, probe_done_fn on_done,
 	p->on_event = on_event;
 	p->on_done = on_done;
 	p->userdata = userdata;
+	p->start_usec = mono_usec();
 	r = sd_event_add_time(p->event, &p->progress_timer, CLOCK_MONOTONIC, mono_usec() + PROGRESS_INTERVAL_USEC,
 			      10 * USEC_PER_MSEC, on_progress, p);
 	if (r < 0)

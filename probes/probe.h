@@ -24,7 +24,10 @@
  * A server that fails requests is told apart from one that is too slow: the
  * search stops at a load point where every request failed, and a search
  * that never met the SLA is put down to failures when, at the lowest rate
- * tried, the requests that completed would have met it on their own. */
+ * tried, the requests that completed would have met it on their own.
+ *
+ * Bounded in time: a point of the search sends for max_point_seconds at
+ * most, the probe runs for max_seconds at most (see probe_config). */
 #pragma once
 
 #include <stdbool.h>
@@ -62,6 +65,13 @@ struct probe_config {
 	bool fixed_count;
 	uint32_t max_point_requests;
 	double confidence;
+	/* Bounds in time (0: none). A load point of the search stops sending
+	 * after max_point_seconds; its verdict is then what was measured
+	 * (metrics.h: at the cap). The probe as a whole has max_seconds: each
+	 * point is capped to what is left, and once too little is left for a
+	 * point the search ends with its best sure pass, at the precision its
+	 * bracket has (outcome.out_of_time). */
+	double max_point_seconds, max_seconds;
 };
 
 void probe_config_init(struct probe_config *cfg);
@@ -86,18 +96,20 @@ const char *probe_search_outcome_name(enum probe_search_outcome o);
 
 struct probe_outcome {
 	enum probe_search_outcome search;
-	double max_rate;          /* requests/s meeting the SLA (0 when none) */
-	double saturation_rate;   /* completed requests/s at saturation */
-	size_t best_point;        /* index of the load point at max_rate, or SIZE_MAX */
-	size_t failed_point;      /* SERVER_FAILED: the load point that shows it, else SIZE_MAX */
-	unsigned redone_points;   /* load points run again because the client itself lagged (p95 of its
+	double max_rate;               /* requests/s meeting the SLA (0 when none) */
+	double saturation_rate;        /* completed requests/s at saturation */
+	size_t best_point;             /* index of the load point at max_rate, or SIZE_MAX */
+	size_t failed_point;           /* SERVER_FAILED: the load point that shows it, else SIZE_MAX */
+	unsigned redone_points;        /* load points run again because the client itself lagged (p95 of its
 	                           * requests sent over 20 ms late; at most twice each) */
-	uint64_t redone_requests; /* the requests those discarded runs sent: the server got them,
+	uint64_t redone_requests;      /* the requests those discarded runs sent: the server got them,
 	                           * no load point counts them */
-	const char *why;          /* the search's last word, static ("bracket within tolerance"); NULL */
-	bool budget_spent;        /* the answer came because max_load_points ran out */
-	double met_above;         /* a higher rate that met the SLA although one between failed; 0 */
-	double failed_below;      /* a lower rate that failed although max_rate met it; 0 */
+	const char *why;               /* the search's last word, static ("bracket within tolerance"); NULL */
+	bool budget_spent;             /* the answer came because max_load_points ran out */
+	bool out_of_time;              /* ... or because max_seconds did: the search ended early */
+	double bracket_lo, bracket_hi; /* where the max rate lies by the search's points (0 / INFINITY: open) */
+	double met_above;              /* a higher rate that met the SLA although one between failed; 0 */
+	double failed_below;           /* a lower rate that failed although max_rate met it; 0 */
 };
 
 enum probe_event_kind {

@@ -425,9 +425,17 @@ void probe_prom_acc_add(struct probe_prom_acc *a, const struct probe_prom_sample
 	}
 }
 
+/* A gauge's mean and peak need two samples at least: one sample (taken
+ * before the load arrived, or the only one a busy server answered) would
+ * report a peak of 0 with the server full. NAN: not known. */
 static double mean(const struct probe_prom_acc *a, enum probe_series s)
 {
-	return a->n_have[s] ? a->sum[s] / (double)a->n_have[s] : 0.0;
+	return a->n_have[s] >= 2 ? a->sum[s] / (double)a->n_have[s] : NAN;
+}
+
+static double peak(const struct probe_prom_acc *a, enum probe_series s)
+{
+	return a->n_have[s] >= 2 ? a->peak[s] : NAN;
 }
 
 void probe_prom_acc_result(const struct probe_prom_acc *a, struct probe_server_metrics *ret)
@@ -438,11 +446,11 @@ void probe_prom_acc_result(const struct probe_prom_acc *a, struct probe_server_m
 		m.present = m.present || a->n_have[i] > 0;
 	m.samples = a->n;
 	m.running_mean = mean(a, PROBE_SERIES_RUNNING);
-	m.running_peak = a->peak[PROBE_SERIES_RUNNING];
+	m.running_peak = peak(a, PROBE_SERIES_RUNNING);
 	m.waiting_mean = mean(a, PROBE_SERIES_WAITING);
-	m.waiting_peak = a->peak[PROBE_SERIES_WAITING];
+	m.waiting_peak = peak(a, PROBE_SERIES_WAITING);
 	m.kv_usage_mean = mean(a, PROBE_SERIES_KV_USAGE);
-	m.kv_usage_peak = a->peak[PROBE_SERIES_KV_USAGE];
+	m.kv_usage_peak = peak(a, PROBE_SERIES_KV_USAGE);
 	m.preemptions = a->increase[PROBE_SERIES_PREEMPTIONS];
 	m.prompt_tokens = a->n_have[PROBE_SERIES_PROMPT_TOKENS] ? a->increase[PROBE_SERIES_PROMPT_TOKENS] : NAN;
 	m.generation_tokens =

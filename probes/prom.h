@@ -67,5 +67,6 @@ struct probe_prom_acc {
 
 void probe_prom_acc_init(struct probe_prom_acc *a);
 void probe_prom_acc_add(struct probe_prom_acc *a, const struct probe_prom_sample *s);
-/* present = at least one sample held one of the series. */
+/* present = at least one sample held one of the series; a gauge's mean and
+ * peak are NAN with fewer than two samples of it (never a peak of one). */
 void probe_prom_acc_result(const struct probe_prom_acc *a, struct probe_server_metrics *ret);

@@ -78,6 +78,7 @@ struct group {
 	bool conclusive;
 	enum probe_verdict verdict; /* of the newest point, when it was decided sequentially */
 	bool undecided;             /* that verdict: the cap came first */
+	bool knee;                  /* ... with attainment near the target: the knee is at this rate */
 	double lw_sum;              /* Σ log(1/sla_ratio) over its points (informed steering) */
 	uint32_t n_w;
 };
@@ -95,10 +96,17 @@ static void judge(const struct probe_ratesearch_config *cfg, struct group *g)
 
 	if (g->verdict != PROBE_VERDICT_NONE) {
 		/* decided while it ran, as sure as the test makes it; sla_met
-		 * follows the verdict and the percentile bounds */
+		 * follows the verdict and the percentile bounds (at the cap: the
+		 * point estimate) */
 		g->v = g->last_met ? PASS : FAIL;
 		g->conclusive = true;
 		g->undecided = g->verdict == PROBE_VERDICT_UNDECIDED;
+		/* undecided within the test's indifference zone (|p − t| at most
+		 * margin·(1 − t)): the knee; one far from the target (13 of 13
+		 * good when the time cap came) only had too few requests */
+		p = g->n ? (double)g->good / (double)g->n : 0;
+		g->knee = g->undecided && cfg->target > 0 &&
+			  fabs(p - cfg->target) <= cfg->margin * (1 - cfg->target) + 1e-9;
 		return;
 	}
 	if (cfg->target <= 0 || g->n == 0) {
@@ -145,6 +153,13 @@ static void add_point(const struct probe_ratesearch_config *cfg, struct group *g
 static double group_w(const struct group *g)
 {
 	return g->n_w ? exp(g->lw_sum / g->n_w) : 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
 }
 
 static int cmp_group(const void *a, const void *b)
@@ -268,24 +283,79 @@ static double line_root(double x1, double w1, double x2, double w2)
 	return x1 + (w1 - 1) * (x2 - x1) / (w1 - w2);
 }
 
+/* The decay rate, per service time, of the wait's tail in an M/D/1 queue
+ * at utilisation rho: the root x > 0 of rho·(e^x − 1) = x (Cramér–Lundberg). */
+static double md1_decay(double rho)
+{
+	double lo = 1e-12, hi = 60;
+
+	for (int k = 0; k < 80; k++) {
+		double x = (lo + hi) / 2;
+
+		if (rho * expm1(x) < x)
+			lo = x;
+		else
+			hi = x;
+	}
+	return lo;
+}
+
+/* The utilisation at which a queue of Poisson arrivals and service rate
+ * x_sat (req/s) keeps the wait within w_s for all but `miss` of its
+ * requests: the wait exceeds w with probability about ρ·exp(−θ·w·x_sat),
+ * θ between M/M/1's 1 − ρ and M/D/1's by the service time's squared
+ * coefficient of variation c² (1: exponential; 0: every request alike). By
+ * bisection (the probability rises with ρ); 0 when no wait is allowed. */
+static double queue_knee(double w_s, double x_sat, double scv, double miss)
+{
+	double lo = 0, hi = 1;
+
+	if (!(w_s > 0))
+		return 0;
+	if (!(miss < 1))
+		return 1;
+	for (int k = 0; k < 50; k++) {
+		double rho = (lo + hi) / 2, theta = scv * (1 - rho) + (1 - scv) * md1_decay(rho);
+
+		if (rho * exp(-theta * w_s * x_sat) <= miss)
+			lo = rho;
+		else
+			hi = rho;
+	}
+	return lo;
+}
+
+/* The knee as queueing sets it (see ratesearch.h): the lower of what the
+ * TTFT and the E2E bounds allow beyond the single-request latency; 1 when
+ * neither is bounded or the latencies are unknown. */
+static double first_frac_queueing(const struct probe_ratesearch_config *cfg, const struct probe_rate_point *sat,
+				  double x_sat)
+{
+	double miss = 1 - (cfg->target > 0 && cfg->target < 1 ? aim_attainment(cfg, cfg->num_requests) : 0.9);
+	double frac = 1, scv = sat->service_scv > 0 ? MIN(sat->service_scv, 1.0) : 1;
+
+	if (sat->ttft_bound_s > 0 && sat->single_ttft_s > 0)
+		frac = MIN(frac, queue_knee(sat->ttft_bound_s - sat->single_ttft_s, x_sat, scv, miss));
+	if (sat->e2e_bound_s > 0 && sat->single_e2e_s > 0)
+		frac = MIN(frac, queue_knee(sat->e2e_bound_s - sat->single_e2e_s, x_sat, scv, miss));
+	return frac;
+}
+
 /* The first finite rate from the saturation run (see ratesearch.h). */
 static double first_rate_informed(const struct probe_ratesearch_config *cfg, const struct probe_rate_point *sat,
 				  double x_sat)
 {
-	double u = sat->tpot_ratio, f, frac;
+	double u = sat->tpot_ratio, f, frac = first_frac_queueing(cfg, sat, x_sat);
 
-	if (!(u > 1))
-		frac = 0.85; /* TPOT holds at full load: queueing sets the knee, near X_sat */
-	else {
+	if (u > 1) {
 		/* TPOT = a/(1 − k·rate) through TPOT(X_sat) = u·bound, with the
 		 * unloaded share f = a/TPOT(X_sat) taken from the fastest request
 		 * of the saturation run (an upper bound of a), kept plausible */
 		f = sat->tpot_floor > 0 ? sat->tpot_floor / u : 1.0 / 3;
 		f = CLAMP(f, 0.15, 0.5);
-		frac = (1 - f * u) / (1 - f);
+		frac = MIN(frac, (1 - f * u) / (1 - f));
 	}
-	/* the model leans low (see ANCHOR_W): never start below a fifth */
-	return x_sat * CLAMP(frac, MAX(2 * cfg->min_rate_frac, 0.2), 0.9);
+	return x_sat * CLAMP(frac, 2 * cfg->min_rate_frac, 0.9);
 }
 
 /* The next rate when every point carries sla_ratio (see ratesearch.h).
@@ -456,6 +526,12 @@ static bool decide_from_bracket(struct search *S)
 	bool closed_hi = hi && hi->rate <= lo->rate * (1 + cfg->tolerance) * (1 + 1e-12);
 	bool at_cap = !hi && lo->rate * (1 + cfg->tolerance) >= S->x_sat;
 
+	if (lo->knee && !closed_hi && !at_cap) {
+		/* met by its point estimate at the cap: its attainment is not
+		 * told apart from the target, so the knee is here */
+		answer_at(S, PROBE_RATESEARCH_DONE, lo, "met at the cap: the knee is at this rate");
+		return true;
+	}
 	if ((closed_hi || at_cap) && !lo->conclusive) {
 		/* one more point brings the pool at this rate to max_requests */
 		measure(S->step, lo->rate,
@@ -472,8 +548,15 @@ static bool decide_from_bracket(struct search *S)
 	return closed_hi || at_cap;
 }
 
-/* max_points finite points spent: the best sure pass, or NEVER. */
-static void decide_budget_spent(struct search *S)
+/* The requests a point at a finite rate asks for. */
+static uint32_t point_requests(const struct probe_ratesearch_config *cfg)
+{
+	return cfg->sequential ? cfg->max_requests : cfg->num_requests;
+}
+
+/* max_points finite points spent, or the probe's time: the best sure
+ * pass, or NEVER. */
+static void decide_budget_spent(struct search *S, bool out_of_time)
 {
 	const struct group *best = S->lo && S->lo->conclusive ? S->lo : NULL;
 
@@ -485,16 +568,31 @@ static void decide_budget_spent(struct search *S)
 			best = g;
 	}
 	if (best)
-		answer_at(S, PROBE_RATESEARCH_DONE, best, "point budget spent");
+		answer_at(S, PROBE_RATESEARCH_DONE, best, out_of_time ? "time spent" : "point budget spent");
 	else
-		answer(S->step, PROBE_RATESEARCH_NEVER, S->step->hi, -1, "point budget spent without a passing rate");
-	S->step->budget_spent = true;
+		answer(S->step, PROBE_RATESEARCH_NEVER, S->step->hi, -1,
+		       out_of_time ? "time spent without a passing rate" : "point budget spent without a passing rate");
+	S->step->budget_spent = !out_of_time;
+	S->step->out_of_time = out_of_time;
 }
 
-/* The requests a point at a finite rate asks for. */
-static uint32_t point_requests(const struct probe_ratesearch_config *cfg)
+/* The lowest failing rate reached its cap undecided, with nothing passing
+ * within a tolerance step below it: the knee lies just below, and a point
+ * one step down closes the bracket when it passes. True when it measures. */
+static bool measure_below_undecided(struct search *S)
 {
-	return cfg->sequential ? cfg->max_requests : cfg->num_requests;
+	const struct probe_ratesearch_config *cfg = S->cfg;
+	double r;
+
+	if (!S->hi || !S->hi->knee)
+		return false;
+	r = S->hi->rate / pow(1 + cfg->tolerance, 0.95);
+	if (S->lo && r <= S->lo->rate * (1 + 1e-9))
+		return false; /* the bracket is narrower than a step: the others decide */
+	if (r < S->min_rate)
+		r = S->min_rate;
+	measure(S->step, r, point_requests(cfg), "the knee is just below a rate undecided at the cap");
+	return true;
 }
 
 /* The next point when every point carries sla_ratio (steering by latency). */
@@ -615,9 +713,9 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 				 "rate search: the first load point must be the saturation run (rate inf)");
 	r = build_groups(&S, err);
 	if (r >= 0 && !decide_from_saturation(&S) && !decide_from_bracket(&S)) {
-		if (S.n_finite >= cfg->max_points)
-			decide_budget_spent(&S);
-		else {
+		if (S.n_finite >= cfg->max_points || cfg->out_of_time)
+			decide_budget_spent(&S, cfg->out_of_time && S.n_finite < cfg->max_points);
+		else if (!measure_below_undecided(&S)) {
 			informed = true;
 			for (size_t i = 0; i < n; i++)
 				informed = informed && pts[i].sla_ratio > 0;
@@ -702,6 +800,58 @@ static double percentile_ratio(const struct probe_request_result *reqs, size_t n
 	return worst;
 }
 
+/* The spread of the service time: the squared coefficient of variation of
+ * the gaps between completions of a point whose requests were all sent at
+ * once (one slot: each gap is one request's service), the first completion
+ * left out; 0 with fewer than 8 gaps. x has room for n values. */
+static double service_scv(const struct probe_request_result *reqs, size_t n, double *x)
+{
+	double sum = 0, sum2 = 0, mean;
+	size_t m = 0;
+
+	for (size_t k = 0; k < n; k++)
+		if (reqs[k].success)
+			x[m++] = (double)(reqs[k].send_usec + reqs[k].e2e_usec);
+	if (m < 9)
+		return 0;
+	qsort(x, m, sizeof(*x), cmp_double);
+	for (size_t k = 1; k < m; k++) {
+		double g = x[k] - x[k - 1];
+
+		sum += g;
+		sum2 += g * g;
+	}
+	mean = sum / (double)(m - 1);
+	return mean > 0 ? MAX(sum2 / (double)(m - 1) / (mean * mean) - 1, 0.0) : 0;
+}
+
+/* The single-request latency (the fastest request's TTFT and E2E), the
+ * service time's spread and the tightest TTFT and E2E bounds, s, for the
+ * knee's estimate. */
+static void single_latency(const struct probe_sla *sla, const struct probe_request_result *reqs, size_t n, double *x,
+			   struct probe_rate_point *point)
+{
+	point->service_scv = service_scv(reqs, n, x);
+	for (size_t k = 0; k < n; k++) {
+		double ttft = (double)reqs[k].ttft_usec / 1e6, e2e = (double)reqs[k].e2e_usec / 1e6;
+
+		if (!reqs[k].success)
+			continue;
+		if (ttft > 0 && (point->single_ttft_s == 0 || ttft < point->single_ttft_s))
+			point->single_ttft_s = ttft;
+		if (e2e > 0 && (point->single_e2e_s == 0 || e2e < point->single_e2e_s))
+			point->single_e2e_s = e2e;
+	}
+	for (size_t i = 0; i < sla->n_bounds; i++) {
+		double *b = sla->bounds[i].metric == PROBE_METRIC_TTFT   ? &point->ttft_bound_s
+			    : sla->bounds[i].metric == PROBE_METRIC_E2EL ? &point->e2e_bound_s
+									 : NULL;
+
+		if (b && sla->bounds[i].bound_ms > 0 && (*b == 0 || sla->bounds[i].bound_ms / 1000 < *b))
+			*b = sla->bounds[i].bound_ms / 1000;
+	}
+}
+
 int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const struct probe_sla *sla,
 			    const struct probe_request_result *reqs, size_t n, struct probe_rate_point *point)
 {
@@ -710,6 +860,7 @@ int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const str
 	size_t m = n, has_tpot_bound = 0;
 
 	point->sla_ratio = point->tpot_ratio = point->tpot_floor = 0;
+	point->single_ttft_s = point->single_e2e_s = point->ttft_bound_s = point->e2e_bound_s = 0;
 	if (!sla || n == 0)
 		return 0;
 	for (size_t k = 0; k < n; k++)
@@ -717,6 +868,7 @@ int probe_ratesearch_ratios(const struct probe_ratesearch_config *cfg, const str
 	x = calloc(m, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
+	single_latency(sla, reqs, n, x, point);
 	/* aim at the fewest good requests that pass the Wilson check, so that
 	 * sla_ratio <= 1 exactly when this point passes conclusively; a
 	 * sequential point at the attainment where its test turns to "met" */

@@ -64,16 +64,40 @@
  * step up, closes the bracket. Only conclusive passes count as lower ends
  * for steering; a doubtful pass within a tolerance step of one is measured
  * again (pooled to max_requests) before the search moves past it. The first
- * point comes from the saturation run's TPOT/ITL part (tpot_ratio): when it
- * is within the bounds at saturation the knee is set by queueing and lies
- * near X_sat (0.85·X_sat); otherwise the TPOT model above, with the
- * saturation run's fastest request bounding the unloaded TPOT, places it
- * (kept within [0.2, 0.9]·X_sat: an all-at-once run's TPOT is inflated by
- * every prefill at once). With passing points only, the next rate is the
+ * point is the knee's estimate (below). With passing points only, the next rate is the
  * higher of the line to w = 0 at X_sat (where the queue grows without
  * bound) and the secant of the two highest points; with failing points only,
  * the lowest of that line, the secant, and rate × w (at most 16× down).
- * Points without sla_ratio (0) steer by logit(attainment) as before. */
+ * Points without sla_ratio (0) steer by logit(attainment) as before.
+ *
+ * The knee's estimate, the first point: the lower of two. Queueing
+ * (Little's law on the saturation run): the server completes X_sat
+ * requests/s, so a request waits in a queue of service time 1/X_sat, whose
+ * wait exceeds w with probability about ρ·exp(−θ·w·X_sat), θ between
+ * M/M/1's 1 − ρ and M/D/1's Cramér–Lundberg root by c², the service time's
+ * spread from the gaps between the saturation run's completions (at most
+ * 1, and 1 when unknown);
+ * w is what the TTFT (E2E) bound leaves beyond the single-request latency
+ * (the saturation run's fastest request), and the knee is the ρ at which
+ * that probability is the miss rate the aim attainment allows. On a slow
+ * engine whose bound is a few service times (llama.cpp on CPU with one
+ * slot: 2.5 s against 1.4 s a request) this puts the knee near a fifth of
+ * X_sat, where a fixed fraction of X_sat started 4× too high; with a
+ * generous bound it lands at the 0.9·X_sat cap. TPOT: when the TPOT/ITL
+ * part is over its bounds at saturation (tpot_ratio > 1), the TPOT model
+ * above, with the saturation run's fastest request bounding the unloaded
+ * TPOT, places it (an all-at-once run's TPOT is inflated by every prefill
+ * at once). The estimate is kept within [2·min_rate_frac, 0.9]·X_sat.
+ *
+ * At the cap: a sequential point that reached its cap (of requests or of
+ * time) undecided is judged by its point estimate (sla_met). When that
+ * estimate lies in the test's indifference zone (within margin·(1 − t) of
+ * the target) its attainment is not told apart from the target, and it
+ * tells where the knee is: one that met the target there is the answer
+ * when nothing above it passed; one that missed puts the next point one
+ * tolerance step below it, which closes the bracket when it passes. One
+ * further from the target (every request good when a short time cap came)
+ * only had too few requests, and steers as a sure point. */
 #pragma once
 
 #include <stdbool.h>
@@ -97,6 +121,10 @@ struct probe_ratesearch_config {
 	 * cap (treated as missed); num_requests is the saturation run's. */
 	bool sequential;
 	double confidence, margin; /* of the sequential test; defaults 0.95, 0.5 */
+	/* The probe's time is up (its share of a wall-time budget): no more
+	 * points; the answer is the best sure pass so far (out_of_time in the
+	 * step), at the precision the bracket has. */
+	bool out_of_time;
 };
 
 /* One measured load point (a summary of its probe_result). */
@@ -107,9 +135,14 @@ struct probe_rate_point {
 	bool sla_met;      /* the load point's verdict (attainment and percentile bounds) */
 	double throughput; /* completed requests/s achieved */
 	/* Latency figures for steering (0 = unknown), see probe_ratesearch_ratios(). */
-	double sla_ratio;           /* aim quantile of the per-request worst latency/bound ratio */
-	double tpot_ratio;          /* the same over the TPOT and ITL bounds only (0 when there are none) */
-	double tpot_floor;          /* lowest per-request TPOT / its bound (saturation run: unloaded TPOT bound) */
+	double sla_ratio;  /* aim quantile of the per-request worst latency/bound ratio */
+	double tpot_ratio; /* the same over the TPOT and ITL bounds only (0 when there are none) */
+	double tpot_floor; /* lowest per-request TPOT / its bound (saturation run: unloaded TPOT bound) */
+	/* The single-request latency the saturation run shows, against the
+	 * bounds (0 = unknown or unbounded): the fastest request's TTFT and
+	 * E2E, s, and the per-request bounds on them, s (the knee's estimate) */
+	double single_ttft_s, single_e2e_s, ttft_bound_s, e2e_bound_s;
+	double service_scv;         /* the service time's squared coefficient of variation (0: unknown) */
 	enum probe_verdict verdict; /* decided while it ran (sequential.h); NONE: judged here by Wilson */
 };
 
@@ -134,6 +167,7 @@ struct probe_ratesearch_step {
 	double met_above;
 	double failed_below; /* DONE: a lower rate failed although `rate` met (the same disagreement); 0 */
 	bool budget_spent;   /* the answer came because max_points ran out */
+	bool out_of_time;    /* ... or because the probe's time was up (cfg->out_of_time) */
 };
 
 void probe_ratesearch_config_init(struct probe_ratesearch_config *cfg);

@@ -68,7 +68,7 @@ void probe_run_config_init(struct probe_run_config *cfg)
 {
 	*cfg = (struct probe_run_config){
 		.metrics_path = "/metrics",
-		.metrics_interval_usec = USEC_PER_SEC,
+		.metrics_interval_usec = 500 * USEC_PER_MSEC, /* 2 Hz: a short point still gets its samples */
 	};
 }
 
@@ -237,8 +237,10 @@ static void on_metrics(struct probe_client *c, int r, long status, const char *b
 	struct probe_prom_sample sample;
 
 	run->scrape_in_flight = false;
-	if (r < 0 || status != 200) {
-		/* No /metrics here (404) or not reachable: stop asking; present stays false. */
+	if (r < 0 || status >= 500)
+		return; /* slow or busy (llama.cpp answers between decode steps): the next one may come */
+	if (status != 200) {
+		/* No /metrics here (404, 501 without --metrics): stop asking; present stays false. */
 		run->scraping = false;
 		return;
 	}
@@ -255,8 +257,10 @@ static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	if (!run->scraping)
 		return 0;
+	/* an engine answers /metrics between its steps, which on a CPU take
+	 * seconds: a scrape may wait that long */
 	if (!run->scrape_in_flight && probe_client_get(run->client, run->cfg.metrics_path, METRICS_MAX_BYTES,
-						       5 * USEC_PER_SEC, on_metrics, &run->scrape_tag) >= 0)
+						       30 * USEC_PER_SEC, on_metrics, &run->scrape_tag) >= 0)
 		run->scrape_in_flight = true;
 	(void)sd_event_source_set_time(s, usec + run->cfg.metrics_interval_usec);
 	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);

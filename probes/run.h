@@ -52,7 +52,7 @@ struct probe_run_config {
 	/* which metrics mean what (an engine profile's); NULL = the default map.
 	 * Borrowed: it must outlive the run. */
 	const struct probe_metrics_map *metrics_map;
-	uint64_t metrics_interval_usec; /* default 1 s */
+	uint64_t metrics_interval_usec; /* default 0.5 s */
 	uint32_t max_in_flight;         /* 0 = PROBE_RUN_MAX_IN_FLIGHT (a lower cap, for tests) */
 };
 

@@ -89,6 +89,19 @@ const char *report_rate_text(char *buf, size_t size, double rate)
 	return buf;
 }
 
+const char *report_rate_sent_text(char *buf, size_t size, const struct store_load_point *lp, double asked)
+{
+	double sent = store_load_point_offered_rate(lp);
+	char a[32], b[32];
+
+	report_rate_text(a, sizeof(a), asked);
+	if (isfinite(asked) && isfinite(sent) && fabs(sent / asked - 1) >= 0.005)
+		snprintf(buf, size, "%.12s (%.12s sent)", a, report_rate_text(b, sizeof(b), sent));
+	else
+		snprintf(buf, size, "%s", a);
+	return buf;
+}
+
 /* ---- the plots ---- */
 
 static void sla_lines(FILE *f, const struct report *r, enum probe_metric m, double *marks, size_t *n_marks)

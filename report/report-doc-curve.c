@@ -13,7 +13,7 @@
 
 static void lp_cells(const struct store_load_point *lp, char c[][32])
 {
-	report_rate_text(c[0], 32, lp->request_rate);
+	report_rate_sent_text(c[0], 32, lp, lp->request_rate);
 	snprintf(c[1], 32, "%s", lp->phase ? lp->phase : "-");
 	report_fmt(c[2], 32, 1, lp->attainment * 100);
 	snprintf(c[3], 32, "%s", lp->sla_met ? "yes" : "no");
@@ -37,7 +37,7 @@ static void lp_table(struct report_doc *d, const struct store_load_point *const 
 	char c[16][32];
 
 	report_doc_table_start(d, gpu ? 15 : 11,
-			       (const char *const[]){ "req/s", "phase", "attainment %", "SLA met", "TTFT p50",
+			       (const char *const[]){ "req/s (sent)", "phase", "attainment %", "SLA met", "TTFT p50",
 						      "TTFT p99", "TPOT p50", "TPOT p99", "output tok/s",
 						      "goodput tok/s", "KV peak %", "GPU util % mean",
 						      "GPU util % peak", "GPU mem MiB mean", "GPU mem MiB peak" });

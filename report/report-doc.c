@@ -441,13 +441,14 @@ static void section_sla(struct report_doc *d, const struct report *r)
 		}
 		report_doc_table_end(d);
 	}
-	if (lp)
-		report_doc_para(
-			d,
-			"Attainment of the best configuration at its max-goodput load (%.2f req/s): %.1f%% of requests "
-			"met "
-			"the SLA.",
-			lp->request_rate, lp->attainment * 100);
+	if (lp) {
+		char rate[48];
+
+		report_doc_para(d,
+				"Attainment of the best configuration at its max-goodput load (%s req/s): %.1f%% of "
+				"requests met the SLA.",
+				report_rate_sent_text(rate, sizeof(rate), lp, lp->request_rate), lp->attainment * 100);
+	}
 }
 
 static void section_space(struct report_doc *d, const struct report *r)
@@ -543,7 +544,8 @@ static void section_best(struct report_doc *d, const struct report *r)
 	report_doc_table_start(d, 2, (const char *const[]){ "at max goodput", "value" });
 	report_doc_kv(d, "$/Mtok (the mean of its measurements)", "%s", report_fmt(c[0], 32, 4, report_cost(r)));
 	report_doc_kv(d, "max goodput (tokens/s counted for cost)", "%s", report_fmt(c[0], 32, 1, b->t.max_goodput));
-	report_doc_kv(d, "max request rate under the SLA (req/s)", "%s", report_fmt(c[0], 32, 3, b->t.max_rate));
+	report_doc_kv(d, "max request rate under the SLA (req/s asked, sent)", "%s",
+		      lp ? report_rate_sent_text(c[0], 32, lp, b->t.max_rate) : report_fmt(c[0], 32, 3, b->t.max_rate));
 	report_doc_kv(d, "mean concurrency", "%s", report_fmt(c[0], 32, 1, b->t.concurrency));
 	if (lp) {
 		report_doc_kv(d, "TTFT p50 / p90 / p99 (ms)", "%s / %s / %s", report_fmt(c[0], 32, 1, lp->p50_ttft_ms),

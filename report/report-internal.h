@@ -153,6 +153,10 @@ int report_curve_of(const struct report *r, struct report_curve *ret);
 void report_curve_done(struct report_curve *c);
 /* A request rate for people: "42.96", or "all at once" for INFINITY. */
 const char *report_rate_text(char *buf, size_t size, double rate);
+/* A load point's rate as asked (asked: its own, or the answer's max rate),
+ * and as sent beside it when the two differ by half a percent or more (a
+ * short Poisson run sends more or fewer than asked): "0.136 (0.155 sent)". */
+const char *report_rate_sent_text(char *buf, size_t size, const struct store_load_point *lp, double asked);
 
 /* Formats a double with %.*f, or "-" when NAN; returns buf. */
 const char *report_fmt(char *buf, size_t size, int digits, double v);

@@ -203,6 +203,28 @@ static void never_met(const struct study *s, const struct runner_probe_point *pt
 		log_debug("the closest attempt's message was cut at %zu bytes", sizeof(res->message) - 1);
 }
 
+/* A probe that ran out of its share of the wall-time budget: the answer
+ * stands at the precision the search reached, and the trial says so. */
+static void say_out_of_time(const struct runner_trial *t, const struct probe_outcome *o, struct trial_result *res)
+{
+	double share = (double)runner_trial_share_usec(t->runner) / USEC_PER_SEC;
+	size_t len = strlen(res->message);
+	char where[96];
+
+	if (o->bracket_lo > 0 && isfinite(o->bracket_hi))
+		snprintf(where, sizeof(where), "the max rate lies in [%.4g, %.4g] req/s (%.0f%% wide)", o->bracket_lo,
+			 o->bracket_hi, (o->bracket_hi / o->bracket_lo - 1) * 100);
+	else if (o->bracket_lo > 0)
+		snprintf(where, sizeof(where), "the max rate is at least %.4g req/s", o->bracket_lo);
+	else if (isfinite(o->bracket_hi))
+		snprintf(where, sizeof(where), "no rate down to %.4g req/s met the SLA", o->bracket_hi);
+	else
+		snprintf(where, sizeof(where), "no rate was measured");
+	snprintf(res->message + len, sizeof(res->message) - len,
+		 "%slower precision: the trial's share of the wall-time budget (%.0f s) ran out; %s", len ? "; " : "",
+		 share, where);
+}
+
 static void classify_probe(struct runner_trial *t, int result)
 {
 	const struct study *s = t->runner->study;
@@ -235,6 +257,8 @@ static void classify_probe(struct runner_trial *t, int result)
 		never_met(s, points, n, &res);
 	else
 		outcome_from_point(t, &points[o.best_point].pt.result, o.max_rate, &res);
+	if (o.out_of_time)
+		say_out_of_time(t, &o, &res);
 	runner_trial_finish(t, &res);
 }
 
@@ -275,6 +299,22 @@ static void on_probe_done(struct runner_probe *p, int result, void *userdata)
 	classify_probe(t, result);
 }
 
+/* The probe's time: each point of the search at most the study's point
+ * cap; with a wall-time budget, the whole trial at most its share (the
+ * deployment took some already), so that the budget compares
+ * configurations rather than measuring one. */
+static void time_bounds(const struct runner_trial *t, struct probe_config *pc)
+{
+	struct runner *r = t->runner;
+	uint64_t share = runner_trial_share_usec(r), used = runner_clock(r) - t->started_usec;
+
+	pc->max_point_seconds = (double)study_point_cap_usec(r->study, share) / USEC_PER_SEC;
+	/* however long the deployment took, a probe gets half a point's worth */
+	if (share > 0)
+		pc->max_seconds =
+			MAX((double)(share > used ? share - used : 0) / USEC_PER_SEC, pc->max_point_seconds / 2);
+}
+
 static void probe_config(const struct runner_trial *t, struct probe_config *pc)
 {
 	const struct study *s = t->runner->study;
@@ -305,6 +345,7 @@ static void probe_config(const struct runner_trial *t, struct probe_config *pc)
 		pc->max_rate = s->probe.max_rate;
 		pc->max_point_requests = s->probe.max_requests;
 		pc->confidence = s->probe.confidence;
+		time_bounds(t, pc);
 	}
 }
 

@@ -188,6 +188,13 @@ bool runner_host_stop_waiting(struct runner *r)
 
 /* ---- wall time ---- */
 
+uint64_t runner_trial_share_usec(const struct runner *r)
+{
+	if (r->wall_budget_usec == 0 || r->wall_budget_usec == UINT64_MAX)
+		return 0;
+	return r->wall_budget_usec / MAX(r->study->budget.min_configurations, 1u);
+}
+
 bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size)
 {
 	uint64_t used, left;

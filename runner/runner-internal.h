@@ -428,6 +428,9 @@ void runner_after_server_gone(struct runner *r);
 /* Stops waiting for GPU memory (a request to act on at once). Returns true
  * when a wait was ended. */
 bool runner_host_stop_waiting(struct runner *r);
+/* A trial's share of the wall-time budget: the budget ÷
+ * budget.min_configurations, µs; 0 without a budget. */
+uint64_t runner_trial_share_usec(const struct runner *r);
 /* Whether the wall-time budget is spent, or too little of it is left for a
  * deployment (message filled). */
 bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size);

@@ -686,13 +686,32 @@ static void describe_no_feasible(struct runner *r)
 
 	if (store_study_closest(r->store, r->study_id, &c, &err) < 0)
 		k = asprintf(&text, "no configuration met the SLA%s%s", was[0] ? "; " : "", was);
-	else
-		k = asprintf(&text,
-			     "no configuration met the SLA; the closest: trial %u %s at %.4g req/s, %.1f%% of requests "
-			     "good: %s%s%s",
-			     c.trial.seq, c.trial.knobs_json ? c.trial.knobs_json : "", c.rate, c.attainment * 100,
-			     c.trial.failure_message ? c.trial.failure_message : "(no detail recorded)",
-			     was[0] ? "; " : "", was);
+	else {
+		_cleanup_(cJSON_Deletep) cJSON *j = c.result_json ? cJSON_Parse(c.result_json) : NULL,
+					       *kj = c.trial.knobs_json ? cJSON_Parse(c.trial.knobs_json) : NULL;
+		struct probe_result res;
+		char knobs[256], sent[48] = "", verdict[160] = "", margins[320] = "";
+
+		study_knobs_json_text(kj, knobs, sizeof(knobs));
+		/* by the point's own figures: the rate sent, its verdict and the
+		 * margin to each bound */
+		if (j && probe_result_from_json(j, &res, NULL) >= 0) {
+			if (res.offered_rate > 0)
+				snprintf(sent, sizeof(sent), " (%.4g sent)", res.offered_rate);
+			probe_result_verdict_text(&res, verdict, sizeof(verdict));
+			(void)probe_result_margins(&res, margins, sizeof(margins));
+		}
+		k = asprintf(
+			&text,
+			"no configuration met the SLA; the closest: trial %u%s%s at %.4g req/s%s, %.1f%% of requests "
+			"good%s%s%s: %s%s%s",
+			c.trial.seq, knobs[0] ? " " : "", knobs, c.rate, sent, c.attainment * 100,
+			verdict[0] ? " (" : "", verdict, verdict[0] ? ")" : "",
+			margins[0]                ? margins
+			: c.trial.failure_message ? c.trial.failure_message
+						  : "(no detail recorded)",
+			was[0] ? "; " : "", was);
+	}
 	if (k < 0)
 		return;
 	k = (int)MIN(strlen(text), sizeof(r->message) - 1);

@@ -267,6 +267,7 @@ int store_best_for(struct store *s, const char *model, const char *engine, const
 void store_study_closest_done(struct store_study_closest *c)
 {
 	store_trial_done(&c->trial);
+	free(c->result_json);
 	*c = (struct store_study_closest){ 0 };
 }
 
@@ -285,6 +286,7 @@ int store_study_closest(struct store *s, int64_t study_id, struct store_study_cl
 	struct store_trial *t = NULL;
 	size_t n = 0, best = SIZE_MAX;
 	double best_a = NAN, best_r = NAN;
+	char *best_json = NULL;
 	int r;
 
 	r = store_trial_history(s, study_id, &t, &n, err);
@@ -294,9 +296,10 @@ int store_study_closest(struct store *s, int64_t study_id, struct store_study_cl
 		struct store_load_point *lp = NULL;
 		size_t m = 0;
 
-		/* only trials that ended with an outcome: one cut short says nothing */
+		/* trials that ended with an outcome, and those cut short (a
+		 * budget's end): their load points were measured all the same */
 		if (t[i].state != STORE_TRIAL_DONE && t[i].state != STORE_TRIAL_INFEASIBLE &&
-		    t[i].state != STORE_TRIAL_FAILED)
+		    t[i].state != STORE_TRIAL_FAILED && t[i].state != STORE_TRIAL_INTERRUPTED)
 			continue;
 		r = store_load_point_list(s, t[i].id, &lp, &m, err);
 		for (size_t k = 0; r >= 0 && k < m; k++) {
@@ -307,6 +310,8 @@ int store_study_closest(struct store *s, int64_t study_id, struct store_study_cl
 				best_a = isfinite(lp[k].attainment) ? lp[k].attainment : 0;
 				best_r = lp[k].request_rate;
 				best = i;
+				free(best_json);
+				best_json = lp[k].result_json ? strdup(lp[k].result_json) : NULL;
 			}
 		}
 		store_load_point_array_free(lp, m);
@@ -314,9 +319,12 @@ int store_study_closest(struct store *s, int64_t study_id, struct store_study_cl
 	if (r >= 0 && best == SIZE_MAX)
 		r = error_set(err, -ENOENT, "study %lld: no trial measured a load point", (long long)study_id);
 	if (r >= 0) {
-		*ret = (struct store_study_closest){ .trial = t[best], .rate = best_r, .attainment = best_a };
+		*ret = (struct store_study_closest){
+			.trial = t[best], .rate = best_r, .attainment = best_a, .result_json = TAKE_PTR(best_json)
+		};
 		t[best] = (struct store_trial){ 0 };
 	}
+	free(best_json);
 	store_trial_array_free(t, n);
 	return r < 0 ? r : 0;
 }

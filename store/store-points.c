@@ -139,6 +139,18 @@ int store_load_point_list(struct store *s, int64_t trial_id, struct store_load_p
 			  ret_n, err);
 }
 
+double store_load_point_offered_rate(const struct store_load_point *lp)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	const cJSON *v;
+
+	if (!lp || !lp->result_json || !isfinite(lp->request_rate))
+		return NAN;
+	j = cJSON_Parse(lp->result_json);
+	v = cJSON_GetObjectItemCaseSensitive(j, "offered_rate");
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : NAN;
+}
+
 const struct store_load_point *store_load_point_at_max(const struct store_load_point *lp, size_t n, double max_rate)
 {
 	const struct store_load_point *best = NULL;

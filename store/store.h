@@ -366,11 +366,15 @@ int store_study_best(struct store *s, int64_t study_id, struct store_study_best 
 struct store_study_closest {
 	struct store_trial trial;
 	double rate, attainment; /* of that load point */
+	char *result_json;       /* its result object (owned) */
 };
 
 void store_study_closest_done(struct store_study_closest *c);
-/* -ENOENT when no trial of the study measured a load point. The caller
- * owns *ret (store_study_closest_done). */
+/* The load point of the search that came closest to the SLA: the highest
+ * attainment over the study's trials with an outcome, or stopped mid-way
+ * (what they measured stands), ties going to the lower rate. -ENOENT when
+ * no trial of the study measured a load point. The caller owns *ret
+ * (store_study_closest_done). */
 int store_study_closest(struct store *s, int64_t study_id, struct store_study_closest *ret, struct error *err);
 
 /* The cheapest answer over finished (`done`) studies of a model on an
@@ -427,6 +431,11 @@ struct store_load_point {
 
 void store_load_point_done(struct store_load_point *lp);
 void store_load_point_array_free(struct store_load_point *a, size_t n);
+
+/* The rate a load point sent, requests/s, beside the one it asked for
+ * (request_rate): its result's offered_rate; NAN when unknown (all at once,
+ * or a result of an older version). */
+double store_load_point_offered_rate(const struct store_load_point *lp);
 
 /* The load point at (nearest) max_rate among those that met the SLA, else
  * the last; NULL without points. Points into lp. */

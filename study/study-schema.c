@@ -343,6 +343,9 @@ static const struct json_field budget_fields[] = {
 	{ "parallel", JSON_ANY, .callback = parse_parallel, .def = "1",
 	  .schema = "{\"anyOf\": [{\"const\": \"auto\"}, {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 64}]}",
 	  .doc = "trials in flight at once on disjoint GPU sets: a number, or \"auto\" (as many as the GPUs allow)" },
+	{ "min_configurations", JSON_U32, OFF(budget.min_configurations), .min = 1, .max = 1000, .def = "3",
+	  .doc = "with max_wall_time: the configurations the study should compare at least; no trial takes more than "
+		 "max_wall_time ÷ this (a probe that would finishes early, at the precision it reached, and says so)" },
 	{ 0 },
 };
 
@@ -361,10 +364,15 @@ static const struct json_field probe_fields[] = {
 	{ "max_requests", JSON_U32, OFF(probe.max_requests), .min = 1, .max = 1000000,
 	  .def = "4 × workload.num_prompts",
 	  .doc = "requests a load point of the search sends at most: each sends until its verdict on attainment "
-		 "is sure at `confidence` (a sequential test), and one still in doubt here counts as not met" },
+		 "is sure at `confidence` (a sequential test); one still in doubt here is judged by what it measured "
+		 "(attainment against the target, with its 90 % interval stated: \"met at the cap\")" },
 	{ "confidence", JSON_DOUBLE, OFF(probe.confidence), .min = 0.5, .max = 0.9999, .def = "0.95",
 	  .doc = "of each load point's verdict: a load point at the attainment target is called met, one at "
 		 "half its miss rate missed, at most 1 − confidence of the time" },
+	{ "max_point_seconds", JSON_DURATION, OFF(probe.max_point_usec), .min = 1, .max = 86400,
+	  .def = "a sixth of a trial's share of max_wall_time, within 30 s and 10 min; 10 min without a budget",
+	  .doc = "how long a load point of the search sends at most: a point still undecided then is judged by what "
+		 "it measured (attainment against the target, with its 90 % interval stated: \"met at the cap\")" },
 	{ 0 },
 };
 

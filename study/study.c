@@ -401,6 +401,7 @@ static void study_defaults(struct study_parse *p)
 	s->budget.max_trials = 40;
 	s->budget.max_wall_time_usec = USEC_INFINITY;
 	s->budget.parallel = 1;
+	s->budget.min_configurations = 3;
 	s->probe.tolerance = 0.05;
 	s->probe.min_rate = 0.05;
 	s->probe.max_steps = 12;
@@ -433,6 +434,16 @@ static void study_done(struct study *s)
 static void study_parse_done(struct study_parse *p)
 {
 	study_done(&p->s);
+}
+
+uint64_t study_point_cap_usec(const struct study *s, uint64_t share)
+{
+	if (s->probe.max_point_usec > 0)
+		return s->probe.max_point_usec;
+	/* a saturation run and about five points of the search in a share */
+	if (share > 0)
+		return CLAMP(share / 6, 30 * USEC_PER_SEC, 600 * USEC_PER_SEC);
+	return 600 * USEC_PER_SEC;
 }
 
 int study_from_json(const cJSON *j, const struct study_options *opts, struct study **ret, struct error *err)

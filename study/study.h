@@ -110,6 +110,10 @@ struct study {
 		uint32_t max_trials;
 		uint64_t max_wall_time_usec; /* USEC_INFINITY: none */
 		uint32_t parallel;           /* trials in flight at most; 0 = "auto" (as many as the GPUs allow) */
+		/* with a wall-time budget: no trial takes more than
+		 * max_wall_time ÷ this (the configurations the study should
+		 * at least compare) */
+		uint32_t min_configurations;
 	} budget;
 
 	struct {
@@ -119,6 +123,7 @@ struct study {
 		uint64_t request_timeout_usec; /* per request */
 		uint32_t max_requests;         /* of one load point of the search; 0: 4 × workload.num_prompts */
 		double confidence;             /* of each load point's verdict; 0: the probe's (0.95) */
+		uint64_t max_point_usec;       /* a load point of the search at most; 0: sized to the budget */
 	} probe;
 
 	struct {
@@ -176,6 +181,12 @@ static inline void study_freep(struct study **s)
 
 /* The spec as compact JSON (for the store). The caller frees with free(). */
 char *study_to_string(const struct study *s);
+
+/* How long a load point of the search may send, µs: probe.max_point_seconds,
+ * else a sixth of a trial's share of the wall-time budget (share_usec: the
+ * budget ÷ budget.min_configurations; 0 without one) within [30 s, 10 min],
+ * else 10 min. */
+uint64_t study_point_cap_usec(const struct study *s, uint64_t share_usec);
 
 /* The model name the server is started with for a quantization: the
  * checkpoint when the spec names one, else model.name. */

@@ -254,7 +254,7 @@ static int measure_point(const struct setup *su, const struct probe_sla *sla, co
 	duration = last > first ? (double)(last - first) / 1e6 : 1e-6;
 	r = probe_result_compute(q, used, duration, NULL, 0, sla, &res, NULL);
 	if (r >= 0 && v != PROBE_VERDICT_NONE)
-		probe_result_set_verdict(&res, v, judged, cfg->confidence);
+		probe_result_set_verdict(&res, v, judged, cfg->confidence, PROBE_CAP_REQUESTS);
 	*ret = (struct probe_rate_point){
 		.rate = rate,
 		.n = (uint32_t)used,

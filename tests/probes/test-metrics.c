@@ -300,7 +300,7 @@ static void test_json(void)
 	CHECK_REL(res.offered_rate, 2 / 0.9, 1e-9);
 	CHECK_INT_EQ(res.n_failure_reasons, 1);
 	CHECK_INT_EQ(res.failure_reasons[0].count, 1);
-	probe_result_set_verdict(&res, PROBE_VERDICT_MET, 3, 0.95);
+	probe_result_set_verdict(&res, PROBE_VERDICT_MET, 3, 0.95, PROBE_CAP_NONE);
 	CHECK_INT_EQ(probe_result_to_json(&res, &j), 0);
 	text = cJSON_PrintUnformatted(j);
 	CHECK(text);
@@ -511,7 +511,7 @@ static void test_shortfall(void)
 	sla.attainment = 0.8;
 	/* TTFT at the 8th of 10: 800 ms; TPOT 100 ms for every completed request */
 	CHECK_INT_EQ(probe_sla_shortfall(r, 10, &sla, buf, sizeof(buf)), 0);
-	CHECK_STR_EQ(buf, "ttft p80 800 ms over 500 ms (+60%), tpot p80 100 ms within 200 ms");
+	CHECK_STR_EQ(buf, "ttft p80 800 ms over 500 ms (+60%), tpot p80 100 ms within 200 ms (−50%)");
 	sla.attainment = 1;
 	CHECK_INT_EQ(probe_sla_shortfall(r, 10, &sla, buf, sizeof(buf)), 0);
 	CHECK_STR_CONTAINS(buf, "ttft p100: failed requests");
@@ -521,8 +521,42 @@ static void test_shortfall(void)
 	CHECK_STR_EQ(buf, "connection refused ×1");
 }
 
+/* A point that reached its cap undecided is judged by what it measured,
+ * its precision stated: 150 of 160 good against 90 % is met at the cap. */
+static void test_verdict_at_cap(void)
+{
+	struct probe_result res = { .num_prompts = 160, .attainment = 150.0 / 160, .percentiles_met = true };
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct probe_result back;
+	char buf[160];
+
+	res.sla.attainment = 0.9;
+	probe_result_set_verdict(&res, PROBE_VERDICT_UNDECIDED, 160, 0.95, PROBE_CAP_SECONDS);
+	CHECK(res.sla_met && res.cap == PROBE_CAP_SECONDS);
+	CHECK(res.attainment_lo > 0.89 && res.attainment_lo < 0.9 && res.attainment_hi > 0.96 &&
+	      res.attainment_hi < 0.97);
+	probe_result_verdict_text(&res, buf, sizeof(buf));
+	CHECK_STR_EQ(buf, "met at the cap: 93.8 %, 90 % CI 90–96 % (160 requests; time cap)");
+	CHECK_INT_EQ(probe_result_to_json(&res, &j), 0);
+	CHECK_INT_EQ(probe_result_from_json(j, &back, NULL), 0);
+	CHECK(back.verdict == PROBE_VERDICT_UNDECIDED && back.cap == PROBE_CAP_SECONDS && back.sla_met);
+	CHECK(back.attainment_lo == res.attainment_lo && back.attainment_hi == res.attainment_hi);
+	/* 140 of 160: missed at the cap, said so */
+	res.attainment = 140.0 / 160;
+	probe_result_set_verdict(&res, PROBE_VERDICT_UNDECIDED, 160, 0.95, PROBE_CAP_REQUESTS);
+	probe_result_verdict_text(&res, buf, sizeof(buf));
+	CHECK(!res.sla_met);
+	CHECK_STR_EQ(buf, "missed at the cap: 87.5 %, 90 % CI 83–91 % (160 requests; request cap)");
+	/* a sure verdict keeps its words */
+	probe_result_set_verdict(&res, PROBE_VERDICT_MET, 55, 0.95, PROBE_CAP_NONE);
+	probe_result_verdict_text(&res, buf, sizeof(buf));
+	CHECK_STR_EQ(buf, "met at 95 % confidence (first 55 requests)");
+	CHECK(res.sla_met && res.cap == PROBE_CAP_NONE);
+}
+
 int main(void)
 {
+	test_verdict_at_cap();
 	test_shortfall();
 	test_percentiles();
 	test_definitions();

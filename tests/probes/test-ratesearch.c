@@ -55,7 +55,8 @@ static struct probe_rate_point run_sequential(const struct probe_ratesearch_conf
 		.rate = rate,
 		.n = q.judged,
 		.good = q.good,
-		.sla_met = v == PROBE_VERDICT_MET,
+		/* undecided at the cap: judged by its point estimate */
+		.sla_met = v == PROBE_VERDICT_MET || (v == PROBE_VERDICT_UNDECIDED && q.good >= cfg->target * q.judged),
 		.throughput = fmin(rate, s->capacity),
 		.verdict = v,
 	};
@@ -215,7 +216,8 @@ static struct probe_rate_point q_run(struct qserver *s, const struct probe_rates
 		pt.verdict = probe_sequential_finish(&q);
 		pt.n = n = q.judged;
 		pt.good = q.good;
-		pt.sla_met = pt.verdict == PROBE_VERDICT_MET;
+		pt.sla_met = pt.verdict == PROBE_VERDICT_MET ||
+			     (pt.verdict == PROBE_VERDICT_UNDECIDED && pt.good >= cfg->target * pt.n);
 		probe_sequential_done(&q);
 	} else {
 		for (uint32_t i = 0; i < n; i++)
@@ -432,6 +434,168 @@ static void test_queueing_sequential(void)
 		(double)fixed_requests / (double)runs);
 	CHECK_MSG(requests < fixed_requests * 0.6, "sequential %llu requests, fixed %llu", (unsigned long long)requests,
 		  (unsigned long long)fixed_requests);
+}
+
+/* A slow engine of one slot (llama.cpp on two CPU cores): each request
+ * takes prefill + decode seconds, with log-normal spread, one after the
+ * other; Poisson arrivals wait their turn (Lindley's recursion). The SLA
+ * bounds TTFT at a few service times, so the knee lies near a fifth of the
+ * saturation throughput. The same random numbers at every rate: a
+ * monotone attainment curve whose truth bisection finds. */
+struct slow_server {
+	double prefill_s, decode_s, sigma;
+	struct probe_sla sla;
+};
+
+static struct probe_rate_point slow_run(const struct probe_ratesearch_config *cfg, const struct slow_server *s,
+					double rate, uint32_t n)
+{
+	struct probe_request_result *reqs = calloc(n, sizeof(*reqs));
+	struct probe_rate_point pt = { .rate = rate, .n = n };
+	struct probe_rng rng;
+	double free_at = 0, t = 0, last_end = 0;
+
+	CHECK(reqs);
+	probe_rng_init(&rng, 7, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		double jitter = exp(s->sigma * probe_rng_normal(&rng)), pre = s->prefill_s * jitter,
+		       dec = s->decode_s * jitter, start;
+
+		t += isinf(rate) ? 0 : probe_rng_exp(&rng) / rate;
+		start = MAX(t, free_at);
+		free_at = start + pre + dec;
+		last_end = MAX(last_end, free_at);
+		reqs[i] = (struct probe_request_result){
+			.index = i,
+			.success = true,
+			.http_status = 200,
+			.ttft_usec = (uint64_t)((start - t + pre) * 1e6),
+			.e2e_usec = (uint64_t)((free_at - t) * 1e6),
+			.output_tokens = 32,
+		};
+		pt.good += probe_request_is_good(&reqs[i], &s->sla);
+	}
+	pt.sla_met = pt.good >= cfg->target * n - 1e-9;
+	pt.throughput = isinf(rate) ? n / last_end : MIN(rate, n / last_end);
+	CHECK_INT_EQ(probe_ratesearch_ratios(cfg, &s->sla, reqs, n, &pt), 0);
+	free(reqs);
+	return pt;
+}
+
+/* The first point of the search after the saturation run lies within 2×
+ * of the largest rate that meets the SLA (bisection over 4,000 requests),
+ * and the search ends within its tolerance of it. */
+static void test_slow_engine(void)
+{
+	static const double bounds_s[] = { 1.6, 2.5, 4.0, 8.0 };
+	struct probe_ratesearch_config cfg;
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.num_requests = 40;
+	for (size_t b = 0; b < ELEMENTSOF(bounds_s); b++) {
+		struct slow_server s = { .prefill_s = 0.85, .decode_s = 0.55, .sigma = 0.15 };
+		struct probe_rate_point pts[32];
+		struct probe_ratesearch_step st;
+		double lo = 0.001, hi = 1 / 1.4, truth, first = 0;
+		size_t n = 0;
+
+		s.sla.attainment = 0.9;
+		s.sla.n_bounds = 2;
+		s.sla.bounds[0] =
+			(struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = bounds_s[b] * 1000 };
+		s.sla.bounds[1] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TPOT, .bound_ms = 60 };
+		for (int k = 0; k < 30; k++) {
+			double mid = sqrt(lo * hi);
+
+			if (slow_run(&cfg, &s, mid, 400).sla_met)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		truth = lo;
+		for (;;) {
+			CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, n, &st, NULL), 0);
+			if (st.action != PROBE_RATESEARCH_MEASURE)
+				break;
+			CHECK(n < ELEMENTSOF(pts));
+			if (n == 1)
+				first = st.rate;
+			pts[n++] = slow_run(&cfg, &s, st.rate, isinf(st.rate) ? 40 : 400);
+			if (getenv("RS_DEBUG"))
+				fprintf(stderr, "  rate %.4f n %u good %u ratio %.3f (%s)\n", st.rate, pts[n - 1].n,
+					pts[n - 1].good, pts[n - 1].sla_ratio, st.why);
+		}
+		fprintf(stderr,
+			"slow engine, TTFT <= %.1f s: truth %.3f req/s (%.2f of X_sat), first point %.3f, "
+			"answer %.3f after %zu points\n",
+			bounds_s[b], truth, truth * 1.4, first, st.rate, n - 1);
+		CHECK_MSG(first >= truth / 2 && first <= truth * 2, "TTFT <= %g s: first point %g, truth %g",
+			  bounds_s[b], first, truth);
+		CHECK_MSG(st.action == PROBE_RATESEARCH_DONE && st.rate <= truth * (1 + 2 * cfg.tolerance) &&
+				  st.rate >= truth / 1.5,
+			  "TTFT <= %g s: answered %s %g, truth %g", bounds_s[b],
+			  probe_ratesearch_action_name(st.action), st.rate, truth);
+	}
+}
+
+/* A point undecided at its cap says where the knee is: met by its point
+ * estimate, it is the answer; missed, the next point is one tolerance step
+ * below it. With the probe's time up, the answer is the best sure pass. */
+static void test_at_the_cap(void)
+{
+	struct probe_ratesearch_config cfg;
+	struct probe_ratesearch_step st;
+	struct probe_rate_point pts[4] = {
+		{ .rate = INFINITY, .n = 40, .good = 2, .throughput = 0.7 },
+		/* the point: 150 of 160 good (93.8 %) at 0.147 req/s, undecided */
+		{ .rate = 0.147,
+		  .n = 160,
+		  .good = 150,
+		  .sla_met = true,
+		  .throughput = 0.147,
+		  .verdict = PROBE_VERDICT_UNDECIDED },
+	};
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.sequential = true;
+	cfg.max_requests = 160;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_DONE && st.rate == 0.147 && st.best == 1, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* 13 of 13 good when a short time cap came: too few requests, not the
+	 * knee; the search goes on upwards */
+	pts[1].n = pts[1].good = 13;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && st.rate > 0.147, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	pts[1].n = 160;
+	/* 140 of 160 (87.5 %): missed at the cap; a step below, not a bisection down */
+	pts[1].good = 140;
+	pts[1].sla_met = false;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && st.rate < 0.147 && st.rate > 0.147 / 1.06, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* ... which closes the bracket when it passes */
+	pts[2] = (struct probe_rate_point){ .rate = st.rate,
+					    .n = 60,
+					    .good = 60,
+					    .sla_met = true,
+					    .throughput = st.rate,
+					    .verdict = PROBE_VERDICT_MET };
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 3, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_DONE && st.rate == pts[2].rate, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* time up with a sure pass below a failing rate: that pass, said so */
+	pts[2].rate = 0.09;
+	cfg.out_of_time = true;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 3, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_DONE && st.rate == 0.09 && st.out_of_time && !st.budget_spent &&
+			  st.lo == 0.09 && st.hi == 0.147,
+		  "%s %g (%s)", probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* time up with nothing passing: never, said so */
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_NEVER && st.out_of_time, "%s (%s)",
+		  probe_ratesearch_action_name(st.action), st.why);
 }
 
 static void test_ratios(void)
@@ -693,6 +857,8 @@ static void test_errors(void)
 
 int main(void)
 {
+	test_slow_engine();
+	test_at_the_cap();
 	test_wilson();
 	test_deterministic();
 	test_well_behaved_five();

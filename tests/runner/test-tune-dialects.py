@@ -139,12 +139,13 @@ def online_llamacpp(db):
     s.update({"scenario": "online", "sla": {"ttft_ms": 150, "tpot_ms": 100, "attainment": 0.9},
               "workload": {"dataset": "random", "input_len": 64, "output_len": 16, "num_prompts": 40,
                            "ignore_eos": True, "seed": 3},
-              "probe": {"max_steps": 3, "tolerance": 0.1, "request_timeout": 60},
+              "probe": {"max_steps": 3, "tolerance": 0.1, "request_timeout": 60, "max_point_seconds": 1},
               "engine_binary": prog, "engine_args": ["--threads", "2", "--load-time", "1.5"]})
     spec = os.path.join(TMP, "llamacpp-online.json")
     with open(spec, "w") as f:
         json.dump(s, f)
     tune(spec, db)
+    capped = []
     ts = trials(db, "llamacpp-online")
     if len(ts) < 2 or any(t["state"] != "done" for t in ts):
         fail("online: %r" % [(t["state"], t["failure_message"]) for t in ts])
@@ -156,15 +157,28 @@ def online_llamacpp(db):
         if not (t["deploy_seconds"] and t["deploy_seconds"] >= 1.4):
             fail("trial %d ready after %r s: the 503s while loading were not waited out" % (t["seq"],
                                                                                           t["deploy_seconds"]))
-        points = rows(db, "SELECT result FROM load_points WHERE trial_id = ? AND phase = 'search'", t["id"])
-        if not points or any(json.loads(p["result"]).get("verdict") not in ("met", "missed", "undecided")
-                             for p in points):
+        points = [json.loads(p["result"]) for p in
+                  rows(db, "SELECT result FROM load_points WHERE trial_id = ? AND phase = 'search'", t["id"])]
+        if not points or any(p.get("verdict") not in ("met", "missed", "undecided") for p in points):
             fail("trial %d: search load points without a sequential verdict" % t["seq"])
+        # every point of the search stopped sending at its cap of 1 s (its last requests then came back)
+        for p in points:
+            if p["duration"] > 1 + 3:
+                fail("trial %d: a load point ran %.1f s, past its cap of 1 s" % (t["seq"], p["duration"]))
+            if p["verdict"] == "undecided" and (p.get("cap") not in ("seconds", "requests")
+                                                or len(p.get("attainment_ci") or []) != 2):
+                fail("trial %d: undecided at the cap without its cap and interval: %r" % (t["seq"], p))
+        capped.extend(p for p in points if p.get("cap"))
+    if not capped:
+        fail("online: no load point reached its time cap: the verdict at the cap went untested")
     gaps = [(b["started_usec"] - a["finished_usec"]) / 1e6 for a, b in zip(ts, ts[1:])]
     if max(gaps) >= 5:
         fail("gaps between trials %r s: the teardown waited" % gaps)
-    print("llamacpp online: %d trials, ready after %s s, gaps between trials %s s" %
-          (len(ts), ", ".join("%.1f" % t["deploy_seconds"] for t in ts), ", ".join("%.2f" % g for g in gaps)))
+    print("llamacpp online: %d trials, ready after %s s, gaps between trials %s s; %d points at their cap, e.g. %s"
+          % (len(ts), ", ".join("%.1f" % t["deploy_seconds"] for t in ts), ", ".join("%.2f" % g for g in gaps),
+             len(capped), "%s at %.3g req/s: %.1f %%, 90 %% CI %.0f-%.0f %%" % (
+                 capped[0]["cap"], capped[0]["request_rate"], capped[0]["attainment"] * 100,
+                 capped[0]["attainment_ci"][0] * 100, capped[0]["attainment_ci"][1] * 100)))
 
 
 def newcomer(db):

@@ -327,16 +327,18 @@ static double queue_knee(double w_s, double x_sat, double scv, double miss)
 
 /* The knee as queueing sets it (see ratesearch.h): the lower of what the
  * TTFT and the E2E bounds allow beyond the single-request latency; 1 when
- * neither is bounded or the latencies are unknown. */
+ * neither is bounded or the latencies are unknown. A bound the fastest
+ * request already breaks says nothing of queueing (no rate will meet it):
+ * the search finds that fastest where points are short, near X_sat. */
 static double first_frac_queueing(const struct probe_ratesearch_config *cfg, const struct probe_rate_point *sat,
 				  double x_sat)
 {
 	double miss = 1 - (cfg->target > 0 && cfg->target < 1 ? aim_attainment(cfg, cfg->num_requests) : 0.9);
 	double frac = 1, scv = sat->service_scv > 0 ? MIN(sat->service_scv, 1.0) : 1;
 
-	if (sat->ttft_bound_s > 0 && sat->single_ttft_s > 0)
+	if (sat->ttft_bound_s > sat->single_ttft_s && sat->single_ttft_s > 0)
 		frac = MIN(frac, queue_knee(sat->ttft_bound_s - sat->single_ttft_s, x_sat, scv, miss));
-	if (sat->e2e_bound_s > 0 && sat->single_e2e_s > 0)
+	if (sat->e2e_bound_s > sat->single_e2e_s && sat->single_e2e_s > 0)
 		frac = MIN(frac, queue_knee(sat->e2e_bound_s - sat->single_e2e_s, x_sat, scv, miss));
 	return frac;
 }

@@ -78,7 +78,7 @@ static int check_presets(const struct study *study, struct error *err)
 }
 
 static int build_engine_config(const struct study *study, const cJSON *knobs, unsigned variant,
-			       struct sim_engine_config *ret, struct error *err)
+			       const struct runner_dry_engine *engine, struct sim_engine_config *ret, struct error *err)
 {
 	struct sim_engine_config c;
 	const cJSON *item;
@@ -111,12 +111,24 @@ static int build_engine_config(const struct study *study, const cJSON *knobs, un
 		/* r == 0: not a sim flag (an engine-specific knob): no effect in virtual time */
 	}
 	c.seed = variant;
+	if (engine) {
+		if (engine->profile_file && engine->profile_file[0]) {
+			r = sim_engine_config_apply_flag(&c, "--profile-file", engine->profile_file, err);
+			if (r < 0)
+				return error_prefix(err, r, "dry run");
+		}
+		c.fault_step_usec = engine->fault_step_usec;
+		c.fault_step_per_seq_usec = engine->fault_step_per_seq_usec;
+	}
 	r = sim_engine_config_resolve(&c, err);
 	if (r < 0)
 		return error_prefix(err, r, "dry run");
 	*ret = c;
 	return 0;
 }
+
+static int evaluate_knobs(const struct study *study, const cJSON *knobs, unsigned variant,
+			  const struct runner_dry_engine *engine, struct runner_dry_result *ret, struct error *err);
 
 /* The sim core's start-up model for cfg: up to ready, or (refused) up to
  * where vLLM gives up, after its weights and initialisation. */
@@ -150,17 +162,29 @@ static double probe_seconds(const struct study *study, const struct runner_dry_r
 int runner_dry_evaluate(const struct study *study, const struct opt_config *config, unsigned variant,
 			struct runner_dry_result *ret, struct error *err)
 {
+	return runner_dry_evaluate_with(study, config, variant, NULL, ret, err);
+}
+
+int runner_dry_evaluate_with(const struct study *study, const struct opt_config *config, unsigned variant,
+			     const struct runner_dry_engine *engine, struct runner_dry_result *ret, struct error *err)
+{
 	_cleanup_(cJSON_Deletep) cJSON *knobs = NULL;
 	int r;
 
 	r = opt_config_to_json(study->space, config, &knobs);
 	if (r < 0)
 		return error_set(err, r, "out of memory");
-	return runner_dry_evaluate_knobs(study, knobs, variant, ret, err);
+	return evaluate_knobs(study, knobs, variant, engine, ret, err);
 }
 
 int runner_dry_evaluate_knobs(const struct study *study, const cJSON *knobs, unsigned variant,
 			      struct runner_dry_result *ret, struct error *err)
+{
+	return evaluate_knobs(study, knobs, variant, NULL, ret, err);
+}
+
+static int evaluate_knobs(const struct study *study, const cJSON *knobs, unsigned variant,
+			  const struct runner_dry_engine *engine, struct runner_dry_result *ret, struct error *err)
 {
 	struct runner_dry_result res = { .cost_per_mtok = NAN, .max_rate = 0 };
 	struct sim_engine_config cfg;
@@ -171,7 +195,7 @@ int runner_dry_evaluate_knobs(const struct study *study, const cJSON *knobs, uns
 	double tps, in_per_req;
 	int r;
 
-	r = build_engine_config(study, knobs, variant, &cfg, err);
+	r = build_engine_config(study, knobs, variant, engine, &cfg, err);
 	if (r < 0)
 		return r;
 	/* vLLM's start-up checks first: a refusal is the configuration's outcome,

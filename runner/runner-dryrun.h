@@ -57,6 +57,16 @@ struct runner_dry_result {
  * unknown model or GPU preset), with err naming it. */
 int runner_dry_evaluate(const struct study *study, const struct opt_config *config, unsigned variant,
 			struct runner_dry_result *ret, struct error *err);
+/* An engine that is not goodput-sim as published, for benchmarks: its
+ * constants from a profile file (`goodput-sim --profile-file`), and costs
+ * the model does not have (sim_engine_config's fault_step_usec and
+ * fault_step_per_seq_usec). */
+struct runner_dry_engine {
+	const char *profile_file; /* NULL: the preset's constants */
+	double fault_step_usec, fault_step_per_seq_usec;
+};
+int runner_dry_evaluate_with(const struct study *study, const struct opt_config *config, unsigned variant,
+			     const struct runner_dry_engine *engine, struct runner_dry_result *ret, struct error *err);
 /* The same for knob values that need not lie on the study's grid (a
  * baseline at the engine's defaults): {"max_num_seqs": 256, ...}; knobs
  * absent take the sim's defaults. */

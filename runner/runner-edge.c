@@ -108,7 +108,8 @@ int runner_edge_phase(struct runner *r, struct error *err)
 	int k;
 
 	if (!r->study->search.extend_edges ||
-	    (r->study->search.strategy && strcmp(r->study->search.strategy, "twin") == 0) ||
+	    (r->study->search.strategy &&
+	     (strcmp(r->study->search.strategy, "twin") == 0 || strcmp(r->study->search.strategy, "model") == 0)) ||
 	    r->n_phases >= ELEMENTSOF(r->phases))
 		return 0;
 	k = best_evidence(r, &best, &at, &have_point, &cost, err);

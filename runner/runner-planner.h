@@ -128,6 +128,21 @@ int runner_planner_search_new(const struct runner_planner_env *env, runner_answe
 int runner_planner_twin_new(const struct runner_planner_env *env, runner_answer_fn cb, void *userdata,
 			    struct runner_planner **ret, struct error *err);
 
+/* The twin's view of a study (model, GPU, price, scenario, workload, SLA,
+ * the probe's tolerance); engine "trtllm" takes that base profile. A
+ * prediction simulates the probe's own sample of requests, up to
+ * RUNNER_TWIN_PROMPTS_MAX. */
+#define RUNNER_TWIN_PROMPTS_MAX 500
+struct twin_setup;
+int runner_twin_setup(const struct study *s, const char *engine, struct twin_setup *ret, struct error *err);
+
+/* The model search (twin_search_ask in a forked child, twin-search.c):
+ * the study's default. Errors as runner_planner_twin_new: a study the
+ * engine model cannot describe (no model or GPU preset) falls back to the
+ * NLopt search, which the caller decides. */
+int runner_planner_model_new(const struct runner_planner_env *env, runner_answer_fn cb, void *userdata,
+			     struct runner_planner **ret, struct error *err);
+
 int runner_planner_ask(struct runner_planner *p, const struct runner_ask *a, struct runner_answer *ret,
 		       struct error *err);
 void runner_planner_cancel(struct runner_planner *p);

@@ -485,6 +485,8 @@ static int make_planner(struct runner *r, struct error *err)
 
 	if (strategy && strcmp(strategy, "twin") == 0)
 		k = runner_planner_twin_new(&env, runner_on_answer, r, &r->planner, err);
+	else if (strategy && strcmp(strategy, "model") == 0)
+		k = runner_planner_model_new(&env, runner_on_answer, r, &r->planner, err);
 	else
 		k = runner_planner_search_new(&env, runner_on_answer, r, &r->planner, err);
 	if (k < 0)

@@ -71,6 +71,11 @@ uint64_t twin_hash(uint64_t h, const void *p, size_t n);
  * prediction. */
 int twin_rank_best(struct twin *t, const struct sim_profile *p, const bool *exclude, const double *discount,
 		   size_t *ret_index, struct twin_prediction *ret, struct error *err);
+/* The rank of profile p with the cost lower bound of every configuration
+ * computed (INFINITY where the model cannot start it). */
+int twin_rank_lower_bounds(struct twin *t, const struct sim_profile *p, struct twin_rank **ret, struct error *err);
+/* Sorts indices by key ascending, ties by index. */
+void twin_sort_by(size_t *order, size_t n, const double *key);
 /* Index of a profile constant by name, or -1. */
 ssize_t twin_profile_index(const char *name);
 /* The constants only some configurations depend on (MFU of its precision,

@@ -393,6 +393,30 @@ static int cmp_by_key(const void *a, const void *b)
 	return x < y ? -1 : x > y; /* ties in grid order: deterministic */
 }
 
+int twin_rank_lower_bounds(struct twin *t, const struct sim_profile *p, struct twin_rank **ret, struct error *err)
+{
+	struct twin_rank *rk;
+	int r;
+
+	r = rank_get(t, p, &rk);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < t->n_configs; i++) {
+		r = lower_bound(t, rk, i, err);
+		if (r < 0)
+			return r;
+	}
+	*ret = rk;
+	return 0;
+}
+
+void twin_sort_by(size_t *order, size_t n, const double *key)
+{
+	sort_keys = key;
+	qsort(order, n, sizeof(size_t), cmp_by_key);
+	sort_keys = NULL;
+}
+
 int twin_rank_best(struct twin *t, const struct sim_profile *p, const bool *exclude, const double *discount,
 		   size_t *ret_index, struct twin_prediction *ret, struct error *err)
 {

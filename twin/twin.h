@@ -311,3 +311,62 @@ int twin_candidate_from_json(const struct opt_space *space, const cJSON *j, cons
 
 /* The calibration to store at the end of a study (key fields from the caller). */
 void twin_calibration_from_fit(const struct twin_fit *f, double cost_error, struct twin_calibration *ret);
+
+/* ---- the model search (twin-search.c): goodput's default strategy ----
+ *
+ * goodput-sim's engine model as the prior (calibrated at checkpoints of the
+ * history), a Gaussian process over the knobs for what it gets wrong,
+ * expected improvement for each deployment (a kriging believer for several
+ * at once), statistical re-probes, knowledge as recorded rules, and a stop
+ * once no untested configuration is likely to beat the answer by more than
+ * the measurement noise. Deterministic in (space, setup, settings, history,
+ * pending): twin-search.c explains each step. */
+
+struct twin_search_settings {
+	struct opt_settings plain; /* seed, max_trials (every deployment counts), confirm_probes,
+	                            * max_attempts, preflight (a NO is never deployed) */
+	struct twin_fit_options fit;
+	double noise;            /* prior measurement noise, log sd (0.03); refined from re-probes */
+	double stop_probability; /* stop once P(an untested configuration beats the answer by more than the
+	                          * noise) is below this (0.05) */
+};
+void twin_search_settings_init(struct twin_search_settings *s);
+
+/* A trial in flight: asked for, not told yet. */
+struct twin_pending {
+	struct opt_config config;
+	bool confirm;
+};
+
+/* Up to k configurations to measure now (ret holds k), or one DONE
+ * candidate: ret[i].opt as opt_next's (ask, phase, config, best,
+ * reason), predicted_cost the posterior mean ($/Mtok), message why. A
+ * confirmation of the answer is proposed only with nothing in flight and
+ * ends the batch. *ret_n ≥ 1 unless k is 0. */
+int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
+		    const struct twin_pending *pending, size_t n_pending, size_t k, struct twin_candidate *ret,
+		    size_t *ret_n, struct error *err);
+
+/* Why a configuration was never deployed: the rule and the measurement it read. */
+enum twin_rule_kind {
+	TWIN_RULE_NONE,
+	TWIN_RULE_MEMORY,        /* the memory pre-flight (or the model's start-up checks) */
+	TWIN_RULE_OUT_OF_MEMORY, /* a trial with less ran out of memory (opt_oom_rules_out) */
+	TWIN_RULE_CANNOT_BIND,   /* max_num_seqs ≥ 2 × the concurrency measured at the SLA rate */
+	TWIN_RULE_STARVED,       /* max_num_seqs ≤ ¼ of it, and the model predicts it worse */
+	TWIN_RULE_NEVER_MET,     /* the calibrated model predicts no rate meets the SLA */
+	_TWIN_RULE_MAX,
+};
+const char *twin_rule_to_string(enum twin_rule_kind k);
+
+struct twin_rule {
+	struct opt_config config;
+	enum twin_rule_kind kind;
+	size_t trial; /* index in the history of the trial it read (SIZE_MAX: none) */
+	char text[192];
+};
+
+/* The rules in force after history h, one per configuration not deployed
+ * that one of them covers. The caller frees *ret. */
+int twin_search_rules(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
+		      struct twin_rule **ret, size_t *ret_n, struct error *err);

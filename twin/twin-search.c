@@ -1,0 +1,850 @@
+/* twin-search.c — the model search: goodput's default strategy.
+ *
+ * Every ask is recomputed from the history (and the trials in flight), as
+ * the replayed NLopt search and twin_next are, so a restarted runner asks
+ * the same things. What an expert inference engineer does by hand, in four
+ * pieces:
+ *
+ * 1. The prior. goodput-sim's engine model of the study's model and GPU
+ *    predicts every configuration's max SLA rate and cost in virtual time,
+ *    with the requests the probe sends (the workload's own sample: a
+ *    smaller sample misranks chunk sizes under a tight TPOT tail, where the
+ *    interleaving of prefill chunks with decodes sets the SLA). Before the
+ *    first deployment this ranks the space; what the model cannot start is
+ *    never deployed, and neither is what the memory pre-flight or an
+ *    out-of-memory start-up rules out. As load points arrive the model's
+ *    constants are fitted to them (twin_calibrate) at checkpoints of the
+ *    history (after 1, 2, 3, 4, 6, 8, 12, 16, ... configurations measured),
+ *    so a fit depends on a fixed prefix of the history and replays.
+ * 2. The residual. log(measured / predicted) of every measured configuration
+ *    is described by a Gaussian process over the knobs (optimizer/gp.h),
+ *    its hyperparameters chosen by marginal likelihood and its noise
+ *    estimated from the repeated measurements. Prior + residual give each
+ *    untested configuration a mean and a standard deviation; a server the
+ *    model describes badly has large residuals, so a large signal variance,
+ *    so wide intervals: the search widens, it never stops on a model it
+ *    cannot trust.
+ * 3. The choice. The next deployment maximises expected improvement over
+ *    the incumbent (the measured configuration with the lowest posterior
+ *    mean). Several at once (free GPU slots, trials in flight): each chosen
+ *    configuration is added as a fantasy observation at its posterior mean
+ *    (the kriging believer) before the next is chosen, so a batch spreads.
+ *    Noise: while the incumbent and its closest rival overlap (their means
+ *    within twice their joint standard deviation) and nothing untested
+ *    promises more than a quarter of the noise, the one measured less is
+ *    measured again — never the same pair twice in a row, never a
+ *    configuration more than REPROBE_MAX times.
+ * 4. The stop. Once the probability that any untested configuration beats
+ *    the incumbent by more than the measurement noise is below
+ *    stop_probability (5 %), the search is over: the answer is measured
+ *    again (confirm_probes), the message says how many deployments of the
+ *    budget that saved. A budget that ends first says what is left: that
+ *    probability and the largest expected improvement.
+ *
+ * Knowledge as constraints (twin_search_rules, with the trial each one
+ * read): a max_num_seqs at least twice the concurrency measured at the SLA
+ * rate cannot bind — once a measured max_num_seqs that hardly binds (1.5 ×
+ * the concurrency it carried) is known, the configurations with the same
+ * other knobs and a max_num_seqs at least as large and at least twice that
+ * concurrency equal it, and are not deployed; one at a quarter of it or less
+ * cannot carry that rate and is not deployed while the model also predicts
+ * it worse than the answer; a configuration the calibrated model predicts
+ * never meets the SLA (its step times too long for the TPOT bound at any
+ * rate) is left untested unless the residual says the model is wrong by
+ * that much. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gp.h"
+#include "macro.h"
+#include "twin-internal.h"
+
+#define REPROBE_MAX 4
+/* predictions are computed where the cost lower bound is within this factor of the best prediction */
+#define PRIOR_WINDOW 1.6
+/* the prior mean of a configuration the model predicts never meets the SLA: this factor above the best */
+#define NEVER_MET_FACTOR 3.0
+#define BIND_FACTOR      2.0 /* max_num_seqs ≥ this × the measured concurrency cannot bind */
+#define STARVE_FACTOR    4.0 /* max_num_seqs ≤ the measured concurrency / this cannot carry the rate */
+/* the stop needs this many configurations measured (the answer and its
+ * neighbours), and the residual's spread stays wide until then */
+#define EVIDENCE_MIN 5
+#define STOP_MIN     3
+
+void twin_search_settings_init(struct twin_search_settings *s)
+{
+	*s = (struct twin_search_settings){
+		.noise = 0.03,
+		.stop_probability = 0.05,
+	};
+	opt_settings_init(&s->plain);
+	twin_fit_options_init(&s->fit);
+}
+
+/* What the history says about one configuration. */
+struct obs {
+	unsigned n;        /* measured cost values */
+	double sum, sumsq; /* of log cost */
+	bool tried;        /* decided: measured, infeasible, SLA never met, or failed max_attempts times */
+	bool measured;
+	unsigned failures;
+	double concurrency; /* mean requests in flight at its max SLA rate (0: unknown) */
+	size_t first_trial; /* history index of its first trial */
+	size_t conc_trial;  /* history index of the trial the concurrency came from */
+};
+
+struct search {
+	struct twin *t;
+	const struct twin_search_settings *s;
+	const struct twin_history *h;
+	size_t n_configs, dim;
+	struct obs *obs;
+	uint8_t *rule;      /* per config: enum twin_rule_kind of why it is not a candidate (0: it is) */
+	size_t *rule_trial; /* the trial the rule read (SIZE_MAX: none) */
+	size_t *rule_ref;   /* the configuration a "cannot bind" one equals */
+	double *prior;      /* per config: log predicted cost (the model's), NAN: unknown */
+	bool *never_met;    /* the model predicts it never meets the SLA */
+	double *z;          /* n_configs × dim GP inputs */
+	double noise_var;   /* per measurement, log units² */
+	unsigned measured_configs;
+	struct twin_fit fit;
+	bool calibrated;
+	struct sim_profile profile;
+	size_t prefix; /* trials the calibration used */
+};
+
+static void search_done(struct search *x)
+{
+	free(x->obs);
+	free(x->rule);
+	free(x->rule_trial);
+	free(x->rule_ref);
+	free(x->prior);
+	free(x->never_met);
+	free(x->z);
+}
+
+static double knob_number(const struct twin *t, size_t i, int knob)
+{
+	return knob >= 0 ? t->space->knobs[knob].numbers[t->configs[i].idx[knob]] : 0;
+}
+
+/* The mean concurrency at a trial's max SLA rate, by Little's law from its
+ * point at that rate: rate × (TTFT + TPOT × (output tokens − 1)). 0 when
+ * it has no such point. */
+static double trial_concurrency(const struct twin *t, const struct twin_trial *tr)
+{
+	const struct twin_point *at = NULL;
+	double out = t->setup.workload.output.mean > 1 ? t->setup.workload.output.mean : 1;
+
+	if (tr->trial.outcome != OPT_OUTCOME_MEASURED || !(tr->max_rate > 0))
+		return 0;
+	for (size_t p = 0; p < tr->n_points; p++)
+		if (isfinite(tr->points[p].rate) &&
+		    (!at || fabs(tr->points[p].rate - tr->max_rate) < fabs(at->rate - tr->max_rate)))
+			at = &tr->points[p];
+	if (!at || !(at->fig[TWIN_FIG_TTFT_MEAN] > 0))
+		return 0;
+	return tr->max_rate * (at->fig[TWIN_FIG_TTFT_MEAN] + at->fig[TWIN_FIG_TPOT_MEAN] * (out - 1)) / 1000;
+}
+
+static int read_history(struct search *x, struct error *err)
+{
+	const struct twin_history *h = x->h;
+	struct twin *t = x->t;
+
+	for (size_t k = 0; k < h->n; k++) {
+		const struct twin_trial *tr = &h->trials[k];
+		ssize_t i = twin_index(t, &tr->trial.config);
+		struct obs *o;
+
+		if (i < 0)
+			return error_set(err, -EINVAL, "model search: trial %zu: configuration not in the space",
+					 k + 1);
+		o = &x->obs[i];
+		if (!o->tried && o->failures == 0 && o->n == 0)
+			o->first_trial = k;
+		switch (tr->trial.outcome) {
+		case OPT_OUTCOME_MEASURED: {
+			double c = trial_concurrency(t, tr), l = log(tr->trial.cost);
+
+			o->tried = o->measured = true;
+			o->n++;
+			o->sum += l;
+			o->sumsq += l * l;
+			if (c > o->concurrency) {
+				o->concurrency = c;
+				o->conc_trial = k;
+			}
+			break;
+		}
+		case OPT_OUTCOME_FAILED:
+			if (++o->failures >= x->s->plain.max_attempts)
+				o->tried = true;
+			break;
+		default:
+			o->tried = true;
+			break;
+		}
+	}
+	for (size_t i = 0; i < x->n_configs; i++)
+		x->measured_configs += x->obs[i].measured;
+	return 0;
+}
+
+/* The measurement noise (log sd) pooled over repeated measurements, with
+ * the settings' value as a prior worth two degrees of freedom. */
+static void estimate_noise(struct search *x)
+{
+	double ss = 2 * x->s->noise * x->s->noise, dof = 2;
+
+	for (size_t i = 0; i < x->n_configs; i++) {
+		const struct obs *o = &x->obs[i];
+
+		if (o->n >= 2) {
+			ss += MAX(o->sumsq - o->sum * o->sum / o->n, 0.0);
+			dof += o->n - 1;
+		}
+	}
+	x->noise_var = MAX(ss / dof, 1e-6);
+}
+
+/* The calibration checkpoints: the number of measured configurations after
+ * which the model is fitted again. */
+static bool checkpoint(unsigned m)
+{
+	static const unsigned at[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128 };
+
+	for (size_t j = 0; j < ELEMENTSOF(at); j++)
+		if (at[j] == m)
+			return true;
+	return m > 128 && m % 64 == 0;
+}
+
+/* Fits the model on the history up to the last checkpoint. */
+static int calibrate(struct search *x, struct error *err)
+{
+	const struct twin_history *h = x->h;
+	_cleanup_(freep) bool *seen = calloc(MAX(x->n_configs, (size_t)1), sizeof(bool));
+	unsigned m = 0;
+	size_t prefix = 0;
+	int r;
+
+	if (!seen)
+		return -ENOMEM;
+	for (size_t k = 0; k < h->n; k++) {
+		ssize_t i = twin_index(x->t, &h->trials[k].trial.config);
+
+		if (i >= 0 && h->trials[k].trial.outcome == OPT_OUTCOME_MEASURED && h->trials[k].n_points > 0 &&
+		    !seen[i]) {
+			seen[i] = true;
+			if (checkpoint(++m))
+				prefix = k + 1;
+		}
+	}
+	x->profile = x->t->base;
+	x->prefix = prefix;
+	if (prefix == 0)
+		return 0;
+	r = twin_calibrate(x->t, h->trials, prefix, &x->t->base, &x->s->fit, &x->fit, err);
+	if (r == -ENODATA)
+		return 0;
+	if (r < 0)
+		return r;
+	x->calibrated = true;
+	x->profile = x->fit.profile;
+	return 0;
+}
+
+static bool pre_excluded(const struct search *x, size_t i)
+{
+	const struct opt_preflight *p = x->s->plain.preflight;
+
+	if (!twin_startable(x->t, i))
+		return true;
+	return p && p->fit && p->fit(x->t->space, &x->t->configs[i], p->userdata) == OPT_FIT_NO;
+}
+
+/* The prior: predictions where they can matter (a lower bound near the
+ * best prediction), the lower bound elsewhere; every measured
+ * configuration predicted. */
+static int compute_prior(struct search *x, struct error *err)
+{
+	struct twin *t = x->t;
+	struct twin_rank *rk;
+	double best = INFINITY;
+	_cleanup_(freep) size_t *order = NULL;
+	size_t n = 0;
+	int r;
+
+	r = twin_rank_lower_bounds(t, &x->profile, &rk, err);
+	if (r < 0)
+		return r;
+	order = malloc(MAX(x->n_configs, (size_t)1) * sizeof(size_t));
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->n_configs; i++)
+		if (isfinite(rk->lb[i]))
+			order[n++] = i;
+	twin_sort_by(order, n, rk->lb);
+	for (size_t k = 0; k < n; k++) {
+		size_t i = order[k];
+		struct twin_prediction pr;
+
+		if (rk->lb[i] > best * PRIOR_WINDOW && !x->obs[i].measured)
+			continue;
+		r = twin_predict(t, &x->profile, &t->configs[i], &pr, err);
+		if (r < 0)
+			return r;
+		if (pr.outcome == OPT_OUTCOME_MEASURED) {
+			x->prior[i] = log(pr.cost);
+			best = MIN(best, pr.cost);
+		} else if (pr.outcome == OPT_OUTCOME_SLA_NEVER_MET)
+			x->never_met[i] = true;
+	}
+	if (!isfinite(best))
+		best = 1;
+	for (size_t i = 0; i < x->n_configs; i++) {
+		if (!isnan(x->prior[i]))
+			continue;
+		if (x->never_met[i])
+			x->prior[i] = log(best * NEVER_MET_FACTOR);
+		else if (isfinite(rk->lb[i]))
+			x->prior[i] = log(MAX(rk->lb[i], best * PRIOR_WINDOW));
+	}
+	return 0;
+}
+
+/* Knowledge as constraints, each with the trial it read. */
+static void apply_rules(struct search *x, double best_log)
+{
+	struct twin *t = x->t;
+	const struct opt_space *s = t->space;
+	int mns = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_SEQS);
+
+	for (size_t i = 0; i < x->n_configs; i++) {
+		x->rule_trial[i] = SIZE_MAX;
+		if (x->obs[i].tried)
+			continue;
+		if (pre_excluded(x, i)) {
+			x->rule[i] = TWIN_RULE_MEMORY;
+			continue;
+		}
+		for (size_t k = 0; k < x->h->n && !x->rule[i]; k++)
+			if (opt_oom_rules_out(s, &x->h->trials[k].trial, &t->configs[i])) {
+				x->rule[i] = TWIN_RULE_OUT_OF_MEMORY;
+				x->rule_trial[i] = k;
+			}
+		if (x->rule[i] || mns < 0)
+			continue;
+		for (size_t j = 0; j < x->n_configs && !x->rule[i]; j++) {
+			const struct obs *o = &x->obs[j];
+			double v = knob_number(t, i, mns), w = knob_number(t, j, mns);
+			bool same = true;
+
+			if (!o->measured || !(o->concurrency > 0))
+				continue;
+			for (size_t k = 0; k < s->n_knobs && same; k++)
+				same = (int)k == mns || t->configs[i].idx[k] == t->configs[j].idx[k];
+			/* w itself hardly binds (well above the concurrency it
+			 * carried): every v from twice that concurrency on equals it */
+			if (same && w >= 1.5 * o->concurrency && v >= MAX(w, BIND_FACTOR * o->concurrency)) {
+				x->rule[i] = TWIN_RULE_CANNOT_BIND;
+				x->rule_trial[i] = o->conc_trial;
+				x->rule_ref[i] = j;
+			}
+			/* far below: across batch-chunk settings of the same
+			 * precision and TP, while the model agrees it is worse */
+			if (!x->rule[i] && v * STARVE_FACTOR <= o->concurrency && !isnan(x->prior[i]) &&
+			    x->prior[i] > best_log) {
+				bool combo = true;
+
+				for (size_t k = 0; k < s->n_knobs && combo; k++)
+					combo = !s->knobs[k].categorical ||
+						t->configs[i].idx[k] == t->configs[j].idx[k];
+				if (combo) {
+					x->rule[i] = TWIN_RULE_STARVED;
+					x->rule_trial[i] = o->conc_trial;
+				}
+			}
+		}
+	}
+}
+
+static void fill_z(struct search *x)
+{
+	const struct opt_space *s = x->t->space;
+
+	for (size_t i = 0; i < x->n_configs; i++)
+		for (size_t k = 0; k < x->dim; k++)
+			x->z[i * x->dim + k] = s->knobs[k].categorical
+						       ? (double)x->t->configs[i].idx[k]
+						       : opt_space_normalise(s, k, x->t->configs[i].idx[k]);
+}
+
+/* The residual data: measured configurations with a prior, plus fantasies. */
+struct gp_data {
+	size_t n;
+	size_t *cfg;
+	double *x, *y, *noise;
+};
+
+static void gp_data_done(struct gp_data *d)
+{
+	free(d->cfg);
+	free(d->x);
+	free(d->y);
+	free(d->noise);
+}
+
+static int gp_data_init(struct gp_data *d, const struct search *x, size_t extra)
+{
+	size_t cap = x->measured_configs + extra + 1;
+
+	*d = (struct gp_data){ 0 };
+	d->cfg = malloc(cap * sizeof(size_t));
+	d->x = malloc(cap * x->dim * sizeof(double));
+	d->y = malloc(cap * sizeof(double));
+	d->noise = malloc(cap * sizeof(double));
+	if (!d->cfg || !d->x || !d->y || !d->noise)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->n_configs; i++) {
+		const struct obs *o = &x->obs[i];
+
+		if (!o->measured || isnan(x->prior[i]) || d->n >= OPT_GP_POINTS_MAX)
+			continue;
+		d->cfg[d->n] = i;
+		memcpy(&d->x[d->n * x->dim], &x->z[i * x->dim], x->dim * sizeof(double));
+		d->y[d->n] = o->sum / o->n - x->prior[i];
+		d->noise[d->n] = x->noise_var / o->n;
+		d->n++;
+	}
+	return 0;
+}
+
+static int gp_data_add(struct gp_data *d, const struct search *x, size_t i, double y, double noise)
+{
+	if (d->n >= OPT_GP_POINTS_MAX)
+		return 0;
+	d->cfg[d->n] = i;
+	memcpy(&d->x[d->n * x->dim], &x->z[i * x->dim], x->dim * sizeof(double));
+	d->y[d->n] = y;
+	d->noise[d->n] = noise;
+	d->n++;
+	return 0;
+}
+
+/* The posterior of configuration i's log cost: prior + residual. */
+static void posterior(const struct search *x, const struct opt_gp *gp, size_t i, double *ret_mean, double *ret_sd)
+{
+	double m, v;
+
+	opt_gp_predict(gp, &x->z[i * x->dim], &m, &v);
+	*ret_mean = x->prior[i] + m;
+	*ret_sd = sqrt(v);
+}
+
+static int select_kernel(struct opt_gp *gp, const struct search *x, const struct gp_data *d)
+{
+	/* A few residuals cannot show that the model is good everywhere: below
+	 * EVIDENCE_MIN measured configurations the residual keeps at least
+	 * 5 % of prior spread, however small the residuals seen. */
+	static const double signals[] = { 0.02, 0.05, 0.1, 0.2, 0.4 };
+	size_t first = d->n < EVIDENCE_MIN ? 1 : 0;
+	static const double ords[] = { 0.15, 0.3, 0.6, 1.2 };
+	static const double cats[] = { 0.5, 1.5, 4 };
+
+	gp->dim = x->dim;
+	for (size_t k = 0; k < x->dim; k++)
+		gp->categorical[k] = x->t->space->knobs[k].categorical;
+	if (d->n == 0) {
+		/* nothing measured: the prior's own uncertainty */
+		const struct opt_gp_kernel k = { .signal = 0.1, .offset = 0.1, .length_ord = 0.3, .length_cat = 1.5 };
+
+		return opt_gp_fit(gp, &k, 0, d->x, d->y, d->noise);
+	}
+	return opt_gp_select(gp, 0.1, signals + first, ELEMENTSOF(signals) - first, ords, ELEMENTSOF(ords), cats,
+			     ELEMENTSOF(cats), d->n, d->x, d->y, d->noise);
+}
+
+/* The incumbent: the measured configuration with the lowest posterior
+ * mean (SIZE_MAX: none), its mean and the runner-up. */
+static size_t incumbent(const struct search *x, const struct opt_gp *gp, double *ret_mean, size_t *ret_second)
+{
+	size_t best = SIZE_MAX, second = SIZE_MAX;
+	double bm = INFINITY, sm = INFINITY;
+
+	for (size_t i = 0; i < x->n_configs; i++) {
+		double m, sd;
+
+		if (!x->obs[i].measured)
+			continue;
+		if (isnan(x->prior[i]))
+			m = x->obs[i].sum / x->obs[i].n; /* the model cannot run it: its measurements alone */
+		else
+			posterior(x, gp, i, &m, &sd);
+		if (m < bm) {
+			second = best;
+			sm = bm;
+			best = i;
+			bm = m;
+		} else if (m < sm) {
+			second = i;
+			sm = m;
+		}
+	}
+	*ret_mean = bm;
+	*ret_second = second;
+	return best;
+}
+
+/* The spread of configuration i's mean measured log cost. */
+static double measured_sd(const struct search *x, size_t i)
+{
+	return sqrt(x->noise_var / MAX(x->obs[i].n, 1u));
+}
+
+int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
+		    const struct twin_pending *pending, size_t n_pending, size_t k, struct twin_candidate *ret,
+		    size_t *ret_n, struct error *err)
+{
+	struct search x = { .t = t, .s = s, .h = h, .n_configs = t->n_configs, .dim = t->space->n_knobs };
+	struct opt_history oh;
+	struct opt_gp gp;
+	struct gp_data d = { 0 };
+	_cleanup_(freep) bool *busy = NULL;
+	size_t got = 0, deployed = h->n + n_pending;
+	unsigned reserve = opt_confirm_reserve(&s->plain);
+	int r;
+
+	opt_gp_init(&gp);
+	opt_history_init(&oh);
+	x.obs = calloc(x.n_configs, sizeof(*x.obs));
+	x.rule = calloc(x.n_configs, 1);
+	x.rule_trial = calloc(x.n_configs, sizeof(size_t));
+	x.rule_ref = calloc(x.n_configs, sizeof(size_t));
+	x.prior = malloc(x.n_configs * sizeof(double));
+	x.never_met = calloc(x.n_configs, sizeof(bool));
+	x.z = malloc(x.n_configs * MAX(x.dim, (size_t)1) * sizeof(double));
+	busy = calloc(x.n_configs, sizeof(bool));
+	if (!x.obs || !x.rule || !x.rule_trial || !x.rule_ref || !x.prior || !x.never_met || !x.z || !busy) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < x.n_configs; i++)
+		x.prior[i] = NAN;
+	r = read_history(&x, err);
+	for (size_t j = 0; j < h->n && r >= 0; j++)
+		r = opt_history_add(&oh, &h->trials[j].trial);
+	if (r < 0)
+		goto out;
+	estimate_noise(&x);
+	r = calibrate(&x, err);
+	if (r >= 0)
+		r = compute_prior(&x, err);
+	if (r < 0)
+		goto out;
+	fill_z(&x);
+	r = gp_data_init(&d, &x, n_pending + k);
+	if (r >= 0)
+		r = select_kernel(&gp, &x, &d);
+	if (r < 0)
+		goto out;
+
+	/* the trials in flight: fantasies at their posterior means */
+	for (size_t p = 0; p < n_pending; p++) {
+		ssize_t i = twin_index(t, &pending[p].config);
+		double m, sd;
+
+		if (i < 0 || isnan(x.prior[i]))
+			continue;
+		busy[i] = true;
+		posterior(&x, &gp, (size_t)i, &m, &sd);
+		r = gp_data_add(&d, &x, (size_t)i, m - x.prior[i], x.noise_var / (x.obs[i].n + 1));
+		if (r >= 0)
+			r = opt_gp_fit(&gp, &gp.kernel, d.n, d.x, d.y, d.noise);
+		if (r < 0)
+			goto out;
+	}
+
+	while (got < k) {
+		struct twin_candidate *c = &ret[got];
+		double best_m, best_ei = 0, p_none = 1, delta = sqrt(x.noise_var);
+		size_t second, pick = SIZE_MAX, untested = 0;
+		size_t inc = incumbent(&x, &gp, &best_m, &second);
+		double ref = best_m;
+		bool budget = s->plain.max_trials && deployed + got + reserve >= s->plain.max_trials;
+
+		*c = (struct twin_candidate){ .predicted_cost = NAN, .calibrated = x.calibrated, .fit = x.fit };
+		c->tol = delta;
+		opt_best(t->space, &oh, &c->opt.best, &c->opt.runner_up);
+		c->opt.evaluated = x.measured_configs;
+		if (got == 0)
+			apply_rules(&x, isfinite(best_m) ? best_m : INFINITY);
+		/* nothing measured: a batch spreads around what is in flight already */
+		for (size_t i = 0; i < x.n_configs && inc == SIZE_MAX; i++)
+			if (busy[i] && !isnan(x.prior[i])) {
+				double m, sd;
+
+				posterior(&x, &gp, i, &m, &sd);
+				ref = isfinite(ref) ? MIN(ref, m) : m;
+			}
+		for (size_t i = 0; i < x.n_configs; i++) {
+			double m, sd, ei;
+
+			if (x.obs[i].tried || x.rule[i] || busy[i] || isnan(x.prior[i]))
+				continue;
+			untested++;
+			posterior(&x, &gp, i, &m, &sd);
+			if (!isfinite(ref)) {
+				/* nothing measured nor in flight: the model's best first */
+				ei = -m;
+			} else if (inc == SIZE_MAX) {
+				ei = opt_expected_improvement(ref, m, sd);
+			} else {
+				ei = opt_expected_improvement(best_m, m, sd);
+				p_none *= 1 - opt_normal_cdf((best_m - delta - m) / MAX(sd, 1e-9));
+			}
+			if (pick == SIZE_MAX || ei > best_ei) {
+				pick = i;
+				best_ei = ei;
+			}
+		}
+		c->opt.inferred = 0;
+		for (size_t i = 0; i < x.n_configs; i++)
+			c->opt.inferred += x.rule[i] != 0;
+
+		if (inc == SIZE_MAX && pick == SIZE_MAX) {
+			c->opt.ask = OPT_ASK_DONE;
+			c->opt.phase = OPT_PHASE_DONE;
+			c->opt.reason = OPT_DONE_EXHAUSTED;
+			c->phase = TWIN_PHASE_DONE;
+			snprintf(c->message, sizeof(c->message),
+				 "exhausted: no configuration is left that the model can start and nothing ran");
+			got++;
+			break;
+		}
+		if (inc != SIZE_MAX && !budget && pick != SIZE_MAX &&
+		    (1 - p_none >= s->stop_probability || x.measured_configs + got < STOP_MIN)) {
+			double dm, sd_pair;
+			bool reprobe = false;
+			size_t which = inc;
+
+			/* the incumbent and its rival overlap: measure again the one measured less */
+			if (second != SIZE_MAX && best_ei < delta / 4) {
+				double m2, sd2, m1, sd1;
+
+				posterior(&x, &gp, second, &m2, &sd2);
+				posterior(&x, &gp, inc, &m1, &sd1);
+				dm = m2 - m1;
+				sd_pair = sqrt(measured_sd(&x, inc) * measured_sd(&x, inc) +
+					       measured_sd(&x, second) * measured_sd(&x, second));
+				which = x.obs[second].n < x.obs[inc].n ? second : inc;
+				reprobe = dm < 2 * sd_pair && x.obs[which].n < REPROBE_MAX && !busy[which] &&
+					  !(h->n > 0 && h->trials[h->n - 1].trial.confirm &&
+					    (twin_index(t, &h->trials[h->n - 1].trial.config) == (ssize_t)inc ||
+					     twin_index(t, &h->trials[h->n - 1].trial.config) == (ssize_t)second));
+			}
+			if (reprobe) {
+				c->opt.ask = OPT_ASK_CONFIRM;
+				c->opt.phase = OPT_PHASE_SEARCH;
+				c->opt.config = t->configs[which];
+				c->opt.attempt = 1;
+				c->phase = TWIN_PHASE_REFINE;
+				c->predicted_cost = exp(x.prior[which]);
+				snprintf(c->message, sizeof(c->message),
+					 "the answer and its rival overlap (%.1f %% apart, noise %.1f %%): measuring "
+					 "the "
+					 "one measured less again",
+					 100 * (exp(dm) - 1), 100 * delta);
+				busy[which] = true;
+			} else {
+				double m, sd;
+
+				posterior(&x, &gp, pick, &m, &sd);
+				c->opt.ask = OPT_ASK_TRIAL;
+				c->opt.phase = OPT_PHASE_SEARCH;
+				c->opt.config = t->configs[pick];
+				c->opt.attempt = x.obs[pick].failures + 1;
+				c->phase = TWIN_PHASE_REFINE;
+				c->predicted_cost = exp(m);
+				snprintf(c->message, sizeof(c->message),
+					 "expected improvement %.2f %% (predicted %+.1f %% ± %.1f %% against the "
+					 "answer); "
+					 "P(something untested beats it by more than the noise) = %.0f %%",
+					 100 * best_ei, 100 * (exp(m - best_m) - 1), 100 * sd, 100 * (1 - p_none));
+				busy[pick] = true;
+				r = gp_data_add(&d, &x, pick, m - x.prior[pick], x.noise_var);
+				if (r >= 0)
+					r = opt_gp_fit(&gp, &gp.kernel, d.n, d.x, d.y, d.noise);
+				if (r < 0)
+					goto out;
+			}
+			got++;
+			continue;
+		}
+		if (inc == SIZE_MAX) {
+			double m, sd;
+
+			/* nothing measured yet: the model's best */
+			posterior(&x, &gp, pick, &m, &sd);
+			c->opt.ask = OPT_ASK_TRIAL;
+			c->opt.phase = OPT_PHASE_SCREEN;
+			c->opt.config = t->configs[pick];
+			c->opt.attempt = x.obs[pick].failures + 1;
+			c->phase = TWIN_PHASE_DESIGN;
+			c->predicted_cost = exp(m);
+			snprintf(c->message, sizeof(c->message), "the model's best before anything was measured");
+			busy[pick] = true;
+			r = gp_data_add(&d, &x, pick, m - x.prior[pick], x.noise_var);
+			if (r >= 0)
+				r = opt_gp_fit(&gp, &gp.kernel, d.n, d.x, d.y, d.noise);
+			if (r < 0)
+				goto out;
+			got++;
+			continue;
+		}
+		/* the search is over: confirm the answer, then done (alone: nothing else in flight) */
+		c->opt.reason = budget ? OPT_DONE_BUDGET : pick == SIZE_MAX ? OPT_DONE_EXHAUSTED : OPT_DONE_CONVERGED;
+		if (c->opt.best.valid && c->opt.best.n < 1 + s->plain.confirm_probes && n_pending + got == 0 &&
+		    (!s->plain.max_trials || deployed < s->plain.max_trials)) {
+			c->opt.ask = OPT_ASK_CONFIRM;
+			c->opt.phase = OPT_PHASE_CONFIRM;
+			c->opt.config = c->opt.best.config;
+			c->opt.attempt = 1;
+			c->phase = TWIN_PHASE_CONFIRM;
+		} else {
+			c->opt.ask = OPT_ASK_DONE;
+			c->opt.phase = OPT_PHASE_DONE;
+			c->phase = TWIN_PHASE_DONE;
+		}
+		if (budget)
+			snprintf(c->message, sizeof(c->message),
+				 "budget: %zu deployments; %zu configurations left untested, P(one beats the answer "
+				 "by more than the noise) = %.0f %%, the best expected improvement %.1f %%",
+				 deployed, untested, 100 * (1 - p_none), 100 * best_ei);
+		else if (pick == SIZE_MAX)
+			snprintf(c->message, sizeof(c->message),
+				 "exhausted: every configuration the model can start is measured or ruled out");
+		else if (s->plain.max_trials)
+			snprintf(c->message, sizeof(c->message),
+				 "converged: P(an untested configuration beats the answer by more than the noise "
+				 "%.1f %%) = %.1f %% < %.0f %% after %zu deployments, %zu of the budget saved",
+				 100 * delta, 100 * (1 - p_none), 100 * s->stop_probability, deployed,
+				 (size_t)s->plain.max_trials - MIN(deployed, (size_t)s->plain.max_trials));
+		else
+			snprintf(c->message, sizeof(c->message),
+				 "converged: P(an untested configuration beats the answer by more than the noise "
+				 "%.1f %%) = %.1f %% < %.0f %% after %zu deployments",
+				 100 * delta, 100 * (1 - p_none), 100 * s->stop_probability, deployed);
+		got++;
+		break;
+	}
+	*ret_n = got;
+	r = 0;
+out:
+	gp_data_done(&d);
+	opt_gp_done(&gp);
+	opt_history_done(&oh);
+	search_done(&x);
+	return r;
+}
+
+static const char *const rule_names[_TWIN_RULE_MAX] = {
+	[TWIN_RULE_NONE] = "",
+	[TWIN_RULE_MEMORY] = "memory",
+	[TWIN_RULE_OUT_OF_MEMORY] = "out_of_memory",
+	[TWIN_RULE_CANNOT_BIND] = "cannot_bind",
+	[TWIN_RULE_STARVED] = "starved",
+	[TWIN_RULE_NEVER_MET] = "never_met",
+};
+
+const char *twin_rule_to_string(enum twin_rule_kind k)
+{
+	return (unsigned)k < _TWIN_RULE_MAX ? rule_names[k] : "?";
+}
+
+int twin_search_rules(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
+		      struct twin_rule **ret, size_t *ret_n, struct error *err)
+{
+	struct search x = { .t = t, .s = s, .h = h, .n_configs = t->n_configs, .dim = t->space->n_knobs };
+	struct twin_rule *rules = NULL;
+	double best = INFINITY;
+	size_t n = 0;
+	int r;
+
+	x.obs = calloc(x.n_configs, sizeof(*x.obs));
+	x.rule = calloc(x.n_configs, 1);
+	x.rule_trial = calloc(x.n_configs, sizeof(size_t));
+	x.rule_ref = calloc(x.n_configs, sizeof(size_t));
+	x.prior = malloc(x.n_configs * sizeof(double));
+	x.never_met = calloc(x.n_configs, sizeof(bool));
+	x.z = malloc(x.n_configs * MAX(x.dim, (size_t)1) * sizeof(double));
+	if (!x.obs || !x.rule || !x.rule_trial || !x.rule_ref || !x.prior || !x.never_met || !x.z) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < x.n_configs; i++)
+		x.prior[i] = NAN;
+	r = read_history(&x, err);
+	if (r >= 0)
+		r = calibrate(&x, err);
+	if (r >= 0)
+		r = compute_prior(&x, err);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < x.n_configs; i++)
+		if (x.obs[i].measured)
+			best = MIN(best, x.obs[i].sum / x.obs[i].n);
+	apply_rules(&x, best);
+	rules = calloc(MAX(x.n_configs, (size_t)1), sizeof(*rules));
+	if (!rules) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < x.n_configs; i++) {
+		struct twin_rule *u = &rules[n];
+		char ref[OPT_KEY_MAX] = "";
+
+		if (!x.rule[i] && !(x.never_met[i] && !x.obs[i].tried))
+			continue;
+		*u = (struct twin_rule){ .config = t->configs[i],
+					 .kind = x.rule[i] ? x.rule[i] : TWIN_RULE_NEVER_MET,
+					 .trial = x.rule_trial[i] };
+		if (u->kind == TWIN_RULE_CANNOT_BIND)
+			(void)opt_config_key(t->space, &t->configs[x.rule_ref[i]], ref, sizeof(ref));
+		switch (u->kind) {
+		case TWIN_RULE_MEMORY:
+			snprintf(u->text, sizeof(u->text), "the memory pre-flight says it does not fit");
+			break;
+		case TWIN_RULE_OUT_OF_MEMORY:
+			snprintf(u->text, sizeof(u->text), "trial %zu ran out of memory with less", u->trial + 1);
+			break;
+		case TWIN_RULE_CANNOT_BIND:
+			snprintf(u->text, sizeof(u->text),
+				 "max_num_seqs cannot bind: concurrency %.1f at the SLA rate (trial %zu); equals %s",
+				 x.obs[x.rule_ref[i]].concurrency, u->trial + 1, ref);
+			break;
+		case TWIN_RULE_STARVED:
+			snprintf(u->text, sizeof(u->text),
+				 "max_num_seqs far below the concurrency measured at the SLA rate (trial %zu)",
+				 u->trial + 1);
+			break;
+		default:
+			snprintf(u->text, sizeof(u->text),
+				 "the calibrated model predicts no rate meets the SLA (step times too long for it)");
+			break;
+		}
+		n++;
+	}
+	*ret = TAKE_PTR(rules);
+	*ret_n = n;
+	r = 0;
+out:
+	free(rules);
+	search_done(&x);
+	return r;
+}

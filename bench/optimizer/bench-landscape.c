@@ -28,6 +28,7 @@
 #include "engine-profile.h"
 #include "file-util.h"
 #include "json-util.h"
+#include "bench-twin-gpu.h"
 #include "macro.h"
 
 struct spec {
@@ -142,6 +143,12 @@ static void synthetic(const struct spec *sp, const struct opt_space *s, const st
 static const struct {
 	const char *name, *path;
 	int64_t truth_max_seqs;
+	/* the engine: instance of bench_twin_perturb (0: as published), a
+	 * profile JSON the sim reads (NULL: none), an unmodelled cost per
+	 * scheduled sequence growing with the batch (µs) */
+	unsigned perturb;
+	const char *profile;
+	double fault_seq;
 } studies[] = {
 	{ "llama-3.1-8b, 2x H100, TTFT 500 / TPOT 50 ms", "bench/optimizer/landscapes/8b-h100x2-ttft500-tpot50.json",
 	  0 },
@@ -151,6 +158,23 @@ static const struct {
 	{ "llama-3.1-70b, 8x H100, TP 2/4/8", "bench/optimizer/landscapes/70b-h100x8.json", 0 },
 	{ "llama-3.1-8b, 1x L40S, optimum above the batch range", "bench/optimizer/landscapes/8b-l40s-edge.json",
 	  1024 },
+	{ "llama-3.1-8b, 2x H100, TTFT 300 / TPOT 15 ms, kv_cache_dtype tied to fp8",
+	  "bench/optimizer/landscapes/8b-h100x2-tight-kvfp8.json", 0 },
+	/* goodput-sim with its constants perturbed by up to ±30 % (bench/twin's instances) */
+	{ "8B TTFT 300 / TPOT 15 ms, constants perturbed (instance 1)",
+	  "bench/optimizer/landscapes/8b-h100x2-ttft300-tpot15.json", 0, 1 },
+	{ "8B TTFT 300 / TPOT 15 ms, constants perturbed (instance 2)",
+	  "bench/optimizer/landscapes/8b-h100x2-ttft300-tpot15.json", 0, 2 },
+	{ "8B TTFT 500 / TPOT 50 ms, constants perturbed (instance 3)",
+	  "bench/optimizer/landscapes/8b-h100x2-ttft500-tpot50.json", 0, 3 },
+	{ "70B 8x H100, constants perturbed (instance 4)", "bench/optimizer/landscapes/70b-h100x8.json", 0, 4 },
+	/* engines the model cannot express */
+	{ "8B TTFT 500 / TPOT 50 ms, an unmodelled step cost (batch squared)",
+	  "bench/optimizer/landscapes/8b-h100x2-ttft500-tpot50.json", 0, 0, NULL, 40 },
+	{ "8B TTFT 300 / TPOT 15 ms, goodput-sim --profile-file with other scaling laws",
+	  "bench/optimizer/landscapes/8b-h100x2-ttft300-tpot15.json", 0, 0,
+	  "{\"awq_q_eff_tokens\": 8, \"awq_q_eff\": 0.5, \"engine_efficiency\": 0.8, \"act_base_gib\": 6, "
+	  "\"c_seq_us\": 60, \"busbw_frac\": 0.35}" },
 };
 
 size_t bench_n_spaces(bool sim)
@@ -167,6 +191,17 @@ void bench_space_free(struct bench_space *bs)
 	study_free(bs->study);
 	study_free(bs->truth_study);
 	cJSON_Delete(bs->start_space_json);
+	twin_free(bs->twin);
+	if (bs->profile_file[0]) {
+		char *slash;
+
+		(void)unlink(bs->profile_file);
+		slash = strrchr(bs->profile_file, '/');
+		if (slash) {
+			*slash = 0;
+			(void)rmdir(bs->profile_file);
+		}
+	}
 	engine_profile_free(bs->profile);
 	free(bs->configs);
 	free(bs->truth);
@@ -193,7 +228,7 @@ ssize_t bench_space_lookup(const struct bench_space *bs, const struct opt_space 
 
 /* ---- the study landscape cache ---- */
 
-#define CACHE_MAGIC  "goodput bench-optimizer landscape v3"
+#define CACHE_MAGIC  "goodput bench-optimizer landscape v4"
 #define CACHE_CHECKS 3
 
 static uint64_t fnv1a(const char *s)
@@ -222,7 +257,7 @@ static bool same_point(const struct bench_point *a, const struct bench_point *b)
 static int cache_load(const char *path, uint64_t key, struct bench_space *bs)
 {
 	_cleanup_(fclosep) FILE *f = fopen(path, "re");
-	char line[512];
+	char line[4096];
 	size_t k = 0;
 	uint64_t stored;
 
@@ -238,13 +273,36 @@ static int cache_load(const char *path, uint64_t key, struct bench_space *bs)
 		double cost, ratio, peak;
 		enum opt_outcome out;
 
-		if (sscanf(line, "%" SCNu64 " %31s %la %la %la", &o, name, &cost, &ratio, &peak) != 5 ||
+		struct bench_point *bp = &bs->truth[k];
+		int used = 0, more;
+		size_t np;
+		double rate;
+
+		if (sscanf(line, "%" SCNu64 " %31s %la %la %la %la %zu%n", &o, name, &cost, &ratio, &peak, &rate, &np,
+			   &used) != 7 ||
 		    o != opt_config_ordinal(bs->space, &bs->configs[k]) || opt_outcome_from_string(name, &out) < 0 ||
-		    (out == OPT_OUTCOME_MEASURED && !(cost > 0 && isfinite(cost))))
+		    (out == OPT_OUTCOME_MEASURED && !(cost > 0 && isfinite(cost))) || np > ELEMENTSOF(bp->points))
 			return 0;
-		bs->truth[k++] = (struct bench_point){
-			.outcome = out, .cost = cost, .sla_ratio = ratio, .peak_in_flight = peak
-		};
+		*bp = (struct bench_point){ .outcome = out,
+					    .cost = cost,
+					    .sla_ratio = ratio,
+					    .peak_in_flight = peak,
+					    .max_rate = rate,
+					    .n_points = np };
+		for (size_t p = 0; p < np; p++) {
+			struct twin_point *pt = &bp->points[p];
+			const char *at = line + used;
+
+			if (sscanf(at, " %la %u%n", &pt->rate, &pt->num_prompts, &more) != 2)
+				return 0;
+			used += more;
+			for (size_t fi = 0; fi < _TWIN_FIG_MAX; fi++) {
+				if (sscanf(line + used, " %la%n", &pt->fig[fi], &more) != 1)
+					return 0;
+				used += more;
+			}
+		}
+		k++;
 	}
 	return k == bs->n;
 }
@@ -259,10 +317,19 @@ static void cache_store(const char *path, uint64_t key, const struct bench_space
 	if (!f)
 		return; /* a cache is an optimisation: carry on without */
 	fprintf(f, "%s\nkey %016" PRIx64 "\n", CACHE_MAGIC, key);
-	for (size_t k = 0; k < bs->n; k++)
-		fprintf(f, "%" PRIu64 " %s %a %a %a\n", opt_config_ordinal(bs->space, &bs->configs[k]),
-			opt_outcome_to_string(bs->truth[k].outcome), bs->truth[k].cost, bs->truth[k].sla_ratio,
-			bs->truth[k].peak_in_flight);
+	for (size_t k = 0; k < bs->n; k++) {
+		const struct bench_point *bp = &bs->truth[k];
+
+		fprintf(f, "%" PRIu64 " %s %a %a %a %a %zu", opt_config_ordinal(bs->space, &bs->configs[k]),
+			opt_outcome_to_string(bp->outcome), bp->cost, bp->sla_ratio, bp->peak_in_flight, bp->max_rate,
+			bp->n_points);
+		for (size_t p = 0; p < bp->n_points; p++) {
+			fprintf(f, " %a %u", bp->points[p].rate, bp->points[p].num_prompts);
+			for (size_t fi = 0; fi < _TWIN_FIG_MAX; fi++)
+				fprintf(f, " %a", bp->points[p].fig[fi]);
+		}
+		fputc('\n', f);
+	}
 	ok = fflush(f) == 0 && !ferror(f);
 	ok = fclose(f) == 0 && ok;
 	if (ok)
@@ -287,7 +354,7 @@ static int study_truth(struct bench_space *bs, const char *cache_dir, struct err
 
 	if (!spec)
 		return -ENOMEM;
-	key = fnv1a(spec);
+	key = fnv1a(spec) ^ fnv1a(bs->engine_label) * 31;
 	if (cache_dir) {
 		if (snprintf(path, sizeof(path), "%s/bench-optimizer-%016" PRIx64 ".landscape", cache_dir, key) >=
 		    (int)sizeof(path))
@@ -300,7 +367,7 @@ static int study_truth(struct bench_space *bs, const char *cache_dir, struct err
 				size_t k = check_index(bs, j);
 				struct bench_point p;
 
-				r = bench_sim_eval(bs->truth_study, &bs->configs[k], &p, err);
+				r = bench_sim_eval(bs->truth_study, &bs->engine, &bs->configs[k], &p, err);
 				if (r < 0)
 					return r;
 				ok = same_point(&p, &bs->truth[k]);
@@ -312,12 +379,52 @@ static int study_truth(struct bench_space *bs, const char *cache_dir, struct err
 		}
 	}
 	for (size_t k = 0; k < bs->n; k++) {
-		r = bench_sim_eval(bs->truth_study, &bs->configs[k], &bs->truth[k], err);
+		r = bench_sim_eval(bs->truth_study, &bs->engine, &bs->configs[k], &bs->truth[k], err);
 		if (r < 0)
 			return r;
 	}
 	if (cache_dir)
 		cache_store(path, key, bs);
+	return 0;
+}
+
+/* The engine of landscape i: a profile file with perturbed or changed
+ * constants (written next to the cache, or in /tmp), an unmodelled cost. */
+static int setup_engine(struct bench_space *bs, size_t i, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	_cleanup_(cjson_freep) char *text = NULL;
+	struct sim_profile p;
+	char dir[] = "/tmp/bench-optimizer-XXXXXX";
+	int r;
+
+	bs->engine.fault_step_per_seq_usec = studies[i].fault_seq;
+	snprintf(bs->engine_label, sizeof(bs->engine_label), "perturb %u fault %g profile %s", studies[i].perturb,
+		 studies[i].fault_seq, studies[i].profile ? studies[i].profile : "-");
+	if (studies[i].perturb == 0 && !studies[i].profile)
+		return 0;
+	r = sim_profile_preset("vllm", &p, err);
+	if (r < 0)
+		return r;
+	if (studies[i].perturb)
+		bench_twin_perturb(&p, studies[i].perturb);
+	if (studies[i].profile) {
+		_cleanup_(cJSON_Deletep) cJSON *o = cJSON_Parse(studies[i].profile);
+
+		r = o ? sim_profile_apply_json(&p, o, "landscape profile", err) : -EINVAL;
+		if (r < 0)
+			return r;
+	}
+	r = sim_profile_to_json(&p, &j);
+	if (r < 0 || !(text = cJSON_PrintUnformatted(j)))
+		return -ENOMEM;
+	if (!mkdtemp(dir))
+		return error_set(err, -errno, "mkdtemp: %s", strerror(errno));
+	snprintf(bs->profile_file, sizeof(bs->profile_file), "%s/profile.json", dir);
+	r = file_write_atomic(bs->profile_file, text, strlen(text), 0644, 0);
+	if (r < 0)
+		return error_set(err, r, "%s: %s", bs->profile_file, strerror(-r));
+	bs->engine.profile_file = bs->profile_file;
 	return 0;
 }
 
@@ -360,6 +467,9 @@ static int load_studies(struct bench_space *bs, size_t i, const char *source_roo
 	if (r < 0)
 		return error_prefix(err, r, "%s", path);
 	bs->space = bs->truth_study->space;
+	r = setup_engine(bs, i, err);
+	if (r < 0)
+		return r;
 	snprintf(bs->name, sizeof(bs->name), "%s", studies[i].name);
 	snprintf(bs->label, sizeof(bs->label), "%s (%s)", bs->study->label ? bs->study->label : "", studies[i].path);
 	return 0;

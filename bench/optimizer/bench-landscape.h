@@ -17,15 +17,23 @@
 #include "engine-profile.h"
 #include "error.h"
 #include "opt.h"
+#include "runner-dryrun.h"
 #include "runner-preflight.h"
 #include "space.h"
 #include "study.h"
+#include "twin.h"
 
 struct bench_point {
 	enum opt_outcome outcome;
 	double cost;           /* $/Mtok when MEASURED */
 	double sla_ratio;      /* the worst latency/bound ratio at the max rate (0: unknown) */
 	double peak_in_flight; /* requests in flight at most at the max rate (0: unknown) */
+	/* what the trial's load points say, as the dry run stores them: the
+	 * saturated run and the run at the max SLA rate (the model search
+	 * calibrates on them) */
+	double max_rate;
+	size_t n_points;
+	struct twin_point points[2];
 };
 
 struct bench_space {
@@ -47,6 +55,13 @@ struct bench_space {
 	struct engine_profile *profile;    /* the sim's: the study's extra knobs */
 	cJSON *start_space_json;           /* the study's search_space, to widen from (owned) */
 	int64_t truth_max_seqs;            /* the top of max_num_seqs in the truth (0: the study's) */
+	struct twin *twin;                 /* the model search's twin of the start study (NULL: none) */
+	/* the engine the truth runs, when it is not goodput-sim as published:
+	 * constants perturbed or changed through a profile file, costs the
+	 * model does not have (the methods never see them) */
+	struct runner_dry_engine engine;
+	char profile_file[256];
+	char engine_label[96];
 };
 
 /* The landscapes: synthetic ones (fast, for the smoke test) and study
@@ -67,4 +82,5 @@ ssize_t bench_space_lookup(const struct bench_space *bs, const struct opt_space 
 const struct opt_space *bench_space_start(const struct bench_space *bs);
 
 /* Evaluates one configuration of study in virtual time (bench-sim.c). */
-int bench_sim_eval(const struct study *study, const struct opt_config *c, struct bench_point *ret, struct error *err);
+int bench_sim_eval(const struct study *study, const struct runner_dry_engine *engine, const struct opt_config *c,
+		   struct bench_point *ret, struct error *err);

@@ -15,6 +15,7 @@
 
 #include "bench-methods.h"
 #include "macro.h"
+#include "runner-planner.h"
 
 uint64_t bench_rng_next(struct bench_rng *r)
 {
@@ -37,14 +38,14 @@ static double rng_normal(struct bench_rng *r)
 
 const char *bench_method_name(enum bench_method m)
 {
-	static const char *const names[_BENCH_METHOD_MAX] = { "search", "random", "grid", "tpe" };
+	static const char *const names[_BENCH_METHOD_MAX] = { "search", "random", "grid", "tpe", "model" };
 
 	return (unsigned)m < _BENCH_METHOD_MAX ? names[m] : "?";
 }
 
 /* ---- the trace and the evaluator ---- */
 
-int bench_trace_push(struct bench_trace *t, double regret, bool started)
+int bench_trace_push(struct bench_trace *t, double regret, bool started, bool dear)
 {
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
@@ -58,9 +59,14 @@ int bench_trace_push(struct bench_trace *t, double regret, bool started)
 		if (!s)
 			return -ENOMEM;
 		t->started = s;
+		s = realloc(t->dear, cap * sizeof(bool));
+		if (!s)
+			return -ENOMEM;
+		t->dear = s;
 		t->cap = cap;
 	}
 	t->regret[t->n] = regret;
+	t->dear[t->n] = dear;
 	t->started[t->n++] = started;
 	return 0;
 }
@@ -69,6 +75,7 @@ void bench_trace_done(struct bench_trace *t)
 {
 	free(t->regret);
 	free(t->started);
+	free(t->dear);
 	*t = (struct bench_trace){ 0 };
 }
 
@@ -80,7 +87,7 @@ int bench_eval_init(struct bench_eval *e, const struct bench_space *bs, double s
 	e->cnt = calloc(bs->n, sizeof(unsigned));
 	e->cap_deployments = 4 * bs->n + 64;
 	t->n = 0;
-	if (!e->sum || !e->cnt) {
+	if (!e->sum || !e->cnt || bench_trace_push(t, INFINITY, true, false) < 0) {
 		bench_eval_done(e);
 		return -ENOMEM;
 	}
@@ -116,7 +123,30 @@ int bench_eval_deploy(struct bench_eval *e, size_t i, enum opt_outcome *ret_outc
 	*ret_cost = cost;
 	return bench_trace_push(e->trace,
 				e->inc == SIZE_MAX ? INFINITY : e->bs->truth[e->inc].cost / e->bs->optimum - 1,
-				p->outcome != OPT_OUTCOME_INFEASIBLE);
+				p->outcome != OPT_OUTCOME_INFEASIBLE,
+				p->outcome != OPT_OUTCOME_MEASURED || p->cost > 1.5 * e->bs->optimum);
+}
+
+int bench_eval_deploy_trial(struct bench_eval *e, size_t i, struct twin_trial *ret)
+{
+	const struct bench_point *p = &e->bs->truth[i];
+	struct twin_trial tr = { .predicted_cost = NAN };
+	int r;
+
+	r = bench_eval_deploy(e, i, &tr.trial.outcome, &tr.trial.cost);
+	if (r < 0)
+		return r;
+	tr.trial.config = e->bs->configs[i];
+	if (p->outcome == OPT_OUTCOME_MEASURED)
+		tr.max_rate = p->max_rate * p->cost / tr.trial.cost;
+	tr.n_points = p->n_points;
+	for (size_t k = 0; k < p->n_points; k++) {
+		tr.points[k] = p->points[k];
+		for (size_t f = 0; f < _TWIN_FIG_MAX; f++)
+			tr.points[k].fig[f] *= exp(e->sigma * rng_normal(&e->rng));
+	}
+	*ret = tr;
+	return 0;
 }
 
 /* ---- goodput's search ---- */
@@ -190,8 +220,8 @@ static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **spa
 	return 1;
 }
 
-static int run_search(const struct bench_space *bs, double sigma, uint64_t seed, struct bench_trace *t,
-		      struct error *err)
+static int run_search(const struct bench_space *bs, double sigma, uint64_t seed, size_t max_deployments,
+		      struct bench_trace *t, struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *ss = bs->start_space_json ? cJSON_Duplicate(bs->start_space_json, true) : NULL;
 	_cleanup_(opt_space_freep) struct opt_space *space = NULL;
@@ -205,6 +235,7 @@ static int run_search(const struct bench_space *bs, double sigma, uint64_t seed,
 	r = bench_eval_init(&e, bs, sigma, seed, t);
 	if (r < 0)
 		return r;
+	e.cap_deployments = MIN(e.cap_deployments, max_deployments);
 	if (bs->study)
 		r = ss ? rebuild_space(bs, ss, &space, err) : -ENOMEM;
 	if (r < 0) {
@@ -274,15 +305,114 @@ static int run_search(const struct bench_space *bs, double sigma, uint64_t seed,
 	return r;
 }
 
+/* ---- the model search ---- */
+
+/* The twin of the study the methods start in, as the runner makes it. */
+static int model_twin(const struct bench_space *bs, struct twin **ret, struct error *err)
+{
+	struct twin_setup setup;
+	int r;
+
+	if (bs->twin) {
+		*ret = bs->twin;
+		return 0;
+	}
+	r = runner_twin_setup(bs->study, "sim", &setup, err);
+	if (r >= 0)
+		r = twin_new(bs->study->space, &setup, &((struct bench_space *)bs)->twin, err);
+	if (r < 0)
+		return r;
+	*ret = bs->twin;
+	return 0;
+}
+
+static int run_model(const struct bench_space *bs, double sigma, uint64_t seed, size_t max_deployments,
+		     struct bench_trace *t, struct error *err)
+{
+	const char *trace = getenv("BENCH_TRACE");
+	bool verbose = trace && strtoull(trace, NULL, 10) == seed;
+	struct twin_search_settings set;
+	struct twin_history h;
+	struct bench_eval e;
+	struct twin *tw;
+	int r;
+
+	if (!bs->study)
+		return error_set(err, -EOPNOTSUPP, "the model search needs a study landscape (--sim)");
+	r = model_twin(bs, &tw, err);
+	if (r < 0)
+		return r;
+	r = bench_eval_init(&e, bs, sigma, seed, t);
+	if (r < 0)
+		return r;
+	e.cap_deployments = MIN(e.cap_deployments, max_deployments);
+	twin_search_settings_init(&set);
+	set.plain.seed = seed;
+	if (bs->preflight.usable)
+		set.plain.preflight = &bs->preflight.hook;
+	twin_history_init(&h);
+	for (;;) {
+		struct twin_candidate c;
+		struct twin_trial tr;
+		size_t n = 0;
+		ssize_t i;
+
+		r = twin_search_ask(tw, &set, &h, NULL, 0, 1, &c, &n, err);
+		if (r < 0 || n == 0 || c.opt.ask == OPT_ASK_DONE) {
+			if (verbose && r >= 0)
+				fprintf(stderr, "--- done: %s\n", c.message);
+			break;
+		}
+		i = bench_space_lookup(bs, bs->study->space, &c.opt.config);
+		if (i < 0) {
+			r = error_set(err, -EINVAL, "the model search asked for a configuration outside the truth");
+			break;
+		}
+		r = bench_eval_deploy_trial(&e, (size_t)i, &tr);
+		if (r == -ENOSPC) {
+			r = 0;
+			break;
+		}
+		if (r < 0)
+			break;
+		tr.trial.config = c.opt.config;
+		tr.trial.confirm = c.opt.ask == OPT_ASK_CONFIRM;
+		tr.predicted_cost = c.predicted_cost;
+		if (tr.trial.outcome == OPT_OUTCOME_INFEASIBLE) {
+			struct runner_estimate est;
+
+			runner_preflight_estimate(&bs->preflight, bs->study->space, &c.opt.config, &est);
+			tr.trial.cause = est.cause;
+			tr.trial.suggested_len = est.cause == OPT_OOM_KV_CACHE ? (uint32_t)est.kv_tokens : 0;
+		}
+		if (verbose) {
+			char key[OPT_KEY_MAX];
+
+			(void)opt_config_key(bs->study->space, &c.opt.config, key, sizeof(key));
+			fprintf(stderr, "%3zu %-7s %-80s %s %.3f (pred %.3f) regret %.3f | %s\n", h.n + 2,
+				opt_ask_to_string(c.opt.ask), key, opt_outcome_to_string(tr.trial.outcome),
+				tr.trial.cost / bs->optimum, c.predicted_cost / bs->optimum, t->regret[t->n - 1],
+				c.message);
+		}
+		r = twin_history_add(&h, &tr);
+		if (r < 0)
+			break;
+	}
+	twin_history_done(&h);
+	bench_eval_done(&e);
+	return r;
+}
+
 /* ---- the peers ---- */
 
 static int run_order(const struct bench_space *bs, double sigma, uint64_t seed, const size_t *order, size_t n,
-		     struct bench_trace *t)
+		     size_t max_deployments, struct bench_trace *t)
 {
 	struct bench_eval e;
 	int r;
 
 	r = bench_eval_init(&e, bs, sigma, seed, t);
+	e.cap_deployments = MIN(e.cap_deployments, max_deployments);
 	for (size_t k = 0; k < n && r >= 0; k++) {
 		enum opt_outcome o;
 		double cost;
@@ -344,8 +474,8 @@ static int start_configs(const struct bench_space *bs, bool auto_tune, size_t **
 	return 0;
 }
 
-int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, uint64_t seed, struct bench_trace *t,
-	      struct error *err)
+int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, uint64_t seed, size_t max_deployments,
+	      struct bench_trace *t, struct error *err)
 {
 	_cleanup_(freep) size_t *order = NULL;
 	size_t n = 0;
@@ -353,7 +483,9 @@ int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, u
 
 	switch (m) {
 	case BENCH_SEARCH:
-		return run_search(bs, sigma, seed, t, err);
+		return run_search(bs, sigma, seed, max_deployments, t, err);
+	case BENCH_MODEL:
+		return run_model(bs, sigma, seed, max_deployments, t, err);
 	case BENCH_RANDOM: {
 		struct bench_rng rng = { seed * 104729 + 3 };
 
@@ -366,13 +498,13 @@ int bench_run(enum bench_method m, const struct bench_space *bs, double sigma, u
 			order[i - 1] = order[j];
 			order[j] = tmp;
 		}
-		return run_order(bs, sigma, seed, order, n, t);
+		return run_order(bs, sigma, seed, order, n, max_deployments, t);
 	}
 	case BENCH_GRID:
 		r = start_configs(bs, true, &order, &n);
 		if (r < 0)
 			return r;
-		return run_order(bs, sigma, seed, order, n, t);
+		return run_order(bs, sigma, seed, order, n, max_deployments, t);
 	default:
 		return error_set(err, -EINVAL, "method %s does not run in this process", bench_method_name(m));
 	}

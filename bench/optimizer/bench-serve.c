@@ -12,10 +12,13 @@
  *             "deployed": B}
  *            or {"done": true} once every configuration (or M) has been deployed.
  *   At end of input (or {"done": true} asked): {"regret": [...], "started": [...]}
- * A configuration asked again is answered from its first measurement
- * without a deployment (a tuner does not deploy the same server twice);
- * one that breaks the constraints is not deployed either. Either gets a
- * value worse than any cost (PENALTY), as do failed start-ups. */
+ * The peer sees what goodput's search sees: a configuration the memory
+ * pre-flight refuses is answered "preflight" without a deployment, as one
+ * that breaks the constraints ("not_allowed"); a configuration asked again
+ * is deployed and measured again, with fresh noise, and counts — the
+ * search's re-probes do too. Failed start-ups and refusals get a value
+ * worse than any cost (PENALTY). Every run starts with the baseline
+ * deployment (bench_eval_init), as the runner's does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -120,6 +123,9 @@ static int print_trace(FILE *out, const struct bench_trace *t)
 	fputs("], \"started\": [", out);
 	for (size_t i = 0; i < t->n; i++)
 		fprintf(out, "%s%d", i ? ", " : "", t->started[i] ? 1 : 0);
+	fputs("], \"dear\": [", out);
+	for (size_t i = 0; i < t->n; i++)
+		fprintf(out, "%s%d", i ? ", " : "", t->dear[i] ? 1 : 0);
 	fputs("]}\n", out);
 	return fflush(out) == 0 ? 0 : -errno;
 }
@@ -130,14 +136,13 @@ int bench_serve(const struct bench_space *bs, double sigma, uint64_t seed, size_
 	const struct opt_space *s = bench_space_start(bs);
 	_cleanup_(fclosep) FILE *in = fdopen(dup(in_fd), "r");
 	_cleanup_(fclosep) FILE *out = fdopen(dup(out_fd), "w");
-	_cleanup_(freep) double *first = calloc(bs->n, sizeof(double));
 	_cleanup_(freep) char *line = malloc(LINE_MAX_);
 	struct bench_trace t = { 0 };
 	struct bench_eval e;
 	size_t deployed = 0, n_start = MIN((size_t)opt_space_count(s), max_deployments);
 	int r;
 
-	if (!in || !out || !first || !line)
+	if (!in || !out || !line)
 		return -ENOMEM;
 	r = bench_eval_init(&e, bs, sigma, seed, &t);
 	if (r >= 0)
@@ -168,8 +173,9 @@ int bench_serve(const struct bench_space *bs, double sigma, uint64_t seed, size_
 			r = error_set(err, -EINVAL, "--serve: a configuration outside the truth");
 			break;
 		}
-		if (first[i] != 0) { /* asked before: its first answer */
-			r = answer(out, fabs(first[i]), first[i] > 0 ? "measured" : "infeasible", false);
+		if (bs->preflight.usable &&
+		    bs->preflight.hook.fit(bs->space, &bs->configs[i], bs->preflight.hook.userdata) == OPT_FIT_NO) {
+			r = answer(out, PENALTY, "preflight", false);
 			continue;
 		}
 		if (deployed >= n_start) {
@@ -181,7 +187,6 @@ int bench_serve(const struct bench_space *bs, double sigma, uint64_t seed, size_
 		if (r < 0)
 			break;
 		deployed++;
-		first[i] = o == OPT_OUTCOME_MEASURED ? cost : -PENALTY;
 		r = answer(out, o == OPT_OUTCOME_MEASURED ? cost : PENALTY, opt_outcome_to_string(o), true);
 	}
 	if (r >= 0)
@@ -198,16 +203,19 @@ static int read_trace(const char *text, struct bench_trace *t, struct error *err
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(text);
 	const cJSON *reg = j ? cJSON_GetObjectItemCaseSensitive(j, "regret") : NULL;
 	const cJSON *st = j ? cJSON_GetObjectItemCaseSensitive(j, "started") : NULL;
+	const cJSON *dr = j ? cJSON_GetObjectItemCaseSensitive(j, "dear") : NULL;
 	int n, r = 0;
 
-	if (!cJSON_IsArray(reg) || !cJSON_IsArray(st) || cJSON_GetArraySize(reg) != cJSON_GetArraySize(st))
+	if (!cJSON_IsArray(reg) || !cJSON_IsArray(st) || !cJSON_IsArray(dr) ||
+	    cJSON_GetArraySize(reg) != cJSON_GetArraySize(st) || cJSON_GetArraySize(reg) != cJSON_GetArraySize(dr))
 		return error_set(err, -EINVAL, "bench-tpe.py: expected {\"regret\": [...], \"started\": [...]}");
 	n = cJSON_GetArraySize(reg);
 	t->n = 0;
 	for (int i = 0; i < n && r >= 0; i++) {
 		double v = cJSON_GetArrayItem(reg, i)->valuedouble;
 
-		r = bench_trace_push(t, v < 0 ? INFINITY : v, cJSON_GetArrayItem(st, i)->valueint != 0);
+		r = bench_trace_push(t, v < 0 ? INFINITY : v, cJSON_GetArrayItem(st, i)->valueint != 0,
+				     cJSON_GetArrayItem(dr, i)->valueint != 0);
 	}
 	return r;
 }

@@ -1,26 +1,32 @@
 #!/usr/bin/python3
-"""Optuna's TPE sampler on a bench-optimizer landscape.
+"""Optuna's TPE sampler on a bench-optimizer landscape, run as a practitioner would.
 
 Usage: bench-tpe.py -- BENCH-OPTIMIZER --serve SPACE --seed S [options]
 
 Starts the given `bench-optimizer --serve` command, reads the space it
 describes, and lets Optuna's TPE sampler (Debian's python3-optuna) ask for
 configurations: each one is sent to the evaluator as a JSON line and its
-cost told back to the sampler. Ordinal knobs (batch size, chunk size) are
-suggested as an integer index into their sorted values, so TPE sees their
-order; categorical ones (quantization, TP) as categories. Configurations
-that do not start, never meet the SLA or break a constraint come back with
-a value worse than any cost. The run ends when every configuration has been
-deployed (or as many as the evaluator allows), after 30 asks in a row
-that brought nothing new (TPE has converged), or after 4 asks per
-deployment allowed; the evaluator's trace (regret
-after each deployment) is printed on stdout for bench-optimizer to tabulate.
+cost told back to the sampler. The sampler is the one a practitioner tuning
+joint knobs picks: TPESampler(multivariate=True, group=True) — one joint
+model of the knobs, not one per knob. Ordinal knobs (batch size, chunk
+size) are suggested as an integer index into their sorted values, so TPE
+sees their order; categorical ones (quantization, TP) as categories. It
+gets what goodput's search gets: a configuration the memory pre-flight
+refuses is answered as infeasible without a deployment, and a
+configuration asked again is deployed and measured again with fresh noise
+(and counts), so TPE may re-measure as the search re-probes. Configurations
+that do not start, never meet the SLA, break a constraint or are refused by
+the pre-flight come back with a value worse than any cost. The run ends
+when the evaluator's deployments are spent, or after 4 asks per deployment
+allowed; the evaluator's trace (regret after each deployment) is printed on
+stdout for bench-optimizer to tabulate.
 
 Exit status 77 when Optuna is not installed.
 """
 import json
 import subprocess
 import sys
+import warnings
 
 try:
     import optuna
@@ -38,9 +44,9 @@ def main(argv):
     hello = json.loads(proc.stdout.readline())
     knobs = hello["knobs"]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=int(hello["seed"]))
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    sampler = optuna.samplers.TPESampler(seed=int(hello["seed"]), multivariate=True, group=True)
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    idle = 0
     for _ in range(4 * max(1, int(hello["max_deployments"]))):
         trial = study.ask()
         config = {}
@@ -57,10 +63,6 @@ def main(argv):
             study.tell(trial, state=optuna.trial.TrialState.PRUNED)
             break
         study.tell(trial, answer["value"])
-        # converged: it keeps asking for what it has seen
-        idle = 0 if answer["deployed"] else idle + 1
-        if idle >= 30:
-            break
     proc.stdin.close()
     trace = proc.stdout.read()
     if proc.wait() != 0:

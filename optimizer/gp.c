@@ -88,14 +88,16 @@ double opt_gp_kernel_eval(const struct opt_gp *gp, const double *a, const double
 {
 	const struct opt_gp_kernel *k = &gp->kernel;
 	double ord = 0, cat = 0;
+	bool same = true;
 
 	for (size_t d = 0; d < gp->dim; d++) {
+		same = same && a[d] == b[d];
 		if (gp->categorical[d])
 			cat += a[d] != b[d];
 		else
 			ord += (a[d] - b[d]) * (a[d] - b[d]);
 	}
-	return k->offset * k->offset +
+	return k->offset * k->offset + (same ? k->nugget * k->nugget : 0) +
 	       k->signal * k->signal * exp(-0.5 * ord / (k->length_ord * k->length_ord) - cat / k->length_cat);
 }
 
@@ -146,7 +148,7 @@ int opt_gp_fit(struct opt_gp *gp, const struct opt_gp_kernel *k, size_t n, const
 	return 0;
 }
 
-int opt_gp_select(struct opt_gp *gp, double offset, const double *signals, size_t n_signals, const double *lengths_ord,
+int opt_gp_select(struct opt_gp *gp, double offset, double nugget, const double *signals, size_t n_signals, const double *lengths_ord,
 		  size_t n_ord, const double *lengths_cat, size_t n_cat, size_t n, const double *x, const double *y,
 		  const double *noise)
 {
@@ -159,6 +161,7 @@ int opt_gp_select(struct opt_gp *gp, double offset, const double *signals, size_
 			for (size_t c = 0; c < n_cat; c++) {
 				struct opt_gp_kernel k = { .signal = signals[a],
 							   .offset = offset,
+							   .nugget = nugget,
 							   .length_ord = lengths_ord[b],
 							   .length_cat = lengths_cat[c] };
 

@@ -12,9 +12,13 @@
  * Kernel (all hyperparameters in log-cost units):
  *   k(a, b) = offset² + signal² · exp(−½ Σ_ordinal (a_d − b_d)² / ℓ_o²)
  *                               · exp(−Σ_categorical [a_d ≠ b_d] / ℓ_c)
+ *           + nugget² · [a = b]
  * plus each observation's own noise variance on the diagonal (the
  * measurement noise over the number of measurements averaged). The offset
- * term lets all residuals share a bias the calibration has not removed.
+ * term lets all residuals share a bias the calibration has not removed; the
+ * nugget is an error each configuration has on its own (a rate search that
+ * resolves the max rate only to its tolerance), which no neighbour's
+ * measurement removes.
  * Hyperparameters are chosen by the log marginal likelihood over a small
  * fixed grid (opt_gp_select): deterministic, no optimiser to stall.
  *
@@ -40,6 +44,8 @@ struct opt_gp_kernel {
 	double offset;     /* prior standard deviation of a residual shared by every configuration */
 	double length_ord; /* length scale over ordinal coordinates in [0, 1] */
 	double length_cat; /* how fast a categorical difference decorrelates (larger: more alike) */
+	double nugget;     /* prior standard deviation of an error of each configuration's own, shared
+	                    * with no neighbour (0: none) */
 };
 
 struct opt_gp {
@@ -69,9 +75,9 @@ int opt_gp_fit(struct opt_gp *gp, const struct opt_gp_kernel *k, size_t n, const
 	       const double *noise);
 
 /* Fits every kernel of the grid (signal × length_ord × length_cat, offset
- * fixed) and keeps the one with the largest log marginal likelihood (the
+ * and nugget fixed) and keeps the one with the largest log marginal likelihood (the
  * first on a tie). */
-int opt_gp_select(struct opt_gp *gp, double offset, const double *signals, size_t n_signals, const double *lengths_ord,
+int opt_gp_select(struct opt_gp *gp, double offset, double nugget, const double *signals, size_t n_signals, const double *lengths_ord,
 		  size_t n_ord, const double *lengths_cat, size_t n_cat, size_t n, const double *x, const double *y,
 		  const double *noise);
 

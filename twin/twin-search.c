@@ -35,8 +35,9 @@
  *    measured again — never the same pair twice in a row, never a
  *    configuration more than REPROBE_MAX times.
  * 4. The stop. Once the probability that any untested configuration beats
- *    the incumbent by more than the measurement noise is below
- *    stop_probability (5 %), the search is over: the answer is measured
+ *    the incumbent by more than the measurement noise (of the incumbent's
+ *    mean cost: σ / √n, at least 1 %) is below stop_probability (5 %), and
+ *    at least STOP_MIN configurations are measured, the search is over: the answer is measured
  *    again (confirm_probes), the message says how many deployments of the
  *    budget that saved. A budget that ends first says what is left: that
  *    probability and the largest expected improvement.
@@ -73,6 +74,8 @@
  * neighbours), and the residual's spread stays wide until then */
 #define EVIDENCE_MIN 5
 #define STOP_MIN     3
+/* the finest difference the stop rule resolves (log units) */
+#define STOP_RESOLUTION 0.01
 
 void twin_search_settings_init(struct twin_search_settings *s)
 {
@@ -454,6 +457,11 @@ static int select_kernel(struct opt_gp *gp, const struct search *x, const struct
 	 * 5 % of prior spread, however small the residuals seen. */
 	static const double signals[] = { 0.02, 0.05, 0.1, 0.2, 0.4 };
 	size_t first = d->n < EVIDENCE_MIN ? 1 : 0;
+	/* The rate search brackets the max rate only to its tolerance (the
+	 * probe's, the twin's own prediction likewise): a cost error of that
+	 * order belongs to each configuration alone. */
+	double tol = x->t->setup.rel_tol > 0 ? x->t->setup.rel_tol : 0.03;
+	double nugget = MAX(0.01, 0.5 * tol);
 	static const double ords[] = { 0.15, 0.3, 0.6, 1.2 };
 	static const double cats[] = { 0.5, 1.5, 4 };
 
@@ -462,11 +470,13 @@ static int select_kernel(struct opt_gp *gp, const struct search *x, const struct
 		gp->categorical[k] = x->t->space->knobs[k].categorical;
 	if (d->n == 0) {
 		/* nothing measured: the prior's own uncertainty */
-		const struct opt_gp_kernel k = { .signal = 0.1, .offset = 0.1, .length_ord = 0.3, .length_cat = 1.5 };
+		const struct opt_gp_kernel k = {
+			.signal = 0.1, .offset = 0.1, .nugget = nugget, .length_ord = 0.3, .length_cat = 1.5
+		};
 
 		return opt_gp_fit(gp, &k, 0, d->x, d->y, d->noise);
 	}
-	return opt_gp_select(gp, 0.1, signals + first, ELEMENTSOF(signals) - first, ords, ELEMENTSOF(ords), cats,
+	return opt_gp_select(gp, 0.1, nugget, signals + first, ELEMENTSOF(signals) - first, ords, ELEMENTSOF(ords), cats,
 			     ELEMENTSOF(cats), d->n, d->x, d->y, d->noise);
 }
 
@@ -572,10 +582,14 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 
 	while (got < k) {
 		struct twin_candidate *c = &ret[got];
-		double best_m, best_ei = 0, p_none = 1, delta = sqrt(x.noise_var);
+		double best_m, best_ei = 0, p_none = 1, delta;
 		size_t second, pick = SIZE_MAX, untested = 0;
 		size_t inc = incumbent(&x, &gp, &best_m, &second);
 		double ref = best_m;
+
+		/* "more than the noise": the noise of the answer's mean cost, as
+		 * far as its measurements resolve it, but never below STOP_RESOLUTION */
+		delta = MAX(STOP_RESOLUTION, inc != SIZE_MAX ? measured_sd(&x, inc) : sqrt(x.noise_var));
 		bool budget = s->plain.max_trials && deployed + got + reserve >= s->plain.max_trials;
 
 		*c = (struct twin_candidate){ .predicted_cost = NAN, .calibrated = x.calibrated, .fit = x.fit };

@@ -74,6 +74,10 @@ static void test_categorical(void)
 	NEAR(opt_gp_kernel_eval(&gp, a, a), 0.01 + 0.25, 1e-15);
 	NEAR(opt_gp_kernel_eval(&gp, a, b), 0.01 + 0.25 * exp(-1), 1e-15);
 	NEAR(opt_gp_kernel_eval(&gp, a, c), opt_gp_kernel_eval(&gp, a, b), 0);
+	/* the nugget: a configuration's own error, with itself only */
+	gp.kernel.nugget = 0.2;
+	NEAR(opt_gp_kernel_eval(&gp, a, a), 0.01 + 0.25 + 0.04, 1e-15);
+	NEAR(opt_gp_kernel_eval(&gp, a, b), 0.01 + 0.25 * exp(-1), 1e-15);
 	opt_gp_done(&gp);
 }
 
@@ -93,7 +97,7 @@ static void test_select(void)
 	}
 	opt_gp_init(&gp);
 	gp.dim = 1;
-	CHECK(opt_gp_select(&gp, 0.05, signals, 3, ords, 2, cats, 1, 8, x, y, noise) == 0);
+	CHECK(opt_gp_select(&gp, 0.05, 0, signals, 3, ords, 2, cats, 1, 8, x, y, noise) == 0);
 	NEAR(gp.kernel.signal, 0.2, 0);
 	NEAR(gp.kernel.length_ord, 0.5, 0);
 	opt_gp_done(&gp);

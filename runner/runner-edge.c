@@ -93,6 +93,38 @@ static int best_evidence(struct runner *r, struct opt_config *ret_config, struct
 	return k < 0 ? k : 1;
 }
 
+/* Whether the planner's model predicts a gain beyond the range (by more
+ * than 1 %): 1 when it does, 0 (said in the log) when not. */
+static int model_gain(struct runner *r, const struct opt_config *best, const struct study_edge *edge, double cost,
+		      double lo, double hi, struct error *err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *copy = cJSON_Duplicate(r->study->search_space, true);
+	int64_t min, max;
+	double beyond, predicted;
+	int k;
+
+	if (!copy)
+		return error_set(err, -ENOMEM, "out of memory");
+	k = opt_space_widen_json(copy, edge->knob, edge->upper, (int64_t)lo, (int64_t)hi, &min, &max);
+	if (k == -ERANGE)
+		return 0;
+	if (k < 0)
+		return error_set(err, k, "search_space.%s: cannot be widened", edge->knob);
+	beyond = (double)(edge->upper ? max : min);
+	k = r->planner->ops->beyond(r->planner, best, edge->knob, beyond, &predicted, err);
+	if (k < 0)
+		return k;
+	if (!(predicted < cost * 0.99)) {
+		log_info("study %s: %s=%g is the %s of its range, but the model predicts no gain at %g ($%.4g/Mtok "
+			 "against $%.4g): the range stays",
+			 r->row.name, edge->knob, edge->value, edge->upper ? "top" : "bottom", beyond, predicted, cost);
+		return 0;
+	}
+	log_info("study %s: the model predicts $%.4g/Mtok at %s=%g, beyond the range ($%.4g/Mtok at %g)", r->row.name,
+		 predicted, edge->knob, beyond, cost, edge->value);
+	return 1;
+}
+
 int runner_edge_phase(struct runner *r, struct error *err)
 {
 	struct study_options so = { .extra_knobs = r->profile->extra_knobs };
@@ -107,9 +139,7 @@ int runner_edge_phase(struct runner *r, struct error *err)
 	int64_t min, max;
 	int k;
 
-	if (!r->study->search.extend_edges ||
-	    (r->study->search.strategy &&
-	     (strcmp(r->study->search.strategy, "twin") == 0 || strcmp(r->study->search.strategy, "model") == 0)) ||
+	if (!r->study->search.extend_edges || (!r->plain_search && !r->planner->ops->beyond) ||
 	    r->n_phases >= ELEMENTSOF(r->phases))
 		return 0;
 	k = best_evidence(r, &best, &at, &have_point, &cost, err);
@@ -119,6 +149,11 @@ int runner_edge_phase(struct runner *r, struct error *err)
 	if (!study_edge_worth_widening(&edge, r->phases, r->n_phases, cost))
 		return 0;
 	(void)engine_profile_knob_limits(r->profile, edge.knob, &lo, &hi);
+	if (!r->plain_search) {
+		k = model_gain(r, &best, &edge, cost, lo, hi, err);
+		if (k <= 0)
+			return k;
+	}
 	/* the keys first: the space they index is replaced */
 	keys = calloc(r->history.n ? r->history.n : 1, sizeof(*keys));
 	if (!keys)

@@ -101,6 +101,7 @@ struct runner_trial {
 	/* a dry run: its start on the virtual clock, and one recorded by an
 	 * earlier run that was interrupted (0: none) */
 	uint64_t vstart_usec, vstart_before_usec;
+	bool vstart_known;         /* vstart_before_usec was recorded (an interrupted dry-run trial) */
 	uint64_t finished_at_usec; /* when its outcome is committed: the dry run's virtual time (0: now) */
 	uint64_t started_usec;     /* when it began to run (runner clock) */
 	/* on a cluster (runner-cluster.c): its job, when it was queued
@@ -138,11 +139,12 @@ struct runner {
 
 	const struct runner_evaluator *evaluator;
 	struct runner_planner *planner;
-	bool asking;                                 /* an answer of the planner is awaited */
-	bool plan_waits_host;                        /* the planner waits for the host facts */
-	bool planner_done;                           /* it said done while trials ran: ask again once one is told */
-	char done_message[256];                      /* why it said done */
-	unsigned alone_added;                        /* confirmations alone the runner added (runner-fill.c) */
+	bool plain_search;      /* the planner is the NLopt replay search (its edge phase widens ranges) */
+	bool asking;            /* an answer of the planner is awaited */
+	bool plan_waits_host;   /* the planner waits for the host facts */
+	bool planner_done;      /* it said done while trials ran: ask again once one is told */
+	char done_message[256]; /* why it said done */
+	unsigned alone_added;   /* confirmations alone the runner added (runner-fill.c) */
 	struct runner_trial *trials[RUNNER_ASK_MAX]; /* in flight (waiting or running), in trial order */
 	size_t n_trials;
 

@@ -57,6 +57,7 @@ struct twin_planner {
 	struct runner_planner base;
 	struct runner_planner_env env;
 	struct twin *twin;
+	const struct opt_space *space; /* the space the twin was made for */
 	struct twin_settings settings;
 	/* the model search (the default) instead of twin_next (strategy "twin") */
 	bool model;
@@ -533,7 +534,14 @@ static void on_child_exit(struct child *c, const struct child_exit *how, void *u
 		 (double)(mono_usec() - t->ask_usec) / USEC_PER_SEC, cands[0].message,
 		 n > 1 ? " (and more beside it)" : "");
 	a.reason = cands[0].opt.reason;
-	save_calibration(t, cands[0].opt.ask == OPT_ASK_DONE && t->n_pending == 0);
+	/* the model search over (converged or exhausted, nothing in flight): a
+	 * runner may widen a range here (search.extend_edges) and ask again */
+	a.search_over = t->model && t->n_pending == 0 &&
+			(cands[0].opt.ask == OPT_ASK_DONE || cands[0].opt.phase == OPT_PHASE_CONFIRM) &&
+			(cands[0].opt.reason == OPT_DONE_CONVERGED || cands[0].opt.reason == OPT_DONE_EXHAUSTED);
+	/* (the model search keeps no calibration across studies) */
+	if (!t->model)
+		save_calibration(t, cands[0].opt.ask == OPT_ASK_DONE && t->n_pending == 0);
 	if (cands[0].opt.ask == OPT_ASK_DONE)
 		snprintf(a.message, sizeof(a.message), "%s", cands[0].message);
 	else
@@ -576,7 +584,21 @@ static int twin_ask(struct runner_planner *p, const struct runner_ask *a, struct
 		return error_set(err, -EINVAL, "twin: too many trials asked for");
 	if (t->child)
 		return error_set(err, -EBUSY, "twin: an ask is in flight");
-	if (!t->key_known) {
+	if (t->space != t->env.study->space) {
+		/* the runner widened a range (search.extend_edges): a twin of the new space */
+		struct twin_setup setup;
+		struct twin *nt = NULL;
+
+		k = runner_twin_setup(t->env.study, t->env.profile->name, &setup, err);
+		if (k >= 0)
+			k = twin_new(t->env.study->space, &setup, &nt, err);
+		if (k < 0)
+			return k;
+		twin_free(t->twin);
+		t->twin = nt;
+		t->space = t->env.study->space;
+	}
+	if (!t->key_known && !t->model) {
 		/* the key needs the host facts: wait for them (not in a dry run) */
 		if (!t->env.dry_run && !a->host_json && a->host_pending)
 			return RUNNER_ASK_WAIT_HOST;
@@ -605,7 +627,29 @@ static void twin_free_planner(struct runner_planner *p)
 	free(t);
 }
 
+/* The model's prediction beyond a range, with the constants the last
+ * answer was calibrated to. */
+static int twin_beyond(struct runner_planner *p, const struct opt_config *config, const char *knob, double value,
+		       double *ret_cost, struct error *err)
+{
+	struct twin_planner *t = (struct twin_planner *)p;
+	struct twin_prediction pr;
+	struct sim_profile prof;
+	int k;
+
+	if (t->asked && t->cand.calibrated)
+		prof = t->cand.fit.profile;
+	else
+		twin_base_profile(t->twin, &prof);
+	k = twin_predict_beyond(t->twin, &prof, config, knob, value, &pr, err);
+	if (k < 0)
+		return k;
+	*ret_cost = pr.outcome == OPT_OUTCOME_MEASURED ? pr.cost : INFINITY;
+	return 0;
+}
+
 static const struct runner_planner_ops twin_ops = {
+	.beyond = twin_beyond,
 	.ask = twin_ask,
 	.cancel = twin_cancel,
 	.describe = twin_describe,
@@ -662,6 +706,7 @@ int runner_planner_twin_new(const struct runner_planner_env *env, runner_answer_
 	t->base = (struct runner_planner){ .ops = &twin_ops, .cb = cb, .userdata = userdata };
 	t->env = *env;
 	twin_history_init(&t->hist);
+	t->space = env->study->space;
 	k = twin_new(env->study->space, &setup, &t->twin, err);
 	if (k < 0) {
 		twin_free_planner(&t->base);

@@ -161,6 +161,11 @@ static const struct runner_planner_ops search_ops = {
 	.free = search_free,
 };
 
+const struct runner_planner_ops *runner_planner_search_ops(void)
+{
+	return &search_ops;
+}
+
 int runner_planner_search_new(const struct runner_planner_env *env, runner_answer_fn cb, void *userdata,
 			      struct runner_planner **ret, struct error *err)
 {

@@ -96,6 +96,12 @@ struct runner_planner_ops {
 	/* Its state for the status line ("twin refine, warm, fit error 3.1%"); "" when it has none. */
 	void (*describe)(const struct runner_planner *p, char *buf, size_t size);
 	void (*free)(struct runner_planner *p);
+	/* What the planner's model predicts config to cost with knob at value,
+	 * beyond its range ($/Mtok; INFINITY: it would not start or meet the
+	 * SLA); NULL: the planner has no model (the edge phase then reads the
+	 * SLA's evidence alone). Milliseconds: one rate search in virtual time. */
+	int (*beyond)(struct runner_planner *p, const struct opt_config *config, const char *knob, double value,
+		      double *ret_cost, struct error *err);
 };
 
 /* The part every planner starts with. */
@@ -117,7 +123,9 @@ struct runner_planner_env {
 	bool dry_run;
 };
 
-/* The NLopt replay search: opt_next, answered at once. */
+/* The NLopt replay search: opt_next, answered at once ("search.strategy":
+ * "plain"; the default where the engine model cannot describe the study). */
+const struct runner_planner_ops *runner_planner_search_ops(void);
 int runner_planner_search_new(const struct runner_planner_env *env, runner_answer_fn cb, void *userdata,
 			      struct runner_planner **ret, struct error *err);
 /* The digital twin ("search.strategy": "twin"): twin_next in a forked child,

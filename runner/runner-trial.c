@@ -178,8 +178,11 @@ static int trial_new(struct runner *r, const struct runner_proposal *p, struct r
 	}
 	t->seq = row.seq;
 	t->gpus_before = row.gpus ? runner_slots_parse(r, row.gpus) : 0;
-	if (r->opts.dry_run && row.started_usec > r->study_start_usec)
+	/* a trial that started with the study (at virtual 0) has a start too */
+	if (r->opts.dry_run && row.started_usec > 0 && row.started_usec >= r->study_start_usec) {
 		t->vstart_before_usec = row.started_usec - r->study_start_usec;
+		t->vstart_known = true;
+	}
 	store_trial_done(&row);
 	*ret = t;
 	return 0;
@@ -258,9 +261,8 @@ int runner_trial_start(struct runner_trial *t, uint64_t gpus)
 		k = store_trial_set_gpus(r->store, t->id, t->gpus_text[0] ? t->gpus_text : NULL, &err);
 	if (r->opts.dry_run) {
 		/* an interrupted dry-run trial starts again where the schedule had it */
-		t->vstart_usec = t->vstart_before_usec && t->vstart_before_usec <= r->vclock_usec
-					 ? t->vstart_before_usec
-					 : r->vclock_usec;
+		t->vstart_usec = t->vstart_known && t->vstart_before_usec <= r->vclock_usec ? t->vstart_before_usec
+											    : r->vclock_usec;
 		if (k >= 0)
 			k = store_trial_set_times(r->store, t->id, r->study_start_usec + t->vstart_usec, 0, &err);
 	}

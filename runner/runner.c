@@ -487,10 +487,24 @@ static int make_planner(struct runner *r, struct error *err)
 		k = runner_planner_twin_new(&env, runner_on_answer, r, &r->planner, err);
 	else if (strategy && strcmp(strategy, "model") == 0)
 		k = runner_planner_model_new(&env, runner_on_answer, r, &r->planner, err);
-	else
+	else if (strategy)
 		k = runner_planner_search_new(&env, runner_on_answer, r, &r->planner, err);
+	else {
+		/* the default: the model search where goodput-sim's engine model
+		 * describes the study (its model and GPU presets, a synthetic
+		 * workload), else the plain search */
+		struct error e = { 0 };
+
+		k = runner_planner_model_new(&env, runner_on_answer, r, &r->planner, &e);
+		if (k < 0) {
+			log_info("study %s: the plain search (the engine model cannot describe this study: %s)",
+				 r->row.name, error_str(&e, k));
+			k = runner_planner_search_new(&env, runner_on_answer, r, &r->planner, err);
+		}
+	}
 	if (k < 0)
 		return k;
+	r->plain_search = r->planner->ops == runner_planner_search_ops();
 	runner_planner_describe(r->planner, r->status.twin, sizeof(r->status.twin));
 	return 0;
 }

@@ -418,8 +418,11 @@ static const struct json_field search_fields[] = {
 		 "every SBPLX run, and randomised NLopt algorithms; the same seed and history replay the same path" },
 	{ "algorithm", JSON_STRING, OFF(search.algorithm), .max = 64, .def = "LN_SBPLX",
 	  .doc = "NLopt algorithm for the ordinal knobs" },
-	{ "strategy", JSON_STRING, OFF(search.strategy), .max = 64, .def = "the optimizer's",
-	  .doc = "outer strategy over categorical knobs" },
+	{ "strategy", JSON_STRING, OFF(search.strategy), .max = 64, .def = "model",
+	  .doc = "\"model\": goodput-sim's calibrated engine model as the prior, a Gaussian process for its "
+		 "errors, expected improvement, a stop once nothing untested is likely to beat the answer (the "
+		 "default where the model and GPU have presets and the workload is synthetic); \"plain\": the "
+		 "NLopt replay search (the fall-back); \"twin\": the earlier digital twin" },
 	{ "extend_edges", JSON_BOOL, OFF(search.extend_edges), .def = "false",
 	  .doc = "when the search ends with its best on a bound of an integer range that the SLA does not limit, "
 		 "widen that range by log2 steps (within the engine's limits) and go on; each widening is stored as "

@@ -288,18 +288,30 @@ static int rank_get(struct twin *t, const struct sim_profile *p, struct twin_ran
 	return 0;
 }
 
+static int rate_search_config(struct twin *t, struct sim_engine_config *cfg, uint32_t num_prompts,
+			      struct sim_rate_search *ret, struct error *err);
+
 /* The rate search shared by predictions and twin_measure_sim, so that a twin
  * with the true constants predicts exactly what it measures. */
 static int rate_search(struct twin *t, size_t i, const struct sim_profile *p, uint32_t num_prompts,
 		       struct sim_rate_search *ret, struct error *err)
 {
 	struct sim_engine_config c;
-	struct probe_workload_config w;
 	int r;
 
 	r = twin_engine_config(t, i, p, &c, err);
 	if (r < 0)
 		return r;
+	return rate_search_config(t, &c, num_prompts, ret, err);
+}
+
+static int rate_search_config(struct twin *t, struct sim_engine_config *cfg, uint32_t num_prompts,
+			      struct sim_rate_search *ret, struct error *err)
+{
+	struct sim_engine_config c = *cfg;
+	struct probe_workload_config w;
+	int r;
+
 	twin_workload_at(t, INFINITY, num_prompts, &w);
 	w.arrival = t->setup.workload.arrival; /* sim_find_max_rate sets the arrival per run */
 	if (t->setup.scenario == OPT_SCENARIO_OFFLINE) {
@@ -360,6 +372,51 @@ static int lower_bound(struct twin *t, struct twin_rank *rk, size_t i, struct er
 	if (r < 0)
 		return r;
 	rk->lb[i] = twin_cost(t, i, &res, true) * (t->setup.scenario == OPT_SCENARIO_OFFLINE ? 1.0 : TWIN_LB_SLACK);
+	return 0;
+}
+
+int twin_predict_beyond(struct twin *t, const struct sim_profile *p, const struct opt_config *config, const char *knob,
+			double value, struct twin_prediction *ret, struct error *err)
+{
+	struct twin_prediction pr = { .outcome = OPT_OUTCOME_INFEASIBLE, .cost = INFINITY };
+	struct sim_engine_config c;
+	struct sim_engine *e = NULL;
+	struct sim_rate_search rs;
+	struct error e2 = { 0 };
+	const char *flag = NULL;
+	ssize_t i = twin_index(t, config);
+	char buf[32];
+	int r;
+
+	if (i < 0)
+		return error_set(err, -EINVAL, "twin: configuration not in the space");
+	for (size_t f = 0; f < ELEMENTSOF(knob_flags); f++)
+		if (strcmp(knob, knob_flags[f][0]) == 0)
+			flag = knob_flags[f][1];
+	if (!flag)
+		return error_set(err, -EINVAL, "twin: the engine model has no knob %s", knob);
+	c = t->cfg[i];
+	snprintf(buf, sizeof(buf), "%.0f", value);
+	r = sim_engine_config_apply_flag(&c, flag, buf, err);
+	if (r >= 0)
+		r = sim_engine_config_resolve(&c, err);
+	if (r < 0)
+		return r;
+	c.profile = *p;
+	if (sim_engine_new(&c, NULL, NULL, &e, &e2) >= 0) {
+		sim_engine_free(e);
+		r = rate_search_config(t, &c, t->setup.rank_num_prompts, &rs, err);
+		if (r < 0)
+			return r;
+		pr.outcome = OPT_OUTCOME_SLA_NEVER_MET;
+		if (rs.max_rate > 0) {
+			pr.cost = twin_cost(t, (size_t)i, &rs.at_max, t->setup.scenario == OPT_SCENARIO_OFFLINE);
+			pr.max_rate = rs.max_rate;
+			if (isfinite(pr.cost))
+				pr.outcome = OPT_OUTCOME_MEASURED;
+		}
+	}
+	*ret = pr;
 	return 0;
 }
 

@@ -476,8 +476,8 @@ static int select_kernel(struct opt_gp *gp, const struct search *x, const struct
 
 		return opt_gp_fit(gp, &k, 0, d->x, d->y, d->noise);
 	}
-	return opt_gp_select(gp, 0.1, nugget, signals + first, ELEMENTSOF(signals) - first, ords, ELEMENTSOF(ords), cats,
-			     ELEMENTSOF(cats), d->n, d->x, d->y, d->noise);
+	return opt_gp_select(gp, 0.1, nugget, signals + first, ELEMENTSOF(signals) - first, ords, ELEMENTSOF(ords),
+			     cats, ELEMENTSOF(cats), d->n, d->x, d->y, d->noise);
 }
 
 /* The incumbent: the measured configuration with the lowest posterior

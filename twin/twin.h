@@ -158,6 +158,12 @@ struct twin_prediction {
 int twin_predict(struct twin *t, const struct sim_profile *p, const struct opt_config *config,
 		 struct twin_prediction *ret, struct error *err);
 
+/* The prediction for config with one ordinal knob (max_num_seqs,
+ * max_num_batched_tokens, max_model_len) at a value off the grid: beyond
+ * a range's bound, where a widened range would go. Not cached. */
+int twin_predict_beyond(struct twin *t, const struct sim_profile *p, const struct opt_config *config, const char *knob,
+			double value, struct twin_prediction *ret, struct error *err);
+
 /* The configuration with the lowest predicted cost under p (cached;
  * configurations whose saturated throughput rules them out are not
  * rate-searched). -ENOENT when nothing is predicted to meet the SLA. */

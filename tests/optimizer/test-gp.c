@@ -103,6 +103,25 @@ static void test_select(void)
 	opt_gp_done(&gp);
 }
 
+/* A model that is badly wrong (large residuals) gets a larger signal, so
+ * wider intervals where nothing was measured: the search widens. */
+static void test_wider(void)
+{
+	static const double signals[] = { 0.02, 0.05, 0.1, 0.2, 0.4 }, ords[] = { 0.3 }, cats[] = { 1 };
+	double x[4] = { 0, 0.3, 0.6, 1 }, small[4] = { 0.01, -0.01, 0.02, 0 }, large[4] = { 0.3, -0.25, 0.4, -0.1 };
+	double noise[4] = { 0.0009, 0.0009, 0.0009, 0.0009 }, z = 0.45, m, v_small, v_large;
+	struct opt_gp gp;
+
+	opt_gp_init(&gp);
+	gp.dim = 1;
+	CHECK(opt_gp_select(&gp, 0.05, 0, signals, 5, ords, 1, cats, 1, 4, x, small, noise) == 0);
+	opt_gp_predict(&gp, &z, &m, &v_small);
+	CHECK(opt_gp_select(&gp, 0.05, 0, signals, 5, ords, 1, cats, 1, 4, x, large, noise) == 0);
+	opt_gp_predict(&gp, &z, &m, &v_large);
+	CHECK_MSG(v_large > 4 * v_small, "sd %.4f with large residuals, %.4f with small", sqrt(v_large), sqrt(v_small));
+	opt_gp_done(&gp);
+}
+
 static void test_ei(void)
 {
 	NEAR(opt_expected_improvement(0, 0, 1), 1 / sqrt(2 * M_PI), 1e-15);
@@ -124,6 +143,7 @@ int main(void)
 	test_posterior();
 	test_categorical();
 	test_select();
+	test_wider();
 	test_ei();
 	return 0;
 }

@@ -641,7 +641,11 @@ static int twin_beyond(struct runner_planner *p, const struct opt_config *config
 		prof = t->cand.fit.profile;
 	else
 		twin_base_profile(t->twin, &prof);
-	k = twin_predict_beyond(t->twin, &prof, config, knob, value, &pr, err);
+	{
+		struct opt_config where;
+
+		k = twin_predict_beyond_row(t->twin, &prof, config, knob, value, &where, &pr, err);
+	}
 	if (k < 0)
 		return k;
 	*ret_cost = pr.outcome == OPT_OUTCOME_MEASURED ? pr.cost : INFINITY;

@@ -97,9 +97,11 @@ struct runner_planner_ops {
 	void (*describe)(const struct runner_planner *p, char *buf, size_t size);
 	void (*free)(struct runner_planner *p);
 	/* What the planner's model predicts config to cost with knob at value,
-	 * beyond its range ($/Mtok; INFINITY: it would not start or meet the
-	 * SLA); NULL: the planner has no model (the edge phase then reads the
-	 * SLA's evidence alone). Milliseconds: one rate search in virtual time. */
+	 * beyond its range, at the best value of the other batch knob ($/Mtok;
+	 * INFINITY: it would not start or meet the SLA); NULL: the planner has
+	 * no model (the edge phase then reads the SLA's evidence alone). A rate
+	 * search in virtual time per value of the other batch knob: tens to a
+	 * few hundred milliseconds, once at the end of a search phase. */
 	int (*beyond)(struct runner_planner *p, const struct opt_config *config, const char *knob, double value,
 		      double *ret_cost, struct error *err);
 };

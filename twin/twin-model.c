@@ -420,6 +420,43 @@ int twin_predict_beyond(struct twin *t, const struct sim_profile *p, const struc
 	return 0;
 }
 
+int twin_predict_beyond_row(struct twin *t, const struct sim_profile *p, const struct opt_config *config,
+			    const char *knob, double value, struct opt_config *ret_config, struct twin_prediction *ret,
+			    struct error *err)
+{
+	const struct opt_space *s = t->space;
+	int k = opt_space_knob_index(s, knob), other = -1;
+	struct twin_prediction best = { .outcome = OPT_OUTCOME_INFEASIBLE, .cost = INFINITY };
+	struct opt_config bc = *config;
+	int r;
+
+	if (k < 0)
+		return error_set(err, -EINVAL, "twin: no knob %s", knob);
+	/* the other batch knob (max_num_seqs with max_num_batched_tokens) varies over its grid */
+	for (size_t i = 0; i < s->n_knobs && other < 0; i++)
+		if ((int)i != k && s->knobs[i].memory == OPT_MEMORY_BATCH && !s->knobs[i].categorical)
+			other = (int)i;
+	for (size_t v = 0; v < (other >= 0 ? s->knobs[other].n_values : 1); v++) {
+		struct opt_config c = *config;
+		struct twin_prediction pr;
+
+		if (other >= 0)
+			c.idx[other] = (uint16_t)v;
+		if (twin_index(t, &c) < 0)
+			continue; /* not allowed on the grid */
+		r = twin_predict_beyond(t, p, &c, knob, value, &pr, err);
+		if (r < 0)
+			return r;
+		if (pr.outcome == OPT_OUTCOME_MEASURED && pr.cost < best.cost) {
+			best = pr;
+			bc = c;
+		}
+	}
+	*ret_config = bc;
+	*ret = best;
+	return 0;
+}
+
 int twin_predict(struct twin *t, const struct sim_profile *p, const struct opt_config *config,
 		 struct twin_prediction *ret, struct error *err)
 {

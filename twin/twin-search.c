@@ -580,6 +580,15 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			goto out;
 	}
 
+	/* the reserve kept for the answer's confirmation: only what it still needs */
+	{
+		struct opt_result b;
+
+		opt_best(t->space, &oh, &b, NULL);
+		if (b.valid)
+			reserve =
+				MIN(reserve, b.n < 1 + s->plain.confirm_probes ? 1 + s->plain.confirm_probes - b.n : 0);
+	}
 	while (got < k) {
 		struct twin_candidate *c = &ret[got];
 		double best_m, best_ei = 0, p_none = 1, delta;
@@ -648,7 +657,8 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			size_t which = inc;
 
 			/* the incumbent and its rival overlap: measure again the one measured less */
-			if (second != SIZE_MAX && best_ei < delta / 4) {
+			/* (confirm_probes 0: nothing is measured twice) */
+			if (second != SIZE_MAX && best_ei < delta / 4 && s->plain.confirm_probes > 0) {
 				double m2, sd2, m1, sd1;
 
 				posterior(&x, &gp, second, &m2, &sd2);

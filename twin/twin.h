@@ -164,6 +164,14 @@ int twin_predict(struct twin *t, const struct sim_profile *p, const struct opt_c
 int twin_predict_beyond(struct twin *t, const struct sim_profile *p, const struct opt_config *config, const char *knob,
 			double value, struct twin_prediction *ret, struct error *err);
 
+/* The best of twin_predict_beyond along the row of the other batch knob
+ * (config with knob at value, the other batch knob at each of its grid
+ * values): whether widening the range can pay anywhere on it, and where
+ * (*ret_config, with knob still at its value on the grid). */
+int twin_predict_beyond_row(struct twin *t, const struct sim_profile *p, const struct opt_config *config,
+			    const char *knob, double value, struct opt_config *ret_config, struct twin_prediction *ret,
+			    struct error *err);
+
 /* The configuration with the lowest predicted cost under p (cached;
  * configurations whose saturated throughput rules them out are not
  * rate-searched). -ENOENT when nothing is predicted to meet the SLA. */

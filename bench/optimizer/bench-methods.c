@@ -177,9 +177,17 @@ static int move_history(const struct opt_space *from, const struct opt_space *to
 
 /* Widens the range the best sits on, when the study asks for it and the
  * SLA does not hold the best there; 1 when it did. */
+/* The model search's gate (the runner's runner-edge.c does the same): the
+ * calibrated model must predict a gain of more than 1 % at the new bound. */
+struct model_gate {
+	struct twin *twin;
+	const struct sim_profile *profile;
+	struct twin_history *history; /* moved into the widened space with the rest */
+};
+
 static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **space, const struct opt_result *best,
 		 struct opt_history *h, struct opt_settings *set, struct study_phase *phases, size_t *n_phases,
-		 struct error *err)
+		 const struct model_gate *gate, struct error *err)
 {
 	_cleanup_(opt_space_freep) struct opt_space *wider = NULL;
 	struct study_edge edge;
@@ -198,23 +206,54 @@ static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **spa
 	k = opt_space_knob_index(bs->space, edge.knob);
 	if (k < 0)
 		return 0;
+	if (gate) {
+		_cleanup_(cJSON_Deletep) cJSON *copy = cJSON_Duplicate(ss, true);
+		struct twin_prediction pr;
+
+		if (!copy)
+			return -ENOMEM;
+		r = opt_space_widen_json(copy, edge.knob, edge.upper, bs->space->knobs[k].min, bs->space->knobs[k].max,
+					 &min, &max);
+		if (r == -ERANGE)
+			return 0;
+		if (r >= 0) {
+			struct opt_config where;
+
+			r = twin_predict_beyond_row(gate->twin, gate->profile, &best->config, edge.knob,
+						    (double)(edge.upper ? max : min), &where, &pr, err);
+		}
+		if (r < 0)
+			return r;
+		if (pr.outcome != OPT_OUTCOME_MEASURED || !(pr.cost < best->cost * 0.99))
+			return 0;
+	}
 	r = opt_space_widen_json(ss, edge.knob, edge.upper, bs->space->knobs[k].min, bs->space->knobs[k].max, &min,
 				 &max);
 	if (r == -ERANGE)
 		return 0;
 	if (r >= 0)
 		r = rebuild_space(bs, ss, &wider, err);
-	if (r >= 0)
+	if (r >= 0 && h)
 		r = move_history(*space, wider, h, err);
+	for (size_t j = 0; r >= 0 && gate && j < gate->history->n; j++) {
+		struct opt_config *c = &gate->history->trials[j].trial.config;
+		char key[OPT_KEY_MAX];
+
+		r = opt_config_key(*space, c, key, sizeof(key));
+		if (r >= 0)
+			r = opt_config_from_key(wider, key, c, err);
+	}
 	if (r < 0)
 		return r;
 	opt_space_free(*space);
 	*space = TAKE_PTR(wider);
 	set->phase_knob = opt_space_knob_index(*space, edge.knob);
 	set->phase_upper = edge.upper;
-	phases[*n_phases] = (struct study_phase){
-		.trials = h->n, .min = min, .max = max, .upper = edge.upper, .best_cost = best->cost
-	};
+	phases[*n_phases] = (struct study_phase){ .trials = h ? h->n : gate->history->n,
+						  .min = min,
+						  .max = max,
+						  .upper = edge.upper,
+						  .best_cost = best->cost };
 	snprintf(phases[*n_phases].knob, sizeof(phases[*n_phases].knob), "%s", edge.knob);
 	(*n_phases)++;
 	return 1;
@@ -259,7 +298,7 @@ static int run_search(const struct bench_space *bs, double sigma, uint64_t seed,
 		if (c.ask == OPT_ASK_DONE) {
 			if (c.reason == OPT_DONE_BUDGET || !c.best.valid || !space)
 				break;
-			r = widen(bs, ss, &space, &c.best, &h, &set, phases, &n_phases, err);
+			r = widen(bs, ss, &space, &c.best, &h, &set, phases, &n_phases, NULL, err);
 			if (r <= 0)
 				break;
 			if (getenv("BENCH_TRACE") && strtoull(getenv("BENCH_TRACE"), NULL, 10) == seed)
@@ -331,6 +370,11 @@ static int run_model(const struct bench_space *bs, double sigma, uint64_t seed, 
 {
 	const char *trace = getenv("BENCH_TRACE");
 	bool verbose = trace && strtoull(trace, NULL, 10) == seed;
+	_cleanup_(cJSON_Deletep) cJSON *ss = NULL;
+	_cleanup_(opt_space_freep) struct opt_space *space = NULL;
+	_cleanup_(twin_freep) struct twin *own = NULL;
+	struct study_phase phases[STUDY_PHASES_MAX];
+	size_t n_phases = 0;
 	struct twin_search_settings set;
 	struct twin_history h;
 	struct bench_eval e;
@@ -342,6 +386,9 @@ static int run_model(const struct bench_space *bs, double sigma, uint64_t seed, 
 	r = model_twin(bs, &tw, err);
 	if (r < 0)
 		return r;
+	ss = cJSON_Duplicate(bs->start_space_json, true);
+	if (!ss)
+		return -ENOMEM;
 	r = bench_eval_init(&e, bs, sigma, seed, t);
 	if (r < 0)
 		return r;
@@ -357,13 +404,47 @@ static int run_model(const struct bench_space *bs, double sigma, uint64_t seed, 
 		size_t n = 0;
 		ssize_t i;
 
+		const struct opt_space *s = space ? space : bs->study->space;
+
 		r = twin_search_ask(tw, &set, &h, NULL, 0, 1, &c, &n, err);
-		if (r < 0 || n == 0 || c.opt.ask == OPT_ASK_DONE) {
-			if (verbose && r >= 0)
-				fprintf(stderr, "--- done: %s\n", c.message);
+		if (r < 0 || n == 0)
 			break;
+		if (c.opt.ask == OPT_ASK_DONE) {
+			struct sim_profile base;
+			struct model_gate gate = { .twin = tw, .profile = &c.fit.profile, .history = &h };
+			struct twin_setup setup;
+
+			if (verbose)
+				fprintf(stderr, "--- done: %s\n", c.message);
+			if (!c.calibrated) {
+				twin_base_profile(tw, &base);
+				gate.profile = &base;
+			}
+			if (c.opt.reason == OPT_DONE_BUDGET || !c.opt.best.valid || !bs->study->search.extend_edges)
+				break;
+			if (!space) {
+				r = rebuild_space(bs, ss, &space, err);
+				if (r < 0)
+					break;
+			}
+			r = widen(bs, ss, &space, &c.opt.best, NULL, &set.plain, phases, &n_phases, &gate, err);
+			if (r <= 0)
+				break;
+			/* a twin of the widened space, as the runner's planner makes one */
+			r = runner_twin_setup(bs->study, "sim", &setup, err);
+			if (r >= 0) {
+				twin_free(own);
+				own = NULL;
+				r = twin_new(space, &setup, &own, err);
+			}
+			if (r < 0)
+				break;
+			tw = own;
+			if (verbose)
+				fprintf(stderr, "--- widened: %s\n", cJSON_PrintUnformatted(ss));
+			continue;
 		}
-		i = bench_space_lookup(bs, bs->study->space, &c.opt.config);
+		i = bench_space_lookup(bs, s, &c.opt.config);
 		if (i < 0) {
 			r = error_set(err, -EINVAL, "the model search asked for a configuration outside the truth");
 			break;
@@ -381,14 +462,14 @@ static int run_model(const struct bench_space *bs, double sigma, uint64_t seed, 
 		if (tr.trial.outcome == OPT_OUTCOME_INFEASIBLE) {
 			struct runner_estimate est;
 
-			runner_preflight_estimate(&bs->preflight, bs->study->space, &c.opt.config, &est);
+			runner_preflight_estimate(&bs->preflight, s, &c.opt.config, &est);
 			tr.trial.cause = est.cause;
 			tr.trial.suggested_len = est.cause == OPT_OOM_KV_CACHE ? (uint32_t)est.kv_tokens : 0;
 		}
 		if (verbose) {
 			char key[OPT_KEY_MAX];
 
-			(void)opt_config_key(bs->study->space, &c.opt.config, key, sizeof(key));
+			(void)opt_config_key(s, &c.opt.config, key, sizeof(key));
 			fprintf(stderr, "%3zu %-7s %-80s %s %.3f (pred %.3f) regret %.3f | %s\n", h.n + 2,
 				opt_ask_to_string(c.opt.ask), key, opt_outcome_to_string(tr.trial.outcome),
 				tr.trial.cost / bs->optimum, c.predicted_cost / bs->optimum, t->regret[t->n - 1],

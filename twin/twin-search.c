@@ -76,6 +76,8 @@
 #define STOP_MIN     3
 /* the finest difference the stop rule resolves (log units) */
 #define STOP_RESOLUTION 0.01
+/* the search over, a rival that overlaps the answer is measured up to this often */
+#define RIVAL_MEASUREMENTS 2
 
 void twin_search_settings_init(struct twin_search_settings *s)
 {
@@ -517,6 +519,32 @@ static double measured_sd(const struct search *x, size_t i)
 	return sqrt(x->noise_var / MAX(x->obs[i].n, 1u));
 }
 
+/* The closest rival of the incumbent measured fewer than
+ * RIVAL_MEASUREMENTS times whose posterior mean lies within twice the
+ * spread of the two measured means (SIZE_MAX: none). */
+static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc)
+{
+	double m1, sd, best = INFINITY;
+	size_t pick = SIZE_MAX;
+
+	if (inc == SIZE_MAX || isnan(x->prior[inc]))
+		return SIZE_MAX;
+	posterior(x, gp, inc, &m1, &sd);
+	for (size_t i = 0; i < x->n_configs; i++) {
+		double m2, pair;
+
+		if (i == inc || !x->obs[i].measured || x->obs[i].n >= RIVAL_MEASUREMENTS || isnan(x->prior[i]))
+			continue;
+		posterior(x, gp, i, &m2, &sd);
+		pair = sqrt(measured_sd(x, inc) * measured_sd(x, inc) + measured_sd(x, i) * measured_sd(x, i));
+		if (m2 - m1 < 2 * pair && m2 < best) {
+			best = m2;
+			pick = i;
+		}
+	}
+	return pick;
+}
+
 int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
 		    const struct twin_pending *pending, size_t n_pending, size_t k, struct twin_candidate *ret,
 		    size_t *ret_n, struct error *err)
@@ -738,6 +766,20 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			c->opt.ask = OPT_ASK_CONFIRM;
 			c->opt.phase = OPT_PHASE_CONFIRM;
 			c->opt.config = c->opt.best.config;
+			c->opt.attempt = 1;
+			c->phase = TWIN_PHASE_CONFIRM;
+		} else if ((second = rival(&x, &gp, inc)) != SIZE_MAX && s->plain.confirm_probes > 0 &&
+			   n_pending + got == 0 && (!s->plain.max_trials || deployed < s->plain.max_trials)) {
+			/* a rival within the noise of the answer: measure the one of
+			 * the two measured less, never the same one twice in a row */
+			size_t which = x.obs[inc].n < x.obs[second].n ? inc : second;
+
+			if (h->n > 0 && h->trials[h->n - 1].trial.confirm &&
+			    twin_index(t, &h->trials[h->n - 1].trial.config) == (ssize_t)which)
+				which = which == inc ? second : inc;
+			c->opt.ask = OPT_ASK_CONFIRM;
+			c->opt.phase = OPT_PHASE_CONFIRM;
+			c->opt.config = t->configs[which];
 			c->opt.attempt = 1;
 			c->phase = TWIN_PHASE_CONFIRM;
 		} else {

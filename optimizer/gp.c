@@ -148,9 +148,9 @@ int opt_gp_fit(struct opt_gp *gp, const struct opt_gp_kernel *k, size_t n, const
 	return 0;
 }
 
-int opt_gp_select(struct opt_gp *gp, double offset, double nugget, const double *signals, size_t n_signals, const double *lengths_ord,
-		  size_t n_ord, const double *lengths_cat, size_t n_cat, size_t n, const double *x, const double *y,
-		  const double *noise)
+int opt_gp_select(struct opt_gp *gp, double offset, double nugget, const double *signals, size_t n_signals,
+		  const double *lengths_ord, size_t n_ord, const double *lengths_cat, size_t n_cat, size_t n,
+		  const double *x, const double *y, const double *noise)
 {
 	struct opt_gp_kernel best = { 0 };
 	double best_ml = -INFINITY;

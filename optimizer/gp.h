@@ -77,9 +77,9 @@ int opt_gp_fit(struct opt_gp *gp, const struct opt_gp_kernel *k, size_t n, const
 /* Fits every kernel of the grid (signal × length_ord × length_cat, offset
  * and nugget fixed) and keeps the one with the largest log marginal likelihood (the
  * first on a tie). */
-int opt_gp_select(struct opt_gp *gp, double offset, double nugget, const double *signals, size_t n_signals, const double *lengths_ord,
-		  size_t n_ord, const double *lengths_cat, size_t n_cat, size_t n, const double *x, const double *y,
-		  const double *noise);
+int opt_gp_select(struct opt_gp *gp, double offset, double nugget, const double *signals, size_t n_signals,
+		  const double *lengths_ord, size_t n_ord, const double *lengths_cat, size_t n_cat, size_t n,
+		  const double *x, const double *y, const double *noise);
 
 /* Posterior mean and variance of the latent residual at z (noise-free). */
 void opt_gp_predict(const struct opt_gp *gp, const double *z, double *ret_mean, double *ret_var);

@@ -580,6 +580,7 @@ def case_twin():
     # noisy measurements ask for confirmations until the budget is spent)
     # keeps what its twin learnt: the calibration is stored as it is made
     demo["name"] = "twin-short"
+    demo["search"]["strategy"] = "twin"
     demo["budget"] = {"max_trials": 3}
     spec = os.path.join(TMP, "twin-short.json")
     with open(spec, "w") as f:

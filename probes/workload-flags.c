@@ -29,6 +29,8 @@ enum {
 	ARG_OUTPUT_LEN_STD,
 	ARG_PREFIX_LEN,
 	ARG_PREFIX_GROUP_SIZE,
+	ARG_TURNS,
+	ARG_PROMPT_REPETITION,
 	ARG_DATASET_OUTPUT_LEN,
 	ARG_NUM_PROMPTS,
 	ARG_NUM_WARMUPS,
@@ -60,6 +62,8 @@ static const struct option options[] = {
 	{ "random-prefix-len", required_argument, NULL, ARG_PREFIX_LEN },
 	{ "prefix-len", required_argument, NULL, ARG_PREFIX_LEN },
 	{ "prefix-group-size", required_argument, NULL, ARG_PREFIX_GROUP_SIZE },
+	{ "turns", required_argument, NULL, ARG_TURNS },
+	{ "prompt-repetition", required_argument, NULL, ARG_PROMPT_REPETITION },
 	{ "dataset-output-len", required_argument, NULL, ARG_DATASET_OUTPUT_LEN },
 	{ "sharegpt-output-len", required_argument, NULL, ARG_DATASET_OUTPUT_LEN },
 	{ "custom-output-len", required_argument, NULL, ARG_DATASET_OUTPUT_LEN },
@@ -261,6 +265,10 @@ static int handle_value(int opt, const char *arg, int argc, char **argv, struct 
 		return parse_u32("--random-prefix-len", arg, 0, PROBE_MAX_TOKENS_PER_REQUEST - 1, &w->prefix_len, err);
 	case ARG_PREFIX_GROUP_SIZE:
 		return parse_u32("--prefix-group-size", arg, 1, PROBE_MAX_REQUESTS, &w->prefix_group_size, err);
+	case ARG_TURNS:
+		return parse_u32("--turns", arg, 1, 1000, &w->turns, err);
+	case ARG_PROMPT_REPETITION:
+		return parse_double("--prompt-repetition", arg, 0, 0.99, &w->prompt_repetition, err);
 	case ARG_DATASET_OUTPUT_LEN:
 		f->set_dataset_output_len = true;
 		return parse_u32("--dataset-output-len", arg, 1, PROBE_MAX_TOKENS_PER_REQUEST, &w->dataset_output_len,
@@ -503,6 +511,9 @@ int probe_workload_flags_finish(struct probe_workload_flags *f, struct error *er
 		return error_set(err, -EINVAL, "--prefix-group-size: needs --random-prefix-len");
 	if (w->dataset != PROBE_DATASET_RANDOM && w->prefix_len)
 		return error_set(err, -EINVAL, "--random-prefix-len: only with --dataset-name random");
+	if (w->dataset != PROBE_DATASET_RANDOM && (w->turns > 1 || w->prompt_repetition > 0))
+		return error_set(err, -EINVAL, "%s: only with --dataset-name random",
+				 w->turns > 1 ? "--turns" : "--prompt-repetition");
 	r = finish_dist("input", f->input_dist_kind, f->set_input_std, f->input_std, &w->input, f->set_range_ratio,
 			err);
 	if (r < 0)
@@ -542,6 +553,10 @@ void probe_workload_flags_help(FILE *out)
 	      "  --output-len-dist D, --output-len-std S   The same for output lengths\n"
 	      "  --random-prefix-len K      K shared prefix tokens on top of the input (alias --prefix-len)\n"
 	      "  --prefix-group-size N      N requests share each prefix (default: all)\n"
+	      "  --turns N                  Conversations of N turns, each resending the turns\n"
+	      "                             before it and their answers (goodput; default 1)\n"
+	      "  --prompt-repetition F      Share F of each prompt copied from earlier in it: text\n"
+	      "                             n-gram speculation finds drafts in (goodput; default 0)\n"
 	      "  --dataset-output-len N     Fix output lengths of a dataset\n"
 	      "                             (aliases --sharegpt-output-len, --custom-output-len)\n"
 	      "  --num-prompts N            Measured requests (default 1000)\n"

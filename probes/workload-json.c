@@ -209,6 +209,70 @@ static int parse_profile_start(const cJSON *v, const char *path, const struct js
 	return 0;
 }
 
+/* Acceptance rates: a rate in (0, 1] or a non-increasing array of them. */
+static int check_rates(const cJSON *v, const char *path, struct error *err)
+{
+	const cJSON *e;
+	double prev = 1;
+	int i = 0;
+
+	if (cJSON_IsNumber(v)) {
+		if (!(v->valuedouble > 0 && v->valuedouble <= 1))
+			return error_set(err, -EINVAL, "%s: expected a rate in (0, 1], got %g", path, v->valuedouble);
+		return 0;
+	}
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > 16)
+		return error_set(err, -EINVAL, "%s: expected a rate or an array of 1 to 16 per-position rates", path);
+	cJSON_ArrayForEach(e, v)
+	{
+		if (!cJSON_IsNumber(e) || !(e->valuedouble > 0 && e->valuedouble <= 1))
+			return error_set(err, -EINVAL, "%s[%d]: expected a rate in (0, 1]", path, i);
+		if (e->valuedouble > prev)
+			return error_set(
+				err, -EINVAL,
+				"%s[%d]: %g is above the rate of the position before (%g): a draft position is "
+				"accepted only after every earlier one",
+				path, i, e->valuedouble, prev);
+		prev = e->valuedouble;
+		i++;
+	}
+	return 0;
+}
+
+static int parse_spec_acceptance(const cJSON *v, const char *path, const struct json_field *f, void *base,
+				 struct error *err)
+{
+	static const char *const methods[] = { "ngram", "draft_model", "eagle", "mtp", NULL };
+	struct block *b = base;
+	const cJSON *e;
+	int r;
+
+	(void)f;
+	if (cJSON_IsObject(v)) {
+		cJSON_ArrayForEach(e, v)
+		{
+			char p[256];
+			bool known = false;
+
+			for (size_t i = 0; methods[i]; i++)
+				known = known || strcmp(e->string, methods[i]) == 0;
+			if (!known)
+				return error_set(err, -EINVAL, "%s.%s: unknown method (ngram, draft_model, eagle, mtp)",
+						 path, e->string);
+			snprintf(p, sizeof(p), "%s.%s", path, e->string);
+			r = check_rates(e, p, err);
+			if (r < 0)
+				return r;
+		}
+	} else {
+		r = check_rates(v, path, err);
+		if (r < 0)
+			return r;
+	}
+	b->s.spec_acceptance = v;
+	return 0;
+}
+
 /* ---- the table ---- */
 
 #define REQUEST_RATE_SCHEMA                                                                                            \
@@ -224,6 +288,15 @@ static int parse_profile_start(const cJSON *v, const char *path, const struct js
 	"{\"items\": {\"type\": \"array\", \"prefixItems\": [{\"type\": \"string\", \"pattern\": "                     \
 	"\"^[0-9]{1,2}:[0-9]{2}(:[0-9]{2})?$\"}, {\"type\": \"number\", \"minimum\": 0}], \"minItems\": 2, "           \
 	"\"maxItems\": 2}}"
+
+#define RATES_SCHEMA                                                                                                   \
+	"{\"anyOf\": [{\"type\": \"number\", \"exclusiveMinimum\": 0, \"maximum\": 1}, {\"type\": \"array\", "         \
+	"\"minItems\": 1, \"maxItems\": 16, \"items\": {\"type\": \"number\", \"exclusiveMinimum\": 0, \"maximum\": "  \
+	"1}}]}"
+#define SPEC_ACCEPTANCE_SCHEMA                                                                                         \
+	"{\"anyOf\": [" RATES_SCHEMA ", {\"type\": \"object\", \"additionalProperties\": false, \"properties\": {"     \
+	"\"ngram\": " RATES_SCHEMA ", \"draft_model\": " RATES_SCHEMA ", \"eagle\": " RATES_SCHEMA                     \
+	", \"mtp\": " RATES_SCHEMA "}}]}"
 
 const struct json_field probe_workload_fields[] = {
 	{ "dataset", JSON_ENUM, OFF(dataset), .choices = probe_dataset_names, .def = "random",
@@ -290,6 +363,18 @@ const struct json_field probe_workload_fields[] = {
 	{ "percentiles", JSON_ARRAY, .callback = parse_percentiles, .min = 1, .max = PROBE_MAX_PERCENTILES,
 	  .schema = "{\"items\": {\"type\": \"number\", \"exclusiveMinimum\": 0, \"maximum\": 100}}",
 	  .def = "[50, 90, 99]", .doc = "latency percentiles reported" },
+	{ "turns", JSON_U32, OFF(turns), .min = 1, .max = 1000, .def = "1",
+	  .doc = "conversations: each request a turn that resends the turns before it and their answers "
+		 "(what a prefix cache keeps between turns); random dataset only" },
+	{ "prompt_repetition", JSON_DOUBLE, OFF(prompt_repetition), .min = 0, .max = 0.99, .def = "0",
+	  .doc = "share of each prompt copied from earlier in it, in segments of 8–32 tokens: text that repeats "
+		 "itself, where n-gram speculation finds drafts (random dataset only)" },
+	{ "spec_acceptance", JSON_ANY, .callback = parse_spec_acceptance, .schema = SPEC_ACCEPTANCE_SCHEMA,
+	  .def = "by method: ngram 0.6 (after a match), draft_model 0.7, eagle 0.75, mtp 0.85",
+	  .doc = "how often speculative drafts are accepted on this workload: one rate for every draft position, "
+		 "vLLM's per-position rates [p1, p2, ...] (accepted tokens per position / drafts), or an object of "
+		 "either by method ({\"ngram\": 0.5, \"draft_model\": [0.8, 0.6, 0.45]}); for the dry run, the twin "
+		 "and goodput-sim (a real engine measures its own)" },
 	{ "captured", JSON_OBJECT, RAW(s.captured),
 	  .doc = "what `goodput workload capture` measured (source, window, requests, mean and peak rate, "
 		 "prefix-cache hit rate): kept as written, for the report and drift" },
@@ -357,6 +442,9 @@ static int check_block(struct block *b, const char *pre, struct error *err)
 	if ((w->prefix_len > 0) != (w->prefix_group_size > 0))
 		return error_set(err, -EINVAL, "%sprefix_group_size: set prefix_len and prefix_group_size together",
 				 pre);
+	if (w->dataset != PROBE_DATASET_RANDOM && (w->turns > 1 || w->prompt_repetition > 0))
+		return error_set(err, -EINVAL, "%s%s: only for the random dataset (a dataset's prompts are its own)",
+				 pre, w->turns > 1 ? "turns" : "prompt_repetition");
 	if (b->arrival >= 0)
 		w->arrival = (enum probe_arrival)b->arrival;
 	else
@@ -392,6 +480,7 @@ int probe_workload_from_json(const cJSON *obj, const char *path, struct probe_wo
 	b.s.config.input.hist.n = b.s.config.output.hist.n = 0;
 	b.s.config.samples_path = NULL;
 	b.s.captured = NULL;
+	b.s.spec_acceptance = NULL;
 	b.s.n_percentiles = 0;
 	char pre[128];
 
@@ -459,6 +548,8 @@ static const char *const shape_keys[] = {
 	"rate_profile_speed",
 	"prefix_len",
 	"prefix_group_size",
+	"turns",
+	"prompt_repetition",
 	NULL,
 };
 
@@ -567,6 +658,10 @@ int probe_workload_shape_to_json(const struct probe_workload_config *w, cJSON *o
 		r |= json_add_number(o, "prefix_len", w->prefix_len);
 		r |= json_add_number(o, "prefix_group_size", w->prefix_group_size);
 	}
+	if (w->turns > 1)
+		r |= json_add_number(o, "turns", w->turns);
+	if (w->prompt_repetition > 0)
+		r |= json_add_number(o, "prompt_repetition", w->prompt_repetition);
 	if (r >= 0 && w->profile.n)
 		r |= add_profile(o, &w->profile);
 	return r ? -ENOMEM : 0;

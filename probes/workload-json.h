@@ -25,6 +25,7 @@ struct probe_workload_spec {
 	double percentiles[PROBE_MAX_PERCENTILES]; /* the block's "percentiles" */
 	size_t n_percentiles;                      /* 0: not given */
 	const cJSON *captured;                     /* the "captured" object, into the document; NULL: none */
+	const cJSON *spec_acceptance;              /* "spec_acceptance" (checked), into the document; NULL: none */
 };
 
 /* The block's keys (with a study's defaults in their documentation). */

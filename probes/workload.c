@@ -38,6 +38,13 @@ enum {
 };
 /* + request index: each prompt's own ids (above every prefix group's stream) */
 #define STREAM_PROMPT (UINT64_C(1) << 32)
+/* + request index: a turn's answer, resent with the next turn */
+#define STREAM_ANSWER (UINT64_C(2) << 32)
+/* + request index: which segments of a prompt repeat earlier ones */
+#define STREAM_REPEAT (UINT64_C(3) << 32)
+/* a repeated or fresh segment of a prompt is 8–32 tokens */
+#define SEGMENT_MIN  8
+#define SEGMENT_SPAN 25
 
 const char *const probe_dataset_names[] = { "random", "sharegpt", "custom", NULL };
 const char *const probe_dist_names[] = { "fixed", "uniform", "normal", "lognormal", "histogram", "samples", NULL };
@@ -253,7 +260,12 @@ static int check_config(const struct probe_workload_config *cfg, struct error *e
 		if ((uint64_t)cfg->prefix_len + cfg->input.mean > PROBE_MAX_TOKENS_PER_REQUEST)
 			return error_set(err, -EINVAL, "prefix_len: %u + input length exceeds %u tokens",
 					 cfg->prefix_len, PROBE_MAX_TOKENS_PER_REQUEST);
-	}
+	} else if (cfg->turns > 1 || cfg->prompt_repetition > 0)
+		return error_set(err, -EINVAL, "%s: only for the random dataset",
+				 cfg->turns > 1 ? "turns" : "prompt_repetition");
+	if (!(cfg->prompt_repetition >= 0 && cfg->prompt_repetition < 1))
+		return error_set(err, -EINVAL, "prompt_repetition: expected a share in [0, 1), got %g",
+				 cfg->prompt_repetition);
 	if (cfg->dataset != PROBE_DATASET_SHAREGPT || cfg->dataset_output_len == 0) {
 		r = check_dist("output", &cfg->output, err);
 		if (r < 0)
@@ -418,21 +430,37 @@ static uint64_t prompt_seed(const struct probe_workload_config *cfg)
 	return cfg->seed + cfg->prompt_variant * UINT64_C(0x9E3779B97F4A7C15);
 }
 
+/* Conversations in a workload of n requests (1 without turns). */
+static size_t conversations(const struct probe_workload_config *cfg, size_t n)
+{
+	return cfg->turns > 1 ? MAX((n + cfg->turns - 1) / cfg->turns, (size_t)1) : MAX(n, (size_t)1);
+}
+
+bool probe_workload_ids_matter(const struct probe_workload_config *cfg)
+{
+	return cfg->prefix_len > 0 || cfg->turns > 1 || cfg->prompt_repetition > 0;
+}
+
 static void fill_random(const struct gen *g, struct probe_workload *w)
 {
 	const struct probe_workload_config *cfg = g->cfg;
 	struct probe_rng lengths;
 	uint32_t group_size = cfg->prefix_group_size ? cfg->prefix_group_size : UINT32_MAX;
+	size_t conv = conversations(cfg, w->n_requests);
 
 	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
 	for (size_t i = 0; i < w->n_requests; i++) {
 		struct probe_request_spec *r = &w->requests[i];
 		uint32_t body = draw_length(g, true, i, &lengths);
+		uint64_t len = (uint64_t)cfg->prefix_len + body;
 
 		r->output_len = draw_length(g, false, i, &lengths);
-		r->input_len = (uint32_t)MIN((uint64_t)cfg->prefix_len + body, (uint64_t)PROBE_MAX_TOKENS_PER_REQUEST);
+		/* a later turn resends the conversation so far: the previous prompt and its answer */
+		if (cfg->turns > 1 && i >= conv)
+			len = (uint64_t)w->requests[i - conv].input_len + w->requests[i - conv].output_len + body;
+		r->input_len = (uint32_t)MIN(len, (uint64_t)PROBE_MAX_TOKENS_PER_REQUEST);
 		if (cfg->prefix_len > 0)
-			r->prefix_id = (uint32_t)(i / group_size) + 1;
+			r->prefix_id = (uint32_t)((cfg->turns > 1 ? i % conv : i) / group_size) + 1;
 	}
 }
 
@@ -582,10 +610,42 @@ static uint32_t draw_id(struct probe_rng *rng)
 	return PROBE_TOKEN_ID_MIN + (uint32_t)probe_rng_below(rng, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
 }
 
+/* ids[from, to) of request index's own tokens: fresh draws, or with
+ * repetition segments of them copied from ids[0, from + ...) before. */
+static void fill_own(const struct probe_workload_config *cfg, uint32_t index, uint32_t *ids, uint32_t from, uint32_t to)
+{
+	struct probe_rng rng, rep;
+	uint32_t k = from;
+
+	probe_rng_init(&rng, prompt_seed(cfg), STREAM_PROMPT + index);
+	if (cfg->prompt_repetition <= 0) {
+		for (; k < to; k++)
+			ids[k] = draw_id(&rng);
+		return;
+	}
+	probe_rng_init(&rep, prompt_seed(cfg), STREAM_REPEAT + index);
+	while (k < to) {
+		uint32_t len = MIN(SEGMENT_MIN + (uint32_t)probe_rng_below(&rep, SEGMENT_SPAN), to - k);
+		bool copy = k >= SEGMENT_MIN && probe_rng_double(&rep) < cfg->prompt_repetition;
+
+		if (copy) {
+			/* an earlier stretch, token by token (it may run into what it copies) */
+			uint32_t src = (uint32_t)probe_rng_below(&rep, k - SEGMENT_MIN + 1);
+
+			for (uint32_t j = 0; j < len; j++)
+				ids[k + j] = ids[src + j];
+		} else
+			for (uint32_t j = 0; j < len; j++)
+				ids[k + j] = draw_id(&rng);
+		k += len;
+	}
+}
+
 int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe_request_spec *r, uint32_t *ids)
 {
 	const struct probe_workload_config *cfg = &w->config;
-	uint32_t prefix = r->prefix_id > 0 ? MIN(cfg->prefix_len, r->input_len) : 0;
+	size_t conv = conversations(cfg, w->n_requests), first = cfg->turns > 1 ? r->index % conv : r->index;
+	uint32_t prefix = r->prefix_id > 0 ? MIN(cfg->prefix_len, r->input_len) : 0, at;
 	struct probe_rng rng;
 
 	if (!probe_workload_has_ids(w))
@@ -595,9 +655,19 @@ int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe
 		for (uint32_t k = 0; k < prefix; k++)
 			ids[k] = draw_id(&rng);
 	}
-	probe_rng_init(&rng, prompt_seed(cfg), STREAM_PROMPT + r->index);
-	for (uint32_t k = prefix; k < r->input_len; k++)
-		ids[k] = draw_id(&rng);
+	/* The conversation's first turn, then each later one up to r: answer, new message. */
+	at = MIN(w->requests[first].input_len, r->input_len);
+	fill_own(cfg, (uint32_t)first, ids, prefix, at);
+	for (size_t i = first + conv; cfg->turns > 1 && i <= r->index; i += conv) {
+		const struct probe_request_spec *prev = &w->requests[i - conv];
+		uint32_t answer_end = MIN(at + prev->output_len, r->input_len);
+
+		probe_rng_init(&rng, prompt_seed(cfg), STREAM_ANSWER + prev->index);
+		for (uint32_t k = at; k < answer_end; k++)
+			ids[k] = draw_id(&rng);
+		at = MIN(w->requests[i].input_len, r->input_len);
+		fill_own(cfg, w->requests[i].index, ids, answer_end, at);
+	}
 	return 0;
 }
 

@@ -17,6 +17,19 @@
  * 0..N-1 share one K-token prefix, N..2N-1 another, and so on; the rest of
  * each prompt is unique.
  *
+ * Conversations: with turns T > 1 the requests are C = ⌈requests / T⌉
+ * conversations, request i turn ⌊i / C⌋ of conversation i mod C (so a
+ * conversation's turns come C requests apart, as users take turns); a
+ * turn's prompt is the previous turn's prompt, that turn's answer
+ * (output_len tokens of its own) and a new message (the drawn input
+ * length) — what a chat client resends, and what a prefix cache keeps.
+ *
+ * Repetition: with prompt_repetition ρ each prompt's own tokens come in
+ * segments of 8–32, each a copy of an earlier stretch of the same prompt
+ * with probability ρ (else fresh ids): text that repeats itself, as code
+ * edits and summaries do, where n-gram speculation (prompt lookup) finds
+ * its drafts. 
+ *
  * Measured workloads (what `goodput workload capture` writes): lengths from
  * a histogram (a server's bucket bounds and counts) or from a file of
  * samples (a request log), arrivals replayed from that log, and a rate
@@ -109,6 +122,8 @@ struct probe_workload_config {
 	uint32_t max_concurrency;   /* 0 = open loop; else at most this many in flight (closed loop when rate is INF) */
 	uint32_t prefix_len;        /* K shared tokens; 0 = none */
 	uint32_t prefix_group_size; /* N requests per shared prefix */
+	uint32_t turns;             /* > 1: conversations of this many turns, each resending the ones before */
+	double prompt_repetition;   /* [0, 1): share of each prompt copied from earlier in it (n-gram friendly) */
 	bool ignore_eos;
 	uint64_t seed;
 	/* > 0: other prompts for the same seed — other token ids (and shared
@@ -146,6 +161,11 @@ struct probe_workload {
 	 * (NULL for token-id prompts, and with lengths_only) */
 	struct probe_dataset_entries *dataset;
 };
+
+/* Whether the workload's token ids matter to a model of the server (a prefix
+ * cache or prompt lookup sees them): shared prefixes, conversations,
+ * repetition. Without them lengths are all a simulation needs. */
+bool probe_workload_ids_matter(const struct probe_workload_config *cfg);
 
 /* Fills cfg with vLLM bench serve's defaults: random dataset, fixed 1024 in /
  * 128 out, 1000 prompts, Poisson at infinite rate (i.e. INF), seed 0.

@@ -108,8 +108,9 @@ static int send_one(struct sim_run *run, const struct probe_workload *w, const s
 	struct error e = { 0 };
 	int r;
 
-	if (sim_engine_get_config(run->engine)->enable_prefix_caching && !w->config.lengths_only &&
-	    probe_workload_has_ids(w)) {
+	if ((sim_engine_get_config(run->engine)->enable_prefix_caching ||
+	     sim_engine_get_config(run->engine)->spec_method == SIM_SPEC_NGRAM) &&
+	    !w->config.lengths_only && probe_workload_has_ids(w)) {
 		if (q->input_len > run->ids_cap) {
 			uint32_t *n = reallocarray(run->ids, q->input_len, sizeof(uint32_t));
 

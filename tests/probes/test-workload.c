@@ -257,6 +257,70 @@ static void test_prefix_and_text(void)
 	CHECK(memcmp(ids_of(all, 0, 0), ids_of(all, 9, 1), 16 * 4) == 0);
 }
 
+/* Conversations: a turn resends the previous turn's prompt and answer, then
+ * a message of its own; turns of one conversation come `conversations`
+ * requests apart. Repetition: copied segments a bigram lookup finds. */
+static void test_turns_and_repetition(void)
+{
+	struct probe_workload_config cfg;
+	struct error err = { 0 };
+	uint32_t seen = 0, hits = 0;
+
+	probe_workload_config_init(&cfg);
+	cfg.num_prompts = 12;
+	cfg.input.mean = 20;
+	cfg.output.mean = 10;
+	cfg.prefix_len = 8;
+	cfg.prefix_group_size = 1000;
+	cfg.turns = 3;
+	_cleanup_(probe_workload_freep) struct probe_workload *w = gen(&cfg);
+	const struct probe_request_spec *r = w->requests;
+
+	/* 12 requests, 3 turns: 4 conversations; request i is turn i / 4 of conversation i % 4 */
+	for (size_t i = 0; i < 4; i++) {
+		CHECK_INT_EQ(r[i].input_len, 8 + 20);
+		CHECK_INT_EQ(r[i + 4].input_len, 8 + 20 + 10 + 20);
+		CHECK_INT_EQ(r[i + 8].input_len, 8 + 20 + 10 + 20 + 10 + 20);
+		/* each turn starts with the one before it */
+		CHECK(memcmp(ids_of(w, i, 0), ids_of(w, i + 4, 1), r[i].input_len * 4) == 0);
+		CHECK(memcmp(ids_of(w, i + 4, 0), ids_of(w, i + 8, 1), r[i + 4].input_len * 4) == 0);
+		/* and differs from another conversation's after the shared prefix */
+		CHECK(memcmp(ids_of(w, i, 0) + 8, ids_of(w, (i + 1) % 4, 1) + 8, 20 * 4) != 0);
+	}
+
+	/* repetition: about that share of positions continue a bigram seen before */
+	probe_workload_config_init(&cfg);
+	cfg.num_prompts = 4;
+	cfg.input.mean = 4000;
+	cfg.prompt_repetition = 0.6;
+	_cleanup_(probe_workload_freep) struct probe_workload *rep = gen(&cfg);
+	for (size_t i = 0; i < rep->n_requests; i++) {
+		const uint32_t *ids = ids_of(rep, i, 0);
+
+		for (uint32_t k = 3; k < rep->requests[i].input_len; k++) {
+			bool hit = false;
+
+			for (uint32_t j = 1; j + 1 < k && !hit; j++)
+				hit = ids[j - 1] == ids[k - 2] && ids[j] == ids[k - 1];
+			hits += hit;
+			seen++;
+		}
+	}
+	CHECK_MSG(fabs((double)hits / seen - 0.6) < 0.1, "lookup finds %.3f", (double)hits / seen);
+	cfg.prompt_repetition = 0;
+	_cleanup_(probe_workload_freep) struct probe_workload *plain = gen(&cfg);
+	CHECK(memcmp(ids_of(plain, 0, 0), ids_of(rep, 0, 1), 8 * 4) == 0); /* the first segment is fresh in both */
+
+	/* only for synthetic prompts, and a share below 1 */
+	cfg.prompt_repetition = 1.0;
+	{
+		struct probe_workload *bad = NULL;
+
+		CHECK(probe_workload_generate(&cfg, &bad, &err) == -EINVAL);
+		CHECK_STR_CONTAINS(err.msg, "prompt_repetition");
+	}
+}
+
 static char dir[] = "/tmp/goodput-test-workload-XXXXXX";
 
 static const char *write_file(const char *name, const char *content)
@@ -523,6 +587,7 @@ int main(void)
 	test_length_distributions();
 	test_arrivals();
 	test_prefix_and_text();
+	test_turns_and_repetition();
 	test_datasets();
 	cleanup_dir();
 	test_flags();

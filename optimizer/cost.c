@@ -57,11 +57,39 @@ int opt_cost_per_mtok(double usd_per_gpu_hour, unsigned gpus_per_replica, double
 	return 0;
 }
 
-unsigned opt_cost_gpus_per_replica(const struct opt_space *space, const struct opt_config *config)
-{
-	double tp;
+static const char *const gpu_knobs[] = { OPT_KNOB_DATA_PARALLEL, OPT_KNOB_TENSOR_PARALLEL, OPT_KNOB_PIPELINE_PARALLEL,
+					 NULL };
 
-	if (opt_config_number(space, config, OPT_KNOB_TENSOR_PARALLEL, &tp) < 0 || tp < 1)
-		return 1;
-	return (unsigned)tp;
+/* A product of GPUs counts, capped so that nonsense cannot overflow. */
+static unsigned times(unsigned n, double v)
+{
+	if (!isfinite(v) || v < 1)
+		return n;
+	return v > 65536 || (double)n * v > 65536 ? 65536 : (unsigned)((double)n * floor(v));
+}
+
+unsigned opt_config_gpus(const struct opt_space *space, const struct opt_config *config)
+{
+	unsigned n = 1;
+
+	for (size_t i = 0; gpu_knobs[i]; i++) {
+		double v;
+
+		if (opt_config_number(space, config, gpu_knobs[i], &v) == 0)
+			n = times(n, v);
+	}
+	return n;
+}
+
+unsigned opt_knobs_gpus(const cJSON *knobs)
+{
+	unsigned n = 1;
+
+	for (size_t i = 0; gpu_knobs[i]; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, gpu_knobs[i]);
+
+		if (cJSON_IsNumber(v))
+			n = times(n, v->valuedouble);
+	}
+	return n;
 }

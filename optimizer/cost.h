@@ -2,8 +2,9 @@
  *
  *   $/Mtok = $/GPU-hour × GPUs per replica ÷ (tokens/s × 3600) × 10⁶
  *
- * GPUs per replica is the configuration's tensor_parallel (1 without that
- * knob). Tokens/s is the max goodput under the SLA for an `online` study and
+ * The GPUs a configuration holds are data_parallel × tensor_parallel ×
+ * pipeline_parallel (each 1 without its knob): every replica's GPUs are
+ * paid for. Tokens/s is the max goodput under the SLA for an `online` study and
  * the saturated throughput for an `offline` one; a study counts either the
  * output tokens (the default) or input + output tokens. */
 #pragma once
@@ -43,5 +44,10 @@ double opt_cost_tokens_per_sec(enum opt_scenario scenario, enum opt_cost_tokens 
  * as such), -EINVAL for a negative or non-finite price or 0 GPUs. */
 int opt_cost_per_mtok(double usd_per_gpu_hour, unsigned gpus_per_replica, double tokens_per_sec, double *ret);
 
-/* GPUs one replica of the configuration uses: its tensor_parallel, else 1. */
-unsigned opt_cost_gpus_per_replica(const struct opt_space *space, const struct opt_config *config);
+/* The GPUs a configuration holds: data_parallel × tensor_parallel ×
+ * pipeline_parallel, each 1 when the configuration lacks it. One rule for
+ * the slots a trial takes, the GPUs its server is given, its cost, the
+ * pre-flight and the report. */
+unsigned opt_config_gpus(const struct opt_space *space, const struct opt_config *config);
+/* The same for a knobs object ({"tensor_parallel": 4, "data_parallel": 2}). */
+unsigned opt_knobs_gpus(const cJSON *knobs);

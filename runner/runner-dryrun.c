@@ -27,6 +27,10 @@ static const char *sim_flag_of(const char *knob, char *buf, size_t size)
 		return "--quantization";
 	if (strcmp(knob, OPT_KNOB_TENSOR_PARALLEL) == 0)
 		return "--tensor-parallel-size";
+	if (strcmp(knob, OPT_KNOB_DATA_PARALLEL) == 0)
+		return "--data-parallel-size";
+	if (strcmp(knob, OPT_KNOB_PIPELINE_PARALLEL) == 0)
+		return "--pipeline-parallel-size";
 	/* extra knobs: gpu_memory_utilization → --gpu-memory-utilization */
 	if (snprintf(buf, size, "--%s", knob) >= (int)size)
 		return NULL;
@@ -77,6 +81,32 @@ static int check_presets(const struct study *study, struct error *err)
 			 study->model.name, names);
 }
 
+/* Speculation as the study describes it: the draft model of the method
+ * (model.drafts) and the workload's acceptance of its drafts. */
+static int speculation(const struct study *study, struct sim_engine_config *c, struct error *err)
+{
+	const char *method = sim_spec_method_to_string(c->spec_method), *draft;
+	char curve[256];
+	int r;
+
+	if (c->spec_method == SIM_SPEC_NONE)
+		return 0;
+	draft = study_draft_model(study, method);
+	if (c->spec_method == SIM_SPEC_DRAFT_MODEL) {
+		if (!draft)
+			return error_set(err, -EINVAL, "model.drafts.draft_model: the draft model is not given");
+		r = sim_engine_config_apply_flag(c, "--spec-draft-model", draft, err);
+		/* the draft model on one GPU, as the shipped profiles start it */
+		if (r >= 0 && c->spec_draft_tp == 0)
+			r = sim_engine_config_apply_flag(c, "--spec-draft-tp", "1", err);
+		if (r < 0)
+			return r;
+	}
+	if (study_spec_acceptance_text(study, method, curve, sizeof(curve)))
+		return sim_engine_config_apply_flag(c, "--spec-acceptance", curve, err);
+	return 0;
+}
+
 static int build_engine_config(const struct study *study, const cJSON *knobs, unsigned variant,
 			       const struct runner_dry_engine *engine, struct sim_engine_config *ret, struct error *err)
 {
@@ -110,6 +140,9 @@ static int build_engine_config(const struct study *study, const cJSON *knobs, un
 			return error_prefix(err, r, "dry run: knob %s", item->string);
 		/* r == 0: not a sim flag (an engine-specific knob): no effect in virtual time */
 	}
+	r = speculation(study, &c, err);
+	if (r < 0)
+		return error_prefix(err, r, "dry run");
 	c.seed = variant;
 	if (engine) {
 		if (engine->profile_file && engine->profile_file[0]) {
@@ -249,7 +282,7 @@ static int evaluate_knobs(const struct study *study, const cJSON *knobs, unsigne
 	res.probe_s = probe_seconds(study, &res);
 	tps = opt_cost_tokens_per_sec(study->scenario, study->cost_tokens, &tp);
 	res.tokens_per_sec = tps;
-	r = opt_cost_per_mtok(study->gpu.price_per_gpu_hour, cfg.tp ? cfg.tp : 1, tps, &res.cost_per_mtok);
+	r = opt_cost_per_mtok(study->gpu.price_per_gpu_hour, sim_engine_config_gpus(&cfg), tps, &res.cost_per_mtok);
 	if (r == -EDOM) {
 		res.sla_never_met = true;
 		res.cost_per_mtok = NAN;

@@ -195,7 +195,7 @@ static size_t ask_size(const struct runner *r)
 	free = r->n_gpus -
 	       (unsigned)__builtin_popcountll((r->gpus_busy | r->gpus_blocked | r->gpus_reserved) &
 					      (r->n_gpus >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << r->n_gpus) - 1));
-	k = free / runner_min_tp(r);
+	k = free / runner_min_gpus(r);
 	k = MIN(k, r->parallel - running);
 	k = MIN(k, (unsigned)(RUNNER_ASK_MAX - r->n_trials));
 	return k;

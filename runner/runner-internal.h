@@ -359,12 +359,12 @@ void runner_trial_remove(struct runner *r, struct runner_trial *t);
 unsigned runner_slots_free(const struct runner *r);
 /* Whether a confirmation alone holds one node (a cluster: Slurm studies,
  * their dry runs too) rather than the whole host; the slots a trial holds
- * (its TP, or a whole node for such a confirmation). */
+ * (its DP × TP × PP GPUs, or a whole node for such a confirmation). */
 bool runner_alone_on_node(const struct runner *r);
 unsigned runner_trial_slots(const struct runner_trial *t);
-/* The GPUs tensor_parallel of c needs, and the least any configuration needs. */
-unsigned runner_config_tp(const struct runner *r, const struct opt_config *c);
-unsigned runner_min_tp(const struct runner *r);
+/* The GPUs c holds (opt_config_gpus: DP × TP × PP), and the least any configuration needs. */
+unsigned runner_config_gpus(const struct runner *r, const struct opt_config *c);
+unsigned runner_min_gpus(const struct runner *r);
 /* Whether trials can run side by side here (budget.parallel and the GPUs
  * allow two at once): the answer is then measured once alone at the end. */
 bool runner_side_by_side(const struct runner *r);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "engine.h"
+#include "macro.h"
 #include "runner-preflight.h"
 
 #define DEFAULT_GPU_MEMORY_UTILIZATION 0.9
@@ -107,7 +108,9 @@ static const char *knob_text(const struct opt_space *space, const struct opt_con
 /* The knob values an estimate reads (the engine's defaults where not given). */
 struct knob_values {
 	const char *quantization, *kv_cache_dtype;
-	unsigned tp;
+	unsigned tp, dp, pp;
+	const char *spec_method; /* "none" */
+	unsigned spec_tokens;
 	double max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, max_model_len;
 };
 
@@ -120,11 +123,43 @@ static void defaults(const struct runner_preflight *p, struct knob_values *v)
 		.quantization = "none",
 		.kv_cache_dtype = "auto",
 		.tp = 1,
+		.dp = 1,
+		.pp = 1,
+		.spec_method = "none",
+		.spec_tokens = 1,
 		.max_num_seqs = def_seqs,
 		.max_num_batched_tokens = def_mbt,
 		.gpu_memory_utilization = DEFAULT_GPU_MEMORY_UTILIZATION,
 		.max_model_len = p->model.max_position,
 	};
+}
+
+/* A drafter's weights and KV on the GPUs (speculation's pre-flight): a draft
+ * model the sim knows by name, or the EAGLE/MTP head of the model. An
+ * unknown draft model is left out of the estimate (drafter_known false). */
+static int add_draft(const struct runner_preflight *p, const struct knob_values *v, struct sim_perf *perf,
+		     struct runner_estimate *e)
+{
+	enum sim_spec_method m = SIM_SPEC_NONE;
+	struct sim_model draft, *dm = NULL;
+	struct error err = { 0 };
+	struct sim_spec spec;
+	const char *name;
+
+	(void)sim_spec_method_from_string(v->spec_method, &m);
+	e->drafter_known = true;
+	if (m == SIM_SPEC_NONE || m == SIM_SPEC_NGRAM)
+		return 0;
+	if (m == SIM_SPEC_DRAFT_MODEL) {
+		name = p->study ? study_draft_model(p->study, "draft_model") : NULL;
+		if (!name || sim_model_preset(name, &draft, &err) < 0) {
+			e->drafter_known = false;
+			return 0;
+		}
+		dm = &draft;
+	}
+	/* a draft TP vLLM refuses, another vocabulary: the engine's refusal */
+	return sim_spec_init(&spec, perf, m, MAX(v->spec_tokens, 1u), dm, 1, &err);
 }
 
 static void estimate_values(const struct runner_preflight *p, const struct knob_values *v, struct runner_estimate *ret)
@@ -142,6 +177,18 @@ static void estimate_values(const struct runner_preflight *p, const struct knob_
 
 	e.quantization = v->quantization;
 	e.tp = v->tp;
+	e.dp = v->dp;
+	e.pp = v->pp;
+	e.gpus = v->dp * v->tp * v->pp;
+	e.spec_method = v->spec_method;
+	if (p->study && e.gpus > p->study->gpu.per_node) {
+		/* every replica and stage needs GPUs of its own, on one node */
+		e.fit = OPT_FIT_NO;
+		e.refused = true;
+		e.too_many_gpus = true;
+		*ret = e;
+		return;
+	}
 	if (!p->usable) {
 		*ret = e;
 		return;
@@ -153,7 +200,8 @@ static void estimate_values(const struct runner_preflight *p, const struct knob_
 	e.budget_gib = e.memory_gib * v->gpu_memory_utilization;
 	policy = (struct sim_memory_policy){ .rules = SIM_MEMORY_VLLM, .fraction = v->gpu_memory_utilization };
 	if (sim_perf_init(&perf, &p->model, &p->gpu, q, kv, e.tp, &p->profile, &err) < 0 ||
-	    (sim_perf_check_startup(&perf, &policy, e.tp, e.max_model_len, seqs, mbt, &check, &err) < 0 &&
+	    sim_perf_set_pipeline(&perf, e.pp, &err) < 0 || add_draft(p, v, &perf, &e) < 0 ||
+	    (sim_perf_check_startup(&perf, &policy, e.tp * e.pp, e.max_model_len, seqs, mbt, &check, &err) < 0 &&
 	     check.cause == SIM_STARTUP_CONFIG)) {
 		/* the engine refuses the combination outright (TP and heads, the context) */
 		e.fit = OPT_FIT_NO;
@@ -164,6 +212,7 @@ static void estimate_values(const struct runner_preflight *p, const struct knob_
 	sim_perf_memory(&perf, &policy, mbt, seqs, SIM_BLOCK_SIZE, &mem);
 	block_bytes = SIM_BLOCK_SIZE * mem.kv_bytes_token_gpu;
 	e.weights_gib = mem.weights / SIM_GIB;
+	e.draft_gib = perf.draft_weights_gpu / SIM_GIB;
 	e.activations_gib = mem.act_peak / SIM_GIB;
 	e.kv_gib = ceil((double)e.max_model_len / SIM_BLOCK_SIZE) * block_bytes / SIM_GIB;
 	e.need_gib = e.weights_gib + e.activations_gib + e.kv_gib;
@@ -199,6 +248,10 @@ void runner_preflight_estimate(const struct runner_preflight *p, const struct op
 	v.quantization = knob_text(space, c, OPT_KNOB_QUANTIZATION, v.quantization);
 	v.kv_cache_dtype = knob_text(space, c, OPT_KNOB_KV_CACHE_DTYPE, v.kv_cache_dtype);
 	v.tp = (unsigned)knob_number(space, c, OPT_KNOB_TENSOR_PARALLEL, v.tp);
+	v.dp = (unsigned)knob_number(space, c, OPT_KNOB_DATA_PARALLEL, v.dp);
+	v.pp = (unsigned)knob_number(space, c, OPT_KNOB_PIPELINE_PARALLEL, v.pp);
+	v.spec_method = knob_text(space, c, OPT_KNOB_SPEC_METHOD, v.spec_method);
+	v.spec_tokens = (unsigned)knob_number(space, c, OPT_KNOB_SPEC_TOKENS, v.spec_tokens);
 	v.max_num_seqs = knob_number(space, c, OPT_KNOB_MAX_NUM_SEQS, v.max_num_seqs);
 	v.max_num_batched_tokens = knob_number(space, c, OPT_KNOB_MAX_NUM_BATCHED_TOKENS, v.max_num_batched_tokens);
 	v.gpu_memory_utilization = knob_number(space, c, OPT_KNOB_GPU_MEMORY_UTILIZATION, v.gpu_memory_utilization);
@@ -228,6 +281,10 @@ void runner_preflight_estimate_knobs(const struct runner_preflight *p, const cJS
 	v.quantization = json_text(knobs, OPT_KNOB_QUANTIZATION, v.quantization);
 	v.kv_cache_dtype = json_text(knobs, OPT_KNOB_KV_CACHE_DTYPE, v.kv_cache_dtype);
 	v.tp = (unsigned)json_number(knobs, OPT_KNOB_TENSOR_PARALLEL, v.tp);
+	v.dp = (unsigned)json_number(knobs, OPT_KNOB_DATA_PARALLEL, v.dp);
+	v.pp = (unsigned)json_number(knobs, OPT_KNOB_PIPELINE_PARALLEL, v.pp);
+	v.spec_method = json_text(knobs, OPT_KNOB_SPEC_METHOD, v.spec_method);
+	v.spec_tokens = (unsigned)json_number(knobs, OPT_KNOB_SPEC_TOKENS, v.spec_tokens);
 	v.max_num_seqs = json_number(knobs, OPT_KNOB_MAX_NUM_SEQS, v.max_num_seqs);
 	v.max_num_batched_tokens = json_number(knobs, OPT_KNOB_MAX_NUM_BATCHED_TOKENS, v.max_num_batched_tokens);
 	v.gpu_memory_utilization = json_number(knobs, OPT_KNOB_GPU_MEMORY_UTILIZATION, v.gpu_memory_utilization);
@@ -245,15 +302,21 @@ enum opt_fit runner_preflight_fit(const struct opt_space *space, const struct op
 
 void runner_estimate_format(const struct runner_estimate *e, char *buf, size_t size)
 {
-	if (e->refused)
-		snprintf(buf, size, "the engine refuses tensor_parallel %u for this model", e->tp);
+	if (e->too_many_gpus)
+		snprintf(buf, size,
+			 "data_parallel %u × tensor_parallel %u × pipeline_parallel %u = %u GPUs, more than one node's",
+			 e->dp, e->tp, e->pp, e->gpus);
+	else if (e->refused)
+		snprintf(buf, size, "the engine refuses tensor_parallel %u%s for this model", e->tp,
+			 e->pp > 1 ? " with pipeline stages" : "");
 	else if (e->fit == OPT_FIT_UNKNOWN)
 		snprintf(buf, size, "no estimate");
 	else
-		snprintf(
-			buf, size,
-			"weights %.1f + activations %.1f + KV cache for %u tokens %.1f = %.1f GiB per GPU, of %.1f GiB "
-			"(%.1f GiB × %.2f)",
-			e->weights_gib, e->activations_gib, e->max_model_len, e->kv_gib, e->need_gib, e->budget_gib,
-			e->memory_gib, e->budget_gib / e->memory_gib);
+		snprintf(buf, size,
+			 "weights %.1f%s + activations %.1f + KV cache for %u tokens %.1f = %.1f GiB per GPU, of %.1f "
+			 "GiB "
+			 "(%.1f GiB × %.2f)",
+			 e->weights_gib, e->draft_gib > 0 ? " (the drafter's included)" : "", e->activations_gib,
+			 e->max_model_len, e->kv_gib, e->need_gib, e->budget_gib, e->memory_gib,
+			 e->budget_gib / e->memory_gib);
 }

@@ -9,12 +9,14 @@
  * (OPT_FIT_UNKNOWN) and every configuration is deployed.
  *
  * Per GPU the estimate is weights (parameters × bytes of the quantization ÷
- * TP), the activation peak of the profiling forward at the configuration's
+ * (TP × PP), and a speculative drafter's share: a draft model sim knows by
+ * name, an EAGLE or MTP head of the model), the activation peak of the profiling forward at the configuration's
  * batch knobs, and the KV cache one max_model_len sequence needs, against
  * memory × gpu_memory_utilization: what vLLM checks at start-up. Each knob
  * the configuration lacks takes the engine's default (max_model_len: the
  * model's context; gpu_memory_utilization 0.9; vLLM's batch defaults for the
- * GPU). The verdict keeps a margin for what the model does not know about a
+ * GPU). A configuration of more GPUs (DP × TP × PP) than one node has is
+ * refused outright: each replica and stage needs GPUs of its own. The verdict keeps a margin for what the model does not know about a
  * real engine: need ≤ budget fits; need above (1 + margin) × budget does
  * not; in between is near — not predicted to fit, checked by one deployment
  * per combination (optimizer/opt.h). Pure functions of the study: the
@@ -59,7 +61,12 @@ struct runner_estimate {
 	double need_gib;        /* weights + activations + kv */
 	uint32_t max_model_len; /* the context estimated for */
 	uint64_t kv_tokens;     /* KV capacity left by the budget (0: none) */
-	unsigned tp;
+	unsigned tp, dp, pp;
+	unsigned gpus;            /* dp × tp × pp */
+	bool too_many_gpus;       /* more than one node has: refused before any estimate */
+	const char *spec_method;  /* "none", "ngram", ... */
+	double draft_gib;         /* the drafter's weights per GPU (included in weights_gib) */
+	bool drafter_known;       /* false: a draft model the estimate could not size (left out) */
 	const char *quantization; /* "none", "fp8", ... */
 };
 

@@ -59,37 +59,35 @@ unsigned runner_slots_free(const struct runner *r)
 	return r->n_gpus - popcount((r->gpus_busy | r->gpus_blocked) & mask_of(0, r->n_gpus));
 }
 
-unsigned runner_config_tp(const struct runner *r, const struct opt_config *c)
+unsigned runner_config_gpus(const struct runner *r, const struct opt_config *c)
 {
-	const struct opt_space *s = r->study->space;
-
-	for (size_t k = 0; k < s->n_knobs; k++)
-		if (strcmp(s->knobs[k].name, OPT_KNOB_TENSOR_PARALLEL) == 0) {
-			double v = s->knobs[k].numbers ? s->knobs[k].numbers[c->idx[k]] : 1;
-
-			return v >= 1 && v <= r->n_gpus ? (unsigned)v : r->n_gpus;
-		}
-	return 1;
+	return MIN(opt_config_gpus(r->study->space, c), r->n_gpus);
 }
 
-unsigned runner_min_tp(const struct runner *r)
+unsigned runner_min_gpus(const struct runner *r)
 {
 	const struct opt_space *s = r->study->space;
 	unsigned m = 1;
 
+	/* the product of each GPU knob's smallest value: no configuration needs fewer */
 	for (size_t k = 0; k < s->n_knobs; k++)
-		if (strcmp(s->knobs[k].name, OPT_KNOB_TENSOR_PARALLEL) == 0 && s->knobs[k].numbers) {
-			m = r->n_gpus;
+		if ((strcmp(s->knobs[k].name, OPT_KNOB_TENSOR_PARALLEL) == 0 ||
+		     strcmp(s->knobs[k].name, OPT_KNOB_DATA_PARALLEL) == 0 ||
+		     strcmp(s->knobs[k].name, OPT_KNOB_PIPELINE_PARALLEL) == 0) &&
+		    s->knobs[k].numbers) {
+			unsigned least = r->n_gpus;
+
 			for (size_t i = 0; i < s->knobs[k].n_values; i++)
-				if (s->knobs[k].numbers[i] >= 1 && s->knobs[k].numbers[i] < m)
-					m = (unsigned)s->knobs[k].numbers[i];
+				if (s->knobs[k].numbers[i] >= 1 && s->knobs[k].numbers[i] < least)
+					least = (unsigned)s->knobs[k].numbers[i];
+			m *= least;
 		}
-	return m;
+	return MIN(MAX(m, 1u), r->n_gpus);
 }
 
 bool runner_side_by_side(const struct runner *r)
 {
-	return r->parallel > 1 && (runner_on_cluster(r) || r->n_gpus / runner_min_tp(r) >= 2);
+	return r->parallel > 1 && (runner_on_cluster(r) || r->n_gpus / runner_min_gpus(r) >= 2);
 }
 
 /* Whether [s, s+n) lies on one node. */

@@ -147,7 +147,7 @@ static int trial_new(struct runner *r, const struct runner_proposal *p, struct r
 	t->deploy_seconds = NAN;
 	t->pending_seconds = NAN;
 	t->phase = RUNNER_WAITING;
-	t->tp = p->baseline ? r->baseline.tp : runner_config_tp(r, &p->config);
+	t->tp = p->baseline ? r->baseline.tp : runner_config_gpus(r, &p->config);
 	name_kind(r, p, t->kind, sizeof(t->kind));
 	if (p->baseline) {
 		/* the engine's defaults: knob values that need not lie on the grid */

@@ -385,7 +385,7 @@ static int note_saturation(struct runner *r, const struct store_trial *t, struct
 		return k;
 	for (size_t i = 0; i < n; i++)
 		if (lp[i].phase && strcmp(lp[i].phase, "saturation") == 0)
-			runner_probe_note(r, runner_config_tp(r, &c), lp[i].output_throughput);
+			runner_probe_note(r, runner_config_gpus(r, &c), lp[i].output_throughput);
 	store_load_point_array_free(lp, n);
 	return 0;
 }

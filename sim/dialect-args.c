@@ -84,6 +84,7 @@ enum {
 	O_NO_CONT_BATCHING,
 	O_SPEC_DRAFT_TOKENS,
 	O_SPECULATE,
+	O_DRAFT_MODEL,
 };
 
 struct flag {
@@ -170,6 +171,21 @@ static const struct flag llamacpp_flags[] = {
 	{ "c", ACT_OPT, O_CTX, NULL, true, NULL },
 	{ "ctx-size", ACT_OPT, O_CTX, NULL, true,
 	  "N size of the prompt context (default: 4096, 0 = loaded from model)" },
+	{ "md", ACT_OPT, O_DRAFT_MODEL, NULL, true, NULL },
+	{ "model-draft", ACT_OPT, O_DRAFT_MODEL, NULL, true,
+	  "FNAME draft model for speculative decoding (default: unused)" },
+	{ "draft", ACT_ENGINE, 0, "spec-tokens", true, NULL },
+	{ "draft-n", ACT_ENGINE, 0, "spec-tokens", true, NULL },
+	{ "draft-max", ACT_ENGINE, 0, "spec-tokens", true,
+	  "N number of tokens to draft for speculative decoding (default: 16)" },
+	{ "draft-n-min", ACT_IGNORE, 0, NULL, true, NULL },
+	{ "draft-min", ACT_IGNORE, 0, NULL, true,
+	  "N minimum number of draft tokens to use for speculative decoding (default: 5)" },
+	{ "draft-p-min", ACT_IGNORE, 0, NULL, true,
+	  "P minimum speculative decoding probability (greedy) (default: 0.9)" },
+	{ "ngld", ACT_IGNORE, 0, NULL, true, NULL },
+	{ "gpu-layers-draft", ACT_IGNORE, 0, NULL, true, NULL },
+	{ "n-gpu-layers-draft", ACT_IGNORE, 0, NULL, true, "N number of layers to store in VRAM for the draft model" },
 	{ "ctk", ACT_ENGINE, 0, "kv-cache-dtype", true, NULL },
 	{ "cache-type-k", ACT_ENGINE, 0, "kv-cache-dtype", true, "TYPE KV cache data type for K (default: f16)" },
 	{ "s", ACT_ENGINE, 0, "seed", true, NULL },
@@ -496,6 +512,9 @@ static int apply_opt(int id, const char *what, const char *v, struct sim_dialect
 		break;
 	case O_SPEC_DRAFT_TOKENS:
 		r = parse_u32(what, v, 2, SIM_SPEC_MAX_TOKENS + 1, &pd->spec_draft_tokens, err);
+		break;
+	case O_DRAFT_MODEL:
+		pd->draft_model = v;
 		break;
 	case O_SPECULATE:
 		/* TGI: n-gram speculation unless the model ships Medusa heads */
@@ -871,6 +890,11 @@ int sim_args_parse(int argc, char **argv, struct sim_server_config *sc, struct s
 	 * steps, only its draft tokens after the verified one. */
 	if (p.pd.spec_draft_tokens && ec->spec_method != SIM_SPEC_NONE && ec->spec_tokens == 0)
 		ec->spec_tokens = p.pd.spec_draft_tokens - 1;
+	if (p.pd.draft_model) {
+		r = sim_dialect_set_draft_model(p.d, p.pd.draft_model, ec, &p.err);
+		if (r < 0)
+			return bad_value(p.d, &p.err, r);
+	}
 	if (p.pd.model) {
 		opt->model_arg = p.pd.model;
 		r = sim_dialect_set_model(p.d, p.pd.model, p.quant_explicit, ec, &p.err);

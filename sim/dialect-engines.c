@@ -85,6 +85,25 @@ int sim_dialect_set_model(enum sim_dialect d, const char *model, bool quant_expl
 	return sim_engine_config_apply_flag(ec, "--model", model, err);
 }
 
+int sim_dialect_set_draft_model(enum sim_dialect d, const char *model, struct sim_engine_config *ec, struct error *err)
+{
+	char name[SIM_NAME_MAX];
+	enum sim_quant q;
+	int r;
+
+	if (d == SIM_DIALECT_LLAMACPP)
+		gguf_model(model, name, sizeof(name), &q); /* the draft runs as given; its bits are not modelled */
+	else
+		snprintf(name, sizeof(name), "%s", model);
+	r = sim_engine_config_apply_flag(ec, "--spec-method", "draft_model", err);
+	if (r >= 0)
+		r = sim_engine_config_apply_flag(ec, "--spec-draft-model", name, err);
+	/* llama-server drafts up to 16 tokens unless --draft-max says otherwise */
+	if (r >= 0 && d == SIM_DIALECT_LLAMACPP && ec->spec_tokens == 0)
+		ec->spec_tokens = 16;
+	return r;
+}
+
 /* ---- TensorRT-LLM's options file (a YAML mapping; the keys the emulation uses) ---- */
 
 static int read_trtllm_options(const char *path, struct sim_dialect_options *opt, struct sim_engine_config *ec,

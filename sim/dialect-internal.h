@@ -50,6 +50,7 @@ struct sim_dialect_pending {
 	uint32_t max_total, max_input, prefill_tokens, max_batch;
 	const char *extra_options;
 	uint32_t spec_draft_tokens; /* SGLang's --speculative-num-draft-tokens */
+	const char *draft_model;    /* llama.cpp's -md */
 };
 
 /* dialect-engines.c: the model as the engine is given it (llama.cpp: a GGUF
@@ -57,6 +58,9 @@ struct sim_dialect_pending {
  * may say its quantization, unless --quantization did). */
 int sim_dialect_set_model(enum sim_dialect d, const char *model, bool quant_explicit, struct sim_engine_config *ec,
 			  struct error *err);
+/* A draft model as the engine is given it (llama.cpp's -md GGUF file):
+ * speculative decoding with it. */
+int sim_dialect_set_draft_model(enum sim_dialect d, const char *model, struct sim_engine_config *ec, struct error *err);
 /* Each engine's defaults and argument validation after parsing. Returns 0,
  * 1 + an exit status after printing the engine's refusal, or -errno with
  * err set. */

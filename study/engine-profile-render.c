@@ -69,6 +69,12 @@ static int placeholder_value(const struct engine_render_params *params, const cJ
 		snprintf(buf, size, "%s", params->gpu_type ? params->gpu_type : "");
 	else if (strcmp(name, "gpu_count") == 0)
 		snprintf(buf, size, "%u", params->gpu_count ? params->gpu_count : 1);
+	else if (strcmp(name, "draft_model") == 0) {
+		if (!params->draft_model)
+			return -EINVAL; /* a drafter the study does not name */
+		snprintf(buf, size, "%s", params->draft_model);
+	} else if (strcmp(name, "spec_acceptance") == 0)
+		snprintf(buf, size, "%s", params->spec_acceptance ? params->spec_acceptance : "");
 	else
 		return value_text(cJSON_GetObjectItemCaseSensitive(knobs, name), buf, size);
 	return 0;
@@ -85,6 +91,14 @@ static int substitute(const char *tmpl, const struct engine_render_params *param
 		const char *c;
 		size_t n;
 
+		if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}')) {
+			/* a literal brace */
+			if (len + 1 >= sizeof(out))
+				return error_set(err, -E2BIG, "%s: rendered value too long", where);
+			out[len++] = *s;
+			s += 2;
+			continue;
+		}
 		if (*s != '{' || !(c = strchr(s, '}'))) {
 			if (len + 1 >= sizeof(out))
 				return error_set(err, -E2BIG, "%s: rendered value too long", where);
@@ -140,6 +154,11 @@ static int check_tensor_parallel(const cJSON *knobs, unsigned gpu_count, struct 
 	if (gpu_count > 0 && gpu_count % (unsigned)v != 0)
 		return error_set(err, -EINVAL, "knob tensor_parallel: %.0f does not divide the host's %u GPUs", v,
 				 gpu_count);
+	if (gpu_count > 0 && opt_knobs_gpus(knobs) > gpu_count)
+		return error_set(err, -EINVAL,
+				 "knobs: data_parallel × tensor_parallel × pipeline_parallel = %u GPUs, more than the "
+				 "host's %u",
+				 opt_knobs_gpus(knobs), gpu_count);
 	return 0;
 }
 
@@ -233,7 +252,8 @@ static int push_flag(char ***argv, size_t *n, const char *flag, const char *valu
 
 /* The knobs' flags in the profile's knob order, so that equal configurations
  * render equally, then the flags derived from them. */
-static int render_knobs(const struct engine_profile *p, const cJSON *knobs, char ***argv, size_t *n, struct error *err)
+static int render_knobs(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
+			char ***argv, size_t *n, struct error *err)
 {
 	int r;
 
@@ -253,12 +273,24 @@ static int render_knobs(const struct engine_profile *p, const cJSON *knobs, char
 						 p->name, buf);
 			if (cJSON_IsNull(mapped))
 				continue;
-			if (cJSON_IsArray(mapped)) { /* its own arguments */
+			if (cJSON_IsArray(mapped)) { /* its own arguments, perhaps of placeholders */
 				const cJSON *a;
 
 				cJSON_ArrayForEach(a, mapped)
 				{
-					r = push(argv, n, strdup(a->valuestring));
+					char *arg = NULL, where[160];
+
+					snprintf(where, sizeof(where), "knob %s: value %.64s", k->name, buf);
+					if (!strchr(a->valuestring, '{'))
+						arg = strdup(a->valuestring);
+					else if (!params)
+						continue;
+					else {
+						r = substitute(a->valuestring, params, knobs, where, &arg, err);
+						if (r < 0)
+							return r;
+					}
+					r = push(argv, n, arg);
 					if (r < 0)
 						return r;
 				}
@@ -267,6 +299,25 @@ static int render_knobs(const struct engine_profile *p, const cJSON *knobs, char
 			if (cJSON_IsTrue(mapped)) { /* a switch: the flags alone */
 				for (size_t f = 0; f < k->n_flags; f++) {
 					r = push(argv, n, strdup(k->flags[f]));
+					if (r < 0)
+						return r;
+				}
+				continue;
+			}
+			if (strchr(mapped->valuestring, '{')) {
+				/* a value built of other knobs and the study's facts (vLLM's JSON flags) */
+				_cleanup_(freep) char *v2 = NULL;
+				char where[160];
+
+				if (!params)
+					continue; /* a default's text: nothing to build it from */
+
+				snprintf(where, sizeof(where), "knob %s: value %.64s", k->name, buf);
+				r = substitute(mapped->valuestring, params, knobs, where, &v2, err);
+				if (r < 0)
+					return r;
+				for (size_t f = 0; f < k->n_flags; f++) {
+					r = push_flag(argv, n, k->flags[f], v2);
 					if (r < 0)
 						return r;
 				}
@@ -319,18 +370,22 @@ static int render_operator(const struct engine_render_params *params, char ***ar
 static int render_gpu_env(const struct engine_profile *p, const struct engine_render_params *params, const cJSON *knobs,
 			  char ***env, size_t *n, struct error *err)
 {
-	const cJSON *tp = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_TENSOR_PARALLEL);
-	double v = cJSON_IsNumber(tp) && tp->valuedouble >= 1 ? tp->valuedouble : 1;
+	/* every replica's and stage's GPUs: data_parallel × tensor_parallel × pipeline_parallel */
+	unsigned g = opt_knobs_gpus(knobs);
 	char list[512], *kv = NULL;
 	size_t len = 0;
-	unsigned g;
 
-	if (v > 64) /* before the cast: a huge double does not fit an unsigned */
-		return error_set(err, -EINVAL, "knob tensor_parallel: %g GPUs is too many", v);
-	g = (unsigned)v;
+	if (g > 64)
+		return error_set(err, -EINVAL,
+				 "knobs: %u GPUs (data_parallel × tensor_parallel × pipeline_parallel) is "
+				 "too many",
+				 g);
 	if (params->devices && params->n_devices != g)
-		return error_set(err, -EINVAL, "knob tensor_parallel: %u GPUs, but the trial was given %u", g,
-				 params->n_devices);
+		return error_set(
+			err, -EINVAL,
+			"knobs: %u GPUs (data_parallel × tensor_parallel × pipeline_parallel), but the trial was "
+			"given %u",
+			g, params->n_devices);
 	for (unsigned i = 0; i < g; i++)
 		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", i ? "," : "",
 					params->devices ? params->devices[i] : i);
@@ -354,6 +409,11 @@ static int render_env(const struct engine_profile *p, const struct engine_render
 		r = substitute(item->valuestring, params, knobs, where, &val, err);
 		if (r < 0)
 			return r;
+		/* a variable of a placeholder with nothing to say ({spec_acceptance} unset) is left out */
+		if (!val[0] && strchr(item->valuestring, '{')) {
+			free(val);
+			continue;
+		}
 		r = asprintf(&kv, "%s=%s", item->string, val);
 		free(val);
 		if (r < 0)
@@ -395,7 +455,7 @@ int engine_profile_defaults_text(const struct engine_profile *p, const cJSON *de
 			continue;
 		if (!one || !cJSON_AddItemToObject(one, item->string, cJSON_Duplicate(item, false)))
 			return -ENOMEM;
-		r = render_knobs(p, one, &argv, &n, NULL);
+		r = render_knobs(p, NULL, one, &argv, &n, NULL);
 		for (size_t i = 0; r >= 0 && i < n; i++)
 			len += (size_t)snprintf(buf + len, size - MIN(len, size), "%s%s", len ? " " : "", argv[i]);
 		if (r >= 0 && n == 0 && value_text(item, val, sizeof(val)) >= 0)
@@ -428,7 +488,7 @@ int engine_profile_render(const struct engine_profile *p, const struct engine_re
 	if (r >= 0)
 		r = render_base(p, params, knobs, &c.argv, &n_argv, err);
 	if (r >= 0)
-		r = render_knobs(p, knobs, &c.argv, &n_argv, err);
+		r = render_knobs(p, params, knobs, &c.argv, &n_argv, err);
 	if (r >= 0)
 		r = render_operator(params, &c.argv, &n_argv);
 	if (r >= 0)
@@ -458,6 +518,27 @@ static int need_checkpoint(const struct engine_profile *p, const struct study *s
 	return 0;
 }
 
+/* The study's facts about speculation for the knobs' spec_method: its
+ * drafter and the workload's acceptance. */
+static int speculation(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+		       struct engine_render_params *params, char *acc, size_t size, struct error *err)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_SPEC_METHOD);
+	const char *method = cJSON_IsString(m) ? m->valuestring : NULL;
+	const struct engine_knob *k = engine_profile_find_knob(p, OPT_KNOB_SPEC_METHOD);
+	const cJSON *mapped = k && k->values && method ? cJSON_GetObjectItemCaseSensitive(k->values, method) : NULL;
+
+	if (!method || strcmp(method, "none") == 0)
+		return 0;
+	params->draft_model = study_draft_model(s, method);
+	if (study_spec_acceptance_text(s, method, acc, size))
+		params->spec_acceptance = acc;
+	if (!params->draft_model && cJSON_IsString(mapped) && strstr(mapped->valuestring, "{draft_model}"))
+		return error_set(err, -EINVAL, "model.drafts.%s: engine %s loads a drafter for spec_method %s; name it",
+				 method, p->name, method);
+	return 0;
+}
+
 int engine_profile_render_study(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
 				const char *host, uint16_t port, struct engine_command *ret, struct error *err)
 {
@@ -482,9 +563,12 @@ int engine_profile_render_trial(const struct engine_profile *p, const struct stu
 		.binary = s->engine_binary,
 		.extra_args = s->engine_args,
 	};
+	char acc[256];
 	int r;
 
 	r = need_checkpoint(p, s, q, err);
+	if (r >= 0)
+		r = speculation(p, s, knobs, &params, acc, sizeof(acc), err);
 	if (r < 0)
 		return r;
 	return engine_profile_render(p, &params, knobs, ret, err);
@@ -503,9 +587,12 @@ int engine_profile_render_job(const struct engine_profile *p, const struct study
 		.cpu = s->gpu.cpu,
 		.port_text = ENGINE_PORT_PLACEHOLDER,
 	};
+	char acc[256];
 	int r;
 
 	r = need_checkpoint(p, s, q, err);
+	if (r >= 0)
+		r = speculation(p, s, knobs, &params, acc, sizeof(acc), err);
 	if (r < 0)
 		return r;
 	return engine_profile_render(p, &params, knobs, ret, err);
@@ -516,10 +603,37 @@ int engine_profile_check_study(const struct engine_profile *p, const struct stud
 	const struct engine_knob *qk = engine_profile_find_knob(p, OPT_KNOB_QUANTIZATION);
 	int r;
 
-	for (size_t i = 0; s->space && i < s->space->n_knobs; i++)
-		if (!engine_profile_find_knob(p, s->space->knobs[i].name))
-			return error_set(err, -EINVAL, "search_space.%s: engine %s has no flag for this knob",
-					 s->space->knobs[i].name, p->name);
+	for (size_t i = 0; s->space && i < s->space->n_knobs; i++) {
+		const struct opt_knob *sk = &s->space->knobs[i];
+		const struct engine_knob *k = engine_profile_find_knob(p, sk->name);
+
+		if (!k)
+			return error_set(err, -EINVAL, "search_space.%s: engine %s has no flag for this knob", sk->name,
+					 p->name);
+		/* a value the engine has no mapping for (TGI's speculation is n-gram only) */
+		for (size_t v = 0; k->values && sk->kind == OPT_KNOB_LIST_STRING && v < sk->n_values; v++) {
+			const cJSON *mapped = cJSON_GetObjectItemCaseSensitive(k->values, sk->strings[v]);
+			bool drafter = false;
+
+			if (!mapped)
+				return error_set(err, -EINVAL, "search_space.%s: engine %s does not support \"%s\"",
+						 sk->name, p->name, sk->strings[v]);
+			if (cJSON_IsString(mapped))
+				drafter = strstr(mapped->valuestring, "{draft_model}") != NULL;
+			else if (cJSON_IsArray(mapped)) {
+				const cJSON *a;
+
+				cJSON_ArrayForEach(a, mapped) drafter =
+					drafter || strstr(a->valuestring, "{draft_model}");
+			}
+			if (drafter && !study_draft_model(s, sk->strings[v]))
+				return error_set(
+					err, -EINVAL,
+					"model.drafts.%s: search_space.%s has \"%s\", for which engine %s loads a "
+					"drafter; name it",
+					sk->strings[v], sk->name, sk->strings[v], p->name);
+		}
+	}
 	for (int q = 0; q < _STUDY_QUANT_MAX; q++) {
 		if (!(s->quantizations & (1u << q)))
 			continue;

@@ -28,9 +28,9 @@
 #include "study-internal.h"
 #include "time-util.h"
 
-static const char *const fixed_placeholders[] = {
-	"model", "served_model", "host", "port", "gpu_type", "gpu_count", NULL
-};
+static const char *const fixed_placeholders[] = { "model",       "served_model",    "host",
+						  "port",        "gpu_type",        "gpu_count",
+						  "draft_model", "spec_acceptance", NULL };
 
 static bool is_canonical_knob(const char *name)
 {
@@ -46,7 +46,8 @@ const struct engine_knob *engine_profile_find_knob(const struct engine_profile *
 	return NULL;
 }
 
-/* Every {name} in s must be a fixed placeholder or a mapped knob. */
+/* Every {name} in s must be a fixed placeholder or a mapped knob; {{ and }}
+ * are a literal brace (a JSON value's). */
 static int check_placeholders(const struct engine_profile *p, const char *s, const char *where, struct error *err)
 {
 	for (const char *o = strchr(s, '{'); o; o = strchr(o + 1, '{')) {
@@ -54,6 +55,10 @@ static int check_placeholders(const struct engine_profile *p, const char *s, con
 		char name[OPT_KNOB_NAME_MAX];
 		bool ok = false;
 
+		if (o[1] == '{') {
+			o++;
+			continue;
+		}
 		if (!c || (size_t)(c - o - 1) >= sizeof(name) || c == o + 1)
 			return error_set(err, -EINVAL, "%s: \"%s\": unterminated or empty placeholder", where, s);
 		snprintf(name, sizeof(name), "%.*s", (int)(c - o - 1), o + 1);
@@ -62,7 +67,7 @@ static int check_placeholders(const struct engine_profile *p, const char *s, con
 		if (!ok && !engine_profile_find_knob(p, name))
 			return error_set(err, -EINVAL,
 					 "%s: \"%s\": unknown placeholder {%s} (model, served_model, host, port, "
-					 "gpu_type, gpu_count or a knob)",
+					 "gpu_type, gpu_count, draft_model, spec_acceptance or a knob)",
 					 where, s, name);
 	}
 	return 0;
@@ -118,9 +123,8 @@ static int check_value_args(const cJSON *a, const char *path, struct error *err)
 		return error_set(err, -EINVAL, "%s: expected 1 to %d arguments", path, ENGINE_MAX_KNOB_FLAGS);
 	cJSON_ArrayForEach(e, a)
 	{
-		if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '{'))
-			return error_set(err, -EINVAL, "%s[%zu]: expected an argument (a string, no placeholder)", path,
-					 i);
+		if (!cJSON_IsString(e) || !e->valuestring[0])
+			return error_set(err, -EINVAL, "%s[%zu]: expected an argument (a string)", path, i);
 		if (i == 0 && check_flag(e->valuestring, path, err) < 0)
 			return -EINVAL;
 		i++;
@@ -163,6 +167,26 @@ static int parse_knob_values(const cJSON *v, const char *path, const struct json
 	return 0;
 }
 
+/* A string value with placeholders ("{\"num_speculative_tokens\": {spec_tokens}}") names
+ * the knobs and fixed placeholders it holds; checked once every knob is read. */
+static bool value_names(const struct engine_knob *k, const char *knob)
+{
+	const cJSON *e;
+	size_t n = strlen(knob);
+
+	cJSON_ArrayForEach(e, k->values)
+	{
+		const cJSON *a = cJSON_IsArray(e) ? e->child : e;
+
+		for (; a; a = cJSON_IsArray(e) ? a->next : NULL)
+			for (const char *o = cJSON_IsString(a) ? strchr(a->valuestring, '{') : NULL; o;
+			     o = strchr(o + 1, '{'))
+				if (strncmp(o + 1, knob, n) == 0 && o[1 + n] == '}')
+					return true;
+	}
+	return false;
+}
+
 static int parse_checkpoint_required(const cJSON *v, const char *path, const struct json_field *f, void *base,
 				     struct error *err)
 {
@@ -187,7 +211,9 @@ static const struct json_field knob_fields[] = {
 	  .def = "values as they are",
 	  .doc = "knob value → flag value, true for the flag alone (a switch: \"on\": true), the arguments "
 		 "themselves (\"off\": [\"--no-cont-batching\"]), or null for no flag (\"fp8\": \"fp8\", \"none\": "
-		 "null)" },
+		 "null); a flag value may hold placeholders of other knobs and of the study ({spec_tokens}, "
+		 "{draft_model}: vLLM's --speculative-config JSON), and a knob such a value names needs no flag of "
+		 "its own" },
 	{ "checkpoint_required", JSON_ENUM_SET, KNOB(checkpoint_required), .callback = parse_checkpoint_required,
 	  .choices = study_quant_names, .doc = "quantizations that need the study to name a checkpoint" },
 	{ 0 },
@@ -494,12 +520,40 @@ static int parse_profile(struct engine_profile *p, struct error *err)
 	r = json_dispatch(p->json, "", profile_fields, 0, p, err);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < p->n_knobs; i++)
-		if (p->knobs[i].needs_flag && !derived_names(p, p->knobs[i].name))
+	for (size_t i = 0; i < p->n_knobs; i++) {
+		bool named = derived_names(p, p->knobs[i].name);
+
+		for (size_t j = 0; j < p->n_knobs && !named; j++)
+			named = j != i && value_names(&p->knobs[j], p->knobs[i].name);
+		if (p->knobs[i].needs_flag && !named)
 			return error_set(err, -EINVAL,
-					 "knobs.%s.flag: missing (only a knob whose values all map to null, or that a "
-					 "derived flag names, may omit it)",
-					 p->knobs[i].name);
+					 "knobs.%s.flag: missing (only a knob whose values all map to null, that a "
+					 "derived flag names, or that another knob's values name as {%s}, may omit it)",
+					 p->knobs[i].name, p->knobs[i].name);
+	}
+	/* Placeholders in values: fixed ones or knobs of the profile. */
+	for (size_t i = 0; i < p->n_knobs; i++) {
+		const cJSON *e;
+
+		cJSON_ArrayForEach(e, p->knobs[i].values)
+		{
+			char where[192];
+
+			snprintf(where, sizeof(where), "knobs.%s.values.%s", p->knobs[i].name, e->string);
+			if (cJSON_IsString(e))
+				r = check_placeholders(p, e->valuestring, where, err);
+			else if (cJSON_IsArray(e)) {
+				const cJSON *a;
+
+				r = 0;
+				cJSON_ArrayForEach(a, e) if (r >= 0) r =
+					check_placeholders(p, a->valuestring, where, err);
+			} else
+				r = 0;
+			if (r < 0)
+				return r;
+		}
+	}
 	if (p->port_mode == ENGINE_PORT_ANNOUNCE && !p->announce_prefix)
 		return error_set(err, -EINVAL, "port.announce_prefix: missing (needed by mode \"announce\")");
 	p->extra_knobs = calloc(p->n_knobs + 1, sizeof(char *));
@@ -647,7 +701,7 @@ static size_t flags_max(const struct engine_profile *p)
 	for (size_t i = 0; p->gpu_args && p->gpu_args[i]; i++)
 		max++;
 	for (size_t i = 0; i < p->n_knobs; i++)
-		max += (size_t)cJSON_GetArraySize(p->knobs[i].values);
+		max += (size_t)cJSON_GetArraySize(p->knobs[i].values) * ENGINE_MAX_KNOB_FLAGS;
 	return max;
 }
 
@@ -683,9 +737,22 @@ int engine_profile_flags(const struct engine_profile *p, const char ***ret)
 		for (size_t f = 0; f < p->knobs[i].n_flags; f++)
 			if (!strv_has(v, n, p->knobs[i].flags[f]))
 				v[n++] = p->knobs[i].flags[f];
-		cJSON_ArrayForEach(e,
-				   p->knobs[i].values) if (cJSON_IsArray(e) && !strv_has(v, n, e->child->valuestring))
-			v[n++] = e->child->valuestring;
+		/* a value that is its own arguments: each of them that is a flag */
+		cJSON_ArrayForEach(e, p->knobs[i].values)
+		{
+			const cJSON *a;
+
+			if (!cJSON_IsArray(e))
+				continue;
+			cJSON_ArrayForEach(a, e)
+			{
+				const char *s = a->valuestring;
+
+				if (s[0] == '-' && s[1] && !(s[1] >= '0' && s[1] <= '9') && !strchr(s, '{') &&
+				    !strv_has(v, n, s))
+					v[n++] = s;
+			}
+		}
 	}
 	for (size_t i = 0; i < p->n_derived; i++)
 		if (!strv_has(v, n, p->derived[i].flag))

@@ -268,8 +268,8 @@ struct engine_render_params {
 	unsigned gpu_count;
 	/* the study has no GPUs (gpu.type "cpu"): no gpu_args, no gpu_env */
 	bool cpu;
-	/* the GPUs the server may use (host indices, as many as tensor_parallel):
-	 * what gpu_env says; NULL: 0..tensor_parallel−1 */
+	/* the GPUs the server may use (host indices, as many as the knobs' DP × TP
+	 * × PP): what gpu_env says; NULL: 0..DP×TP×PP−1 */
 	const unsigned *devices;
 	unsigned n_devices;
 	/* the program instead of the profile's argv[0]; NULL: the profile's */
@@ -280,6 +280,11 @@ struct engine_render_params {
 	 * launcher once it has picked a port on its node) instead of the number,
 	 * and gpu_env is left out (the scheduler sets it). NULL: a local server. */
 	const char *port_text;
+	/* speculative decoding: {draft_model}, the drafter of the knobs' spec_method
+	 * (NULL: none named), and {spec_acceptance}, the workload's acceptance of
+	 * its drafts as goodput-sim reads it (NULL: ""); filled in from the study */
+	const char *draft_model;
+	const char *spec_acceptance;
 };
 
 /* What {port} renders as in a job's command (deploy-slurm-job.c fills it in). */

@@ -34,8 +34,10 @@ void study_knobs_text(const struct opt_space *space, const struct opt_config *c,
 	for (size_t k = 0; k < space->n_knobs; k++) {
 		char v[64];
 
-		/* a knob with one allowed value (max_model_len=4096) says nothing about the trial */
-		if (space->knobs[k].n_values <= 1 || (categorical_only && !space->knobs[k].categorical))
+		/* a knob with one allowed value (max_model_len=4096) says nothing about the trial, nor one
+		 * the configuration does not have (spec_tokens without speculation) */
+		if (space->knobs[k].n_values <= 1 || (categorical_only && !space->knobs[k].categorical) ||
+		    !opt_knob_active(space, c, k))
 			continue;
 		if (!study_knob_append(buf, size, &len, space->knobs[k].name,
 				       opt_config_text(space, c, k, v, sizeof(v))))

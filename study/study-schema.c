@@ -112,6 +112,7 @@ static int parse_workload(const cJSON *v, const char *path, const struct json_fi
 		return r;
 	s->workload = spec.config;
 	s->workload_captured = spec.captured;
+	s->workload_spec_acceptance = spec.spec_acceptance;
 	if (spec.n_percentiles) {
 		memcpy(s->percentiles, spec.percentiles, sizeof(s->percentiles));
 		s->n_percentiles = spec.n_percentiles;
@@ -181,6 +182,18 @@ static int check_price(const cJSON *v, const char *path, const struct json_field
 {
 	if (!(v->valuedouble > 0))
 		return error_set(err, -EINVAL, "%s: expected a price above 0 $, got %g", path, v->valuedouble);
+	return json_dispatch_store(v, path, f, base, err);
+}
+
+/* model.drafts.*: a model id or path, rendered into JSON flags (vLLM's
+ * --speculative-config): no quotes, backslashes or control characters. */
+static int check_draft(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
+{
+	for (const char *c = v->valuestring; *c; c++)
+		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+			return error_set(err, -EINVAL,
+					 "%s: \"%.64s\": a model id or path without quotes or backslashes", path,
+					 v->valuestring);
 	return json_dispatch_store(v, path, f, base, err);
 }
 
@@ -257,11 +270,25 @@ static const struct json_field model_checkpoint_fields[] = {
 	{ 0 },
 };
 
+static const struct json_field model_draft_fields[] = {
+	{ "draft_model", JSON_STRING, OFF(model.draft_model), .callback = check_draft, .max = 512,
+	  .doc = "the draft model of spec_method draft_model (same tokenizer; goodput-sim: llama-3.2-1b, "
+		 "llama-3.2-3b)" },
+	{ "eagle", JSON_STRING, OFF(model.eagle), .callback = check_draft, .max = 512,
+	  .doc = "the EAGLE head of spec_method eagle (e.g. yuhuili/EAGLE-LLaMA3.1-Instruct-8B)" },
+	{ "mtp", JSON_STRING, OFF(model.mtp), .callback = check_draft, .max = 512,
+	  .doc = "the multi-token-prediction module of spec_method mtp, when not the model's own" },
+	{ 0 },
+};
+
 static const struct json_field model_fields[] = {
 	{ "name", JSON_STRING, OFF(model.name), .flags = JSON_MANDATORY, .max = 512,
 	  .doc = "model name or checkpoint (served as is for quantization none)" },
 	{ "checkpoints", JSON_OBJECT, .fields = model_checkpoint_fields, .callback = parse_checkpoints,
 	  .doc = "checkpoint per quantization where the engine needs one, e.g. {\"fp8\": \"org/model-FP8\"}" },
+	{ "drafts", JSON_OBJECT, .fields = model_draft_fields,
+	  .doc = "the drafters speculative decoding loads, by method: {\"draft_model\": \"org/small-model\", "
+		 "\"eagle\": \"org/eagle-head\"} (ngram needs none)" },
 	{ "architecture", JSON_OBJECT, OFF(model.architecture),
 	  .def = "the preset of model.name, or config.json of a local checkpoint folder",
 	  .doc = "the model's facts as Hugging Face's config.json names them (hidden_size, num_hidden_layers, "
@@ -312,10 +339,10 @@ static const struct json_field gpu_fields[] = {
 	"{\"type\": \"object\", \"required\": [\"min\", \"max\"], \"additionalProperties\": false, \"properties\": {"  \
 	"\"min\": {\"type\": \"integer\", \"minimum\": 0}, \"max\": {\"type\": \"integer\", \"minimum\": 0},"          \
 	"\"scale\": {\"enum\": [\"linear\", \"log2\"]}, \"step\": {\"type\": \"integer\", \"minimum\": 1},"            \
-	"\"categorical\": {\"type\": \"boolean\"}}},"                                                                  \
+	"\"categorical\": {\"type\": \"boolean\"}, \"when\": {\"type\": \"string\"}}},"                                \
 	"{\"type\": \"object\", \"required\": [\"values\"], \"additionalProperties\": false, \"properties\": {"        \
 	"\"values\": {\"type\": \"array\", \"minItems\": 1, \"maxItems\": 64},"                                        \
-	"\"categorical\": {\"type\": \"boolean\"}}}]}"
+	"\"categorical\": {\"type\": \"boolean\"}, \"when\": {\"type\": \"string\"}}}]}"
 
 static const struct json_field sla_fields[] = {
 	{ "ttft_ms", JSON_DOUBLE, .callback = parse_request_bound, .min = BOUND_MIN, .max = BOUND_MAX,
@@ -468,7 +495,9 @@ const struct json_field study_fields[] = {
 	{ "search_space", JSON_OBJECT, OFF(search_space), .flags = JSON_MANDATORY,
 	  .schema = "{\"propertyNames\": {\"pattern\": \"^[a-z0-9_]+$\"}, \"additionalProperties\": " KNOB_SCHEMA "}",
 	  .doc = "knobs and their grids: {\"max_num_seqs\": {\"min\": 8, \"max\": 256, "
-		 "\"scale\": \"log2\"}, ...}" },
+		 "\"scale\": \"log2\"}, ...}; a knob with \"when\": \"TEST\" exists only where the test holds "
+		 "(spec_tokens: only with spec_method != none, without saying so); data_parallel × tensor_parallel "
+		 "× pipeline_parallel GPUs at most gpu.per_node" },
 	{ "constraints", JSON_ARRAY, OFF(constraints),
 	  .schema = "{\"items\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"object\", \"required\": "
 		    "[\"allowed\"], \"additionalProperties\": false, \"properties\": {\"allowed\": {\"type\": "

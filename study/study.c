@@ -531,6 +531,44 @@ const char *study_checkpoint(const struct study *s, enum study_quant q)
 	return s->model.name;
 }
 
+const char *study_draft_model(const struct study *s, const char *method)
+{
+	if (!method)
+		return NULL;
+	if (strcmp(method, "draft_model") == 0)
+		return s->model.draft_model;
+	if (strcmp(method, "eagle") == 0)
+		return s->model.eagle;
+	if (strcmp(method, "mtp") == 0)
+		return s->model.mtp;
+	return NULL;
+}
+
+bool study_spec_acceptance_text(const struct study *s, const char *method, char *buf, size_t size)
+{
+	const cJSON *v = s->workload_spec_acceptance, *e;
+	size_t len = 0;
+
+	if (cJSON_IsObject(v))
+		v = method ? cJSON_GetObjectItemCaseSensitive(v, method) : NULL;
+	if (!v || size == 0)
+		return false;
+	buf[0] = 0;
+	if (cJSON_IsNumber(v)) {
+		snprintf(buf, size, "%.10g", v->valuedouble);
+		return true;
+	}
+	cJSON_ArrayForEach(e, v)
+	{
+		int n = snprintf(buf + len, size - len, "%s%.10g", len ? "," : "", e->valuedouble);
+
+		if (n < 0 || (size_t)n >= size - len)
+			return false;
+		len += (size_t)n;
+	}
+	return len > 0;
+}
+
 bool study_in_window(const struct study *s, uint64_t realtime_usec)
 {
 	time_t t = (time_t)(realtime_usec / USEC_PER_SEC);

@@ -71,7 +71,9 @@ struct study {
 		const char *checkpoints[_STUDY_QUANT_MAX]; /* NULL where none given */
 		const cJSON *architecture;                 /* config.json-style facts (into json); NULL: none */
 		uint32_t max_model_len;                    /* fixed for every server; 0: the engine's */
-		bool max_model_len_from_workload;          /* max_model_len was "workload" (it holds the result) */
+		/* speculative decoding's drafters, by the spec_method knob's value (NULL: none given) */
+		const char *draft_model, *eagle, *mtp;
+		bool max_model_len_from_workload; /* max_model_len was "workload" (it holds the result) */
 	} model;
 
 	unsigned quantizations;     /* allowed: bit 1 << enum study_quant */
@@ -99,6 +101,7 @@ struct study {
 
 	struct probe_workload_config workload; /* dataset_path, samples_path point into json */
 	const cJSON *workload_captured;        /* workload.captured (into json): what a capture measured; or NULL */
+	const cJSON *workload_spec_acceptance; /* workload.spec_acceptance (into json, checked); or NULL */
 	double percentiles[PROBE_MAX_PERCENTILES];
 	size_t n_percentiles;
 	struct probe_sla sla; /* empty for offline studies */
@@ -191,6 +194,16 @@ uint64_t study_point_cap_usec(const struct study *s, uint64_t share_usec);
 /* The model name the server is started with for a quantization: the
  * checkpoint when the spec names one, else model.name. */
 const char *study_checkpoint(const struct study *s, enum study_quant q);
+
+/* The drafter a speculative method loads (model.drafts: a draft model, an
+ * EAGLE head, an MTP module), NULL when the study names none (ngram needs
+ * none). */
+const char *study_draft_model(const struct study *s, const char *method);
+/* The workload's acceptance of a method's drafts as goodput-sim's
+ * --spec-acceptance reads it ("0.7", or per-position rates "0.8,0.6,0.45"):
+ * workload.spec_acceptance, or its entry for method. False when the study
+ * does not say (the method's default applies). */
+bool study_spec_acceptance_text(const struct study *s, const char *method, char *buf, size_t size);
 
 /* Whether realtime_usec (CLOCK_REALTIME) lies inside the study's window
  * (always true without one), using local time. */

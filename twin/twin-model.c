@@ -210,7 +210,7 @@ bool twin_startable(struct twin *t, size_t i)
 static void for_simulation(struct probe_workload_config *c)
 {
 	c->dataset_path = NULL;
-	c->lengths_only = c->prefix_len == 0;
+	c->lengths_only = !probe_workload_ids_matter(c);
 }
 
 void twin_workload_at(const struct twin *t, double rate, uint32_t num_prompts, struct probe_workload_config *ret)
@@ -244,7 +244,7 @@ double twin_cost(const struct twin *t, size_t i, const struct probe_result *r, b
 		tp.good_input_tps = r->good_output_throughput * (ratio - 1);
 	}
 	tps = opt_cost_tokens_per_sec(saturated ? OPT_SCENARIO_OFFLINE : t->setup.scenario, t->setup.cost_tokens, &tp);
-	if (opt_cost_per_mtok(t->usd_per_gpu_hour, opt_cost_gpus_per_replica(t->space, &t->configs[i]), tps, &cost) < 0)
+	if (opt_cost_per_mtok(t->usd_per_gpu_hour, opt_config_gpus(t->space, &t->configs[i]), tps, &cost) < 0)
 		return INFINITY;
 	return cost;
 }

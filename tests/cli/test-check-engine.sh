@@ -16,7 +16,7 @@ trap 'rm -rf "$dir"' EXIT
 
 # 1. goodput-sim and the shipped sim profile agree.
 "$goodput" check-engine --binary "$sim" sim >"$dir/out" || fail "sim: $(cat "$dir/out")"
-grep -q 'all 13 flags found' "$dir/out" || fail "sim: $(cat "$dir/out")"
+grep -q 'all 18 flags found' "$dir/out" || fail "sim: $(cat "$dir/out")"
 # the version as the profile's version_pattern reads "goodput-sim X.Y.Z"
 grep -q "version $("$sim" --version | cut -d' ' -f2)\$" "$dir/out" || fail "sim: version not shown: $(cat "$dir/out")"
 "$goodput" check-engine --json --binary "$sim" sim | grep -q '"ok":[[:space:]]*true' || fail "sim --json"

@@ -41,20 +41,36 @@ int main(void)
 	CHECK_STR_EQ(opt_cost_tokens_to_string(tok), "input+output");
 	CHECK_INT_EQ(opt_cost_tokens_from_string("input", &tok), -EINVAL);
 
-	/* GPUs per replica is the configuration's tensor_parallel. */
+	/* The GPUs a configuration holds: its tensor_parallel, times data_parallel and
+	 * pipeline_parallel where it has them. */
 	{
 		const char *spec = "{\"max_num_seqs\": [8, 16], \"tensor_parallel\": [1, 2, 4]}";
-		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-		_cleanup_(opt_space_freep) struct opt_space *s = NULL;
+		const char *extras[] = { "data_parallel", "pipeline_parallel", NULL };
+		struct opt_space_options o = { .extra_knobs = extras };
+		_cleanup_(cJSON_Deletep) cJSON *j = NULL, *k = NULL;
+		_cleanup_(opt_space_freep) struct opt_space *s = NULL, *s2 = NULL;
 		struct error err = { 0 };
 		struct opt_config cfg = { 0 };
 
 		CHECK_INT_EQ(json_parse_strict("test", spec, strlen(spec), &j, &err), 0);
 		CHECK_MSG(opt_space_from_json(j, "search_space", NULL, NULL, NULL, &s, &err) == 0, "%s", err.msg);
 		cfg.idx[1] = 2;
-		CHECK_INT_EQ(opt_cost_gpus_per_replica(s, &cfg), 4);
+		CHECK_INT_EQ(opt_config_gpus(s, &cfg), 4);
 		cfg.idx[1] = 0;
-		CHECK_INT_EQ(opt_cost_gpus_per_replica(s, &cfg), 1);
+		CHECK_INT_EQ(opt_config_gpus(s, &cfg), 1);
+
+		cJSON_Delete(j);
+		spec = "{\"tensor_parallel\": [1, 2], \"data_parallel\": [1, 2, 4], \"pipeline_parallel\": [1, 2]}";
+		CHECK_INT_EQ(json_parse_strict("test", spec, strlen(spec), &j, &err), 0);
+		CHECK_MSG(opt_space_from_json(j, "search_space", NULL, NULL, &o, &s2, &err) == 0, "%s", err.msg);
+		cfg = (struct opt_config){ 0 };
+		for (size_t i = 0; i < s2->n_knobs; i++)
+			cfg.idx[i] = (uint16_t)(s2->knobs[i].n_values - 1); /* tp 2, dp 4, pp 2 */
+		CHECK_INT_EQ(opt_config_gpus(s2, &cfg), 16);
+		CHECK_INT_EQ(opt_config_to_json(s2, &cfg, &k), 0);
+		CHECK_INT_EQ(opt_knobs_gpus(k), 16);
+		cJSON_DeleteItemFromObject(k, "data_parallel");
+		CHECK_INT_EQ(opt_knobs_gpus(k), 4);
 	}
 	return 0;
 }

@@ -56,7 +56,8 @@ static void test_vllm(void)
 	CHECK(p->startup_timeout_usec == 1200 * UINT64_C(1000000));
 	CHECK(p->port_mode == ENGINE_PORT_FREE);
 	CHECK_STR_EQ(p->health_path, "/health");
-	CHECK_STR_EQ(p->extra_knobs[0], "gpu_memory_utilization");
+	CHECK_STR_EQ(p->extra_knobs[0], "data_parallel");
+	CHECK_STR_EQ(p->extra_knobs[2], "gpu_memory_utilization");
 	s = load_study("vllm-h100-llama70b.json", p);
 	CHECK_MSG(engine_profile_check_study(p, s, &err) == 0, "%s", err.msg);
 

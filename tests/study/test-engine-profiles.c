@@ -124,6 +124,80 @@ static void test_sglang(void)
 	refused("sglang", &params8, "{\"kv_cache_dtype\": \"fp16\"}", "\"fp16\"");
 }
 
+/* The levers: replicas, stages, prefix caching and speculation in each
+ * engine's own flags; GPUs for every replica and stage. */
+static void test_levers(void)
+{
+	struct engine_render_params spec = params8;
+
+	spec.gpu_count = 8;
+	spec.draft_model = "meta-llama/Llama-3.2-1B-Instruct";
+	golden("vllm", &spec,
+	       "{\"tensor_parallel\": 2, \"data_parallel\": 2, \"pipeline_parallel\": 2, \"prefix_caching\": \"off\","
+	       " \"spec_method\": \"draft_model\", \"spec_tokens\": 4}",
+	       (const char *const[]){ "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--host", "127.0.0.1",
+				      "--port", "8123", "--served-model-name", "llama", "--tensor-parallel-size", "2",
+				      "--data-parallel-size", "2", "--pipeline-parallel-size", "2",
+				      "--no-enable-prefix-caching", "--speculative-config",
+				      "{\"method\": \"draft_model\", \"model\": \"meta-llama/Llama-3.2-1B-Instruct\", "
+				      "\"num_speculative_tokens\": 4, \"draft_tensor_parallel_size\": 1}",
+				      NULL },
+	       (const char *const[]){ "VLLM_NO_USAGE_STATS=1", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", NULL });
+	golden("vllm", &params8, "{\"spec_method\": \"ngram\", \"spec_tokens\": 3, \"prefix_caching\": \"on\"}",
+	       (const char *const[]){
+		       "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--host", "127.0.0.1", "--port", "8123",
+		       "--served-model-name", "llama", "--enable-prefix-caching", "--speculative-config",
+		       "{\"method\": \"ngram\", \"num_speculative_tokens\": 3, \"prompt_lookup_max\": 4, "
+		       "\"prompt_lookup_min\": 2}",
+		       NULL },
+	       (const char *const[]){ "VLLM_NO_USAGE_STATS=1", "CUDA_VISIBLE_DEVICES=0", NULL });
+	/* no speculation: no flag, and spec_tokens (its parts) has none of its own */
+	golden("vllm", &params8, "{\"spec_method\": \"none\"}",
+	       (const char *const[]){ "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--host", "127.0.0.1",
+				      "--port", "8123", "--served-model-name", "llama", NULL },
+	       (const char *const[]){ "VLLM_NO_USAGE_STATS=1", "CUDA_VISIBLE_DEVICES=0", NULL });
+	/* a drafter the study does not name */
+	refused("vllm", &params8, "{\"spec_method\": \"eagle\", \"spec_tokens\": 3}", "{draft_model}");
+	/* more GPUs than the host has */
+	refused("vllm", &params8, "{\"tensor_parallel\": 2, \"data_parallel\": 4}", "8 GPUs, more than the host's 4");
+	spec.draft_model = "yuhuili/EAGLE-LLaMA3.1-Instruct-8B";
+	golden("sglang", &spec,
+	       "{\"tensor_parallel\": 1, \"data_parallel\": 2, \"prefix_caching\": \"off\", \"spec_method\": \"eagle\","
+	       " \"spec_tokens\": 3}",
+	       (const char *const[]){ "python3",
+				      "-m",
+				      "sglang.launch_server",
+				      "--model-path",
+				      "meta-llama/Llama-3.1-8B-Instruct",
+				      "--served-model-name",
+				      "llama",
+				      "--host",
+				      "127.0.0.1",
+				      "--port",
+				      "8123",
+				      "--enable-metrics",
+				      "--tp-size",
+				      "1",
+				      "--dp-size",
+				      "2",
+				      "--disable-radix-cache",
+				      "--speculative-algorithm",
+				      "EAGLE",
+				      "--speculative-draft-model-path",
+				      "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
+				      "--speculative-num-steps",
+				      "3",
+				      NULL },
+	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0,1", NULL });
+	golden("tgi", &params8, "{\"spec_method\": \"ngram\", \"spec_tokens\": 2}",
+	       (const char *const[]){ "text-generation-launcher", "--model-id", "meta-llama/Llama-3.1-8B-Instruct",
+				      "--hostname", "127.0.0.1", "--port", "8123", "--speculate", "2", NULL },
+	       (const char *const[]){ "CUDA_VISIBLE_DEVICES=0", NULL });
+	/* engines without the lever have no flag for it */
+	refused("tgi", &params8, "{\"data_parallel\": 2}", "has no flag for it");
+	refused("trtllm", &params8, "{\"spec_method\": \"ngram\"}", "has no flag for it");
+}
+
 static void test_tgi(void)
 {
 	golden("tgi", &params8,
@@ -314,8 +388,8 @@ static void test_flags_list(void)
 	check_strv((char **)flags,
 		   (const char *const[]){ "--model", "--alias", "--host", "--port", "--metrics", "--n-gpu-layers",
 					  "--parallel", "--batch-size", "--ubatch-size", "--threads", "--threads-batch",
-					  "--flash-attn", "--cont-batching", "--no-cont-batching", "--ctx-size",
-					  NULL });
+					  "--flash-attn", "--cont-batching", "--no-cont-batching", "--model-draft",
+					  "--draft-max", "--ctx-size", NULL });
 
 	/* python3 -m sglang.launch_server: the interpreter's -m is not SGLang's flag. */
 	_cleanup_(engine_profile_freep) struct engine_profile *sg = load("sglang");
@@ -346,6 +420,7 @@ static void test_all_load(void)
 
 int main(void)
 {
+	test_levers();
 	test_all_load();
 	test_sglang();
 	test_tgi();

@@ -154,6 +154,14 @@ static void test_errors(void)
 	refused("name", "\"my study\"", "name: \"my study\"");
 	refused("window", "\"22-06\"", "window: expected \"HH:MM-HH:MM\"");
 	refused("window", "\"25:00-06:00\"", "window");
+	/* speculation's facts: drafters by method, acceptance as rates, curves or by method */
+	refused("model.drafts.medusa", "\"x\"", "model.drafts.medusa: unknown key");
+	refused("model.drafts.draft_model", "\"a\\\"b\"", "without quotes");
+	refused("workload.spec_acceptance", "1.5", "workload.spec_acceptance: expected a rate in (0, 1]");
+	refused("workload.spec_acceptance", "[0.5, 0.7]", "workload.spec_acceptance[1]: 0.7 is above");
+	refused("workload.spec_acceptance", "{\"medusa\": 0.5}", "workload.spec_acceptance.medusa: unknown method");
+	refused("workload.turns", "0", "workload.turns");
+	refused("workload.prompt_repetition", "1", "workload.prompt_repetition");
 	/* missing */
 	refused("engine", NULL, "engine: missing");
 	refused("gpu.price_per_gpu_hour", NULL, "gpu.price_per_gpu_hour: missing");
@@ -201,6 +209,31 @@ static void test_errors(void)
 }
 
 /* gpu.devices gives the indices (and the count); budget.parallel how many at once. */
+/* Speculation as the study states it: the drafter of a method, the
+ * workload's acceptance as goodput-sim's --spec-acceptance reads it. */
+static void test_speculation_keys(void)
+{
+	_cleanup_(study_freep) struct study *s = NULL, *t = NULL;
+	struct error err = { 0 };
+	char buf[128];
+
+	CHECK_MSG(parse_with(minimal, "model.drafts", "{\"draft_model\": \"meta-llama/Llama-3.2-1B-Instruct\"}", &s,
+			     &err) == 0,
+		  "%s", err.msg);
+	CHECK_STR_EQ(study_draft_model(s, "draft_model"), "meta-llama/Llama-3.2-1B-Instruct");
+	CHECK(study_draft_model(s, "eagle") == NULL);
+	CHECK(study_draft_model(s, "ngram") == NULL);
+	CHECK(!study_spec_acceptance_text(s, "draft_model", buf, sizeof(buf)));
+	CHECK_MSG(parse_with(minimal, "workload.spec_acceptance", "{\"ngram\": 0.5, \"eagle\": [0.8, 0.6, 0.45]}", &t,
+			     &err) == 0,
+		  "%s", err.msg);
+	CHECK(study_spec_acceptance_text(t, "ngram", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "0.5");
+	CHECK(study_spec_acceptance_text(t, "eagle", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "0.8,0.6,0.45");
+	CHECK(!study_spec_acceptance_text(t, "draft_model", buf, sizeof(buf)));
+}
+
 static void test_engine_binary_args(void)
 {
 	struct study *s = NULL;
@@ -444,6 +477,7 @@ int main(void)
 	test_gpus();
 	test_phases_per_node();
 	test_engine_binary_args();
+	test_speculation_keys();
 	test_variants();
 	test_search_keys();
 	test_edge();

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "json-util.h"
 #include "macro.h"
 #include "space-internal.h"
@@ -455,8 +456,28 @@ static double constraint_violation(const struct opt_space *space, const struct o
 	return 1;
 }
 
+bool opt_knob_active(const struct opt_space *space, const struct opt_config *config, size_t k)
+{
+	return k >= space->n_knobs || !space->when[k] || test_violation(space, space->when[k], config) == 0;
+}
+
+/* What a configuration breaks beside its constraints: an inactive knob off
+ * its first value, more GPUs than the host has. */
+static double built_in_violation(const struct opt_space *space, const struct opt_config *config)
+{
+	double v = 0;
+
+	for (size_t k = 0; k < space->n_knobs; k++)
+		v += !opt_knob_active(space, config, k) && config->idx[k] != 0;
+	if (space->gpus > 0 && opt_config_gpus(space, config) > space->gpus)
+		v += 1 + log2((double)opt_config_gpus(space, config) / space->gpus);
+	return v;
+}
+
 bool opt_space_allowed(const struct opt_space *space, const struct opt_config *config)
 {
+	if (built_in_violation(space, config) > 0)
+		return false;
 	for (size_t i = 0; i < space->n_constraints; i++)
 		if (constraint_violation(space, &space->constraints[i], config) > 0)
 			return false;
@@ -465,9 +486,20 @@ bool opt_space_allowed(const struct opt_space *space, const struct opt_config *c
 
 double opt_space_violation(const struct opt_space *space, const struct opt_config *config)
 {
-	double v = 0;
+	double v = built_in_violation(space, config);
 
 	for (size_t i = 0; i < space->n_constraints; i++)
 		v += constraint_violation(space, &space->constraints[i], config);
 	return v;
+}
+
+int opt_space_parse_test(const struct opt_space *space, const char *text, const char *path, struct opt_test *ret,
+			 struct error *err)
+{
+	return parse_test(space, text, text + strlen(text), ret, path, text, err);
+}
+
+bool opt_test_names(const struct opt_test *t, int k)
+{
+	return t->is_set ? t->knob == k : t->lhs_knob == k || t->rhs_knob == k;
 }

@@ -12,3 +12,8 @@
  * instead of item (a built-in constraint). The knobs must be parsed first. */
 int opt_space_add_constraint(struct opt_space *space, const cJSON *item, const char *text, const char *path,
 			     struct error *err);
+/* One test of the constraint language ("spec_method != none") into *ret. */
+int opt_space_parse_test(const struct opt_space *space, const char *text, const char *path, struct opt_test *ret,
+			 struct error *err);
+/* Whether a test names knob k. */
+bool opt_test_names(const struct opt_test *t, int k);

@@ -48,8 +48,10 @@ struct opt_space *opt_space_free(struct opt_space *space)
 {
 	if (!space)
 		return NULL;
-	for (size_t i = 0; i < space->n_knobs; i++)
+	for (size_t i = 0; i < space->n_knobs; i++) {
 		knob_done(&space->knobs[i]);
+		free(space->when[i]);
+	}
 	for (size_t i = 0; i < space->n_constraints; i++)
 		free(space->constraints[i].allowed);
 	free(space);
@@ -88,10 +90,18 @@ static bool is_integral(double v)
 	return isfinite(v) && floor(v) == v;
 }
 
+/* GPUs per configuration: whole numbers, categorical, within the host. */
+static bool gpu_knob(const char *name)
+{
+	return strcmp(name, OPT_KNOB_TENSOR_PARALLEL) == 0 || strcmp(name, OPT_KNOB_DATA_PARALLEL) == 0 ||
+	       strcmp(name, OPT_KNOB_PIPELINE_PARALLEL) == 0;
+}
+
 static bool int_only(const char *name)
 {
-	return canonical_rank(name) == 0 || canonical_rank(name) == 1 || canonical_rank(name) == 3 ||
-	       strcmp(name, OPT_KNOB_MAX_MODEL_LEN) == 0;
+	return canonical_rank(name) == 0 || canonical_rank(name) == 1 || gpu_knob(name) ||
+	       strcmp(name, OPT_KNOB_MAX_MODEL_LEN) == 0 || strcmp(name, OPT_KNOB_SPEC_TOKENS) == 0 ||
+	       strcmp(name, OPT_KNOB_SPEC_DRAFT_TP) == 0;
 }
 
 static enum opt_memory_role memory_role(const struct opt_knob *k)
@@ -129,6 +139,7 @@ struct range_spec {
 	uint64_t min, max, step; /* step 0: not given */
 	int scale;
 	bool categorical; /* read again by parse_knob, which sees every form */
+	const char *when; /* likewise */
 };
 
 static const char *const scales[] = { "linear", "log2", NULL };
@@ -144,6 +155,8 @@ static const struct json_field range_fields[] = {
 	  .doc = "linear only: distance between values" },
 	{ "categorical", JSON_BOOL, offsetof(struct range_spec, categorical), .def = "false",
 	  .doc = "search the values one by one instead of by NLopt" },
+	{ "when", JSON_STRING, offsetof(struct range_spec, when), .max = 95,
+	  .doc = "the knob exists only where this test holds (\"spec_method != none\")" },
 	{ 0 },
 };
 
@@ -275,12 +288,15 @@ static int parse_list(struct opt_knob *k, const cJSON *arr, const char *path, st
 struct list_spec {
 	const cJSON *values;
 	bool categorical; /* read again by parse_knob, which sees every form */
+	const char *when; /* likewise */
 };
 
 static const struct json_field list_fields[] = {
 	{ "values", JSON_ARRAY, offsetof(struct list_spec, values), .flags = JSON_MANDATORY, .doc = "the values" },
 	{ "categorical", JSON_BOOL, offsetof(struct list_spec, categorical),
 	  .doc = "false: search the (sorted) values by NLopt" },
+	{ "when", JSON_STRING, offsetof(struct list_spec, when), .max = 95,
+	  .doc = "the knob exists only where this test holds (\"spec_method != none\")" },
 	{ 0 },
 };
 
@@ -334,25 +350,34 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 		return error_set(err, -EINVAL, "%s: expected integers", path);
 	if (int_only(k->name) && k->kind == OPT_KNOB_RANGE && k->min < 1)
 		return error_set(err, -EINVAL, "%s.min: expected at least 1, got 0", path);
-	if (strcmp(k->name, OPT_KNOB_TENSOR_PARALLEL) == 0 && o && o->gpus > 0)
+	if (gpu_knob(k->name) && o && o->gpus > 0)
 		for (size_t i = 0; i < k->n_values; i++) {
 			double v = k->numbers[i];
 
 			if (v > o->gpus)
 				return error_set(
 					err, -EINVAL,
-					"%s: tensor_parallel %g is more than the %u GPUs of one node (gpu.count, "
-					"gpu.per_node, gpu.devices)",
-					path, v, o->gpus);
-			if (o->gpus % (unsigned)v != 0)
+					"%s: %s %g is more than the %u GPUs of one node (gpu.count, gpu.per_node, "
+					"gpu.devices)",
+					path, k->name, v, o->gpus);
+			if (strcmp(k->name, OPT_KNOB_TENSOR_PARALLEL) == 0 && o->gpus % (unsigned)v != 0)
 				return error_set(err, -EINVAL,
 						 "%s: tensor_parallel %g does not divide the host's %u GPUs", path, v,
 						 o->gpus);
 		}
+	if (cJSON_IsObject(item)) {
+		const char *when = NULL;
 
-	k->categorical = categorical_set
-				 ? categorical
-				 : k->kind == OPT_KNOB_LIST_STRING || strcmp(k->name, OPT_KNOB_TENSOR_PARALLEL) == 0;
+		r = json_get_string(item, path, "when", sizeof(k->when_text) - 1, &when, err);
+		if (r < 0)
+			return r;
+		if (when) {
+			k->conditional = true;
+			snprintf(k->when_text, sizeof(k->when_text), "%s", when);
+		}
+	}
+
+	k->categorical = categorical_set ? categorical : k->kind == OPT_KNOB_LIST_STRING || gpu_knob(k->name);
 	if (k->kind == OPT_KNOB_LIST_STRING && !k->categorical)
 		return error_set(err, -EINVAL, "%s: a list of strings can only be categorical", path);
 	if (k->kind == OPT_KNOB_LIST_NUMBER && !k->categorical)
@@ -363,6 +388,44 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 				return error_set(err, -EINVAL, "%s: expected fractions in (0, 1]", path);
 	k->memory_monotone = !k->categorical && canonical_rank(k->name) >= 0 && canonical_rank(k->name) <= 1;
 	k->memory = memory_role(k);
+	return 0;
+}
+
+/* Speculation's parts exist only with speculation: their implicit "when". */
+static const char *implicit_when(const struct opt_space *space, const char *name)
+{
+	if ((strcmp(name, OPT_KNOB_SPEC_TOKENS) == 0 || strcmp(name, OPT_KNOB_SPEC_DRAFT_TP) == 0) &&
+	    opt_space_knob_index(space, OPT_KNOB_SPEC_METHOD) >= 0)
+		return OPT_KNOB_SPEC_METHOD " != none";
+	return NULL;
+}
+
+/* Each conditional knob's test, once the knobs have their final order. */
+static int parse_conditions(struct opt_space *space, const char *path, struct error *err)
+{
+	for (size_t i = 0; i < space->n_knobs; i++) {
+		struct opt_knob *k = &space->knobs[i];
+		const char *implicit = implicit_when(space, k->name);
+		char p[256];
+		int r;
+
+		if (!k->conditional && implicit) {
+			k->conditional = true;
+			snprintf(k->when_text, sizeof(k->when_text), "%s", implicit);
+		}
+		if (!k->conditional)
+			continue;
+		snprintf(p, sizeof(p), "%s.%s.when", path, k->name);
+		space->when[i] = calloc(1, sizeof(struct opt_test));
+		if (!space->when[i])
+			return -ENOMEM;
+		r = opt_space_parse_test(space, k->when_text, p, space->when[i], err);
+		if (r < 0)
+			return r;
+		if (opt_test_names(space->when[i], (int)i))
+			return error_set(err, -EINVAL, "%s: \"%s\": a knob's condition cannot name the knob itself", p,
+					 k->when_text);
+	}
 	return 0;
 }
 
@@ -414,6 +477,9 @@ int opt_space_from_json(const cJSON *search_space, const char *path, const cJSON
 	if (space->n_knobs == 0)
 		return error_set(err, -EINVAL, "%s: no knobs", path);
 	qsort(space->knobs, space->n_knobs, sizeof(space->knobs[0]), knob_order);
+	r = parse_conditions(space, path, err);
+	if (r < 0)
+		return r;
 
 	space->n_grid = 1;
 	for (size_t i = 0; i < space->n_knobs; i++) {
@@ -548,9 +614,12 @@ int opt_config_to_json(const struct opt_space *space, const struct opt_config *c
 		return -ENOMEM;
 	for (size_t i = 0; i < space->n_knobs; i++) {
 		const struct opt_knob *k = &space->knobs[i];
-		int r = k->kind == OPT_KNOB_LIST_STRING ? json_add_string(obj, k->name, k->strings[config->idx[i]])
-							: json_add_number(obj, k->name, k->numbers[config->idx[i]]);
+		int r;
 
+		if (!opt_knob_active(space, config, i))
+			continue; /* no value: its flag is not rendered */
+		r = k->kind == OPT_KNOB_LIST_STRING ? json_add_string(obj, k->name, k->strings[config->idx[i]])
+						    : json_add_number(obj, k->name, k->numbers[config->idx[i]]);
 		if (r < 0)
 			return r;
 	}
@@ -621,6 +690,10 @@ void opt_space_snap(const struct opt_space *space, const double *x, struct opt_c
 
 		c.idx[i] = (uint16_t)CLAMP(idx, 0, (long)n - 1);
 	}
+	/* one configuration per inactive combination (conditions name other knobs only) */
+	for (size_t i = 0; i < space->n_knobs; i++)
+		if (!opt_knob_active(space, &c, i))
+			c.idx[i] = 0;
 	*ret = c;
 }
 

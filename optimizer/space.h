@@ -48,6 +48,21 @@
  * "max_num_batched_tokens >= max_num_seqs" applies (vLLM refuses to start
  * otherwise); an explicit [] means none.
  *
+ * Conditional knobs: a knob may hold "when": "TEST" (one test of the
+ * constraint language, on another knob: "spec_method != none"); where the
+ * test fails the knob is inactive — the configuration has no value for it
+ * (opt_config_to_json leaves it out, so no flag is rendered) and its index
+ * is held at 0, so each inactive combination is one configuration
+ * (opt_space_allowed refuses the others, opt_space_snap makes them). The
+ * speculative-decoding knobs spec_tokens and spec_draft_tp are active only
+ * when spec_method != none without saying so (when the space has
+ * spec_method).
+ *
+ * GPUs: data_parallel and pipeline_parallel are categorical like
+ * tensor_parallel, and with options->gpus a configuration may hold at most
+ * that many GPUs, data_parallel × tensor_parallel × pipeline_parallel
+ * (opt_config_gpus; opt_space_allowed refuses the others).
+ *
  * Memory roles: the search rules configurations out after an out-of-memory
  * start-up by what each knob does to memory: the batch knobs and
  * max_model_len need more of it as they grow, gpu_memory_utilization gives
@@ -68,7 +83,7 @@
 
 #include "error.h"
 
-#define OPT_KNOBS_MAX        10
+#define OPT_KNOBS_MAX        16
 #define OPT_KNOB_NAME_MAX    48
 #define OPT_LIST_MAX         64
 #define OPT_RANGE_VALUES_MAX 4096
@@ -87,6 +102,13 @@
 #define OPT_KNOB_MAX_MODEL_LEN          "max_model_len"
 #define OPT_KNOB_GPU_MEMORY_UTILIZATION "gpu_memory_utilization"
 #define OPT_KNOB_KV_CACHE_DTYPE         "kv_cache_dtype"
+/* the levers beyond batch and TP (engine profiles declare them) */
+#define OPT_KNOB_DATA_PARALLEL     "data_parallel"     /* replicas behind one endpoint */
+#define OPT_KNOB_PIPELINE_PARALLEL "pipeline_parallel" /* stages of layers */
+#define OPT_KNOB_PREFIX_CACHING    "prefix_caching"    /* on | off */
+#define OPT_KNOB_SPEC_METHOD       "spec_method"       /* none | ngram | draft_model | eagle | mtp */
+#define OPT_KNOB_SPEC_TOKENS       "spec_tokens"       /* draft tokens per step */
+#define OPT_KNOB_SPEC_DRAFT_TP     "spec_draft_tp"     /* the draft model's TP */
 
 enum opt_knob_kind {
 	OPT_KNOB_RANGE,       /* integer range on a log2 or linear grid */
@@ -120,12 +142,15 @@ struct opt_knob {
 	bool memory_monotone;
 	enum opt_memory_role memory; /* OPT_MEMORY_ANY for categorical knobs other than kv_cache_dtype */
 	enum opt_scale scale;        /* ranges only */
+	bool conditional;            /* "when": active only where `when` holds */
+	char when_text[96];          /* as written */
 	int64_t min, max, step;      /* ranges only */
 	size_t n_values;
 	double *numbers; /* RANGE and LIST_NUMBER: the value of each index */
 	char **strings;  /* LIST_STRING: the value of each index */
 };
 
+struct opt_test;
 /* A grid point: one value index per knob, in the space's knob order. Plain
  * data: copy and compare with memcmp (unused slots are zero). */
 struct opt_config {
@@ -177,6 +202,7 @@ struct opt_constraint {
 struct opt_space {
 	size_t n_knobs;
 	struct opt_knob knobs[OPT_KNOBS_MAX];
+	struct opt_test *when[OPT_KNOBS_MAX]; /* each conditional knob's test (owned), else NULL */
 	size_t n_constraints;
 	struct opt_constraint constraints[OPT_CONSTRAINTS_MAX];
 	unsigned gpus;   /* as given in the options; 0 = unchecked */
@@ -207,7 +233,11 @@ static inline void opt_space_freep(struct opt_space **p)
 /* Knob index by name, or -ENOENT. */
 int opt_space_knob_index(const struct opt_space *space, const char *name);
 
-/* Whether the configuration meets every constraint. */
+/* Whether knob k has a value in the configuration: it has no "when", or
+ * its test holds. */
+bool opt_knob_active(const struct opt_space *space, const struct opt_config *config, size_t k);
+/* Whether the configuration meets every constraint, holds its inactive
+ * knobs at their first value, and fits the GPUs (options->gpus). */
 bool opt_space_allowed(const struct opt_space *space, const struct opt_config *config);
 /* How far a configuration is from meeting the constraints: 0 when it does,
  * else at least 1 per broken constraint plus, for comparisons of positive
@@ -243,7 +273,7 @@ const char *opt_config_text(const struct opt_space *space, const struct opt_conf
 			    size_t size);
 
 /* The configuration as a JSON object {"max_num_seqs": 128, "quantization":
- * "fp8", ...}. The caller owns *ret. */
+ * "fp8", ...}, its inactive knobs left out. The caller owns *ret. */
 int opt_config_to_json(const struct opt_space *space, const struct opt_config *config, cJSON **ret);
 
 /* Position of a configuration in the full grid (mixed radix, first knob most
@@ -260,7 +290,8 @@ uint64_t opt_space_count(const struct opt_space *space);
 
 /* Snaps a normalised point (x[i] in [0, 1] per knob, clamped) to the grid:
  * idx = round(x · (n_values − 1)). For ranges on a log2 scale this is
- * snapping in log space. Constraints are not applied. */
+ * snapping in log space. Inactive knobs go to their first value; the
+ * constraints are not applied. */
 void opt_space_snap(const struct opt_space *space, const double *x, struct opt_config *ret);
 
 /* The normalised coordinate of a knob's value index (0 when it has one value). */

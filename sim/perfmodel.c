@@ -422,7 +422,9 @@ double sim_perf_step_time(const struct sim_perf *p, const struct sim_batch *b, s
 			 (p->gpu.ar_alpha + 2.0 * (tp - 1) / tp * bytes / (pr->busbw_frac * p->gpu.link_bw));
 	}
 
-	s.ovh = pr->t_fixed_ms * 1e-3 + pr->c_seq_us * 1e-6 * n_seq + pr->c_tok_us * 1e-6 * T +
+	/* The per-sequence CPU cost (§4.4: sampling, output processing) goes with each sampled
+	 * position: a verified draft is sampled too (rejection sampling), an accepted one processed. */
+	s.ovh = pr->t_fixed_ms * 1e-3 + pr->c_seq_us * 1e-6 * n_logits + pr->c_tok_us * 1e-6 * T +
 		pr->t_tp_ms * 1e-3 * (tp - 1);
 	if (pp > 1) {
 		/* One point-to-point send of T·d bf16 activations per hop between stages. */

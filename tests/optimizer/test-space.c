@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "json-util.h"
+#include "cost.h"
 #include "macro.h"
 #include "space.h"
 #include "tests.h"
@@ -344,8 +345,87 @@ static void test_categorical_constraints(void)
 	}
 }
 
+/* Conditional knobs: spec_tokens exists only with speculation (implicitly),
+ * an explicit "when" on any knob; one configuration per inactive
+ * combination, inactive knobs out of the JSON; DP × TP × PP within the GPUs. */
+static void test_conditional_and_gpus(void)
+{
+	static const char *const extra[] = { "data_parallel",
+					     "pipeline_parallel",
+					     "prefix_caching",
+					     "spec_method",
+					     "spec_tokens",
+					     "kv_cache_dtype",
+					     NULL };
+	_cleanup_(opt_space_freep) struct opt_space *s = space_ok(
+		"{\"search_space\": {\"spec_method\": [\"none\", \"ngram\", \"eagle\"], \"spec_tokens\": {\"min\": 1, "
+		"\"max\": 4}, \"tensor_parallel\": [1, 2], \"data_parallel\": [1, 2, 4]}}",
+		4, extra);
+	_cleanup_(freep) struct opt_config *all = NULL;
+	size_t n = 0, with_tokens = 0;
+	int km = opt_space_knob_index(s, "spec_method"), kt = opt_space_knob_index(s, "spec_tokens");
+	struct error err = { 0 };
+	struct opt_space *bad = NULL;
+
+	CHECK(km >= 0 && kt >= 0);
+	CHECK(s->knobs[kt].conditional);
+	CHECK_STR_EQ(s->knobs[kt].when_text, "spec_method != none");
+	/* data_parallel is categorical, like tensor_parallel */
+	CHECK(s->knobs[opt_space_knob_index(s, "data_parallel")].categorical);
+	/* (1 none + 2 methods × 4 tokens) × the (tp, dp) pairs within 4 GPUs: 1×1, 1×2, 1×4, 2×1, 2×2 */
+	CHECK_INT_EQ(opt_space_count(s), 9 * 5);
+	CHECK(opt_space_enumerate(s, &all, &n) == 0);
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+		bool spec = strcmp(s->knobs[km].strings[all[i].idx[km]], "none") != 0;
+
+		CHECK(opt_config_gpus(s, &all[i]) <= 4);
+		CHECK(opt_knob_active(s, &all[i], (size_t)kt) == spec);
+		if (!spec)
+			CHECK_INT_EQ(all[i].idx[kt], 0);
+		CHECK(opt_config_to_json(s, &all[i], &j) == 0);
+		CHECK((cJSON_GetObjectItemCaseSensitive(j, "spec_tokens") != NULL) == spec);
+		with_tokens += spec;
+	}
+	CHECK_INT_EQ(with_tokens, 8 * 5);
+	/* a point NLopt asks for with speculation off snaps to the one such configuration */
+	{
+		double x[OPT_KNOBS_MAX] = { 0 };
+		struct opt_config c;
+
+		x[kt] = 1.0;
+		opt_space_snap(s, x, &c);
+		CHECK_INT_EQ(c.idx[kt], 0);
+		CHECK(opt_space_allowed(s, &c));
+		c.idx[kt] = 3;
+		CHECK(!opt_space_allowed(s, &c));
+		CHECK(opt_space_violation(s, &c) >= 1);
+	}
+	/* an explicit condition on any knob; a condition may not name its own knob */
+	{
+		_cleanup_(opt_space_freep) struct opt_space *w = space_ok(
+			"{\"search_space\": {\"prefix_caching\": [\"on\", \"off\"], \"kv_cache_dtype\": {\"values\": "
+			"[\"auto\", \"fp8\"], \"when\": \"prefix_caching == on\"}}}",
+			0, extra);
+
+		CHECK_INT_EQ(opt_space_count(w), 3);
+	}
+	CHECK(space_from("{\"search_space\": {\"spec_method\": [\"none\", \"ngram\"], \"spec_tokens\": {\"min\": 1, "
+			 "\"max\": 4, \"when\": \"spec_tokens > 2\"}}}",
+			 0, extra, &bad, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "search_space.spec_tokens.when");
+	CHECK(space_from("{\"search_space\": {\"spec_method\": [\"none\", \"ngram\"], \"spec_tokens\": {\"min\": 1, "
+			 "\"max\": 4, \"when\": \"spec_method == medusa\"}}}",
+			 0, extra, &bad, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "medusa is not a value of spec_method");
+	/* a GPU knob beyond the host */
+	CHECK(space_from("{\"search_space\": {\"data_parallel\": [1, 8]}}", 4, extra, &bad, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "data_parallel 8 is more than the 4 GPUs");
+}
+
 int main(void)
 {
+	test_conditional_and_gpus();
 	test_example();
 	test_keys_stable();
 	test_errors();

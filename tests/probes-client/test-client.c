@@ -199,7 +199,9 @@ static struct probe_client *client_for(const char *base_url, const char *model, 
 /* Timing against the server's own send times, keep-alive, /metrics. */
 static void test_timing(struct server *s)
 {
-	enum { n = 20 };
+	enum {
+		n = 20
+	};
 	const uint32_t out = 8;
 	_cleanup_(probe_client_freep) struct probe_client *c = client_for(s->base_url, "ok:30:10", NULL);
 	struct probe_workload *w = make_workload(n, out, 20 * USEC_PER_MSEC);

@@ -610,14 +610,19 @@ static uint32_t draw_id(struct probe_rng *rng)
 	return PROBE_TOKEN_ID_MIN + (uint32_t)probe_rng_below(rng, PROBE_TOKEN_ID_MAX - PROBE_TOKEN_ID_MIN);
 }
 
-/* ids[from, to) of request index's own tokens: fresh draws, or with
- * repetition segments of them copied from ids[0, from + ...) before. */
-static void fill_own(const struct probe_workload_config *cfg, uint32_t index, uint32_t *ids, uint32_t from, uint32_t to)
+/* ids[from, to) of request index's own tokens (its prompt input_len long):
+ * fresh draws, or with repetition segments of them copied from
+ * ids[0, from + ...) before. The length moves the stream too: two workloads
+ * of one seed (a chat and a RAG run against one server) share no prompt
+ * beginnings a prefix cache would find. */
+static void fill_own(const struct probe_workload_config *cfg, uint32_t index, uint32_t input_len, uint32_t *ids,
+		     uint32_t from, uint32_t to)
 {
 	struct probe_rng rng, rep;
 	uint32_t k = from;
 
-	probe_rng_init(&rng, prompt_seed(cfg), STREAM_PROMPT + index);
+	probe_rng_init(&rng, prompt_seed(cfg) ^ ((uint64_t)input_len * UINT64_C(0xC2B2AE3D27D4EB4F)),
+		       STREAM_PROMPT + index);
 	if (cfg->prompt_repetition <= 0) {
 		for (; k < to; k++)
 			ids[k] = draw_id(&rng);
@@ -657,7 +662,7 @@ int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe
 	}
 	/* The conversation's first turn, then each later one up to r: answer, new message. */
 	at = MIN(w->requests[first].input_len, r->input_len);
-	fill_own(cfg, (uint32_t)first, ids, prefix, at);
+	fill_own(cfg, (uint32_t)first, w->requests[first].input_len, ids, prefix, at);
 	for (size_t i = first + conv; cfg->turns > 1 && i <= r->index; i += conv) {
 		const struct probe_request_spec *prev = &w->requests[i - conv];
 		uint32_t answer_end = MIN(at + prev->output_len, r->input_len);
@@ -666,7 +671,7 @@ int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe
 		for (uint32_t k = at; k < answer_end; k++)
 			ids[k] = draw_id(&rng);
 		at = MIN(w->requests[i].input_len, r->input_len);
-		fill_own(cfg, w->requests[i].index, ids, answer_end, at);
+		fill_own(cfg, w->requests[i].index, w->requests[i].input_len, ids, answer_end, at);
 	}
 	return 0;
 }

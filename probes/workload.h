@@ -242,7 +242,8 @@ bool probe_workload_has_ids(const struct probe_workload *w);
 
 /* Writes the token ids of r's prompt (r->input_len of them) to ids: its
  * shared prefix (prefix_len ids drawn for its prefix group) and the rest
- * drawn for the request alone, from the seed moved by the prompt variant —
+ * drawn for the request alone, from the seed moved by the prompt variant and
+ * its length (two workloads of one seed share no prompt beginnings) —
  * so any request's prompt is made on its own, in any order, the same every
  * time. -ENODATA when w's prompts are texts. */
 int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe_request_spec *r, uint32_t *ids);

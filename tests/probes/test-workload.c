@@ -83,6 +83,22 @@ static void test_defaults_and_determinism(void)
 	CHECK_INT_EQ(v->requests[10].input_len, a->requests[10].input_len);
 	CHECK(memcmp(ids_of(v, 10, 0), ids_of(a, 10, 1), a->requests[10].input_len * 4) != 0);
 	cfg.prompt_variant = 0;
+	/* another length, the same seed (a RAG run after a chat run against one
+	 * server): no prompt begins as its counterpart did, or the server's
+	 * prefix cache would find what the workload never shared */
+	{
+		struct probe_workload_config other = cfg;
+		size_t same_start = 0;
+
+		other.input = (struct probe_length_dist){ .kind = PROBE_DIST_FIXED, .mean = 200 };
+		cfg.input = (struct probe_length_dist){ .kind = PROBE_DIST_FIXED, .mean = 20 };
+		_cleanup_(probe_workload_freep) struct probe_workload *shortw = gen(&cfg);
+		_cleanup_(probe_workload_freep) struct probe_workload *longw = gen(&other);
+		for (size_t i = 0; i < shortw->n_requests; i++)
+			same_start += memcmp(ids_of(shortw, i, 0), ids_of(longw, i, 1), 4 * 4) == 0;
+		CHECK_MSG(same_start == 0, "%zu of %zu prompts begin alike", same_start, shortw->n_requests);
+		cfg.input = a->config.input;
+	}
 	cfg.seed = 43;
 	d = gen(&cfg);
 	size_t same = 0;

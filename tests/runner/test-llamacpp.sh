@@ -1,11 +1,19 @@
 #!/bin/sh
-# The llama.cpp profile against a real llama-server: a short offline study
-# over --parallel (max_num_seqs) and --batch-size/--ubatch-size
-# (max_num_batched_tokens) completes with `goodput tune`, every trial's
-# server command carrying the derived --ctx-size and the study's
-# engine_binary and engine_args; then a short online study (the rate search
-# with sequential verdicts) ends with an answer or no_feasible_config, and
-# no trial waits for the one before it to let go of its port.
+# The llama.cpp profile against a real llama-server, as its users run it.
+#
+# 1. The profile's flags exist in this llama-server (check-engine).
+# 2. A short offline study over --parallel (max_num_seqs) and --batch-size
+#    (max_num_batched_tokens) completes with `goodput tune`, every trial's
+#    server command carrying the derived --ctx-size and the study's
+#    engine_binary and engine_args.
+# 3. A newcomer's online study on a CPU host: the shipped profile, a plain
+#    two-knob space, the baseline on by default, an SLA tight enough that
+#    load points fail, points capped in time. The baseline deploys llama.cpp's
+#    defaults (1 slot, -b 2048) without --n-gpu-layers; the rate search runs
+#    (some point misses the SLA, some trial measures several rates); a point
+#    still undecided at its cap carries its cap and its 90 % interval; no point
+#    runs past its cap; the answer lists the defaults it leaves unset as flags;
+#    and no trial waits for the one before it to let go of its port.
 #
 # Runs when GOODPUT_LLAMA_SERVER (a llama-server binary) and
 # GOODPUT_LLAMA_MODEL (a GGUF file) are set; skipped (77) otherwise.
@@ -40,7 +48,7 @@ cat >"$dir/study.json" <<EOS
 	"name": "llamacpp-integration",
 	"engine": "llamacpp",
 	"model": { "name": "$GOODPUT_LLAMA_MODEL" },
-	"gpu": { "type": "local", "count": 1, "price_per_gpu_hour": 1 },
+	"gpu": { "type": "cpu", "cores": 2, "price_per_core_hour": 0.02 },
 	"engine_binary": "$dir/bin/llama-server",
 	"engine_args": ["--threads", "2"],
 	"search_space": {
@@ -64,31 +72,76 @@ grep -rq -- '--parallel' "$dir/logs" || fail "no --parallel in the server logs"
 grep -rq -- '--threads 2' "$dir/logs" || fail "no engine_args (--threads 2) in the server logs"
 cat "$dir/out.json"
 
-# Online: the rate search under a loose SLA, two configurations.
-python3 - "$dir/study.json" "$dir/online.json" <<'EOP' || fail "cannot write the online study"
-import json, sys
-s = json.load(open(sys.argv[1]))
-s.update(name="llamacpp-online", scenario="online", sla={"ttft_ms": 10000, "tpot_ms": 2000, "attainment": 0.9})
-s["search_space"]["max_num_seqs"] = [2, 4]
-s["budget"]["max_trials"] = 2
-json.dump(s, open(sys.argv[2], "w"))
-EOP
+# A newcomer's online study: the profile as shipped, two plain knobs, the
+# baseline of llama.cpp's defaults, one thread (two spin against each other
+# on a busy 2-core host), a TTFT bound a few service times wide and a TPOT
+# bound that a slot's decode holds alone but not beside another's prefill,
+# points capped at 20 s.
+cat >"$dir/online.json" <<EOS
+{
+	"name": "llamacpp-online",
+	"engine": "llamacpp",
+	"model": { "name": "$GOODPUT_LLAMA_MODEL" },
+	"gpu": { "type": "cpu", "cores": 2, "price_per_core_hour": 0.02 },
+	"engine_binary": "$dir/bin/llama-server",
+	"engine_args": ["--threads", "1"],
+	"search_space": { "max_num_seqs": [1, 2], "max_num_batched_tokens": [512, 2048] },
+	"workload": { "input_len": 256, "output_len": 16, "num_prompts": 16, "ignore_eos": true, "seed": 1 },
+	"sla": { "ttft_ms": 1500, "tpot_ms": 30, "attainment": 0.9 },
+	"budget": { "max_trials": 3, "max_wall_time": "15m", "min_configurations": 3 },
+	"probe": { "max_steps": 4, "request_timeout": 120, "max_point_seconds": 20, "tolerance": 0.1 }
+}
+EOS
 status=0
 "$goodput" tune --db "$dir/goodput.db" --log-dir "$dir/logs" --engines-dir "$src/configs/engines" \
-	--confirm 0 --json "$dir/online.json" >"$dir/online-out.json" || status=$?
+	--confirm 0 --json "$dir/online.json" >"$dir/online-out.json" 2>"$dir/online-err.txt" || status=$?
+cat "$dir/online-err.txt" >&2
 [ "$status" = 0 ] || [ "$status" = 3 ] || { cat "$dir/online-out.json" >&2; fail "online study exited $status"; }
-python3 - "$dir/goodput.db" <<'EOP' || fail "online study"
+python3 - "$dir/goodput.db" "$dir/online-out.json" "$status" <<'EOP' || fail "online study"
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-ts = db.execute("SELECT t.id, t.state, t.started_usec, t.finished_usec FROM trials t JOIN studies s"
-                " ON s.id = t.study_id WHERE s.name = 'llamacpp-online' ORDER BY t.seq").fetchall()
+out = json.load(open(sys.argv[2]))
+ts = db.execute("SELECT t.id, t.state, t.started_usec, t.finished_usec, t.kind, t.knobs, t.launch, t.host_json,"
+                " t.failure_message FROM trials t JOIN studies s ON s.id = t.study_id"
+                " WHERE s.name = 'llamacpp-online' ORDER BY t.seq").fetchall()
 assert ts, "no trials"
+# the baseline: llama.cpp's defaults, on a CPU host without --n-gpu-layers
+base = [t for t in ts if t[4] == "baseline"]
+assert base and json.loads(base[0][5]) == {"max_num_seqs": 1, "max_num_batched_tokens": 2048}, \
+    "baseline %r" % [(t[4], t[5]) for t in ts]
 for t in ts:
-    for (r,) in db.execute("SELECT result FROM load_points WHERE trial_id = ? AND phase = 'search'", (t[0],)):
-        assert json.loads(r).get("verdict") in ("met", "missed", "undecided"), "a load point without a verdict"
+    argv = json.loads(t[6])["argv"]
+    assert "--n-gpu-layers" not in argv, "a CPU study's server got --n-gpu-layers: %r" % argv
+version = json.loads(base[0][7] or "{}").get("engine_version") or ""
+assert version, "no engine version recorded"
+points, missed, capped, multi = [], 0, [], 0
+for t in ts:
+    ps = [json.loads(r) for (r,) in db.execute("SELECT result FROM load_points WHERE trial_id = ? AND phase ="
+                                                " 'search' ORDER BY seq", (t[0],))]
+    multi += len(ps) >= 2
+    for p in ps:
+        assert p.get("verdict") in ("met", "missed", "undecided"), "a load point without a verdict: %r" % p
+        assert p["duration"] <= 20 + 30, "a load point ran %.0f s, past its cap of 20 s" % p["duration"]
+        missed += not p["sla_met"]
+        if p["verdict"] == "undecided":
+            assert p.get("cap") in ("requests", "seconds") and len(p.get("attainment_ci") or []) == 2, \
+                "undecided without its cap and interval: %r" % p
+            capped.append(p)
+    points += ps
+assert missed > 0, "no load point missed the SLA: the rate search was not exercised"
+assert multi > 0, "no trial measured more than one rate: the rate search did not run"
+assert capped, "no load point reached its cap: the verdict at the cap went untested"
+if sys.argv[3] == "0":
+    best = out["best"]
+    assert "--ubatch-size 512" in best.get("engine_defaults", ""), "the answer lacks the defaults: %r" % best
+    assert "--parallel" in best["command"] and "--n-gpu-layers" not in best["command"], best["command"]
 gaps = [(b[2] - a[3]) / 1e6 for a, b in zip(ts, ts[1:])]
 assert all(g < 10 for g in gaps), "gaps between trials %r s: the teardown waited" % gaps
-print("online: %d trials, gaps %s s" % (len(ts), gaps))
+c = capped[0]
+print("online: %d trials (%s), %d search points, %d missed, %d at their cap (e.g. %.3g req/s: %.1f %%, 90 %% CI"
+      " %.0f-%.0f %%, %s cap), version %s, gaps %s s" % (len(ts), ", ".join(t[1] for t in ts), len(points), missed,
+      len(capped), c["request_rate"], c["attainment"] * 100, c["attainment_ci"][0] * 100,
+      c["attainment_ci"][1] * 100, c["cap"], version, gaps))
 EOP
 cat "$dir/online-out.json"
 echo ok

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: goodputd while a real study of many prompts runs its
-saturation load point against goodput-sim. For each workload size, RUNS
-times: a fresh goodputd, one study (128-token prompts, 16-token replies,
+saturation load point against goodput-sim (size 0: an idle goodputd, the
+machine's own share of the latency). For each workload size, RUNS times: a fresh goodputd, one study (128-token prompts, 16-token replies,
 the tiny test space), `status` asked every 50 ms for SECONDS once the
 probe runs; printed: status p50/p99/max, goodputd's peak RSS (VmHWM), the
 probe process's and the server's RSS at the end, then the spread over the
@@ -63,13 +63,14 @@ def one_run(args, n):
     tmp = tempfile.mkdtemp(prefix="bench-prompts-")
     d = Daemon(args.goodputd, args.goodput, tmp, verbose=False).start()
     try:
-        spec = tiny_spec("p%d" % n, trials=1)
-        spec["workload"].update({"num_prompts": n, "input_len": 128, "output_len": 16})
-        spec["probe"]["request_timeout"] = 600
-        r = d.request({"command": "submit", "study": spec})
-        if not r.get("ok"):
-            raise SystemExit("submit: %s" % r)
-        d.wait_phase(["probing"], seconds=300)
+        if n > 0:  # 0: an idle goodputd, the machine's own share of the latency
+            spec = tiny_spec("p%d" % n, trials=1)
+            spec["workload"].update({"num_prompts": n, "input_len": 128, "output_len": 16})
+            spec["probe"]["request_timeout"] = 600
+            r = d.request({"command": "submit", "study": spec})
+            if not r.get("ok"):
+                raise SystemExit("submit: %s" % r)
+            d.wait_phase(["probing"], seconds=300)
         lat = []
         end = time.monotonic() + args.seconds
         while time.monotonic() < end:
@@ -93,7 +94,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("goodputd")
     ap.add_argument("goodput")
-    ap.add_argument("--sizes", default="5000,50000,1000000")
+    ap.add_argument("--sizes", default="0,5000,50000,1000000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--check-status-ms", type=float, default=0)

@@ -16,7 +16,8 @@
 
 enum req_kind {
 	REQ_STREAM,
-	REQ_GET
+	REQ_GET,
+	REQ_POST /* a body of the caller's; the answer collected or relayed as it comes */
 };
 
 struct req {
@@ -30,7 +31,8 @@ struct req {
 	struct req *start_next;
 	void *userdata;
 	probe_client_stream_fn stream_done;
-	probe_client_get_fn get_done;
+	probe_client_get_fn get_done;   /* GET, POST */
+	probe_client_data_fn post_data; /* POST relayed: each piece of the answer */
 
 	char *body; /* request body (POST) */
 	size_t body_len, body_cap;
@@ -122,3 +124,5 @@ int probe_client_on_prereq(void *userdata, char *conn_primary_ip, char *conn_loc
  * contents); q itself stays with the caller. */
 void probe_client_finish_stream(struct probe_client *c, struct req *q, CURLcode code);
 void probe_client_finish_get(struct probe_client *c, struct req *q, CURLcode code);
+/* A POST's body piece: to the caller's data function, or collected. Returns len, or 0 to stop. */
+size_t probe_client_post_write(struct req *q, char *ptr, size_t len);

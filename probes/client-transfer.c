@@ -206,6 +206,8 @@ size_t probe_client_on_write(char *ptr, size_t size, size_t nmemb, void *userdat
 
 	if (q->status == 0)
 		(void)curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
+	if (q->kind == REQ_POST)
+		return probe_client_post_write(q, ptr, len);
 	if (q->kind == REQ_GET || q->status != 200) {
 		size_t take = len;
 
@@ -228,6 +230,29 @@ size_t probe_client_on_write(char *ptr, size_t size, size_t nmemb, void *userdat
 	}
 	if (probe_stream_feed(&q->st, ptr, len, now) < 0)
 		return 0; /* makes curl stop with CURLE_WRITE_ERROR */
+	return len;
+}
+
+size_t probe_client_post_write(struct req *q, char *ptr, size_t len)
+{
+	if (q->post_data) {
+		if (!q->post_data(q->client, q->status, ptr, len, q->userdata)) {
+			req_set_error(q, "the relay was stopped");
+			return 0;
+		}
+		return len;
+	}
+	if (q->resp_len + len > q->resp_max) {
+		req_set_error(q, "response larger than %zu bytes", q->resp_max);
+		return 0;
+	}
+	if (buf_reserve(&q->resp, &q->resp_cap, q->resp_len + len + 1) < 0) {
+		req_set_error(q, "out of memory");
+		return 0;
+	}
+	memcpy(q->resp + q->resp_len, ptr, len);
+	q->resp_len += len;
+	q->resp[q->resp_len] = '\0';
 	return len;
 }
 

@@ -99,6 +99,7 @@ static struct req *req_get(struct probe_client *c)
 	q->res = (struct probe_request_result){ 0 };
 	probe_stream_begin(&q->st, &q->res, 0, 0);
 	q->body_len = q->resp_len = 0;
+	q->post_data = NULL;
 	q->status = 0;
 	q->curl_err[0] = '\0';
 	return q;
@@ -178,6 +179,10 @@ static int req_common_opts(struct probe_client *c, struct req *q, const char *ur
 	SET(CURLOPT_TIMEOUT_MS, (long)(timeout_usec / USEC_PER_MSEC));
 	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)(c->cfg.connect_timeout_usec / USEC_PER_MSEC));
 	SET(CURLOPT_HTTPHEADER, q->kind == REQ_GET ? c->get_headers : c->headers);
+	if (q->kind == REQ_POST) {
+		SET(CURLOPT_POSTFIELDS, q->body);
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
+	}
 	if (c->cfg.fresh_connections && q->kind == REQ_STREAM)
 		SET(CURLOPT_FORBID_REUSE, 1L);
 	if (c->cfg.insecure) {
@@ -343,6 +348,50 @@ int probe_client_get(struct probe_client *c, const char *path, size_t max_bytes,
 	q->userdata = userdata;
 	q->resp_max = max_bytes;
 	r = req_common_opts(c, q, url, timeout_usec ? timeout_usec : c->cfg.request_timeout_usec);
+	if (r >= 0)
+		r = req_start(c, q);
+	if (r < 0) {
+		req_release(c, q);
+		return r;
+	}
+	return 0;
+}
+
+int probe_client_post(struct probe_client *c, const char *path, const char *body, size_t len, size_t max_bytes,
+		      uint64_t timeout_usec, probe_client_data_fn data, probe_client_get_fn done, void *userdata)
+{
+	_cleanup_(freep) char *url = NULL;
+	struct req *q;
+	int r;
+
+	if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+		return -ENOMEM;
+	q = req_get(c);
+	if (!q)
+		return -ENOMEM;
+	q->kind = REQ_POST;
+	q->configured = false;
+	curl_easy_reset(q->easy);
+	q->get_done = done;
+	q->post_data = data;
+	q->userdata = userdata;
+	q->resp_max = max_bytes;
+	r = len + 1 > q->body_cap ? -ENOMEM : 0;
+	if (r < 0) {
+		char *b = realloc(q->body, len + 1);
+
+		if (b) {
+			q->body = b;
+			q->body_cap = len + 1;
+			r = 0;
+		}
+	}
+	if (r >= 0) {
+		memcpy(q->body, body, len);
+		q->body[len] = '\0';
+		q->body_len = len;
+		r = req_common_opts(c, q, url, timeout_usec ? timeout_usec : c->cfg.request_timeout_usec);
+	}
 	if (r >= 0)
 		r = req_start(c, q);
 	if (r < 0) {

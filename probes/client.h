@@ -93,6 +93,19 @@ typedef void (*probe_client_get_fn)(struct probe_client *c, int r, long status, 
 int probe_client_get(struct probe_client *c, const char *path, size_t max_bytes, uint64_t timeout_usec,
 		     probe_client_get_fn done, void *userdata);
 
+/* One piece of a relayed POST's answer as it arrives, with the answer's
+ * status (the body of an error answer too); return false to end the
+ * transfer (its done callback then reports an error). */
+typedef bool (*probe_client_data_fn)(struct probe_client *c, long status, const char *data, size_t len, void *userdata);
+
+/* POSTs body (len bytes of JSON) to path on the same server, as a proxy
+ * forwards a request: without data, the answer (at most max_bytes, larger
+ * fails) comes whole to done as a GET's does; with data, each piece goes to
+ * data as it arrives and done (body "") tells the end. timeout_usec 0: the
+ * request timeout. The body is copied. */
+int probe_client_post(struct probe_client *c, const char *path, const char *body, size_t len, size_t max_bytes,
+		      uint64_t timeout_usec, probe_client_data_fn data, probe_client_get_fn done, void *userdata);
+
 /* Cancels every request sent with this userdata, without calling back. */
 void probe_client_cancel(struct probe_client *c, void *userdata);
 

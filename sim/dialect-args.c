@@ -20,6 +20,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
 #include "dialect-internal.h"
 #include "log.h"
@@ -85,6 +87,10 @@ enum {
 	O_SPEC_DRAFT_TOKENS,
 	O_SPECULATE,
 	O_DRAFT_MODEL,
+	O_KV_TRANSFER,
+	O_DISAGG_MODE,
+	O_DISAGG_BACKEND,
+	O_BOOTSTRAP_PORT,
 };
 
 struct flag {
@@ -131,6 +137,8 @@ static const struct flag sim_flags[] = {
 	{ "init-seconds", ACT_ENGINE, 0, "init-seconds", true },
 	{ "graph-capture-seconds", ACT_ENGINE, 0, "graph-capture-seconds", true },
 	{ "spec-acceptance", ACT_ENGINE, 0, "spec-acceptance", true },
+	{ "interconnect", ACT_ENGINE, 0, "interconnect", true },
+	{ "interconnect-gbps", ACT_ENGINE, 0, "interconnect-gbps", true },
 	{ 0 },
 };
 
@@ -147,6 +155,7 @@ static const struct flag vllm_flags[] = {
 	{ "disable-log-requests", ACT_IGNORE, 0, NULL, false },
 	{ "disable-log-stats", ACT_IGNORE, 0, NULL, false },
 	{ "dtype", ACT_IGNORE, 0, NULL, true },
+	{ "kv-transfer-config", ACT_OPT, O_KV_TRANSFER, NULL, true },
 	/* the rest: vLLM's engine flags, which goodput-sim's engine config speaks */
 	{ 0 },
 };
@@ -248,6 +257,11 @@ static const struct flag sglang_flags[] = {
 	{ "speculative-num-steps", ACT_ENGINE, 0, "spec-tokens", true },
 	{ "speculative-num-draft-tokens", ACT_OPT, O_SPEC_DRAFT_TOKENS, NULL, true },
 	{ "speculative-eagle-topk", ACT_IGNORE, 0, NULL, true },
+	{ "disaggregation-mode", ACT_OPT, O_DISAGG_MODE, NULL, true },
+	{ "disaggregation-transfer-backend", ACT_OPT, O_DISAGG_BACKEND, NULL, true },
+	{ "disaggregation-bootstrap-port", ACT_OPT, O_BOOTSTRAP_PORT, NULL, true },
+	{ "disaggregation-ib-device", ACT_IGNORE, 0, NULL, true },
+	{ "base-gpu-id", ACT_IGNORE, 0, NULL, true },
 	{ "trust-remote-code", ACT_IGNORE, 0, NULL, false },
 	{ "disable-cuda-graph", ACT_IGNORE, 0, NULL, false },
 	{ "log-level", ACT_IGNORE, 0, NULL, true },
@@ -437,6 +451,74 @@ static int apply_server(int id, const char *what, const char *v, struct sim_serv
 	return r;
 }
 
+/* vLLM's --kv-transfer-config: a KVTransferConfig as JSON. The connectors
+ * its registry has (vllm/distributed/kv_transfer/kv_connector/factory.py)
+ * and its three roles; the role only matters where the connector reads it
+ * (NixlConnector does not: the proxy decides). */
+static int apply_kv_transfer(const char *what, const char *v, struct sim_dialect_options *opt, struct error *err)
+{
+	static const char *const connectors[] = { "NixlConnector",          "P2pNcclConnector",
+						  "LMCacheConnectorV1",     "MooncakeConnector",
+						  "SharedStorageConnector", "MultiConnector",
+						  "ExampleConnector",       NULL };
+	static const char *const keys[] = { "kv_connector",
+					    "kv_role",
+					    "kv_buffer_device",
+					    "kv_buffer_size",
+					    "kv_rank",
+					    "kv_parallel_size",
+					    "kv_ip",
+					    "kv_port",
+					    "engine_id",
+					    "kv_connector_extra_config",
+					    "kv_load_failure_policy",
+					    "kv_connector_module_path",
+					    "enable_permute_local_kv",
+					    NULL };
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_ParseWithLength(v, strlen(v));
+	const cJSON *c, *role, *e;
+	bool known = false;
+
+	if (!cJSON_IsObject(j))
+		return error_set(err, -EINVAL, "%s: expected a JSON object, got \"%.60s\"", what, v);
+	cJSON_ArrayForEach(e, j)
+	{
+		bool ok = false;
+
+		for (size_t i = 0; keys[i]; i++)
+			ok = ok || strcmp(e->string, keys[i]) == 0;
+		if (!ok)
+			return error_set(err, -EINVAL, "%s: unexpected keyword argument '%s'", what, e->string);
+	}
+	c = cJSON_GetObjectItemCaseSensitive(j, "kv_connector");
+	role = cJSON_GetObjectItemCaseSensitive(j, "kv_role");
+	if (!cJSON_IsString(c))
+		return error_set(err, -EINVAL, "%s: kv_connector is required", what);
+	for (size_t i = 0; connectors[i]; i++)
+		known = known || strcmp(c->valuestring, connectors[i]) == 0;
+	if (!known)
+		return error_set(err, -EINVAL, "%s: ValueError: Unsupported connector type: %.40s", what,
+				 c->valuestring);
+	if (role && !cJSON_IsString(role))
+		return error_set(err, -EINVAL, "%s: kv_role must be a string", what);
+	if (!role || strcmp(role->valuestring, "kv_both") == 0)
+		opt->pd_role = SIM_PD_BOTH;
+	else if (strcmp(role->valuestring, "kv_producer") == 0)
+		opt->pd_role = SIM_PD_PREFILL;
+	else if (strcmp(role->valuestring, "kv_consumer") == 0)
+		opt->pd_role = SIM_PD_DECODE;
+	else
+		return error_set(err, -EINVAL,
+				 "%s: Unsupported kv_role: %.40s. Supported roles are kv_producer, "
+				 "kv_consumer and kv_both",
+				 what, role->valuestring);
+	/* NixlConnector reads no role: the proxy decides which worker prefills */
+	if (strcmp(c->valuestring, "NixlConnector") == 0)
+		opt->pd_role = SIM_PD_BOTH;
+	snprintf(opt->kv_connector, sizeof(opt->kv_connector), "%s", c->valuestring);
+	return 0;
+}
+
 static int apply_opt(int id, const char *what, const char *v, struct sim_dialect_options *opt,
 		     struct sim_dialect_pending *pd, struct sim_engine_config *ec, struct error *err)
 {
@@ -522,6 +604,39 @@ static int apply_opt(int id, const char *what, const char *v, struct sim_dialect
 		if (r >= 0)
 			ec->spec_method = SIM_SPEC_NGRAM;
 		break;
+	case O_KV_TRANSFER:
+		r = apply_kv_transfer(what, v, opt, err);
+		break;
+	case O_DISAGG_MODE:
+		if (strcmp(v, "prefill") == 0)
+			opt->pd_role = SIM_PD_PREFILL;
+		else if (strcmp(v, "decode") == 0)
+			opt->pd_role = SIM_PD_DECODE;
+		else if (strcmp(v, "null") == 0)
+			opt->pd_role = SIM_PD_NONE;
+		else
+			r = error_set(err, -EINVAL,
+				      "argument %s: invalid choice: '%s' (choose from 'null', 'prefill', "
+				      "'decode')",
+				      what, v);
+		break;
+	case O_DISAGG_BACKEND:
+		if (strcmp(v, "mooncake") != 0 && strcmp(v, "nixl") != 0 && strcmp(v, "ascend") != 0 &&
+		    strcmp(v, "fake") != 0)
+			r = error_set(err, -EINVAL,
+				      "argument %s: invalid choice: '%s' (choose from 'mooncake', 'nixl', "
+				      "'ascend', 'fake')",
+				      what, v);
+		else
+			snprintf(opt->kv_connector, sizeof(opt->kv_connector), "%s", v);
+		break;
+	case O_BOOTSTRAP_PORT: {
+		uint32_t port;
+
+		r = parse_u32(what, v, 1, 65535, &port, err);
+		opt->bootstrap_port = (uint16_t)port;
+		break;
+	}
 	case O_BACKEND:
 		if (strcmp(v, "pytorch") != 0 && strcmp(v, "trt") != 0 && strcmp(v, "tensorrt") != 0 &&
 		    strcmp(v, "_autodeploy") != 0)
@@ -664,8 +779,11 @@ static int python_mode(int argc, char **argv, int *ret_skip)
 static bool sim_only(const char *name)
 {
 	static const char *const names[] = {
-		"spec-method",     "spec-tokens", "spec-draft-model", "spec-draft-tp", "prefix-caching",
-		"dp-load-balance", NULL
+		"spec-method", "spec-tokens", "spec-draft-model", "spec-draft-tp", "prefix-caching", "dp-load-balance",
+		/* a disaggregated deployment is several servers, each a worker of its own */
+		"prefill-workers", "decode-workers", "prefill-tp", "decode-tp", "prefill-tensor-parallel-size",
+		"decode-tensor-parallel-size", "prefill-max-num-seqs", "prefill-max-num-batched-tokens",
+		"decode-max-num-seqs", "decode-max-num-batched-tokens", NULL
 	};
 
 	for (size_t i = 0; names[i]; i++)

@@ -49,6 +49,7 @@ void sim_dialect_options_init(struct sim_dialect_options *o)
 
 	*o = (struct sim_dialect_options){ .dialect = SIM_DIALECT_VLLM, .metrics_enabled = true };
 	o->llamacpp.gpu_layers = o->llamacpp.threads = o->llamacpp.threads_batch = -1;
+	o->bootstrap_port = 8998;
 	o->llamacpp.unknown_build = no_git && strcmp(no_git, "1") == 0;
 }
 

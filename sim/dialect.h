@@ -44,6 +44,14 @@ int sim_dialect_from_string(const char *s, enum sim_dialect *ret);
 #define SIM_TGI_VERSION     "3.3.4"
 #define SIM_TRTLLM_VERSION  "1.0.0"
 
+/* A worker's part in disaggregated serving, as its KV connector says. */
+enum sim_pd_role {
+	SIM_PD_NONE,    /* no connector: kv_transfer_params are not acted on */
+	SIM_PD_BOTH,    /* vLLM's kv_both (its NixlConnector does not tell roles apart): each request says */
+	SIM_PD_PREFILL, /* vLLM kv_producer, SGLang --disaggregation-mode prefill */
+	SIM_PD_DECODE,  /* vLLM kv_consumer, SGLang --disaggregation-mode decode */
+};
+
 /* What a dialect's flags set besides the engine config and the server's own
  * settings: the engine-specific switches the server acts on. */
 struct sim_dialect_options {
@@ -57,6 +65,10 @@ struct sim_dialect_options {
 	uint32_t max_input_tokens; /* TGI: longest prompt accepted */
 	uint32_t slots;            /* llama.cpp --parallel */
 	const char *model_arg;     /* the model as given (a GGUF path, an HF id), for log lines */
+	/* disaggregated serving (vLLM --kv-transfer-config, SGLang --disaggregation-*) */
+	enum sim_pd_role pd_role;
+	char kv_connector[48];   /* vLLM's kv_connector, SGLang's transfer backend */
+	uint16_t bootstrap_port; /* SGLang --disaggregation-bootstrap-port (8998) */
 	/* llama.cpp's own: what /props and the start-up log tell */
 	struct {
 		int32_t gpu_layers; /* --n-gpu-layers; -1: not given (b4748 offloads nothing then) */

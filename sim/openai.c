@@ -208,6 +208,30 @@ static int get_max_tokens(const cJSON *root, const char *key, struct sim_api_req
 	return 1;
 }
 
+/* kv_transfer_params (vLLM's KV connectors): null, or an object whose
+ * do_remote_decode / do_remote_prefill say the request's part; the rest
+ * (remote_engine_id, remote_block_ids, remote_host, remote_port) is the
+ * connector's and only tp_size is read. */
+static int parse_kv_transfer(const cJSON *root, struct sim_api_request *req, struct error *err)
+{
+	const cJSON *kv = cJSON_GetObjectItemCaseSensitive(root, "kv_transfer_params"), *tp;
+	int r;
+
+	if (!kv || cJSON_IsNull(kv))
+		return 0;
+	if (!cJSON_IsObject(kv))
+		return error_set(err, -EINVAL, "kv_transfer_params: expected an object");
+	r = json_get_bool(kv, "kv_transfer_params", "do_remote_decode", &req->kv_remote_decode, err);
+	if (r >= 0)
+		r = json_get_bool(kv, "kv_transfer_params", "do_remote_prefill", &req->kv_remote_prefill, err);
+	if (r < 0)
+		return r;
+	tp = cJSON_GetObjectItemCaseSensitive(kv, "tp_size");
+	if (cJSON_IsNumber(tp) && tp->valuedouble >= 1 && tp->valuedouble <= 1024)
+		req->kv_remote_tp = (uint32_t)tp->valuedouble;
+	return 0;
+}
+
 int sim_api_parse_request(enum sim_api_kind kind, const char *body, size_t len, struct sim_api_request *ret,
 			  struct error *err)
 {
@@ -241,6 +265,9 @@ int sim_api_parse_request(enum sim_api_kind kind, const char *body, size_t len, 
 		if (r < 0)
 			return r;
 	}
+	r = parse_kv_transfer(root, &req, err);
+	if (r < 0)
+		return r;
 	r = get_max_tokens(root, "max_tokens", &req, err);
 	if (r == 0 && kind == SIM_API_CHAT)
 		r = get_max_tokens(root, "max_completion_tokens", &req, err);

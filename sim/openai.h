@@ -36,6 +36,10 @@ struct sim_api_request {
 	bool stream;
 	bool include_usage; /* stream_options.include_usage */
 	bool ignore_eos;
+	/* disaggregated serving: vLLM's kv_transfer_params as its proxy sends them */
+	bool kv_remote_decode;  /* prefill here, the KV for a decode worker (do_remote_decode) */
+	bool kv_remote_prefill; /* the KV comes from a prefill worker (do_remote_prefill) */
+	uint32_t kv_remote_tp;  /* that worker's TP (tp_size; 0: not said) */
 };
 
 /* Parses a request body. On a client error returns -EINVAL (or -E2BIG for a

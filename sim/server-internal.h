@@ -117,6 +117,9 @@ struct sim_req {
 	uint32_t n_tokens, n_sent, cap_tokens;
 	const char *finish_reason;
 
+	bool kv_export;          /* a prefill for a decode worker: the answer carries kv_transfer_params */
+	struct sim_relay *relay; /* the proxy's: the request on its way through the workers */
+
 	/* pacing */
 	size_t heap_idx;   /* index in server->heap, SIZE_MAX when not queued */
 	uint64_t deadline; /* heap key */
@@ -156,7 +159,8 @@ struct sim_server {
 	sd_event *event;
 	struct sim_server_config cfg;
 	struct sim_engine_config ecfg;
-	struct sim_engine *engine; /* NULL when the start-up checks failed */
+	struct sim_engine *engine; /* NULL when the start-up checks failed, and for a proxy */
+	struct sim_router *router; /* the proxy's workers (NULL: an engine's server) */
 	struct error startup_err;
 	int startup_r;
 	struct sim_startup_check check; /* why it does not start (check.cause) */
@@ -301,7 +305,30 @@ void *sim_conns_uri_logged(void *cls, const char *uri, struct MHD_Connection *co
  * idle (the request completed). */
 void sim_conns_set_phase(struct sim_server *s, struct MHD_Connection *conn, enum sim_conn_phase p);
 
+/* ---- server-router.c: the proxy of a disaggregated deployment ---- */
+
+struct sim_router;
+struct sim_relay;
+/* Reaches the workers of rc (s->router set even on failure: free it with the server). */
+int sim_router_new(struct sim_server *s, const struct sim_router_config *rc, struct error *err);
+void sim_router_free(struct sim_router *rt);
+/* A completion for the workers: relayed (the connection suspended until the answer comes). */
+enum MHD_Result sim_router_forward(struct sim_req *r, const char *url);
+/* The access handler again for a relayed request: queues its response once the answer began. */
+enum MHD_Result sim_router_resumed(struct sim_req *r);
+/* The client's request ended (answered or gone): its relay stops. */
+void sim_router_request_done(struct sim_req *r);
+/* The proxy's health answer (vLLM's toy proxy: its JSON; SGLang's router: empty). */
+char *sim_router_render_health(struct sim_server *s);
+/* The lines the proxy prints when it serves. */
+void sim_router_print_startup(struct sim_server *s);
+
 /* ---- server.c ---- */
+
+/* Runs MHD from the loop soon (never inside another library's callback). */
+void sim_server_wake(struct sim_server *s);
+/* An error answer in the dialect's shape. */
+enum MHD_Result sim_server_queue_error(struct sim_req *r, unsigned status, const char *type, const char *message);
 
 /* Runs MHD once (twice after a resume) and re-arms the timers. */
 void sim_server_run_mhd(struct sim_server *s);

@@ -92,6 +92,16 @@ int sim_server_startup_begin(struct sim_server *s, const char *host, struct erro
 		snprintf(s->url, sizeof(s->url), "http://[%s]:%u", host, s->port);
 	else
 		snprintf(s->url, sizeof(s->url), "http://%s:%u", host, s->port);
+	if (s->router) {
+		/* a proxy loads nothing: it serves at once */
+		r = sim_server_start_mhd(s, err);
+		if (r < 0)
+			return r;
+		s->ready = true;
+		sim_router_print_startup(s);
+		(void)sd_notify(false, "READY=1\nSTATUS=serving");
+		return 0;
+	}
 	sim_timeline_build(&s->ecfg, &s->startup_phases, s->info ? s->info->memory.weights : s->check.mem.weights,
 			   s->load_usec, &s->timeline);
 	/* A refused argument is refused before anything loads. */

@@ -108,6 +108,11 @@ static enum MHD_Result queue_error(struct sim_req *r, unsigned status, const cha
 	return queue_buffer(r, status, "application/json", sim_api_error_json(message, type, param, status));
 }
 
+enum MHD_Result sim_server_queue_error(struct sim_req *r, unsigned status, const char *type, const char *message)
+{
+	return queue_error(r, status, type, NULL, message);
+}
+
 /* A request on a connection past --max-connections: what uvicorn (vLLM's,
  * SGLang's and TensorRT-LLM's server) answers past --limit-concurrency —
  * 503, "Service Unavailable" as text, and the connection closed. */
@@ -149,6 +154,38 @@ static void record_trace(struct sim_server *s, struct sim_req *r)
 	fflush(f);
 }
 
+/* A prefill for a decode worker: the answer says where the prompt's KV is,
+ * as vLLM's NixlConnector does (its engine, its blocks, the side channel it
+ * listens on, its TP); goodput-sim's decode worker reads tp_size. Takes
+ * body; NULL when out of memory. */
+static char *add_kv_transfer_params(struct sim_server *s, const struct sim_req *r, char *body)
+{
+	_cleanup_(freep) char *blocks = NULL, *out = NULL;
+	size_t n_blocks = (r->n_prompt + SIM_BLOCK_SIZE - 1) / SIM_BLOCK_SIZE, len = strlen(body), k = 0;
+	const char *side = getenv("VLLM_NIXL_SIDE_CHANNEL_PORT"), *host = getenv("VLLM_NIXL_SIDE_CHANNEL_HOST");
+
+	blocks = malloc(n_blocks * 12 + 3);
+	if (!blocks || len < 2 || body[len - 1] != '}') {
+		free(body);
+		return NULL;
+	}
+	blocks[k++] = '[';
+	for (size_t i = 0; i < n_blocks; i++)
+		k += (size_t)sprintf(blocks + k, "%s%zu", i ? "," : "", (r->id * 131 + i) % 65536);
+	blocks[k++] = ']';
+	blocks[k] = '\0';
+	body[len - 1] = '\0';
+	if (asprintf(&out,
+		     "%s,\"kv_transfer_params\":{\"do_remote_prefill\":true,\"do_remote_decode\":false,"
+		     "\"remote_block_ids\":%s,\"remote_engine_id\":\"goodput-sim-%ld\",\"remote_host\":\"%s\","
+		     "\"remote_port\":%s,\"tp_size\":%u}}",
+		     body, blocks, (long)getpid(), host && *host ? host : "localhost", side && *side ? side : "5600",
+		     s->ecfg.tp) < 0)
+		out = NULL;
+	free(body);
+	return TAKE_PTR(out);
+}
+
 static enum MHD_Result respond_completion_done(struct sim_req *r)
 {
 	struct sim_server *s = r->server;
@@ -169,6 +206,8 @@ static enum MHD_Result respond_completion_done(struct sim_req *r)
 	body = sim_api_format_response(&r->fmt, ids, r->n_tokens, r->finish_reason ? r->finish_reason : "length",
 				       r->n_prompt);
 	free(ids);
+	if (body && r->kv_export)
+		body = add_kv_transfer_params(s, r, body);
 	r->done_sent = true;
 	return queue_buffer(r, MHD_HTTP_OK, "application/json", body);
 }
@@ -288,7 +327,25 @@ static enum MHD_Result handle_completion(struct sim_req *r)
 		s->fixed_prompt_tokens += r->n_prompt;
 		s->fixed_generation_tokens += r->max_tokens;
 	} else {
-		k = sim_engine_submit(s->engine, r->id, r->api.prompt_ids, r->n_prompt, r->max_tokens, now, &err);
+		enum sim_pd_role role = s->cfg.dialect.pd_role;
+		bool decode = role != SIM_PD_NONE &&
+			      (r->api.kv_remote_prefill ||
+			       (role == SIM_PD_DECODE && s->cfg.dialect.dialect == SIM_DIALECT_SGLANG));
+
+		if (role == SIM_PD_DECODE && s->cfg.dialect.dialect == SIM_DIALECT_SGLANG && !r->api.kv_remote_prefill)
+			/* its router sends it where the prefill worker's KV goes */
+			return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL,
+					   "a decode worker (--disaggregation-mode decode) serves the requests its "
+					   "router sends, with the prefill worker's bootstrap_room");
+		r->kv_export = role != SIM_PD_NONE && !decode && (r->api.kv_remote_decode || role == SIM_PD_PREFILL) &&
+			       !r->api.stream;
+		if (decode)
+			k = sim_engine_submit_kv(s->engine, r->id, r->api.prompt_ids, r->n_prompt, r->max_tokens,
+						 r->api.kv_remote_tp ? r->api.kv_remote_tp : s->ecfg.tp, now, NULL,
+						 &err);
+		else
+			k = sim_engine_submit(s->engine, r->id, r->api.prompt_ids, r->n_prompt, r->max_tokens, now,
+					      &err);
 		if (k < 0)
 			return queue_error(r, MHD_HTTP_BAD_REQUEST, "BadRequestError", NULL, error_str(&err, k));
 		r->in_engine = true;
@@ -319,6 +376,7 @@ static enum sim_route route_of(const char *url, const char *method, bool *ret_me
 		enum sim_route route;
 	} table[] = {
 		{ "/health", "GET", SIM_ROUTE_HEALTH },
+		{ "/healthcheck", "GET", SIM_ROUTE_HEALTH }, /* vLLM's toy proxy */
 		{ "/v1/models", "GET", SIM_ROUTE_MODELS },
 		{ "/metrics", "GET", SIM_ROUTE_METRICS },
 		{ "/prometheus/metrics", "GET", SIM_ROUTE_PROMETHEUS },
@@ -338,6 +396,22 @@ static enum sim_route route_of(const char *url, const char *method, bool *ret_me
 	return SIM_ROUTE_UNKNOWN;
 }
 
+/* The proxy's routes: its health (vLLM's toy proxy has only /healthcheck,
+ * SGLang's router /health) and the completions it relays. */
+static enum MHD_Result handle_router(struct sim_req *r, const char *url)
+{
+	struct sim_server *s = r->server;
+	bool vllm = s->cfg.router->style == SIM_ROUTER_VLLM_PROXY;
+	char msg[300];
+
+	if (r->route == SIM_ROUTE_HEALTH && strcmp(url, vllm ? "/healthcheck" : "/health") == 0)
+		return queue_buffer(r, MHD_HTTP_OK, "application/json", sim_router_render_health(s));
+	if (r->route == SIM_ROUTE_COMPLETIONS || r->route == SIM_ROUTE_CHAT)
+		return sim_router_forward(r, url);
+	snprintf(msg, sizeof(msg), "Not Found: %.200s", url);
+	return queue_error(r, MHD_HTTP_NOT_FOUND, "NotFoundError", NULL, msg);
+}
+
 static enum MHD_Result handle_final(struct sim_req *r, const char *url, const char *method)
 {
 	struct sim_server *s = r->server;
@@ -354,6 +428,8 @@ static enum MHD_Result handle_final(struct sim_req *r, const char *url, const ch
 		snprintf(msg, sizeof(msg), "Method %.20s not allowed for %.200s", method, url);
 		return queue_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "MethodNotAllowed", NULL, msg);
 	}
+	if (s->router)
+		return handle_router(r, url);
 	/* llama.cpp answers every route but its web page with 503 while it loads. */
 	if (!s->ready && s->cfg.dialect.dialect == SIM_DIALECT_LLAMACPP)
 		return queue_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", NULL, "Loading model");
@@ -470,6 +546,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		/* A resumed non-streaming completion (or a spurious wake-up). */
 		if (r->aborted || s->stopping || s->hung)
 			return MHD_NO;
+		if (r->relay)
+			return sim_router_resumed(r);
 		if (r->finished && sim_req_next_due(r) <= mono_usec())
 			return respond_completion_done(r);
 		sim_req_suspend(r);
@@ -495,6 +573,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	if (r->counted)
 		s->in_flight--;
+	sim_router_request_done(r);
 	if (r->id > 0 && !r->done_sent)
 		r->aborted = true;
 	sim_req_unindex(s, r);
@@ -586,6 +665,13 @@ static int on_pacer(sd_event_source *src, uint64_t usec, void *userdata)
 	else
 		server_rearm(s);
 	return 0;
+}
+
+void sim_server_wake(struct sim_server *s)
+{
+	s->need_run = true;
+	(void)sd_event_source_set_time(s->pacer, 1);
+	(void)sd_event_source_set_enabled(s->pacer, SD_EVENT_ONESHOT);
 }
 
 static int on_mhd_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -758,8 +844,15 @@ int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const s
 		return -ENOMEM;
 	}
 
-	r = sim_engine_new(&s->ecfg, &cb, s, &s->engine, &s->startup_err);
-	if (r < 0) {
+	if (cfg->router) {
+		/* a proxy: no engine, the workers' clients */
+		r = sim_router_new(s, cfg->router, err);
+		if (r < 0) {
+			sim_server_free(s);
+			return r;
+		}
+		(void)sim_engine_config_resolve(&s->ecfg, NULL);
+	} else if ((r = sim_engine_new(&s->ecfg, &cb, s, &s->engine, &s->startup_err)) < 0) {
 		s->engine = NULL;
 		s->startup_r = r;
 		(void)sim_engine_check_startup(&s->ecfg, &s->check, NULL);
@@ -776,7 +869,7 @@ int sim_server_new(sd_event *event, const struct sim_server_config *cfg, const s
 		return -ENOMEM;
 	}
 	/* A configuration that does not start still takes its time to fail. */
-	s->load_usec = sim_engine_startup_usec(&s->ecfg, &s->startup_phases);
+	s->load_usec = cfg->router ? 0 : sim_engine_startup_usec(&s->ecfg, &s->startup_phases);
 	if (s->cfg.load_usec_set)
 		s->load_usec = s->cfg.load_usec;
 
@@ -840,6 +933,7 @@ struct sim_server *sim_server_free(struct sim_server *s)
 	safe_close(s->listen_fd);
 	sim_server_metrics_done(s);
 	sim_engine_free(s->engine);
+	sim_router_free(s->router);
 	if (s->trace)
 		fclose(s->trace);
 	free(s->heap);

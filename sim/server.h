@@ -24,6 +24,26 @@
 #define SIM_SERVER_DEFAULT_HEADER_SEC      10
 #define SIM_SERVER_DEFAULT_BODY_SEC        60
 
+/* goodput-sim as the proxy of a disaggregated deployment (server-router.c). */
+enum sim_router_style {
+	SIM_ROUTER_VLLM_PROXY, /* vLLM's toy_proxy_server.py: /healthcheck */
+	SIM_ROUTER_SGLANG,     /* SGLang's router in PD mode: /health */
+};
+
+struct sim_router_config {
+	enum sim_router_style style;
+	char **prefill, **decode; /* the workers' base URLs (owned) */
+	size_t n_prefill, n_decode;
+};
+
+/* Parses the proxy's command line (argv[first..]) in the style's own
+ * flags into rc (the caller frees it with sim_router_config_done) and sets
+ * sc->router to it. Returns 0, or 1 + an exit status (help shown, or a
+ * usage error printed in the proxy's words). */
+int sim_router_args_parse(int argc, char **argv, int first, enum sim_router_style style, struct sim_server_config *sc,
+			  struct sim_router_config *rc);
+void sim_router_config_done(struct sim_router_config *rc);
+
 struct sim_server_config {
 	const char *host;              /* numeric address or name to bind; "127.0.0.1" */
 	uint16_t port;                 /* 0 = any free port */
@@ -42,6 +62,8 @@ struct sim_server_config {
 	struct sim_faults faults;
 	struct sim_dialect_options dialect; /* the engine it passes for (vLLM by default) */
 	const char *gpu_ledger;             /* directory of the host's GPU locks; NULL = none */
+	/* not NULL: no engine, the proxy of these workers (borrowed; outlives the server) */
+	const struct sim_router_config *router;
 };
 
 struct sim_server;

@@ -79,29 +79,68 @@ static int acceptance_from_env(struct sim_engine_config *ec)
 	return 0;
 }
 
+/* How goodput-sim was asked to run: as a proxy of a disaggregated
+ * deployment (`goodput-sim proxy` with vLLM's toy proxy's flags, `goodput-sim
+ * router` or `python3 -m sglang_router.launch_router` with SGLang's
+ * router's) or, by default, as an engine. *ret_first: where its flags begin. */
+static bool router_mode(int argc, char **argv, enum sim_router_style *ret_style, int *ret_first)
+{
+	const char *base = strrchr(argv[0], '/');
+
+	base = base ? base + 1 : argv[0];
+	if (argc > 1 && strcmp(argv[1], "proxy") == 0) {
+		*ret_style = SIM_ROUTER_VLLM_PROXY;
+		*ret_first = 2;
+		return true;
+	}
+	if (argc > 1 && strcmp(argv[1], "router") == 0) {
+		*ret_style = SIM_ROUTER_SGLANG;
+		*ret_first = 2;
+		return true;
+	}
+	if (argc > 2 && (strcmp(base, "python3") == 0 || strcmp(base, "python") == 0) && strcmp(argv[1], "-m") == 0 &&
+	    strcmp(argv[2], "sglang_router.launch_router") == 0) {
+		*ret_style = SIM_ROUTER_SGLANG;
+		*ret_first = 3;
+		return true;
+	}
+	return false;
+}
+
 static int cmd_serve(int argc, char **argv)
 {
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	_cleanup_(sim_router_config_done) struct sim_router_config rc = { 0 };
 	struct sim_gpu_ledger ledger = { .n = 0 };
 	struct sim_server_config sc;
 	struct sim_engine_config ec;
 	struct sim_server *server = NULL;
 	struct error err = { 0 };
+	enum sim_router_style style;
 	sigset_t mask;
 	const char *host;
-	int r;
+	int first, r;
 
 	sim_server_config_init(&sc);
 	sim_engine_config_init(&ec);
-	r = acceptance_from_env(&ec);
-	if (r > 0)
-		return r - 1;
-	r = sim_args_parse(argc, argv, &sc, &ec, &sc.dialect);
-	if (r > 0)
-		return r - 1;
-	r = take_gpus(&sc, &ec, &ledger);
-	if (r > 0)
-		return r - 1;
+	if (router_mode(argc, argv, &style, &first)) {
+		/* a proxy holds no GPU and loads no model */
+		r = sim_router_args_parse(argc, argv, first, style, &sc, &rc);
+		if (r > 0)
+			return r - 1;
+		sc.dialect.dialect = style == SIM_ROUTER_SGLANG ? SIM_DIALECT_SGLANG : SIM_DIALECT_VLLM;
+		sc.served_model_name = "";
+	} else {
+		r = acceptance_from_env(&ec);
+		if (r > 0)
+			return r - 1;
+		r = sim_args_parse(argc, argv, &sc, &ec, &sc.dialect);
+		if (r > 0)
+			return r - 1;
+		r = take_gpus(&sc, &ec, &ledger);
+		if (r > 0)
+			return r - 1;
+	}
 
 	(void)signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);

@@ -33,17 +33,27 @@ class Sim:
         self.check_exit = True  # __exit__ requires a clean exit 0 (sanitizers report through it)
         deadline = time.monotonic() + timeout
         line = ""
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if r:
-                line = self.proc.stdout.readline()
-                if not line:
-                    break
-                m = LISTEN_RE.match(line.rstrip("\n"))
+        # Lines are split here from what the pipe holds: a buffered readline()
+        # would read several lines ahead, and select() would not see them.
+        fd, pending, eof = self.proc.stdout.fileno(), b"", False
+        while time.monotonic() < deadline and not eof:
+            if b"\n" not in pending:
+                r, _, _ = select.select([fd], [], [], 0.2)
+                if not r:
+                    if self.proc.poll() is not None:
+                        break
+                    continue
+                chunk = os.read(fd, 4096)
+                eof = not chunk
+                pending += chunk
+            while b"\n" in pending:
+                raw, pending = pending.split(b"\n", 1)
+                line = raw.decode(errors="replace")
+                m = LISTEN_RE.match(line)
                 if m:
                     self.host, self.port = m.group(1), int(m.group(2))
                     break
-            elif self.proc.poll() is not None:
+            if self.port is not None:
                 break
         if self.port is None:
             self.stop()

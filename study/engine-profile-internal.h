@@ -28,5 +28,12 @@ int engine_profile_parse_series(const cJSON *v, const char *path, const struct j
 /* The "defaults" key's table (read after "knobs": it names them). */
 extern const struct json_field engine_profile_defaults_fields[];
 
+/* ---- engine-profile-roles.c ---- */
+
+/* The "roles" key's table and its callback (read after "knobs"). */
+extern const struct json_field engine_profile_roles_fields[];
+int engine_profile_parse_roles(const cJSON *v, const char *path, const struct json_field *f, void *base,
+			       struct error *err);
+
 /* Frees the compiled expressions. */
 void engine_profile_free_regexes(struct engine_profile *p);

@@ -492,6 +492,9 @@ static const struct json_field profile_fields[] = {
 	  .doc = "argv printing every flag, read by `goodput check-engine`" },
 	{ "resources", JSON_OBJECT, .fields = resources_fields,
 	  .doc = "what one server needs besides its GPUs, asked of a cluster scheduler (deploy.method slurm)" },
+	{ "roles", JSON_OBJECT, .fields = engine_profile_roles_fields, .callback = engine_profile_parse_roles,
+	  .doc = "how the engine serves disaggregated: what its prefill and decode workers add to its command, and "
+		 "its router (deploy.shape)" },
 	{ 0 },
 };
 

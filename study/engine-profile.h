@@ -54,7 +54,16 @@
  *           by `goodput check-engine`;
  *   "resources": { "cpus": N, "memory_gib": X }: what one server needs
  *           besides its GPUs, asked of a cluster scheduler with each trial's
- *           job (Slurm's --cpus-per-task and --mem).
+ *           job (Slurm's --cpus-per-task and --mem);
+ *   "roles": how the engine serves disaggregated (engine-profile-roles.c):
+ *           { "prefill": { "args": [...], "env": {...} }, "decode": {...},
+ *             "router": { "argv": [...], "env", "port", "health",
+ *             "startup_timeout" } }: each worker is the engine's command for
+ *           its side's knobs plus its role's args and env ({aux_port}: a
+ *           second free port of its own, for a KV side channel or a
+ *           bootstrap server); the router's argv holds groups (nested
+ *           arrays) repeated for each worker ({prefill_url}, {prefill_host},
+ *           {prefill_port}, {prefill_aux_port}; {decode_...} likewise).
  *
  * Rendering also refuses a tensor_parallel that does not divide the host's
  * GPU count.
@@ -175,6 +184,18 @@ struct engine_profile {
 	const char **help_command;        /* NULL-terminated (array owned) or NULL */
 	uint32_t job_cpus;                /* resources.cpus (default 1) */
 	double job_memory_gib;            /* resources.memory_gib (0: the scheduler's default) */
+	/* disaggregated serving ("roles"; present false: the engine has none) */
+	struct {
+		bool present;
+		const cJSON *prefill_args, *decode_args; /* arrays of strings, or NULL */
+		const cJSON *prefill_env, *decode_env;   /* objects, or NULL */
+		const cJSON *router_argv;                /* strings and groups (arrays of strings) */
+		const cJSON *router_env;                 /* object, or NULL */
+		enum engine_port_mode router_port_mode;
+		const char *router_announce_prefix;
+		const char *router_health_path;
+		uint64_t router_health_interval_usec, router_startup_timeout_usec;
+	} roles;
 	/* goodput-sim as installed with this goodput (owned): the commands
 	 * above that name it point here; NULL: left to $PATH */
 	char *own_program;
@@ -289,6 +310,8 @@ struct engine_render_params {
 
 /* What {port} renders as in a job's command (deploy-slurm-job.c fills it in). */
 #define ENGINE_PORT_PLACEHOLDER "@GOODPUT_PORT@"
+/* ... and a worker's {aux_port} (a second free port on its node). */
+#define ENGINE_AUX_PORT_PLACEHOLDER "@GOODPUT_AUX_PORT@"
 
 /* A server's command line and extra environment ("NAME=value"), both
  * NULL-terminated and owned (engine_command_free). */
@@ -321,6 +344,59 @@ int engine_profile_render_trial(const struct engine_profile *p, const struct stu
  * ENGINE_PORT_PLACEHOLDER and gpu_env is left to the scheduler. */
 int engine_profile_render_job(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
 			      const char *host, struct engine_command *ret, struct error *err);
+
+/* ---- disaggregated serving (engine-profile-roles.c) ---- */
+
+enum engine_role {
+	ENGINE_ROLE_PREFILL,
+	ENGINE_ROLE_DECODE,
+	ENGINE_ROLE_ROUTER,
+	_ENGINE_ROLE_MAX,
+};
+
+/* "prefill", "decode", "router". */
+const char *engine_role_to_string(enum engine_role r);
+
+/* The shape of a disaggregated configuration, from its knobs: P prefill and
+ * D decode workers (prefill_workers, decode_workers; 1 when absent), each of
+ * its side's TP (prefill_tensor_parallel, decode_tensor_parallel; else
+ * tensor_parallel, else 1). */
+struct engine_pd_shape {
+	unsigned prefill_workers, decode_workers;
+	unsigned prefill_tp, decode_tp;
+};
+/* Whether knobs describe a disaggregated configuration (shape
+ * "disaggregated", or no shape knob and a workers knob), and its shape. */
+bool engine_knobs_disaggregated(const cJSON *knobs, struct engine_pd_shape *ret);
+/* The GPUs it holds: P × TP_p + D × TP_d. */
+unsigned engine_pd_shape_gpus(const struct engine_pd_shape *s);
+
+/* One worker's knobs: the configuration's knobs that apply to every
+ * server (quantization, kv_cache_dtype, ...) and its side's (prefill_X
+ * becomes X), without the shape's own. The caller owns *ret. */
+int engine_role_knobs(const cJSON *knobs, enum engine_role role, cJSON **ret);
+
+/* A worker's command: the engine's command for its knobs (as
+ * engine_profile_render_trial, or a job's when port_text is set: see
+ * engine_render_params) with its role's args and env; aux_port fills
+ * {aux_port} (aux_text instead for a job). */
+int engine_profile_render_worker(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+				 enum engine_role role, const char *host, uint16_t port, uint16_t aux_port,
+				 const unsigned *devices, unsigned n_devices, bool job, struct engine_command *ret,
+				 struct error *err);
+
+/* Where a worker serves, for the router's command. */
+struct engine_worker_address {
+	const char *host; /* numeric or a node's name */
+	uint16_t port, aux_port;
+};
+
+/* The router's command for workers serving at the given addresses; port
+ * 0 with the router's port mode "announce". */
+int engine_profile_render_router(const struct engine_profile *p, const struct study *s, const char *host, uint16_t port,
+				 const struct engine_worker_address *prefill, size_t n_prefill,
+				 const struct engine_worker_address *decode, size_t n_decode,
+				 struct engine_command *ret, struct error *err);
 
 /* A stored spec (its JSON text) as a study, the extra knobs of its engine's
  * profile (engine_profile_find) allowed; the profile to *ret_profile when

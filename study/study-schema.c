@@ -27,11 +27,13 @@ static const char *const scenario_names[] = { "online", "offline", NULL };
 static const char *const cost_tokens_names[] = { "output", "input+output", NULL };
 const char *const study_method_names[] = { "exec", "systemd", "command", "slurm", NULL };
 const char *const study_quant_names[] = { "none", "fp8", "int8", "awq", NULL };
+const char *const study_shape_names[] = { "aggregated", "disaggregated", "both", NULL };
 
 /* JSON_ENUM stores an int: the enums it fills must be int-sized, in the order of their names. */
 _Static_assert(sizeof(enum opt_scenario) == sizeof(int), "enum opt_scenario is not int-sized");
 _Static_assert(sizeof(enum opt_cost_tokens) == sizeof(int), "enum opt_cost_tokens is not int-sized");
 _Static_assert(sizeof(enum study_deploy_method) == sizeof(int), "enum study_deploy_method is not int-sized");
+_Static_assert(sizeof(enum study_shape) == sizeof(int) && STUDY_SHAPE_BOTH == 2, "enum study_shape follows its names");
 _Static_assert(OPT_SCENARIO_OFFLINE == 1 && OPT_COST_TOKENS_TOTAL == 1 && STUDY_DEPLOY_SLURM == 3,
 	       "the enums follow their names");
 
@@ -436,6 +438,13 @@ static const struct json_field deploy_fields[] = {
 		 "never --wrap" },
 	{ "poll_interval", JSON_DURATION, OFF(deploy.poll_interval_usec), .min = 0.1, .max = 600, .def = "2",
 	  .doc = "slurm: how often the queue is read (squeue --json) for the states of the study's jobs" },
+	{ "shape", JSON_ENUM, OFF(deploy.shape), .choices = study_shape_names, .def = "aggregated",
+	  .doc = "aggregated (one server: prefill and decode on the same GPUs), disaggregated (prefill workers, "
+		 "decode workers and the engine's router: search_space's prefill_workers, decode_workers and "
+		 "prefill_/decode_ knobs) or both (the search's \"shape\" knob chooses; the answer compares them)" },
+	{ "router_binary", JSON_STRING, OFF(deploy.router_binary), .max = 4096, .def = "the profile's",
+	  .doc = "disaggregated: the router's program instead of the profile's roles.router.argv[0] (vLLM does not "
+		 "install its toy_proxy_server.py: a path to it, made executable)" },
 	{ 0 },
 };
 

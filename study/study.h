@@ -49,6 +49,13 @@ enum study_deploy_method {
 	STUDY_DEPLOY_SLURM,   /* each trial a job on a Slurm cluster (deploy-slurm.c) */
 };
 
+/* How a configuration serves: one server, or prefill and decode workers behind a router. */
+enum study_shape {
+	STUDY_SHAPE_AGGREGATED,
+	STUDY_SHAPE_DISAGGREGATED,
+	STUDY_SHAPE_BOTH, /* the search's "shape" knob chooses */
+};
+
 #define STUDY_NAME_MAX       128
 #define STUDY_GPUS_MAX       64 /* GPUs a study may use, and the largest index + 1 */
 #define STUDY_SPEC_MAX_BYTES (1024 * 1024)
@@ -146,6 +153,8 @@ struct study {
 		const char **extra_args;
 		uint64_t poll_interval_usec;
 		bool host_given; /* deploy.host was in the spec (slurm servers listen on 0.0.0.0 otherwise) */
+		enum study_shape shape;
+		const char *router_binary; /* disaggregated: the router's program; NULL: the profile's */
 	} deploy;
 
 	struct {

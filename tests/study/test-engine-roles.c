@@ -1,0 +1,223 @@
+/* test-engine-roles.c — the commands of a disaggregated configuration's
+ * roles, as an operator would type them for each shipped engine that has
+ * roles: each worker is the engine's command for its side's knobs plus its
+ * role's connector flags, its own side-channel port; the router names every
+ * worker the way the engine's proxy takes them (vLLM's toy proxy: hosts and
+ * ports lists; SGLang's router: --prefill URL BOOTSTRAP_PORT per worker).
+ * Also the knobs each side gets, the shape read from a configuration, and a
+ * profile without roles refusing. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine-profile.h"
+#include "json-util.h"
+#include "macro.h"
+#include "tests.h"
+
+static cJSON *J(const char *s)
+{
+	struct error err = { 0 };
+	cJSON *j = NULL;
+
+	CHECK_MSG(json_parse_strict("test", s, strlen(s), &j, &err) == 0, "%s", err.msg);
+	return j;
+}
+
+static struct engine_profile *load(const char *name)
+{
+	struct engine_profile *p = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(engine_profile_find(name, TEST_SOURCE_ROOT "/configs/engines", &p, &err) == 0, "%s", err.msg);
+	return p;
+}
+
+static struct study *study(const char *engine)
+{
+	char spec[1024];
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct study_options opts = { 0 };
+	struct study *s = NULL;
+	struct error err = { 0 };
+
+	snprintf(spec, sizeof(spec),
+		 "{\"name\": \"pd\", \"engine\": \"%s\", \"model\": {\"name\": \"meta-llama/Llama-3.1-8B-Instruct\"},"
+		 " \"gpu\": {\"type\": \"H100\", \"count\": 4, \"price_per_gpu_hour\": 3},"
+		 " \"search_space\": {\"max_num_seqs\": [64]}, \"sla\": {\"ttft_ms\": 1000, \"tpot_ms\": 50},"
+		 " \"workload\": {\"input_len\": 100, \"output_len\": 10, \"num_prompts\": 10}, \"budget\": "
+		 "{\"max_trials\": 4}}",
+		 engine);
+	j = J(spec);
+	CHECK_MSG(study_from_json(j, &opts, &s, &err) == 0, "%s", err.msg);
+	return s;
+}
+
+/* argv joined with spaces, env likewise. */
+static void joined(char **v, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; v && v[i] && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", v[i]);
+}
+
+static const char *const knobs_pd =
+	"{\"shape\": \"disaggregated\", \"prefill_workers\": 2, \"decode_workers\": 1, \"prefill_tensor_parallel\": 1,"
+	" \"decode_tensor_parallel\": 2, \"prefill_max_num_batched_tokens\": 8192, \"decode_max_num_seqs\": 128,"
+	" \"quantization\": \"fp8\"}";
+
+static void test_shape_and_knobs(void)
+{
+	_cleanup_(cJSON_Deletep) cJSON *k = J(knobs_pd), *pre = NULL, *dec = NULL, *agg = NULL;
+	struct engine_pd_shape s;
+	char buf[512];
+
+	CHECK(engine_knobs_disaggregated(k, &s));
+	CHECK_INT_EQ(s.prefill_workers, 2);
+	CHECK_INT_EQ(s.decode_workers, 1);
+	CHECK_INT_EQ(s.prefill_tp, 1);
+	CHECK_INT_EQ(s.decode_tp, 2);
+	CHECK_INT_EQ(engine_pd_shape_gpus(&s), 4);
+	CHECK(engine_role_knobs(k, ENGINE_ROLE_PREFILL, &pre) == 0);
+	CHECK(engine_role_knobs(k, ENGINE_ROLE_DECODE, &dec) == 0);
+	study_knobs_json_text(pre, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "max_num_batched_tokens=8192");
+	CHECK_STR_CONTAINS(buf, "tp=1");
+	CHECK_STR_CONTAINS(buf, "fp8");
+	CHECK(!strstr(buf, "max_num_seqs"));
+	CHECK(!strstr(buf, "workers"));
+	study_knobs_json_text(dec, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "max_num_seqs=128");
+	CHECK_STR_CONTAINS(buf, "tp=2");
+	CHECK(!strstr(buf, "8192"));
+
+	agg = J("{\"shape\": \"aggregated\", \"tensor_parallel\": 2}");
+	CHECK(!engine_knobs_disaggregated(agg, &s));
+}
+
+static void test_sim(void)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = load("sim");
+	_cleanup_(study_freep) struct study *s = study("sim");
+	_cleanup_(cJSON_Deletep) cJSON *k = J(knobs_pd);
+	_cleanup_(engine_command_done) struct engine_command w = { 0 }, r = { 0 };
+	const struct engine_worker_address pre[] = { { "127.0.0.1", 8101, 5601 }, { "127.0.0.1", 8102, 5602 } },
+					   dec[] = { { "127.0.0.1", 8103, 5603 } };
+	const unsigned devices[] = { 2, 3 };
+	struct error err = { 0 };
+	char buf[2048];
+
+	CHECK(p->roles.present);
+	CHECK_MSG(engine_profile_render_worker(p, s, k, ENGINE_ROLE_DECODE, "127.0.0.1", 0, 5603, devices, 2, false, &w,
+					       &err) == 0,
+		  "%s", err.msg);
+	joined(w.argv, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "--tensor-parallel-size 2");
+	CHECK_STR_CONTAINS(buf, "--max-num-seqs 128");
+	CHECK_STR_CONTAINS(buf, "--quantization fp8");
+	CHECK_STR_CONTAINS(buf, "--kv-transfer-config {\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}");
+	joined(w.env, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "CUDA_VISIBLE_DEVICES=2,3");
+	CHECK_STR_CONTAINS(buf, "VLLM_NIXL_SIDE_CHANNEL_PORT=5603");
+
+	CHECK_MSG(engine_profile_render_router(p, s, "127.0.0.1", 0, pre, 2, dec, 1, &r, &err) == 0, "%s", err.msg);
+	joined(r.argv, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "proxy --host 127.0.0.1 --port 0 --prefiller-hosts 127.0.0.1 127.0.0.1 "
+				"--prefiller-ports 8101 8102 --decoder-hosts 127.0.0.1 --decoder-ports 8103");
+}
+
+static void test_sglang(void)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = load("sglang");
+	_cleanup_(study_freep) struct study *s = study("sglang");
+	_cleanup_(cJSON_Deletep) cJSON *k = J(knobs_pd);
+	_cleanup_(engine_command_done) struct engine_command w = { 0 }, r = { 0 };
+	const struct engine_worker_address pre[] = { { "10.0.0.1", 30001, 8998 }, { "10.0.0.2", 30001, 8999 } },
+					   dec[] = { { "10.0.0.3", 30002, 0 } };
+	struct error err = { 0 };
+	char buf[2048];
+
+	CHECK_MSG(engine_profile_render_worker(p, s, k, ENGINE_ROLE_PREFILL, "0.0.0.0", 30001, 8998, NULL, 0, false, &w,
+					       &err) == 0,
+		  "%s", err.msg);
+	joined(w.argv, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "--chunked-prefill-size 8192");
+	CHECK_STR_CONTAINS(buf, "--disaggregation-mode prefill --disaggregation-transfer-backend nixl "
+				"--disaggregation-bootstrap-port 8998");
+	CHECK_MSG(engine_profile_render_router(p, s, "0.0.0.0", 8000, pre, 2, dec, 1, &r, &err) == 0, "%s", err.msg);
+	joined(r.argv, buf, sizeof(buf));
+	CHECK_STR_EQ(buf, "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://10.0.0.1:30001 "
+			  "8998 --prefill http://10.0.0.2:30001 8999 --decode http://10.0.0.3:30002 --host 0.0.0.0 "
+			  "--port 8000");
+}
+
+static void test_vllm_job_and_binary(void)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = load("vllm");
+	_cleanup_(study_freep) struct study *s = study("vllm");
+	_cleanup_(cJSON_Deletep) cJSON *k = J(knobs_pd);
+	_cleanup_(engine_command_done) struct engine_command w = { 0 }, r = { 0 };
+	const struct engine_worker_address one[] = { { "node1", 40001, 40002 } };
+	struct error err = { 0 };
+	char buf[2048];
+
+	/* a job: the ports are the launcher's to fill in on its node */
+	CHECK_MSG(engine_profile_render_worker(p, s, k, ENGINE_ROLE_PREFILL, "0.0.0.0", 0, 0, NULL, 0, true, &w,
+					       &err) == 0,
+		  "%s", err.msg);
+	joined(w.argv, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "--port " ENGINE_PORT_PLACEHOLDER);
+	joined(w.env, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "VLLM_NIXL_SIDE_CHANNEL_PORT=" ENGINE_AUX_PORT_PLACEHOLDER);
+	/* vLLM does not install its proxy: the study names it */
+	CHECK(engine_profile_render_router(p, s, "0.0.0.0", 8192, one, 1, one, 1, &r, &err) == 0);
+	CHECK_STR_EQ(r.argv[0], "toy_proxy_server.py");
+	engine_command_done(&r);
+	s->deploy.router_binary = "/opt/vllm/toy_proxy_server.py";
+	CHECK(engine_profile_render_router(p, s, "0.0.0.0", 8192, one, 1, one, 1, &r, &err) == 0);
+	CHECK_STR_EQ(r.argv[0], "/opt/vllm/toy_proxy_server.py");
+	joined(r.argv, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "--prefiller-hosts node1 --prefiller-ports 40001 --decoder-hosts node1");
+}
+
+static void test_no_roles(void)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *p = load("tgi");
+	_cleanup_(study_freep) struct study *s = study("tgi");
+	_cleanup_(cJSON_Deletep) cJSON *k = J(knobs_pd);
+	struct engine_command w = { 0 };
+	struct error err = { 0 };
+
+	CHECK(!p->roles.present);
+	CHECK(engine_profile_render_worker(p, s, k, ENGINE_ROLE_PREFILL, NULL, 1, 2, NULL, 0, false, &w, &err) ==
+	      -EOPNOTSUPP);
+	CHECK_STR_CONTAINS(err.msg, "does not serve disaggregated");
+}
+
+/* A router's group must name the workers it repeats for. */
+static void test_bad_profile(void)
+{
+	static const char *const bad =
+		"{\"name\": \"x\", \"argv\": [\"x\"], \"knobs\": {}, \"health\": {\"path\": \"/h\"},"
+		" \"roles\": {\"prefill\": {}, \"decode\": {}, \"router\": {\"argv\": [\"r\", [\"--w\"]],"
+		" \"health\": {\"path\": \"/h\"}}}}";
+	_cleanup_(cJSON_Deletep) cJSON *j = J(bad);
+	struct engine_profile *p = NULL;
+	struct error err = { 0 };
+
+	CHECK(engine_profile_from_json(j, "x.json", &p, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "roles.router.argv[1]: a group names the workers");
+}
+
+int main(void)
+{
+	test_shape_and_knobs();
+	test_sim();
+	test_sglang();
+	test_vllm_job_and_binary();
+	test_no_roles();
+	test_bad_profile();
+	return 0;
+}

@@ -366,7 +366,8 @@ static const struct json_field sla_fields[] = {
 static const struct json_field budget_fields[] = {
 	{ "max_trials", JSON_U32, OFF(budget.max_trials), .min = 1, .max = 100000, .def = "40",
 	  .doc = "deployments at most: every server started counts, the baseline, retries and re-probes included "
-		 "(the search keeps a reserve for the final confirmations)" },
+		 "(the search keeps a reserve for the final confirmations; side by side, the answer's measurement "
+		 "alone counts too)" },
 	{ "max_wall_time", JSON_DURATION, OFF(budget.max_wall_time_usec), .min = 1, .max = 3.1536e7, .def = "none",
 	  .doc = "seconds, or \"90m\", \"8h\", \"1h30m\"" },
 	{ "parallel", JSON_ANY, .callback = parse_parallel, .def = "1",
@@ -416,7 +417,10 @@ static const struct json_field deploy_fields[] = {
 		 "GOODPUT_KNOB_<NAME>, plus GOODPUT_PORT, GOODPUT_TRIAL_ID, GOODPUT_STUDY, GOODPUT_MODEL; it prints "
 		 "GOODPUT_BASE_URL=http://HOST:PORT on a line of stdout" },
 	{ "teardown_command", JSON_STRV, OFF(deploy.teardown_command), .flags = JSON_ARGV, .min = 1, .max = 256,
-	  .doc = "command: argv run to remove the trial's server (same environment, plus GOODPUT_BASE_URL)" },
+	  .doc = "command: argv run to remove the trial's server (same environment, plus GOODPUT_BASE_URL); "
+		 "also run when a resumed study finds a trial an earlier, killed run left deployed, then without "
+		 "GOODPUT_PORT and GOODPUT_BASE_URL: it must end the deployment from GOODPUT_STUDY and "
+		 "GOODPUT_TRIAL_ID alone and succeed when there is nothing to end" },
 	{ "health_command", JSON_STRV, OFF(deploy.health_command), .flags = JSON_ARGV, .min = 1, .max = 256,
 	  .def = "GET BASE_URL + the profile's health path", .doc = "command: argv whose exit status 0 means ready" },
 	{ "command_timeout", JSON_DURATION, OFF(deploy.command_timeout_usec), .min = 0.1, .max = 86400, .def = "120",

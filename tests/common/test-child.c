@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -414,6 +415,7 @@ static void keeper_orphan(bool release)
 		pid_t pgid;
 
 		close(fds[0]);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed check */
 		if (sd_event_new(&own) < 0)
 			_exit(2);
 		snprintf(script, sizeof(script),

@@ -1,4 +1,4 @@
-/* lock-file.c — see lock-file.h. */
+/* lock-file.c — the writer's lock on a database file (see lock-file.h). */
 #include "lock-file.h"
 
 #include <dirent.h>
@@ -30,69 +30,6 @@ static void read_comm(pid_t pid, char *buf, size_t size)
 		return;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* The pid the holder wrote into the file, when the kernel could not say. */
-static pid_t pid_from_file(int fd)
-{
-	char buf[32];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	long v;
-
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	v = strtol(buf, NULL, 10);
-	return v > 0 && v < (1L << 30) ? (pid_t)v : 0;
-}
-
-static void find_holder(int fd, struct lock_holder *h)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-
-	*h = (struct lock_holder){ 0 };
-	if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0)
-		h->pid = fl.l_pid;
-	else
-		h->pid = pid_from_file(fd);
-	if (h->pid > 0)
-		read_comm(h->pid, h->comm, sizeof(h->comm));
-}
-
-int lock_file_take(const char *path, int *ret_fd, struct lock_holder *holder, struct error *err)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	_cleanup_(closep) int fd = -1;
-	char pid[32];
-	struct stat st;
-	int n;
-
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0644);
-	if (fd < 0)
-		return error_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0)
-		return error_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return error_set(err, -EINVAL, "%s: not a regular file", path);
-	if (fcntl(fd, F_SETLK, &fl) < 0) {
-		struct lock_holder h;
-
-		if (errno != EACCES && errno != EAGAIN)
-			return error_set(err, -errno, "%s: locking: %s", path, strerror(errno));
-		find_holder(fd, &h);
-		if (holder)
-			*holder = h;
-		if (h.pid > 0)
-			return error_set(err, -EBUSY, "%s: locked by %s (pid %d)", path,
-					 h.comm[0] ? h.comm : "a process", (int)h.pid);
-		return error_set(err, -EBUSY, "%s: locked by another process", path);
-	}
-	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	/* Informative only: the lock is what counts. */
-	if (ftruncate(fd, 0) == 0)
-		(void)!pwrite(fd, pid, (size_t)n, 0);
-	*ret_fd = TAKE_FD(fd);
-	return 0;
 }
 
 /* Far past SQLite's lock bytes (1 GiB + 512) and any real file. */

@@ -6,6 +6,7 @@
  * freeing a running child killing and reaping it, and abandoning one
  * leaving the reaping to the loop (or to the loop's end). */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,13 @@ static int forked(void *userdata, int out_fd)
 	return write(out_fd, text, strlen(text)) == (ssize_t)strlen(text) ? 7 : 1;
 }
 
+/* A forked copy keeps no descriptor of ours but its output (a database's
+ * lock among them): exit 0 when fd is closed in it. */
+static int fd_closed(void *userdata, int out_fd)
+{
+	return fcntl(*(int *)userdata, F_GETFD) < 0 && errno == EBADF ? 0 : 1;
+}
+
 static void test_fork(sd_event *e)
 {
 	struct child_options o = { .fork_fn = forked,
@@ -231,6 +239,20 @@ static void test_fork(sd_event *e)
 	CHECK(out.ex.code == CLD_EXITED && out.ex.status == 7);
 	CHECK_STR_EQ(out.output, "hello from the copy");
 	child_free(c);
+
+	{
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		struct child_options o2 = { .fork_fn = fd_closed, .fork_userdata = &fd };
+
+		CHECK(fd >= 0);
+		memset(&out, 0, sizeof(out));
+		c = NULL;
+		CHECK_INT_EQ(child_spawn(e, &o2, on_exit_cb, &out, &c), 0);
+		run_until(e, &out.done, 10 * USEC_PER_SEC);
+		CHECK_MSG(out.ex.code == CLD_EXITED && out.ex.status == 0, "the forked copy kept descriptor %d", fd);
+		child_free(c);
+		close(fd);
+	}
 }
 
 static void test_free_running(sd_event *e)

@@ -738,6 +738,19 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			got++;
 			continue;
 		}
+		if (inc == SIZE_MAX && budget) {
+			/* nothing measured, and no deployment left: the batch ends here
+			 * (max_trials counts every server started, side by side too) */
+			if (got == 0) {
+				c->opt.ask = OPT_ASK_DONE;
+				c->opt.phase = OPT_PHASE_DONE;
+				c->opt.reason = OPT_DONE_BUDGET;
+				c->phase = TWIN_PHASE_DONE;
+				snprintf(c->message, sizeof(c->message), "budget: %zu deployments", deployed);
+				got++;
+			}
+			break;
+		}
 		if (inc == SIZE_MAX) {
 			double m, sd;
 

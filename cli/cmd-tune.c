@@ -211,6 +211,8 @@ struct summary {
 	const struct store_load_point *at; /* the best's load point at its max rate */
 	char *command;
 	struct report_findings findings; /* the baseline, the edge, the pre-flight */
+	struct report_levers levers;     /* speculation, the prefix cache, the replicas */
+	bool have_levers;
 };
 
 static void summary_done(struct summary *s)
@@ -256,6 +258,7 @@ static int summary_load(const struct tune_ctx *c, struct store *store, int64_t s
 		s->at = store_load_point_at_max(s->lp, s->n_lp, s->best.trial.max_rate);
 	if (report_findings_of(&s->st, runner_get_study(c->runner), &s->best, s->at, &s->findings) < 0)
 		return log_error_errno(-ENOMEM, "out of memory");
+	s->have_levers = report_levers_load(store, study_id, runner_get_study(c->runner), &s->levers, &err) >= 0;
 	(void)runner_format_defaults(c->runner, s->best.trial.knobs_json, s->defaults, sizeof(s->defaults));
 	if (runner_format_command(c->runner, s->best.trial.knobs_json, "127.0.0.1", 8000, &s->command, &err) < 0)
 		log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
@@ -293,7 +296,7 @@ static int best_json(const struct summary *s, cJSON *o)
 				  json_add_number(conf, "runner_up_measurements", b->runner_up_n) < 0 ||
 				  json_add_number(conf, "runner_up_spread", b->runner_up_spread) < 0))
 		return -ENOMEM;
-	if (report_findings_json(&s->findings, o) < 0)
+	if (report_findings_json(&s->findings, o) < 0 || (s->have_levers && report_levers_json(&s->levers, o) < 0))
 		return -ENOMEM;
 	if (s->at && (add_latency(o, "ttft_ms", s->at->p50_ttft_ms, s->at->p90_ttft_ms, s->at->p99_ttft_ms,
 				  s->at->mean_ttft_ms) < 0 ||
@@ -401,6 +404,8 @@ static void summary_text(const struct summary *s, const char *db_path)
 		}
 		if (s->findings.max_model_len[0])
 			printf("  context:         %s\n", s->findings.max_model_len);
+		if (s->have_levers)
+			report_levers_print(&s->levers, "  ", stdout);
 		if (s->command)
 			printf("\nRun it:\n  %s\n", s->command);
 	}

@@ -17,6 +17,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "parse.h"
+#include "cost.h"
 #include "report-internal.h"
 #include "study.h"
 #include "workload.h"
@@ -69,11 +70,9 @@ static int find_study(struct store *s, const char *ref, struct store_study *ret,
 
 static void trial_derive(struct report_trial *t)
 {
-	double tp;
-
 	t->knobs = t->t.knobs_json ? cJSON_Parse(t->t.knobs_json) : NULL;
-	tp = report_knob_number(t, "tensor_parallel");
-	t->gpus = isfinite(tp) && tp >= 1 ? (unsigned)tp : 1;
+	/* every replica's and stage's GPUs are paid for (opt_config_gpus' rule) */
+	t->gpus = t->knobs ? opt_knobs_gpus(t->knobs) : 1;
 	t->confirm = t->t.kind && strstr(t->t.kind, "confirm");
 	t->sweep = t->t.kind && strstr(t->t.kind, "sweep");
 	/* the load point the trial's answer came from: every figure of the

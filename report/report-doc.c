@@ -907,6 +907,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 	section_sla(&d, r);
 	section_space(&d, r);
 	section_best(&d, r);
+	report_levers_section(&d, r);
 	q = report_doc_findings(&d, r);
 	section_spread(&d, r);
 	section_trials(&d, r);

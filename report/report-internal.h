@@ -23,7 +23,7 @@ struct report_trial {
 	struct store_load_point *lps; /* in seq order */
 	size_t n_lps;
 	long best_lp;  /* the max-goodput load point: the SLA-meeting one at the highest rate; -1 none */
-	unsigned gpus; /* GPUs per replica: tensor_parallel, else 1 */
+	unsigned gpus; /* GPUs the configuration holds: data_parallel × tensor_parallel × pipeline_parallel */
 	bool confirm;  /* a re-probe ("confirm", "dry-run-confirm") */
 	bool sweep;    /* the load-step sweep of the answer ("sweep", "dry-run-sweep"): load points, no cost */
 };
@@ -65,6 +65,11 @@ struct report {
 };
 
 struct report_doc;
+
+/* The levers of the report's answer (report-levers.c); -ENOENT without one. */
+int report_levers_from_report(const struct report *r, struct report_levers *ret);
+/* The section "Speculation, prefix cache and replicas" (nothing when the study has none of them). */
+void report_levers_section(struct report_doc *d, const struct report *r);
 
 /* Loads the study's production traffic into r->production (none: hours 0). */
 void report_production_load(struct report *r, struct store *s);

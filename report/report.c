@@ -184,6 +184,12 @@ int report_summary_print(struct report *r, FILE *f)
 		fprintf(f, "\n");
 	}
 	report_findings_done(&fi);
+	{
+		struct report_levers lv;
+
+		if (report_levers_from_report(r, &lv) >= 0)
+			report_levers_print(&lv, "", f);
+	}
 	return 0;
 }
 
@@ -239,6 +245,12 @@ int report_summary_json(struct report *r, cJSON **ret)
 			return -ENOMEM;
 		q |= report_findings_json(&fi, bj);
 		report_findings_done(&fi);
+		{
+			struct report_levers lv;
+
+			if (report_levers_from_report(r, &lv) >= 0)
+				q |= report_levers_json(&lv, bj);
+		}
 	}
 	if (q)
 		return -ENOMEM;

@@ -100,6 +100,59 @@ struct report_findings {
 	char max_model_len[200]; /* "max_model_len fixed at 1024 for the workload (...)"; "" when the engine's */
 };
 
+/* The levers beyond batch and TP in the answer (report-levers.c): its
+ * speculation (method, k, the acceptance the server counted) or why none
+ * won, speculation on and off over the load steps both were measured at
+ * and the rate from which it stops paying, the prefix cache's hit rate,
+ * the replicas' layout. Read from what was measured. */
+struct report_levers_trial {
+	const struct store_trial *t;
+	const cJSON *knobs;
+	const struct store_load_point *lps;
+	size_t n_lps;
+};
+
+struct report_levers_step {
+	double rate;                    /* requests/s of a measured load point */
+	bool from_on;                   /* the point is the speculating side's (else the other's) */
+	double on_tpot_ms, off_tpot_ms; /* p50 TPOT of each side at this rate (one interpolated); NAN: outside */
+	bool met;                       /* the measured side met the SLA here */
+	double attainment, acceptance;  /* the measured side's */
+};
+
+#define REPORT_LEVERS_STEPS_MAX 48
+
+struct report_levers {
+	bool spec_in_space;               /* the search space offers speculation */
+	char method[32];                  /* the answer's spec_method ("none") */
+	unsigned k;                       /* its spec_tokens (0: none) */
+	double acceptance, accept_length; /* at the answer's max rate, as the server counted; NAN: unknown */
+	char speculation[512];            /* the verdict, for people */
+	char counterpart[96];             /* what the answer is compared with ("no speculation", "ngram k=3") */
+	bool counterpart_same;            /* ... the same configuration but for speculation */
+	bool have_compare;
+	struct report_levers_step steps[REPORT_LEVERS_STEPS_MAX];
+	size_t n_steps;
+	double stops_paying_rate; /* NAN: it did not stop paying over the measured steps */
+	double prefix_hit_rate;   /* at the answer's max rate; NAN: not exported */
+	bool prefix_caching_known;
+	char prefix_caching[32]; /* "on", "off", "the engine's default" */
+	unsigned dp, tp, pp, gpus;
+	char layout[256];
+};
+
+/* The levers of trials[best] among the study's measured trials (s: the
+ * parsed study, for its space; may be NULL). 0. */
+int report_levers_of(const struct study *s, const struct report_levers_trial *trials, size_t n, size_t best,
+		     struct report_levers *ret);
+/* The same from a store: the study's trials and their load points. -ENOENT without an answer. */
+int report_levers_load(struct store *st, int64_t study_id, const struct study *s, struct report_levers *ret,
+		       struct error *err);
+/* "speculation: ...", "prefix cache: ...", "replicas: ..." lines, each line starting with indent. */
+void report_levers_print(const struct report_levers *lv, const char *indent, FILE *f);
+/* Adds "levers": {spec_method, spec_tokens, speculation, spec_acceptance_rate, ...} to o. */
+int report_levers_json(const struct report_levers *lv, cJSON *o);
+
 /* The findings of study row (its pre-flight) and s (parsed, its search
  * phases applied; may be NULL: no edge) from its answer b and the load point
  * at the best's max rate (may be NULL). The same words in every place the

@@ -17,7 +17,9 @@
 #include "macro.h"
 #include "report-fixture.h"
 #include "report.h"
+#include "space.h"
 #include "store.h"
+#include "study.h"
 #include "tests.h"
 #include "workload.h"
 
@@ -468,6 +470,133 @@ static void test_compare(struct store *s)
 	CHECK_STR_CONTAINS(text, "NO LONGER MEETS THE SLA");
 }
 
+/* One load point of a levers trial: rate, p50 TPOT, met, and the server's figures. */
+static struct store_load_point lever_point(double rate, double tpot, bool met, const char *server)
+{
+	struct store_load_point p = {
+		.request_rate = rate, .p50_tpot_ms = tpot, .sla_met = met, .attainment = met ? 0.95 : 0.6
+	};
+
+	if (server)
+		CHECK(asprintf(&p.result_json, "{\"server\": %s}", server) >= 0);
+	return p;
+}
+
+/* The levers of an answer (report-levers.c): speculation named with its k and
+ * the acceptance the server counted, the same configuration without it side by
+ * side over the load steps and the rate from which it stops paying, the prefix
+ * cache's hit rate, the replicas' layout; and "none won" with what speculation
+ * would have cost when the answer does not speculate. */
+static void test_levers(void)
+{
+	const char *space_json = "{\"spec_method\": [\"none\", \"ngram\"], \"spec_tokens\": [3, 5], "
+				 "\"data_parallel\": [1, 2], \"tensor_parallel\": [1, 2]}";
+	_cleanup_(cJSON_Deletep) cJSON *sj = cJSON_Parse(space_json);
+	_cleanup_(cJSON_Deletep) cJSON *kon =
+		cJSON_Parse("{\"spec_method\": \"ngram\", \"spec_tokens\": 3, \"data_parallel\": 2, "
+			    "\"tensor_parallel\": 1, \"prefix_caching\": \"on\"}");
+	_cleanup_(cJSON_Deletep) cJSON *koff = cJSON_Parse("{\"spec_method\": \"none\", \"data_parallel\": 2, "
+							   "\"tensor_parallel\": 1, \"prefix_caching\": \"on\"}");
+	static const char *const extra[] = { OPT_KNOB_SPEC_METHOD, OPT_KNOB_SPEC_TOKENS, OPT_KNOB_DATA_PARALLEL, NULL };
+	struct opt_space_options so = { .gpus = 8, .extra_knobs = extra };
+	struct study st = { 0 };
+	struct error err = { 0 };
+	struct store_load_point on_lps[] = {
+		lever_point(1, 5, true, NULL),
+		lever_point(2, 6, true, NULL),
+		lever_point(4, 9, true,
+			    "{\"prefix_cache_hit_rate\": 0.42, \"spec_acceptance_rate\": 0.7, "
+			    "\"spec_mean_acceptance_length\": 2.53}"),
+		lever_point(8, 20, false, NULL),
+	};
+	struct store_load_point off_lps[] = {
+		lever_point(1, 8, true, NULL),
+		lever_point(3, 8.5, true, NULL),
+		lever_point(6, 11, true, NULL),
+		lever_point(9, 14, false, NULL),
+	};
+	struct store_trial ton = { .max_rate = 4, .cost_per_mtok = 1.0 },
+			   toff = { .max_rate = 6, .cost_per_mtok = 1.1 };
+	struct report_levers_trial v[2] = {
+		{ .t = &ton, .knobs = kon, .lps = on_lps, .n_lps = ELEMENTSOF(on_lps) },
+		{ .t = &toff, .knobs = koff, .lps = off_lps, .n_lps = ELEMENTSOF(off_lps) },
+	};
+	struct report_levers lv;
+	_cleanup_(freep) char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(sj && kon && koff);
+	CHECK_MSG(opt_space_from_json(sj, "search_space", NULL, NULL, &so, &st.space, &err) >= 0, "%s", err.msg);
+
+	/* the answer speculates */
+	CHECK(report_levers_of(&st, v, 2, 0, &lv) >= 0);
+	CHECK(lv.spec_in_space);
+	CHECK_STR_EQ(lv.method, "ngram");
+	CHECK_INT_EQ(lv.k, 3);
+	CHECK_REL(lv.acceptance, 0.7, 1e-9);
+	CHECK(lv.counterpart_same);
+	CHECK_STR_EQ(lv.counterpart, "no speculation");
+	CHECK_STR_CONTAINS(lv.speculation, "ngram k=3: 70 % of drafts accepted, 2.53 tokens per step");
+	CHECK_STR_CONTAINS(lv.speculation, "no speculation with the other knobs the same costs +10 %");
+	/* both sides' steps in rate order, the other side interpolated; at 6
+	 * req/s speculation's TPOT (14.5 ms, between 9 and 20) is above 11 ms */
+	CHECK_INT_EQ(lv.n_steps, 8);
+	for (size_t i = 1; i < lv.n_steps; i++)
+		CHECK(lv.steps[i - 1].rate <= lv.steps[i].rate);
+	CHECK(lv.have_compare);
+	CHECK_REL(lv.stops_paying_rate, 6, 1e-9);
+	for (size_t i = 0; i < lv.n_steps; i++)
+		if (lv.steps[i].rate == 3) {
+			CHECK(!lv.steps[i].from_on);
+			CHECK_REL(lv.steps[i].on_tpot_ms, 7.5, 1e-9);
+			CHECK_REL(lv.steps[i].off_tpot_ms, 8.5, 1e-9);
+		}
+	CHECK_REL(lv.prefix_hit_rate, 0.42, 1e-9);
+	CHECK_INT_EQ(lv.dp, 2);
+	CHECK_INT_EQ(lv.gpus, 2);
+	CHECK_STR_CONTAINS(lv.layout, "2 replicas × TP 1 × PP 1 = 2 GPUs behind one endpoint");
+	f = open_memstream(&text, &len);
+	CHECK(f);
+	report_levers_print(&lv, "  ", f);
+	fclose(f);
+	CHECK_STR_CONTAINS(text, "  speculation:     ngram k=3");
+	CHECK_STR_CONTAINS(text, "stops paying from about 6.00 requests/s");
+	CHECK_STR_CONTAINS(text, "  prefix cache:    on, 42.0 % of prompt tokens found at the max rate");
+	CHECK_STR_CONTAINS(text, "  replicas:        2 replicas");
+	{
+		_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
+		const cJSON *l;
+
+		CHECK(o && report_levers_json(&lv, o) >= 0);
+		l = cJSON_GetObjectItemCaseSensitive(o, "levers");
+		CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(l, "spec_method")), "ngram");
+		CHECK_INT_EQ(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "spec_tokens")), 3);
+		CHECK_INT_EQ(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "data_parallel")), 2);
+		CHECK_REL(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "spec_stops_paying_rate")), 6, 1e-9);
+	}
+
+	/* speculation costs more: the answer does not speculate and says what it would have cost */
+	toff.cost_per_mtok = 0.9;
+	CHECK(report_levers_of(&st, v, 2, 1, &lv) >= 0);
+	CHECK_STR_EQ(lv.method, "none");
+	CHECK_INT_EQ(lv.k, 0);
+	CHECK_STR_CONTAINS(lv.speculation, "none won: the cheapest with speculation (ngram k=3, the other knobs the "
+					   "same) costs +11 %");
+	CHECK_STR_EQ(lv.counterpart, "ngram k=3");
+	CHECK_REL(lv.stops_paying_rate, 6, 1e-9); /* the same two trials, seen from the other side */
+
+	/* no configuration with speculation measured */
+	ton.cost_per_mtok = NAN;
+	CHECK(report_levers_of(&st, v, 2, 1, &lv) >= 0);
+	CHECK_STR_CONTAINS(lv.speculation, "none won: no configuration with speculation met the SLA");
+	CHECK(!lv.have_compare);
+
+	for (size_t i = 0; i < ELEMENTSOF(on_lps); i++)
+		free(on_lps[i].result_json);
+	opt_space_free(st.space);
+}
+
 int main(void)
 {
 	_cleanup_(store_closep) struct store *s = NULL;
@@ -489,6 +618,7 @@ int main(void)
 	test_plan_day(s);
 	test_compare(s);
 	test_production(s);
+	test_levers();
 	store_close(TAKE_PTR(s));
 	CHECK(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
 	return 0;

@@ -238,7 +238,9 @@ static void print_in_flight(const cJSON *a)
 				snprintf(job + len, sizeof(job) - len, ")");
 		}
 		printf("  %s %.0f on GPU %-8s %-13s %s%s\n",
-		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "confirming")) ? "confirm" : "trial  ",
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "sweep"))        ? "sweep  "
+		       : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "confirming")) ? "confirm"
+											 : "trial  ",
 		       num(t, "trial"), str(t, "gpus")[0] ? str(t, "gpus") : "-", str(t, "phase"), str(t, "knobs"),
 		       job);
 	}

@@ -59,11 +59,15 @@ static void clear_line(struct tune_ctx *c)
 /* "trial 7 [GPU 2,3]" */
 static void trial_tag(const struct runner_trial_status *t, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s %u%s%s%s", t->confirming ? "confirm" : "trial", t->seq, t->gpus[0] ? " [GPU " : "",
-		 t->gpus, t->gpus[0] ? "]" : "");
+	snprintf(buf, size, "%s %u%s%s%s",
+		 t->sweep        ? "sweep"
+		 : t->confirming ? "confirm"
+				 : "trial",
+		 t->seq, t->gpus[0] ? " [GPU " : "", t->gpus, t->gpus[0] ? "]" : "");
 }
 
-/* "trial 3 load point 2/12: 0.84 req/s, 37/40 good so far": on a terminal
+/* "trial 3 load point 2 (rate search, at most 12): 0.84 req/s, 37/40 good so
+ * far", "sweep 14 sweep point 3/8: ...": on a terminal
  * rewritten in place, in a log once a load point ends and every 10 s. */
 static void show_point(struct tune_ctx *c, const struct runner_trial_status *t, const struct runner_event *ev)
 {
@@ -78,9 +82,12 @@ static void show_point(struct tune_ctx *c, const struct runner_trial_status *t, 
 		snprintf(what, sizeof(what), "saturation run (all at once)");
 	else if (isinf(ev->point.rate))
 		snprintf(what, sizeof(what), "load point (all at once)");
-	else
-		snprintf(what, sizeof(what), "load point %u/%u: %.3g req/s", ev->point.index, ev->point.max,
+	else if (ev->point.sweep)
+		snprintf(what, sizeof(what), "sweep point %u/%u: %.3g req/s", ev->point.index, ev->point.max,
 			 ev->point.rate);
+	else /* the search may end before its last allowed point: say what is known */
+		snprintf(what, sizeof(what), "load point %u (rate search, at most %u): %.3g req/s", ev->point.index,
+			 ev->point.max, ev->point.rate);
 	if (ev->point.failed)
 		snprintf(failed, sizeof(failed), ", %u failed", ev->point.failed);
 	snprintf(line, sizeof(line), "%s %s, %u/%u good%s%s", tag, what, ev->point.good, ev->point.done, failed,
@@ -140,7 +147,14 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 		deployed[0] = 0;
 		if (isfinite(ev->deploy_seconds))
 			snprintf(deployed, sizeof(deployed), "; deployed in %.1f s", ev->deploy_seconds);
-		if (ev->trial_state == STORE_TRIAL_DONE)
+		if (ev->trial_state == STORE_TRIAL_DONE && t->sweep && isfinite(ev->max_goodput))
+			/* the answer's load-step sweep: a curve, no cost */
+			fprintf(stderr, "%s%s%s: sweet spot %.0f tok/s of goodput under the SLA%s\n", tag,
+				t->knobs[0] ? " " : "", t->knobs, ev->max_goodput, deployed);
+		else if (ev->trial_state == STORE_TRIAL_DONE && t->sweep)
+			fprintf(stderr, "%s%s%s: %s\n", tag, t->knobs[0] ? " " : "", t->knobs,
+				ev->failure_message ? ev->failure_message : "no rate met the SLA");
+		else if (ev->trial_state == STORE_TRIAL_DONE)
 			/* a note of a measured trial (measured at lower precision) follows */
 			fprintf(stderr, "%s%s%s: $%.4f/Mtok (%.0f tok/s%s)%s%s%s\n", tag, t->knobs[0] ? " " : "",
 				t->knobs, ev->cost_per_mtok, ev->max_goodput, deployed,

@@ -94,7 +94,7 @@ static int add_trials(const struct runner *r, cJSON *current)
 		    json_add_number(o, "trial_id", (double)t->trial_id) < 0 ||
 		    json_add_string(o, "phase", runner_phase_to_string(t->phase)) < 0 ||
 		    json_add_string(o, "gpus", t->gpus) < 0 || json_add_string(o, "knobs", t->knobs) < 0 ||
-		    json_add_bool(o, "confirming", t->confirming) < 0 ||
+		    json_add_bool(o, "confirming", t->confirming) < 0 || json_add_bool(o, "sweep", t->sweep) < 0 ||
 		    json_add_number(o, "load_points", t->load_points) < 0 ||
 		    json_add_number(o, "current_rate", t->current_rate) < 0)
 			return -ENOMEM;

@@ -70,6 +70,17 @@ void probe_config_init(struct probe_config *cfg)
 	probe_run_config_init(&cfg->run);
 }
 
+size_t probe_sweep_best(const struct probe_result *const *pts, size_t n)
+{
+	size_t best = SIZE_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		if (pts[i]->sla_met &&
+		    (best == SIZE_MAX || pts[i]->good_output_throughput > pts[best]->good_output_throughput))
+			best = i;
+	return best;
+}
+
 const char *probe_search_outcome_name(enum probe_search_outcome o)
 {
 	switch (o) {
@@ -110,7 +121,15 @@ int probe_new(sd_event *e, const struct probe_config *cfg, struct probe **ret, s
 	if (cfg->max_point_requests > PROBE_MAX_REQUESTS)
 		return error_set(err, -EINVAL, "requests per load point: at most %u, got %u", PROBE_MAX_REQUESTS,
 				 cfg->max_point_requests);
-	if (!cfg->find_max_rate && cfg->workload.arrival != PROBE_ARRIVAL_INF && !(cfg->workload.request_rate > 0))
+	if (cfg->n_sweep > PROBE_SWEEP_MAX || (cfg->n_sweep && cfg->find_max_rate))
+		return error_set(err, -EINVAL, "a sweep: at most %u rates, and no rate search with it",
+				 PROBE_SWEEP_MAX);
+	for (uint32_t i = 0; i < cfg->n_sweep; i++)
+		if (!(cfg->sweep_rates[i] > 0) || !isfinite(cfg->sweep_rates[i]))
+			return error_set(err, -EINVAL, "sweep rate %u: expected a rate > 0, got %g", i + 1,
+					 cfg->sweep_rates[i]);
+	if (!cfg->find_max_rate && !cfg->n_sweep && cfg->workload.arrival != PROBE_ARRIVAL_INF &&
+	    !(cfg->workload.request_rate > 0))
 		return error_set(err, -EINVAL, "--request-rate: expected a rate > 0, got %g",
 				 cfg->workload.request_rate);
 	r = probe_client_new(e, &cfg->client, &c, err);
@@ -496,6 +515,39 @@ static void blame_failures(struct probe *p)
 	}
 }
 
+/* A sweep: the next rate, or the end — its best point the one of highest
+ * goodput that met the SLA. A point where nothing completed ends it: the
+ * server is broken, not slow. */
+static void sweep_next(struct probe *p)
+{
+	const struct probe_result *last = &p->points[p->n_points - 1].result;
+	int r;
+
+	p->outcome.search = PROBE_SEARCH_NONE;
+	if (last->completed == 0) {
+		p->outcome.search = PROBE_SEARCH_SERVER_FAILED;
+		p->outcome.failed_point = p->n_points - 1;
+	} else if (p->n_points < p->cfg.n_sweep) {
+		r = start_point(p, p->cfg.sweep_rates[p->n_points], false);
+		if (r < 0)
+			finish(p, r);
+		return;
+	}
+	{
+		const struct probe_result *pts[PROBE_SWEEP_MAX];
+		size_t n = MIN(p->n_points, (size_t)PROBE_SWEEP_MAX), best;
+
+		for (size_t i = 0; i < n; i++)
+			pts[i] = &p->points[i].result;
+		best = probe_sweep_best(pts, n);
+		if (best != SIZE_MAX) {
+			p->outcome.best_point = best;
+			p->outcome.max_rate = pts[best]->request_rate;
+		}
+	}
+	finish(p, 0);
+}
+
 static void on_run_done(struct probe_run *run, void *userdata)
 {
 	struct probe *p = userdata;
@@ -535,6 +587,10 @@ static void on_run_done(struct probe_run *run, void *userdata)
 		};
 
 		p->on_event(p, &ev, p->userdata);
+	}
+	if (p->cfg.n_sweep) {
+		sweep_next(p);
+		return;
 	}
 	if (!p->cfg.find_max_rate) {
 		p->outcome.search = PROBE_SEARCH_NONE;
@@ -585,6 +641,8 @@ int probe_start(struct probe *p, probe_event_fn on_event, probe_done_fn on_done,
 			return r;
 		return start_point(p, rate, isinf(rate));
 	}
+	if (p->cfg.n_sweep)
+		return start_point(p, p->cfg.sweep_rates[0], false);
 	return start_point(p, p->cfg.workload.arrival == PROBE_ARRIVAL_INF ? INFINITY : p->cfg.workload.request_rate,
 			   false);
 }

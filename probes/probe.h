@@ -21,6 +21,11 @@
  * rate it asked for and the rate actually sent (offered_rate). Warm-up
  * requests are sent once, before the first load point.
  *
+ * A sweep (sweep_rates): a fixed list of rates, one load point of
+ * num_prompts requests at each in turn, judged afterwards — a latency–
+ * throughput curve; its best point is the one of highest goodput that met
+ * the SLA.
+ *
  * A server that fails requests is told apart from one that is too slow: the
  * search stops at a load point where every request failed, and a search
  * that never met the SLA is put down to failures when, at the lowest rate
@@ -41,6 +46,9 @@
 #include "metrics.h"
 #include "run.h"
 #include "workload.h"
+
+/* Rates of one sweep at most. */
+#define PROBE_SWEEP_MAX 16
 
 struct probe_config {
 	struct probe_client_config client;
@@ -72,9 +80,17 @@ struct probe_config {
 	 * point the search ends with its best sure pass, at the precision its
 	 * bracket has (outcome.out_of_time). */
 	double max_point_seconds, max_seconds;
+	/* A sweep instead (find_max_rate false): a load point at each of these
+	 * rates in turn, num_prompts requests each; n_sweep 0: none. */
+	uint32_t n_sweep;
+	double sweep_rates[PROBE_SWEEP_MAX];
 };
 
 void probe_config_init(struct probe_config *cfg);
+
+/* The sweet spot of a sweep's load points: the one of highest goodput that
+ * met the SLA; SIZE_MAX when none did. */
+size_t probe_sweep_best(const struct probe_result *const *pts, size_t n);
 
 struct probe_load_point {
 	bool saturation; /* the saturation run of a search */
@@ -84,7 +100,7 @@ struct probe_load_point {
 };
 
 enum probe_search_outcome {
-	PROBE_SEARCH_NONE,          /* a single load point was asked for */
+	PROBE_SEARCH_NONE,          /* a single load point or a sweep was asked for */
 	PROBE_SEARCH_FOUND,         /* max_rate meets the SLA, a slightly higher rate does not */
 	PROBE_SEARCH_NEVER_MET,     /* even the lowest rate tried missed the SLA */
 	PROBE_SEARCH_CLIENT_LIMIT,  /* the SLA held even at saturation: the server outran the load */

@@ -6,8 +6,9 @@
  * sweep.c) has a trial of kind "sweep" whose load points are the curve;
  * without one, the rate search's own load points stand in (the saturation
  * run, sent all at once, has no rate to put on the axis). The sweet spot is
- * the load point with the highest goodput that still meets the SLA: the
- * load a replica of this configuration should be run at.
+ * the load point with the highest goodput that still meets the SLA — the
+ * load a replica of this configuration should be run at — as the trial
+ * recorded it (its max rate).
  *
  * Two plots: TTFT and TPOT percentiles, throughput, goodput and attainment
  * against the request rate (REPORT_PLOT_LATENCY), and the server's KV-cache
@@ -66,9 +67,10 @@ int report_curve_of(const struct report *r, struct report_curve *ret)
 			c.pts[c.n++] = lp;
 	}
 	qsort(c.pts, c.n, sizeof(*c.pts), cmp_rate);
+	/* the sweet spot as the trial recorded it (its max rate: the probe's
+	 * choice, probe_sweep_best; for the rate search its answer's point) */
 	for (size_t i = 0; i < c.n; i++)
-		if (c.pts[i]->sla_met && isfinite(c.pts[i]->good_output_throughput) &&
-		    (c.sweet < 0 || c.pts[i]->good_output_throughput > c.pts[c.sweet]->good_output_throughput))
+		if (c.pts[i] == report_trial_best_lp(t))
 			c.sweet = (long)i;
 	*ret = c;
 	return 0;

@@ -70,6 +70,9 @@ static void sweep_text(struct report_doc *d, const struct report *r, const struc
 		if (r->parsed && r->parsed->scenario == OPT_SCENARIO_OFFLINE)
 			report_doc_para(d, "An offline study has no SLA to sweep a load against: the load points "
 					   "below are the saturated runs.");
+		else if (r->parsed && !r->parsed->sweep)
+			report_doc_para(d, "The study's spec turned the load-step sweep off (\"sweep\": false): the "
+					   "curve is drawn from the rate search's load points.");
 		else if (report_is_live(r))
 			report_doc_para(d, "Once the answer is confirmed, the study sweeps it over a gradient of "
 					   "load; until then the curve is the rate search's load points.");

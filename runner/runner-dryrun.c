@@ -292,3 +292,48 @@ static int evaluate_knobs(const struct study *study, const cJSON *knobs, unsigne
 	*ret = res;
 	return 0;
 }
+
+int runner_dry_sweep(const struct study *study, const cJSON *knobs, unsigned variant, const double *rates, size_t n,
+		     struct runner_dry_result *ret, struct error *err)
+{
+	struct runner_dry_result res = { .cost_per_mtok = NAN };
+	struct sim_engine_config cfg;
+	struct sim_startup_check check = { 0 };
+	struct error e = { 0 };
+	int r;
+
+	if (n > RUNNER_DRY_SWEEP_MAX)
+		return error_set(err, -EINVAL, "dry run: a sweep of %zu rates (at most %u)", n, RUNNER_DRY_SWEEP_MAX);
+	r = build_engine_config(study, knobs, variant, NULL, &cfg, err);
+	if (r < 0)
+		return r;
+	r = sim_engine_check_startup(&cfg, &check, &e);
+	if (r < 0) {
+		res.infeasible = true;
+		res.cause = check.cause;
+		snprintf(res.message, sizeof(res.message), "%s", error_str(&e, r));
+		res.startup_s = startup_seconds(&cfg, true);
+		*ret = res;
+		return 0;
+	}
+	res.startup_s = startup_seconds(&cfg, false);
+	for (size_t i = 0; i < n; i++) {
+		struct probe_workload_config wc;
+		struct probe_workload *w = NULL;
+
+		/* as the probe's sweep: point i of one arrival sequence */
+		probe_workload_at_point(&study->workload, rates[i], (uint32_t)i, 0, &wc);
+		r = probe_workload_generate(&wc, &w, err);
+		if (r >= 0)
+			r = sim_simulate(&cfg, w, &study->sla, study->percentiles, study->n_percentiles, &res.sweep[i],
+					 NULL, err);
+		probe_workload_free(w);
+		if (r < 0)
+			return error_prefix(err, r, "dry run: the sweep at %.4g req/s", rates[i]);
+		res.sweep[i].request_rate = rates[i];
+		res.probe_s += res.sweep[i].duration_s;
+		res.n_sweep++;
+	}
+	*ret = res;
+	return 0;
+}

@@ -7,7 +7,8 @@
  * (gpu_memory_utilization, kv_cache_dtype, max_model_len) are applied too,
  * others are ignored. Online studies get sim_find_max_rate under the study's
  * SLA; offline ones the saturated throughput. The cost comes from the same
- * cost model (optimizer/cost.h) as a real trial's. */
+ * cost model (optimizer/cost.h) as a real trial's. The answer's load-step
+ * sweep (runner-sweep.c) runs here too, point by point. */
 #pragma once
 
 #include <stdbool.h>
@@ -20,6 +21,9 @@
 #include "perfmodel.h"
 #include "space.h"
 #include "study.h"
+
+/* Rates of a dry run's sweep at most. */
+#define RUNNER_DRY_SWEEP_MAX 8
 
 struct runner_dry_result {
 	bool infeasible;                  /* the start-up checks refused it (weights or KV cache do not fit) */
@@ -40,6 +44,9 @@ struct runner_dry_result {
 	 * graph capture; a refused configuration fails after its weights and
 	 * initialisation) and the probe's load points */
 	double startup_s, probe_s;
+	/* a sweep (runner_dry_sweep): its load points, one per rate */
+	unsigned n_sweep;
+	struct probe_result sweep[RUNNER_DRY_SWEEP_MAX];
 };
 
 /* What one evaluation may add to the address space of the process it runs
@@ -72,3 +79,11 @@ int runner_dry_evaluate_with(const struct study *study, const struct opt_config 
  * absent take the sim's defaults. */
 int runner_dry_evaluate_knobs(const struct study *study, const cJSON *knobs, unsigned variant,
 			      struct runner_dry_result *ret, struct error *err);
+/* A load-step sweep of knobs in virtual time: a load point of the study's
+ * workload at each of the n (≤ RUNNER_DRY_SWEEP_MAX) rates, as the probe's
+ * sweep sends them (the same arrival sequence scaled to each rate, another
+ * prompt variant at each point), into ret->sweep; probe_s is their
+ * duration, startup_s the server's start-up. A configuration that no
+ * longer starts is ret->infeasible. */
+int runner_dry_sweep(const struct study *study, const cJSON *knobs, unsigned variant, const double *rates, size_t n,
+		     struct runner_dry_result *ret, struct error *err);

@@ -68,8 +68,17 @@ static void point_progress(struct runner_trial *t, const struct probe_event *ev,
 
 	rev.point.saturation = ev->saturation;
 	rev.point.ended = ended;
-	rev.point.index = (unsigned)ev->load_point; /* the saturation run is point 0 */
-	rev.point.max = s->probe.max_steps ? s->probe.max_steps : 12;
+	rev.point.sweep = t->proposal.sweep;
+	if (t->proposal.sweep) {
+		/* a sweep's points are known: all of them */
+		double rates[RUNNER_SWEEP_STEPS];
+
+		rev.point.index = (unsigned)ev->load_point + 1;
+		rev.point.max = (unsigned)runner_sweep_rates(&t->proposal, rates);
+	} else {
+		rev.point.index = (unsigned)ev->load_point; /* the saturation run is point 0 */
+		rev.point.max = s->probe.max_steps ? s->probe.max_steps : 12;
+	}
 	rev.point.rate = ev->rate;
 	if (ended) {
 		const struct probe_result *r = &ev->point->result;
@@ -111,8 +120,11 @@ static void on_probe_event(struct runner_probe *p, const struct probe_event *ev,
 	runner_gpu_point_stop(t, &gpu);
 	if (ev->point->result.failed > 0)
 		d->points_failed = true;
-	(void)runner_trial_load_point(t, ev->point->saturation ? "saturation" : "search", &ev->point->result, &gpu,
-				      true);
+	(void)runner_trial_load_point(t,
+				      t->proposal.sweep       ? "sweep"
+				      : ev->point->saturation ? "saturation"
+							      : "search",
+				      &ev->point->result, &gpu, true);
 }
 
 static void outcome_from_point(const struct runner_trial *t, const struct probe_result *pt, double max_rate,
@@ -242,7 +254,11 @@ static void classify_probe(struct runner_trial *t, int result)
 	}
 	points = runner_probe_points(d->probe, &n);
 	runner_probe_outcome(d->probe, &o);
-	if (s->scenario == OPT_SCENARIO_OFFLINE) {
+	if (t->proposal.sweep && o.search == PROBE_SEARCH_SERVER_FAILED && o.failed_point < n)
+		server_failed(&points[o.failed_point].pt, &res);
+	else if (t->proposal.sweep)
+		runner_sweep_outcome(t, o.best_point < n ? &points[o.best_point].pt.result : NULL, n, &res);
+	else if (s->scenario == OPT_SCENARIO_OFFLINE) {
 		if (n == 0 || points[n - 1].pt.result.completed == 0) {
 			trial_result_init(&res, STORE_TRIAL_FAILED, STORE_FAILURE_PROBE_ERROR);
 			snprintf(res.message, sizeof(res.message), "no request completed");
@@ -347,6 +363,8 @@ static void probe_config(const struct runner_trial *t, struct probe_config *pc)
 		pc->confidence = s->probe.confidence;
 		time_bounds(t, pc);
 	}
+	if (t->proposal.sweep)
+		runner_sweep_probe_config(t, pc);
 }
 
 static void start_probe(struct runner_trial *t)

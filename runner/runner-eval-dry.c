@@ -40,8 +40,10 @@
  * its load points (the saturated run and the one at the max rate), its
  * start-up time as deploy_seconds, its outcome — with the virtual clock's
  * start and end (the study's start plus virtual µs), and kinds "dry-run",
- * "dry-run-retry-N", "dry-run-confirm-N". A confirmation runs the engine
- * with another jitter seed: a re-probe. */
+ * "dry-run-retry-N", "dry-run-confirm-N", "dry-run-sweep". A confirmation
+ * runs the engine with another jitter seed: a re-probe. The answer's sweep
+ * (runner-sweep.c) is evaluated point by point (runner_dry_sweep), its
+ * virtual time the sum of its load points'. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,9 +104,11 @@ static int apply(struct runner_trial *t, struct dry_trial *d, const struct runne
 	struct error err = { 0 };
 	int k = 0;
 
-	if (res->have_saturated)
+	if (t->proposal.sweep)
+		k = runner_sweep_store_dry(t, res, &d->res);
+	else if (res->have_saturated)
 		k = runner_trial_load_point(t, "saturation", &res->saturated, NULL, false);
-	if (k >= 0 && res->have_point)
+	if (k >= 0 && res->have_point && !t->proposal.sweep)
 		k = runner_trial_load_point(t, r->study->scenario == OPT_SCENARIO_OFFLINE ? "saturation" : "search",
 					    &res->point, NULL, true);
 	if (k < 0)
@@ -112,7 +116,8 @@ static int apply(struct runner_trial *t, struct dry_trial *d, const struct runne
 	{
 		double startup = r->opts.startup_model > 0 ? res->startup_s : 0;
 
-		dry_result(res, &d->res);
+		if (!t->proposal.sweep)
+			dry_result(res, &d->res);
 		if (!res->infeasible && r->opts.startup_model > 0)
 			t->deploy_seconds = startup;
 		d->end_usec = t->vstart_usec + sec_to_usec(startup + res->probe_s);
@@ -170,7 +175,13 @@ static int dry_child(void *userdata, int out_fd)
 	(void)close_range((unsigned)MAX(out_fd + 1, 3), ~0U, 0);
 	limit_memory();
 	memset(&res, 0, sizeof(res)); /* padding too: the bytes are the answer */
-	k = runner_dry_evaluate_knobs(r->study, t->knobs, variant, &res, &err);
+	if (t->proposal.sweep) {
+		double rates[RUNNER_SWEEP_STEPS];
+		size_t n = runner_sweep_rates(&t->proposal, rates);
+
+		k = runner_dry_sweep(r->study, t->knobs, variant, rates, n, &res, &err);
+	} else
+		k = runner_dry_evaluate_knobs(r->study, t->knobs, variant, &res, &err);
 	if (k < 0)
 		len = (size_t)snprintf(line, sizeof(line), "error %d %s\n", k, error_str(&err, k));
 	else {

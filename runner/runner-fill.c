@@ -17,7 +17,8 @@
  *  3. with nothing in flight and the planner done (or the wall-time budget
  *     spent), finish the study — once the answer was measured alone on the
  *     host, when trials ran side by side (on a cluster that measurement is
- *     queued as soon as the planner is done);
+ *     queued as soon as the planner is done), and its load-step sweep made
+ *     where the budget has room for it (runner-sweep.c);
  *  4. otherwise wait for trials to end; a dry run's evaluator moves its
  *     virtual clock to the next trial's end (runner-eval-dry.c).
  *
@@ -396,7 +397,7 @@ void runner_plan(struct runner *r)
 	}
 	if (runner_failing(r) || r->asking || r->plan_waits_host)
 		return;
-	if (!spent && r->planner_done && confirm_now(r) && confirm_alone(r)) {
+	if (!spent && r->planner_done && confirm_now(r) && (confirm_alone(r) || runner_sweep_queue(r))) {
 		start_waiting(r);
 		if (r->evaluator->idle && !runner_failing(r))
 			r->evaluator->idle(r);

@@ -387,6 +387,40 @@ double runner_probe_estimate(const struct runner *r, unsigned tp);
 double runner_probe_capacity(const struct runner *r);
 bool runner_probe_fits(const struct runner *r, double add_tps);
 
+/* ---- runner-sweep.c: the load-step sweep of the answer ---- */
+
+#define RUNNER_SWEEP_STEPS 8
+/* The budget from which the search keeps a deployment for the sweep: a
+ * smaller one is the search's (and its confirmations') alone. */
+#define RUNNER_SWEEP_RESERVE_FROM 10
+
+struct runner_dry_result;
+bool runner_kind_is_sweep(const char *kind);
+/* Keeps one deployment of max_trials out of the search's budget for the
+ * sweep (a study that sweeps, a budget of RUNNER_SWEEP_RESERVE_FROM or more). */
+void runner_sweep_reserve(struct runner *r);
+/* The plan step once the planner is done and nothing is in flight: queues
+ * the sweep when it is due and the budget has room for it; true when it did
+ * (a store error fails the study). */
+bool runner_sweep_queue(struct runner *r);
+/* The proposal of a sweep of the configuration canonical_key (NULL: the
+ * answer's, opt_best over the history, as the study records it), scaled to
+ * the max rate of its first measurement: for a new sweep and for a recorded
+ * one that is redone. -ENOENT when nothing met the SLA. */
+int runner_sweep_proposal(struct runner *r, const char *canonical_key, struct runner_proposal *ret, struct error *err);
+/* The rates of a sweep proposal into ret (RUNNER_SWEEP_STEPS of them); 0
+ * for another proposal. */
+size_t runner_sweep_rates(const struct runner_proposal *p, double *ret);
+/* The outcome of a sweep of n_points load points, sweet its sweet spot
+ * (NULL: none met the SLA): done, without a cost. */
+void runner_sweep_outcome(const struct runner_trial *t, const struct probe_result *sweet, size_t n_points,
+			  struct trial_result *ret);
+/* A real sweep: its probe runs the rates in turn (runner-eval-deploy.c). */
+void runner_sweep_probe_config(const struct runner_trial *t, struct probe_config *pc);
+/* A dry run's sweep: its load points stored, its outcome into ret; < 0
+ * when the store failed. */
+int runner_sweep_store_dry(struct runner_trial *t, const struct runner_dry_result *res, struct trial_result *ret);
+
 /* ---- runner-cluster.c ---- */
 
 /* Whether the study's trials are jobs on a cluster (deploy.method slurm, a real run). */

@@ -46,6 +46,8 @@ struct runner_proposal {
 	double predicted_cost; /* what the planner expects it to cost ($/Mtok); NAN: no prediction */
 	bool alone;            /* a confirmation of the answer: measured with nothing else on the host */
 	bool baseline;         /* the engine's defaults (runner-baseline.c): config only when on the grid */
+	bool sweep;            /* the load-step sweep of the answer (runner-sweep.c): load points, no cost */
+	double sweep_rate;     /* ... scaled to this max rate (req/s) */
 };
 
 /* What the planner is asked with. */

@@ -46,7 +46,9 @@ static void name_kind(const struct runner *r, const struct runner_proposal *p, c
 {
 	const struct runner_evaluator *ev = r->evaluator;
 
-	if (p->baseline)
+	if (p->sweep)
+		snprintf(buf, size, "%ssweep", ev->confirm_prefix);
+	else if (p->baseline)
 		snprintf(buf, size, "%sbaseline", ev->confirm_prefix);
 	else if (p->ask == OPT_ASK_CONFIRM)
 		snprintf(buf, size, "%s%sconfirm-%u", ev->confirm_prefix, p->alone ? "" : "search-",
@@ -65,6 +67,8 @@ static int proposal_of_row(const struct runner *r, const struct store_trial *row
 	const char *retry = row->kind ? strstr(row->kind, "-retry-") : NULL;
 	int k;
 
+	if (runner_kind_is_sweep(row->kind))
+		return runner_sweep_proposal((struct runner *)r, row->canonical_key, ret, err);
 	if (runner_kind_is_baseline(row->kind)) {
 		p.ask = OPT_ASK_TRIAL;
 		p.baseline = true;
@@ -294,6 +298,7 @@ void runner_trial_status_of(const struct runner_trial *t, struct runner_trial_st
 		.trial_id = t->id,
 		.seq = t->seq,
 		.confirming = t->proposal.ask == OPT_ASK_CONFIRM,
+		.sweep = t->proposal.sweep,
 		.phase = t->phase,
 		.load_points = t->n_points,
 		.current_rate = t->current_rate,
@@ -460,8 +465,11 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	}
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;
-	/* a baseline off the grid is no configuration of the search */
-	k = t->proposal.baseline && !r->baseline.on_grid ? 0 : runner_history_insert(r, &ot, t->id, t->seq);
+	/* a baseline off the grid is no configuration of the search; a sweep
+	 * measures no cost */
+	k = (t->proposal.baseline && !r->baseline.on_grid) || t->proposal.sweep
+		    ? 0
+		    : runner_history_insert(r, &ot, t->id, t->seq);
 	if (k < 0) {
 		char msg[160];
 
@@ -474,8 +482,10 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 		runner_fail(r, msg);
 		return;
 	}
-	/* something new is known: a planner that said done is asked again */
-	r->planner_done = false;
+	/* something new is known: a planner that said done is asked again
+	 * (a sweep tells it nothing) */
+	if (!t->proposal.sweep)
+		r->planner_done = false;
 	k = runner_update_best(r, &err);
 	if (k < 0) {
 		runner_fail_errno(r, k, error_str(&err, k));

@@ -406,6 +406,8 @@ static int load_history(struct runner *r, struct error *err)
 			continue;
 		if (runner_kind_is_baseline(t[i].kind) && !r->baseline.on_grid)
 			continue; /* no configuration of the search (runner-baseline.c) */
+		if (runner_kind_is_sweep(t[i].kind))
+			continue; /* no measurement of a cost (runner-sweep.c) */
 		k = opt_config_from_key(r->study->space, t[i].canonical_key, &ot.config, err);
 		if (k < 0) {
 			error_prefix(err, k, "trial %u", t[i].seq);
@@ -593,6 +595,7 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	 * ends the study before it */
 	if (runner_side_by_side(r) && r->settings.max_trials >= 2 && opt_confirm_reserve(&r->settings) == 0)
 		r->settings.max_trials--;
+	runner_sweep_reserve(r);
 	runner_status_count(r);
 	k = make_planner(r, err);
 	if (k < 0)

@@ -182,6 +182,7 @@ struct runner_trial_status {
 	int64_t trial_id;
 	unsigned seq; /* its number in the study */
 	bool confirming;
+	bool sweep;              /* the load-step sweep of the answer */
 	enum runner_phase phase; /* WAITING, DEPLOYING, QUALITY_CHECK, PROBING or TEARDOWN */
 	char gpus[64];           /* "0,1" (host indices; on a cluster "NODE:0,1"); "" while waiting */
 	char knobs[256];
@@ -218,8 +219,11 @@ struct runner_event {
 	struct {
 		bool saturation;                    /* the saturation run (else the search's load point `index`) */
 		bool ended;                         /* the load point just ended (its last word) */
-		unsigned index;                     /* 1, 2, ...: the search's load points after the saturation run */
-		unsigned max;                       /* the search's load points at most (probe.max_steps) */
+		bool sweep;                         /* a point of the answer's load-step sweep */
+		unsigned index;                     /* 1, 2, ...: the search's load points after the saturation run,
+		                                     * or the sweep's */
+		unsigned max;                       /* the search's load points at most (probe.max_steps: it may end
+		                                     * sooner), or the sweep's points (all are run) */
 		double rate;                        /* asked for, requests/s (INFINITY: all at once) */
 		unsigned done, good, failed, total; /* requests so far; total: at most */
 	} point;

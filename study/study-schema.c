@@ -537,6 +537,11 @@ const struct json_field study_fields[] = {
 	  .doc = "measure the engine's default configuration first (its default batch and chunk size at the "
 		 "smallest TP predicted to fit, native precision if it fits): the summary and report compare the "
 		 "best with it; it counts in budget.max_trials (none with max_trials 1)" },
+	{ "sweep", JSON_BOOL, OFF(sweep), .def = "true",
+	  .doc = "online studies: once the answer is confirmed, one more deployment of it measures 8 request rates "
+		 "from 20 % to 110 % of its max rate under the SLA (the report's latency-throughput curve and its "
+		 "sweet spot); it counts in budget.max_trials, never past it, and is skipped when the budget is "
+		 "spent (the search keeps one deployment for it when max_trials is 10 or more); false skips it" },
 	{ "window", JSON_STRING, .callback = parse_window, .max = 16, .def = "always",
 	  .schema = "{\"pattern\": \"^[0-9]{1,2}:[0-9]{1,2}-[0-9]{1,2}:[0-9]{1,2}$\"}",
 	  .doc = "daily time window \"HH:MM-HH:MM\" (local time) in which the daemon runs trials" },

@@ -412,6 +412,7 @@ static void study_defaults(struct study_parse *p)
 	s->deploy.poll_interval_usec = 2 * USEC_PER_SEC;
 	s->search.seed = 1;
 	s->baseline = true;
+	s->sweep = true;
 	s->search.preflight = true;
 	s->search.algorithm = "LN_SBPLX";
 	p->attainment = NAN;

@@ -14,7 +14,7 @@
  * quality_check, gpu {type, count, devices, price_per_gpu_hour}, search_space,
  * constraints, workload {...}, sla {...}, scenario, cost_tokens, budget
  * {max_trials, max_wall_time, parallel}, probe {...}, deploy {...}, search {seed,
- * algorithm, strategy, extend_edges, preflight}, baseline, window, label. */
+ * algorithm, strategy, extend_edges, preflight}, baseline, sweep, window, label. */
 #pragma once
 
 #include <stdbool.h>
@@ -166,6 +166,7 @@ struct study {
 	} search;
 
 	bool baseline; /* measure the engine's default configuration first */
+	bool sweep;    /* after the answer: one deployment of it measures a load-step sweep (online studies) */
 
 	struct {
 		bool set;

@@ -37,6 +37,8 @@ struct ctx {
 	sd_event *e;
 	unsigned trials_finished;
 	unsigned pause_after, stop_after, cancel_after, full_after;
+	bool stop_in_sweep; /* stop as the answer's sweep deploys */
+	bool sweep_seen;
 	struct store *store;
 	bool paused_seen, resumed;
 	enum runner_end end;
@@ -131,6 +133,14 @@ static int on_resume_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct runner *r = userdata;
+
+	CHECK_INT_EQ(runner_stop(r), 0);
+	return 0;
+}
+
 static void on_event(struct runner *r, const struct runner_event *ev, void *userdata)
 {
 	struct ctx *c = userdata;
@@ -151,6 +161,13 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 		}
 		if (ev->status->phase == RUNNER_PROBING && ev->status->trial == 1)
 			runner_status_format(ev->status, c->status_line, sizeof(c->status_line));
+		if (ev->trial && ev->trial->sweep && ev->trial->phase == RUNNER_DEPLOYING && !c->sweep_seen) {
+			c->sweep_seen = true;
+			/* from the loop, as goodputd's socket would ask it */
+			if (c->stop_in_sweep)
+				CHECK(sd_event_add_time_relative(c->e, NULL, CLOCK_MONOTONIC, 0, 1, on_stop_timer, r) >=
+				      0);
+		}
 		break;
 	case RUNNER_EVENT_TRIAL_FINISHED:
 		c->trials_finished++;
@@ -420,7 +437,8 @@ int main(void)
 
 		CHECK(store_trial_history(s, a, &t, &n, &err) >= 0);
 		for (size_t i = 0; i < n; i++)
-			if (!strstr(t[i].kind, "baseline") && !strstr(t[i].kind, "confirm")) {
+			if (!strstr(t[i].kind, "baseline") && !strstr(t[i].kind, "confirm") &&
+			    !strstr(t[i].kind, "sweep")) {
 				asked++;
 				predicted += isfinite(t[i].predicted_cost) && t[i].predicted_cost > 0;
 			}
@@ -455,6 +473,56 @@ int main(void)
 		store_study_best_done(&ta);
 		store_study_best_done(&tb);
 	}
+
+	/* the answer's load-step sweep: the last trial, 8 load points from 20 %
+	 * to 110 % of the answer's first measurement's max rate, its sweet
+	 * spot as its max rate, no cost — the study's answer does not count it */
+	{
+		static const double steps[] = { 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1 };
+		struct store_study_best best = { 0 };
+		struct store_load_point *lp = NULL;
+		struct store_trial *t = NULL;
+		size_t n = 0, m = 0, sweet = SIZE_MAX;
+
+		CHECK(store_trial_history(s, a, &t, &n, &err) >= 0);
+		CHECK(n <= 13 && n >= 2);
+		CHECK_STR_EQ(t[n - 1].kind, "dry-run-sweep");
+		CHECK_INT_EQ(t[n - 1].state, STORE_TRIAL_DONE);
+		CHECK(isnan(t[n - 1].cost_per_mtok));
+		CHECK(store_study_best(s, a, &best, &err) >= 0);
+		CHECK_STR_EQ(best.trial.canonical_key, t[n - 1].canonical_key);
+		for (size_t i = 0; i + 1 < n; i++)
+			CHECK(strstr(t[i].kind, "sweep") == NULL);
+		CHECK(store_load_point_list(s, t[n - 1].id, &lp, &m, &err) >= 0);
+		CHECK_INT_EQ(m, 8);
+		for (size_t i = 0; i < m; i++) {
+			CHECK_STR_EQ(lp[i].phase, "sweep");
+			CHECK(fabs(lp[i].request_rate - steps[i] * best.trial.max_rate) <= 1e-9 * lp[i].request_rate);
+			if (lp[i].sla_met &&
+			    (sweet == SIZE_MAX || lp[i].good_output_throughput > lp[sweet].good_output_throughput))
+				sweet = i;
+		}
+		CHECK(sweet != SIZE_MAX);
+		CHECK(t[n - 1].max_rate == lp[sweet].request_rate);
+		/* its latency grows with the load */
+		CHECK(lp[7].p99_ttft_ms > lp[0].p99_ttft_ms);
+		store_load_point_array_free(lp, m);
+		store_trial_array_free(t, n);
+		store_study_best_done(&best);
+	}
+
+	/* stopped as the sweep deploys: a new runner redoes it, the same study */
+	x = add_study(s, "stopped-in-sweep");
+	c = (struct ctx){ .stop_in_sweep = true };
+	CHECK_INT_EQ(run(s, x, &c), RUNNER_END_STOPPED);
+	CHECK(c.sweep_seen);
+	c = (struct ctx){ 0 };
+	CHECK_INT_EQ(run(s, x, &c), RUNNER_END_DONE);
+	la = trial_list(s, a);
+	lb = trial_list(s, x);
+	CHECK_STR_EQ(la, lb);
+	free(la);
+	free(lb);
 
 	/* cancel */
 	x = add_study(s, "cancelled");

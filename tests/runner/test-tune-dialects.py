@@ -168,6 +168,12 @@ def online_llamacpp(db):
         if not (t["deploy_seconds"] and t["deploy_seconds"] >= 1.4):
             fail("trial %d ready after %r s: the 503s while loading were not waited out" % (t["seq"],
                                                                                           t["deploy_seconds"]))
+        if "sweep" in t["kind"]:
+            # the answer's load-step sweep: 8 points judged afterwards, no verdict
+            sweep = rows(db, "SELECT phase FROM load_points WHERE trial_id = ?", t["id"])
+            if [p["phase"] for p in sweep] != ["sweep"] * 8:
+                fail("sweep %d: load points %s" % (t["seq"], [p["phase"] for p in sweep]))
+            continue
         points = [json.loads(p["result"]) for p in
                   rows(db, "SELECT result FROM load_points WHERE trial_id = ? AND phase = 'search'", t["id"])]
         if not points or any(p.get("verdict") not in ("met", "missed", "undecided") for p in points):

@@ -187,12 +187,42 @@ def check_store(db, name, want_state="done"):
         if t["server_pgid"]:
             fail("trial %d still records server pgid %s" % (t["seq"], t["server_pgid"]))
         lps = load_points(db, t["id"])
-        if t["state"] == "done":
+        if t["state"] == "done" and "sweep" in t["kind"]:
+            check_sweep(ts, t, lps)
+        elif t["state"] == "done":
             if not lps:
                 fail("trial %d is done but has no load points" % t["seq"])
             if not (t["cost_per_mtok"] and t["cost_per_mtok"] > 0 and t["max_goodput"] > 0):
                 fail("trial %d is done without a cost: %s" % (t["seq"], t))
     return st, ts
+
+
+SWEEP_STEPS = [0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1]
+
+
+def check_sweep(ts, t, lps):
+    """The answer's load-step sweep: the study's last trial and its only
+    sweep, of a measured configuration, 8 load points at 20 %..110 % of that
+    configuration's max rate (its first measurement's), no cost, its sweet
+    spot the point of highest goodput that met the SLA."""
+    if [u["seq"] for u in ts if "sweep" in u["kind"]] != [ts[-1]["seq"]]:
+        fail("the sweep is not the study's one last trial: %s" % [u["kind"] for u in ts])
+    first = [u for u in ts if u["canonical_key"] == t["canonical_key"] and u["cost_per_mtok"]]
+    if not first:
+        fail("sweep %d: its configuration was never measured" % t["seq"])
+    rates = [p["request_rate"] for p in lps]
+    want = [first[0]["max_rate"] * f for f in SWEEP_STEPS]
+    if [p["phase"] for p in lps] != ["sweep"] * 8 or any(abs(a - b) > 1e-6 * b for a, b in zip(rates, want)):
+        fail("sweep %d: load points %s at %s, expected 8 at %s" % (t["seq"], [p["phase"] for p in lps], rates,
+                                                                  want))
+    if t["cost_per_mtok"] is not None:
+        fail("sweep %d has a cost: %s" % (t["seq"], t["cost_per_mtok"]))
+    met = [p for p in lps if p["sla_met"]]
+    if met:
+        sweet = max(met, key=lambda p: p["good_output_throughput"])
+        if abs(t["max_rate"] - sweet["request_rate"]) > 1e-9 * sweet["request_rate"]:
+            fail("sweep %d: max_rate %s is not its sweet spot %s" % (t["seq"], t["max_rate"],
+                                                                     sweet["request_rate"]))
 
 
 def case_search():
@@ -919,7 +949,8 @@ def case_budget():
     st, ts = check_store(db, "noconfirm.dry-run")
     if any("confirm" in t["kind"] for t in ts):
         fail("--confirm 0 ran re-probes: %s" % [t["kind"] for t in ts])
-    keys = [t["canonical_key"] for t in ts]
+    # (the answer's load-step sweep deploys it once more, for its curve: no cost)
+    keys = [t["canonical_key"] for t in ts if "sweep" not in t["kind"]]
     if len(set(keys)) != len(keys):
         fail("--confirm 0 measured a configuration twice")
     # real servers: max_trials 3 starts 3 servers at most

@@ -95,6 +95,11 @@ static void trial_derive(struct report_trial *t)
 		if (t->best_lp < 0 || lp->request_rate > t->lps[t->best_lp].request_rate)
 			t->best_lp = (long)i;
 	}
+	/* the SLA held even with every request at once (the server outran
+	 * the load): the answer is the saturation run */
+	for (size_t i = 0; i < t->n_lps && t->best_lp < 0 && isfinite(t->t.max_rate); i++)
+		if (t->lps[i].sla_met && t->lps[i].phase && strcmp(t->lps[i].phase, "saturation") == 0)
+			t->best_lp = (long)i;
 }
 
 static int load_trials(struct report *r, struct store *s, struct error *err)

@@ -44,7 +44,7 @@ void report_doc_live(struct report_doc *d, const struct report *r)
 	else
 		snprintf(best, sizeof(best), "$%.4f/Mtok", report_cost(r));
 	report_doc_heading(d, 2, "live", "Progress (study running: this page reloads every 30 s)");
-	report_doc_table_start(d, 2, (const char *const[]){ "", "" });
+	report_doc_table_start(d, 2, (const char *const[]){ "item", "value" });
 	report_doc_kv(d, "state", "%s", store_study_state_to_string(r->study.state));
 	report_doc_kv(d, "deployments done", "%u%s (%u in flight)", finished, budget_text, in_flight);
 	report_doc_kv(d, "wall time", "%s elapsed, %s left", format_duration(a, sizeof(a), elapsed),

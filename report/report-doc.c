@@ -444,7 +444,14 @@ static void section_sla(struct report_doc *d, const struct report *r)
 	if (lp) {
 		char rate[48];
 
-		report_doc_para(d,
+		if (!isfinite(lp->request_rate))
+			report_doc_para(d,
+					"Attainment of the best configuration with every request at once (the SLA held "
+					"even then): %.1f%% of requests met the SLA.",
+					lp->attainment * 100);
+		else
+			report_doc_para(
+				d,
 				"Attainment of the best configuration at its max-goodput load (%s req/s): %.1f%% of "
 				"requests met the SLA.",
 				report_rate_sent_text(rate, sizeof(rate), lp, lp->request_rate), lp->attainment * 100);
@@ -778,7 +785,10 @@ static void section_progress(struct report_doc *d, const struct report *r)
 	if (b) {
 		report_doc_para(d,
 				"The best configuration was first measured at trial %u of %zu. Deploying servers took "
-				"%s in all.",
+				"%s in all. The best so far is the lowest cost of any configuration as the study "
+				"counts it (the mean of its measurements by then) and never rises: a re-probe that "
+				"raises a configuration's mean leaves the line where it was; the triangle is the "
+				"answer at its cost.",
 				b->t.seq, r->n_trials, format_duration(buf, sizeof(buf), sec_to_usec(deploy)));
 	}
 	report_doc_plot(d, REPORT_PLOT_PROGRESS);

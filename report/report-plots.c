@@ -80,15 +80,17 @@ static int plot_workload(struct plot_ctx *c, const struct report *r, FILE *f, ch
 		"set multiplot layout 1,2 title 'Workload: %zu requests regenerated from the spec (seed %llu)'\n"
 		"set style fill solid 0.85 border lc rgb '#2b4c7e'\n"
 		"set ylabel 'requests'\nset yrange [0:*]\n"
-		"set xlabel 'input length (tokens)'\nset boxwidth %.9g absolute\nset xrange [%.9g:%.9g]\n"
+		"set xlabel 'input length (tokens)'\nset boxwidth %.9g absolute\nset xrange [%.9g:%.9g]\n%s"
 		"plot 'wl-in.dat' using 1:2 with boxes lc rgb '#4a7ab5'\n",
-		n, (unsigned long long)r->parsed->workload.seed, wi * 0.9, loi, hii);
-	plot_axes(f, "input lengths", 0, NULL, 0, NULL, 0);
+		n, (unsigned long long)r->parsed->workload.seed, wi * 0.9, loi, hii,
+		hii - loi <= 12 ? "set xtics 1\n" : "set xtics autofreq\n"); /* lengths are whole tokens */
+	/* bars stand on 0: it is part of what they draw */
+	plot_axes(f, "input lengths", 0, (const double[]){ 0 }, 1, NULL, 0);
 	fprintf(f,
-		"set xlabel 'output length (tokens)'\nset boxwidth %.9g absolute\nset xrange [%.9g:%.9g]\n"
+		"set xlabel 'output length (tokens)'\nset boxwidth %.9g absolute\nset xrange [%.9g:%.9g]\n%s"
 		"plot 'wl-out.dat' using 1:2 with boxes lc rgb '#e08a2c'\n",
-		wo * 0.9, loo, hio);
-	plot_axes(f, "output lengths", 0, NULL, 0, NULL, 0);
+		wo * 0.9, loo, hio, hio - loo <= 12 ? "set xtics 1\n" : "set xtics autofreq\n");
+	plot_axes(f, "output lengths", 0, (const double[]){ 0 }, 1, NULL, 0);
 	fputs("unset multiplot\n", f);
 	return 1;
 }
@@ -510,13 +512,13 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 	plot_header(f, REPORT_PLOT_PROGRESS, 480);
 	/* two panels of one size, one key under both */
 	fprintf(f,
-		"set multiplot layout 1,2 margins 0.07,0.95,0.36,0.9 spacing 0.1,0 title 'Search progress: the best "
+		"set multiplot layout 1,2 margins 0.07,0.95,0.36,0.9 spacing %.2f,0 title 'Search progress: the best "
 		"$/Mtok so far, as trials finished'\n"
 		"set key at screen 0.5, screen 0.2 center top vertical Left reverse samplen 2\n"
 		"set style fill solid 0.35 noborder\nset boxwidth 0.6 relative\n"
 		"set xlabel 'trials finished, in the order they finished'\nset ylabel '$/Mtok'\nset ytics nomirror\n"
 		"set xrange [0.5:%zu.5]\n",
-		n);
+		any_deploy ? 0.14 : 0.1, n); /* room for the deploy times' axis between the panels */
 	/* deploy time as bars on the right axis, when recorded (dry runs deploy nothing) */
 	if (any_deploy)
 		fputs("set y2label 'deploy time (s)'\nset y2tics\nset y2range [0:*]\n"
@@ -537,7 +539,8 @@ static int plot_progress(struct plot_ctx *c, const struct report *r, FILE *f, ch
 		plot_quote(f, title);
 	}
 	fputc('\n', f);
-	plot_axes(f, "by trial", 0, NULL, 0, NULL, 0);
+	/* the deploy-time bars stand on 0 */
+	plot_axes(f, "by trial", 0, NULL, 0, (const double[]){ 0 }, any_deploy ? 1 : 0);
 	fprintf(f,
 		"unset y2tics\nunset y2label\nset key off\nset xrange [0:*]\n"
 		"set xlabel 'wall time since the first trial started (%s)'\n"

@@ -15,6 +15,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browserlib  # noqa: E402
 import pagecheck  # noqa: E402
 
 goodput, make_study = sys.argv[1], sys.argv[2]
@@ -190,74 +191,21 @@ def checker_fails_what_it_should():
         fail("the raw-value check passes null and NaN")
 
 
-def chromium():
-    c = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not c:
+def browser_checks():
+    if not browserlib.have_chromium():
         print("chromium is not installed: skipping")
         sys.exit(77)
-    return c
-
-
-CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--enable-logging=stderr", "--v=0",
-                # every name but localhost fails to resolve, so any fetch shows in the log
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost"]
-
-
-def chrome(path, *extra):
-    ud = tempfile.mkdtemp(prefix="ud-", dir=tmp)
-    p = subprocess.run([chromium()] + CHROME_FLAGS + ["--user-data-dir=" + ud, *extra, "file://" + path],
-                       capture_output=True, text=True, timeout=240)
-    if p.returncode != 0:
-        fail(f"chromium exit {p.returncode}: {p.stderr[-2000:]}")
-    return p
-
-
-def screenshot(path, name, height=7000):
-    """The page as a 1280 px wide PNG (kept in $GOODPUT_REPORT_SCREENSHOTS when set)."""
-    shot = os.path.join(tmp, name)
-    chrome(path, "--hide-scrollbars", f"--window-size=1280,{height}", "--screenshot=" + shot)
-    with open(shot, "rb") as f:
-        head = f.read(24)
-    if head[:8] != b"\x89PNG\r\n\x1a\n" or os.path.getsize(shot) < 20000:
-        fail("no screenshot of " + path)
-    w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-    if (w, h) != (1280, height):
-        fail(f"screenshot is {w}x{h}")
-    keep = os.environ.get("GOODPUT_REPORT_SCREENSHOTS")
-    if keep:
-        os.makedirs(keep, exist_ok=True)
-        shutil.copy(shot, os.path.join(keep, name))
-    return shot
-
-
-def dom_checks(path, plots):
-    """The page as Chromium built it: no console errors or fetches, the plots
-    in the DOM, and the page checks on it."""
-    p = chrome(path, "--dump-dom")
-    dom = p.stdout
-    if len(re.findall(r"<svg", dom)) != plots or "All trials" not in dom:
-        fail(f"the DOM lacks the plots or the trials: {len(re.findall(r'<svg', dom))} plots")
-    for bad in ["CONSOLE", "Uncaught", "ERR_NAME_NOT_RESOLVED", "net::ERR_", "Refused to"]:
-        for line in p.stderr.splitlines():
-            if bad in line and "dbus" not in line:
-                fail("chromium log: " + line)
-    for problem in pagecheck.page_problems(dom, plots):
-        fail(problem)
-    return dom
-
-
-def browser_checks():
-    chromium()
     if not have_gnuplot:
         fail("gnuplot is needed for the plots the browser test checks")
     checker_fails_what_it_should()
     j = json.loads(run("report", "--db", db, "before", "--out", out, "--json").stdout)
-    dom = dom_checks(os.path.abspath(j["html"]), 7)
-    if 'id="plot-latency"' not in dom:
-        fail("the DOM lacks the latency plot")
-    screenshot(os.path.abspath(j["html"]), "report.png")
+    try:
+        dom = browserlib.dom_checks(j["html"], 7)
+        if 'id="plot-latency"' not in dom:
+            fail("the DOM lacks the latency plot")
+        browserlib.screenshot(j["html"], "report.png")
+    except browserlib.PageError as e:
+        fail(str(e))
 
 
 try:
@@ -268,4 +216,5 @@ try:
         other_checks()
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(browserlib.TMP, ignore_errors=True)
 print("ok")

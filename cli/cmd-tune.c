@@ -224,9 +224,10 @@ struct summary {
 	size_t n_lp;
 	const struct store_load_point *at; /* the best's load point at its max rate */
 	char *command;
-	struct report_findings findings; /* the baseline, the edge, the pre-flight */
-	struct report_levers levers;     /* speculation, the prefix cache, the replicas */
+	struct report_findings findings;   /* the baseline, the edge, the pre-flight */
+	struct report_levers levers;       /* speculation, the prefix cache, the replicas */
 	bool have_levers;
+	struct report_shape_compare shape; /* both shapes searched: which won */
 };
 
 static void summary_done(struct summary *s)
@@ -273,6 +274,8 @@ static int summary_load(const struct tune_ctx *c, struct store *store, int64_t s
 	if (report_findings_of(&s->st, runner_get_study(c->runner), &s->best, s->at, &s->findings) < 0)
 		return log_error_errno(-ENOMEM, "out of memory");
 	s->have_levers = report_levers_load(store, study_id, runner_get_study(c->runner), &s->levers, &err) >= 0;
+	if (report_shape_compare(store, study_id, &s->best, &s->shape, &err) < 0)
+		log_warning("cannot compare the shapes: %s", error_str(&err, -EINVAL));
 	(void)runner_format_defaults(c->runner, s->best.trial.knobs_json, s->defaults, sizeof(s->defaults));
 	if (runner_format_command(c->runner, s->best.trial.knobs_json, "127.0.0.1", 8000, &s->command, &err) < 0)
 		log_warning("cannot render the command line: %s", error_str(&err, -EINVAL));
@@ -310,7 +313,8 @@ static int best_json(const struct summary *s, cJSON *o)
 				  json_add_number(conf, "runner_up_measurements", b->runner_up_n) < 0 ||
 				  json_add_number(conf, "runner_up_spread", b->runner_up_spread) < 0))
 		return -ENOMEM;
-	if (report_findings_json(&s->findings, o) < 0 || (s->have_levers && report_levers_json(&s->levers, o) < 0))
+	if (report_findings_json(&s->findings, o) < 0 || (s->have_levers && report_levers_json(&s->levers, o) < 0) ||
+	    report_shape_json(&s->shape, o) < 0)
 		return -ENOMEM;
 	if (s->at && (add_latency(o, "ttft_ms", s->at->p50_ttft_ms, s->at->p90_ttft_ms, s->at->p99_ttft_ms,
 				  s->at->mean_ttft_ms) < 0 ||
@@ -407,6 +411,12 @@ static void summary_text(const struct summary *s, const char *db_path)
 			printf("  time to answer:  %s after the first trial started%s\n",
 			       duration_text(b->time_to_answer_s),
 			       strstr(st->name, ".dry-run") ? " (virtual time)" : "");
+		if (s->shape.present) {
+			char text[1024];
+
+			report_shape_text(&s->shape, text, sizeof(text));
+			printf("  shape:           %s\n", text);
+		}
 		if (s->findings.have_baseline)
 			printf("  vs defaults:     %s\n", s->findings.baseline);
 		if (s->findings.have_edge)
@@ -420,8 +430,13 @@ static void summary_text(const struct summary *s, const char *db_path)
 			printf("  context:         %s\n", s->findings.max_model_len);
 		if (s->have_levers)
 			report_levers_print(&s->levers, "  ", stdout);
-		if (s->command)
-			printf("\nRun it:\n  %s\n", s->command);
+		if (s->command) {
+			/* one line per server: a disaggregated configuration's roles each have one */
+			printf("\nRun it:\n  ");
+			for (const char *c = s->command; *c; c++)
+				fputs(*c == '\n' ? "\n  " : (char[]){ *c, 0 }, stdout);
+			printf("\n");
+		}
 	}
 	if (st->state == STORE_STUDY_RUNNING)
 		printf("\nStopped; continue with: goodput tune --resume %s --db %s%s\n", st->name, db_path,

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "macro.h"
+
 #include "cost.h"
 
 int opt_scenario_from_string(const char *s, enum opt_scenario *ret)
@@ -68,22 +70,83 @@ static unsigned times(unsigned n, double v)
 	return v > 65536 || (double)n * v > 65536 ? 65536 : (unsigned)((double)n * floor(v));
 }
 
+unsigned opt_pd_shape_gpus(const struct opt_pd_shape *s)
+{
+	uint64_t n = (uint64_t)s->prefill_workers * s->prefill_tp + (uint64_t)s->decode_workers * s->decode_tp;
+
+	return (unsigned)MIN(n, (uint64_t)65536);
+}
+
+static unsigned knob_count(const cJSON *knobs, const char *name, unsigned def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 65536 ? (unsigned)v->valuedouble : def;
+}
+
+bool opt_knobs_pd_shape(const cJSON *knobs, struct opt_pd_shape *ret)
+{
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_SHAPE);
+	unsigned tp = knob_count(knobs, OPT_KNOB_TENSOR_PARALLEL, 1);
+
+	if (cJSON_IsString(shape) ? strcmp(shape->valuestring, "disaggregated") != 0
+				  : !cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_PREFILL_WORKERS) &&
+					    !cJSON_GetObjectItemCaseSensitive(knobs, OPT_KNOB_DECODE_WORKERS))
+		return false;
+	if (ret)
+		*ret = (struct opt_pd_shape){
+			.prefill_workers = knob_count(knobs, OPT_KNOB_PREFILL_WORKERS, 1),
+			.decode_workers = knob_count(knobs, OPT_KNOB_DECODE_WORKERS, 1),
+			.prefill_tp = knob_count(knobs, OPT_KNOB_PREFILL_TENSOR_PARALLEL, tp),
+			.decode_tp = knob_count(knobs, OPT_KNOB_DECODE_TENSOR_PARALLEL, tp),
+		};
+	return true;
+}
+
+/* A GPU knob's value in the configuration: def when it has none (absent, or inactive). */
+static unsigned config_count(const struct opt_space *space, const struct opt_config *config, const char *name,
+			     unsigned def)
+{
+	int k = opt_space_knob_index(space, name);
+	double v;
+
+	if (k < 0 || !opt_knob_active(space, config, (size_t)k) || opt_config_number(space, config, name, &v) < 0 ||
+	    !(v >= 1))
+		return def;
+	return v > 65536 ? 65536 : (unsigned)v;
+}
+
 unsigned opt_config_gpus(const struct opt_space *space, const struct opt_config *config)
 {
+	int shape = opt_space_knob_index(space, OPT_KNOB_SHAPE);
 	unsigned n = 1;
+	char buf[64];
 
-	for (size_t i = 0; gpu_knobs[i]; i++) {
-		double v;
+	if (shape >= 0 ? strcmp(opt_config_text(space, config, (size_t)shape, buf, sizeof(buf)), "disaggregated") == 0
+		       : opt_space_knob_index(space, OPT_KNOB_PREFILL_WORKERS) >= 0 ||
+				 opt_space_knob_index(space, OPT_KNOB_DECODE_WORKERS) >= 0) {
+		unsigned tp = config_count(space, config, OPT_KNOB_TENSOR_PARALLEL, 1);
+		struct opt_pd_shape pd = {
+			.prefill_workers = config_count(space, config, OPT_KNOB_PREFILL_WORKERS, 1),
+			.decode_workers = config_count(space, config, OPT_KNOB_DECODE_WORKERS, 1),
+			.prefill_tp = config_count(space, config, OPT_KNOB_PREFILL_TENSOR_PARALLEL, tp),
+			.decode_tp = config_count(space, config, OPT_KNOB_DECODE_TENSOR_PARALLEL, tp),
+		};
 
-		if (opt_config_number(space, config, gpu_knobs[i], &v) == 0)
-			n = times(n, v);
+		return opt_pd_shape_gpus(&pd);
 	}
+	for (size_t i = 0; gpu_knobs[i]; i++)
+		n = times(n, config_count(space, config, gpu_knobs[i], 1));
 	return n;
 }
 
 unsigned opt_knobs_gpus(const cJSON *knobs)
 {
+	struct opt_pd_shape pd;
 	unsigned n = 1;
+
+	if (opt_knobs_pd_shape(knobs, &pd))
+		return opt_pd_shape_gpus(&pd);
 
 	for (size_t i = 0; gpu_knobs[i]; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, gpu_knobs[i]);

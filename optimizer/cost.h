@@ -45,9 +45,23 @@ double opt_cost_tokens_per_sec(enum opt_scenario scenario, enum opt_cost_tokens 
 int opt_cost_per_mtok(double usd_per_gpu_hour, unsigned gpus_per_replica, double tokens_per_sec, double *ret);
 
 /* The GPUs a configuration holds: data_parallel × tensor_parallel ×
- * pipeline_parallel, each 1 when the configuration lacks it. One rule for
- * the slots a trial takes, the GPUs its server is given, its cost, the
- * pre-flight and the report. */
+ * pipeline_parallel, each 1 when the configuration lacks it; disaggregated
+ * (opt_knobs_pd_shape), P × TP_p + D × TP_d. One rule for the slots a
+ * trial takes, the GPUs its server is given, its cost, the pre-flight and
+ * the report. */
 unsigned opt_config_gpus(const struct opt_space *space, const struct opt_config *config);
 /* The same for a knobs object ({"tensor_parallel": 4, "data_parallel": 2}). */
 unsigned opt_knobs_gpus(const cJSON *knobs);
+
+/* A disaggregated configuration's workers: P prefill and D decode, each of
+ * its side's TP. */
+struct opt_pd_shape {
+	unsigned prefill_workers, decode_workers;
+	unsigned prefill_tp, decode_tp;
+};
+/* Whether knobs describe a disaggregated configuration — shape
+ * "disaggregated", or without a shape knob a workers knob — and its shape
+ * (a workers knob absent: 1; a side's TP absent: tensor_parallel, else 1). */
+bool opt_knobs_pd_shape(const cJSON *knobs, struct opt_pd_shape *ret);
+/* P × TP_p + D × TP_d. */
+unsigned opt_pd_shape_gpus(const struct opt_pd_shape *s);

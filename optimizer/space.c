@@ -90,18 +90,42 @@ static bool is_integral(double v)
 	return isfinite(v) && floor(v) == v;
 }
 
+/* A disaggregated side's knob ("prefill_..."/"decode_"): *ret_base the
+ * engine's knob it is for that side. */
+static bool side_knob(const char *name, const char **ret_base)
+{
+	const char *base = strncmp(name, "prefill_", 8) == 0  ? name + 8
+			   : strncmp(name, "decode_", 7) == 0 ? name + 7
+							      : NULL;
+
+	if (ret_base)
+		*ret_base = base;
+	return base != NULL;
+}
+
+/* A batch knob of one server or of a side: needs more memory as it grows. */
+static bool batch_knob(const char *name)
+{
+	const char *base = name;
+
+	(void)side_knob(name, &base);
+	base = base ? base : name;
+	return canonical_rank(base) == 0 || canonical_rank(base) == 1;
+}
+
 /* GPUs per configuration: whole numbers, categorical, within the host. */
 static bool gpu_knob(const char *name)
 {
 	return strcmp(name, OPT_KNOB_TENSOR_PARALLEL) == 0 || strcmp(name, OPT_KNOB_DATA_PARALLEL) == 0 ||
-	       strcmp(name, OPT_KNOB_PIPELINE_PARALLEL) == 0;
+	       strcmp(name, OPT_KNOB_PIPELINE_PARALLEL) == 0 || strcmp(name, OPT_KNOB_PREFILL_WORKERS) == 0 ||
+	       strcmp(name, OPT_KNOB_DECODE_WORKERS) == 0 || strcmp(name, OPT_KNOB_PREFILL_TENSOR_PARALLEL) == 0 ||
+	       strcmp(name, OPT_KNOB_DECODE_TENSOR_PARALLEL) == 0;
 }
 
 static bool int_only(const char *name)
 {
-	return canonical_rank(name) == 0 || canonical_rank(name) == 1 || gpu_knob(name) ||
-	       strcmp(name, OPT_KNOB_MAX_MODEL_LEN) == 0 || strcmp(name, OPT_KNOB_SPEC_TOKENS) == 0 ||
-	       strcmp(name, OPT_KNOB_SPEC_DRAFT_TP) == 0;
+	return batch_knob(name) || gpu_knob(name) || strcmp(name, OPT_KNOB_MAX_MODEL_LEN) == 0 ||
+	       strcmp(name, OPT_KNOB_SPEC_TOKENS) == 0 || strcmp(name, OPT_KNOB_SPEC_DRAFT_TP) == 0;
 }
 
 static enum opt_memory_role memory_role(const struct opt_knob *k)
@@ -110,7 +134,7 @@ static enum opt_memory_role memory_role(const struct opt_knob *k)
 		return OPT_MEMORY_KV_DTYPE; /* equality or freedom only: no direction needed */
 	if (k->categorical)
 		return OPT_MEMORY_ANY;
-	if (canonical_rank(k->name) == 0 || canonical_rank(k->name) == 1)
+	if (batch_knob(k->name))
 		return OPT_MEMORY_BATCH;
 	if (strcmp(k->name, OPT_KNOB_MAX_MODEL_LEN) == 0)
 		return OPT_MEMORY_CONTEXT;
@@ -360,10 +384,12 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 					"%s: %s %g is more than the %u GPUs of one node (gpu.count, gpu.per_node, "
 					"gpu.devices)",
 					path, k->name, v, o->gpus);
-			if (strcmp(k->name, OPT_KNOB_TENSOR_PARALLEL) == 0 && o->gpus % (unsigned)v != 0)
-				return error_set(err, -EINVAL,
-						 "%s: tensor_parallel %g does not divide the host's %u GPUs", path, v,
-						 o->gpus);
+			if ((strcmp(k->name, OPT_KNOB_TENSOR_PARALLEL) == 0 ||
+			     strcmp(k->name, OPT_KNOB_PREFILL_TENSOR_PARALLEL) == 0 ||
+			     strcmp(k->name, OPT_KNOB_DECODE_TENSOR_PARALLEL) == 0) &&
+			    o->gpus % (unsigned)v != 0)
+				return error_set(err, -EINVAL, "%s: %s %g does not divide the host's %u GPUs", path,
+						 k->name, v, o->gpus);
 		}
 	if (cJSON_IsObject(item)) {
 		const char *when = NULL;
@@ -386,17 +412,30 @@ static int parse_knob(struct opt_knob *k, const cJSON *item, const char *path, c
 		for (size_t i = 0; i < k->n_values; i++)
 			if (k->kind == OPT_KNOB_LIST_STRING || !(k->numbers[i] > 0 && k->numbers[i] <= 1))
 				return error_set(err, -EINVAL, "%s: expected fractions in (0, 1]", path);
-	k->memory_monotone = !k->categorical && canonical_rank(k->name) >= 0 && canonical_rank(k->name) <= 1;
+	k->memory_monotone = !k->categorical && batch_knob(k->name);
 	k->memory = memory_role(k);
 	return 0;
 }
 
-/* Speculation's parts exist only with speculation: their implicit "when". */
+/* One server's knobs, which a disaggregated configuration has per side. */
+static bool aggregated_knob(const char *name)
+{
+	return canonical_rank(name) == 0 || canonical_rank(name) == 1 || strcmp(name, OPT_KNOB_TENSOR_PARALLEL) == 0 ||
+	       strcmp(name, OPT_KNOB_DATA_PARALLEL) == 0 || strcmp(name, OPT_KNOB_PIPELINE_PARALLEL) == 0;
+}
+
+/* Speculation's parts exist only with speculation, a side's knobs only in
+ * the disaggregated shape and one server's only in the aggregated one:
+ * their implicit "when". */
 static const char *implicit_when(const struct opt_space *space, const char *name)
 {
 	if ((strcmp(name, OPT_KNOB_SPEC_TOKENS) == 0 || strcmp(name, OPT_KNOB_SPEC_DRAFT_TP) == 0) &&
 	    opt_space_knob_index(space, OPT_KNOB_SPEC_METHOD) >= 0)
 		return OPT_KNOB_SPEC_METHOD " != none";
+	if (opt_space_knob_index(space, OPT_KNOB_SHAPE) >= 0 && side_knob(name, NULL))
+		return OPT_KNOB_SHAPE " == disaggregated";
+	if (opt_space_knob_index(space, OPT_KNOB_SHAPE) >= 0 && aggregated_knob(name))
+		return OPT_KNOB_SHAPE " == aggregated";
 	return NULL;
 }
 

@@ -58,6 +58,15 @@
  * when spec_method != none without saying so (when the space has
  * spec_method).
  *
+ * Disaggregated serving: with a "shape" knob (aggregated |
+ * disaggregated), the knobs of one side ("prefill_..." and "decode_...":
+ * prefill_workers, decode_tensor_parallel, prefill_max_num_batched_tokens)
+ * are active only when shape == disaggregated, and those of one server
+ * (tensor_parallel, data_parallel, pipeline_parallel, max_num_seqs,
+ * max_num_batched_tokens) only when shape == aggregated, without saying so.
+ * The workers and each side's TP are GPU knobs: a disaggregated
+ * configuration holds P × TP_p + D × TP_d GPUs.
+ *
  * GPUs: data_parallel and pipeline_parallel are categorical like
  * tensor_parallel, and with options->gpus a configuration may hold at most
  * that many GPUs, data_parallel × tensor_parallel × pipeline_parallel
@@ -109,6 +118,14 @@
 #define OPT_KNOB_SPEC_METHOD       "spec_method"       /* none | ngram | draft_model | eagle | mtp */
 #define OPT_KNOB_SPEC_TOKENS       "spec_tokens"       /* draft tokens per step */
 #define OPT_KNOB_SPEC_DRAFT_TP     "spec_draft_tp"     /* the draft model's TP */
+/* disaggregated serving (deploy.shape): the shape, and each side's workers
+ * and TP; any other knob of a side is "prefill_" or "decode_" and the
+ * engine's knob (prefill_max_num_batched_tokens) */
+#define OPT_KNOB_SHAPE                   "shape" /* aggregated | disaggregated */
+#define OPT_KNOB_PREFILL_WORKERS         "prefill_workers"
+#define OPT_KNOB_DECODE_WORKERS          "decode_workers"
+#define OPT_KNOB_PREFILL_TENSOR_PARALLEL "prefill_tensor_parallel"
+#define OPT_KNOB_DECODE_TENSOR_PARALLEL  "decode_tensor_parallel"
 
 enum opt_knob_kind {
 	OPT_KNOB_RANGE,       /* integer range on a log2 or linear grid */

@@ -84,6 +84,28 @@ struct store_study;
 struct store_study_best;
 struct store_load_point;
 
+/* Which serving shape won a study that searched both (report-shape.c), by
+ * per-GPU goodput: the answer's shape, and the best of the other. */
+struct report_shape_compare {
+	bool present; /* the answer has a shape knob */
+	char winner[16], other[16];
+	double winner_cost, other_cost; /* $/Mtok, each configuration's mean */
+	char winner_knobs[256], other_knobs[256];
+	unsigned winner_gpus, other_gpus;
+	double winner_goodput_per_gpu, other_goodput_per_gpu; /* tok/s */
+	bool have_other;                                      /* some configuration of the other shape was measured */
+	double gain; /* other_cost / winner_cost: the winner's per-GPU goodput over the other's */
+};
+struct store_study_best;
+/* The comparison for a study's answer (best; NULL or a best without a
+ * shape: present false). */
+int report_shape_compare(struct store *store, int64_t study_id, const struct store_study_best *best,
+			 struct report_shape_compare *ret, struct error *err);
+/* "disaggregated wins, 1.40x the goodput per GPU of the best aggregated: ..." */
+void report_shape_text(const struct report_shape_compare *c, char *buf, size_t size);
+/* Adds {"shape": {"winner", "cost_per_mtok", ..., "other_best", "gain"}} to o. */
+int report_shape_json(const struct report_shape_compare *c, cJSON *o);
+
 struct report_findings {
 	bool have_baseline;            /* the study measured (or is measuring) the engine's defaults */
 	double baseline_cost_per_mtok; /* NAN when they have no cost */

@@ -59,6 +59,13 @@ static int set_string(cJSON *o, const char *name, const char *v)
 	return json_add_string(o, name, v);
 }
 
+/* A knob of disaggregated serving: no part of one server's defaults. */
+static bool disaggregated_knob(const char *name)
+{
+	return strcmp(name, OPT_KNOB_SHAPE) == 0 || strncmp(name, "prefill_", 8) == 0 ||
+	       strncmp(name, "decode_", 7) == 0;
+}
+
 /* The knobs of a baseline at quantization q (NULL: no such knob) and TP tp (0: none). */
 static int baseline_knobs(const struct runner *r, const cJSON *defaults, const char *q, double tp, cJSON **ret)
 {
@@ -80,7 +87,8 @@ static int baseline_knobs(const struct runner *r, const cJSON *defaults, const c
 	/* a knob the study fixes and the engine names no default for (a
 	 * max_model_len the workload needs) keeps its one value */
 	for (size_t k = 0; k < s->n_knobs; k++)
-		if (s->knobs[k].n_values == 1 && !cJSON_GetObjectItemCaseSensitive(defaults, s->knobs[k].name)) {
+		if (s->knobs[k].n_values == 1 && !cJSON_GetObjectItemCaseSensitive(defaults, s->knobs[k].name) &&
+		    !disaggregated_knob(s->knobs[k].name)) {
 			struct opt_config c = { 0 };
 			char buf[64];
 
@@ -91,6 +99,9 @@ static int baseline_knobs(const struct runner *r, const cJSON *defaults, const c
 		}
 	if ((q && set_string(o, OPT_KNOB_QUANTIZATION, q) < 0) ||
 	    (tp > 0 && set_number(o, OPT_KNOB_TENSOR_PARALLEL, tp) < 0))
+		return -ENOMEM;
+	/* what the engine runs untuned is one server */
+	if (knob_of(s, OPT_KNOB_SHAPE) && set_string(o, OPT_KNOB_SHAPE, "aggregated") < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(o);
 	return 0;

@@ -143,6 +143,11 @@ static int build_engine_config(const struct study *study, const cJSON *knobs, un
 	r = speculation(study, &c, err);
 	if (r < 0)
 		return error_prefix(err, r, "dry run");
+	/* disaggregated with one worker a side unless the configuration says more */
+	if (opt_knobs_pd_shape(knobs, NULL)) {
+		c.pd.prefill_workers = MAX(c.pd.prefill_workers, 1u);
+		c.pd.decode_workers = MAX(c.pd.decode_workers, 1u);
+	}
 	c.seed = variant;
 	if (engine) {
 		if (engine->profile_file && engine->profile_file[0]) {

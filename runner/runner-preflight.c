@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cost.h"
+#include "engine-profile.h"
 #include "engine.h"
 #include "macro.h"
 #include "runner-preflight.h"
@@ -244,6 +246,17 @@ void runner_preflight_estimate(const struct runner_preflight *p, const struct op
 {
 	struct knob_values v;
 
+	if (opt_space_knob_index(space, OPT_KNOB_SHAPE) >= 0) {
+		/* each shape's servers: estimated from the configuration's own values */
+		_cleanup_(cJSON_Deletep) cJSON *knobs = NULL;
+
+		if (opt_config_to_json(space, c, &knobs) < 0) {
+			*ret = (struct runner_estimate){ .fit = OPT_FIT_UNKNOWN, .cause = OPT_OOM_UNKNOWN };
+			return;
+		}
+		runner_preflight_estimate_knobs(p, knobs, ret);
+		return;
+	}
 	defaults(p, &v);
 	v.quantization = knob_text(space, c, OPT_KNOB_QUANTIZATION, v.quantization);
 	v.kv_cache_dtype = knob_text(space, c, OPT_KNOB_KV_CACHE_DTYPE, v.kv_cache_dtype);
@@ -273,10 +286,39 @@ static const char *json_text(const cJSON *knobs, const char *name, const char *d
 	return cJSON_IsString(v) ? v->valuestring : def;
 }
 
+/* A disaggregated configuration: each side's worker is a server of its own
+ * (its side's TP and batch knobs); the verdict is the worse side's, which
+ * the estimate names. */
+static void estimate_sides(const struct runner_preflight *p, const cJSON *knobs, const struct opt_pd_shape *pd,
+			   struct runner_estimate *ret)
+{
+	static const int rank[] = { [OPT_FIT_YES] = 0, [OPT_FIT_UNKNOWN] = 1, [OPT_FIT_NEAR] = 2, [OPT_FIT_NO] = 3 };
+	struct runner_estimate e[2];
+
+	for (int i = 0; i < 2; i++) {
+		_cleanup_(cJSON_Deletep) cJSON *side = NULL;
+		enum engine_role role = i == 0 ? ENGINE_ROLE_PREFILL : ENGINE_ROLE_DECODE;
+
+		if (engine_role_knobs(knobs, role, &side) < 0) {
+			*ret = (struct runner_estimate){ .fit = OPT_FIT_UNKNOWN, .cause = OPT_OOM_UNKNOWN };
+			return;
+		}
+		runner_preflight_estimate_knobs(p, side, &e[i]);
+		e[i].role = engine_role_to_string(role);
+	}
+	*ret = rank[e[1].fit] > rank[e[0].fit] ? e[1] : e[0];
+	ret->gpus = opt_pd_shape_gpus(pd);
+}
+
 void runner_preflight_estimate_knobs(const struct runner_preflight *p, const cJSON *knobs, struct runner_estimate *ret)
 {
+	struct opt_pd_shape pd;
 	struct knob_values v;
 
+	if (opt_knobs_pd_shape(knobs, &pd)) {
+		estimate_sides(p, knobs, &pd, ret);
+		return;
+	}
 	defaults(p, &v);
 	v.quantization = json_text(knobs, OPT_KNOB_QUANTIZATION, v.quantization);
 	v.kv_cache_dtype = json_text(knobs, OPT_KNOB_KV_CACHE_DTYPE, v.kv_cache_dtype);
@@ -307,16 +349,16 @@ void runner_estimate_format(const struct runner_estimate *e, char *buf, size_t s
 			 "data_parallel %u × tensor_parallel %u × pipeline_parallel %u = %u GPUs, more than one node's",
 			 e->dp, e->tp, e->pp, e->gpus);
 	else if (e->refused)
-		snprintf(buf, size, "the engine refuses tensor_parallel %u%s for this model", e->tp,
-			 e->pp > 1 ? " with pipeline stages" : "");
+		snprintf(buf, size, "the engine refuses tensor_parallel %u%s for this model%s%s", e->tp,
+			 e->pp > 1 ? " with pipeline stages" : "", e->role ? " (its " : "",
+			 e->role ? (strcmp(e->role, "prefill") == 0 ? "prefill workers)" : "decode workers)") : "");
 	else if (e->fit == OPT_FIT_UNKNOWN)
 		snprintf(buf, size, "no estimate");
 	else
 		snprintf(buf, size,
-			 "weights %.1f%s + activations %.1f + KV cache for %u tokens %.1f = %.1f GiB per GPU, of %.1f "
-			 "GiB "
-			 "(%.1f GiB × %.2f)",
-			 e->weights_gib, e->draft_gib > 0 ? " (the drafter's included)" : "", e->activations_gib,
-			 e->max_model_len, e->kv_gib, e->need_gib, e->budget_gib, e->memory_gib,
-			 e->budget_gib / e->memory_gib);
+			 "%s%sweights %.1f%s + activations %.1f + KV cache for %u tokens %.1f = %.1f GiB per GPU, of "
+			 "%.1f GiB (%.1f GiB × %.2f)",
+			 e->role ? e->role : "", e->role ? " worker: " : "", e->weights_gib,
+			 e->draft_gib > 0 ? " (the drafter's included)" : "", e->activations_gib, e->max_model_len,
+			 e->kv_gib, e->need_gib, e->budget_gib, e->memory_gib, e->budget_gib / e->memory_gib);
 }

@@ -16,7 +16,9 @@
  * the configuration lacks takes the engine's default (max_model_len: the
  * model's context; gpu_memory_utilization 0.9; vLLM's batch defaults for the
  * GPU). A configuration of more GPUs (DP × TP × PP) than one node has is
- * refused outright: each replica and stage needs GPUs of its own. The verdict keeps a margin for what the model does not know about a
+ * refused outright: each replica and stage needs GPUs of its own. A
+ * disaggregated configuration is estimated per side (each worker its
+ * side's TP and batch knobs) and takes the worse side's verdict. The verdict keeps a margin for what the model does not know about a
  * real engine: need ≤ budget fits; need above (1 + margin) × budget does
  * not; in between is near — not predicted to fit, checked by one deployment
  * per combination (optimizer/opt.h). Pure functions of the study: the
@@ -68,6 +70,7 @@ struct runner_estimate {
 	double draft_gib;         /* the drafter's weights per GPU (included in weights_gib) */
 	bool drafter_known;       /* false: a draft model the estimate could not size (left out) */
 	const char *quantization; /* "none", "fp8", ... */
+	const char *role;         /* disaggregated: the side this estimate is of (the worse one's); else NULL */
 };
 
 /* Reads the study's model and GPU facts; never fails for their absence

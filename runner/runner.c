@@ -234,6 +234,21 @@ int runner_format_defaults(const struct runner *r, const char *knobs_json, char 
 	k = engine_profile_default_knobs(r->profile, r->study->gpu.type, runner_baseline_gpu_gib(r), &defaults);
 	if (k < 0)
 		return k;
+	if (opt_knobs_pd_shape(knobs, NULL)) {
+		/* each side's workers leave their own knobs to the engine */
+		_cleanup_(cJSON_Deletep) cJSON *pre = NULL, *dec = NULL;
+		char a[256], b[256];
+
+		if (engine_role_knobs(knobs, ENGINE_ROLE_PREFILL, &pre) < 0 ||
+		    engine_role_knobs(knobs, ENGINE_ROLE_DECODE, &dec) < 0)
+			return -ENOMEM;
+		(void)engine_profile_defaults_text(r->profile, defaults, pre, a, sizeof(a));
+		(void)engine_profile_defaults_text(r->profile, defaults, dec, b, sizeof(b));
+		if (a[0] || b[0])
+			snprintf(buf, size, "prefill workers: %s; decode workers: %s", a[0] ? a : "none",
+				 b[0] ? b : "none");
+		return 0;
+	}
 	return engine_profile_defaults_text(r->profile, defaults, knobs, buf, size);
 }
 
@@ -248,6 +263,9 @@ int runner_format_command(const struct runner *r, const char *knobs_json, const 
 	knobs = cJSON_ParseWithLength(knobs_json, strlen(knobs_json));
 	if (!knobs)
 		return error_set(err, -EINVAL, "knobs: not JSON");
+	/* disaggregated: a command per role */
+	if (opt_knobs_pd_shape(knobs, NULL))
+		return engine_profile_format_roles(r->profile, r->study, knobs, host, port, ret, err);
 	k = engine_profile_render_study(r->profile, r->study, knobs, host, port, &cmd, err);
 	if (k < 0)
 		return k;

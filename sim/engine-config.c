@@ -231,9 +231,11 @@ int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, 
 		r = parse_u32(what, value, 0, 64, &c->pd.prefill_workers, err);
 	else if (strcmp(n, "decode-workers") == 0)
 		r = parse_u32(what, value, 0, 64, &c->pd.decode_workers, err);
-	else if (strcmp(n, "prefill-tp") == 0 || strcmp(n, "prefill-tensor-parallel-size") == 0)
+	else if (strcmp(n, "prefill-tp") == 0 || strcmp(n, "prefill-tensor-parallel-size") == 0 ||
+		 strcmp(n, "prefill-tensor-parallel") == 0)
 		r = parse_u32(what, value, 1, 64, &c->pd.prefill_tp, err);
-	else if (strcmp(n, "decode-tp") == 0 || strcmp(n, "decode-tensor-parallel-size") == 0)
+	else if (strcmp(n, "decode-tp") == 0 || strcmp(n, "decode-tensor-parallel-size") == 0 ||
+		 strcmp(n, "decode-tensor-parallel") == 0)
 		r = parse_u32(what, value, 1, 64, &c->pd.decode_tp, err);
 	else if (strcmp(n, "prefill-max-num-seqs") == 0)
 		r = parse_u32(what, value, 1, 65536, &c->pd.prefill_max_num_seqs, err);

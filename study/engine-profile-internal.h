@@ -34,6 +34,10 @@ extern const struct json_field engine_profile_defaults_fields[];
 extern const struct json_field engine_profile_roles_fields[];
 int engine_profile_parse_roles(const cJSON *v, const char *path, const struct json_field *f, void *base,
 			       struct error *err);
+/* Adds the knobs a study may search with roles to p->extra_knobs: shape,
+ * prefill_workers, decode_workers, and prefill_/decode_ before each of the
+ * profile's knobs. */
+int engine_profile_add_role_knobs(struct engine_profile *p);
 
 /* Frees the compiled expressions. */
 void engine_profile_free_regexes(struct engine_profile *p);

@@ -603,10 +603,19 @@ int engine_profile_check_study(const struct engine_profile *p, const struct stud
 	const struct engine_knob *qk = engine_profile_find_knob(p, OPT_KNOB_QUANTIZATION);
 	int r;
 
+	if (s->deploy.shape != STUDY_SHAPE_AGGREGATED && !p->roles.present)
+		return error_set(
+			err, -EINVAL,
+			"deploy.shape: engine %s has no prefill and decode roles (its profile's \"roles\"): it "
+			"serves aggregated only",
+			p->name);
 	for (size_t i = 0; s->space && i < s->space->n_knobs; i++) {
 		const struct opt_knob *sk = &s->space->knobs[i];
-		const struct engine_knob *k = engine_profile_find_knob(p, sk->name);
+		const char *base = p->roles.present ? engine_role_knob_base(sk->name) : sk->name;
+		const struct engine_knob *k = base ? engine_profile_find_knob(p, base) : NULL;
 
+		if (!base)
+			continue; /* the shape's own: the deployment, not a flag */
 		if (!k)
 			return error_set(err, -EINVAL, "search_space.%s: engine %s has no flag for this knob", sk->name,
 					 p->name);

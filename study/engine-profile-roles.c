@@ -49,46 +49,53 @@ const char *engine_role_to_string(enum engine_role r)
 
 /* ---- the shape of a configuration ---- */
 
-static double knob_number(const cJSON *knobs, const char *name, double def)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(knobs, name);
-
-	return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 1024 ? floor(v->valuedouble) : def;
-}
-
-bool engine_knobs_disaggregated(const cJSON *knobs, struct engine_pd_shape *ret)
-{
-	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(knobs, "shape");
-	struct engine_pd_shape s;
-	double tp = knob_number(knobs, OPT_KNOB_TENSOR_PARALLEL, 1);
-	bool pd;
-
-	if (cJSON_IsString(shape))
-		pd = strcmp(shape->valuestring, "disaggregated") == 0;
-	else
-		pd = cJSON_GetObjectItemCaseSensitive(knobs, "prefill_workers") ||
-		     cJSON_GetObjectItemCaseSensitive(knobs, "decode_workers");
-	if (!pd)
-		return false;
-	s.prefill_workers = (unsigned)knob_number(knobs, "prefill_workers", 1);
-	s.decode_workers = (unsigned)knob_number(knobs, "decode_workers", 1);
-	s.prefill_tp = (unsigned)knob_number(knobs, "prefill_tensor_parallel", tp);
-	s.decode_tp = (unsigned)knob_number(knobs, "decode_tensor_parallel", tp);
-	if (ret)
-		*ret = s;
-	return true;
-}
-
-unsigned engine_pd_shape_gpus(const struct engine_pd_shape *s)
-{
-	return s->prefill_workers * s->prefill_tp + s->decode_workers * s->decode_tp;
-}
-
 /* The knobs of the shape itself: no worker's flag. */
 static bool shape_knob(const char *name)
 {
-	return strcmp(name, "shape") == 0 || strcmp(name, "prefill_workers") == 0 ||
-	       strcmp(name, "decode_workers") == 0;
+	return strcmp(name, OPT_KNOB_SHAPE) == 0 || strcmp(name, OPT_KNOB_PREFILL_WORKERS) == 0 ||
+	       strcmp(name, OPT_KNOB_DECODE_WORKERS) == 0;
+}
+
+const char *engine_role_knob_base(const char *name)
+{
+	if (shape_knob(name))
+		return NULL;
+	if (strncmp(name, "prefill_", 8) == 0)
+		return name + 8;
+	if (strncmp(name, "decode_", 7) == 0)
+		return name + 7;
+	return name;
+}
+
+int engine_profile_add_role_knobs(struct engine_profile *p)
+{
+	static const char *const shape[] = { OPT_KNOB_SHAPE, OPT_KNOB_PREFILL_WORKERS, OPT_KNOB_DECODE_WORKERS };
+	size_t n_extra = 0, n_new = ELEMENTSOF(shape) + 2 * p->n_knobs, size = 0, off = 0;
+	const char **v;
+
+	while (p->extra_knobs[n_extra])
+		n_extra++;
+	for (size_t i = 0; i < p->n_knobs; i++)
+		size += 2 * (strlen(p->knobs[i].name) + 9);
+	p->roles.knob_names = malloc(size + 1);
+	v = reallocarray(p->extra_knobs, n_extra + n_new + 1, sizeof(char *));
+	if (!p->roles.knob_names || !v) {
+		if (v)
+			p->extra_knobs = v;
+		return -ENOMEM;
+	}
+	p->extra_knobs = v;
+	for (size_t i = 0; i < ELEMENTSOF(shape); i++)
+		v[n_extra++] = shape[i];
+	for (size_t side = 0; side < 2; side++)
+		for (size_t i = 0; i < p->n_knobs; i++) {
+			char *name = p->roles.knob_names + off;
+
+			off += (size_t)sprintf(name, "%s%s", side == 0 ? "prefill_" : "decode_", p->knobs[i].name) + 1;
+			v[n_extra++] = name;
+		}
+	v[n_extra] = NULL;
+	return 0;
 }
 
 int engine_role_knobs(const cJSON *knobs, enum engine_role role, cJSON **ret)
@@ -636,4 +643,63 @@ int engine_profile_render_router(const struct engine_profile *p, const struct st
 	}
 	*ret = cmd;
 	return 0;
+}
+
+int engine_profile_format_roles(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+				const char *host, uint16_t port, char **ret, struct error *err)
+{
+	struct engine_worker_address addr[2][64];
+	_cleanup_(freep) char *out = NULL;
+	struct opt_pd_shape pd;
+	size_t len = 0, cap = 0;
+	unsigned next_gpu = 0, n[2];
+	uint16_t next_port = (uint16_t)(port + 100), next_aux = 5600;
+	int r = 0;
+
+	if (!opt_knobs_pd_shape(knobs, &pd))
+		return error_set(err, -EINVAL, "not a disaggregated configuration");
+	n[0] = MIN(pd.prefill_workers, 64u);
+	n[1] = MIN(pd.decode_workers, 64u);
+	host = host ? host : "127.0.0.1";
+	for (int side = 0; side < 2 && r >= 0; side++)
+		for (unsigned w = 0; w < n[side] && r >= 0; w++) {
+			enum engine_role role = side == 0 ? ENGINE_ROLE_PREFILL : ENGINE_ROLE_DECODE;
+			unsigned tp = side == 0 ? pd.prefill_tp : pd.decode_tp, devices[64];
+			_cleanup_(engine_command_done) struct engine_command cmd = { 0 };
+			_cleanup_(freep) char *line = NULL, *text = NULL;
+
+			for (unsigned g = 0; g < tp && g < 64; g++)
+				devices[g] = next_gpu++;
+			addr[side][w] = (struct engine_worker_address){ host, next_port++, next_aux++ };
+			r = engine_profile_render_worker(p, s, knobs, role, host, addr[side][w].port,
+							 addr[side][w].aux_port, devices, MIN(tp, 64u), false, &cmd,
+							 err);
+			if (r < 0)
+				break;
+			text = engine_command_format(&cmd);
+			if (!text || asprintf(&line, "%s-%u: %s\n", engine_role_to_string(role), w, text) < 0)
+				return -ENOMEM;
+			if (len + strlen(line) + 1 > cap) {
+				char *b = realloc(out, (cap = (len + strlen(line) + 1) * 2));
+
+				if (!b)
+					return -ENOMEM;
+				out = b;
+			}
+			memcpy(out + len, line, strlen(line) + 1);
+			len += strlen(line);
+		}
+	if (r >= 0) {
+		_cleanup_(engine_command_done) struct engine_command cmd = { 0 };
+		_cleanup_(freep) char *text = NULL, *all = NULL;
+
+		r = engine_profile_render_router(p, s, host, port, addr[0], n[0], addr[1], n[1], &cmd, err);
+		if (r < 0)
+			return r;
+		text = engine_command_format(&cmd);
+		if (!text || asprintf(&all, "%srouter: %s", out ? out : "", text) < 0)
+			return -ENOMEM;
+		*ret = TAKE_PTR(all);
+	}
+	return r;
 }

@@ -565,6 +565,8 @@ static int parse_profile(struct engine_profile *p, struct error *err)
 	for (size_t i = 0; i < p->n_knobs; i++)
 		if (!is_canonical_knob(p->knobs[i].name))
 			p->extra_knobs[n_extra++] = p->knobs[i].name;
+	if (p->roles.present && engine_profile_add_role_knobs(p) < 0)
+		return -ENOMEM;
 	if (!p->oom_patterns) {
 		p->oom_patterns = calloc(1, sizeof(char *));
 		if (!p->oom_patterns)
@@ -675,6 +677,7 @@ struct engine_profile *engine_profile_free(struct engine_profile *p)
 	free(p->argv);
 	free(p->gpu_args);
 	free(p->extra_knobs);
+	free(p->roles.knob_names);
 	free(p->oom_patterns);
 	free(p->version_command);
 	free(p->help_command);

@@ -187,6 +187,7 @@ struct engine_profile {
 	/* disaggregated serving ("roles"; present false: the engine has none) */
 	struct {
 		bool present;
+		char *knob_names; /* the study knobs roles add (extra_knobs points into it; owned) */
 		const cJSON *prefill_args, *decode_args; /* arrays of strings, or NULL */
 		const cJSON *prefill_env, *decode_env;   /* objects, or NULL */
 		const cJSON *router_argv;                /* strings and groups (arrays of strings) */
@@ -357,19 +358,12 @@ enum engine_role {
 /* "prefill", "decode", "router". */
 const char *engine_role_to_string(enum engine_role r);
 
-/* The shape of a disaggregated configuration, from its knobs: P prefill and
- * D decode workers (prefill_workers, decode_workers; 1 when absent), each of
- * its side's TP (prefill_tensor_parallel, decode_tensor_parallel; else
- * tensor_parallel, else 1). */
-struct engine_pd_shape {
-	unsigned prefill_workers, decode_workers;
-	unsigned prefill_tp, decode_tp;
-};
-/* Whether knobs describe a disaggregated configuration (shape
- * "disaggregated", or no shape knob and a workers knob), and its shape. */
-bool engine_knobs_disaggregated(const cJSON *knobs, struct engine_pd_shape *ret);
-/* The GPUs it holds: P × TP_p + D × TP_d. */
-unsigned engine_pd_shape_gpus(const struct engine_pd_shape *s);
+/* A disaggregated configuration's shape: opt_knobs_pd_shape (cost.h). */
+
+/* The profile's knob a study's knob sets: itself, or a side's knob's
+ * engine knob (prefill_max_num_seqs: max_num_seqs); NULL for the shape's own
+ * (shape, prefill_workers, decode_workers), which no flag renders. */
+const char *engine_role_knob_base(const char *name);
 
 /* One worker's knobs: the configuration's knobs that apply to every
  * server (quantization, kv_cache_dtype, ...) and its side's (prefill_X
@@ -397,6 +391,13 @@ int engine_profile_render_router(const struct engine_profile *p, const struct st
 				 const struct engine_worker_address *prefill, size_t n_prefill,
 				 const struct engine_worker_address *decode, size_t n_decode,
 				 struct engine_command *ret, struct error *err);
+
+/* The commands of every role of a disaggregated configuration, one line
+ * each ("prefill-0: CUDA_VISIBLE_DEVICES=0,1 vllm serve ..."), the workers
+ * on GPUs 0.. in turn and on ports from port + 100, the router on port:
+ * what an operator runs by hand. For people; never executed. */
+int engine_profile_format_roles(const struct engine_profile *p, const struct study *s, const cJSON *knobs,
+				const char *host, uint16_t port, char **ret, struct error *err);
 
 /* A stored spec (its JSON text) as a study, the extra knobs of its engine's
  * profile (engine_profile_find) allowed; the profile to *ret_profile when

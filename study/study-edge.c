@@ -92,6 +92,9 @@ int study_find_edge(const struct study *s, const struct opt_space *space, const 
 
 		if (knob->kind != OPT_KNOB_RANGE || knob->categorical || knob->n_values < 2)
 			continue;
+		/* a knob the best does not have (the other shape's) has no edge */
+		if (!opt_knob_active(space, best, k))
+			continue;
 		if (best->idx[k] != 0 && best->idx[k] + 1u != knob->n_values)
 			continue;
 		e.found = true;

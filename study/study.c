@@ -321,6 +321,60 @@ static int max_model_len_knob(struct study *s, const struct study_options *opts,
 	return 0;
 }
 
+/* A knob of the disaggregated shape: the shape, its workers, a side's knob. */
+static bool disaggregated_knob(const char *name)
+{
+	return strcmp(name, OPT_KNOB_SHAPE) == 0 || strncmp(name, "prefill_", 8) == 0 ||
+	       strncmp(name, "decode_", 7) == 0;
+}
+
+/* deploy.shape: the "shape" knob it makes (["aggregated", "disaggregated"]
+ * for both, ["disaggregated"] alone), and the knobs each shape has. A
+ * stored spec holds the knob this added when it was first read. */
+static int shape_knob(struct study *s, struct error *err)
+{
+	bool both = s->deploy.shape == STUDY_SHAPE_BOTH;
+	const cJSON *item, *knob = cJSON_GetObjectItemCaseSensitive(s->search_space, OPT_KNOB_SHAPE);
+	cJSON *list;
+
+	cJSON_ArrayForEach(item, s->search_space)
+	{
+		if (s->deploy.shape == STUDY_SHAPE_AGGREGATED && disaggregated_knob(item->string))
+			return error_set(err, -EINVAL,
+					 "search_space.%s: a knob of disaggregated serving; set deploy.shape to "
+					 "\"disaggregated\" or \"both\"",
+					 item->string);
+		if (s->deploy.shape == STUDY_SHAPE_DISAGGREGATED &&
+		    (strcmp(item->string, OPT_KNOB_MAX_NUM_SEQS) == 0 ||
+		     strcmp(item->string, OPT_KNOB_MAX_NUM_BATCHED_TOKENS) == 0 ||
+		     strcmp(item->string, OPT_KNOB_TENSOR_PARALLEL) == 0 ||
+		     strcmp(item->string, OPT_KNOB_DATA_PARALLEL) == 0 ||
+		     strcmp(item->string, OPT_KNOB_PIPELINE_PARALLEL) == 0))
+			return error_set(err, -EINVAL,
+					 "search_space.%s: one server's knob; disaggregated, each side has its own "
+					 "(prefill_%s, decode_%s)",
+					 item->string, item->string, item->string);
+	}
+	if (s->deploy.shape == STUDY_SHAPE_AGGREGATED)
+		return 0;
+	if (knob) {
+		int n = cJSON_GetArraySize(knob);
+
+		if (cJSON_IsArray(knob) && n == (both ? 2 : 1) && cJSON_IsString(cJSON_GetArrayItem(knob, n - 1)) &&
+		    strcmp(cJSON_GetArrayItem(knob, n - 1)->valuestring, "disaggregated") == 0)
+			return 0;
+		return error_set(err, -EINVAL,
+				 "search_space.shape: deploy.shape sets it (remove it from search_space)");
+	}
+	list = both ? cJSON_CreateStringArray((const char *const[]){ "aggregated", "disaggregated" }, 2)
+		    : cJSON_CreateStringArray((const char *const[]){ "disaggregated" }, 1);
+	if (!list || !cJSON_AddItemToObject((cJSON *)s->search_space, OPT_KNOB_SHAPE, list)) {
+		cJSON_Delete(list);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The space from the spec's search_space as it now stands: a server's GPUs
  * are on one node, so tensor_parallel must fit gpu.per_node. */
 static int parse_space(const struct study *s, const struct study_options *opts, struct opt_space **ret,
@@ -341,6 +395,8 @@ static int build_space(struct study *s, const struct study_options *opts, struct
 	r = quantization_knob(s, err);
 	if (r >= 0)
 		r = max_model_len_knob(s, opts, err);
+	if (r >= 0)
+		r = shape_knob(s, err);
 	if (r < 0)
 		return r;
 	return parse_space(s, opts, &s->space, err);

@@ -50,6 +50,17 @@ static const char *const knob_flags[][2] = {
 	{ "gpu_memory_utilization", "--gpu-memory-utilization" },
 	{ "kv_cache_dtype", "--kv-cache-dtype" },
 	{ "max_model_len", "--max-model-len" },
+	{ OPT_KNOB_DATA_PARALLEL, "--data-parallel-size" },
+	{ OPT_KNOB_PIPELINE_PARALLEL, "--pipeline-parallel-size" },
+	/* disaggregated: each side's workers, TP and batch limits */
+	{ OPT_KNOB_PREFILL_WORKERS, "--prefill-workers" },
+	{ OPT_KNOB_DECODE_WORKERS, "--decode-workers" },
+	{ OPT_KNOB_PREFILL_TENSOR_PARALLEL, "--prefill-tp" },
+	{ OPT_KNOB_DECODE_TENSOR_PARALLEL, "--decode-tp" },
+	{ "prefill_max_num_seqs", "--prefill-max-num-seqs" },
+	{ "prefill_max_num_batched_tokens", "--prefill-max-num-batched-tokens" },
+	{ "decode_max_num_seqs", "--decode-max-num-seqs" },
+	{ "decode_max_num_batched_tokens", "--decode-max-num-batched-tokens" },
 };
 
 static int resolve_config(struct twin *t, size_t i, struct error *err)
@@ -69,12 +80,24 @@ static int resolve_config(struct twin *t, size_t i, struct error *err)
 		r = sim_engine_config_apply_flag(&c, "--jitter", "0", err);
 	for (size_t k = 0; k < t->space->n_knobs && r >= 0; k++)
 		for (size_t f = 0; f < ELEMENTSOF(knob_flags); f++)
-			if (strcmp(t->space->knobs[k].name, knob_flags[f][0]) == 0)
+			/* a knob the configuration does not have (the other shape's) has no flag */
+			if (strcmp(t->space->knobs[k].name, knob_flags[f][0]) == 0 &&
+			    opt_knob_active(t->space, &t->configs[i], k))
 				r = sim_engine_config_apply_flag(
 					&c, knob_flags[f][1],
 					opt_config_text(t->space, &t->configs[i], k, buf, sizeof(buf)), err);
 	if (r < 0)
 		return r;
+	{
+		int shape = opt_space_knob_index(t->space, OPT_KNOB_SHAPE);
+
+		/* disaggregated with one worker a side unless the space says more */
+		if (shape >= 0 && strcmp(opt_config_text(t->space, &t->configs[i], (size_t)shape, buf, sizeof(buf)),
+					 "disaggregated") == 0) {
+			c.pd.prefill_workers = MAX(c.pd.prefill_workers, 1u);
+			c.pd.decode_workers = MAX(c.pd.decode_workers, 1u);
+		}
+	}
 	/* The host's GPUs: as set up, else the largest TP of the space. */
 	if (t->setup.gpus == 0) {
 		int k = opt_space_knob_index(t->space, OPT_KNOB_TENSOR_PARALLEL);

@@ -39,7 +39,10 @@
  *    mean cost: σ / √n, at least 1 %) is below stop_probability (5 %), and
  *    at least STOP_MIN configurations are measured, the search is over: the answer is measured
  *    again (confirm_probes), the message says how many deployments of the
- *    budget that saved. A budget that ends first says what is left: that
+ *    budget that saved. With both serving shapes in the space (deploy.shape
+ *    "both") the answer also says by how much its shape won: when nothing
+ *    of the other shape was tried, the other shape's best as the model
+ *    predicts it is measured once before the search ends. A budget that ends first says what is left: that
  *    probability and the largest expected improvement.
  *
  * Knowledge as constraints (twin_search_rules, with the trial each one
@@ -545,6 +548,36 @@ static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc)
 	return pick;
 }
 
+/* With both serving shapes in the space, the answer is also a comparison:
+ * when nothing of the other shape than the incumbent's has been tried, the
+ * configuration of that shape with the lowest posterior mean (one the model
+ * can start), measured once so that the answer says by how much its shape
+ * won; SIZE_MAX otherwise. */
+static size_t shape_rival(const struct search *x, const struct opt_gp *gp, size_t inc)
+{
+	const struct opt_space *space = x->t->space;
+	int k = opt_space_knob_index(space, OPT_KNOB_SHAPE);
+	double best = INFINITY, m, sd;
+	size_t pick = SIZE_MAX;
+
+	if (k < 0 || inc == SIZE_MAX || space->knobs[k].n_values < 2)
+		return SIZE_MAX;
+	for (size_t i = 0; i < x->n_configs; i++)
+		if (x->t->configs[i].idx[k] != x->t->configs[inc].idx[k] && x->obs[i].tried)
+			return SIZE_MAX;
+	for (size_t i = 0; i < x->n_configs; i++) {
+		if (x->t->configs[i].idx[k] == x->t->configs[inc].idx[k] || x->rule[i] || isnan(x->prior[i]) ||
+		    x->never_met[i])
+			continue;
+		posterior(x, gp, i, &m, &sd);
+		if (m < best) {
+			best = m;
+			pick = i;
+		}
+	}
+	return pick;
+}
+
 int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
 		    const struct twin_pending *pending, size_t n_pending, size_t k, struct twin_candidate *ret,
 		    size_t *ret_n, struct error *err)
@@ -795,6 +828,23 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			c->opt.config = t->configs[which];
 			c->opt.attempt = 1;
 			c->phase = TWIN_PHASE_CONFIRM;
+		} else if ((second = shape_rival(&x, &gp, inc)) != SIZE_MAX && n_pending + got == 0 &&
+			   (!s->plain.max_trials || deployed < s->plain.max_trials)) {
+			double m, sd;
+
+			posterior(&x, &gp, second, &m, &sd);
+			c->opt.ask = OPT_ASK_TRIAL;
+			c->opt.phase = OPT_PHASE_SEARCH;
+			c->opt.config = t->configs[second];
+			c->opt.attempt = x.obs[second].failures + 1;
+			c->phase = TWIN_PHASE_CONFIRM;
+			c->predicted_cost = exp(m);
+			snprintf(c->message, sizeof(c->message),
+				 "the answer's shape against the other: measuring the other shape's best as the model "
+				 "predicts it (%+.1f %% against the answer)",
+				 100 * (exp(m - best_m) - 1));
+			got++;
+			continue;
 		} else {
 			c->opt.ask = OPT_ASK_DONE;
 			c->opt.phase = OPT_PHASE_DONE;

@@ -423,8 +423,62 @@ static void test_conditional_and_gpus(void)
 	CHECK_STR_CONTAINS(err.msg, "data_parallel 8 is more than the 4 GPUs");
 }
 
+/* Both shapes in one space: each configuration has its shape's knobs only
+ * (one per inactive combination), a disaggregated one holds P × TP_p + D ×
+ * TP_d GPUs within the host's, and a side's batch knob has a batch knob's
+ * memory role. */
+static void test_shapes(void)
+{
+	static const char *const extra[] = { "shape",
+					     "prefill_workers",
+					     "decode_workers",
+					     "prefill_tensor_parallel",
+					     "decode_tensor_parallel",
+					     "prefill_max_num_batched_tokens",
+					     "decode_max_num_seqs",
+					     NULL };
+	_cleanup_(opt_space_freep) struct opt_space *s = space_ok(
+		"{\"search_space\": {\"shape\": [\"aggregated\", \"disaggregated\"], \"tensor_parallel\": [2, 4],"
+		" \"max_num_batched_tokens\": {\"min\": 512, \"max\": 2048, \"scale\": \"log2\"},"
+		" \"prefill_workers\": [1, 2, 3], \"prefill_tensor_parallel\": [2, 4], \"decode_workers\": [1, 2],"
+		" \"decode_tensor_parallel\": [2, 4], \"prefill_max_num_batched_tokens\": [4096, 8192],"
+		" \"decode_max_num_seqs\": [64, 128]}, \"constraints\": []}",
+		8, extra);
+	_cleanup_(freep) struct opt_config *all = NULL;
+	size_t n = 0, n_agg = 0, n_pd = 0;
+	int shape = opt_space_knob_index(s, "shape"), mbt = opt_space_knob_index(s, "max_num_batched_tokens"),
+	    pmbt = opt_space_knob_index(s, "prefill_max_num_batched_tokens");
+
+	CHECK(shape >= 0 && mbt >= 0 && pmbt >= 0);
+	CHECK_STR_EQ(s->knobs[mbt].when_text, "shape == aggregated");
+	CHECK_STR_EQ(s->knobs[pmbt].when_text, "shape == disaggregated");
+	CHECK(s->knobs[pmbt].memory == OPT_MEMORY_BATCH);
+	CHECK(s->knobs[opt_space_knob_index(s, "prefill_workers")].categorical);
+	CHECK(opt_space_enumerate(s, &all, &n) == 0);
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_(cJSON_Deletep) cJSON *k = NULL;
+		char buf[32];
+		bool pd = strcmp(opt_config_text(s, &all[i], (size_t)shape, buf, sizeof(buf)), "disaggregated") == 0;
+		unsigned gpus = opt_config_gpus(s, &all[i]);
+
+		CHECK(opt_config_to_json(s, &all[i], &k) == 0);
+		CHECK(pd == opt_knobs_pd_shape(k, NULL));
+		CHECK(pd == !cJSON_GetObjectItemCaseSensitive(k, "tensor_parallel"));
+		CHECK(pd == !!cJSON_GetObjectItemCaseSensitive(k, "prefill_workers"));
+		CHECK_INT_EQ(gpus, opt_knobs_gpus(k));
+		CHECK(gpus <= 8);
+		n_agg += !pd;
+		n_pd += pd;
+	}
+	/* aggregated: 2 TP × 3 chunk sizes; disaggregated: the (P, TP_p, D, TP_d)
+	 * within 8 GPUs (10 of 24) × 2 × 2 side knobs */
+	CHECK_INT_EQ(n_agg, 6);
+	CHECK_INT_EQ(n_pd, 10 * 4);
+}
+
 int main(void)
 {
+	test_shapes();
 	test_conditional_and_gpus();
 	test_example();
 	test_keys_stable();

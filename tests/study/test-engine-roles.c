@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cost.h"
 #include "engine-profile.h"
 #include "json-util.h"
 #include "macro.h"
@@ -71,15 +72,15 @@ static const char *const knobs_pd =
 static void test_shape_and_knobs(void)
 {
 	_cleanup_(cJSON_Deletep) cJSON *k = J(knobs_pd), *pre = NULL, *dec = NULL, *agg = NULL;
-	struct engine_pd_shape s;
+	struct opt_pd_shape s;
 	char buf[512];
 
-	CHECK(engine_knobs_disaggregated(k, &s));
+	CHECK(opt_knobs_pd_shape(k, &s));
 	CHECK_INT_EQ(s.prefill_workers, 2);
 	CHECK_INT_EQ(s.decode_workers, 1);
 	CHECK_INT_EQ(s.prefill_tp, 1);
 	CHECK_INT_EQ(s.decode_tp, 2);
-	CHECK_INT_EQ(engine_pd_shape_gpus(&s), 4);
+	CHECK_INT_EQ(opt_pd_shape_gpus(&s), 4);
 	CHECK(engine_role_knobs(k, ENGINE_ROLE_PREFILL, &pre) == 0);
 	CHECK(engine_role_knobs(k, ENGINE_ROLE_DECODE, &dec) == 0);
 	study_knobs_json_text(pre, buf, sizeof(buf));
@@ -94,7 +95,7 @@ static void test_shape_and_knobs(void)
 	CHECK(!strstr(buf, "8192"));
 
 	agg = J("{\"shape\": \"aggregated\", \"tensor_parallel\": 2}");
-	CHECK(!engine_knobs_disaggregated(agg, &s));
+	CHECK(!opt_knobs_pd_shape(agg, &s));
 }
 
 static void test_sim(void)
@@ -211,8 +212,75 @@ static void test_bad_profile(void)
 	CHECK_STR_CONTAINS(err.msg, "roles.router.argv[1]: a group names the workers");
 }
 
+/* A study spec with deploy.shape and space (a JSON object's inside), read with profile p's knobs. */
+static int shaped_study(const struct engine_profile *p, const char *shape, const char *space, struct study **ret,
+			struct error *err)
+{
+	char spec[2048];
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	struct study_options opts = { .extra_knobs = p->extra_knobs };
+
+	snprintf(spec, sizeof(spec),
+		 "{\"name\": \"pd\", \"engine\": \"%s\", \"model\": {\"name\": \"llama-3.1-70b\"},"
+		 " \"gpu\": {\"type\": \"H100\", \"count\": 8, \"price_per_gpu_hour\": 3},"
+		 " \"search_space\": {%s}, \"sla\": {\"ttft_ms\": 3000, \"tpot_ms\": 20},"
+		 " \"workload\": {\"input_len\": 4000, \"output_len\": 200, \"num_prompts\": 10},"
+		 " \"deploy\": {\"shape\": \"%s\"}}",
+		 p->name, space, shape);
+	j = J(spec);
+	return study_from_json(j, &opts, ret, err);
+}
+
+static void test_study_shape(void)
+{
+	_cleanup_(engine_profile_freep) struct engine_profile *sim = load("sim"), *tgi = load("tgi");
+	struct study *s = NULL;
+	struct error err = { 0 };
+	char *text;
+	int k;
+
+	/* both: the search's "shape" knob; each shape its own knobs */
+	CHECK_MSG(shaped_study(sim, "both",
+			       "\"tensor_parallel\": [4, 8], \"prefill_workers\": [1, 2], "
+			       "\"decode_tensor_parallel\": [2, 4], \"prefill_max_num_batched_tokens\": [8192]",
+			       &s, &err) == 0,
+		  "%s", err.msg);
+	k = opt_space_knob_index(s->space, "shape");
+	CHECK(k >= 0 && s->space->knobs[k].n_values == 2);
+	CHECK_MSG(engine_profile_check_study(sim, s, &err) == 0, "%s", err.msg);
+	/* the stored spec (the shape knob added) reads back the same */
+	text = study_to_string(s);
+	study_free(s);
+	s = NULL;
+	{
+		_cleanup_(cJSON_Deletep) cJSON *j = J(text);
+		struct study_options opts = { .extra_knobs = sim->extra_knobs };
+
+		CHECK_MSG(study_from_json(j, &opts, &s, &err) == 0, "stored spec: %s", err.msg);
+		CHECK_INT_EQ(s->space->knobs[opt_space_knob_index(s->space, "shape")].n_values, 2);
+	}
+	free(text);
+	/* an engine without roles serves aggregated only */
+	CHECK(engine_profile_check_study(tgi, s, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "deploy.shape: engine tgi has no prefill and decode roles");
+	study_free(s);
+	s = NULL;
+
+	/* disaggregated alone: one shape, one server's knobs refused */
+	CHECK(shaped_study(sim, "disaggregated", "\"max_num_seqs\": [64, 128], \"decode_workers\": [1, 2]", &s, &err) ==
+	      -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "search_space.max_num_seqs: one server's knob");
+	CHECK_STR_CONTAINS(err.msg, "decode_max_num_seqs");
+	/* aggregated (the default): a side's knob asks for the shape */
+	CHECK(shaped_study(sim, "aggregated", "\"decode_workers\": [1, 2]", &s, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "search_space.decode_workers: a knob of disaggregated serving");
+	/* a side's knob the engine has no flag for is not a knob */
+	CHECK(shaped_study(sim, "both", "\"prefill_speculation\": [1]", &s, &err) == -EINVAL);
+}
+
 int main(void)
 {
+	test_study_shape();
 	test_shape_and_knobs();
 	test_sim();
 	test_sglang();

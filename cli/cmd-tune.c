@@ -224,8 +224,8 @@ struct summary {
 	size_t n_lp;
 	const struct store_load_point *at; /* the best's load point at its max rate */
 	char *command;
-	struct report_findings findings;   /* the baseline, the edge, the pre-flight */
-	struct report_levers levers;       /* speculation, the prefix cache, the replicas */
+	struct report_findings findings; /* the baseline, the edge, the pre-flight */
+	struct report_levers levers;     /* speculation, the prefix cache, the replicas */
 	bool have_levers;
 	struct report_shape_compare shape; /* both shapes searched: which won */
 };

@@ -32,26 +32,41 @@ static const char *fmt_time(char *buf, size_t size, uint64_t usec)
 /* Why the study ended, in words: a budget spent or a search converged is
  * how studies end, said plainly; a failure is a warning. A study that met
  * nothing says so with its best section. */
+/* m starts with word, alone or followed by ": " (the planner's reason and
+ * its detail); *ret_rest the detail ("" none). */
+static bool reason_is(const char *m, const char *word, const char **ret_rest)
+{
+	size_t n = strlen(word);
+
+	if (strncmp(m, word, n) != 0 || (m[n] && strncmp(m + n, ": ", 2) != 0))
+		return false;
+	*ret_rest = m[n] ? m + n + 2 : "";
+	return true;
+}
+
+/* Why the study ended, in words: a budget spent or a search converged is
+ * how studies end, said plainly; a failure is a warning. A study that met
+ * nothing says so with its best section. */
 static void study_end(struct report_doc *d, const struct report *r)
 {
-	const char *m = r->study.message;
+	const char *m = r->study.message, *rest = "";
 	unsigned budget = r->parsed ? r->parsed->budget.max_trials : 0;
+	char spent[64] = "its budget";
 
 	if (!m || !*m)
 		return;
+	if (budget)
+		snprintf(spent, sizeof(spent), "its budget of %u deployments", budget);
 	switch (r->study.state) {
 	case STORE_STUDY_DONE:
-		if (strcmp(m, "budget") == 0) {
-			if (budget)
-				report_doc_para(d, "The study ended when its budget of %u deployments was spent.",
-						budget);
-			else
-				report_doc_para(d, "The study ended when its budget was spent.");
-		} else if (strcmp(m, "converged") == 0)
-			report_doc_para(d, "The study ended when the search converged: no untried configuration "
-					   "promised a lower cost.");
-		else if (strcmp(m, "exhausted") == 0)
-			report_doc_para(d, "The study ended once every allowed configuration had been measured.");
+		if (reason_is(m, "budget", &rest))
+			report_doc_para(d, "The study ended when %s was spent%s%s.", spent, *rest ? ": " : "", rest);
+		else if (reason_is(m, "converged", &rest))
+			report_doc_para(d, "The study ended when the search converged: %s.",
+					*rest ? rest : "no untried configuration promised a lower cost");
+		else if (reason_is(m, "exhausted", &rest))
+			report_doc_para(d, "The study ended once every allowed configuration was measured%s%s.",
+					*rest ? ": " : "", rest);
 		else
 			report_doc_para(d, "The study ended: %s.", m);
 		break;

@@ -10,8 +10,8 @@
 #      status until it is done, asks goodput best, and finds the best files
 #      under /var/lib/goodputd/best/, the study's records with
 #      journalctl GOODPUT_STUDY=..., its metrics in /run/goodputd/goodput.prom,
-#      and reads the store offline; the man pages and the completion are in
-#      place;
+#      reads the store offline, and has goodputd write the study's report
+#      (goodput report NAME); the man pages and the completion are in place;
 #   4. dpkg --purge leaves no unit loaded or socket behind and removes
 #      /etc/goodput and /var/lib/goodputd; the goodput system user stays.
 # The only changes to the system are a drop-in capping the daemon at two
@@ -145,6 +145,19 @@ grep -q "goodput_study_best_cost_per_million_tokens_dollars{study=\"$study\"}" /
 goodput trials --db /var/lib/goodputd/goodput.db --csv $study >/tmp/trials.csv || fail "goodput trials --db --csv"
 [ "$(wc -l </tmp/trials.csv)" -ge 3 ] || fail "trials --csv: $(cat /tmp/trials.csv)"
 echo "metrics file and offline store agree: $(grep -c '^goodput_' /run/goodputd/goodput.prom) samples, $(($(wc -l </tmp/trials.csv) - 1)) trials"
+
+# The report, as an operator asks for it: goodputd writes it in its state
+# directory and names it (gnuplot is this host's, as the operator's would be).
+goodput report $study >/tmp/report 2>&1 || { cat /tmp/report; fail "goodput report $study"; }
+html=$(sed -n 's/^report: //p' /tmp/report)
+case "$html" in /var/lib/goodputd/*/report.html) ;; *) fail "goodput report named $html: $(cat /tmp/report)" ;; esac
+[ -s "$html" ] && grep -q "goodput report: $study" "$html" || fail "no report in $html"
+grep -q "Progress (study running" "$html" && fail "the report of a finished study still has the live header"
+if command -v gnuplot >/dev/null; then
+	[ "$(grep -c '<svg' "$html")" -ge 5 ] || fail "the report has $(grep -c '<svg' "$html") plots"
+fi
+goodput report --markdown $study | grep -q "^## All trials" || fail "goodput report --markdown $study"
+echo "report: $html ($(du -k "$html" | cut -f1) KiB, $(grep -c '<svg' "$html") plots), written by goodputd"
 
 man -w goodput-study >/dev/null 2>&1 || fail "man goodput-study is not installed"
 MANWIDTH=100 man goodput-study 2>/dev/null | grep -q "workload.input_len" || fail "man goodput-study lacks workload.input_len"

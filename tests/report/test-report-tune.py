@@ -35,6 +35,11 @@ try:
     trials = html[html.index('<h2 id="trials">'):html.index('<h2 id="landscape">')]
     if len(re.findall(r"<tr[^>]*>\s*<td>", trials)) != n_trials:
         sys.exit("FAIL: not every trial is in the table")
+    # how it ended, in words a user reads, not a warning box; nothing on stderr
+    if "Study message" in html or not re.search(r"<p>The study ended (when|once)", html):
+        sys.exit("FAIL: the report does not say in words why the study ended")
+    if p.stderr.strip():
+        sys.exit("FAIL: report wrote to stderr: " + p.stderr)
     if shutil.which("gnuplot") and j["plots"] != 7:
         sys.exit(f"FAIL: {j['plots']} plots drawn, expected 7: {p.stderr}")
 finally:

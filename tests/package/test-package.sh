@@ -154,7 +154,8 @@ case "$html" in /var/lib/goodputd/*/report.html) ;; *) fail "goodput report name
 [ -s "$html" ] && grep -q "goodput report: $study" "$html" || fail "no report in $html"
 grep -q "Progress (study running" "$html" && fail "the report of a finished study still has the live header"
 if command -v gnuplot >/dev/null; then
-	[ "$(grep -c '<svg' "$html")" -ge 5 ] || fail "the report has $(grep -c '<svg' "$html") plots"
+	[ "$(grep -c '<svg' "$html")" -ge 5 ] ||
+		fail "the report has $(grep -c '<svg' "$html") plots: $(grep -o 'Plot not drawn[^<]*\|[^>]*tables only[^<]*' "$html" | head -3)"
 fi
 goodput report --markdown $study | grep -q "^## All trials" || fail "goodput report --markdown $study"
 echo "report: $html ($(du -k "$html" | cut -f1) KiB, $(grep -c '<svg' "$html") plots), written by goodputd"

@@ -346,8 +346,6 @@ static int keep_failure_reasons(const struct probe_request_result *reqs, size_t 
 	return 0;
 }
 
-#define PROBE_CAP_Z 1.6449 /* two-sided, PROBE_CAP_CI_LEVEL */
-
 void probe_result_set_verdict(struct probe_result *r, enum probe_verdict v, uint32_t requests, double confidence,
 			      enum probe_cap cap)
 {

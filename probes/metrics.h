@@ -169,6 +169,7 @@ int probe_cap_from_name(const char *s);
 
 /* The confidence of the attainment interval stated with a verdict at the cap. */
 #define PROBE_CAP_CI_LEVEL 0.90
+#define PROBE_CAP_Z        1.6449 /* its two-sided normal quantile */
 
 #define PROBE_MAX_FAILURE_REASONS 8
 #define PROBE_FAILURE_REASON_MAX  160

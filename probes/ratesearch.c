@@ -102,11 +102,18 @@ static void judge(const struct probe_ratesearch_config *cfg, struct group *g)
 		g->conclusive = true;
 		g->undecided = g->verdict == PROBE_VERDICT_UNDECIDED;
 		/* undecided within the test's indifference zone (|p − t| at most
-		 * margin·(1 − t)): the knee; one far from the target (13 of 13
-		 * good when the time cap came) only had too few requests */
+		 * margin·(1 − t)), its 90 % interval within twice that: the knee
+		 * (150 of 160 good). One far from the target (13 of 13 good when
+		 * the time cap came), or with an interval wider than the zone (9
+		 * of 10: 65-98 %), only had too few requests: it steers by its
+		 * point estimate as a sure point would. */
 		p = g->n ? (double)g->good / (double)g->n : 0;
+		probe_wilson_interval((uint32_t)MIN(g->good, UINT32_MAX), (uint32_t)MIN(g->n, UINT32_MAX), PROBE_CAP_Z,
+				      &lo, &hi);
 		g->knee = g->undecided && cfg->target > 0 &&
-			  fabs(p - cfg->target) <= cfg->margin * (1 - cfg->target) + 1e-9;
+			  fabs(p - cfg->target) <= cfg->margin * (1 - cfg->target) + 1e-9 &&
+			  lo >= cfg->target - 2 * cfg->margin * (1 - cfg->target) - 1e-9 &&
+			  hi <= cfg->target + 2 * cfg->margin * (1 - cfg->target) + 1e-9;
 		return;
 	}
 	if (cfg->target <= 0 || g->n == 0) {

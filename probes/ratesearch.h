@@ -92,7 +92,8 @@
  * At the cap: a sequential point that reached its cap (of requests or of
  * time) undecided is judged by its point estimate (sla_met). When that
  * estimate lies in the test's indifference zone (within margin·(1 − t) of
- * the target) its attainment is not told apart from the target, and it
+ * the target) and its 90 % interval within twice the zone (150 of 160 good,
+ * not 9 of 10), its attainment is not told apart from the target, and it
  * tells where the knee is: one that met the target there is the answer
  * when nothing above it passed; one that missed puts the next point one
  * tolerance step below it, which closes the bracket when it passes. One

@@ -568,6 +568,20 @@ static void test_at_the_cap(void)
 	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
 	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && st.rate > 0.147, "%s %g (%s)",
 		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* 9 of 10 (90 %, 90 % CI 65-98 %): on the target, but too few requests
+	 * to place the knee; met by its point estimate, the search goes on
+	 * upwards. Missed (8 of 10), it goes down as from a sure miss. */
+	pts[1].n = 10;
+	pts[1].good = 9;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && st.rate > 0.147 * 1.06, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	pts[1].good = 8;
+	pts[1].sla_met = false;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && st.rate < 0.147 / 1.06, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	pts[1].sla_met = true;
 	pts[1].n = 160;
 	/* 140 of 160 (87.5 %): missed at the cap; a step below, not a bisection down */
 	pts[1].good = 140;

@@ -349,7 +349,10 @@ static void print_best(const cJSON *r)
 	if (num(b, "measurements") > 1)
 		printf(" (mean of %.0f measurements, spread %.1f%%)", num(b, "measurements"), num(b, "spread") * 100);
 	printf("\n");
-	printf("goodput:  %.1f tok/s at %.3g req/s\n", num(b, "max_goodput"), num(b, "max_rate"));
+	printf("goodput:  %.1f tok/s at %.3g req/s", num(b, "max_goodput"), num(b, "max_rate"));
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(b, "offered_rate")))
+		printf(" (%.3g sent)", num(b, "offered_rate"));
+	printf("\n");
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "baseline")))
 		printf("defaults: %s\n", str(b, "baseline"));
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(b, "edge")))

@@ -71,7 +71,7 @@ static void trial_tag(const struct runner_trial_status *t, char *buf, size_t siz
  * rewritten in place, in a log once a load point ends and every 10 s. */
 static void show_point(struct tune_ctx *c, const struct runner_trial_status *t, const struct runner_event *ev)
 {
-	char tag[96], what[64], failed[32] = "", line[256];
+	char tag[96], what[64], failed[32] = "", line[448], sent[32] = "", verdict[192] = "";
 	uint64_t now = mono_usec();
 
 	if (!ev->point.ended && (ev->point.done == 0 || (!c->tty && now - c->last_point_usec < 10 * USEC_PER_SEC)))
@@ -90,8 +90,20 @@ static void show_point(struct tune_ctx *c, const struct runner_trial_status *t, 
 			 ev->point.max, ev->point.rate);
 	if (ev->point.failed)
 		snprintf(failed, sizeof(failed), ", %u failed", ev->point.failed);
-	snprintf(line, sizeof(line), "%s %s, %u/%u good%s%s", tag, what, ev->point.good, ev->point.done, failed,
-		 ev->point.ended ? "" : " so far");
+	/* once it ended: the rate it sent and its verdict ("met at the cap: ...") */
+	if (ev->point.ended && ev->point.result && !ev->point.saturation && isfinite(ev->point.rate)) {
+		const struct probe_result *res = ev->point.result;
+
+		if (res->offered_rate > 0)
+			snprintf(sent, sizeof(sent), " (%.3g sent)", res->offered_rate);
+		verdict[0] = ';';
+		verdict[1] = ' ';
+		probe_result_verdict_text(res, verdict + 2, sizeof(verdict) - 2);
+		if (!verdict[2])
+			verdict[0] = 0;
+	}
+	snprintf(line, sizeof(line), "%s %s%s, %u/%u good%s%s%s", tag, what, sent, ev->point.good, ev->point.done,
+		 failed, ev->point.ended ? "" : " so far", verdict);
 	if (c->tty) {
 		clear_line(c);
 		fprintf(stderr, "%s", line);

@@ -86,6 +86,8 @@ const char *report_rate_text(char *buf, size_t size, double rate)
 {
 	if (isinf(rate) && rate > 0)
 		snprintf(buf, size, "all at once");
+	else if (rate > 0 && rate < 0.1) /* a CPU server's 0.085 req/s, not 0.08 */
+		snprintf(buf, size, "%.2g", rate);
 	else
 		report_fmt(buf, size, 2, rate);
 	return buf;

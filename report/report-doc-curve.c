@@ -99,7 +99,7 @@ static void sweep_text(struct report_doc *d, const struct report *r, const struc
 	if (cv->sweet >= 0) {
 		const struct store_load_point *s = cv->pts[cv->sweet];
 
-		report_rate_text(at, sizeof(at), s->request_rate);
+		report_rate_sent_text(at, sizeof(at), s, s->request_rate);
 		report_doc_note(
 			d, "verdict",
 			"Sweet spot: %s tokens/s of goodput at %s req/s (%.1f%% of requests within the SLA, "

@@ -106,13 +106,17 @@ static void section_title(struct report_doc *d, const struct report *r)
 		nocost += tr->state == STORE_TRIAL_DONE && !isfinite(tr->cost_per_mtok);
 	}
 	if (b) {
+		const struct store_load_point *at = report_trial_best_lp(b);
+
 		report_knobs_short(b, knobs, sizeof(knobs));
 		report_doc_note(
 			d, "verdict",
 			"Best configuration: %s at $%s per million tokens%s (max goodput %s tokens/s at %s req/s, %u "
 			"GPU%s per replica).",
 			knobs, report_fmt(c1, sizeof(c1), 4, report_cost(r)), report_cost_note(r, over, sizeof(over)),
-			report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), report_fmt(c3, sizeof(c3), 2, b->t.max_rate),
+			report_fmt(c2, sizeof(c2), 1, b->t.max_goodput),
+			at ? report_rate_sent_text(c3, sizeof(c3), at, b->t.max_rate)
+			   : report_fmt(c3, sizeof(c3), 2, b->t.max_rate),
 			b->gpus, b->gpus == 1 ? "" : "s");
 	} else if (r->n_trials == 0) {
 		report_doc_note(d, "warning",
@@ -672,9 +676,9 @@ static void section_trials(struct report_doc *d, const struct report *r)
 		return;
 	}
 	report_doc_table_start(d, 11,
-			       (const char *const[]){ "#", "kind", "configuration", "state", "failure", "max req/s",
-						      "max goodput tok/s", "$/Mtok", "deploy s", "KV peak %",
-						      "message" });
+			       (const char *const[]){ "#", "kind", "configuration", "state", "failure",
+						      "max req/s (sent)", "max goodput tok/s", "$/Mtok", "deploy s",
+						      "KV peak %", "message" });
 	for (size_t i = 0; i < r->n_trials; i++) {
 		const struct report_trial *t = &r->trials[i];
 		const struct store_load_point *lp = report_trial_best_lp(t);
@@ -687,7 +691,10 @@ static void section_trials(struct report_doc *d, const struct report *r)
 			state = "done (a sweep: no cost)";
 		else if (t->t.state == STORE_TRIAL_DONE && !isfinite(t->t.cost_per_mtok))
 			state = "done (SLA not met)";
-		report_fmt(c[0], 32, 3, t->t.max_rate);
+		if (lp)
+			report_rate_sent_text(c[0], 32, lp, t->t.max_rate);
+		else
+			report_fmt(c[0], 32, 3, t->t.max_rate);
 		report_fmt(c[1], 32, 1, t->t.max_goodput);
 		report_fmt(c[2], 32, 4, t->t.cost_per_mtok);
 		report_fmt(c[3], 32, 1, t->t.deploy_seconds);

@@ -216,6 +216,7 @@ int report_best_findings(struct store *s, const char *engines_dir, cJSON *resp, 
 	struct store_study st = { 0 };
 	struct store_study_best b = { 0 };
 	struct store_load_point *lp = NULL;
+	const struct store_load_point *at = NULL;
 	struct report_findings f;
 	struct error e = { 0 };
 	size_t n = 0;
@@ -236,9 +237,14 @@ int report_best_findings(struct store *s, const char *engines_dir, cJSON *resp, 
 			if (report_study_phases(&st, parsed, &so, &e) < 0)
 				parsed = study_free(parsed);
 		}
-		r = report_findings_of(&st, parsed, &b, store_load_point_at_max(lp, n, b.trial.max_rate), &f);
+		at = store_load_point_at_max(lp, n, b.trial.max_rate);
+		r = report_findings_of(&st, parsed, &b, at, &f);
 		if (r >= 0)
 			r = report_findings_json(&f, best);
+		/* the rate the answer's load point sent, beside the rate it asked */
+		if (r >= 0 && at && isfinite(store_load_point_offered_rate(at)) &&
+		    !cJSON_AddNumberToObject(best, "offered_rate", store_load_point_offered_rate(at)))
+			r = -ENOMEM;
 		report_findings_done(&f);
 		if (r < 0)
 			r = error_set(err, -ENOMEM, "out of memory");

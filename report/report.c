@@ -166,8 +166,10 @@ int report_summary_print(struct report *r, FILE *f)
 	fprintf(f, "best: %s (trial %u)\n", knobs, b->t.seq);
 	fprintf(f, "cost: $%s/Mtok%s; max goodput %s tokens/s at %s req/s; %u GPU%s per replica\n",
 		report_fmt(c1, sizeof(c1), 4, report_cost(r)), report_cost_note(r, note, sizeof(note)),
-		report_fmt(c2, sizeof(c2), 1, b->t.max_goodput), report_fmt(c3, sizeof(c3), 3, b->t.max_rate), b->gpus,
-		b->gpus == 1 ? "" : "s");
+		report_fmt(c2, sizeof(c2), 1, b->t.max_goodput),
+		report_trial_best_lp(b) ? report_rate_sent_text(c3, sizeof(c3), report_trial_best_lp(b), b->t.max_rate)
+					: report_fmt(c3, sizeof(c3), 3, b->t.max_rate),
+		b->gpus, b->gpus == 1 ? "" : "s");
 	if (r->launch_command)
 		fprintf(f, "launch: %s\n", r->launch_command);
 	else
@@ -236,6 +238,9 @@ int report_summary_json(struct report *r, cJSON **ret)
 		q |= add_num_or_null(bj, "spread", r->answer.spread);
 		q |= add_num_or_null(bj, "max_goodput", b->t.max_goodput);
 		q |= add_num_or_null(bj, "max_rate", b->t.max_rate);
+		q |= add_num_or_null(bj, "offered_rate",
+				     report_trial_best_lp(b) ? store_load_point_offered_rate(report_trial_best_lp(b))
+							     : NAN);
 		q |= json_add_number(bj, "gpus_per_replica", b->gpus);
 		if (r->answer.engine_version)
 			q |= json_add_string(bj, "engine_version", r->answer.engine_version);

@@ -87,6 +87,7 @@ static void point_progress(struct runner_trial *t, const struct probe_event *ev,
 		rev.point.good = (unsigned)lround(r->attainment * r->num_prompts);
 		rev.point.failed = r->failed;
 		rev.point.total = r->num_prompts;
+		rev.point.result = r;
 	} else {
 		rev.point.done = ev->progress.done;
 		rev.point.good = ev->good;

@@ -226,6 +226,7 @@ struct runner_event {
 		                                     * sooner), or the sweep's points (all are run) */
 		double rate;                        /* asked for, requests/s (INFINITY: all at once) */
 		unsigned done, good, failed, total; /* requests so far; total: at most */
+		const struct probe_result *result;  /* ended: what it measured (rate sent, verdict) */
 	} point;
 	/* TRIAL_FINISHED */
 	int64_t trial_id;

@@ -94,7 +94,7 @@ static void test_markdown_best(struct store *s)
 	CHECK_STR_CONTAINS(md, "| failed | crashed |");
 	CHECK_STR_CONTAINS(md, "server exited with status 1");
 	char row7[128];
-	snprintf(row7, sizeof(row7), "| done | - | 6.000 | 380.0 | %.4f |", fix_cost(2, 380));
+	snprintf(row7, sizeof(row7), "| done | - | 6.00 | 380.0 | %.4f |", fix_cost(2, 380));
 	CHECK_STR_CONTAINS(md, row7);
 	CHECK_STR_CONTAINS(md, "| 3 ★ | search |");
 	CHECK_STR_CONTAINS(md, "| 8 | confirm |");

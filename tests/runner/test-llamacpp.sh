@@ -12,8 +12,9 @@
 #    defaults (1 slot, -b 2048) without --n-gpu-layers; the rate search runs
 #    (some point misses the SLA, some trial measures several rates); a point
 #    still undecided at its cap carries its cap and its 90 % interval; no point
-#    runs past its cap; the answer lists the defaults it leaves unset as flags;
-#    and no trial waits for the one before it to let go of its port.
+#    runs past its cap, and the progress output says which were judged there;
+#    the answer lists the defaults it leaves unset as flags; and no trial
+#    waits for the one before it to let go of its port.
 #
 # Runs when GOODPUT_LLAMA_SERVER (a llama-server binary) and
 # GOODPUT_LLAMA_MODEL (a GGUF file) are set; skipped (77) otherwise.
@@ -97,6 +98,9 @@ status=0
 	--confirm 0 --json "$dir/online.json" >"$dir/online-out.json" 2>"$dir/online-err.txt" || status=$?
 cat "$dir/online-err.txt" >&2
 [ "$status" = 0 ] || [ "$status" = 3 ] || { cat "$dir/online-out.json" >&2; fail "online study exited $status"; }
+# the progress output says which points were judged at their cap, with the rate sent
+grep -Eq 'load point [0-9]+[^:]*: [0-9.]+ req/s.* good; (met|missed) at the cap: [0-9.]+ %, 90 % CI' "$dir/online-err.txt" ||
+	fail "the progress output does not say which points were judged at their cap"
 python3 - "$dir/goodput.db" "$dir/online-out.json" "$status" <<'EOP' || fail "online study"
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])

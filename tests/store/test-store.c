@@ -466,6 +466,63 @@ static void test_study_best(void)
 	store_study_best_done(&b);
 }
 
+/* A trial with search load points at the given rates and attainments (and a
+ * saturation run all good, which does not count), finished in state. */
+static int64_t add_measured(struct store *s, int64_t study, const char *key, enum store_trial_state state,
+			    const double *rate, const double *attainment, size_t n)
+{
+	struct store_trial_outcome o = { .state = state,
+					 .deploy_seconds = NAN,
+					 .max_rate = NAN,
+					 .max_goodput = NAN,
+					 .concurrency = NAN,
+					 .cost_per_mtok = NAN };
+	struct probe_result pr;
+	struct error err = { 0 };
+	char knobs[64];
+	int64_t id;
+
+	snprintf(knobs, sizeof(knobs), "{\"k\":\"%s\"}", key);
+	CHECK(store_trial_insert(s, study, "search", knobs, key, &id, &err) == 1);
+	CHECK(store_trial_set_state(s, id, STORE_TRIAL_PROBING, &err) == 0);
+	fake_result(&pr, INFINITY, true);
+	pr.attainment = 1;
+	CHECK_MSG(store_load_point_insert(s, id, 1, "saturation", &pr, NULL, &err) == 0, "%s", err.msg);
+	for (size_t i = 0; i < n; i++) {
+		fake_result(&pr, rate[i], false);
+		pr.attainment = attainment[i];
+		CHECK_MSG(store_load_point_insert(s, id, (uint32_t)i + 2, "search", &pr, NULL, &err) == 0, "%s",
+			  err.msg);
+	}
+	CHECK_MSG(store_trial_finish(s, id, &o, &err) == 0, "%s", err.msg);
+	return id;
+}
+
+/* Nothing met the SLA: the closest attempt is the search point of highest
+ * attainment over every trial, whatever its verdict (the issue's night:
+ * --parallel 1 at 97.5 % undecided at its cap, not --parallel 2 at 50 %),
+ * never a saturation run, ties to the lower rate. */
+static void test_study_closest(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("closest.db"));
+	_cleanup_(store_study_closest_done) struct store_study_closest c = { 0 };
+	struct error err = { 0 };
+	int64_t study = add_study(s, "closest"), p1;
+
+	CHECK_INT_EQ(store_study_closest(s, study, &c, &err), -ENOENT);
+	add_measured(s, study, "parallel-2", STORE_TRIAL_INFEASIBLE, (const double[]){ 0.4, 0.2, 0.1 },
+		     (const double[]){ 0.2, 0.5, 0.5 }, 3);
+	p1 = add_measured(s, study, "parallel-1", STORE_TRIAL_DONE, (const double[]){ 0.25, 0.232 },
+			  (const double[]){ 0.975, 0.9375 }, 2);
+	add_measured(s, study, "parallel-4", STORE_TRIAL_INFEASIBLE, (const double[]){ 0.3, 0.05 },
+		     (const double[]){ 0.975, 0.6 }, 2);
+	CHECK_MSG(store_study_closest(s, study, &c, &err) == 0, "%s", err.msg);
+	/* 97.5 % twice: the lower rate (0.25 of --parallel 1, not 0.3 of --parallel 4) */
+	CHECK_INT_EQ(c.trial.id, p1);
+	CHECK(c.rate == 0.25 && c.attainment == 0.975);
+	CHECK(c.result_json && strstr(c.result_json, "\"request_rate\""));
+}
+
 static void test_uniqueness(void)
 {
 	_cleanup_(store_closep) struct store *s = open_rw(db_path("uniq.db"));
@@ -903,6 +960,7 @@ int main(void)
 	test_newer_file_refused();
 	test_round_trip();
 	test_study_best();
+	test_study_closest();
 	test_uniqueness();
 	test_resume();
 	test_disk_full();

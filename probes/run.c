@@ -61,6 +61,7 @@ struct probe_run {
 	/* server metrics */
 	int scrape_tag; /* its address is the userdata of our GETs */
 	bool scraping, scrape_in_flight;
+	bool scrape_due; /* a tick came while the last scrape was out: ask again when it answers */
 	struct probe_prom_acc acc;
 };
 
@@ -230,6 +231,8 @@ static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
 
 /* ---- /metrics ---- */
 
+static void scrape(struct probe_run *run);
+
 static void on_metrics(struct probe_client *c, int r, long status, const char *body, size_t len, const char *error,
 		       void *userdata)
 {
@@ -237,18 +240,42 @@ static void on_metrics(struct probe_client *c, int r, long status, const char *b
 	struct probe_prom_sample sample;
 
 	run->scrape_in_flight = false;
-	if (r < 0 || status >= 500)
-		return; /* slow or busy (llama.cpp answers between decode steps): the next one may come */
-	if (status != 200) {
+	if (r >= 0 && status < 500 && status != 200) {
 		/* No /metrics here (404, 501 without --metrics): stop asking; present stays false. */
 		run->scraping = false;
 		return;
 	}
-	if (probe_metrics_parse(body, len, run->cfg.metrics_map, &sample, NULL) < 0) {
-		run->scraping = false;
+	/* 5xx, a timeout: slow or busy (llama.cpp answers between decode steps): the next one may come */
+	if (r >= 0 && status == 200) {
+		if (probe_metrics_parse(body, len, run->cfg.metrics_map, &sample, NULL) < 0) {
+			run->scraping = false;
+			return;
+		}
+		probe_prom_acc_add(&run->acc, &sample);
+	}
+	/* the cadence's tick came while this one was out (a CPU engine's step
+	 * of a second): ask again now rather than at the next tick, so that a
+	 * point keeps as close to the cadence as the engine answers */
+	if (run->scrape_due)
+		scrape(run);
+}
+
+/* One GET of /metrics at a time: a second would wait behind the first in
+ * the engine (and take one of llama.cpp's few HTTP threads from a request). */
+static void scrape(struct probe_run *run)
+{
+	run->scrape_due = false;
+	if (!run->scraping)
+		return;
+	if (run->scrape_in_flight) {
+		run->scrape_due = true;
 		return;
 	}
-	probe_prom_acc_add(&run->acc, &sample);
+	/* an engine answers /metrics between its steps, which on a CPU take
+	 * seconds: a scrape may wait that long */
+	if (probe_client_get(run->client, run->cfg.metrics_path, METRICS_MAX_BYTES, 30 * USEC_PER_SEC, on_metrics,
+			     &run->scrape_tag) >= 0)
+		run->scrape_in_flight = true;
 }
 
 static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -257,11 +284,7 @@ static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 	if (!run->scraping)
 		return 0;
-	/* an engine answers /metrics between its steps, which on a CPU take
-	 * seconds: a scrape may wait that long */
-	if (!run->scrape_in_flight && probe_client_get(run->client, run->cfg.metrics_path, METRICS_MAX_BYTES,
-						       30 * USEC_PER_SEC, on_metrics, &run->scrape_tag) >= 0)
-		run->scrape_in_flight = true;
+	scrape(run);
 	(void)sd_event_source_set_time(s, usec + run->cfg.metrics_interval_usec);
 	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return 0;

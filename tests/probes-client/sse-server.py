@@ -21,7 +21,8 @@ keep-alive on 127.0.0.1. The behaviour of a request is chosen by its
 
 Every token's send time (CLOCK_MONOTONIC µs, just before the write) is appended to the log file given as argv[1], one JSON line per
 request: {"key": first prompt id or the text's first word, "sends": [...]}.
-GET /metrics serves vLLM-named gauges (404 with --no-metrics); GET /stats
+GET /metrics serves vLLM-named gauges (404 with --no-metrics; /metrics?delay_ms=N
+answers N ms late, as an engine busy with a step); GET /stats
 reports how many connections were accepted. With --api-key K every request
 must carry "Authorization: Bearer K".
 """
@@ -174,10 +175,13 @@ async def handle(state, reader, writer):
                 break
             if state.api_key and headers.get("authorization") != "Bearer " + state.api_key:
                 respond(writer, 401, b'{"error":{"message":"bad api key"}}')
-            elif method == "GET" and path == "/metrics":
+            elif method == "GET" and path.split("?")[0] == "/metrics":
                 if not state.metrics:
                     respond(writer, 404, b"not found", "text/plain")
                 else:
+                    # ?delay_ms=N: answer N ms late, as an engine that answers between its steps
+                    if "?delay_ms=" in path:
+                        await asyncio.sleep(int(path.split("?delay_ms=")[1]) / 1000)
                     state.preemptions += 1
                     text = (
                         "# TYPE vllm:num_requests_running gauge\n"

@@ -288,6 +288,41 @@ static void on_get(struct probe_client *c, int r, long status, const char *body,
 }
 
 /* Closed loop at concurrency 1: every request on the same connection. */
+/* /metrics on the cadence's 2 Hz over a short point, and as close to it as
+ * an engine that answers late allows (llama.cpp on a CPU answers between
+ * steps): one scrape out at a time, the next sent as soon as it answers
+ * when a tick came meanwhile, not at the tick after. */
+static void test_metrics_cadence(struct server *s)
+{
+	static const struct {
+		const char *path;
+		double per_second; /* samples a second at least: 2 Hz, 1 / 0.6 s */
+	} cases[] = { { "/metrics", 1.5 }, { "/metrics?delay_ms=600", 1.3 } };
+
+	for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
+		_cleanup_(probe_client_freep) struct probe_client *c = client_for(s->base_url, "ok:30:10", NULL);
+		struct probe_workload *w = make_workload(30, 8, 200 * USEC_PER_MSEC);
+		struct probe_run_config rc;
+		struct probe_run *run = NULL;
+		struct probe_server_metrics m;
+		bool done = false;
+		uint64_t t0 = mono_usec();
+		double seconds;
+
+		probe_run_config_init(&rc); /* the default cadence */
+		rc.metrics_path = cases[k].path;
+		CHECK(probe_run_start(event, c, w, &rc, on_run_done, &done, &run) == 0);
+		run_until(&done, 60 * USEC_PER_SEC);
+		seconds = (double)(mono_usec() - t0) / 1e6;
+		probe_run_server_metrics(run, &m);
+		fprintf(stderr, "metrics %s: %zu samples in %.1f s\n", cases[k].path, (size_t)m.samples, seconds);
+		CHECK_MSG(m.present && (double)m.samples >= cases[k].per_second * MIN(seconds, 6.5),
+			  "%s: %zu samples in %.1f s", cases[k].path, (size_t)m.samples, seconds);
+		run = probe_run_free(run);
+		probe_workload_free(w);
+	}
+}
+
 static void test_keepalive(struct server *s)
 {
 	_cleanup_(probe_client_freep) struct probe_client *c = client_for(s->base_url, "ok:0:0", NULL);
@@ -572,6 +607,7 @@ int main(int argc, char **argv)
 	server_start(&s, NULL);
 	test_timing(&s);
 	test_keepalive(&s);
+	test_metrics_cadence(&s);
 	test_burst_bounded(&s);
 	test_failures(&s);
 	test_failed_run(&s);

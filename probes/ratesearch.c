@@ -565,15 +565,31 @@ static uint32_t point_requests(const struct probe_ratesearch_config *cfg)
 
 /* max_points finite points spent, or the probe's time: the best sure
  * pass, or NEVER. */
+static bool sure_pass(const struct probe_ratesearch_config *cfg, const struct group *g)
+{
+	double lo, hi;
+
+	if (g->v != PASS || !g->conclusive)
+		return false;
+	if (!g->undecided || cfg->target <= 0)
+		return true;
+	/* met at its cap by its point estimate: sure when its 90 % interval
+	 * reaches no lower than the knee's (150 of 160, 13 of 13), not a point
+	 * the probe's time cut after a request or two (1 of 1: 27-100 %) */
+	probe_wilson_interval((uint32_t)MIN(g->good, UINT32_MAX), (uint32_t)MIN(g->n, UINT32_MAX), PROBE_CAP_Z, &lo,
+			      &hi);
+	return lo >= cfg->target - 2 * cfg->margin * (1 - cfg->target) - 1e-9;
+}
+
 static void decide_budget_spent(struct search *S, bool out_of_time)
 {
-	const struct group *best = S->lo && S->lo->conclusive ? S->lo : NULL;
+	const struct group *best = S->lo && sure_pass(S->cfg, S->lo) ? S->lo : NULL;
 
 	/* else the highest rate that passed with confidence below the failing end */
 	for (size_t k = 0; k < S->n_groups && !best; k++) {
 		const struct group *g = &S->groups[S->n_groups - 1 - k];
 
-		if (g->v == PASS && g->conclusive && (!S->hi || g->rate < S->hi->rate))
+		if (sure_pass(S->cfg, g) && (!S->hi || g->rate < S->hi->rate))
 			best = g;
 	}
 	if (best)

@@ -606,6 +606,20 @@ static void test_at_the_cap(void)
 	CHECK_MSG(st.action == PROBE_RATESEARCH_DONE && st.rate == 0.09 && st.out_of_time && !st.budget_spent &&
 			  st.lo == 0.09 && st.hi == 0.147,
 		  "%s %g (%s)", probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* time up after a point the probe's time cut at 1 of 1 good (a real
+	 * night's trial, 90 % CI 27-100 %): not a sure pass, the answer stays
+	 * the one below it */
+	pts[3] = (struct probe_rate_point){
+		.rate = 0.12, .n = 1, .good = 1, .sla_met = true, .throughput = 0.12, .verdict = PROBE_VERDICT_UNDECIDED
+	};
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_DONE && st.rate == 0.09 && st.out_of_time, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* 13 of 13 at the cap (83-100 %) is */
+	pts[3].n = pts[3].good = 13;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_DONE && st.rate == 0.12 && st.out_of_time, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
 	/* time up with nothing passing: never, said so */
 	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
 	CHECK_MSG(st.action == PROBE_RATESEARCH_NEVER && st.out_of_time, "%s (%s)",

@@ -17,29 +17,6 @@
 #include "runner-dryrun.h"
 #include "simulate.h"
 
-static const char *sim_flag_of(const char *knob, char *buf, size_t size)
-{
-	if (strcmp(knob, OPT_KNOB_MAX_NUM_SEQS) == 0)
-		return "--max-num-seqs";
-	if (strcmp(knob, OPT_KNOB_MAX_NUM_BATCHED_TOKENS) == 0)
-		return "--max-num-batched-tokens";
-	if (strcmp(knob, OPT_KNOB_QUANTIZATION) == 0)
-		return "--quantization";
-	if (strcmp(knob, OPT_KNOB_TENSOR_PARALLEL) == 0)
-		return "--tensor-parallel-size";
-	if (strcmp(knob, OPT_KNOB_DATA_PARALLEL) == 0)
-		return "--data-parallel-size";
-	if (strcmp(knob, OPT_KNOB_PIPELINE_PARALLEL) == 0)
-		return "--pipeline-parallel-size";
-	/* extra knobs: gpu_memory_utilization → --gpu-memory-utilization */
-	if (snprintf(buf, size, "--%s", knob) >= (int)size)
-		return NULL;
-	for (char *p = buf; *p; p++)
-		if (*p == '_')
-			*p = '-';
-	return buf;
-}
-
 /* A knob's value as the sim's flags read it. */
 static const char *value_text(const cJSON *v, char *buf, size_t size)
 {
@@ -129,8 +106,8 @@ static int build_engine_config(const struct study *study, const cJSON *knobs, un
 		return error_prefix(err, r, "dry run");
 	cJSON_ArrayForEach(item, knobs)
 	{
-		char flagbuf[OPT_KNOB_NAME_MAX + 3], valbuf[64];
-		const char *flag = sim_flag_of(item->string, flagbuf, sizeof(flagbuf));
+		char flagbuf[OPT_KNOB_NAME_MAX + 8], valbuf[64];
+		const char *flag = sim_knob_flag(item->string, flagbuf, sizeof(flagbuf));
 		const char *value = value_text(item, valbuf, sizeof(valbuf));
 
 		if (!flag || !value)

@@ -681,6 +681,14 @@ int runner_twin_setup(const struct study *s, const char *engine, struct twin_set
 	setup->workload = s->workload;
 	setup->workload.dataset_path = NULL;
 	setup->sla = s->sla;
+	/* speculation as the dry run models it: the drafter, the workload's acceptance per method */
+	if (study_draft_model(s, "draft_model"))
+		snprintf(setup->spec_draft_model, sizeof(setup->spec_draft_model), "%s",
+			 study_draft_model(s, "draft_model"));
+	for (int m = SIM_SPEC_NONE + 1; m < _SIM_SPEC_MAX; m++)
+		if (!study_spec_acceptance_text(s, sim_spec_method_to_string(m), setup->spec_acceptance[m],
+						sizeof(setup->spec_acceptance[m])))
+			setup->spec_acceptance[m][0] = 0;
 	if (s->probe.tolerance > 0)
 		setup->rel_tol = s->probe.tolerance;
 	/* A prediction runs the requests the probe sends: with a smaller

@@ -149,6 +149,19 @@ static const char *flag_name(const char *flag)
 	return flag;
 }
 
+const char *sim_knob_flag(const char *knob, char *buf, size_t size)
+{
+	size_t n = strlen(knob);
+	bool parallel = n > 9 && strcmp(knob + n - 9, "_parallel") == 0;
+
+	if (snprintf(buf, size, "--%s%s", knob, parallel ? "_size" : "") >= (int)size)
+		return NULL;
+	for (char *p = buf; *p; p++)
+		if (*p == '_')
+			*p = '-';
+	return buf;
+}
+
 bool sim_engine_flag_takes_value(const char *flag)
 {
 	const char *n = flag_name(flag);

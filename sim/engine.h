@@ -191,6 +191,13 @@ void sim_engine_config_init(struct sim_engine_config *c);
  * Returns 1 when applied, 0 when the flag is not an engine flag, negative errno
  * with err naming flag and value when the value is bad. Clears `resolved`. */
 int sim_engine_config_apply_flag(struct sim_engine_config *c, const char *flag, const char *value, struct error *err);
+/* The engine flag of a search-space knob, as the sim reads it: its name
+ * with dashes, "_parallel" knobs as "--…-parallel-size" (tensor_parallel →
+ * --tensor-parallel-size, spec_tokens → --spec-tokens, prefix_caching →
+ * --prefix-caching). NULL when buf is too small. The dry run and the twin
+ * apply a configuration's knobs with it (a flag the sim does not know is
+ * an engine-specific knob with no effect in virtual time). */
+const char *sim_knob_flag(const char *knob, char *buf, size_t size);
 /* Whether flag (as above) takes a value (all but --no-enable-prefix-caching,
  * --enable-prefix-caching and --startup-model). */
 bool sim_engine_flag_takes_value(const char *flag);

@@ -42,32 +42,31 @@ uint64_t twin_hash(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static const char *const knob_flags[][2] = {
-	{ OPT_KNOB_MAX_NUM_SEQS, "--max-num-seqs" },
-	{ OPT_KNOB_MAX_NUM_BATCHED_TOKENS, "--max-num-batched-tokens" },
-	{ OPT_KNOB_QUANTIZATION, "--quantization" },
-	{ OPT_KNOB_TENSOR_PARALLEL, "--tensor-parallel-size" },
-	{ "gpu_memory_utilization", "--gpu-memory-utilization" },
-	{ "kv_cache_dtype", "--kv-cache-dtype" },
-	{ "max_model_len", "--max-model-len" },
-	{ OPT_KNOB_DATA_PARALLEL, "--data-parallel-size" },
-	{ OPT_KNOB_PIPELINE_PARALLEL, "--pipeline-parallel-size" },
-	/* disaggregated: each side's workers, TP and batch limits */
-	{ OPT_KNOB_PREFILL_WORKERS, "--prefill-workers" },
-	{ OPT_KNOB_DECODE_WORKERS, "--decode-workers" },
-	{ OPT_KNOB_PREFILL_TENSOR_PARALLEL, "--prefill-tp" },
-	{ OPT_KNOB_DECODE_TENSOR_PARALLEL, "--decode-tp" },
-	{ "prefill_max_num_seqs", "--prefill-max-num-seqs" },
-	{ "prefill_max_num_batched_tokens", "--prefill-max-num-batched-tokens" },
-	{ "decode_max_num_seqs", "--decode-max-num-seqs" },
-	{ "decode_max_num_batched_tokens", "--decode-max-num-batched-tokens" },
-};
+/* Speculation as the study describes it: the drafter of draft_model (on
+ * one GPU, as the shipped engine profiles start it, unless the space has
+ * spec_draft_tp) and the workload's acceptance of the method's drafts. */
+static int speculation(const struct twin *t, struct sim_engine_config *c, struct error *err)
+{
+	const char *acceptance;
+	int r = 0;
 
-static int resolve_config(struct twin *t, size_t i, struct error *err)
+	if (c->spec_method == SIM_SPEC_NONE || c->spec_method >= _SIM_SPEC_MAX)
+		return 0;
+	if (c->spec_method == SIM_SPEC_DRAFT_MODEL && t->setup.spec_draft_model[0]) {
+		r = sim_engine_config_apply_flag(c, "--spec-draft-model", t->setup.spec_draft_model, err);
+		if (r >= 0 && c->spec_draft_tp == 0)
+			r = sim_engine_config_apply_flag(c, "--spec-draft-tp", "1", err);
+	}
+	acceptance = t->setup.spec_acceptance[c->spec_method];
+	if (r >= 0 && acceptance[0])
+		r = sim_engine_config_apply_flag(c, "--spec-acceptance", acceptance, err);
+	return r < 0 ? r : 0;
+}
+
+static int resolve_config(struct twin *t, size_t i, uint32_t gpus_max, struct error *err)
 {
 	struct sim_engine_config c;
 	char buf[64];
-	double tpmax = 1;
 	int r;
 
 	sim_engine_config_init(&c);
@@ -78,14 +77,18 @@ static int resolve_config(struct twin *t, size_t i, struct error *err)
 		r = sim_engine_config_apply_flag(&c, "--profile", t->setup.profile, err);
 	if (r >= 0)
 		r = sim_engine_config_apply_flag(&c, "--jitter", "0", err);
-	for (size_t k = 0; k < t->space->n_knobs && r >= 0; k++)
-		for (size_t f = 0; f < ELEMENTSOF(knob_flags); f++)
-			/* a knob the configuration does not have (the other shape's) has no flag */
-			if (strcmp(t->space->knobs[k].name, knob_flags[f][0]) == 0 &&
-			    opt_knob_active(t->space, &t->configs[i], k))
-				r = sim_engine_config_apply_flag(
-					&c, knob_flags[f][1],
-					opt_config_text(t->space, &t->configs[i], k, buf, sizeof(buf)), err);
+	/* every knob the configuration holds (an inactive one has no value):
+	 * a flag the sim does not know has no effect in virtual time */
+	for (size_t k = 0; k < t->space->n_knobs && r >= 0; k++) {
+		char flag[OPT_KNOB_NAME_MAX + 8];
+
+		if (opt_knob_active(t->space, &t->configs[i], k) &&
+		    sim_knob_flag(t->space->knobs[k].name, flag, sizeof(flag)))
+			r = sim_engine_config_apply_flag(
+				&c, flag, opt_config_text(t->space, &t->configs[i], k, buf, sizeof(buf)), err);
+	}
+	if (r >= 0)
+		r = speculation(t, &c, err);
 	if (r < 0)
 		return r;
 	{
@@ -98,16 +101,8 @@ static int resolve_config(struct twin *t, size_t i, struct error *err)
 			c.pd.decode_workers = MAX(c.pd.decode_workers, 1u);
 		}
 	}
-	/* The host's GPUs: as set up, else the largest TP of the space. */
-	if (t->setup.gpus == 0) {
-		int k = opt_space_knob_index(t->space, OPT_KNOB_TENSOR_PARALLEL);
-
-		if (k >= 0)
-			for (size_t v = 0; v < t->space->knobs[k].n_values; v++)
-				if (t->space->knobs[k].numbers && t->space->knobs[k].numbers[v] > tpmax)
-					tpmax = t->space->knobs[k].numbers[v];
-	}
-	c.gpus = t->setup.gpus ? t->setup.gpus : (uint32_t)tpmax;
+	/* The host's GPUs: as set up, else the most a configuration of the space holds. */
+	c.gpus = t->setup.gpus ? t->setup.gpus : gpus_max;
 	c.fault_step_usec = t->setup.fault_step_usec;
 	c.fault_step_per_seq_usec = t->setup.fault_step_per_seq_usec;
 	r = sim_engine_config_resolve(&c, err);
@@ -121,6 +116,7 @@ int twin_new(const struct opt_space *space, const struct twin_setup *setup, stru
 {
 	_cleanup_(twin_freep) struct twin *t = NULL;
 	struct sim_engine_config probe;
+	uint32_t gpus_max = 1;
 	int r;
 
 	t = calloc(1, sizeof(*t));
@@ -162,8 +158,10 @@ int twin_new(const struct opt_space *space, const struct twin_setup *setup, stru
 		return error_prefix(err, r, "twin");
 	t->base = probe.profile;
 	t->usd_per_gpu_hour = setup->usd_per_gpu_hour > 0 ? setup->usd_per_gpu_hour : probe.gpu.usd_per_hour;
+	for (size_t i = 0; i < t->n_configs; i++)
+		gpus_max = MAX(gpus_max, opt_config_gpus(space, &t->configs[i]));
 	for (size_t i = 0; i < t->n_configs; i++) {
-		r = resolve_config(t, i, err);
+		r = resolve_config(t, i, gpus_max, err);
 		if (r < 0)
 			return error_prefix(err, r, "twin");
 	}
@@ -406,22 +404,19 @@ int twin_predict_beyond(struct twin *t, const struct sim_profile *p, const struc
 	struct sim_engine *e = NULL;
 	struct sim_rate_search rs;
 	struct error e2 = { 0 };
-	const char *flag = NULL;
+	char flag[OPT_KNOB_NAME_MAX + 8];
 	ssize_t i = twin_index(t, config);
 	char buf[32];
 	int r;
 
 	if (i < 0)
 		return error_set(err, -EINVAL, "twin: configuration not in the space");
-	for (size_t f = 0; f < ELEMENTSOF(knob_flags); f++)
-		if (strcmp(knob, knob_flags[f][0]) == 0)
-			flag = knob_flags[f][1];
-	if (!flag)
-		return error_set(err, -EINVAL, "twin: the engine model has no knob %s", knob);
 	c = t->cfg[i];
 	snprintf(buf, sizeof(buf), "%.0f", value);
-	r = sim_engine_config_apply_flag(&c, flag, buf, err);
-	if (r >= 0)
+	r = sim_knob_flag(knob, flag, sizeof(flag)) ? sim_engine_config_apply_flag(&c, flag, buf, err) : 0;
+	if (r == 0)
+		return error_set(err, -EINVAL, "twin: the engine model has no knob %s", knob);
+	if (r > 0)
 		r = sim_engine_config_resolve(&c, err);
 	if (r < 0)
 		return r;

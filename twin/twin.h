@@ -63,6 +63,13 @@ struct twin_setup {
 	 * server (sim_engine_config's fault_step_usec / fault_step_per_seq_usec).
 	 * 0 for a twin. */
 	double fault_step_usec, fault_step_per_seq_usec;
+	/* Speculative decoding as the study describes it (model.drafts,
+	 * workload.spec_acceptance): the draft model of spec_method draft_model
+	 * ("": none named) and, per method (enum sim_spec_method), the workload's
+	 * acceptance as goodput-sim's --spec-acceptance reads it ("": the
+	 * method's default). */
+	char spec_draft_model[SIM_NAME_MAX];
+	char spec_acceptance[_SIM_SPEC_MAX][128];
 };
 
 /* Defaults: llama-3.1-8b on H100, profile vllm, online, output tokens,

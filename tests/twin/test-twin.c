@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "tests.h"
 #include "simulate.h"
+#include "twin-internal.h"
 #include "twin.h"
 
 static const char *small_space = "{\"max_num_seqs\": {\"min\": 16, \"max\": 256, \"scale\": \"log2\"},"
@@ -647,6 +648,86 @@ static void test_point_draw(void)
 	CHECK(as_seeded.error > 4 * as_drawn.error + 0.02);
 }
 
+/* The levers in the engine model the prior ranks with: a configuration's
+ * speculation (its drafter and the workload's acceptance, as the study
+ * says them), data-parallel replicas and the prefix cache reach the sim's
+ * engine configuration; an inactive spec_tokens does not; under a TPOT
+ * bound only speculation meets at 8B on H100, two replicas carry about
+ * twice the rate of one (at the same cost per token, twice the GPUs), and
+ * the host's GPUs are the most a configuration holds. */
+static void test_levers(void)
+{
+	static const char *const extra[] = { "spec_method", "spec_tokens", "data_parallel", "prefix_caching", NULL };
+	_cleanup_(cJSON_Deletep) cJSON *j =
+		cJSON_Parse("{\"max_num_seqs\": [64], \"max_num_batched_tokens\": [2048], \"tensor_parallel\": [1],"
+			    "\"data_parallel\": [1, 2], \"prefix_caching\": [\"on\", \"off\"],"
+			    "\"spec_method\": [\"none\", \"ngram\", \"draft_model\"], \"spec_tokens\": [3]}");
+	struct opt_space_options so = { .gpus = 2, .extra_knobs = extra };
+	_cleanup_(opt_space_freep) struct opt_space *s = NULL;
+	_cleanup_(twin_freep) struct twin *t = NULL;
+	struct twin_setup setup;
+	struct sim_profile base;
+	struct sim_engine_config c;
+	struct twin_prediction none1, none2, draft;
+	struct error err = { 0 };
+	struct opt_config cn1 = { 0 }, cn2, cd;
+
+	CHECK(j);
+	CHECK_MSG(opt_space_from_json(j, "search_space", NULL, "constraints", &so, &s, &err) >= 0, "%s", err.msg);
+	make_setup(&setup, 0);
+	snprintf(setup.gpu, sizeof(setup.gpu), "H100");
+	setup.gpus = 0; /* the most a configuration holds: 2 */
+	setup.workload.input = (struct probe_length_dist){ .kind = PROBE_DIST_FIXED, .mean = 256 };
+	setup.workload.output = (struct probe_length_dist){ .kind = PROBE_DIST_FIXED, .mean = 128 };
+	setup.workload.num_prompts = 200;
+	setup.sla = (struct probe_sla){ 0 };
+	CHECK(probe_sla_parse("ttft:1000,tpot:7", &setup.sla, &err) >= 0);
+	setup.sla.attainment = 0.9;
+	snprintf(setup.spec_draft_model, sizeof(setup.spec_draft_model), "llama-3.2-1b");
+	snprintf(setup.spec_acceptance[SIM_SPEC_DRAFT_MODEL], sizeof(setup.spec_acceptance[0]), "0.8");
+	CHECK_MSG(twin_new(s, &setup, &t, &err) >= 0, "%s", err.msg);
+	twin_base_profile(t, &base);
+
+	cn1 = config_of(s, "max_num_seqs=64,max_num_batched_tokens=2048,tensor_parallel=1,data_parallel=1,"
+			   "prefix_caching=off,spec_method=none,spec_tokens=3");
+	cn2 = config_of(s, "max_num_seqs=64,max_num_batched_tokens=2048,tensor_parallel=1,data_parallel=2,"
+			   "prefix_caching=on,spec_method=none,spec_tokens=3");
+	cd = config_of(s, "max_num_seqs=64,max_num_batched_tokens=2048,tensor_parallel=1,data_parallel=1,"
+			  "prefix_caching=on,spec_method=draft_model,spec_tokens=3");
+	CHECK(twin_engine_config(t, (size_t)twin_index(t, &cn1), &base, &c, &err) >= 0);
+	CHECK(c.spec_method == SIM_SPEC_NONE && c.spec_tokens == 0 && c.dp == 1 && !c.enable_prefix_caching);
+	CHECK_INT_EQ(c.gpus, 2);
+	CHECK(twin_engine_config(t, (size_t)twin_index(t, &cn2), &base, &c, &err) >= 0);
+	CHECK(c.dp == 2 && c.enable_prefix_caching);
+	CHECK(twin_engine_config(t, (size_t)twin_index(t, &cd), &base, &c, &err) >= 0);
+	CHECK(c.spec_method == SIM_SPEC_DRAFT_MODEL && c.spec_tokens == 3 && c.spec_draft_tp == 1);
+	CHECK_STR_EQ(c.spec_draft_model, "llama-3.2-1b");
+	CHECK(c.spec_acceptance.n == 1 && fabs(c.spec_acceptance.cond[0] - 0.8) < 1e-9);
+
+	/* with TPOT 7 ms, one 8B replica decodes too slowly without drafts */
+	CHECK_MSG(twin_predict(t, &base, &cn1, &none1, &err) >= 0, "%s", err.msg);
+	CHECK_MSG(twin_predict(t, &base, &cd, &draft, &err) >= 0, "%s", err.msg);
+	printf("levers: none %s %.2f req/s, draft_model k=3 %s %.2f req/s $%.4f/Mtok\n",
+	       opt_outcome_to_string(none1.outcome), none1.max_rate, opt_outcome_to_string(draft.outcome),
+	       draft.max_rate, draft.cost);
+	CHECK(none1.outcome == OPT_OUTCOME_SLA_NEVER_MET);
+	CHECK(draft.outcome == OPT_OUTCOME_MEASURED && draft.max_rate > 0);
+
+	/* a loose TPOT bound: two replicas carry about twice one's rate */
+	twin_free(TAKE_PTR(t));
+	setup.sla = (struct probe_sla){ 0 };
+	CHECK(probe_sla_parse("ttft:1000,tpot:50", &setup.sla, &err) >= 0);
+	setup.sla.attainment = 0.9;
+	CHECK_MSG(twin_new(s, &setup, &t, &err) >= 0, "%s", err.msg);
+	CHECK_MSG(twin_predict(t, &base, &cn1, &none1, &err) >= 0, "%s", err.msg);
+	CHECK_MSG(twin_predict(t, &base, &cn2, &none2, &err) >= 0, "%s", err.msg);
+	printf("levers: dp=1 %.2f req/s $%.4f/Mtok, dp=2 %.2f req/s $%.4f/Mtok\n", none1.max_rate, none1.cost,
+	       none2.max_rate, none2.cost);
+	CHECK(none1.outcome == OPT_OUTCOME_MEASURED && none2.outcome == OPT_OUTCOME_MEASURED);
+	CHECK(none2.max_rate > 1.6 * none1.max_rate);
+	CHECK_REL(none2.cost, none1.cost, 0.25);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -656,7 +737,7 @@ int main(int argc, char **argv)
 		{ "json", test_json },       { "calibration", test_calibration },
 		{ "replay", test_replay },   { "fallback", test_fallback },
 		{ "drift", test_drift },     { "wire", test_wire },
-		{ "draw", test_point_draw },
+		{ "draw", test_point_draw }, { "levers", test_levers },
 	};
 	unsigned ran = 0;
 

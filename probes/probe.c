@@ -24,8 +24,10 @@
 #include "time-util.h"
 
 #define PROGRESS_INTERVAL_USEC (500 * USEC_PER_MSEC)
-/* A load point whose own client sent its requests this late (p95) measured
- * a starved client, not the server: it is run again, at most twice. */
+/* A load point whose own client sent its requests this late (p95; at slow
+ * rates a twentieth of the mean gap between arrivals) measured a starved
+ * client, not the server: it is run again, at most twice, while the probe's
+ * time allows a point more. */
 #define LAG_REDO_MS  20.0
 #define LAG_REDO_MAX 2
 
@@ -551,12 +553,19 @@ static void sweep_next(struct probe *p)
 static void on_run_done(struct probe_run *run, void *userdata)
 {
 	struct probe *p = userdata;
-	double rate = 0, lag = probe_run_client_lag_ms(run, 95);
+	double rate = 0, lag = probe_run_client_lag_ms(run, 95), redo_ms = LAG_REDO_MS;
 	int r;
 
 	emit_progress(p);
 	p->cap_timer = sd_event_source_disable_unref(p->cap_timer);
-	if (isfinite(lag) && lag > LAG_REDO_MS && p->cur_redone < LAG_REDO_MAX) {
+	/* a lag distorts the arrivals when it is a fair part of their gaps: at
+	 * a CPU engine's 0.1 req/s (10 s apart) a lag of 100 ms is not a
+	 * starved client, and running the point again would spend the trial's
+	 * share of the budget on one rate */
+	if (isfinite(p->cur_rate) && p->cur_rate > 0)
+		redo_ms = MAX(redo_ms, 0.05 * 1000 / p->cur_rate);
+	if (isfinite(lag) && lag > redo_ms && p->cur_redone < LAG_REDO_MAX &&
+	    time_left(p) >= MAX(p->cfg.max_point_seconds, 2 * PROBE_SEQUENTIAL_MIN_SECONDS)) {
 		/* the same point again: the same rate and, with the same point
 		 * number, the same requests */
 		p->outcome.redone_requests += probe_run_requests_sent(run);

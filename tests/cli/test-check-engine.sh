@@ -88,5 +88,35 @@ for want in "vllm 0.10.1.1" "sglang 0.4.6.post1" "tgi 3.3.4" "llamacpp 4748 (c39
 		fail "$engine: $(cat "$dir/out")"
 	grep -q "^$engine: .*, version ${want#* }\$" "$dir/out" || fail "$engine: version: $(cat "$dir/out")"
 	grep -q 'all [0-9]* flags found' "$dir/out" || fail "$engine: $(cat "$dir/out")"
+	# the levers' flags are among those checked, where the engine has them
+	case $engine in
+	vllm) levers="--speculative-config --enable-prefix-caching --no-enable-prefix-caching --data-parallel-size
+		--pipeline-parallel-size --kv-cache-dtype" ;;
+	sglang) levers="--speculative-algorithm --speculative-draft-model-path --speculative-num-steps
+		--disable-radix-cache --dp-size --pp-size --kv-cache-dtype" ;;
+	tgi) levers="--speculate" ;;
+	llamacpp) levers="--model-draft --draft-max" ;;
+	trtllm) levers="--pp_size" ;;
+	esac
+	for flag in $levers; do
+		grep -q -- "^  $flag  *ok\$" "$dir/out" || fail "$engine: lever flag $flag not checked: $(cat "$dir/out")"
+	done
 done
+
+# 6. An older vLLM without the speculation and data-parallel flags (its
+# help the sim's vLLM help with those two renamed): both named missing.
+cat >"$dir/bin-old-vllm" <<EOS
+#!/bin/sh
+[ "\$1" = --version ] && exec "$dir/bin/vllm" --version
+"$dir/bin/vllm" "\$@" | sed -e 's/--speculative-config/--speculative-model/g' -e 's/--data-parallel-size/--data-parallel-size-x/g'
+EOS
+chmod +x "$dir/bin-old-vllm"
+set +e
+PATH="$dir/bin:$PATH" "$goodput" check-engine --binary "$dir/bin-old-vllm" --engines-dir "$src/configs/engines" vllm \
+	>"$dir/out" 2>&1; rc=$?
+set -e
+[ "$rc" = 1 ] || fail "old vllm: exit $rc, expected 1: $(cat "$dir/out")"
+grep -q -- '^  --speculative-config  *MISSING' "$dir/out" || fail "old vllm: $(cat "$dir/out")"
+grep -q -- '^  --data-parallel-size  *MISSING' "$dir/out" || fail "old vllm: $(cat "$dir/out")"
+grep -q '^2 of [0-9]* flags missing' "$dir/out" || fail "old vllm: summary: $(cat "$dir/out")"
 echo "ok"

@@ -29,6 +29,9 @@ enum store_stmt {
 	STMT_TRIAL_SET_STARTED,
 	STMT_TRIAL_CLEAR_OUTCOME,
 	STMT_TRIAL_SET_SERVER,
+	STMT_TRIAL_ADD_SERVER,
+	STMT_TRIAL_CLEAR_SERVERS,
+	STMT_STUDY_ROLE_SERVERS,
 	STMT_TRIAL_SET_HOST,
 	STMT_TRIAL_SET_PREDICTED,
 	STMT_TRIAL_SET_GPUS,
@@ -193,7 +196,7 @@ struct store_row {
 	}
 
 extern const struct store_row store_study_row, store_trial_row, store_load_point_row, store_twin_calibration_row,
-	store_traffic_row;
+	store_traffic_row, store_role_server_row;
 
 /* Frees the strings of a row of type t and zeroes it; accepts NULL. */
 void store_row_done(const struct store_row *t, void *row);

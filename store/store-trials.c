@@ -189,6 +189,14 @@ int store_trial_set_server(struct store *s, int64_t id, const struct store_serve
 		       STORE_VALUES(STORE_INT(id), pgid, STORE_TEXT(server ? server->unit : NULL), STORE_TEXT(log_path),
 				    STORE_TEXT(server && server->pgid > 0 ? server->identity : NULL)),
 		       err);
+	/* cleared: the servers of its roles too */
+	if (r > 0 && !server) {
+		int k = store_exec(s, STMT_TRIAL_CLEAR_SERVERS, "clearing a trial's servers",
+				   STORE_VALUES(STORE_INT(id)), err);
+
+		if (k < 0)
+			return k;
+	}
 	return trial_updated(s, r, id, err);
 }
 

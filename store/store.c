@@ -320,9 +320,23 @@ static const char *const migration_11[] = {
 	NULL,
 };
 
+/* 12: the servers of a trial of several (a disaggregated configuration's
+ * workers and router), each recorded by role before it runs. */
+static const char *const migration_12[] = {
+	"CREATE TABLE trial_servers ("
+	" trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,"
+	" role TEXT NOT NULL,"
+	" pgid INTEGER,"
+	" identity TEXT,"
+	" unit TEXT,"
+	" PRIMARY KEY (trial_id, role))",
+	"PRAGMA user_version = 12",
+	NULL,
+};
+
 static const struct migration migrations[] = {
 	{ migration_1 }, { migration_2 }, { migration_3 }, { migration_4 },  { migration_5 },  { migration_6 },
-	{ migration_7 }, { migration_8 }, { migration_9 }, { migration_10 }, { migration_11 },
+	{ migration_7 }, { migration_8 }, { migration_9 }, { migration_10 }, { migration_11 }, { migration_12 },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -370,6 +384,12 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 					     " pending_seconds = NULL WHERE id = ?1" },
 	[STMT_TRIAL_SET_SERVER] = { NULL, "UPDATE trials SET server_pgid = ?2, server_unit = ?3,"
 					  " log_path = COALESCE(?4, log_path), server_identity = ?5 WHERE id = ?1" },
+	[STMT_TRIAL_ADD_SERVER] = { NULL, "INSERT OR REPLACE INTO trial_servers (trial_id, role, pgid, identity, unit)"
+					  " VALUES (?1, ?2, ?3, ?4, ?5)" },
+	[STMT_TRIAL_CLEAR_SERVERS] = { NULL, "DELETE FROM trial_servers WHERE trial_id = ?1" },
+	[STMT_STUDY_ROLE_SERVERS] = { &store_role_server_row,
+				      "FROM trial_servers WHERE trial_id IN (SELECT id FROM trials WHERE study_id = ?1)"
+				      " ORDER BY trial_id, role" },
 	[STMT_TRIAL_SET_HOST] = { NULL, "UPDATE trials SET host_json = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_PREDICTED] = { NULL, "UPDATE trials SET predicted_cost = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_GPUS] = { NULL, "UPDATE trials SET gpus = ?2 WHERE id = ?1" },

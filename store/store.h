@@ -30,7 +30,7 @@
 #include "metrics.h"
 
 /* The schema version this code writes; older files are migrated on open. */
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 
 struct store;
 
@@ -273,6 +273,25 @@ struct store_server {
  * gone); log_path NULL keeps the one recorded. */
 int store_trial_set_server(struct store *s, int64_t id, const struct store_server *server, const char *log_path,
 			   struct error *err);
+/* One server of a trial of several (a disaggregated configuration's
+ * "prefill-0", "decode-0", "router"), recorded before it runs as
+ * store_trial_set_server records a single one; store_trial_set_server(NULL)
+ * clears them all. */
+int store_trial_add_server(struct store *s, int64_t id, const char *role, const struct store_server *server,
+			   struct error *err);
+/* The role servers recorded for a study's trials (what a restarted runner
+ * or goodputd ends), by trial. */
+struct store_role_server {
+	int64_t trial_id;
+	char *role;
+	int64_t pgid;   /* 0: none */
+	char *identity; /* NULL: unknown */
+	char *unit;     /* NULL: none */
+};
+int store_study_role_servers(struct store *s, int64_t study_id, struct store_role_server **ret, size_t *ret_n,
+			     struct error *err);
+void store_role_server_done(struct store_role_server *r);
+void store_role_server_array_free(struct store_role_server *a, size_t n);
 int store_trial_set_host(struct store *s, int64_t id, const char *host_json, struct error *err);
 
 /* Records the twin's predicted $/Mtok of a trial (NAN clears it). */

@@ -951,9 +951,48 @@ static void test_foreign_rows(void)
 	store_trial_done(&t);
 }
 
+/* A trial of several servers: each role recorded before it runs, listed for
+ * the orphan sweep, all cleared with the trial's server. */
+static void test_role_servers(void)
+{
+	_cleanup_(store_closep) struct store *s = open_rw(db_path("roles.db"));
+	struct store_role_server *a = NULL;
+	struct error err = { 0 };
+	int64_t study, trial;
+	size_t n = 0;
+
+	study = add_study(s, "roles");
+	CHECK(store_trial_insert(s, study, "search", "{\"shape\":\"disaggregated\"}", "shape=disaggregated", &trial,
+				 &err) == 1);
+	CHECK(store_trial_add_server(s, trial, "prefill-0", &(struct store_server){ .pgid = 101, .identity = "b:1" },
+				     &err) == 0);
+	CHECK(store_trial_add_server(s, trial, "decode-0",
+				     &(struct store_server){ .unit = "goodput-x-1-decode-0.service" }, &err) == 0);
+	CHECK(store_trial_add_server(s, trial, "router", &(struct store_server){ .pgid = 103 }, &err) == 0);
+	/* a role recorded again (a redone trial) replaces its row */
+	CHECK(store_trial_add_server(s, trial, "router", &(struct store_server){ .pgid = 104, .identity = "b:4" },
+				     &err) == 0);
+	CHECK_INT_EQ(store_trial_add_server(s, trial, "", &(struct store_server){ .pgid = 1 }, &err), -EINVAL);
+	CHECK(store_study_role_servers(s, study, &a, &n, &err) == 0);
+	CHECK_INT_EQ(n, 3);
+	CHECK_STR_EQ(a[0].role, "decode-0");
+	CHECK(a[0].pgid == 0 && !a[0].identity);
+	CHECK_STR_EQ(a[0].unit, "goodput-x-1-decode-0.service");
+	CHECK_STR_EQ(a[1].role, "prefill-0");
+	CHECK(a[1].pgid == 101 && a[1].trial_id == trial);
+	CHECK_STR_EQ(a[1].identity, "b:1");
+	CHECK(a[2].pgid == 104);
+	store_role_server_array_free(a, n);
+	CHECK(store_trial_set_server(s, trial, NULL, NULL, &err) == 0);
+	CHECK(store_study_role_servers(s, study, &a, &n, &err) == 0);
+	CHECK_INT_EQ(n, 0);
+	store_role_server_array_free(a, n);
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir));
+	test_role_servers();
 	test_fresh_file();
 	test_migrate_from_previous();
 	test_migrate_from_v1();

@@ -62,6 +62,7 @@ extern const struct deploy_ops deploy_exec_ops;
 extern const struct deploy_ops deploy_command_ops;
 extern const struct deploy_ops deploy_systemd_ops;
 extern const struct deploy_ops deploy_slurm_ops;
+extern const struct deploy_ops deploy_roles_ops, deploy_roles_job_ops;
 
 struct deployment {
 	const struct deploy_ops *ops;
@@ -95,7 +96,8 @@ struct deployment {
 	long last_health_status; /* 0: no answer yet */
 	char *message;
 	uint16_t port;
-	bool port_chosen; /* the deployer chose the port (else the server's argv or its announce line has it) */
+	uint16_t aux_port; /* a second port of the server's own (given, or its job's launcher picked it) */
+	bool port_chosen;  /* the deployer chose the port (else the server's argv or its announce line has it) */
 	char base_url[256];
 	int64_t pgid;
 	uint64_t start_usec, ready_usec; /* CLOCK_MONOTONIC */
@@ -156,6 +158,11 @@ int deploy_log_open(struct deployment *d, const char *what, char *const *argv, c
 char *deploy_tail(struct deployment *d);
 
 /* ---- the object (deploy.c) ---- */
+
+/* A deployment of method ops with nothing configured yet: its state
+ * (STARTING, or PENDING for a queued method) and its callback's source. */
+int deploy_new(sd_event *e, const struct deploy_ops *ops, deploy_event_fn cb, void *userdata, struct deployment **ret,
+	       struct error *err);
 
 /* Hands the server to the caller's record hook before it runs: d->pgid's
  * group (with its leader's identity) and unit. A negative errno fails the

@@ -198,6 +198,14 @@ static char **fill_port_strv(char *const *v, const char *placeholder, const char
 	return out;
 }
 
+static bool strv_has(char *const *v, const char *needle)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (strstr(v[i], needle))
+			return true;
+	return false;
+}
+
 static bool is_wildcard(const char *host)
 {
 	return !host[0] || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || strcmp(host, "[::]") == 0;
@@ -273,7 +281,7 @@ static int keep_gpus(uint32_t n, struct error *err)
 	return 0;
 }
 
-static int write_address(const struct job_file *f, const char *url, struct error *err)
+static int write_address(const struct job_file *f, const char *url, uint16_t aux_port, struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
 	_cleanup_(freep) char *text = NULL;
@@ -287,7 +295,8 @@ static int write_address(const struct job_file *f, const char *url, struct error
 	}
 	if (!j || json_add_string(j, "url", url) < 0 || json_add_string(j, "node", node) < 0 ||
 	    json_add_string(j, "gpus", gpus ? gpus : "") < 0 || json_add_string(j, "job_id", job ? job : "") < 0 ||
-	    json_add_number(j, "pid", getpid()) < 0 || !(text = cJSON_Print(j)))
+	    json_add_number(j, "pid", getpid()) < 0 || (aux_port && json_add_number(j, "aux_port", aux_port) < 0) ||
+	    !(text = cJSON_Print(j)))
 		return error_set(err, -ENOMEM, "out of memory");
 	return deploy_write_file_atomic(f->address_file, text, 0644, err);
 }
@@ -303,8 +312,8 @@ int deploy_job_exec(const char *path, struct error *err)
 {
 	_cleanup_(job_file_done) struct job_file f = { 0 };
 	_cleanup_(freep) char **env = NULL;
-	char port_text[8], host[300], url[400];
-	uint16_t port;
+	char port_text[8], aux_text[8], host[300], url[400];
+	uint16_t port, aux_port = 0;
 	int r;
 
 	r = job_file_read(path, &f, err);
@@ -320,9 +329,28 @@ int deploy_job_exec(const char *path, struct error *err)
 	f.run_env = fill_port_strv(f.env, f.placeholder, port_text);
 	if (!f.run_argv || !f.run_env)
 		return error_set(err, -ENOMEM, "out of memory");
+	/* a role's second port (its KV side channel, its bootstrap server): another free one */
+	if (strv_has(f.run_argv, ENGINE_AUX_PORT_PLACEHOLDER) || strv_has(f.run_env, ENGINE_AUX_PORT_PLACEHOLDER)) {
+		char **argv2, **env2;
+
+		do
+			r = deploy_pick_free_port(f.host, &aux_port, err);
+		while (r >= 0 && aux_port == port);
+		if (r < 0)
+			return r;
+		snprintf(aux_text, sizeof(aux_text), "%u", aux_port);
+		argv2 = fill_port_strv(f.run_argv, ENGINE_AUX_PORT_PLACEHOLDER, aux_text);
+		env2 = fill_port_strv(f.run_env, ENGINE_AUX_PORT_PLACEHOLDER, aux_text);
+		deploy_strv_free(f.run_argv);
+		deploy_strv_free(f.run_env);
+		f.run_argv = argv2;
+		f.run_env = env2;
+		if (!f.run_argv || !f.run_env)
+			return error_set(err, -ENOMEM, "out of memory");
+	}
 	url_host(f.host, host, sizeof(host));
 	snprintf(url, sizeof(url), "http://%s:%u", host, port);
-	r = write_address(&f, url, err);
+	r = write_address(&f, url, aux_port, err);
 	if (r < 0)
 		return r;
 	env = deploy_environment((char **[]){ f.run_env }, 1);

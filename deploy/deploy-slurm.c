@@ -338,6 +338,13 @@ static bool slurm_find_address(struct deployment *d)
 		snprintf(d->node, sizeof(d->node), "%s", node);
 	if (json_get_string(a, "", "gpus", 63, &gpus, NULL) > 0)
 		snprintf(d->gpus, sizeof(d->gpus), "%s", gpus);
+	{
+		uint32_t aux = 0;
+
+		/* a second port the launcher picked for the server (a role's side channel) */
+		if (json_get_u32(a, "", "aux_port", 1, 65535, &aux, NULL) > 0)
+			d->aux_port = (uint16_t)aux;
+	}
 	return true;
 }
 

@@ -231,6 +231,7 @@ static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 	d->job_memory_mib = cfg->job_memory_mib;
 	d->job_exclusive = cfg->job_exclusive;
 	d->time_limit_usec = cfg->time_limit_usec;
+	d->aux_port = cfg->aux_port;
 	if (cfg->sbatch_args && !(d->sbatch_args = deploy_strv_copy((char *const *)cfg->sbatch_args)))
 		oom = true;
 	if (cfg->deploy_command && !(d->deploy_command = deploy_strv_copy((char *const *)cfg->deploy_command)))
@@ -248,18 +249,12 @@ static int copy_config(struct deployment *d, const struct deploy_config *cfg)
 	return 0;
 }
 
-int deploy_start(sd_event *e, enum study_deploy_method method, const struct deploy_config *cfg, deploy_event_fn cb,
-		 void *userdata, struct deployment **ret, struct error *err)
+int deploy_new(sd_event *e, const struct deploy_ops *ops, deploy_event_fn cb, void *userdata, struct deployment **ret,
+	       struct error *err)
 {
-	const struct deploy_ops *ops = NULL;
 	struct deployment *d;
 	int r;
 
-	r = choose_method(method, cfg, &ops, err);
-	if (r >= 0)
-		r = check_model_path(ops, cfg, err);
-	if (r < 0)
-		return r;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -274,20 +269,38 @@ int deploy_start(sd_event *e, enum study_deploy_method method, const struct depl
 	d->userdata = userdata;
 	d->state = ops->queued ? DEPLOY_PENDING : DEPLOY_STARTING;
 	d->start_usec = d->submit_usec = mono_usec();
+	r = sd_event_add_defer(e, &d->notify_source, on_notify, d);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(d->notify_source, SD_EVENT_OFF);
+	if (r < 0) {
+		deploy_free(d);
+		return error_set(err, r, "deploy: cannot create an event source: %s", strerror(-r));
+	}
+	(void)sd_event_source_set_description(d->notify_source, "deploy-notify");
+	*ret = d;
+	return 0;
+}
+
+int deploy_start(sd_event *e, enum study_deploy_method method, const struct deploy_config *cfg, deploy_event_fn cb,
+		 void *userdata, struct deployment **ret, struct error *err)
+{
+	const struct deploy_ops *ops = NULL;
+	struct deployment *d;
+	int r;
+
+	r = choose_method(method, cfg, &ops, err);
+	if (r >= 0)
+		r = check_model_path(ops, cfg, err);
+	if (r >= 0)
+		r = deploy_new(e, ops, cb, userdata, &d, err);
+	if (r < 0)
+		return r;
 	r = copy_config(d, cfg);
 	if (r < 0) {
 		deploy_free(d);
 		return error_set(err, r, "deploy: out of memory");
 	}
-	r = sd_event_add_defer(e, &d->notify_source, on_notify, d);
-	if (r >= 0)
-		r = sd_event_source_set_enabled(d->notify_source, SD_EVENT_OFF);
-	if (r >= 0)
-		(void)sd_event_source_set_description(d->notify_source, "deploy-notify");
-	if (r < 0)
-		error_set(err, r, "deploy: cannot create an event source: %s", strerror(-r));
-	if (r >= 0)
-		r = d->ops->start(d, err);
+	r = d->ops->start(d, err);
 	if (r >= 0 && !d->ops->queued)
 		r = deploy_startup_begin(d, err);
 	if (r < 0) {
@@ -364,6 +377,11 @@ const char *deploy_get_base_url(const struct deployment *d)
 uint16_t deploy_get_port(const struct deployment *d)
 {
 	return d->port;
+}
+
+uint16_t deploy_get_aux_port(const struct deployment *d)
+{
+	return d->aux_port;
 }
 
 int64_t deploy_get_pgid(const struct deployment *d)

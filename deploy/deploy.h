@@ -93,6 +93,7 @@ struct deploy_config {
 	const char *log_path;                 /* server stdout+stderr (appended) */
 	const char *host;                     /* numeric address the server listens on; NULL = 127.0.0.1 */
 	uint16_t port;                        /* 0: learn it from the announce line */
+	uint16_t aux_port;                    /* a second port the command names ({aux_port}); 0: none */
 	const char *announce_prefix;          /* "goodput-sim: listening on http://" (port 0 only) */
 	const char *health_path;              /* "/health" */
 	uint64_t health_interval_usec;        /* 0: 1 s */
@@ -181,6 +182,59 @@ typedef void (*deploy_event_fn)(struct deployment *d, enum deploy_state state, v
 int deploy_start(sd_event *e, enum study_deploy_method method, const struct deploy_config *cfg, deploy_event_fn cb,
 		 void *userdata, struct deployment **ret, struct error *err);
 
+/* ---- a deployment of several servers (deploy-roles.c) ----
+ *
+ * A disaggregated configuration is prefill and decode workers and the
+ * engine's router in front, started and stopped as one unit by any method
+ * (each role a server of its own: its process group, unit or job, its log,
+ * its health check, recorded with its own record hook before it runs). The
+ * workers start side by side; once every one is READY the router's
+ * command is made from where they serve and the router starts. The unit is
+ * READY when the router is, and serves at its address; it FAILS as soon as
+ * any role does, with the role's failure class, cause and message, named
+ * ("decode-0: exited with status 1 during start-up ..."), and the other
+ * roles are torn down. A job method's unit is PENDING until every worker's
+ * job runs. */
+
+/* Where a worker serves, for the router's command. */
+struct deploy_worker_address {
+	const char *role;     /* "prefill-0" */
+	bool prefill;         /* a prefill worker, else a decode worker */
+	char host[256];       /* as its base URL names it (a node's name or address) */
+	uint16_t port;        /* from its base URL */
+	uint16_t aux_port;    /* deploy_get_aux_port */
+	const char *base_url; /* "http://host:port" */
+};
+
+/* Fills *ret with the router's config for workers serving at addrs (every
+ * worker, prefill ones first); what it points to must stay valid until the
+ * next call or until the deployment is freed. A negative errno with err
+ * set fails the unit (a setup failure). */
+typedef int (*deploy_router_fn)(void *userdata, const struct deploy_worker_address *addrs, size_t n,
+				struct deploy_config *ret, struct error *err);
+
+struct deploy_role {
+	const char *name; /* "prefill-0", "decode-1": names it in messages and records */
+	bool prefill;
+	struct deploy_config config;
+};
+
+struct deploy_roles_config {
+	const struct deploy_role *workers; /* copied by deploy_start_roles */
+	size_t n_workers;
+	deploy_router_fn router;
+	void *router_userdata;
+	const char *router_name;       /* "router" */
+	uint64_t startup_timeout_usec; /* the unit's, from its start (or its jobs' start) to READY; 0: 20 min */
+	uint64_t health_interval_usec; /* how often the unit looks at its roles while starting; 0: 1 s */
+};
+
+/* Starts the workers of a unit of several servers; the router follows.
+ * Fails at once, as deploy_start does, when a worker cannot be started
+ * (err names it); the workers already started are then ended. */
+int deploy_start_roles(sd_event *e, enum study_deploy_method method, const struct deploy_roles_config *cfg,
+		       deploy_event_fn cb, void *userdata, struct deployment **ret, struct error *err);
+
 /* Begins teardown (SIGTERM to the group, SIGKILL after the grace period);
  * STOPPED follows. -EALREADY when it is stopping or finished already. */
 int deploy_stop(struct deployment *d);
@@ -203,6 +257,8 @@ void deploy_get_failure_cause(const struct deployment *d, enum engine_failure_ca
 /* "http://127.0.0.1:PORT" once known, else NULL. */
 const char *deploy_get_base_url(const struct deployment *d);
 uint16_t deploy_get_port(const struct deployment *d);
+/* The second port of the server's own (the config's, or the one its job's launcher picked); 0: none. */
+uint16_t deploy_get_aux_port(const struct deployment *d);
 /* The server's process group (record it: a restarted runner kills orphans with
  * it); exec and command (the deploy command's group). 0 for systemd. */
 int64_t deploy_get_pgid(const struct deployment *d);

@@ -199,6 +199,10 @@ static int check_knobs(const struct engine_profile *p, const cJSON *knobs, struc
 	{
 		char buf[256];
 
+		/* one server: the deployment's shape, no flag (the disaggregated one renders per role) */
+		if (strcmp(item->string, OPT_KNOB_SHAPE) == 0 && cJSON_IsString(item) &&
+		    strcmp(item->valuestring, "aggregated") == 0)
+			continue;
 		if (!engine_profile_find_knob(p, item->string))
 			return error_set(err, -EINVAL, "knob %s: engine %s has no flag for it", item->string, p->name);
 		if (value_text(item, buf, sizeof(buf)) < 0)

@@ -575,7 +575,7 @@ int engine_profile_render_worker(const struct engine_profile *p, const struct st
 }
 
 int engine_profile_render_router(const struct engine_profile *p, const struct study *s, const char *host, uint16_t port,
-				 const struct engine_worker_address *prefill, size_t n_prefill,
+				 bool job, const struct engine_worker_address *prefill, size_t n_prefill,
 				 const struct engine_worker_address *decode, size_t n_decode,
 				 struct engine_command *ret, struct error *err)
 {
@@ -590,7 +590,7 @@ int engine_profile_render_router(const struct engine_profile *p, const struct st
 		return error_set(err, -EOPNOTSUPP, "engine %s: its profile has no router", p->name);
 	snprintf(port_text, sizeof(port_text), "%u", port);
 	v.host = host ? host : "127.0.0.1";
-	v.port = port_text;
+	v.port = job ? ENGINE_PORT_PLACEHOLDER : port_text;
 	cmd.env = calloc(1, sizeof(char *));
 	if (!cmd.env)
 		return -ENOMEM;
@@ -693,7 +693,7 @@ int engine_profile_format_roles(const struct engine_profile *p, const struct stu
 		_cleanup_(engine_command_done) struct engine_command cmd = { 0 };
 		_cleanup_(freep) char *text = NULL, *all = NULL;
 
-		r = engine_profile_render_router(p, s, host, port, addr[0], n[0], addr[1], n[1], &cmd, err);
+		r = engine_profile_render_router(p, s, host, port, false, addr[0], n[0], addr[1], n[1], &cmd, err);
 		if (r < 0)
 			return r;
 		text = engine_command_format(&cmd);

@@ -386,9 +386,10 @@ struct engine_worker_address {
 };
 
 /* The router's command for workers serving at the given addresses; port
- * 0 with the router's port mode "announce". */
+ * 0 with the router's port mode "announce"; job: {port} is
+ * ENGINE_PORT_PLACEHOLDER, for the job's launcher to fill in. */
 int engine_profile_render_router(const struct engine_profile *p, const struct study *s, const char *host, uint16_t port,
-				 const struct engine_worker_address *prefill, size_t n_prefill,
+				 bool job, const struct engine_worker_address *prefill, size_t n_prefill,
 				 const struct engine_worker_address *decode, size_t n_decode,
 				 struct engine_command *ret, struct error *err);
 

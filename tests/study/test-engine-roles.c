@@ -123,7 +123,8 @@ static void test_sim(void)
 	CHECK_STR_CONTAINS(buf, "CUDA_VISIBLE_DEVICES=2,3");
 	CHECK_STR_CONTAINS(buf, "VLLM_NIXL_SIDE_CHANNEL_PORT=5603");
 
-	CHECK_MSG(engine_profile_render_router(p, s, "127.0.0.1", 0, pre, 2, dec, 1, &r, &err) == 0, "%s", err.msg);
+	CHECK_MSG(engine_profile_render_router(p, s, "127.0.0.1", 0, false, pre, 2, dec, 1, &r, &err) == 0, "%s",
+		  err.msg);
 	joined(r.argv, buf, sizeof(buf));
 	CHECK_STR_CONTAINS(buf, "proxy --host 127.0.0.1 --port 0 --prefiller-hosts 127.0.0.1 127.0.0.1 "
 				"--prefiller-ports 8101 8102 --decoder-hosts 127.0.0.1 --decoder-ports 8103");
@@ -147,7 +148,8 @@ static void test_sglang(void)
 	CHECK_STR_CONTAINS(buf, "--chunked-prefill-size 8192");
 	CHECK_STR_CONTAINS(buf, "--disaggregation-mode prefill --disaggregation-transfer-backend nixl "
 				"--disaggregation-bootstrap-port 8998");
-	CHECK_MSG(engine_profile_render_router(p, s, "0.0.0.0", 8000, pre, 2, dec, 1, &r, &err) == 0, "%s", err.msg);
+	CHECK_MSG(engine_profile_render_router(p, s, "0.0.0.0", 8000, false, pre, 2, dec, 1, &r, &err) == 0, "%s",
+		  err.msg);
 	joined(r.argv, buf, sizeof(buf));
 	CHECK_STR_EQ(buf, "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://10.0.0.1:30001 "
 			  "8998 --prefill http://10.0.0.2:30001 8999 --decode http://10.0.0.3:30002 --host 0.0.0.0 "
@@ -173,11 +175,11 @@ static void test_vllm_job_and_binary(void)
 	joined(w.env, buf, sizeof(buf));
 	CHECK_STR_CONTAINS(buf, "VLLM_NIXL_SIDE_CHANNEL_PORT=" ENGINE_AUX_PORT_PLACEHOLDER);
 	/* vLLM does not install its proxy: the study names it */
-	CHECK(engine_profile_render_router(p, s, "0.0.0.0", 8192, one, 1, one, 1, &r, &err) == 0);
+	CHECK(engine_profile_render_router(p, s, "0.0.0.0", 8192, false, one, 1, one, 1, &r, &err) == 0);
 	CHECK_STR_EQ(r.argv[0], "toy_proxy_server.py");
 	engine_command_done(&r);
 	s->deploy.router_binary = "/opt/vllm/toy_proxy_server.py";
-	CHECK(engine_profile_render_router(p, s, "0.0.0.0", 8192, one, 1, one, 1, &r, &err) == 0);
+	CHECK(engine_profile_render_router(p, s, "0.0.0.0", 8192, false, one, 1, one, 1, &r, &err) == 0);
 	CHECK_STR_EQ(r.argv[0], "/opt/vllm/toy_proxy_server.py");
 	joined(r.argv, buf, sizeof(buf));
 	CHECK_STR_CONTAINS(buf, "--prefiller-hosts node1 --prefiller-ports 40001 --decoder-hosts node1");

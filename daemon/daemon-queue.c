@@ -412,6 +412,23 @@ void daemon_queue_stop(struct daemon *d)
 	}
 }
 
+/* The servers of a study's trials of several (a disaggregated
+ * configuration's roles), recorded by role: ended as a single server is.
+ * The runner that resumes the study clears their records. */
+static void end_role_orphans(struct daemon *d, const struct store_study *st)
+{
+	struct store_role_server *rs = NULL;
+	size_t n = 0;
+
+	if (store_study_role_servers(d->store, st->id, &rs, &n, NULL) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (rs[i].pgid > 0 && deploy_end_orphan(rs[i].pgid, rs[i].identity) > 0)
+			log_warning("study %s: killed the orphaned %s (process group %lld)", st->name, rs[i].role,
+				    (long long)rs[i].pgid);
+	store_role_server_array_free(rs, n);
+}
+
 void daemon_queue_kill_orphans(struct daemon *d)
 {
 	struct store_study *a = NULL;
@@ -438,6 +455,7 @@ void daemon_queue_kill_orphans(struct daemon *d)
 					    a[i].name, t[j].seq, (long long)t[j].server_pgid);
 		}
 		store_trial_array_free(t, nt);
+		end_role_orphans(d, &a[i]);
 		r = store_study_resume(d->store, a[i].id, NULL);
 		if (r > 0)
 			log_info("study %s: %d trial(s) interrupted by the last shutdown will be redone", a[i].name, r);

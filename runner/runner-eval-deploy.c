@@ -31,6 +31,7 @@
 /* What one trial holds while it is measured. */
 struct deploy_trial {
 	struct deployment *deploy;
+	struct runner_roles *roles; /* a disaggregated configuration's servers */
 	struct runner_quality *quality;
 	struct runner_probe *probe; /* in a process of its own */
 	sd_event_source *settle_timer;
@@ -577,16 +578,8 @@ static int ensure_dir(const char *path)
 	return 0;
 }
 
-/* The strings a method's config points to while the deployment starts. */
-struct method_strings {
-	char unit[256], job_name[256], job_comment[320];
-	char **hook_env; /* the caller's to free (deploy_strv_free) */
-};
-
-/* The method-specific part of a deployment: the unit name (systemd), the
- * hooks and their environment (command), the job (slurm). */
-static int deploy_method_config(const struct runner_trial *t, struct deploy_config *cfg, const char *host,
-				uint16_t port, struct method_strings *m, struct error *err)
+int runner_method_config(const struct runner_trial *t, struct deploy_config *cfg, const char *host, uint16_t port,
+			 struct runner_method_strings *m, struct error *err)
 {
 	const struct runner *r = t->runner;
 	const struct study *s = r->study;
@@ -644,8 +637,7 @@ static int record_launch(struct runner_trial *t, const struct engine_command *cm
 	return store_trial_set_launch(t->runner->store, t->id, json, err);
 }
 
-/* The checkpoint the trial's server loads, and the key that names it. */
-static const char *model_of(const struct runner_trial *t, char *key, size_t size)
+const char *runner_model_of(const struct runner_trial *t, char *key, size_t size)
 {
 	const struct study *s = t->runner->study;
 	const cJSON *q = cJSON_GetObjectItemCaseSensitive(t->knobs, OPT_KNOB_QUANTIZATION);
@@ -701,10 +693,17 @@ static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
 	struct deploy_config cfg;
 	const char *host = r->study->deploy.host ? r->study->deploy.host : "127.0.0.1";
 	bool command = r->study->deploy.method == STUDY_DEPLOY_COMMAND;
-	struct method_strings m = { .hook_env = NULL };
+	struct runner_method_strings m = { .hook_env = NULL };
 	char model_key[64];
 	uint16_t port = 0;
 	int k = 0;
+
+	/* prefill and decode workers behind a router: a unit of several servers */
+	if (opt_knobs_pd_shape(t->knobs, NULL)) {
+		k = runner_roles_launch(t, host, on_deploy, &state_of(t)->roles, &state_of(t)->deploy, ret_setup, err);
+		state_of(t)->record_error = runner_roles_record_error(state_of(t)->roles);
+		return k;
+	}
 
 	/* The command method's hooks report a URL, not an announce line: they
 	 * always get a port (free here; on another host only a suggestion). */
@@ -718,11 +717,11 @@ static int launch(struct runner_trial *t, bool *ret_setup, struct error *err)
 	if (k >= 0) {
 		deploy_config_from_profile(&cfg, r->profile, &cmd, t->log_path, host, port,
 					   r->study->deploy.startup_timeout_usec, r->study->deploy.stop_timeout_usec);
-		cfg.model_path = model_of(t, model_key, sizeof(model_key));
+		cfg.model_path = runner_model_of(t, model_key, sizeof(model_key));
 		cfg.model_key = model_key;
 		cfg.record = record_server;
 		cfg.record_userdata = t;
-		k = deploy_method_config(t, &cfg, host, port, &m, err);
+		k = runner_method_config(t, &cfg, host, port, &m, err);
 	}
 	if (k >= 0)
 		k = record_launch(t, &cmd, err);
@@ -837,6 +836,7 @@ static void deploy_eval_release(struct runner_trial *t)
 		return;
 	deploy_eval_abort(t);
 	d->deploy = deploy_free(d->deploy);
+	d->roles = runner_roles_free(d->roles); /* after the unit: its router's config was made from it */
 	free(d);
 	t->eval = NULL;
 }

@@ -34,6 +34,7 @@
 #include <cjson/cJSON.h>
 
 #include "deploy-host.h"
+#include "deploy.h"
 #include "engine-profile.h"
 #include "opt.h"
 #include "probe.h"
@@ -470,3 +471,33 @@ uint64_t runner_trial_share_usec(const struct runner *r);
 /* Whether the wall-time budget is spent, or too little of it is left for a
  * deployment (message filled). */
 bool runner_wall_budget_spent(struct runner *r, char *msg, size_t size);
+
+/* ---- runner-eval-deploy.c: what each server of a trial is started with ---- */
+
+/* The strings a method's config points to while a deployment starts. */
+struct runner_method_strings {
+	char unit[256], job_name[256], job_comment[320];
+	char **hook_env; /* the caller's to free (deploy_strv_free) */
+};
+/* The method-specific part of a deployment: the unit name (systemd), the
+ * hooks and their environment (command), the job (slurm). */
+int runner_method_config(const struct runner_trial *t, struct deploy_config *cfg, const char *host, uint16_t port,
+			 struct runner_method_strings *m, struct error *err);
+/* The checkpoint the trial's servers load, and the key that names it. */
+const char *runner_model_of(const struct runner_trial *t, char *key, size_t size);
+
+/* ---- runner-roles.c: a disaggregated trial's servers ---- */
+
+struct runner_roles;
+/* Renders, records and starts a disaggregated configuration's workers on
+ * the trial's GPUs (each side's workers its TP of them, in turn), each a
+ * server of the study's method with its own log (the trial's, suffixed
+ * with its role), port, unit or job, recorded by role before it runs; the
+ * router follows once they are ready. The unit reports to cb (userdata t)
+ * like a single server's deployment. *ret_setup tells a failure no
+ * configuration avoids. */
+int runner_roles_launch(struct runner_trial *t, const char *host, deploy_event_fn cb, struct runner_roles **ret_roles,
+			struct deployment **ret, bool *ret_setup, struct error *err);
+/* Whether the store refused to record a role (nothing of it ran). */
+int runner_roles_record_error(const struct runner_roles *x);
+struct runner_roles *runner_roles_free(struct runner_roles *x);

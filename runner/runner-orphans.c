@@ -6,7 +6,9 @@
  * deploy command may have started what lives outside its group (a
  * container, a pod): for each such trial the operator's teardown command
  * runs again, with the trial's hook environment, and planning waits for it
- * (for the Slurm method, runner-cluster.c cancels the study's jobs). */
+ * (for the Slurm method, runner-cluster.c cancels the study's jobs). The
+ * servers of a trial of several (a disaggregated configuration's roles) are
+ * recorded by role and ended alike. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +90,31 @@ static int start_teardown(struct runner *r, const struct store_trial *t, struct 
 	return 0;
 }
 
+/* The servers of trials of several (a disaggregated configuration's
+ * workers and router), each recorded by role: ended the same way. */
+static int end_role_orphans(struct runner *r, struct error *err)
+{
+	struct store_role_server *a = NULL;
+	size_t n = 0;
+	int k;
+
+	k = store_study_role_servers(r->store, r->study_id, &a, &n, err);
+	if (k < 0)
+		return k;
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].unit && deploy_stop_orphan_unit(a[i].unit, r->study->deploy.user_bus) > 0)
+			log_info("stopped the orphaned unit %s (%s)", a[i].unit, a[i].role);
+		if (a[i].pgid > 0 && deploy_end_orphan(a[i].pgid, a[i].identity) > 0)
+			log_info("killed the orphaned %s of trial id %lld (process group %lld)", a[i].role,
+				 (long long)a[i].trial_id, (long long)a[i].pgid);
+	}
+	for (size_t i = 0; i < n && k >= 0; i++)
+		if (i == 0 || a[i].trial_id != a[i - 1].trial_id)
+			k = store_trial_set_server(r->store, a[i].trial_id, NULL, NULL, err);
+	store_role_server_array_free(a, n);
+	return k < 0 ? k : 0;
+}
+
 int runner_end_orphans(struct runner *r, struct error *err)
 {
 	bool command = r->study->deploy.method == STUDY_DEPLOY_COMMAND && !r->opts.dry_run;
@@ -118,6 +145,8 @@ int runner_end_orphans(struct runner *r, struct error *err)
 			k = store_trial_set_server(r->store, t[i].id, NULL, NULL, err);
 	}
 	store_trial_array_free(t, n);
+	if (k >= 0)
+		k = end_role_orphans(r, err);
 	if (k < 0)
 		return k;
 	if (r->n_orphan_hooks_running > 0) {

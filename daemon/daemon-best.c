@@ -10,6 +10,10 @@
  *                 the environment the engine profile sets
  *   <study>.cmd   the launch command, shell-quoted, for people
  *
+ * A disaggregated answer has a command per role (its prefill and decode
+ * workers and its router): "command" and "environment" are empty and
+ * "command_line" and <study>.cmd hold one line per role ("prefill-0: ...").
+ *
  * Each file is written to a temporary name and renamed, so a reader never
  * sees half a file. The launch command is rendered from the engine profile
  * with host 0.0.0.0 and port 8000; edit the unit, not the file, to change
@@ -22,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "engine-profile.h"
 #include "file-util.h"
 #include "json-util.h"
@@ -139,6 +144,9 @@ static int render(struct daemon *d, struct best_ctx *c, struct error *err)
 	r = engine_profile_load_study(c->st.spec_json, c->st.engine, d->config->engines_dir, &p, &s, err);
 	if (r < 0)
 		return r;
+	/* disaggregated: a command per role, one line each; no single argv */
+	if (opt_knobs_pd_shape(c->knobs, NULL))
+		return engine_profile_format_roles(p, s, c->knobs, BEST_HOST, BEST_PORT, &c->cmdline, err);
 	r = engine_profile_render_study(p, s, c->knobs, BEST_HOST, BEST_PORT, &c->cmd, err);
 	if (r < 0)
 		return r;

@@ -149,6 +149,122 @@ def case_orphan_tune(make, tmp):
     check(not holders_of(logs), "a server still runs after the study")
 
 
+def disagg_spec(name, trials=3):
+    """A disaggregated study goodput-sim answers in seconds: a prefill
+    worker, a decode worker and the router in front, on 2 emulated GPUs."""
+    spec = tiny_spec(name, trials=trials)
+    spec["quantizations"] = ["none"]
+    spec["gpu"]["count"] = 2
+    spec["search_space"] = {"prefill_workers": [1], "prefill_tensor_parallel": [1], "decode_workers": [1],
+                            "decode_tensor_parallel": [1], "decode_max_num_seqs": [16, 32, 64]}
+    spec["deploy"]["shape"] = "disaggregated"
+    return spec
+
+
+def role_servers(db):
+    return db_rows(db, "select trial_id, role, pgid, identity from trial_servers order by trial_id, role")
+
+
+def stop_with_every_role_running(proc, logs, db):
+    """Waits for a trial's three servers (prefill, decode, router), lets
+    the trial go on a random moment, then stops its goodput (SIGSTOP: it
+    changes nothing more) and checks that every role server that runs is
+    in a process group recorded in the store. Returns the sims."""
+    wait_until("a prefill, a decode and a router server running", lambda: len(sims_in(logs, [proc.pid])) >= 3,
+               120, 0.01)
+    time.sleep(random.uniform(0, 1.0))
+    os.kill(proc.pid, signal.SIGSTOP)
+    sims = sims_in(logs, [proc.pid])
+    recorded = {pgid for _, _, pgid, _ in role_servers(db) if pgid}
+    for p in sims:
+        try:
+            check(os.getpgid(p) in recorded, "a role server runs unrecorded: pid %d, recorded %s" % (p, recorded))
+        except ProcessLookupError:
+            pass
+    return sims
+
+
+def identity_of(pid):
+    """As goodput records a group's leader: boot id and start time."""
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    with open("/proc/%d/stat" % pid) as f:
+        start = f.read().rsplit(")", 1)[1].split()[19]
+    return "%s:%s" % (boot, start)
+
+
+def case_orphan_tune_disagg(make, tmp):
+    """A disaggregated trial is three servers: a `goodput tune` killed -9
+    mid-trial leaves none of them behind (each was recorded by role before
+    it ran, and its keeper ends it). A role server whose keeper died too is
+    ended by `--resume` from its record, a stranger recorded under a stale
+    identity is not, and the study finishes."""
+    d = make(name="otd")
+    path = write_spec(tmp, disagg_spec("otd"))
+    db = os.path.join(tmp, "otd.db")
+    logs = os.path.join(tmp, "goodput-logs")
+    p = subprocess.Popen([d.goodput, "tune", "-q", "--no-report", "--db", db, path], env=d.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        stop_with_every_role_running(p, logs, db)
+        p.kill()
+        p.wait()
+        wait_until("the killed tune's prefill, decode and router servers gone",
+                   lambda: not holders_of(logs) and [1], GONE_SECONDS)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    trial = db_rows(db, "select id from trials order by seq desc limit 1")[0][0]
+    left = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        con = sqlite3.connect(db, timeout=10)
+        con.execute("insert or replace into trial_servers (trial_id, role, pgid, identity) values (?, ?, ?, ?)",
+                    (trial, "decode-0", left.pid, identity_of(left.pid)))
+        con.execute("insert or replace into trial_servers (trial_id, role, pgid, identity) values (?, ?, ?, ?)",
+                    (trial, "prefill-0", stranger.pid, identity_of(stranger.pid) + "0"))
+        con.commit()
+        con.close()
+        r = subprocess.run([d.goodput, "tune", "--no-report", "--db", db, "--resume", "otd"], env=d.env,
+                           capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0, "resume: %s" % r.stderr)
+        check(left.wait(timeout=10) == -signal.SIGKILL, "the recorded decode-0 was not ended")
+        check("orphaned decode-0" in r.stderr, "resume did not say what it ended: %s" % r.stderr[-2000:])
+        check(stranger.poll() is None, "resume killed a stranger recorded under another identity")
+    finally:
+        for x in (left, stranger):
+            x.kill()
+            x.wait()
+    rows = db_rows(db, "select seq, kind, knobs, state from trials order by seq")
+    trials_ok([{"seq": s, "kind": k, "knobs": json.loads(kn), "state": st} for s, k, kn, st in rows])
+    check(not role_servers(db), "role servers still recorded after the study: %s" % role_servers(db))
+    check(not holders_of(logs), "a server still runs after the study")
+
+
+def case_orphan_daemon_disagg(make, tmp):
+    """goodputd killed -9 mid-trial of a disaggregated study, twice: no
+    prefill, decode or router server outlives it, and the restarted
+    goodputd redoes the trial and finishes the study."""
+    d = make(name="odd").start()
+    logs = os.path.join(d.state, "logs")
+    db = os.path.join(d.state, "goodput.db")
+    check(d.request({"command": "submit", "study": disagg_spec("odd", trials=3)})["ok"], "submit")
+    for round_ in range(2):
+        sims = stop_with_every_role_running(d.proc, logs, db)
+        d.stop(sig=signal.SIGKILL)
+        wait_until("round %d: the killed goodputd's role servers gone (they ran: %s)" % (round_, sims),
+                   lambda: not holders_of(logs) and [1], GONE_SECONDS)
+        d.start()
+    d.wait_state("odd", ["done"], 300)
+    trials = d.request({"command": "trials", "study": "odd"})["trials"]
+    trials_ok(trials)
+    check([t for t in trials if t["knobs"].get("shape") == "disaggregated"], "no disaggregated trial: %s" % trials)
+    check(not [t for t in trials if t["state"] == "failed"], "a trial failed: %s" % trials)
+    check("writing the best configuration" not in d.log(), d.log()[-2000:])
+    check(not role_servers(db), "role servers still recorded after the study: %s" % role_servers(db))
+    check(not holders_of(logs, [d.proc.pid]), "a server still runs after the study")
+
+
 DEPLOY_SH = """#!/bin/sh
 # starts the server outside its own process group, as docker run -d does
 set -eu
@@ -415,6 +531,8 @@ CASES = {
     "orphan-daemon": case_orphan_daemon,
     "orphan-tune": case_orphan_tune,
     "orphan-command": case_orphan_command,
+    "orphan-tune-disagg": case_orphan_tune_disagg,
+    "orphan-daemon-disagg": case_orphan_daemon_disagg,
     "pid-reuse": case_pid_reuse,
     "lock-links": case_lock_links,
     "wal-deleted": case_wal_deleted,

@@ -146,6 +146,10 @@ struct sim_engine_config {
 	double fault_step_per_seq_usec; /* extra µs per scheduled sequence, growing with the batch:
 	                                  * n_seq² / 64 × this (a cost shape the model does not have) */
 	double startup_scale;           /* multiplies the §4.5 start-up time (1 = realistic) */
+	/* sim_simulate records no inter-token latencies (a result without ITL
+	 * figures): for callers that read none, such as the digital twin, whose
+	 * runs spent a third of their time on the percentiles of every gap */
+	bool no_itl;
 	/* disaggregated serving, and the link a KV cache crosses between workers */
 	struct sim_pd_config pd;
 	enum sim_interconnect interconnect;

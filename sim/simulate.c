@@ -124,7 +124,7 @@ static int send_one(struct sim_run *run, const struct probe_workload *w, const s
 	}
 
 	s->send_usec = t;
-	s->cap_itl = q->output_len > 1 ? q->output_len - 1 : 0;
+	s->cap_itl = q->output_len > 1 && !sim_engine_get_config(run->engine)->no_itl ? q->output_len - 1 : 0;
 	if (s->cap_itl > 0) {
 		s->itl = calloc(s->cap_itl, sizeof(*s->itl));
 		if (!s->itl)
@@ -256,7 +256,7 @@ int sim_simulate_requests(const struct sim_engine_config *cfg, const struct prob
 		o->e2e_usec = s->last_usec - s->send_usec;
 		o->output_tokens = s->n_out;
 		o->itl_usec = TAKE_PTR(s->itl);
-		o->n_itl = s->n_out - 1;
+		o->n_itl = o->itl_usec ? s->n_out - 1 : 0;
 		t_last = MAX(t_last, s->last_usec);
 	}
 	if (ret_stats) {

@@ -103,6 +103,12 @@ static int resolve_config(struct twin *t, size_t i, uint32_t gpus_max, struct er
 	}
 	/* The host's GPUs: as set up, else the most a configuration of the space holds. */
 	c.gpus = t->setup.gpus ? t->setup.gpus : gpus_max;
+	/* no figure the twin reads, nor its SLA unless it bounds the ITL, needs
+	 * the inter-token latencies */
+	c.no_itl = true;
+	for (size_t b = 0; b < t->setup.sla.n_bounds; b++)
+		if (t->setup.sla.bounds[b].metric == PROBE_METRIC_ITL)
+			c.no_itl = false;
 	c.fault_step_usec = t->setup.fault_step_usec;
 	c.fault_step_per_seq_usec = t->setup.fault_step_per_seq_usec;
 	r = sim_engine_config_resolve(&c, err);

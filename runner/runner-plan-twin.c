@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -51,7 +52,8 @@
 #include "time-util.h"
 #include "twin.h"
 
-#define TWIN_ANSWER_MAX (4u << 20)
+/* candidates and what the child computed (a few lines per configuration) */
+#define TWIN_ANSWER_MAX (64u << 20)
 
 struct twin_planner {
 	struct runner_planner base;
@@ -81,6 +83,7 @@ struct twin_planner {
 
 	struct child *child; /* computing twin_next (NULL: no ask in flight) */
 	uint64_t ask_usec;
+	double ask_cpu; /* the CPU time the child said it spent (NAN: not said) */
 };
 
 static void copy_field(char *dst, size_t size, const char *src)
@@ -332,6 +335,32 @@ static int write_candidate(struct twin_planner *t, const struct twin_candidate *
 	return 0;
 }
 
+/* The last line of a child's answer: {"cpu_s": the CPU time it spent,
+ * "cache": what it computed that the planner's twin lacks (predictions,
+ * fits)}. The planner merges the cache, so the next ask's child starts
+ * with it, and says the CPU time in its log line. */
+static int write_cache(struct twin_planner *t, int out_fd)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
+	_cleanup_(cjson_freep) char *text = NULL;
+	cJSON *c = NULL;
+	struct timespec ts;
+
+	if (!j || twin_cache_to_json(t->twin, &c) < 0)
+		return 3;
+	if (c && !cJSON_AddItemToObject(j, "cache", c)) {
+		cJSON_Delete(c);
+		return 3;
+	}
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 &&
+	    !cJSON_AddNumberToObject(j, "cpu_s", (double)ts.tv_sec + (double)ts.tv_nsec / 1e9))
+		return 3;
+	text = cJSON_PrintUnformatted(j);
+	if (!text || fd_write_all(out_fd, text, strlen(text)) < 0 || fd_write_all(out_fd, "\n", 1) < 0)
+		return 3;
+	return 0;
+}
+
 /* In the forked copy, the model search: one ask for k configurations with
  * the trials in flight as they are (twin_search_ask weighs them itself),
  * each candidate as one JSON text per line on out_fd (or an error
@@ -366,7 +395,7 @@ static int model_child(struct twin_planner *t, int out_fd)
 		if (write_candidate(t, &cands[i], out_fd) < 0)
 			return 3;
 	}
-	return 0;
+	return write_cache(t, out_fd);
 }
 
 /* In the forked copy: up to k asks of twin_next, each candidate in flight
@@ -422,7 +451,7 @@ static int twin_child(void *userdata, int out_fd)
 			return 3;
 		return 1;
 	}
-	return 0;
+	return write_cache(t, out_fd);
 }
 
 /* ---- the parent ---- */
@@ -487,6 +516,20 @@ static int read_answer(struct twin_planner *t, const struct child_exit *how, str
 			snprintf(msg, size, "twin: %s", e->valuestring);
 			return -EIO;
 		}
+		if (j && !cJSON_GetObjectItemCaseSensitive(j, "ask")) {
+			/* the last line: the CPU time, and what the child computed (kept for the next ask) */
+			const cJSON *cache = cJSON_GetObjectItemCaseSensitive(j, "cache");
+			const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(j, "cpu_s");
+
+			if (cJSON_IsNumber(cpu))
+				t->ask_cpu = cpu->valuedouble;
+			k = cache ? twin_cache_merge_json(t->twin, cache, "cache", &err) : 0;
+			if (k < 0) {
+				snprintf(msg, size, "twin: unreadable answer: %s", error_str(&err, k));
+				return k;
+			}
+			continue;
+		}
 		if (!j || n >= RUNNER_ASK_MAX) {
 			snprintf(msg, size, "twin: unreadable answer");
 			return -EBADMSG;
@@ -530,8 +573,8 @@ static void on_child_exit(struct child *c, const struct child_exit *how, void *u
 	t->cand = cands[0];
 	t->asked = true;
 	twin_describe(&t->base, status, sizeof(status));
-	log_info("study %s: %s (%.1f s): %s%s", t->env.study_name, status,
-		 (double)(mono_usec() - t->ask_usec) / USEC_PER_SEC, cands[0].message,
+	log_info("study %s: %s (%.1f s, %.2f s CPU): %s%s", t->env.study_name, status,
+		 (double)(mono_usec() - t->ask_usec) / USEC_PER_SEC, t->ask_cpu, cands[0].message,
 		 n > 1 ? " (and more beside it)" : "");
 	a.reason = cands[0].opt.reason;
 	/* the model search over (converged or exhausted, nothing in flight): a
@@ -569,6 +612,7 @@ static int start_child(struct twin_planner *t, struct error *err)
 	int k;
 
 	t->ask_usec = mono_usec();
+	t->ask_cpu = NAN;
 	k = child_spawn(t->env.event, &o, on_child_exit, t, &t->child);
 	if (k < 0)
 		return error_set(err, k, "twin: cannot start the planning process: %s", strerror(-k));

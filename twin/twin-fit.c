@@ -500,10 +500,30 @@ static int cached_fit(struct twin *t, const struct twin_trial *trials, size_t n,
 		if (t->fits[i].stamp < e->stamp)
 			e = &t->fits[i];
 	}
-	*e = (struct twin_fit_entry){ .used = true, .hash = h, .stamp = ++t->clock, .r = r };
+	*e = (struct twin_fit_entry){ .used = true, .fresh = true, .hash = h, .stamp = ++t->clock, .r = r };
 	if (r >= 0)
 		e->fit = *ret;
 	return r;
+}
+
+void twin_fit_cache_put(struct twin *t, uint64_t hash, int r, const struct twin_fit *fit)
+{
+	struct twin_fit_entry *e = &t->fits[0];
+
+	for (size_t i = 0; i < TWIN_FITS_MAX; i++)
+		if (t->fits[i].used && t->fits[i].hash == hash)
+			return;
+	for (size_t i = 0; i < TWIN_FITS_MAX; i++) {
+		if (!t->fits[i].used) {
+			e = &t->fits[i];
+			break;
+		}
+		if (t->fits[i].stamp < e->stamp)
+			e = &t->fits[i];
+	}
+	*e = (struct twin_fit_entry){ .used = true, .hash = hash, .stamp = ++t->clock, .r = r };
+	if (r >= 0)
+		e->fit = *fit;
 }
 
 int twin_calibrate(struct twin *t, const struct twin_trial *trials, size_t n, const struct sim_profile *base,

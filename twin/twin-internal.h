@@ -20,10 +20,18 @@ struct twin_rank {
 	double *lb;                   /* per config: lower bound on the cost (NAN = not computed) */
 	struct twin_prediction *pred; /* per config, valid where have[] */
 	bool *have;
+	/* per config: TWIN_FRESH_* bits of what this process computed itself
+	 * (what twin_cache_to_json hands to the parent of a forked child) */
+	uint8_t *fresh;
+	bool any_fresh;
 };
+
+#define TWIN_FRESH_LB   1
+#define TWIN_FRESH_PRED 2
 
 struct twin_fit_entry {
 	bool used;
+	bool fresh; /* fitted in this process */
 	uint64_t hash, stamp;
 	int r;
 	struct twin_fit fit;
@@ -37,12 +45,18 @@ struct twin {
 	int32_t *index_of;             /* grid ordinal -> index in configs, or -1 */
 	struct sim_engine_config *cfg; /* per config: resolved with the base profile */
 	int8_t *startable;             /* per config: -1 unknown, 0 refused at start-up, 1 starts */
+	bool startable_fresh;          /* some of startable[] found in this process */
 	struct sim_profile base;
 	double usd_per_gpu_hour;
 	uint64_t clock;
 	struct twin_rank ranks[TWIN_RANKS_MAX];
 	struct twin_fit_entry fits[TWIN_FITS_MAX];
 };
+
+/* The rank of profile p: found, or made in the least recently used slot. */
+int twin_rank_get(struct twin *t, const struct sim_profile *p, struct twin_rank **ret);
+/* Puts a fit into the fit cache under its inputs' hash (r < 0: no fit). */
+void twin_fit_cache_put(struct twin *t, uint64_t hash, int r, const struct twin_fit *fit);
 
 /* Index of config in t->configs, or -1 when it is not an allowed grid point. */
 ssize_t twin_index(const struct twin *t, const struct opt_config *config);

@@ -180,6 +180,7 @@ static void rank_done(struct twin_rank *rk)
 	free(rk->lb);
 	free(rk->pred);
 	free(rk->have);
+	free(rk->fresh);
 	*rk = (struct twin_rank){ 0 };
 }
 
@@ -228,6 +229,7 @@ bool twin_startable(struct twin *t, size_t i)
 		struct error err = { 0 };
 
 		t->startable[i] = sim_engine_new(&t->cfg[i], NULL, NULL, &e, &err) >= 0;
+		t->startable_fresh = true;
 		sim_engine_free(e);
 	}
 	return t->startable[i] == 1;
@@ -278,7 +280,7 @@ double twin_cost(const struct twin *t, size_t i, const struct probe_result *r, b
 
 /* ---- predictions ---- */
 
-static int rank_get(struct twin *t, const struct sim_profile *p, struct twin_rank **ret)
+int twin_rank_get(struct twin *t, const struct sim_profile *p, struct twin_rank **ret)
 {
 	struct twin_rank *rk = NULL;
 
@@ -301,7 +303,8 @@ static int rank_get(struct twin *t, const struct sim_profile *p, struct twin_ran
 		rk->lb = malloc(t->n_configs * sizeof(double));
 		rk->pred = calloc(t->n_configs, sizeof(*rk->pred));
 		rk->have = calloc(t->n_configs, sizeof(bool));
-		if (!rk->lb || !rk->pred || !rk->have) {
+		rk->fresh = calloc(t->n_configs, 1);
+		if (!rk->lb || !rk->pred || !rk->have || !rk->fresh) {
 			rank_done(rk);
 			return -ENOMEM;
 		}
@@ -375,6 +378,8 @@ static int predict_index(struct twin *t, struct twin_rank *rk, size_t i, struct 
 	}
 	rk->pred[i] = pr;
 	rk->have[i] = true;
+	rk->fresh[i] |= TWIN_FRESH_PRED;
+	rk->any_fresh = true;
 	return 0;
 }
 
@@ -399,6 +404,8 @@ static int lower_bound(struct twin *t, struct twin_rank *rk, size_t i, struct er
 	if (r < 0)
 		return r;
 	rk->lb[i] = twin_cost(t, i, &res, true) * (t->setup.scenario == OPT_SCENARIO_OFFLINE ? 1.0 : TWIN_LB_SLACK);
+	rk->fresh[i] |= TWIN_FRESH_LB;
+	rk->any_fresh = true;
 	return 0;
 }
 
@@ -490,7 +497,7 @@ int twin_predict(struct twin *t, const struct sim_profile *p, const struct opt_c
 
 	if (i < 0)
 		return error_set(err, -EINVAL, "twin: configuration not in the space");
-	r = rank_get(t, p, &rk);
+	r = twin_rank_get(t, p, &rk);
 	if (r < 0)
 		return r;
 	r = predict_index(t, rk, (size_t)i, err);
@@ -516,7 +523,7 @@ int twin_rank_lower_bounds(struct twin *t, const struct sim_profile *p, struct t
 	struct twin_rank *rk;
 	int r;
 
-	r = rank_get(t, p, &rk);
+	r = twin_rank_get(t, p, &rk);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < t->n_configs; i++) {
@@ -545,7 +552,7 @@ int twin_rank_best(struct twin *t, const struct sim_profile *p, const bool *excl
 	size_t bi = SIZE_MAX;
 	int r;
 
-	r = rank_get(t, p, &rk);
+	r = twin_rank_get(t, p, &rk);
 	if (r < 0)
 		return r;
 	order = malloc(t->n_configs * sizeof(size_t));

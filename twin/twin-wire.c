@@ -8,6 +8,7 @@
  * gave. NaN values (no prediction) are left out. The reader checks every
  * key and names the JSON path of a bad one. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,5 +363,276 @@ int twin_candidate_from_json(const struct opt_space *space, const cJSON *j, cons
 	if (r < 0)
 		return r;
 	*ret = c;
+	return 0;
+}
+
+/* ---- the caches across a fork ---- */
+
+/* A double exactly ("%.17g"), or null for an infinity (a configuration the
+ * model cannot start, a prediction that never meets the SLA). */
+static cJSON *exact_or_null(double v)
+{
+	char buf[32];
+
+	if (!isfinite(v))
+		return cJSON_CreateNull();
+	snprintf(buf, sizeof(buf), "%.17g", v);
+	return cJSON_CreateRaw(buf);
+}
+
+static int array_add(cJSON *a, cJSON *v)
+{
+	if (!v || !cJSON_AddItemToArray(a, v)) {
+		cJSON_Delete(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int rank_to_json(const struct twin *t, const struct twin_rank *rk, cJSON **ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
+	struct sim_profile p = rk->profile;
+	cJSON *prof, *lb, *pred;
+	int r = 0;
+
+	if (!o || !(prof = cJSON_AddArrayToObject(o, "profile")) || !(lb = cJSON_AddArrayToObject(o, "lb")) ||
+	    !(pred = cJSON_AddArrayToObject(o, "pred")))
+		return -ENOMEM;
+	for (size_t f = 0; sim_profile_field_name(f) && r >= 0; f++)
+		r = isfinite(*sim_profile_field(&p, f)) ? array_add(prof, exact_or_null(*sim_profile_field(&p, f)))
+							: -EINVAL;
+	for (size_t i = 0; i < t->n_configs && r >= 0; i++) {
+		cJSON *e;
+
+		if (rk->fresh[i] & TWIN_FRESH_LB) {
+			e = cJSON_CreateArray();
+			r = array_add(lb, e);
+			if (r >= 0)
+				r = array_add(e, cJSON_CreateNumber((double)i));
+			if (r >= 0)
+				r = array_add(e, exact_or_null(rk->lb[i]));
+		}
+		if (r >= 0 && (rk->fresh[i] & TWIN_FRESH_PRED)) {
+			e = cJSON_CreateArray();
+			r = array_add(pred, e);
+			if (r >= 0)
+				r = array_add(e, cJSON_CreateNumber((double)i));
+			if (r >= 0)
+				r = array_add(e, cJSON_CreateNumber(rk->pred[i].outcome));
+			if (r >= 0)
+				r = array_add(e, exact_or_null(rk->pred[i].cost));
+			if (r >= 0)
+				r = array_add(e, exact_or_null(rk->pred[i].max_rate));
+		}
+	}
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(o);
+	return 0;
+}
+
+int twin_cache_to_json(const struct twin *t, cJSON **ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
+	cJSON *ranks, *fits;
+	bool any = false;
+	int r;
+
+	if (!o || !(ranks = cJSON_AddArrayToObject(o, "ranks")) || !(fits = cJSON_AddArrayToObject(o, "fits")))
+		return -ENOMEM;
+	for (size_t k = 0; k < TWIN_RANKS_MAX; k++) {
+		const struct twin_rank *rk = &t->ranks[k];
+		cJSON *j = NULL;
+
+		if (!rk->used || !rk->any_fresh)
+			continue;
+		r = rank_to_json(t, rk, &j);
+		if (r < 0)
+			return r;
+		if (array_add(ranks, j) < 0)
+			return -ENOMEM;
+		any = true;
+	}
+	for (size_t k = 0; k < TWIN_FITS_MAX; k++) {
+		const struct twin_fit_entry *e = &t->fits[k];
+		cJSON *j, *f = NULL;
+		char hash[32];
+
+		if (!e->used || !e->fresh)
+			continue;
+		j = cJSON_CreateObject();
+		if (array_add(fits, j) < 0)
+			return -ENOMEM;
+		snprintf(hash, sizeof(hash), "%016" PRIx64, e->hash);
+		if (json_add_string(j, "hash", hash) < 0 || json_add_number(j, "r", e->r) < 0)
+			return -ENOMEM;
+		if (e->r >= 0) {
+			r = fit_to_json(&e->fit, &f);
+			if (r < 0)
+				return r;
+			if (!cJSON_AddItemToObject(j, "fit", f))
+				return cJSON_Delete(f), -ENOMEM;
+		}
+		any = true;
+	}
+	if (t->startable_fresh) {
+		_cleanup_(freep) char *s = malloc(t->n_configs + 1);
+
+		if (!s)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->n_configs; i++)
+			s[i] = t->startable[i] < 0 ? '-' : (char)('0' + t->startable[i]);
+		s[t->n_configs] = 0;
+		if (json_add_string(o, "startable", s) < 0)
+			return -ENOMEM;
+		any = true;
+	}
+	*ret = any ? TAKE_PTR(o) : NULL;
+	return 0;
+}
+
+/* A number read back exactly, or null for an infinity. */
+static int get_exact(const cJSON *v, const char *what, double *ret, struct error *err)
+{
+	if (cJSON_IsNull(v)) {
+		*ret = INFINITY;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+		return error_set(err, -EINVAL, "%s: expected a number or null", what);
+	*ret = v->valuedouble;
+	return 0;
+}
+
+/* Entry [i, ...] of n numbers: its index, checked against the space. */
+static int get_entry(const struct twin *t, const cJSON *e, size_t n, const char *what, size_t *ret_i, struct error *err)
+{
+	const cJSON *i = cJSON_GetArrayItem(e, 0);
+
+	if (!cJSON_IsArray(e) || (size_t)cJSON_GetArraySize(e) != n || !cJSON_IsNumber(i) || i->valuedouble < 0 ||
+	    i->valuedouble >= (double)t->n_configs || i->valuedouble != (double)(size_t)i->valuedouble)
+		return error_set(err, -EINVAL, "%s: expected [configuration index, ...] of %zu numbers", what, n);
+	*ret_i = (size_t)i->valuedouble;
+	return 0;
+}
+
+static int rank_from_json(struct twin *t, const cJSON *o, const char *what, struct error *err)
+{
+	const cJSON *prof = cJSON_GetObjectItemCaseSensitive(o, "profile");
+	const cJSON *lb = cJSON_GetObjectItemCaseSensitive(o, "lb");
+	const cJSON *pred = cJSON_GetObjectItemCaseSensitive(o, "pred");
+	struct sim_profile p = { 0 };
+	struct twin_rank *rk;
+	const cJSON *e;
+	size_t f = 0;
+	int r;
+
+	if (!cJSON_IsArray(prof) || !cJSON_IsArray(lb) || !cJSON_IsArray(pred))
+		return error_set(err, -EINVAL, "%s: expected \"profile\", \"lb\" and \"pred\" arrays", what);
+	cJSON_ArrayForEach(e, prof)
+	{
+		if (!sim_profile_field_name(f) || !cJSON_IsNumber(e))
+			return error_set(err, -EINVAL, "%s.profile: expected one number per constant", what);
+		*sim_profile_field(&p, f++) = e->valuedouble;
+	}
+	if (sim_profile_field_name(f))
+		return error_set(err, -EINVAL, "%s.profile: expected one number per constant", what);
+	r = twin_rank_get(t, &p, &rk);
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach(e, lb)
+	{
+		size_t i;
+		double v;
+
+		r = get_entry(t, e, 2, what, &i, err);
+		if (r >= 0)
+			r = get_exact(cJSON_GetArrayItem(e, 1), what, &v, err);
+		if (r < 0)
+			return r;
+		rk->lb[i] = v;
+	}
+	cJSON_ArrayForEach(e, pred)
+	{
+		const cJSON *outcome = cJSON_GetArrayItem(e, 1);
+		struct twin_prediction pr = { 0 };
+		size_t i;
+
+		r = get_entry(t, e, 4, what, &i, err);
+		if (r >= 0 &&
+		    (!cJSON_IsNumber(outcome) || outcome->valueint < 0 || outcome->valueint >= _OPT_OUTCOME_MAX))
+			r = error_set(err, -EINVAL, "%s: an unknown outcome", what);
+		if (r >= 0)
+			r = get_exact(cJSON_GetArrayItem(e, 2), what, &pr.cost, err);
+		if (r >= 0)
+			r = get_exact(cJSON_GetArrayItem(e, 3), what, &pr.max_rate, err);
+		if (r < 0)
+			return r;
+		pr.outcome = (enum opt_outcome)outcome->valueint;
+		rk->pred[i] = pr;
+		rk->have[i] = true;
+	}
+	return 0;
+}
+
+int twin_cache_merge_json(struct twin *t, const cJSON *j, const char *what, struct error *err)
+{
+	static const char *const keys[] = { "ranks", "fits", "startable", NULL };
+	const cJSON *ranks = NULL, *fits = NULL, *e;
+	const char *startable = NULL;
+	char path[256];
+	int r;
+
+	if (!cJSON_IsObject(j))
+		return error_set(err, -EINVAL, "%s: expected an object", what);
+	r = json_check_keys(j, what, keys, err);
+	if (r >= 0)
+		r = json_get_array(j, what, "ranks", &ranks, err);
+	if (r >= 0)
+		r = json_get_array(j, what, "fits", &fits, err);
+	if (r >= 0)
+		r = json_get_string(j, what, "startable", t->n_configs, &startable, err);
+	if (r < 0)
+		return r;
+	if (startable) {
+		if (strlen(startable) != t->n_configs || strspn(startable, "-01") != t->n_configs)
+			return error_set(err, -EINVAL, "%s.startable: expected one of '-', '0', '1' per configuration",
+					 what);
+		for (size_t i = 0; i < t->n_configs; i++)
+			if (t->startable[i] < 0 && startable[i] != '-')
+				t->startable[i] = (int8_t)(startable[i] - '0');
+	}
+	cJSON_ArrayForEach(e, ranks)
+	{
+		r = rank_from_json(t, e, json_path_join(path, sizeof(path), what, "ranks"), err);
+		if (r < 0)
+			return r;
+	}
+	cJSON_ArrayForEach(e, fits)
+	{
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "fit");
+		const char *hash = NULL;
+		struct twin_fit fit = { 0 };
+		uint64_t h;
+		double code = 0;
+		char *end = NULL;
+
+		json_path_join(path, sizeof(path), what, "fits");
+		r = json_require_string(e, path, "hash", 16, &hash, err);
+		if (r >= 0)
+			r = json_get_double(e, path, "r", -4095, 0, &code, err);
+		if (r < 0)
+			return r;
+		h = strtoull(hash, &end, 16);
+		if (!end || *end)
+			return error_set(err, -EINVAL, "%s.hash: expected 16 hexadecimal digits", path);
+		if (code >= 0) {
+			r = f ? fit_from_json(f, path, &fit, err) : error_set(err, -EINVAL, "%s.fit: missing", path);
+			if (r < 0)
+				return r;
+		}
+		twin_fit_cache_put(t, h, (int)code, &fit);
+	}
 	return 0;
 }

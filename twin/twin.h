@@ -330,6 +330,18 @@ int twin_candidate_to_json(const struct opt_space *space, const struct twin_cand
 int twin_candidate_from_json(const struct opt_space *space, const cJSON *j, const char *what,
 			     struct twin_candidate *ret, struct error *err);
 
+/* The caches across a fork. A forked child that computes an ask fills its
+ * own copy of the twin's caches (the predictions and lower bounds under
+ * each profile, the fits, which configurations start), and they die with
+ * it. twin_cache_to_json gives what this process computed itself (*ret
+ * NULL when nothing), bit-exactly; the parent merges it into its twin with
+ * twin_cache_merge_json, so the next child starts with everything earlier
+ * asks computed and an ask that needs no new fit and no new profile costs
+ * milliseconds. The caches only save time: every answer is the same with
+ * them or without (a restarted daemon asks the same things). */
+int twin_cache_to_json(const struct twin *t, cJSON **ret);
+int twin_cache_merge_json(struct twin *t, const cJSON *j, const char *what, struct error *err);
+
 /* The calibration to store at the end of a study (key fields from the caller). */
 void twin_calibration_from_fit(const struct twin_fit *f, double cost_error, struct twin_calibration *ret);
 

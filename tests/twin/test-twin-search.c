@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-util.h"
 #include "macro.h"
 #include "tests.h"
 #include "twin.h"
@@ -208,6 +209,38 @@ static void test_converges(void)
 		CHECK(memcmp(&a.opt.config, &b.opt.config, sizeof(a.opt.config)) == 0);
 		CHECK_STR_EQ(a.message, b.message);
 		CHECK(a.predicted_cost == b.predicted_cost || (isnan(a.predicted_cost) && isnan(b.predicted_cost)));
+
+		/* what one twin computed, carried as text into another (a forked
+		 * child's caches into its planner): the same ask, and nothing
+		 * computed again */
+		{
+			_cleanup_(cJSON_Deletep) cJSON *cache = NULL, *back = NULL, *fresh = NULL;
+			_cleanup_(cjson_freep) char *text = NULL;
+			struct twin *warm = NULL;
+			struct twin_candidate w;
+			size_t nw = 0;
+
+			CHECK(twin_cache_to_json(tuner, &cache) >= 0);
+			CHECK(cache);
+			text = cJSON_PrintUnformatted(cache);
+			CHECK(text && (back = cJSON_Parse(text)));
+			CHECK(twin_new(sv.space, &setup, &warm, &err) >= 0);
+			CHECK_MSG(twin_cache_merge_json(warm, back, "cache", &err) >= 0, "%s", err.msg);
+			CHECK(twin_search_ask(warm, &s, &part, NULL, 0, 1, &w, &nw, &err) >= 0);
+			CHECK_INT_EQ(nw, na);
+			CHECK(memcmp(&a.opt.config, &w.opt.config, sizeof(a.opt.config)) == 0);
+			CHECK_STR_EQ(a.message, w.message);
+			CHECK(a.predicted_cost == w.predicted_cost ||
+			      (isnan(a.predicted_cost) && isnan(w.predicted_cost)));
+			CHECK(twin_cache_to_json(warm, &fresh) >= 0);
+			CHECK_MSG(!fresh, "the merged twin computed again: %s", cJSON_PrintUnformatted(fresh));
+			/* nonsense is refused, naming where */
+			cJSON_Delete(back);
+			back = cJSON_Parse("{\"ranks\": [{\"profile\": [1], \"lb\": [], \"pred\": []}]}");
+			CHECK(twin_cache_merge_json(warm, back, "cache", &err) == -EINVAL);
+			CHECK_STR_CONTAINS(err.msg, "cache.ranks.profile");
+			twin_free(warm);
+		}
 		twin_free(again);
 	}
 	twin_history_done(&h);

@@ -67,8 +67,6 @@
 #include "twin-internal.h"
 
 #define REPROBE_MAX 4
-/* predictions are computed where the cost lower bound is within this factor of the best prediction */
-#define PRIOR_WINDOW 1.6
 /* the prior mean of a configuration the model predicts never meets the SLA: this factor above the best */
 #define NEVER_MET_FACTOR 3.0
 #define BIND_FACTOR      2.0 /* max_num_seqs ≥ this × the measured concurrency cannot bind */
@@ -79,6 +77,11 @@
 #define STOP_MIN     3
 /* the finest difference the stop rule resolves (log units) */
 #define STOP_RESOLUTION 0.01
+/* a fit is kept while it describes new measurements within this share of a new fit's error, plus the floor */
+#define KEEP_FIT_SLACK 0.1
+#define KEEP_FIT_FLOOR 0.005
+/* the stop's probability may count this share of itself from lower bounds (never an earlier stop) */
+#define STOP_TAIL 0.1
 /* the search over, a rival that overlaps the answer is measured up to this often */
 #define RIVAL_MEASUREMENTS 2
 
@@ -113,10 +116,13 @@ struct search {
 	uint8_t *rule;      /* per config: enum twin_rule_kind of why it is not a candidate (0: it is) */
 	size_t *rule_trial; /* the trial the rule read (SIZE_MAX: none) */
 	size_t *rule_ref;   /* the configuration a "cannot bind" one equals */
-	double *prior;      /* per config: log predicted cost (the model's), NAN: unknown */
-	bool *never_met;    /* the model predicts it never meets the SLA */
-	double *z;          /* n_configs × dim GP inputs */
-	double noise_var;   /* per measurement, log units² */
+	double *prior;      /* per config: log predicted cost (the model's), NAN: the model cannot start it */
+	bool *exact;        /* per config: prior holds the prediction (else the lower bound of the cost) */
+	size_t n_exact;     /* predictions made */
+	double best_prediction, never_met_log;
+	bool *never_met;  /* the model predicts it never meets the SLA */
+	double *z;        /* n_configs × dim GP inputs */
+	double noise_var; /* per measurement, log units² */
 	unsigned measured_configs;
 	struct twin_fit fit;
 	bool calibrated;
@@ -131,6 +137,7 @@ static void search_done(struct search *x)
 	free(x->rule_trial);
 	free(x->rule_ref);
 	free(x->prior);
+	free(x->exact);
 	free(x->never_met);
 	free(x->z);
 }
@@ -232,16 +239,21 @@ static bool checkpoint(unsigned m)
 	return m > 128 && m % 64 == 0;
 }
 
-/* Fits the model on the history up to the last checkpoint. */
+/* Fits the model on the history up to the last checkpoint. The first fit
+ * starts from the published constants; each later one from the fit of the
+ * checkpoint before (a fit that adds a few measurements to one already
+ * made needs no restarts), so every fit still depends on a fixed prefix of
+ * the history alone. */
 static int calibrate(struct search *x, struct error *err)
 {
 	const struct twin_history *h = x->h;
 	_cleanup_(freep) bool *seen = calloc(MAX(x->n_configs, (size_t)1), sizeof(bool));
+	_cleanup_(freep) size_t *prefixes = calloc(h->n + 1, sizeof(size_t));
+	size_t n_prefixes = 0;
 	unsigned m = 0;
-	size_t prefix = 0;
 	int r;
 
-	if (!seen)
+	if (!seen || !prefixes)
 		return -ENOMEM;
 	for (size_t k = 0; k < h->n; k++) {
 		ssize_t i = twin_index(x->t, &h->trials[k].trial.config);
@@ -250,20 +262,43 @@ static int calibrate(struct search *x, struct error *err)
 		    !seen[i]) {
 			seen[i] = true;
 			if (checkpoint(++m))
-				prefix = k + 1;
+				prefixes[n_prefixes++] = k + 1;
 		}
 	}
 	x->profile = x->t->base;
-	x->prefix = prefix;
-	if (prefix == 0)
-		return 0;
-	r = twin_calibrate(x->t, h->trials, prefix, &x->t->base, &x->s->fit, &x->fit, err);
-	if (r == -ENODATA)
-		return 0;
-	if (r < 0)
-		return r;
-	x->calibrated = true;
-	x->profile = x->fit.profile;
+	x->prefix = 0;
+	for (size_t j = 0; j < n_prefixes; j++) {
+		struct twin_fit_options o = x->s->fit;
+		struct twin_fit f, kept;
+
+		if (x->calibrated) {
+			o.start = &x->fit.profile;
+			o.restarts = 0;
+		}
+		r = twin_calibrate(x->t, h->trials, prefixes[j], &x->t->base, &o, &f, err);
+		if (r == -ENODATA)
+			continue;
+		if (r < 0)
+			return r;
+		/* the constants move only when the new measurements say they
+		 * must: the earlier fit within a tenth of the new one's error
+		 * (and half a percent) stays, and with it every prediction made
+		 * with it (the residual takes up the rest) */
+		if (x->calibrated) {
+			r = twin_evaluate(x->t, h->trials, prefixes[j], &x->fit.profile, &o, &kept, err);
+			if (r < 0)
+				return r;
+			if (kept.error <= f.error * (1 + KEEP_FIT_SLACK) + KEEP_FIT_FLOOR) {
+				kept.fitted = x->fit.fitted;
+				f = kept;
+			}
+		}
+		x->calibrated = true;
+		x->fit = f;
+		x->prefix = prefixes[j];
+	}
+	if (x->calibrated)
+		x->profile = x->fit.profile;
 	return 0;
 }
 
@@ -276,16 +311,46 @@ static bool pre_excluded(const struct search *x, size_t i)
 	return p && p->fit && p->fit(x->t->space, &x->t->configs[i], p->userdata) == OPT_FIT_NO;
 }
 
-/* The prior: predictions where they can matter (a lower bound near the
- * best prediction), the lower bound elsewhere; every measured
- * configuration predicted. */
+/* The model's prediction of configuration i as its prior (log cost), in
+ * place of the lower bound it held: a configuration the model predicts
+ * never meets the SLA gets NEVER_MET_FACTOR × the best prediction (never
+ * less than its bound). */
+static int ensure_prior(struct search *x, size_t i, struct error *err)
+{
+	struct twin_prediction pr;
+	int r;
+
+	if (x->exact[i] || isnan(x->prior[i]))
+		return 0;
+	r = twin_predict(x->t, &x->profile, &x->t->configs[i], &pr, err);
+	if (r < 0)
+		return r;
+	x->exact[i] = true;
+	x->n_exact++;
+	if (pr.outcome == OPT_OUTCOME_MEASURED)
+		x->prior[i] = log(pr.cost);
+	else {
+		x->never_met[i] = true;
+		x->prior[i] = MAX(x->prior[i], x->never_met_log);
+	}
+	return 0;
+}
+
+/* The prior. Every configuration the model can start holds the lower
+ * bound of its cost (one saturated run), and the model's prediction (a
+ * rate search of several runs) only where a decision needs it: the best
+ * prediction, by branch and bound over the bounds; every measured
+ * configuration; and later what expected improvement or the stop rule
+ * can still pick (ensure_prior). Which predictions are made depends only
+ * on the history, never on what the twin's caches hold, so an ask is the
+ * same with them or without. */
 static int compute_prior(struct search *x, struct error *err)
 {
 	struct twin *t = x->t;
 	struct twin_rank *rk;
 	double best = INFINITY;
 	_cleanup_(freep) size_t *order = NULL;
-	size_t n = 0;
+	size_t n = 0, predicted = 0;
 	int r;
 
 	r = twin_rank_lower_bounds(t, &x->profile, &rk, err);
@@ -298,41 +363,50 @@ static int compute_prior(struct search *x, struct error *err)
 		if (isfinite(rk->lb[i]))
 			order[n++] = i;
 	twin_sort_by(order, n, rk->lb);
-	for (size_t k = 0; k < n; k++) {
-		size_t i = order[k];
+	for (; predicted < n && rk->lb[order[predicted]] < best; predicted++) {
 		struct twin_prediction pr;
 
-		if (rk->lb[i] > best * PRIOR_WINDOW && !x->obs[i].measured)
-			continue;
-		r = twin_predict(t, &x->profile, &t->configs[i], &pr, err);
+		r = twin_predict(t, &x->profile, &t->configs[order[predicted]], &pr, err);
 		if (r < 0)
 			return r;
-		if (pr.outcome == OPT_OUTCOME_MEASURED) {
-			x->prior[i] = log(pr.cost);
+		if (pr.outcome == OPT_OUTCOME_MEASURED)
 			best = MIN(best, pr.cost);
-		} else if (pr.outcome == OPT_OUTCOME_SLA_NEVER_MET)
-			x->never_met[i] = true;
 	}
 	if (!isfinite(best))
 		best = 1;
-	for (size_t i = 0; i < x->n_configs; i++) {
-		if (!isnan(x->prior[i]))
-			continue;
-		if (x->never_met[i])
-			x->prior[i] = log(best * NEVER_MET_FACTOR);
-		else if (isfinite(rk->lb[i]))
-			x->prior[i] = log(MAX(rk->lb[i], best * PRIOR_WINDOW));
+	x->best_prediction = best;
+	x->never_met_log = log(best * NEVER_MET_FACTOR);
+	for (size_t i = 0; i < x->n_configs; i++)
+		x->prior[i] = isfinite(rk->lb[i]) && rk->lb[i] > 0 ? log(rk->lb[i]) : NAN;
+	for (size_t k = 0; k < predicted; k++) {
+		r = ensure_prior(x, order[k], err);
+		if (r < 0)
+			return r;
 	}
+	for (size_t i = 0; i < x->n_configs; i++)
+		if (x->obs[i].measured) {
+			r = ensure_prior(x, i, err);
+			if (r < 0)
+				return r;
+		}
 	return 0;
 }
 
 /* Knowledge as constraints, each with the trial it read. */
-static void apply_rules(struct search *x, double best_log)
+static int apply_rules(struct search *x, double best_log, struct error *err)
 {
 	struct twin *t = x->t;
 	const struct opt_space *s = t->space;
 	int mns = opt_space_knob_index(s, OPT_KNOB_MAX_NUM_SEQS);
+	_cleanup_(freep) size_t *carried = malloc(MAX(x->measured_configs, 1u) * sizeof(size_t));
+	size_t n_carried = 0;
 
+	if (!carried)
+		return -ENOMEM;
+	/* the measured configurations with a concurrency at their SLA rate */
+	for (size_t j = 0; j < x->n_configs && n_carried < x->measured_configs; j++)
+		if (x->obs[j].measured && x->obs[j].concurrency > 0)
+			carried[n_carried++] = j;
 	for (size_t i = 0; i < x->n_configs; i++) {
 		x->rule_trial[i] = SIZE_MAX;
 		if (x->obs[i].tried)
@@ -348,13 +422,12 @@ static void apply_rules(struct search *x, double best_log)
 			}
 		if (x->rule[i] || mns < 0)
 			continue;
-		for (size_t j = 0; j < x->n_configs && !x->rule[i]; j++) {
+		for (size_t c = 0; c < n_carried && !x->rule[i]; c++) {
+			size_t j = carried[c];
 			const struct obs *o = &x->obs[j];
 			double v = knob_number(t, i, mns), w = knob_number(t, j, mns);
 			bool same = true;
 
-			if (!o->measured || !(o->concurrency > 0))
-				continue;
 			for (size_t k = 0; k < s->n_knobs && same; k++)
 				same = (int)k == mns || t->configs[i].idx[k] == t->configs[j].idx[k];
 			/* w itself hardly binds (well above the concurrency it
@@ -366,20 +439,29 @@ static void apply_rules(struct search *x, double best_log)
 			}
 			/* far below: across batch-chunk settings of the same
 			 * precision and TP, while the model agrees it is worse */
-			if (!x->rule[i] && v * STARVE_FACTOR <= o->concurrency && !isnan(x->prior[i]) &&
-			    x->prior[i] > best_log) {
+			if (!x->rule[i] && v * STARVE_FACTOR <= o->concurrency && !isnan(x->prior[i])) {
 				bool combo = true;
+				int r;
 
 				for (size_t k = 0; k < s->n_knobs && combo; k++)
 					combo = !s->knobs[k].categorical ||
 						t->configs[i].idx[k] == t->configs[j].idx[k];
-				if (combo) {
+				if (!combo)
+					continue;
+				/* the bound decides when it is above the answer already */
+				if (x->prior[i] <= best_log) {
+					r = ensure_prior(x, i, err);
+					if (r < 0)
+						return r;
+				}
+				if (x->prior[i] > best_log) {
 					x->rule[i] = TWIN_RULE_STARVED;
 					x->rule_trial[i] = o->conc_trial;
 				}
 			}
 		}
 	}
+	return 0;
 }
 
 static void fill_z(struct search *x)
@@ -548,26 +630,154 @@ static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc)
 	return pick;
 }
 
+/* An untested configuration the choice weighs: its residual's posterior
+ * (mean, sd) and a sort key. */
+struct weigh {
+	size_t i;
+	double mu, sd, key;
+};
+
+static int cmp_weigh(const void *a, const void *b)
+{
+	const struct weigh *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1; /* largest first */
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* What a choice maximises at posterior mean m: expected improvement over
+ * ref, or (ref NAN: nothing measured nor in flight) −m, the model's best
+ * first. Both fall as m rises, so a lower bound of the prior gives an
+ * upper bound of it. */
+static double acquisition(double ref, double m, double sd)
+{
+	return isnan(ref) ? -m : opt_expected_improvement(ref, m, sd);
+}
+
+/* The candidates: every untested configuration the model can start that
+ * no rule covers and nothing in flight holds, with its residual's
+ * posterior. Returns how many. */
+static size_t gather(const struct search *x, const struct opt_gp *gp, const bool *busy, struct weigh *weigh)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < x->n_configs; i++) {
+		double v;
+
+		if (x->obs[i].tried || x->rule[i] || busy[i] || isnan(x->prior[i]))
+			continue;
+		weigh[n] = (struct weigh){ .i = i };
+		opt_gp_predict(gp, &x->z[i * x->dim], &weigh[n].mu, &v);
+		weigh[n].sd = sqrt(v);
+		n++;
+	}
+	return n;
+}
+
+/* The candidate with the largest acquisition (ties: the lowest index), by
+ * branch and bound: each is weighed with its prior as it stands (a lower
+ * bound unless predicted), from the most promising down, and predicted
+ * only while its bound can still beat the best found. */
+static int choose(struct search *x, struct weigh *weigh, size_t n, double ref, size_t *ret_pick, double *ret_best,
+		  struct error *err)
+{
+	size_t pick = SIZE_MAX;
+	double best = 0;
+	int r;
+
+	for (size_t k = 0; k < n; k++)
+		weigh[k].key = acquisition(ref, x->prior[weigh[k].i] + weigh[k].mu, weigh[k].sd);
+	qsort(weigh, n, sizeof(*weigh), cmp_weigh);
+	for (size_t k = 0; k < n; k++) {
+		const struct weigh *w = &weigh[k];
+		double a;
+
+		if (pick != SIZE_MAX && (w->key < best || (w->key == best && w->i > pick)))
+			break;
+		r = ensure_prior(x, w->i, err);
+		if (r < 0)
+			return r;
+		a = acquisition(ref, x->prior[w->i] + w->mu, w->sd);
+		if (pick == SIZE_MAX || a > best || (a == best && w->i < pick)) {
+			pick = w->i;
+			best = a;
+		}
+	}
+	*ret_pick = pick;
+	*ret_best = best;
+	return 0;
+}
+
+/* P(no untested configuration costs less than bar): the product over the
+ * candidates of P(it does not). Predicted from the most likely down until
+ * the bounds of the rest add up to at most STOP_TAIL of the stop
+ * probability; the rest count with their bounds, which can only make the
+ * stop later, never earlier. */
+static int p_no_better(struct search *x, struct weigh *weigh, size_t n, double bar, double *ret, struct error *err)
+{
+	double tail = 0, p = 1;
+	size_t exact = 0;
+	int r;
+
+	for (size_t k = 0; k < n; k++) {
+		weigh[k].key = opt_normal_cdf((bar - x->prior[weigh[k].i] - weigh[k].mu) / MAX(weigh[k].sd, 1e-9));
+		tail += weigh[k].key;
+	}
+	qsort(weigh, n, sizeof(*weigh), cmp_weigh);
+	while (exact < n && tail > STOP_TAIL * x->s->stop_probability)
+		tail -= weigh[exact++].key;
+	for (size_t k = 0; k < n; k++) {
+		struct weigh *w = &weigh[k];
+
+		if (k < exact) {
+			r = ensure_prior(x, w->i, err);
+			if (r < 0)
+				return r;
+			w->key = opt_normal_cdf((bar - x->prior[w->i] - w->mu) / MAX(w->sd, 1e-9));
+		}
+		p *= 1 - w->key;
+	}
+	*ret = p;
+	return 0;
+}
+
 /* With both serving shapes in the space, the answer is also a comparison:
  * when nothing of the other shape than the incumbent's has been tried, the
  * configuration of that shape with the lowest posterior mean (one the model
- * can start), measured once so that the answer says by how much its shape
- * won; SIZE_MAX otherwise. */
-static size_t shape_rival(const struct search *x, const struct opt_gp *gp, size_t inc)
+ * can start and predicts to meet the SLA), measured once so that the answer
+ * says by how much its shape won; SIZE_MAX otherwise. By branch and bound:
+ * from the lowest bound up, predicted while the bound can still win. */
+static int shape_rival(struct search *x, const struct opt_gp *gp, size_t inc, struct weigh *weigh, size_t *ret,
+		       struct error *err)
 {
 	const struct opt_space *space = x->t->space;
 	int k = opt_space_knob_index(space, OPT_KNOB_SHAPE);
 	double best = INFINITY, m, sd;
-	size_t pick = SIZE_MAX;
+	size_t pick = SIZE_MAX, n = 0;
+	int r;
 
+	*ret = SIZE_MAX;
 	if (k < 0 || inc == SIZE_MAX || space->knobs[k].n_values < 2)
-		return SIZE_MAX;
+		return 0;
 	for (size_t i = 0; i < x->n_configs; i++)
 		if (x->t->configs[i].idx[k] != x->t->configs[inc].idx[k] && x->obs[i].tried)
-			return SIZE_MAX;
+			return 0;
 	for (size_t i = 0; i < x->n_configs; i++) {
 		if (x->t->configs[i].idx[k] == x->t->configs[inc].idx[k] || x->rule[i] || isnan(x->prior[i]) ||
 		    x->never_met[i])
+			continue;
+		posterior(x, gp, i, &m, &sd);
+		weigh[n++] = (struct weigh){ .i = i, .key = -m };
+	}
+	qsort(weigh, n, sizeof(*weigh), cmp_weigh);
+	for (size_t j = 0; j < n && -weigh[j].key < best; j++) {
+		size_t i = weigh[j].i;
+
+		r = ensure_prior(x, i, err);
+		if (r < 0)
+			return r;
+		if (x->never_met[i])
 			continue;
 		posterior(x, gp, i, &m, &sd);
 		if (m < best) {
@@ -575,7 +785,8 @@ static size_t shape_rival(const struct search *x, const struct opt_gp *gp, size_
 			pick = i;
 		}
 	}
-	return pick;
+	*ret = pick;
+	return 0;
 }
 
 int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
@@ -587,6 +798,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 	struct opt_gp gp;
 	struct gp_data d = { 0 };
 	_cleanup_(freep) bool *busy = NULL;
+	_cleanup_(freep) struct weigh *weigh = NULL;
 	size_t got = 0, deployed = h->n + n_pending;
 	unsigned reserve = opt_confirm_reserve(&s->plain);
 	int r;
@@ -600,8 +812,11 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 	x.prior = malloc(x.n_configs * sizeof(double));
 	x.never_met = calloc(x.n_configs, sizeof(bool));
 	x.z = malloc(x.n_configs * MAX(x.dim, (size_t)1) * sizeof(double));
+	x.exact = calloc(x.n_configs, sizeof(bool));
 	busy = calloc(x.n_configs, sizeof(bool));
-	if (!x.obs || !x.rule || !x.rule_trial || !x.rule_ref || !x.prior || !x.never_met || !x.z || !busy) {
+	weigh = malloc(x.n_configs * sizeof(*weigh));
+	if (!x.obs || !x.rule || !x.rule_trial || !x.rule_ref || !x.prior || !x.exact || !x.never_met || !x.z ||
+	    !busy || !weigh) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -632,6 +847,9 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 
 		if (i < 0 || isnan(x.prior[i]))
 			continue;
+		r = ensure_prior(&x, (size_t)i, err);
+		if (r < 0)
+			goto out;
 		busy[i] = true;
 		posterior(&x, &gp, (size_t)i, &m, &sd);
 		r = gp_data_add(&d, &x, (size_t)i, m - x.prior[i], x.noise_var / (x.obs[i].n + 1));
@@ -666,8 +884,11 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 		c->tol = delta;
 		opt_best(t->space, &oh, &c->opt.best, &c->opt.runner_up);
 		c->opt.evaluated = x.measured_configs;
-		if (got == 0)
-			apply_rules(&x, isfinite(best_m) ? best_m : INFINITY);
+		if (got == 0) {
+			r = apply_rules(&x, isfinite(best_m) ? best_m : INFINITY, err);
+			if (r < 0)
+				goto out;
+		}
 		/* nothing measured: a batch spreads around what is in flight already */
 		for (size_t i = 0; i < x.n_configs && inc == SIZE_MAX; i++)
 			if (busy[i] && !isnan(x.prior[i])) {
@@ -676,27 +897,23 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 				posterior(&x, &gp, i, &m, &sd);
 				ref = isfinite(ref) ? MIN(ref, m) : m;
 			}
-		for (size_t i = 0; i < x.n_configs; i++) {
-			double m, sd, ei;
-
-			if (x.obs[i].tried || x.rule[i] || busy[i] || isnan(x.prior[i]))
-				continue;
-			untested++;
-			posterior(&x, &gp, i, &m, &sd);
-			if (!isfinite(ref)) {
-				/* nothing measured nor in flight: the model's best first */
-				ei = -m;
-			} else if (inc == SIZE_MAX) {
-				ei = opt_expected_improvement(ref, m, sd);
-			} else {
-				ei = opt_expected_improvement(best_m, m, sd);
-				p_none *= 1 - opt_normal_cdf((best_m - delta - m) / MAX(sd, 1e-9));
-			}
-			if (pick == SIZE_MAX || ei > best_ei) {
-				pick = i;
-				best_ei = ei;
-			}
-		}
+		r = 0;
+		untested = gather(&x, &gp, busy, weigh);
+		if (inc != SIZE_MAX)
+			r = p_no_better(&x, weigh, untested, best_m - delta, &p_none, err);
+		/* the expected improvement decides only where the search goes on (the
+		 * budget's last word says it too) */
+		if (r >= 0 && (inc == SIZE_MAX || budget || untested == 0 || 1 - p_none >= s->stop_probability ||
+			       x.measured_configs + got < STOP_MIN))
+			r = choose(&x, weigh, untested,
+				   !isfinite(ref)    ? NAN
+				   : inc == SIZE_MAX ? ref
+						     : best_m,
+				   &pick, &best_ei, err);
+		else if (untested > 0)
+			pick = weigh[0].i; /* any: the search is over */
+		if (r < 0)
+			goto out;
 		c->opt.inferred = 0;
 		for (size_t i = 0; i < x.n_configs; i++)
 			c->opt.inferred += x.rule[i] != 0;
@@ -828,10 +1045,12 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			c->opt.config = t->configs[which];
 			c->opt.attempt = 1;
 			c->phase = TWIN_PHASE_CONFIRM;
-		} else if ((second = shape_rival(&x, &gp, inc)) != SIZE_MAX && n_pending + got == 0 &&
-			   (!s->plain.max_trials || deployed < s->plain.max_trials)) {
+		} else if (n_pending + got == 0 && (!s->plain.max_trials || deployed < s->plain.max_trials) &&
+			   ((r = shape_rival(&x, &gp, inc, weigh, &second, err)) < 0 || second != SIZE_MAX)) {
 			double m, sd;
 
+			if (r < 0)
+				goto out;
 			posterior(&x, &gp, second, &m, &sd);
 			c->opt.ask = OPT_ASK_TRIAL;
 			c->opt.phase = OPT_PHASE_SEARCH;
@@ -911,8 +1130,9 @@ int twin_search_rules(struct twin *t, const struct twin_search_settings *s, cons
 	x.rule_ref = calloc(x.n_configs, sizeof(size_t));
 	x.prior = malloc(x.n_configs * sizeof(double));
 	x.never_met = calloc(x.n_configs, sizeof(bool));
+	x.exact = calloc(x.n_configs, sizeof(bool));
 	x.z = malloc(x.n_configs * MAX(x.dim, (size_t)1) * sizeof(double));
-	if (!x.obs || !x.rule || !x.rule_trial || !x.rule_ref || !x.prior || !x.never_met || !x.z) {
+	if (!x.obs || !x.rule || !x.rule_trial || !x.rule_ref || !x.prior || !x.exact || !x.never_met || !x.z) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -928,7 +1148,13 @@ int twin_search_rules(struct twin *t, const struct twin_search_settings *s, cons
 	for (size_t i = 0; i < x.n_configs; i++)
 		if (x.obs[i].measured)
 			best = MIN(best, x.obs[i].sum / x.obs[i].n);
-	apply_rules(&x, best);
+	/* every prediction: the list says which configurations never meet the SLA */
+	for (size_t i = 0; i < x.n_configs && r >= 0; i++)
+		r = ensure_prior(&x, i, err);
+	if (r >= 0)
+		r = apply_rules(&x, best, err);
+	if (r < 0)
+		goto out;
 	rules = calloc(MAX(x.n_configs, (size_t)1), sizeof(*rules));
 	if (!rules) {
 		r = -ENOMEM;

@@ -60,6 +60,10 @@ Cases:
   baseline  the engine's defaults are measured first; the summary, --json
             (baseline_cost_per_mtok, edge {knob, bound, limiter}) and the
             report compare the answer with them and name the edge
+  levers    speculation where it pays: the dry run of an 8B H100 chat study
+            with and without a draft model in its space picks the drafts
+            under a tight TPOT SLA and none under a throughput-bound one,
+            and the answer says why
 """
 import concurrent.futures
 import json
@@ -1136,10 +1140,56 @@ def case_baseline():
     print("baseline on real servers: %s, %.0f s" % (json.loads(p.stdout)["best"]["baseline"], dt))
 
 
+def case_levers():
+    """Speculation in virtual time: a draft model (acceptance 0.7) lowers
+    TPOT, so under a 10 ms TPOT SLA it serves more requests per GPU-hour;
+    under a 60 ms one the batch, not TPOT, bounds the rate, and verifying the
+    drafts costs more than they save (vLLM's blog: 1.5x faster at QPS 1,
+    1.4x slower at high QPS). 400 prompts per point: a short run's drain
+    would flatter the faster tail."""
+    answers = {}
+    for tag, tpot in (("tight", 10), ("throughput", 60)):
+        spec = study("levers-" + tag, model={"name": "llama-3.1-8b", "drafts": {"draft_model": "llama-3.2-1b"}},
+                     quantizations=["none"], gpu={"type": "H100", "count": 1, "price_per_gpu_hour": 3.0},
+                     search_space={"max_num_seqs": [256], "spec_method": ["none", "draft_model"],
+                                   "spec_tokens": [3]},
+                     workload={"input_len": 512, "output_len": 256, "spec_acceptance": 0.7, "num_prompts": 400,
+                               "seed": 1},
+                     sla={"ttft_ms": 1000, "tpot_ms": tpot}, budget={"max_trials": 4},
+                     # the plain search: the model search's calibration takes 30 s of CPU
+                     search={"seed": 1, "strategy": "plain"})
+        db = os.path.join(TMP, "levers-%s.db" % tag)
+        p, dt = tune(spec, "--db", db, "--dry-run", "--json", "-q", timeout=120)
+        if dt > 60:
+            fail("%s: the dry run took %.0f s" % (tag, dt))
+        best = json.loads(p.stdout)["best"]
+        st, ts = check_store(db, "levers-%s.dry-run" % tag)
+        costs = {}
+        for t in ts:
+            if t["cost_per_mtok"] is not None:
+                m = json.loads(t["knobs"]).get("spec_method", "none")
+                costs[m] = min(costs.get(m, float("inf")), t["cost_per_mtok"])
+        if set(costs) != {"none", "draft_model"}:
+            fail("%s: not both measured: %s" % (tag, costs))
+        answers[tag] = (best["knobs"].get("spec_method"), best["levers"]["speculation"], costs, dt)
+    won, why, costs, dt = answers["tight"]
+    print("tight TPOT: %s (%s; %.1f s)" % (won, why, dt))
+    if won != "draft_model" or costs["draft_model"] >= costs["none"] * 0.8:
+        fail("tight TPOT SLA: speculation should win by far: %s, %s" % (won, costs))
+    if "no speculation" not in why or "draft_model k=3" not in why:
+        fail("tight TPOT SLA: the answer does not say what speculation bought: %s" % why)
+    won, why, costs, dt = answers["throughput"]
+    print("throughput-bound: %s (%s; %.1f s)" % (won, why, dt))
+    if won != "none" or costs["draft_model"] <= costs["none"] * 1.05:
+        fail("throughput-bound SLA: speculation should lose: %s, %s" % (won, costs))
+    if not why.startswith("none won") or "draft_model k=3" not in why:
+        fail("throughput-bound SLA: the answer does not say why no speculation won: %s" % why)
+
+
 {"search": case_search, "resume": case_resume, "failures": case_failures, "nothing": case_nothing,
  "wall": case_wall, "dry-run": case_dry_run,
  "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock,
  "parallel": case_parallel, "gpu-busy": case_gpu_busy, "setup": case_setup, "budget": case_budget, "memory": case_memory,
- "constraints": case_constraints, "baseline": case_baseline}[CASE]()
+ "constraints": case_constraints, "baseline": case_baseline, "levers": case_levers}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

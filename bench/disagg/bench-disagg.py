@@ -160,16 +160,17 @@ def main():
                     bad += 1
 
             def ms(v, fmt):
-                return (fmt % statistics.mean(v)) + (" ± " + fmt % statistics.pstdev(v) if len(v) > 1 else "")
+                m = fmt % statistics.mean(v)
+                return m + (" ± " + (fmt.replace("%+", "%") % statistics.pstdev(v)) if len(v) > 1 else "")
 
             def tpe_text(rows):
                 if not have_tpe:
                     return "optuna missing"
-                return "%s; %s" % ("/".join(s or "none" for s, _ in rows), ms([100 * r for _, r in rows], "+%.1f %%"))
+                return "%s; %s" % ("/".join(s or "none" for s, _ in rows), ms([100 * r for _, r in rows], "%+.1f %%"))
 
             print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                wname, "/".join(gwins), ms(ggains, "%.2fx"), "/".join(shapes), ms([100 * r for r in regret], "+%.1f %%"),
-                ms(gains, "%.2fx"), ms(deps, "%.1f"), ms([t / 60 for t in tta], "%.1f min"), tpe_text(tpe_rows),
+                wname, "/".join(gwins), ms(ggains, "%.2fx"), "/".join(shapes), ms([100 * r for r in regret], "%+.1f %%"),
+                ms(gains, "%.2fx"), ms(deps, "%.1f"), ms([t / 60 for t in tta], "%.1f min") + " (%s)" % "/".join("%.0f" % (t / 60) for t in tta), tpe_text(tpe_rows),
                 tpe_text(tpe20)))
             sys.stdout.flush()
         if not a.no_scale:
@@ -186,9 +187,9 @@ def main():
                     ag, di = shape_best(grid, "aggregated"), shape_best(grid, "disaggregated")
                     win = "aggregated" if ag and (not di or ag <= di) else "disaggregated" if di else "neither"
                     gain = (max(ag, di) / min(ag, di)) if ag and di else float("nan")
-                    print("| %s | %gx | %g ms, %g ms | %s | %s | %s | %.2fx |" % (
+                    print("| %s | %gx | %g ms, %g ms | %s | %s | %s | %s |" % (
                         wname, s, sc["ttft_ms"], sc["tpot_ms"], "%.3f" % ag if ag else "misses",
-                        "%.3f" % di if di else "misses", win, gain))
+                        "%.3f" % di if di else "misses", win, "%.2fx" % gain if ag and di else "-"))
     return 1 if bad else 0
 
 

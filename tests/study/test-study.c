@@ -113,7 +113,8 @@ static void test_examples(void)
 	CHECK(sim->workload.input.kind == PROBE_DIST_UNIFORM && sim->workload.input.range_ratio == 0.25);
 	CHECK(sim->probe.tolerance == 0.1);
 
-	struct study_options o = { .extra_knobs = (const char *const[]){ "gpu_memory_utilization", NULL } };
+	struct study_options o = { .extra_knobs = (const char *const[]){ "gpu_memory_utilization", "data_parallel",
+									 "pipeline_parallel", NULL } };
 	CHECK_MSG(study_load_file(TEST_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", &o, &vllm, &err) == 0,
 		  "%s", err.msg);
 	CHECK_STR_EQ(study_checkpoint(vllm, STUDY_QUANT_FP8), "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8");
@@ -123,10 +124,12 @@ static void test_examples(void)
 	CHECK(vllm->deploy.startup_timeout_usec == 20 * 60 * USEC_PER_SEC);
 	CHECK(vllm->window.set && vllm->window.start_min == 22 * 60 && vllm->window.end_min == 6 * 60);
 	CHECK_INT_EQ(vllm->sla.n_bounds, 3); /* ttft, tpot and p99 ttft */
-	/* The vLLM example needs the profile's extra knob: without it, a clear error. */
+	CHECK(opt_space_knob_index(vllm->space, "data_parallel") >= 0);
+	CHECK(opt_space_knob_index(vllm->space, "pipeline_parallel") >= 0);
+	/* The vLLM example needs the profile's extra knobs: without them, a clear error naming one. */
 	study_free(TAKE_PTR(vllm));
 	CHECK(study_load_file(TEST_SOURCE_ROOT "/configs/studies/vllm-h100-llama70b.json", NULL, &vllm, &err) < 0);
-	CHECK_STR_CONTAINS(err.msg, "gpu_memory_utilization");
+	CHECK_STR_CONTAINS(err.msg, "search_space.data_parallel: unknown knob");
 	CHECK_STR_CONTAINS(err.msg, "vllm-h100-llama70b.json");
 }
 

@@ -64,6 +64,10 @@ Cases:
             with and without a draft model in its space picks the drafts
             under a tight TPOT SLA and none under a throughput-bound one,
             and the answer says why
+  levers-real  a real study against goodput-sim processes with speculation,
+            the prefix cache and two replicas in its space: the answer's
+            levers (acceptance and prefix-cache hits the servers counted)
+            and the report's section on them
 """
 import concurrent.futures
 import json
@@ -1186,10 +1190,47 @@ def case_levers():
         fail("throughput-bound SLA: the answer does not say why no speculation won: %s" % why)
 
 
+def case_levers_real():
+    """Real time, suite 'long': every lever reaches a real server and comes
+    back from its /metrics into the answer and the report."""
+    spec = study("levers-real", quantizations=["none"], gpu={"type": "L40S", "count": 2, "price_per_gpu_hour": 0.99},
+                 search_space={"max_num_seqs": [32], "spec_method": ["none", "ngram"], "spec_tokens": [3],
+                               "prefix_caching": ["on", "off"], "data_parallel": [1, 2]},
+                 workload={"dataset": "random", "input_len": 128, "output_len": 32, "prefix_len": 512,
+                           "prefix_group_size": 60, "prompt_repetition": 0.5, "spec_acceptance": 0.7, "num_prompts": 60,
+                           "ignore_eos": True, "seed": 7},
+                 budget={"max_trials": 5}, search={"seed": 1, "strategy": "plain"})
+    db = os.path.join(TMP, "levers-real.db")
+    p, dt = tune(spec, "--db", db, "--json", "--confirm", "0")
+    st, ts = check_store(db, "levers-real")
+    best = json.loads(p.stdout)["best"]
+    lv = best.get("levers") or {}
+    knobs = best["knobs"]
+    seen = {(json.loads(t["knobs"]).get("spec_method"), json.loads(t["knobs"]).get("prefix_caching"),
+             json.loads(t["knobs"]).get("data_parallel")) for t in ts if t["cost_per_mtok"] is not None}
+    if len(seen) < 3:
+        fail("levers: too few configurations measured: %s" % seen)
+    if not lv.get("layout") or lv.get("data_parallel") != knobs.get("data_parallel", 1):
+        fail("levers: the answer's layout: %s for %s" % (lv, knobs))
+    if knobs.get("prefix_caching") == "on" and not (lv.get("prefix_cache_hit_rate") or 0) > 0.3:
+        fail("levers: a 512-token shared prefix, cache on, hit rate %s" % lv.get("prefix_cache_hit_rate"))
+    if not lv.get("speculation"):
+        fail("levers: the answer says nothing about speculation: %s" % lv)
+    if knobs.get("spec_method") == "ngram" and not (lv.get("spec_acceptance_rate") or 0) > 0:
+        fail("levers: ngram won but no acceptance counted from the server: %s" % lv)
+    r = subprocess.run([GOODPUT, "report", "levers-real", "--db", db, "--engines-dir", ENGINES, "--markdown"],
+                       env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    if r.returncode != 0 or "Speculation, prefix cache and replicas" not in r.stdout:
+        fail("report without the levers section (exit %d):\n%s" % (r.returncode, (r.stdout + r.stderr)[-3000:]))
+    print("levers on real servers: %d trials in %.0f s; %s; %s; %s" % (len(ts), dt, knobs, lv.get("speculation"),
+                                                                  lv.get("layout")))
+
+
 {"search": case_search, "resume": case_resume, "failures": case_failures, "nothing": case_nothing,
  "wall": case_wall, "dry-run": case_dry_run,
  "command": case_command, "telemetry": case_telemetry, "twin": case_twin, "lock": case_lock,
  "parallel": case_parallel, "gpu-busy": case_gpu_busy, "setup": case_setup, "budget": case_budget, "memory": case_memory,
- "constraints": case_constraints, "baseline": case_baseline, "levers": case_levers}[CASE]()
+ "constraints": case_constraints, "baseline": case_baseline, "levers": case_levers,
+ "levers-real": case_levers_real}[CASE]()
 shutil.rmtree(TMP, ignore_errors=True)
 print("ok")

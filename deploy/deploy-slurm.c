@@ -155,7 +155,8 @@ static int sbatch_args(struct deployment *d, const char *dir, struct args *a)
 	args_add(a, "--chdir=%s", dir);
 	args_add(a, "--nodes=1");
 	args_add(a, "--ntasks=1");
-	args_add(a, "--gres=gpu:%u", d->job_gpus);
+	if (d->job_gpus)
+		args_add(a, "--gres=gpu:%u", d->job_gpus);
 	args_add(a, "--cpus-per-task=%u", d->job_cpus ? d->job_cpus : 1);
 	if (d->job_memory_mib)
 		args_add(a, "--mem=%" PRIu64 "M", d->job_memory_mib);

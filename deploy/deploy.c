@@ -174,8 +174,9 @@ static int choose_method(enum study_deploy_method method, const struct deploy_co
 		*ret = &deploy_command_ops;
 		break;
 	case STUDY_DEPLOY_SLURM:
-		if (!cfg->cluster || !cfg->job_name || cfg->job_gpus == 0)
-			return error_set(err, -EINVAL, "deploy: a job needs a cluster, a name and its GPUs");
+		/* no GPUs: a job of a process that needs none (a disaggregated configuration's router) */
+		if (!cfg->cluster || !cfg->job_name)
+			return error_set(err, -EINVAL, "deploy: a job needs a cluster and a name");
 		*ret = &deploy_slurm_ops;
 		break;
 	default:

@@ -8,7 +8,8 @@ sbatch --parsable OPTIONS SCRIPT ARGS  records the job (PENDING) and starts a
     detached runner that waits $FAKE_SLURM_PENDING seconds (0.2; "hold": until
     released), then runs SCRIPT ARGS as the job (RUNNING, output appended to
     --output, SLURM_JOB_ID, SLURMD_NODENAME=fakenode, SLURM_SUBMIT_HOST and
-    CUDA_VISIBLE_DEVICES=0..N-1 of --gres=gpu:N) and records how it ended
+    CUDA_VISIBLE_DEVICES: the N lowest GPUs of --gres=gpu:N no running job
+    holds) and records how it ended
     (COMPLETED, FAILED with the wait status). $FAKE_SLURM_REFUSE makes it
     fail with that message.
 squeue --json   every job, as {"jobs": [...]} (22.05's shapes).
@@ -70,7 +71,7 @@ def sbatch(args):
         i += 1
     script, sargs = args[i], args[i + 1:]
     jid = locked(next_id)
-    gpus = int(opts.get("--gres", "gpu:1").split(":")[-1])
+    gpus = int(opts.get("--gres", "gpu:0").split(":")[-1])  # none asked: none given
     save({"job_id": jid, "job_state": "PENDING", "state_reason": "Resources", "name": opts.get("--job-name", ""),
           "comment": opts.get("--comment", ""), "nodes": "", "user_id": os.getuid(), "exit_code": 0,
           "submit_time": int(time.time()), "start_time": 0, "gres_detail": [], "gpus": gpus,
@@ -88,6 +89,13 @@ def sbatch(args):
     return 0
 
 
+def idx_text(ids):
+    """As Slurm prints a job's GPU indices: 0-1, or 0,2."""
+    if len(ids) > 1 and ids == list(range(ids[0], ids[-1] + 1)):
+        return "%d-%d" % (ids[0], ids[-1])
+    return ",".join(map(str, ids))
+
+
 def run_job(jid):
     pending = os.environ.get("FAKE_SLURM_PENDING", "0.2")
     end = time.monotonic() + (120 if pending == "hold" else float(pending))
@@ -100,14 +108,24 @@ def run_job(jid):
         j = load(jid)
         if j["job_state"] != "PENDING":
             return None
+        # the node's lowest GPUs no running job holds, as Slurm's gres plugin gives them
+        held = set()
+        for name in os.listdir(DIR):
+            if name.startswith("job-") and name.endswith(".json") and name != "job-%d.json" % jid:
+                o = load(int(name[4:-5]))
+                if o["job_state"] == "RUNNING":
+                    held.update(o.get("gpu_ids", []))
+        ids = [g for g in range(8) if g not in held][:j["gpus"]]
         out = os.open(j["output"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        env = dict(os.environ, SLURM_JOB_ID=str(jid), SLURMD_NODENAME="fakenode", SLURM_SUBMIT_HOST="localhost",
-                   CUDA_VISIBLE_DEVICES=",".join(str(g) for g in range(j["gpus"])))
+        env = dict(os.environ, SLURM_JOB_ID=str(jid), SLURMD_NODENAME="fakenode", SLURM_SUBMIT_HOST="localhost")
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        if ids:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in ids)
         p = subprocess.Popen([j["script"]] + j["args"], cwd=j["chdir"], stdin=subprocess.DEVNULL, stdout=out,
                              stderr=out, env=env, start_new_session=True)
         os.close(out)
         j.update(job_state="RUNNING", state_reason="None", nodes="fakenode", start_time=int(time.time()),
-                 pid=p.pid, gres_detail=["gpu:%d(IDX:0-%d)" % (j["gpus"], j["gpus"] - 1)])
+                 pid=p.pid, gpu_ids=ids, gres_detail=["gpu:%d(IDX:%s)" % (j["gpus"], idx_text(ids))] if ids else [])
         save(j)
         return p
 
@@ -148,7 +166,8 @@ def squeue():
     for name in sorted(os.listdir(DIR)):
         if name.startswith("job-") and name.endswith(".json"):
             j = json.load(open(os.path.join(DIR, name)))
-            jobs.append({k: v for k, v in j.items() if k not in ("output", "chdir", "script", "args", "pid", "gpus")})
+            jobs.append({k: v for k, v in j.items()
+                         if k not in ("output", "chdir", "script", "args", "pid", "gpus", "gpu_ids")})
     print(json.dumps({"meta": {}, "errors": [], "jobs": jobs}))
     return 0
 

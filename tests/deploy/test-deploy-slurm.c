@@ -6,7 +6,8 @@
  * classified from its log; a job the cluster ends (NODE_FAIL), one it
  * cancels and one the queue forgets are lost (not the configuration's
  * doing); a job stopped while pending never runs; sbatch's refusal is a
- * submit error; a deployment freed while its job runs cancels the job.
+ * submit error; a deployment freed while its job runs cancels the job; a
+ * disaggregated configuration is a job per role, the router's last.
  *
  * Usage: test-deploy-slurm FAKE_SLURM GOODPUT GOODPUT_SIM */
 #include <errno.h>
@@ -333,6 +334,207 @@ static void install_fake(const char *goodput)
 	CHECK(setenv("GOODPUT_SIM_GPU_LEDGER", link, 1) == 0);
 }
 
+/* ---- a disaggregated configuration: a job per role ---- */
+
+static char router_args[6][64];
+static char *router_argv[16];
+static struct engine_command router_cmd;
+static char router_log[600];
+static uint16_t seen_aux[2];
+
+/* The router's command, from where the worker jobs serve. */
+static int roles_router(void *userdata, const struct deploy_worker_address *a, size_t n, struct deploy_config *ret,
+			struct error *err)
+{
+	size_t k = 0;
+
+	CHECK_INT_EQ(n, 2);
+	CHECK(a[0].prefill && !a[1].prefill);
+	for (size_t i = 0; i < n; i++) {
+		CHECK_STR_EQ(a[i].host, "127.0.0.1");
+		CHECK(a[i].port > 0 && a[i].aux_port > 0 && a[i].aux_port != a[i].port);
+		seen_aux[i] = a[i].aux_port;
+		snprintf(router_args[2 * i], sizeof(router_args[0]), "%s", a[i].host);
+		snprintf(router_args[2 * i + 1], sizeof(router_args[0]), "%u", a[i].port);
+	}
+	router_argv[k++] = (char *)sim;
+	router_argv[k++] = "proxy";
+	router_argv[k++] = "--host";
+	router_argv[k++] = "127.0.0.1";
+	router_argv[k++] = "--port";
+	router_argv[k++] = ENGINE_PORT_PLACEHOLDER;
+	router_argv[k++] = "--prefiller-hosts";
+	router_argv[k++] = router_args[0];
+	router_argv[k++] = "--prefiller-ports";
+	router_argv[k++] = router_args[1];
+	router_argv[k++] = "--decoder-hosts";
+	router_argv[k++] = router_args[2];
+	router_argv[k++] = "--decoder-ports";
+	router_argv[k++] = router_args[3];
+	router_argv[k] = NULL;
+	router_cmd = (struct engine_command){ .argv = router_argv };
+	snprintf(router_log, sizeof(router_log), "%s/logs/roles-router.log", dir);
+	*ret = (struct deploy_config){
+		.command = &router_cmd,
+		.log_path = router_log,
+		.host = "127.0.0.1",
+		.health_path = "/healthcheck",
+		.health_interval_usec = 100 * USEC_PER_MSEC,
+		.startup_timeout_usec = 30 * USEC_PER_SEC,
+		.stop_timeout_usec = 5 * USEC_PER_SEC,
+		.cluster = cluster,
+		.job_name = "roles-router",
+		.job_comment = "goodput:test:1:1",
+		.job_cpus = 1,
+		.partition = "gpu",
+		.time_limit_usec = 90 * USEC_PER_SEC,
+	};
+	return 0;
+}
+
+/* The id of the fake's job of that name from first on (0: none). */
+static uint64_t job_named(uint64_t first, const char *name)
+{
+	for (uint64_t id = first; id < first + 64; id++) {
+		char path[600];
+		_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+		const char *s = NULL;
+
+		snprintf(path, sizeof(path), "%s/fake/job-%" PRIu64 ".json", dir, id);
+		if (json_parse_file(path, 1 << 20, &j, NULL) >= 0 &&
+		    json_get_string(j, "", "name", 256, &s, NULL) > 0 && strcmp(s, name) == 0)
+			return id;
+	}
+	return 0;
+}
+
+/* The ids of the fake's jobs above first, in order. */
+static size_t jobs_since(uint64_t first, uint64_t *ids, size_t max)
+{
+	size_t n = 0;
+
+	for (uint64_t id = first; id < first + 64 && n < max; id++) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/fake/job-%" PRIu64 ".json", dir, id);
+		if (access(path, F_OK) == 0)
+			ids[n++] = id;
+	}
+	return n;
+}
+
+/* A prefill job, a decode job (each its second port picked by its launcher
+ * and reported back), then the router's job naming them: the unit is READY
+ * at the router's address and stops with every job ended. A decode worker that cannot start fails
+ * the unit with its name, and no job is left running. */
+static void test_roles(bool decode_fails)
+{
+	static char *pre_argv[] = { NULL,
+				    "serve",
+				    "--model",
+				    "llama-3.1-8b",
+				    "--gpu",
+				    "L40S",
+				    "--host",
+				    "127.0.0.1",
+				    "--port",
+				    ENGINE_PORT_PLACEHOLDER,
+				    "--kv-transfer-config",
+				    "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}",
+				    NULL };
+	static char *dec_argv[] = { NULL,
+				    "serve",
+				    "--model",
+				    "llama-3.1-8b",
+				    "--gpu",
+				    "L40S",
+				    "--host",
+				    "127.0.0.1",
+				    "--port",
+				    ENGINE_PORT_PLACEHOLDER,
+				    "--kv-transfer-config",
+				    "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}",
+				    NULL,
+				    NULL };
+	static char *aux_env[] = { "VLLM_NIXL_SIDE_CHANNEL_PORT=" ENGINE_AUX_PORT_PLACEHOLDER, NULL };
+	struct engine_command pre = { .argv = pre_argv, .env = aux_env }, dec = { .argv = dec_argv, .env = aux_env };
+	struct deploy_role w[2];
+	char logs[2][600], state[32], expect[64];
+	uint64_t ids[8], first = 0;
+	struct run r = { 0 };
+	struct error err = { 0 };
+	size_t n;
+
+	pre_argv[0] = dec_argv[0] = (char *)sim;
+	dec_argv[12] = decode_fails ? "--fault-fail-startup" : NULL;
+	/* the next job ids */
+	for (first = 100; jobs_since(first, ids, 1) == 1; first = ids[0] + 1)
+		;
+	for (int i = 0; i < 2; i++) {
+		snprintf(logs[i], sizeof(logs[i]), "%s/logs/roles-%d-%s.log", dir, decode_fails,
+			 i ? "decode" : "prefill");
+		w[i] = (struct deploy_role){
+			.name = i ? "decode-0" : "prefill-0",
+			.prefill = i == 0,
+			.config = { .command = i ? &dec : &pre,
+				    .log_path = logs[i],
+				    .host = "127.0.0.1",
+				    .health_path = "/health",
+				    .health_interval_usec = 100 * USEC_PER_MSEC,
+				    .startup_timeout_usec = 30 * USEC_PER_SEC,
+				    .stop_timeout_usec = 5 * USEC_PER_SEC,
+				    .cluster = cluster,
+				    .job_name = i ? "roles-decode-0" : "roles-prefill-0",
+				    .job_comment = "goodput:test:1:1",
+				    .job_gpus = 1,
+				    .job_cpus = 1,
+				    .partition = "gpu",
+				    .time_limit_usec = 90 * USEC_PER_SEC },
+		};
+	}
+	setenv("FAKE_SLURM_PENDING", "0.2", 1);
+	CHECK_MSG(deploy_start_roles(event, STUDY_DEPLOY_SLURM,
+				     &(struct deploy_roles_config){ .workers = w,
+								    .n_workers = 2,
+								    .router = roles_router,
+								    .router_name = "router",
+								    .startup_timeout_usec = 60 * USEC_PER_SEC,
+								    .health_interval_usec = 100 * USEC_PER_MSEC },
+				     deploy_test_on_event, &r.o, &r.d, &err) >= 0,
+		  "%s", err.msg);
+	CHECK_INT_EQ(deploy_get_state(r.d), DEPLOY_PENDING);
+	if (decode_fails) {
+		wait_state(&r, DEPLOY_FAILED);
+		CHECK_MSG(strncmp(deploy_get_message(r.d), "decode-0: ", 10) == 0, "%s", deploy_get_message(r.d));
+		printf("roles: %s\n", deploy_get_message(r.d));
+	} else {
+		wait_state(&r, DEPLOY_READY);
+		n = jobs_since(first, ids, 8);
+		CHECK_INT_EQ(n, 3);
+		/* each worker's second port: in its environment, and the router was told it */
+		for (int i = 0; i < 2; i++) {
+			snprintf(expect, sizeof(expect), "VLLM_NIXL_SIDE_CHANNEL_PORT=%u", seen_aux[i]);
+			CHECK_MSG(environ_has(job_pid(job_named(first, w[i].config.job_name)), expect),
+				  "no %s in %s's environment", expect, w[i].name);
+		}
+		/* the unit serves where the router's job does */
+		CHECK(deploy_get_base_url(r.d) && strncmp(deploy_get_base_url(r.d), "http://127.0.0.1:", 17) == 0);
+		CHECK_INT_EQ(deploy_get_port(r.d) > 0, 1);
+		CHECK_INT_EQ(deploy_stop(r.d), 0);
+		wait_state(&r, DEPLOY_STOPPED);
+	}
+	n = jobs_since(first, ids, 8);
+	CHECK(n >= 2);
+	for (size_t i = 0; i < n; i++) {
+		job_state(ids[i], state, sizeof(state));
+		CHECK_MSG(strcmp(state, "RUNNING") != 0 && strcmp(state, "PENDING") != 0, "job %" PRIu64 ": %s", ids[i],
+			  state);
+	}
+	deploy_free(r.d);
+	if (!decode_fails)
+		printf("roles: prefill, decode and router jobs READY at the router's address, all ended\n");
+}
+
 int main(int argc, char **argv)
 {
 	struct slurm_options o = { .poll_interval_usec = 200 * USEC_PER_MSEC };
@@ -360,6 +562,8 @@ int main(int argc, char **argv)
 	test_stop_pending();
 	test_free_running();
 	test_refused();
+	test_roles(false);
+	test_roles(true);
 
 	slurm_cluster_free(cluster);
 	sd_event_unref(event);

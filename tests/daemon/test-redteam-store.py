@@ -150,14 +150,16 @@ def case_orphan_tune(make, tmp):
 
 
 def disagg_spec(name, trials=3):
-    """A disaggregated study goodput-sim answers in seconds: a prefill
-    worker, a decode worker and the router in front, on 2 emulated GPUs."""
+    """A study of both shapes goodput-sim answers in seconds, on 4 emulated
+    GPUs: one server of TP 2, or a prefill worker, a decode worker and the
+    router in front (the decode side's batch size searched)."""
     spec = tiny_spec(name, trials=trials)
     spec["quantizations"] = ["none"]
-    spec["gpu"]["count"] = 2
-    spec["search_space"] = {"prefill_workers": [1], "prefill_tensor_parallel": [1], "decode_workers": [1],
+    spec["gpu"]["count"] = 4
+    spec["search_space"] = {"tensor_parallel": [2], "max_num_seqs": [32], "max_num_batched_tokens": [2048],
+                            "prefill_workers": [1], "prefill_tensor_parallel": [1], "decode_workers": [1],
                             "decode_tensor_parallel": [1], "decode_max_num_seqs": [16, 32, 64]}
-    spec["deploy"]["shape"] = "disaggregated"
+    spec["deploy"]["shape"] = "both"
     return spec
 
 
@@ -194,13 +196,13 @@ def identity_of(pid):
 
 
 def case_orphan_tune_disagg(make, tmp):
-    """A disaggregated trial is three servers: a `goodput tune` killed -9
-    mid-trial leaves none of them behind (each was recorded by role before
-    it ran, and its keeper ends it). A role server whose keeper died too is
+    """A disaggregated trial is three servers: a `goodput tune` of both
+    shapes killed -9 mid-trial leaves none of them behind (each was
+    recorded by role before it ran, and its keeper ends it). A role server whose keeper died too is
     ended by `--resume` from its record, a stranger recorded under a stale
     identity is not, and the study finishes."""
     d = make(name="otd")
-    path = write_spec(tmp, disagg_spec("otd"))
+    path = write_spec(tmp, disagg_spec("otd", trials=4))
     db = os.path.join(tmp, "otd.db")
     logs = os.path.join(tmp, "goodput-logs")
     p = subprocess.Popen([d.goodput, "tune", "-q", "--no-report", "--db", db, path], env=d.env,
@@ -242,13 +244,14 @@ def case_orphan_tune_disagg(make, tmp):
 
 
 def case_orphan_daemon_disagg(make, tmp):
-    """goodputd killed -9 mid-trial of a disaggregated study, twice: no
-    prefill, decode or router server outlives it, and the restarted
-    goodputd redoes the trial and finishes the study."""
+    """goodputd killed -9 mid-trial of a disaggregated configuration in a
+    study of both shapes, twice: no prefill, decode or router server
+    outlives it, and the restarted goodputd redoes the trial and finishes
+    the study."""
     d = make(name="odd").start()
     logs = os.path.join(d.state, "logs")
     db = os.path.join(d.state, "goodput.db")
-    check(d.request({"command": "submit", "study": disagg_spec("odd", trials=3)})["ok"], "submit")
+    check(d.request({"command": "submit", "study": disagg_spec("odd", trials=4)})["ok"], "submit")
     for round_ in range(2):
         sims = stop_with_every_role_running(d.proc, logs, db)
         d.stop(sig=signal.SIGKILL)

@@ -9,7 +9,9 @@
  * cheapest) and its gain is the other shape's best cost over the answer's.
  * Each configuration counts with the mean of its measurements (its
  * re-probes included), as the answer does; the GPUs are the ones its
- * trials ran on. */
+ * trials ran on. The other shape's best is the best the search measured
+ * (it stops measuring a shape once it is ruled out), so the count of its
+ * configurations measured is said with it. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -113,7 +115,10 @@ int report_shape_compare(struct store *store, int64_t study_id, const struct sto
 			c.winner_goodput_per_gpu = s->gpus ? s->goodput_sum / s->n / s->gpus : NAN;
 			continue;
 		}
-		if (strcmp(shape_of(s->first->knobs_json), c.other) != 0 || (c.have_other && cost >= c.other_cost))
+		if (strcmp(shape_of(s->first->knobs_json), c.other) != 0)
+			continue;
+		c.other_measured++;
+		if (c.have_other && cost >= c.other_cost)
 			continue;
 		c.have_other = true;
 		c.other_cost = cost;
@@ -138,10 +143,11 @@ void report_shape_text(const struct report_shape_compare *c, char *buf, size_t s
 		return;
 	}
 	snprintf(buf, size,
-		 "%s wins, %.2fx the goodput per GPU of the best %s: $%.4f/Mtok (%s, %u GPUs, %.1f tok/s per GPU) "
-		 "against $%.4f/Mtok (%s, %u GPUs, %.1f tok/s per GPU)",
-		 c->winner, c->gain, c->other, c->winner_cost, c->winner_knobs, c->winner_gpus,
-		 c->winner_goodput_per_gpu, c->other_cost, c->other_knobs, c->other_gpus, c->other_goodput_per_gpu);
+		 "%s wins, %.2fx the goodput per GPU of the best %s measured (%u configuration%s): $%.4f/Mtok (%s, %u "
+		 "GPUs, %.1f tok/s per GPU) against $%.4f/Mtok (%s, %u GPUs, %.1f tok/s per GPU)",
+		 c->winner, c->gain, c->other, c->other_measured, c->other_measured == 1 ? "" : "s", c->winner_cost,
+		 c->winner_knobs, c->winner_gpus, c->winner_goodput_per_gpu, c->other_cost, c->other_knobs,
+		 c->other_gpus, c->other_goodput_per_gpu);
 }
 
 int report_shape_json(const struct report_shape_compare *c, cJSON *o)
@@ -154,7 +160,7 @@ int report_shape_json(const struct report_shape_compare *c, cJSON *o)
 	if (!s || json_add_string(s, "winner", c->winner) < 0 ||
 	    json_add_number(s, "cost_per_mtok", c->winner_cost) < 0 || json_add_number(s, "gpus", c->winner_gpus) < 0 ||
 	    json_add_number(s, "goodput_per_gpu", c->winner_goodput_per_gpu) < 0 ||
-	    json_add_string(s, "other", c->other) < 0)
+	    json_add_string(s, "other", c->other) < 0 || json_add_number(s, "other_measured", c->other_measured) < 0)
 		return -ENOMEM;
 	if (!c->have_other)
 		return 0;

@@ -94,14 +94,15 @@ struct report_shape_compare {
 	unsigned winner_gpus, other_gpus;
 	double winner_goodput_per_gpu, other_goodput_per_gpu; /* tok/s */
 	bool have_other;                                      /* some configuration of the other shape was measured */
-	double gain; /* other_cost / winner_cost: the winner's per-GPU goodput over the other's */
+	unsigned other_measured; /* how many of the other shape's configurations met the SLA (the search's, not all) */
+	double gain;             /* other_cost / winner_cost: the winner's per-GPU goodput over the other's */
 };
 struct store_study_best;
 /* The comparison for a study's answer (best; NULL or a best without a
  * shape: present false). */
 int report_shape_compare(struct store *store, int64_t study_id, const struct store_study_best *best,
 			 struct report_shape_compare *ret, struct error *err);
-/* "disaggregated wins, 1.40x the goodput per GPU of the best aggregated: ..." */
+/* "disaggregated wins, 1.40x the goodput per GPU of the best aggregated measured (3 configurations): ..." */
 void report_shape_text(const struct report_shape_compare *c, char *buf, size_t size);
 /* Adds {"shape": {"winner", "cost_per_mtok", ..., "other_best", "gain"}} to o. */
 int report_shape_json(const struct report_shape_compare *c, cJSON *o);

@@ -382,8 +382,6 @@ static uint64_t fit_hash(const struct twin_trial *trials, size_t n, const struct
 	h = twin_hash(h, &o->points_per_trial, sizeof(o->points_per_trial));
 	h = twin_hash(h, &o->max_trials, sizeof(o->max_trials));
 	h = twin_hash(h, &o->restarts, sizeof(o->restarts));
-	if (o->start)
-		h = twin_hash(h, o->start, sizeof(*o->start));
 	for (size_t i = 0; i < n; i++) {
 		h = twin_hash(h, &trials[i].trial.config, sizeof(trials[i].trial.config));
 		h = twin_hash(h, &trials[i].trial.outcome, sizeof(trials[i].trial.outcome));
@@ -426,13 +424,6 @@ static int run_fit(struct twin *t, const struct twin_trial *trials, size_t n, co
 		lo[k] = -log(o->max_factor > 1 ? o->max_factor : 2.0);
 		hi[k] = -lo[k];
 		f.fitted |= UINT64_C(1) << c.active[k];
-		if (o->start) {
-			struct sim_profile sp = *o->start, bp = *base;
-			double a = *sim_profile_field(&sp, c.active[k]), b = *sim_profile_field(&bp, c.active[k]);
-
-			if (a > 0 && b > 0)
-				x[k] = CLAMP(log(a / b), lo[k], hi[k]);
-		}
 	}
 	/* SBPLX stalls on this rough objective with its first simplex; a restart
 	 * from the best point with a fresh, smaller simplex gets it moving again

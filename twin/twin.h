@@ -195,10 +195,6 @@ struct twin_fit_options {
 	unsigned max_trials;       /* trials used (default 6; 0 = all): the cheapest of each
 	                            * (quantization, TP) class, then the cheapest others */
 	unsigned restarts;         /* SBPLX restarts from the best point, maxeval each (default 2) */
-	/* where the search starts (NULL: at base): the constants of an earlier
-	 * fit to fewer of the same trials, so that a fit that adds a few
-	 * measurements needs few evaluations; the prior still pulls towards base */
-	const struct sim_profile *start;
 };
 void twin_fit_options_init(struct twin_fit_options *o);
 

@@ -24,6 +24,8 @@ Shown, in order:
             answer's confirmation alone had its node to itself (sbatch
             --exclusive, which gives a job all the node's GPUs: the server
             still sees only its TP's); no job is left in the queue;
+  disagg    a disaggregated trial as a prefill, a decode and a router job,
+            measured, with no job left in the queue;
   answer    the cluster's answer is the local study's configuration (exec on
             an 8-GPU emulated host), or within 5 % of its cost.
 
@@ -427,6 +429,41 @@ def case_cluster(env, tmp, cluster):
     return best["canonical_key"]
 
 
+def case_disagg(env, tmp, cluster):
+    """One disaggregated trial as Slurm jobs: a prefill job and a decode job
+    (a GPU each), then the router's job (none); the trial is measured
+    through the router, each role's log names its job, and no job is left
+    in the queue."""
+    db = os.path.join(tmp, "disagg.db")
+    path = spec(tmp, "disagg", "slurm", quantizations=["none"],
+                search_space={"prefill_workers": [1], "prefill_tensor_parallel": [1], "decode_workers": [1],
+                              "decode_tensor_parallel": [1]},
+                budget={"max_trials": 1, "parallel": 1}, baseline=False, sweep=False,
+                deploy={"method": "slurm", "startup_timeout": 60, "stop_timeout": 5, "poll_interval": 0.5,
+                        "shape": "disaggregated"})
+    t = time.monotonic()
+    r = tune(env, tmp, "-q", "--no-report", "--db", db, path)
+    if r.returncode != 0:
+        fail("the disaggregated study failed (%d):\n%s" % (r.returncode, r.stderr[-3000:]))
+    ts = db_rows(db, "SELECT * FROM trials ORDER BY seq")
+    pd = [t_ for t_ in ts if json.loads(t_["knobs"]).get("shape") == "disaggregated"]
+    if not pd or pd[0]["state"] != "done" or not pd[0]["cost_per_mtok"]:
+        fail("no disaggregated trial measured: %s" % [(t_["seq"], t_["knobs"], t_["state"]) for t_ in ts])
+    base = pd[0]["log_path"].rsplit(".", 1)[0]
+    for role in ("prefill-0", "decode-0", "router"):
+        with open("%s.%s.log" % (base, role)) as f:
+            text = f.read()
+        if "job-exec: job " not in text:
+            fail("%s: its log names no job:\n%s" % (role, text[:800]))
+    if db_rows(db, "SELECT * FROM trial_servers"):
+        fail("role servers still recorded after the study")
+    live = cluster.live_jobs()
+    if live:
+        fail("jobs left in the queue after the disaggregated study: %s" % {i: j["name"] for i, j in live.items()})
+    log("disagg: trial %d as a prefill, a decode and a router job, $%.4f/Mtok, in %.0f s; no job left" %
+        (pd[0]["seq"], pd[0]["cost_per_mtok"], time.monotonic() - t))
+
+
 def case_local(env, tmp):
     db = os.path.join(tmp, "local.db")
     path = spec(tmp, "local", "exec")
@@ -461,6 +498,7 @@ def main():
         log("a cluster of one node with 8 emulated GPUs is up (%s)" % cluster.conf)
         case_pending(env, tmp, cluster)
         answer = case_cluster(env, tmp, cluster)
+        case_disagg(env, tmp, cluster)
     except daemonlib.TestFailure as e:
         fail(str(e))
     finally:

@@ -81,9 +81,10 @@ def study(name, model, space):
         "probe": {"max_steps": 2, "request_timeout": 60},
         "deploy": {"method": "exec", "startup_timeout": 60, "stop_timeout": 5},
         # The configurations above and nothing else: no baseline of the engine's defaults, and the one that
-        # does not fit is deployed (no memory pre-flight) so that the engine says why in its own words.
+        # does not fit is deployed (no memory pre-flight, and the plain search: the model search knows the
+        # engine would refuse it and never deploys it) so that the engine says why in its own words.
         "baseline": False,
-        "search": {"preflight": False},
+        "search": {"preflight": False, "strategy": "plain"},
     }
     path = os.path.join(TMP, name + ".json")
     with open(path, "w") as f:

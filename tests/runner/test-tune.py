@@ -333,11 +333,14 @@ def case_failures():
         space.update(extra)
         # the memory pre-flight would not deploy gpu_memory_utilization 0.1:
         # told of a GPU far larger than the sim's, it predicts a fit, and the
-        # server's own start-up check refuses it
+        # server's own start-up check refuses it; the plain search, because
+        # the model search's own start-up check (goodput-sim's) would not
+        # deploy it either
         gpu = {"type": "L40S", "count": 1, "price_per_gpu_hour": 0.99, "memory_gib": 480}
         spec = study("fail-" + name, engine="sim-faults", search_space=space, workload=light,
                      budget={"max_trials": 4}, baseline=False, gpu=gpu,
-                     deploy={"method": "exec", "startup_timeout": 4, "stop_timeout": 5})
+                     deploy={"method": "exec", "startup_timeout": 4, "stop_timeout": 5},
+                     search={"seed": 1, "strategy": "plain"})
         db = os.path.join(TMP, "fail-%s.db" % name)
         p, dt = tune(spec, "--db", db)
         st, ts = check_store(db, "fail-" + name)

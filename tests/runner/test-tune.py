@@ -680,11 +680,18 @@ def case_lock():
     first = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not os.path.exists(db + ".lock") or not os.path.exists(db):
+        # the lock is on the database's inode: the first tune holds it once
+        # it has recorded the study
+        def recorded():
+            try:
+                return os.path.exists(db) and db_rows(db, "SELECT id FROM studies WHERE name = 'lock'")
+            except sqlite3.Error:  # the schema not yet written
+                return False
+
+        while not recorded():
             if time.monotonic() > deadline or first.poll() is not None:
-                fail("the first tune never opened %s" % db)
+                fail("the first tune never recorded its study in %s" % db)
             time.sleep(0.05)
-        time.sleep(0.3)
         p, dt = tune(spec, "--db", db, "--resume", check=False, timeout=30)
         want = "another goodput tune (pid %d) is writing to it" % first.pid
         if p.returncode != 1 or want not in p.stderr or dt > 15:

@@ -111,7 +111,7 @@ def big_study(d, name, trials=136):
     spec["search_space"] = {"max_num_seqs": {"min": 8, "max": 512, "scale": "linear", "step": 8},
                             "max_num_batched_tokens": {"min": 512, "max": 8192, "scale": "linear", "step": 512},
                             "tensor_parallel": [1]}
-    spec["search"] = {"seed": 1, "algorithm": "GN_DIRECT_L"}
+    spec["search"] = {"seed": 1, "strategy": "plain", "algorithm": "GN_DIRECT_L"}
     spec["budget"]["max_wall_time"] = "10h"
     r = d.request({"command": "submit", "study": spec})
     check(r["ok"], r)
@@ -222,7 +222,7 @@ def case_starve(make, tmp):
     spec["search_space"] = {"max_num_seqs": {"min": 8, "max": 512, "scale": "linear", "step": 8},
                             "max_num_batched_tokens": {"min": 512, "max": 8192, "scale": "linear", "step": 512},
                             "tensor_parallel": [1]}
-    spec["search"] = {"seed": 2, "algorithm": "GN_DIRECT_L"}
+    spec["search"] = {"seed": 2, "strategy": "plain", "algorithm": "GN_DIRECT_L"}
     spec["budget"]["max_wall_time"] = "10h"
     check(d.request({"command": "submit", "study": spec})["ok"], "submit busy")
     d.wait_state("busy", ["running"], 60)

@@ -155,7 +155,7 @@ check(same, f"--from-log reproduces the {len(sent)} requests: lengths and arriva
 base = json.load(open(os.path.join(engines, "..", "studies", "demo-sim-llama8b-l40s.json")))
 
 
-def study(name, block):
+def study(name, block, pin=None):
     s = json.loads(json.dumps(base))
     s["name"] = name
     w = {k: v for k, v in block.items()}
@@ -163,6 +163,11 @@ def study(name, block):
     s["workload"] = w
     s["search_space"]["max_model_len"] = [8192]
     s["budget"] = {"max_trials": 30}
+    if pin:
+        # one configuration, measured as the study measures its answer
+        s["search_space"] = {k: [v] for k, v in pin.items()}
+        s["quantizations"] = [pin["quantization"]]
+        s["budget"] = {"max_trials": 3}
     s["probe"] = {"tolerance": 0.01, "max_steps": 12, "request_timeout": 30}
     with open(path("study-" + name + ".json"), "w") as f:
         json.dump(s, f)
@@ -172,8 +177,9 @@ def study(name, block):
     return json.loads(p.stdout)
 
 
-a = study("sent", {"input_len_dist": "samples", "output_len_dist": "samples", "samples_path": path("sent.jsonl"),
-                   "arrival": "poisson"})
+sent_block = {"input_len_dist": "samples", "output_len_dist": "samples", "samples_path": path("sent.jsonl"),
+              "arrival": "poisson"}
+a = study("sent", sent_block)
 b = study("captured", cap)
 ka, kb = a["best"]["knobs"], b["best"]["knobs"]
 if ka == kb:
@@ -185,7 +191,10 @@ else:
         "SELECT t.knobs, t.cost_per_mtok FROM trials t JOIN studies s ON s.id = t.study_id"
         " WHERE s.name = 'sent.dry-run' AND t.state = 'done' AND t.cost_per_mtok IS NOT NULL")
         if json.loads(knobs) == kb]
-    cost = sum(costs) / len(costs) if costs else None
+    if not costs:
+        # the sent study's search never deployed it: measure it there alone
+        costs = [study("sent-pinned", sent_block, pin=kb)["best"]["cost_per_mtok"]]
+    cost = sum(costs) / len(costs)
     check(cost is not None and cost <= a["best"]["cost_per_mtok"] * 1.02,
           f"captured best {kb} costs {cost} on the sent workload, best there {a['best']['cost_per_mtok']:.4f}")
 print(f"sent: {ka} ${a['best']['cost_per_mtok']:.4f}/Mtok; captured: {kb} ${b['best']['cost_per_mtok']:.4f}/Mtok",

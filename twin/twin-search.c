@@ -1177,9 +1177,12 @@ int twin_search_rules(struct twin *t, const struct twin_search_settings *s, cons
 			snprintf(u->text, sizeof(u->text), "trial %zu ran out of memory with less", u->trial + 1);
 			break;
 		case TWIN_RULE_CANNOT_BIND:
-			snprintf(u->text, sizeof(u->text),
-				 "max_num_seqs cannot bind: concurrency %.1f at the SLA rate (trial %zu); equals %s",
-				 x.obs[x.rule_ref[i]].concurrency, u->trial + 1, ref);
+			/* a long knob key is cut: the text is for people, the trial cited */
+			if (snprintf(
+				    u->text, sizeof(u->text),
+				    "max_num_seqs cannot bind: concurrency %.1f at the SLA rate (trial %zu); equals %s",
+				    x.obs[x.rule_ref[i]].concurrency, u->trial + 1, ref) >= (int)sizeof(u->text))
+				strcpy(u->text + sizeof(u->text) - 4, "...");
 			break;
 		case TWIN_RULE_STARVED:
 			snprintf(u->text, sizeof(u->text),

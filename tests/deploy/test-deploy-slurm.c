@@ -354,7 +354,7 @@ static int roles_router(void *userdata, const struct deploy_worker_address *a, s
 		CHECK_STR_EQ(a[i].host, "127.0.0.1");
 		CHECK(a[i].port > 0 && a[i].aux_port > 0 && a[i].aux_port != a[i].port);
 		seen_aux[i] = a[i].aux_port;
-		snprintf(router_args[2 * i], sizeof(router_args[0]), "%s", a[i].host);
+		snprintf(router_args[2 * i], sizeof(router_args[0]), "%.63s", a[i].host);
 		snprintf(router_args[2 * i + 1], sizeof(router_args[0]), "%u", a[i].port);
 	}
 	router_argv[k++] = (char *)sim;

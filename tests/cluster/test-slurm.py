@@ -32,6 +32,7 @@ Shown, in order:
 Skips (77) with the reason where the daemons cannot start here (not root,
 the packages missing, no mknod). Usage: test-slurm.py GOODPUT GOODPUTD
 GOODPUT_SIM TUNE_ORACLE ENGINES_DIR"""
+import concurrent.futures
 import json
 import os
 import shutil
@@ -491,6 +492,12 @@ def main():
     os.makedirs(env["GOODPUT_SIM_GPU_LEDGER"])
     os.environ["PATH"] = env["PATH"]
     case_missing(dict(env), tmp)
+    # The local study runs meanwhile, on an emulated host of its own (its
+    # own GPU ledger): the test runs alone, and most of it waits on Slurm.
+    local_env = dict(env, GOODPUT_SIM_GPU_LEDGER=os.path.join(tmp, "ledger-local"))
+    os.makedirs(local_env["GOODPUT_SIM_GPU_LEDGER"])
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    local_study = pool.submit(case_local, local_env, tmp)
     cluster = Cluster(tmp)
     env["SLURM_CONF"] = cluster.conf
     try:
@@ -503,7 +510,8 @@ def main():
         fail(str(e))
     finally:
         cluster.stop()
-    local, path = case_local(env, tmp)
+    local, path = local_study.result()  # a failure there (SystemExit) is raised here
+    pool.shutdown()
     if answer != local:
         o = json.loads(subprocess.check_output([ORACLE, path, ENGINES], env=env, text=True))
         costs = {c["key"]: c.get("cost") for c in o["configs"]}

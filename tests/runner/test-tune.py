@@ -338,7 +338,7 @@ def case_failures():
         # deploy it either
         gpu = {"type": "L40S", "count": 1, "price_per_gpu_hour": 0.99, "memory_gib": 480}
         spec = study("fail-" + name, engine="sim-faults", search_space=space, workload=light,
-                     budget={"max_trials": 4}, baseline=False, gpu=gpu,
+                     budget={"max_trials": 4}, baseline=False, sweep=False, gpu=gpu,
                      deploy={"method": "exec", "startup_timeout": 4, "stop_timeout": 5},
                      search={"seed": 1, "strategy": "plain"})
         db = os.path.join(TMP, "fail-%s.db" % name)

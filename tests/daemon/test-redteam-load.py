@@ -349,7 +349,7 @@ def case_damaged(make, tmp):
     `goodput tune` on it."""
     d = make(args=["--dry-run"]).start()
     check(d.request({"command": "submit", "study": tiny_spec("a", trials=8)})["ok"], "submit")
-    d.wait_state("a", ["done"], 60)
+    d.wait_state("a", ["done"], 240)  # eight dry-run trials: the model search plans slowly under ASan
     d.stop()
     db = os.path.join(d.state, "goodput.db")
     with open(db, "r+b") as f:

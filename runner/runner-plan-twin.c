@@ -48,6 +48,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
+#include "runner-internal.h"
 #include "runner-planner.h"
 #include "time-util.h"
 #include "twin.h"
@@ -279,6 +280,7 @@ static int build_history(struct twin_planner *t, const struct runner_ask *a, str
 		if (row) {
 			tt.max_rate = isfinite(row->max_rate) && row->max_rate > 0 ? row->max_rate : 0;
 			tt.predicted_cost = row->predicted_cost;
+			tt.alone = runner_kind_is_alone(row->kind);
 			k = add_points(t, row->id, &tt, err);
 		}
 		if (k >= 0) {
@@ -375,7 +377,8 @@ static int model_child(struct twin_planner *t, int out_fd)
 
 	for (size_t i = 0; i < t->n_pending; i++)
 		pending[i] = (struct twin_pending){ .config = t->pending[i].config,
-						    .confirm = t->pending[i].ask == OPT_ASK_CONFIRM };
+						    .confirm = t->pending[i].ask == OPT_ASK_CONFIRM,
+						    .alone = t->pending[i].alone };
 	k = twin_search_ask(t->twin, &t->search, &t->hist, pending, t->n_pending, t->k, cands, &n, &err);
 	if (k < 0) {
 		_cleanup_(cJSON_Deletep) cJSON *j = cJSON_CreateObject();
@@ -389,7 +392,9 @@ static int model_child(struct twin_planner *t, int out_fd)
 		return 1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		/* done with trials in flight: wait for them (no line) */
+		/* done with trials in flight: wait for them (no line); a
+		 * confirmation of the answer with trials in flight is written
+		 * (side by side, once the stop holds: it waits for them alone) */
 		if (cands[i].opt.ask == OPT_ASK_DONE && (i > 0 || t->n_pending > 0))
 			break;
 		if (write_candidate(t, &cands[i], out_fd) < 0)
@@ -648,6 +653,9 @@ static int twin_ask(struct runner_planner *p, const struct runner_ask *a, struct
 			return RUNNER_ASK_WAIT_HOST;
 		lookup_warm(t, a->host_json);
 	}
+	/* a widened range (search.extend_edges) starts a phase: the model
+	 * search's stop side by side holds for the phase it was reached in */
+	t->search.plain.phase_start = t->env.settings->phase_start;
 	k = build_history(t, a, err);
 	if (k < 0)
 		return k;

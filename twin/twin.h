@@ -132,6 +132,8 @@ struct twin_trial {
 	struct opt_trial trial; /* config, outcome, cost ($/Mtok), confirm */
 	double max_rate;        /* the max SLA rate measured (req/s); 0 = unknown */
 	double predicted_cost;  /* what twin_next predicted when it asked (NAN = none): store it */
+	bool alone;             /* a confirmation of the answer measured alone on the host (kind confirm-N): the
+	                         * model search asks it once its search is over */
 	size_t n_points;
 	struct twin_point points[TWIN_POINTS_MAX];
 };
@@ -369,13 +371,21 @@ void twin_search_settings_init(struct twin_search_settings *s);
 struct twin_pending {
 	struct opt_config config;
 	bool confirm;
+	bool alone; /* a confirmation of the answer, alone on the host */
 };
 
 /* Up to k configurations to measure now (ret holds k), or one DONE
  * candidate: ret[i].opt as opt_next's (ask, phase, config, best,
  * reason), predicted_cost the posterior mean ($/Mtok), message why. A
- * confirmation of the answer is proposed only with nothing in flight and
- * ends the batch. *ret_n ≥ 1 unless k is 0. */
+ * confirmation of the answer (phase OPT_PHASE_CONFIRM: measured alone)
+ * ends the batch. One at a time (k 1, nothing in flight) it is proposed
+ * with nothing in flight. Side by side (k > 1 or trials in flight) the
+ * stop rule counts the trials in flight as untested; once it holds the
+ * answer's confirmation is proposed at once (it waits for the trials in
+ * flight) and the search is over for good: an alone confirmation in the
+ * history or in flight says so, and from then on only the answer is
+ * confirmed and its rivals measured again (beside each other), never a
+ * new configuration. *ret_n ≥ 1 unless k is 0. */
 int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
 		    const struct twin_pending *pending, size_t n_pending, size_t k, struct twin_candidate *ret,
 		    size_t *ret_n, struct error *err);

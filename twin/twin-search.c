@@ -33,7 +33,10 @@
  *    within twice their joint standard deviation) and nothing untested
  *    promises more than a quarter of the noise, the one measured less is
  *    measured again — never the same pair twice in a row, never a
- *    configuration more than REPROBE_MAX times.
+ *    configuration more than REPROBE_MAX times. Side by side a re-probe is
+ *    weighed as one at a time would weigh it (the expected improvement of
+ *    the told measurements, not of the batch's fantasies), at most one an
+ *    ask, never of the incumbent (the stop measures it again alone).
  * 4. The stop. Once the probability that any untested configuration beats
  *    the incumbent by more than the measurement noise (of the incumbent's
  *    mean cost: σ / √n, at least 1 %) is below stop_probability (5 %), and
@@ -44,6 +47,18 @@
  *    of the other shape was tried, the other shape's best as the model
  *    predicts it is measured once before the search ends. A budget that ends first says what is left: that
  *    probability and the largest expected improvement.
+ *    Side by side (several asked for, or trials in flight) the stop is
+ *    judged on the told measurements over what is neither measured nor in
+ *    flight; once it holds the answer's confirmation is proposed at once —
+ *    measured alone on the host, it waits for the trials in flight — and
+ *    the search is over for good: a confirmation alone in the history or in
+ *    flight (since the last widened range, plain.phase_start) says so, and
+ *    from then on nothing new starts: should a trial in flight or the
+ *    confirmation move the answer, the new answer is measured alone, then
+ *    done. The rivals are not measured again beside it (one at a time they
+ *    are, after the answer's confirmation): each would delay the answer by
+ *    a trial on a landscape of near ties, and one that moved the answer
+ *    would need another measurement alone.
  *
  * Knowledge as constraints (twin_search_rules, with the trial each one
  * read): a max_num_seqs at least twice the concurrency measured at the SLA
@@ -604,8 +619,8 @@ static double measured_sd(const struct search *x, size_t i)
 
 /* The closest rival of the incumbent measured fewer than
  * RIVAL_MEASUREMENTS times whose posterior mean lies within twice the
- * spread of the two measured means (SIZE_MAX: none). */
-static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc)
+ * spread of the two measured means, and not in flight (SIZE_MAX: none). */
+static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc, const bool *busy)
 {
 	double m1, sd, best = INFINITY;
 	size_t pick = SIZE_MAX;
@@ -616,7 +631,8 @@ static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc)
 	for (size_t i = 0; i < x->n_configs; i++) {
 		double m2, pair;
 
-		if (i == inc || !x->obs[i].measured || x->obs[i].n >= RIVAL_MEASUREMENTS || isnan(x->prior[i]))
+		if (i == inc || !x->obs[i].measured || x->obs[i].n >= RIVAL_MEASUREMENTS || isnan(x->prior[i]) ||
+		    busy[i])
 			continue;
 		posterior(x, gp, i, &m2, &sd);
 		pair = sqrt(measured_sd(x, inc) * measured_sd(x, inc) + measured_sd(x, i) * measured_sd(x, i));
@@ -626,6 +642,29 @@ static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc)
 		}
 	}
 	return pick;
+}
+
+/* Whether configuration i was measured alone on the host (a confirmation
+ * of the answer once the search was over). */
+static bool measured_alone(const struct twin *t, const struct twin_history *h, size_t i)
+{
+	for (size_t k = 0; k < h->n; k++)
+		if (h->trials[k].alone && h->trials[k].trial.outcome == OPT_OUTCOME_MEASURED &&
+		    twin_index(t, &h->trials[k].trial.config) == (ssize_t)i)
+			return true;
+	return false;
+}
+
+/* Whether a re-probe of configuration a or b is in flight. */
+static bool pair_in_flight(const struct twin *t, const struct twin_pending *pending, size_t n, size_t a, size_t b)
+{
+	for (size_t p = 0; p < n; p++) {
+		ssize_t i = pending[p].confirm ? twin_index(t, &pending[p].config) : -1;
+
+		if (i >= 0 && ((size_t)i == a || (size_t)i == b))
+			return true;
+	}
+	return false;
 }
 
 /* An untested configuration the choice weighs: its residual's posterior
@@ -799,6 +838,9 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 	_cleanup_(freep) struct weigh *weigh = NULL;
 	size_t got = 0, deployed = h->n + n_pending;
 	unsigned reserve = opt_confirm_reserve(&s->plain);
+	/* side by side: several asked for, or trials in flight */
+	bool sbs = k > 1 || n_pending > 0, latched = false, alone_pending = false, stop_told = false, reprobed = false;
+	double ei_told = 0, p_told = 1, delta_told = 0;
 	int r;
 
 	opt_gp_init(&gp);
@@ -838,6 +880,47 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 	if (r < 0)
 		goto out;
 
+	/* the trials in flight are not candidates */
+	for (size_t p = 0; p < n_pending; p++) {
+		ssize_t i = twin_index(t, &pending[p].config);
+
+		if (i < 0 || isnan(x.prior[i]))
+			continue;
+		r = ensure_prior(&x, (size_t)i, err);
+		if (r < 0)
+			goto out;
+		busy[i] = true;
+	}
+	/* the rules, and side by side what the search decides from the told
+	 * measurements alone (no fantasies): the stop over what is neither
+	 * measured nor in flight, and the expected improvement a re-probe is
+	 * weighed against, as one at a time */
+	{
+		double m0;
+		size_t second0, inc0 = incumbent(&x, &gp, &m0, &second0);
+
+		r = apply_rules(&x, isfinite(m0) ? m0 : INFINITY, err);
+		if (r < 0)
+			goto out;
+		/* (a range widened after it starts the search again: plain.phase_start) */
+		for (size_t j = s->plain.phase_start; j < h->n && sbs; j++)
+			latched = latched || h->trials[j].alone;
+		for (size_t p = 0; p < n_pending && sbs; p++)
+			alone_pending = alone_pending || pending[p].alone;
+		latched = latched || alone_pending;
+		if (sbs && !latched && inc0 != SIZE_MAX) {
+			size_t n0 = gather(&x, &gp, busy, weigh), pick0;
+
+			delta_told = MAX(STOP_RESOLUTION, measured_sd(&x, inc0));
+			r = p_no_better(&x, weigh, n0, m0 - delta_told, &p_told, err);
+			if (r >= 0)
+				r = choose(&x, weigh, n0, m0, &pick0, &ei_told, err);
+			if (r < 0)
+				goto out;
+			stop_told = 1 - p_told < s->stop_probability && x.measured_configs >= STOP_MIN;
+		}
+	}
+
 	/* the trials in flight: fantasies at their posterior means */
 	for (size_t p = 0; p < n_pending; p++) {
 		ssize_t i = twin_index(t, &pending[p].config);
@@ -870,6 +953,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 		struct twin_candidate *c = &ret[got];
 		double best_m, best_ei = 0, p_none = 1, delta;
 		size_t second, pick = SIZE_MAX, untested = 0;
+		bool over;
 		size_t inc = incumbent(&x, &gp, &best_m, &second);
 		double ref = best_m;
 
@@ -882,10 +966,41 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 		c->tol = delta;
 		opt_best(t->space, &oh, &c->opt.best, &c->opt.runner_up);
 		c->opt.evaluated = x.measured_configs;
-		if (got == 0) {
-			r = apply_rules(&x, isfinite(best_m) ? best_m : INFINITY, err);
-			if (r < 0)
-				goto out;
+		/* side by side, once the stop held: the answer measured alone, nothing new */
+		over = sbs && inc != SIZE_MAX && (latched || stop_told);
+		if (over) {
+			ssize_t b = c->opt.best.valid ? twin_index(t, &c->opt.best.config) : -1;
+			bool room = !s->plain.max_trials || deployed + got < s->plain.max_trials;
+			bool alone_done = b >= 0 && measured_alone(t, h, (size_t)b);
+
+			c->opt.inferred = 0;
+			for (size_t i = 0; i < x.n_configs; i++)
+				c->opt.inferred += x.rule[i] != 0;
+			if (b >= 0 && !alone_done && !alone_pending && s->plain.confirm_probes > 0 && room &&
+			    got == 0 && (!latched || n_pending == 0)) {
+				c->opt.ask = OPT_ASK_CONFIRM;
+				c->opt.phase = OPT_PHASE_CONFIRM;
+				c->opt.reason = OPT_DONE_CONVERGED;
+				c->opt.config = c->opt.best.config;
+				c->opt.attempt = 1;
+				c->phase = TWIN_PHASE_CONFIRM;
+				c->tol = latched ? delta : delta_told;
+				if (latched)
+					snprintf(c->message, sizeof(c->message),
+						 "the search is over: measuring the answer alone");
+				else
+					snprintf(c->message, sizeof(c->message),
+						 "converged: P(an untested configuration beats the answer by more than "
+						 "the noise %.1f %%) = %.1f %% < %.0f %% after %zu deployments (%zu in "
+						 "flight): the answer is measured alone, nothing new starts",
+						 100 * delta_told, 100 * (1 - p_told), 100 * s->stop_probability,
+						 deployed, n_pending);
+				got++;
+				break;
+			}
+			if (got > 0)
+				break;
+			/* nothing to confirm: done below (or, with trials in flight, wait for them) */
 		}
 		/* nothing measured: a batch spreads around what is in flight already */
 		for (size_t i = 0; i < x.n_configs && inc == SIZE_MAX; i++)
@@ -901,8 +1016,9 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			r = p_no_better(&x, weigh, untested, best_m - delta, &p_none, err);
 		/* the expected improvement decides only where the search goes on (the
 		 * budget's last word says it too) */
-		if (r >= 0 && (inc == SIZE_MAX || budget || untested == 0 || 1 - p_none >= s->stop_probability ||
-			       x.measured_configs + got < STOP_MIN))
+		if (r >= 0 && !over &&
+		    (inc == SIZE_MAX || budget || untested == 0 || 1 - p_none >= s->stop_probability ||
+		     x.measured_configs + got < STOP_MIN))
 			r = choose(&x, weigh, untested,
 				   !isfinite(ref)    ? NAN
 				   : inc == SIZE_MAX ? ref
@@ -926,15 +1042,21 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			got++;
 			break;
 		}
-		if (inc != SIZE_MAX && !budget && pick != SIZE_MAX &&
+		if (inc != SIZE_MAX && !budget && pick != SIZE_MAX && !over &&
 		    (1 - p_none >= s->stop_probability || x.measured_configs + got < STOP_MIN)) {
 			double dm, sd_pair;
 			bool reprobe = false;
 			size_t which = inc;
 
-			/* the incumbent and its rival overlap: measure again the one measured less */
-			/* (confirm_probes 0: nothing is measured twice) */
-			if (second != SIZE_MAX && best_ei < delta / 4 && s->plain.confirm_probes > 0) {
+			/* the incumbent and its rival overlap: measure again the one
+			 * measured less (confirm_probes 0: nothing is measured twice).
+			 * Side by side only where one at a time would (the expected
+			 * improvement of the told measurements, not of the fantasies),
+			 * once an ask, not while one of the pair is measured again, and
+			 * never the incumbent: once the stop holds it is measured alone */
+			if (second != SIZE_MAX && (sbs ? ei_told : best_ei) < delta / 4 &&
+			    s->plain.confirm_probes > 0 &&
+			    !(sbs && (reprobed || pair_in_flight(t, pending, n_pending, inc, second)))) {
 				double m2, sd2, m1, sd1;
 
 				posterior(&x, &gp, second, &m2, &sd2);
@@ -944,6 +1066,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 					       measured_sd(&x, second) * measured_sd(&x, second));
 				which = x.obs[second].n < x.obs[inc].n ? second : inc;
 				reprobe = dm < 2 * sd_pair && x.obs[which].n < REPROBE_MAX && !busy[which] &&
+					  !(sbs && which == inc) &&
 					  !(h->n > 0 && h->trials[h->n - 1].trial.confirm &&
 					    (twin_index(t, &h->trials[h->n - 1].trial.config) == (ssize_t)inc ||
 					     twin_index(t, &h->trials[h->n - 1].trial.config) == (ssize_t)second));
@@ -961,6 +1084,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 					 "one measured less again",
 					 100 * (exp(dm) - 1), 100 * delta);
 				busy[which] = true;
+				reprobed = true;
 			} else {
 				double m, sd;
 
@@ -1029,7 +1153,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			c->opt.config = c->opt.best.config;
 			c->opt.attempt = 1;
 			c->phase = TWIN_PHASE_CONFIRM;
-		} else if ((second = rival(&x, &gp, inc)) != SIZE_MAX && s->plain.confirm_probes > 0 &&
+		} else if (!over && (second = rival(&x, &gp, inc, busy)) != SIZE_MAX && s->plain.confirm_probes > 0 &&
 			   n_pending + got == 0 && (!s->plain.max_trials || deployed < s->plain.max_trials)) {
 			/* a rival within the noise of the answer: measure the one of
 			 * the two measured less, never the same one twice in a row */
@@ -1075,6 +1199,12 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 		else if (pick == SIZE_MAX)
 			snprintf(c->message, sizeof(c->message),
 				 "exhausted: every configuration the model can start is measured or ruled out");
+		else if (over && latched)
+			snprintf(c->message, sizeof(c->message),
+				 "converged: side by side nothing new starts once the stop holds, and the answer was "
+				 "measured alone; P(an untested configuration beats it by more than the noise %.1f %%) "
+				 "= %.1f %% now, after %zu deployments",
+				 100 * delta, 100 * (1 - p_none), deployed);
 		else if (s->plain.max_trials)
 			snprintf(c->message, sizeof(c->message),
 				 "converged: P(an untested configuration beats the answer by more than the noise "

@@ -4,7 +4,8 @@
  * deployments saved in its message; a server with costs the model cannot
  * express keeps it searching longer than a server it describes; the same
  * history asks the same thing again (a restarted runner), a batch never
- * repeats itself nor a trial in flight; the rules name the trial they read
+ * repeats itself nor a trial in flight; side by side, once the stop holds
+ * nothing new starts, only the answer's confirmation alone; the rules name the trial they read
  * (max_num_seqs that cannot bind at the measured concurrency). Measurements
  * come from a second twin with known constants playing the real server,
  * through 3 % noise seeded per test. */
@@ -388,6 +389,116 @@ static void test_rules(void)
 	server_done(&sv);
 }
 
+/* Side by side, once the stop holds: the answer's confirmation (alone)
+ * comes at once though a trial is in flight (it waits for it on the
+ * host), and from then on no new configuration starts — not while that
+ * confirmation waits, even after the trial in flight came out cheaper
+ * than the answer, and not once the answer moved: only the new answer is
+ * confirmed alone, then the search is done. One at a time the same
+ * history gives the stop (the reference). */
+static void test_stop_side_by_side(void)
+{
+	static const char *const seqs[] = { "8", "16", "32", "64", "128", "256" };
+	static const char *const chunks[] = { "512", "1024", "2048", "4096" };
+	struct server sv;
+	struct twin_setup setup;
+	struct twin *tuner = NULL;
+	struct twin_history h;
+	struct twin_search_settings s;
+	struct twin_candidate c, d[4];
+	struct twin_pending pend;
+	struct twin_trial tr;
+	struct opt_config answer, u;
+	struct error err = { 0 };
+	size_t n = 0;
+	bool found = false;
+
+	server_init(&sv, 0, 1.0);
+	make_setup(&setup, 0);
+	CHECK(twin_new(sv.space, &setup, &tuner, &err) >= 0);
+	twin_history_init(&h);
+	settings_init(&s);
+	/* one at a time up to the stop */
+	for (unsigned i = 0; i < 40; i++) {
+		CHECK(twin_search_ask(tuner, &s, &h, NULL, 0, 1, &c, &n, &err) >= 0);
+		if (c.opt.phase == OPT_PHASE_CONFIRM || c.opt.ask == OPT_ASK_DONE)
+			break;
+		measure(&sv, &c, &tr);
+		CHECK(twin_history_add(&h, &tr) >= 0);
+	}
+	CHECK(c.opt.phase == OPT_PHASE_CONFIRM || c.opt.ask == OPT_ASK_DONE);
+	CHECK(c.opt.best.valid);
+	answer = c.opt.best.config;
+	/* an untested configuration the model can start, in flight */
+	for (size_t i = 0; i < ELEMENTSOF(seqs) && !found; i++)
+		for (size_t j = 0; j < ELEMENTSOF(chunks) && !found; j++) {
+			char key[OPT_KEY_MAX];
+			struct twin_prediction pr;
+			bool tried = false;
+
+			snprintf(key, sizeof(key),
+				 "max_num_seqs=%s,max_num_batched_tokens=%s,quantization=fp8,tensor_parallel=1",
+				 seqs[i], chunks[j]);
+			CHECK(opt_config_from_key(sv.space, key, &u, &err) >= 0);
+			for (size_t k = 0; k < h.n; k++)
+				tried = tried || memcmp(&h.trials[k].trial.config, &u, sizeof(u)) == 0;
+			CHECK(twin_predict(sv.real, &sv.truth, &u, &pr, &err) >= 0);
+			found = !tried && pr.outcome == OPT_OUTCOME_MEASURED;
+		}
+	CHECK(found);
+	pend = (struct twin_pending){ .config = u };
+
+	/* four slots free, one trial in flight: the answer's confirmation alone, nothing new */
+	CHECK_MSG(twin_search_ask(tuner, &s, &h, &pend, 1, 4, d, &n, &err) >= 0, "%s", err.msg);
+	fprintf(stderr, "side by side: %s\n", d[0].message);
+	CHECK_INT_EQ(n, 1);
+	CHECK_INT_EQ(d[0].opt.ask, OPT_ASK_CONFIRM);
+	CHECK_INT_EQ(d[0].opt.phase, OPT_PHASE_CONFIRM);
+	CHECK(memcmp(&d[0].opt.config, &answer, sizeof(answer)) == 0);
+	CHECK_STR_CONTAINS(d[0].message, "converged: P(an untested configuration beats the answer");
+
+	/* the trial in flight comes out 10 % cheaper than the answer, the
+	 * confirmation still waits: nothing starts */
+	measure(&sv, &(struct twin_candidate){ .opt = { .ask = OPT_ASK_TRIAL, .config = u }, .predicted_cost = NAN },
+		&tr);
+	CHECK_INT_EQ(tr.trial.outcome, OPT_OUTCOME_MEASURED);
+	tr.trial.cost = c.opt.best.cost * 0.9;
+	CHECK(twin_history_add(&h, &tr) >= 0);
+	pend = (struct twin_pending){ .config = answer, .confirm = true, .alone = true };
+	CHECK(twin_search_ask(tuner, &s, &h, &pend, 1, 3, d, &n, &err) >= 0);
+	CHECK_INT_EQ(n, 1);
+	CHECK_INT_EQ(d[0].opt.ask, OPT_ASK_DONE);
+
+	/* the confirmation told: the new answer (the cheaper one) is measured
+	 * alone, and so is each answer after it until one measured alone
+	 * stays the answer — nothing else */
+	measure(&sv,
+		&(struct twin_candidate){ .opt = { .ask = OPT_ASK_CONFIRM, .config = answer }, .predicted_cost = NAN },
+		&tr);
+	tr.alone = true;
+	CHECK(twin_history_add(&h, &tr) >= 0);
+	for (unsigned i = 0;; i++) {
+		CHECK(i < 8);
+		CHECK(twin_search_ask(tuner, &s, &h, NULL, 0, 4, d, &n, &err) >= 0);
+		CHECK_INT_EQ(n, 1);
+		if (d[0].opt.ask == OPT_ASK_DONE)
+			break;
+		CHECK_INT_EQ(d[0].opt.ask, OPT_ASK_CONFIRM);
+		CHECK_INT_EQ(d[0].opt.phase, OPT_PHASE_CONFIRM);
+		CHECK(memcmp(&d[0].opt.config, &d[0].opt.best.config, sizeof(u)) == 0);
+		/* the first: the one that came out cheaper */
+		CHECK(i > 0 || memcmp(&d[0].opt.config, &u, sizeof(u)) == 0);
+		measure(&sv, &d[0], &tr);
+		tr.alone = true;
+		CHECK(twin_history_add(&h, &tr) >= 0);
+	}
+	fprintf(stderr, "side by side, done: %s\n", d[0].message);
+	CHECK_STR_CONTAINS(d[0].message, "converged");
+	twin_history_done(&h);
+	twin_free(tuner);
+	server_done(&sv);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -401,5 +512,7 @@ int main(int argc, char **argv)
 		test_converges();
 	if ((!only && !test_quick()) || (only && strcmp(only, "unmodelled") == 0))
 		test_unmodelled();
+	if ((!only && !test_quick()) || (only && strcmp(only, "side-by-side") == 0))
+		test_stop_side_by_side();
 	return 0;
 }

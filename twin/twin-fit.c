@@ -469,6 +469,22 @@ out:
 	return 0;
 }
 
+/* The cache's slot for a new fit: a free one, or the least recently used. */
+static struct twin_fit_entry *fit_slot(struct twin *t)
+{
+	struct twin_fit_entry *e = &t->fits[0];
+
+	for (size_t i = 0; i < TWIN_FITS_MAX; i++) {
+		if (!t->fits[i].used) {
+			e = &t->fits[i];
+			break;
+		}
+		if (t->fits[i].stamp < e->stamp)
+			e = &t->fits[i];
+	}
+	return e;
+}
+
 static int cached_fit(struct twin *t, const struct twin_trial *trials, size_t n, const struct sim_profile *base,
 		      const struct twin_fit_options *o, bool evaluate_only, struct twin_fit *ret, struct error *err)
 {
@@ -491,15 +507,7 @@ static int cached_fit(struct twin *t, const struct twin_trial *trials, size_t n,
 	r = run_fit(t, trials, n, base, &opts, evaluate_only, ret, err);
 	if (r < 0 && r != -ENODATA)
 		return r;
-	e = &t->fits[0];
-	for (size_t i = 0; i < TWIN_FITS_MAX; i++) {
-		if (!t->fits[i].used) {
-			e = &t->fits[i];
-			break;
-		}
-		if (t->fits[i].stamp < e->stamp)
-			e = &t->fits[i];
-	}
+	e = fit_slot(t);
 	*e = (struct twin_fit_entry){ .used = true, .fresh = true, .hash = h, .stamp = ++t->clock, .r = r };
 	if (r >= 0)
 		e->fit = *ret;
@@ -508,19 +516,12 @@ static int cached_fit(struct twin *t, const struct twin_trial *trials, size_t n,
 
 void twin_fit_cache_put(struct twin *t, uint64_t hash, int r, const struct twin_fit *fit)
 {
-	struct twin_fit_entry *e = &t->fits[0];
+	struct twin_fit_entry *e;
 
 	for (size_t i = 0; i < TWIN_FITS_MAX; i++)
 		if (t->fits[i].used && t->fits[i].hash == hash)
 			return;
-	for (size_t i = 0; i < TWIN_FITS_MAX; i++) {
-		if (!t->fits[i].used) {
-			e = &t->fits[i];
-			break;
-		}
-		if (t->fits[i].stamp < e->stamp)
-			e = &t->fits[i];
-	}
+	e = fit_slot(t);
 	*e = (struct twin_fit_entry){ .used = true, .hash = hash, .stamp = ++t->clock, .r = r };
 	if (r >= 0)
 		e->fit = *fit;

@@ -836,7 +836,9 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 	struct gp_data d = { 0 };
 	_cleanup_(freep) bool *busy = NULL;
 	_cleanup_(freep) struct weigh *weigh = NULL;
+	_cleanup_(freep) ssize_t *pidx = NULL; /* each trial in flight's configuration, -1: none */
 	size_t got = 0, deployed = h->n + n_pending;
+	unsigned inferred = 0;
 	unsigned reserve = opt_confirm_reserve(&s->plain);
 	/* side by side: several asked for, or trials in flight */
 	bool sbs = k > 1 || n_pending > 0, latched = false, alone_pending = false, stop_told = false, reprobed = false;
@@ -855,8 +857,9 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 	x.exact = calloc(x.n_configs, sizeof(bool));
 	busy = calloc(x.n_configs, sizeof(bool));
 	weigh = malloc(x.n_configs * sizeof(*weigh));
+	pidx = malloc(MAX(n_pending, (size_t)1) * sizeof(*pidx));
 	if (!x.obs || !x.rule || !x.rule_trial || !x.rule_ref || !x.prior || !x.exact || !x.never_met || !x.z ||
-	    !busy || !weigh) {
+	    !busy || !weigh || !pidx) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -884,12 +887,14 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 	for (size_t p = 0; p < n_pending; p++) {
 		ssize_t i = twin_index(t, &pending[p].config);
 
+		pidx[p] = -1;
 		if (i < 0 || isnan(x.prior[i]))
 			continue;
 		r = ensure_prior(&x, (size_t)i, err);
 		if (r < 0)
 			goto out;
 		busy[i] = true;
+		pidx[p] = i;
 	}
 	/* the rules, and side by side what the search decides from the told
 	 * measurements alone (no fantasies): the stop over what is neither
@@ -902,6 +907,8 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 		r = apply_rules(&x, isfinite(m0) ? m0 : INFINITY, err);
 		if (r < 0)
 			goto out;
+		for (size_t i = 0; i < x.n_configs; i++)
+			inferred += x.rule[i] != 0;
 		/* (a range widened after it starts the search again: plain.phase_start) */
 		for (size_t j = s->plain.phase_start; j < h->n && sbs; j++)
 			latched = latched || h->trials[j].alone;
@@ -923,15 +930,11 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 
 	/* the trials in flight: fantasies at their posterior means */
 	for (size_t p = 0; p < n_pending; p++) {
-		ssize_t i = twin_index(t, &pending[p].config);
+		ssize_t i = pidx[p];
 		double m, sd;
 
-		if (i < 0 || isnan(x.prior[i]))
+		if (i < 0)
 			continue;
-		r = ensure_prior(&x, (size_t)i, err);
-		if (r < 0)
-			goto out;
-		busy[i] = true;
 		posterior(&x, &gp, (size_t)i, &m, &sd);
 		r = gp_data_add(&d, &x, (size_t)i, m - x.prior[i], x.noise_var / (x.obs[i].n + 1));
 		if (r >= 0)
@@ -973,9 +976,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			bool room = !s->plain.max_trials || deployed + got < s->plain.max_trials;
 			bool alone_done = b >= 0 && measured_alone(t, h, (size_t)b);
 
-			c->opt.inferred = 0;
-			for (size_t i = 0; i < x.n_configs; i++)
-				c->opt.inferred += x.rule[i] != 0;
+			c->opt.inferred = inferred;
 			if (b >= 0 && !alone_done && !alone_pending && s->plain.confirm_probes > 0 && room &&
 			    got == 0 && (!latched || n_pending == 0)) {
 				c->opt.ask = OPT_ASK_CONFIRM;
@@ -1028,9 +1029,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			pick = weigh[0].i; /* any: the search is over */
 		if (r < 0)
 			goto out;
-		c->opt.inferred = 0;
-		for (size_t i = 0; i < x.n_configs; i++)
-			c->opt.inferred += x.rule[i] != 0;
+		c->opt.inferred = inferred;
 
 		if (inc == SIZE_MAX && pick == SIZE_MAX) {
 			c->opt.ask = OPT_ASK_DONE;

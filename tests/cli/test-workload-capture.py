@@ -195,7 +195,7 @@ else:
         # the sent study's search never deployed it: measure it there alone
         costs = [study("sent-pinned", sent_block, pin=kb)["best"]["cost_per_mtok"]]
     cost = sum(costs) / len(costs)
-    check(cost is not None and cost <= a["best"]["cost_per_mtok"] * 1.02,
+    check(cost <= a["best"]["cost_per_mtok"] * 1.02,
           f"captured best {kb} costs {cost} on the sent workload, best there {a['best']['cost_per_mtok']:.4f}")
 print(f"sent: {ka} ${a['best']['cost_per_mtok']:.4f}/Mtok; captured: {kb} ${b['best']['cost_per_mtok']:.4f}/Mtok",
       file=sys.stderr)

@@ -129,6 +129,9 @@ static const struct option own_options[] = {
 	{ "no-stream", no_argument, NULL, ARG_IGNORED_FLAG },
 	{ "profile", no_argument, NULL, ARG_IGNORED_FLAG },
 	{ "use-beam-search", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "plot-timeline", no_argument, NULL, ARG_IGNORED_FLAG },
+	{ "timeline-itl-thresholds", required_argument, NULL, ARG_IGNORED_VALUE },
+	{ "plot-dataset-stats", no_argument, NULL, ARG_IGNORED_FLAG },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -190,9 +193,10 @@ static void help(void)
 	       "vllm bench serve's --trust-remote-code, --tokenizer-mode, --skip-tokenizer-init,\n"
 	       "--skip-chat-template, --custom-skip-chat-template, --disable-shuffle,\n"
 	       "--no-oversample, --no-stream, --profile, --use-beam-search, --logprobs,\n"
-	       "--ready-check-timeout-sec and the sampling flags (--temperature, --top-p,\n"
-	       "--top-k, --min-p, --frequency-penalty, --presence-penalty,\n"
-	       "--repetition-penalty) are taken with a note and have no effect.\n"
+	       "--ready-check-timeout-sec, the plots (--plot-timeline, --timeline-itl-thresholds,\n"
+	       "--plot-dataset-stats) and the sampling flags (--temperature, --top-p, --top-k,\n"
+	       "--min-p, --frequency-penalty, --presence-penalty, --repetition-penalty) are\n"
+	       "taken with a note and have no effect.\n"
 	       "\n");
 	probe_workload_flags_help(stdout);
 	printf("\n"
@@ -450,7 +454,8 @@ static void note_ignored(const struct probe_args *a)
 {
 	if (a->n_ignored == 0)
 		return;
-	fprintf(stderr, "note: goodput probe loads no tokenizer and sends no sampling parameters; ignored:");
+	fprintf(stderr, "note: goodput probe loads no tokenizer, sends no sampling parameters and draws no plots; "
+			"ignored:");
 	for (size_t i = 0; i < a->n_ignored; i++)
 		fprintf(stderr, "%s --%s", i ? "," : "", a->ignored[i]);
 	fputc('\n', stderr);

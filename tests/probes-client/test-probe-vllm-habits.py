@@ -2,7 +2,7 @@
 """test-probe-vllm-habits.py — command lines from vLLM's benchmarking docs
 run unchanged with `goodput probe`, and vLLM's result file reads as vLLM's.
 
-Three `vllm bench serve` command lines as vLLM's documentation prints them
+Four `vllm bench serve` command lines as vLLM's documentation prints them
 (docs/benchmarking/cli.md and docs/cli/README.md), with `vllm bench serve`
 replaced by `goodput probe` and only the placeholders the docs ask the reader
 to fill in (the data path, server-host, server-port) filled in. They target
@@ -146,6 +146,11 @@ docs = [
       "meta-llama/Llama-3.1-8B-Instruct", "--endpoint", "/v1/completions", "--dataset-name", "custom",
       "--dataset-path", custom, "--custom-skip-chat-template", "--num-prompts", "80", "--max-concurrency", "1",
       "--temperature=0.3", "--top-p=0.75", "--result-dir", "./log/"], "log"),
+    # docs/benchmarking/cli.md, "Results Visualization": vLLM's own plots
+    ("plots", 8000, "meta-llama/Llama-3.1-8B-Instruct",
+     ["--backend", "vllm", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--endpoint", "/v1/completions",
+      "--dataset-name", "sharegpt", "--dataset-path", sharegpt, "--num-prompts", "20", "--plot-timeline",
+      "--timeline-itl-thresholds", "2,5", "--plot-dataset-stats", "--save-result"], "."),
     # docs/cli/README.md, "bench serve"
     ("cli-guide", 8000, "meta-llama/Llama-3.2-1B-Instruct",
      ["--model", "meta-llama/Llama-3.2-1B-Instruct", "--host", "127.0.0.1", "--port", "8000",
@@ -166,6 +171,10 @@ try:
             if "--temperature=0.3" in cmd:
                 check(ignored and "--temperature" in ignored[0] and "--top-p" in ignored[0],
                       f"{name}: the note does not name the sampling flags: {ignored}")
+            if "--plot-timeline" in cmd:
+                check(ignored and all(f in ignored[0] for f in
+                                      ("--plot-timeline", "--timeline-itl-thresholds", "--plot-dataset-stats")),
+                      f"{name}: the note does not name the plot flags: {ignored}")
             if "--custom-skip-chat-template" in cmd:
                 check(ignored and "--custom-skip-chat-template" in ignored[0], f"{name}: note {ignored}")
             if result_dir:
@@ -173,12 +182,14 @@ try:
                 check(len(files) == 1, f"{name}: result files {files}")
                 for f in files:
                     base = os.path.basename(f)
-                    check(base.startswith("vllm-inf") and "-concurrency1-Llama-3.1-8B-Instruct-" in base,
+                    mid = "-concurrency1-" if "--max-concurrency" in cmd else "-"
+                    check(base.startswith("vllm-infqps" + mid + "Llama-3.1-8B-Instruct-"),
                           f"{name}: vLLM's file name, got {base}")
                     wrong = vllm_reader(f)
                     check(not wrong, f"{name}: vLLM's reader: {wrong}")
                     d = json.load(open(f))
-                    check(d["backend"] == "vllm" and d["num_prompts"] == 80 and d["completed"] == 80,
+                    n = int(cmd[cmd.index("--num-prompts") + 1])
+                    check(d["backend"] == "vllm" and d["num_prompts"] == n and d["completed"] == n,
                           f"{name}: backend {d['backend']}, {d['completed']}/{d['num_prompts']}")
                     check(d["tokenizer_id"] == "meta-llama/Llama-3.1-8B-Instruct", f"tokenizer_id {d['tokenizer_id']}")
         finally:

@@ -177,7 +177,7 @@ int report_plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, cha
 	_cleanup_(report_curve_done) struct report_curve cv = { .sweet = -1 };
 	_cleanup_(freep) double(*rows)[10] = NULL;
 	char knobs[256], title[512];
-	double x0, x1, lo, hi, marks[4], att_lo;
+	double x0, x1, lo, hi, marks[4], att_lo, att_hi;
 	size_t n_marks;
 	FILE *d;
 	int q;
@@ -269,28 +269,46 @@ int report_plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, cha
 	sla_lines(f, r, PROBE_METRIC_TPOT, marks, &n_marks);
 	fputc('\n', f);
 	plot_axes(f, "TPOT percentiles", PLOT_AXES_LOG_Y, marks, n_marks, NULL, 0);
-	/* throughput, goodput and attainment: the attainment axis from just
-	 * below the lowest attainment (or the target) to 100 % */
-	att_lo = 100;
+	/* throughput, goodput and attainment, each axis fitted to its data:
+	 * the rate search's points sit close to its answer, where an axis from
+	 * 0 would leave most of the panel empty; the attainment axis keeps the
+	 * target in view */
+	att_lo = INFINITY, att_hi = -INFINITY;
 	for (size_t i = 0; i < cv.n; i++)
-		if (isfinite(rows[i][9]))
+		if (isfinite(rows[i][9])) {
 			att_lo = MIN(att_lo, rows[i][9]);
+			att_hi = MAX(att_hi, rows[i][9]);
+		}
 	n_marks = 0;
 	if (!probe_sla_empty(&r->parsed->sla)) {
 		marks[n_marks++] = r->parsed->sla.attainment * 100;
 		att_lo = MIN(att_lo, marks[0]);
+		att_hi = MAX(att_hi, marks[0]);
 	}
-	att_lo = MAX(0, floor((att_lo - 5) / 10) * 10);
+	if (!isfinite(att_lo)) {
+		att_lo = 0;
+		att_hi = 100;
+	}
+	plot_fit_range(att_lo, att_hi, false, &att_lo, &att_hi);
+	att_lo = MAX(0, att_lo);
+	att_hi = MIN(102, att_hi);
 	lo = INFINITY, hi = -INFINITY;
 	span_of(rows, cv.n, 7, 9, &lo, &hi);
+	if (isfinite(lo))
+		plot_fit_range(lo, hi, false, &lo, &hi);
+	else {
+		lo = 0;
+		hi = 1;
+	}
 	fprintf(f,
-		"unset logscale y\nset yrange [0:%.9g]\nset ytics autofreq nomirror\nset ylabel 'output tokens/s'\n"
-		"set y2label 'attainment (%%)'\nset y2range [%g:102]\nset y2tics\nset title 'Throughput and goodput'\n"
+		"unset logscale y\nset yrange [%.9g:%.9g]\nset ytics autofreq nomirror\nset ylabel 'output tokens/s'\n"
+		"set y2label 'attainment (%%)'\nset y2range [%.9g:%.9g]\nset y2tics\nset title 'Throughput and "
+		"goodput'\n"
 		"plot 'lat.dat' using 1:8 with linespoints pt 7 ps 0.7 lc rgb '#7f7f7f' title 'output tokens/s', "
 		"'' using 1:9 with linespoints pt 7 ps 0.7 lw 2 lc rgb '#2ca02c' title 'goodput (tokens/s meeting the "
 		"SLA)', "
 		"'' using 1:10 axes x1y2 with linespoints pt 6 ps 0.7 dt 2 lc rgb '#9467bd' title 'attainment %%'",
-		isfinite(hi) ? hi * 1.1 : 1, att_lo);
+		MAX(0, lo), hi, att_lo, att_hi);
 	if (n_marks)
 		fprintf(f, ", %.9g axes x1y2 with lines dt 3 lc rgb '#9467bd' title 'attainment target'", marks[0]);
 	if (cv.sweet >= 0) {

@@ -19,5 +19,6 @@ int main(int argc, char **argv)
 	}
 	CHECK_MSG(store_open(argv[1], NULL, &s, &err) >= 0, "%s", err.msg);
 	fix_fill(s);
+	fix_fill_clustered(s);
 	return 0;
 }

@@ -119,7 +119,14 @@ struct fix_trial {
 	double max_rate, goodput; /* 0: none */
 };
 
-static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial *t, uint32_t n, bool scraped)
+/* The rate search's finite load points, as fractions of the max rate: a
+ * spread from half to a quarter beyond it, or (FIX_F) clustered near it, as
+ * a real search ends bracketing its answer. */
+static const double spread_steps[] = { 0.5, 0.75, 1.0, 1.25 };
+static const double clustered_steps[] = { 0.85, 0.92, 1.0 };
+
+static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial *t, uint32_t n, bool scraped,
+			 const double *steps, size_t n_steps)
 {
 	char knobs[256], key[256], launch[1024];
 	struct error err = { 0 };
@@ -150,15 +157,16 @@ static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial 
 
 		if (strcmp(t->kind, "sweep") == 0) {
 			/* the load-step sweep: 20 % to 110 % of the max rate */
-			static const double steps[] = { 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1 };
+			static const double sweep[] = { 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1 };
 
-			for (size_t i = 0; i < ELEMENTSOF(steps); i++)
-				add_point(s, id, k++, "sweep", t->max_rate * steps[i], t->max_rate, t->goodput,
+			for (size_t i = 0; i < ELEMENTSOF(sweep); i++)
+				add_point(s, id, k++, "sweep", t->max_rate * sweep[i], t->max_rate, t->goodput,
 					  scraped);
 		} else {
 			add_point(s, id, k++, "search", INFINITY, t->max_rate, t->goodput, scraped);
-			for (double f = 0.5; f <= 1.26; f += 0.25)
-				add_point(s, id, k++, "search", t->max_rate * f, t->max_rate, t->goodput, scraped);
+			for (size_t i = 0; i < n_steps; i++)
+				add_point(s, id, k++, "search", t->max_rate * steps[i], t->max_rate, t->goodput,
+					  scraped);
 		}
 	}
 	struct store_trial_outcome o = {
@@ -180,14 +188,14 @@ static int64_t add_trial(struct store *s, int64_t study, const struct fix_trial 
 	return id;
 }
 
-static void add_study_trials(struct store *s, const char *name, const struct fix_trial *t, size_t n, long best,
-			     bool scraped)
+static void add_study_trials_at(struct store *s, const char *name, const struct fix_trial *t, size_t n, long best,
+				bool scraped, const double *steps, size_t n_steps)
 {
 	struct error err = { 0 };
 	int64_t study = add_study(s, name), best_id = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		int64_t id = add_trial(s, study, &t[i], (uint32_t)i + 1, scraped);
+		int64_t id = add_trial(s, study, &t[i], (uint32_t)i + 1, scraped, steps, n_steps);
 
 		if ((long)i == best)
 			best_id = id;
@@ -195,6 +203,12 @@ static void add_study_trials(struct store *s, const char *name, const struct fix
 	if (best_id)
 		CHECK(store_study_set_best(s, study, best_id, &err) >= 0);
 	CHECK(store_study_set_state(s, study, STORE_STUDY_DONE, NULL, &err) >= 0);
+}
+
+static void add_study_trials(struct store *s, const char *name, const struct fix_trial *t, size_t n, long best,
+			     bool scraped)
+{
+	add_study_trials_at(s, name, t, n, best, scraped, spread_steps, ELEMENTSOF(spread_steps));
 }
 
 void fix_fill(struct store *s)
@@ -245,4 +259,13 @@ void fix_fill_two_sizes(struct store *s)
 	};
 
 	add_study_trials(s, FIX_E, e, ELEMENTSOF(e), 1, false);
+}
+
+void fix_fill_clustered(struct store *s)
+{
+	const struct fix_trial f[] = {
+		{ "search", 32, 1024, "fp8", 1, STORE_TRIAL_DONE, 0, NULL, 36.0, 2280 },
+	};
+
+	add_study_trials_at(s, FIX_F, f, ELEMENTSOF(f), 0, true, clustered_steps, ELEMENTSOF(clustered_steps));
 }

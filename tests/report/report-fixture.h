@@ -36,3 +36,7 @@ void fix_fill(struct store *s);
  * runner-up on 1 (4 req/s): the runner-up is cheaper at low load. */
 #define FIX_E "two-sizes"
 void fix_fill_two_sizes(struct store *s);
+/* One trial, no sweep: its rate search's load points at 85-100 % of its
+ * max rate, as a real search leaves them (make-study writes it too). */
+#define FIX_F "clustered"
+void fix_fill_clustered(struct store *s);

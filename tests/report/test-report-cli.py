@@ -143,6 +143,13 @@ def other_checks():
     html = open(os.path.join(tmp, "none", "report.html"), encoding="utf-8").read()
     if "No configuration met the SLA: of 3 trials" not in html:
         fail("nothing-meets page does not say so")
+    # no sweep: the rate search's points, close to its answer, fill their axes
+    run("report", "--db", db, "clustered", "--out", os.path.join(tmp, "clustered"))
+    html = open(os.path.join(tmp, "clustered", "report.html"), encoding="utf-8").read()
+    if "The rate search&#39;s 3 load points" not in html and "The rate search's 3 load points" not in html:
+        fail("the clustered study's curve is not its rate search's 3 load points")
+    for problem in pagecheck.page_problems(html):
+        fail("clustered: " + problem)
     run("report", "--db", db, "no-such", rc=1)
     run("report", "--db", db, rc=2)
 

@@ -495,6 +495,7 @@ def case_disk_full(make, tmp):
                     lambda: (lambda r: r if "disk full" in r.get("status", "") else None)(
                         d.request({"command": "status"})), 120)
     check(st["state"] == "waiting", st)
+    t_waiting = time.monotonic() - t_full
     states = set()
     while time.monotonic() - t_full < 25:
         states.update(s["state"] for s in d.request({"command": "list"})["studies"])
@@ -503,11 +504,15 @@ def case_disk_full(make, tmp):
     attempts = d.log().count("study df: resuming")
     check(attempts <= 8, "%d attempts in 25 s of a full disk: a loop" % attempts)
     os.unlink(filler)
+    t_free = time.monotonic()
     d.wait_state("df", ["done"], 400)
     trials = d.request({"command": "trials", "study": "df"})["trials"]
     trials_ok(trials)
     check(not [t for t in trials if "disk" in (t.get("failure_message") or "")],
           "a trial failed for the disk: %s" % trials)
+    print("disk-full: '%s' %.1f s after the disk filled; %d resume attempts in 25 s of a full disk, states seen %s; "
+          "done %.1f s after space returned, %d trials" % (st["status"], t_waiting, attempts, sorted(states),
+                                                           time.monotonic() - t_free, len(trials)))
     d.stop()
     subprocess.run(["umount", "-l", state])
 
@@ -517,13 +522,17 @@ def case_disk_full(make, tmp):
 
 def case_budget(make, tmp):
     """With --parallel 2, max_trials 1, 2, 3 gave 2, 3, 4 deployments (an
-    extra measurement of the answer alone). Now exactly 1, 2, 3, and so in
-    virtual time with 2 and 3 side by side."""
+    extra measurement of the answer alone). Now exactly 1, 2, 3 with any
+    --parallel from 1 to 4 (on 4 GPUs) in virtual time, 4 and 5 where the
+    search keeps confirmations of its own, and so in real time side by
+    side with 2 and 4."""
     d = make(name="bu")
     spec = tiny_spec("bu", trials=12)
     spec["gpu"]["count"] = 4
     path = write_spec(tmp, spec)
-    runs = [(n, p, True) for n in (1, 2, 3, 4, 5) for p in (2, 3)] + [(n, 2, False) for n in (1, 2, 3)]
+    runs = ([(n, p, True) for n in (1, 2, 3) for p in (1, 2, 3, 4)] + [(n, p, True) for n in (4, 5) for p in (2, 4)] +
+            [(n, 2, False) for n in (1, 2, 3)] + [(3, 4, False)])
+    seen = []
     for n, par, dry in runs:
         db = os.path.join(tmp, "bu-%d-%d-%s.db" % (n, par, dry))
         argv = [d.goodput, "tune", "-q", "--no-report", "--parallel", str(par), "--max-trials", str(n), "--db",
@@ -533,6 +542,8 @@ def case_budget(make, tmp):
         kinds = [k for (k,) in db_rows(db, "select kind from trials order by seq")]
         check(len(kinds) == n, "max_trials %d, --parallel %d%s: %d deployments %s" %
               (n, par, " (dry run)" if dry else "", len(kinds), kinds))
+        seen.append("%d/%d%s" % (n, par, "" if dry else " real"))
+    print("budget: deployments == max_trials for (max_trials/--parallel) %s" % ", ".join(seen))
 
 
 CASES = {

@@ -179,43 +179,63 @@ def flood(d, uid, n, depth, secs, *reqs):
     return p
 
 
+def root_status(d, seconds):
+    """Root asks status every 100 ms for SECONDS: the latencies, sorted."""
+    lat = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        r, dt = timed(d, {"command": "status"}, timeout=60)
+        check(r["ok"], r)
+        lat.append(dt)
+        time.sleep(0.1)
+    return sorted(lat)
+
+
 def case_starve(make, tmp):
     """Item 5: 32 Markdown `report` requests at a time from uid 65534 (30 ms
     each for a 136-trial study) made root's `status` wait 10.5 s. Now
     expensive answers are kept per store version and every uid but root's
-    has a budget of the loop's time: root's status is answered within a
-    bound a loaded machine meets while uid 65534 floods, and the flooder
-    still gets answers."""
+    has a budget of the loop's time: while uid 65534 floods, root waits at
+    most for the answer in progress, not for the flooder's queue, and the
+    flooder still gets answers. The bound is what this machine takes: root's
+    status with nobody flooding, plus four of the slowest answer the
+    flooder asks for (a starved machine builds a report in 300 ms and more;
+    the flood's queue was 128 of them). Against a running study, whose
+    answers cannot be kept, the flooder must have been held to its budget."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         raise SkipTest("needs root and setpriv to connect as another uid")
     d = make(args=["--dry-run", "--socket-mode", "0666"]).start()
     n = big_study(d, "big")
-    t0 = time.monotonic()
-    d.request({"command": "report", "study": "big"}, timeout=30)
-    one = time.monotonic() - t0
-    def flooded(what, reqs):
+
+    def flooded(what, reqs, throttled):
+        # the slowest answer the flooder will ask for, made afresh (a kept
+        # one costs nothing), and root's status with nobody flooding
+        base = root_status(d, 2)
+        slowest = 0.0
+        for req in reqs:
+            slowest = max(slowest, timed(d, req, timeout=60)[1])
         p = flood(d, 65534, 32, 4, 8, *reqs)
-        lat = []
         try:
             time.sleep(1)
-            end = time.monotonic() + 5
-            while time.monotonic() < end:
-                r, dt = timed(d, {"command": "status"}, timeout=60)
-                check(r["ok"], r)
-                lat.append(dt)
-                time.sleep(0.1)
+            lat = root_status(d, 5)
         finally:
             out, _ = p.communicate(timeout=60)
         answers = int(out.split()[-1])
-        lat.sort()
-        print("starve: %s: while uid 65534 flooded (%d answers in 8 s) root's status p50 %.1f ms, max %.1f ms "
-              "over %d" % (what, answers, lat[len(lat) // 2] * 1e3, lat[-1] * 1e3, len(lat)))
-        check(lat[-1] < 1.0, "root's status took %.2f s while another uid flooded" % lat[-1])
+        bound = max(1.0, base[-1] + 4 * slowest)
+        print("starve: %s: the slowest answer asked for %.1f ms, root's status alone max %.1f ms; while uid 65534 "
+              "flooded (%d answers in 8 s) root's status p50 %.1f ms, max %.1f ms over %d (bound %.0f ms)" %
+              (what, slowest * 1e3, base[-1] * 1e3, answers, lat[len(lat) // 2] * 1e3, lat[-1] * 1e3, len(lat),
+               bound * 1e3))
+        check(lat[-1] < bound, "root's status took %.2f s while another uid flooded" % lat[-1])
         check(answers > 0, "the flooder got no answer at all")
+        # kept answers cost nothing; answers made afresh, every few ms,
+        # put the flooder past its budget (goodputd -v says so)
+        told = d.log().count("uid 65534 is past its budget")
+        check(told or not throttled, "uid 65534 was never held to its budget of the loop's time")
 
-    print("starve: %d trials, a Markdown report takes %.1f ms" % (n, one * 1e3))
+    print("starve: %d trials" % n)
     # a finished study: its answers are kept while the store is unchanged
-    flooded("finished study", [{"command": "report", "study": "big"}, {"command": "trials", "study": "big"}])
+    flooded("finished study", [{"command": "report", "study": "big"}, {"command": "trials", "study": "big"}], False)
     # a study that writes a trial every few milliseconds: kept answers go
     # stale at once, so each uid's budget of the loop's time does the work
     spec = tiny_spec("busy", trials=400)
@@ -227,7 +247,7 @@ def case_starve(make, tmp):
     check(d.request({"command": "submit", "study": spec})["ok"], "submit busy")
     d.wait_state("busy", ["running"], 60)
     flooded("a study running", [{"command": "report", "study": "big"}, {"command": "report", "study": "busy"},
-                                {"command": "trials", "study": "busy"}])
+                                {"command": "trials", "study": "busy"}], True)
 
 
 HOLDER = r"""

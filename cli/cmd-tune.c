@@ -56,6 +56,13 @@ static void clear_line(struct tune_ctx *c)
 	}
 }
 
+/* log.h's hook: a log line starts on a line of its own, not after the
+ * status line */
+static void clear_line_before_log(void *userdata)
+{
+	clear_line(userdata);
+}
+
 /* "trial 7 [GPU 2,3]" */
 static void trial_tag(const struct runner_trial_status *t, char *buf, size_t size)
 {
@@ -827,10 +834,12 @@ static int run_study(struct store *store, int64_t study_id, const struct runner_
 	int k;
 
 	c.tty = isatty(STDERR_FILENO) && !c.quiet;
+	if (c.tty)
+		log_set_before_line(clear_line_before_log, &c);
 	for (;;) {
 		k = run_once(&c, study_id, ro);
 		if (k < 0)
-			return CLI_EXIT_FAILED;
+			break;
 		if (c.end != RUNNER_END_DISK_FULL || c.signals || c.store_lost)
 			break;
 		if (!c.quiet)
@@ -843,6 +852,9 @@ static int run_study(struct store *store, int64_t study_id, const struct runner_
 		delay = MIN(2 * delay, 300 * USEC_PER_SEC);
 		c.end = RUNNER_END_NONE;
 	}
+	log_set_before_line(NULL, NULL); /* c goes out of scope */
+	if (k < 0)
+		return CLI_EXIT_FAILED;
 	if (c.end == RUNNER_END_DONE && c.no_feasible)
 		return CLI_EXIT_SLA_NOT_MET;
 	return c.end == RUNNER_END_DONE      ? CLI_EXIT_OK

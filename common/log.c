@@ -16,6 +16,8 @@
 static const char *program = "goodput";
 static int max_level = LOG_INFO;
 static bool journal;
+static void (*before_line)(void *userdata);
+static void *before_line_userdata;
 
 void log_detect_journal(void)
 {
@@ -56,6 +58,12 @@ int log_get_max_level(void)
 	return max_level;
 }
 
+void log_set_before_line(void (*fn)(void *userdata), void *userdata)
+{
+	before_line = fn;
+	before_line_userdata = userdata;
+}
+
 int log_internal(int level, int error, const char *fmt, ...)
 {
 	char msg[2048];
@@ -73,8 +81,11 @@ int log_internal(int level, int error, const char *fmt, ...)
 	va_end(ap);
 	if (journal)
 		fprintf(stderr, "<%d>%s%s%s\n", level, msg, error ? ": " : "", error ? strerror(error) : "");
-	else
+	else {
+		if (before_line)
+			before_line(before_line_userdata);
 		fprintf(stderr, "%s: %s%s%s\n", program, msg, error ? ": " : "", error ? strerror(error) : "");
+	}
 	errno = saved;
 	return -error;
 }

@@ -16,6 +16,10 @@
 void log_set_program(const char *name);
 void log_set_max_level(int level);
 int log_get_max_level(void);
+/* fn(userdata) runs before each line goes to stderr (not to the journal):
+ * a program that keeps a status line on a terminal clears it there, so a
+ * log line never lands at its end. NULL: none. */
+void log_set_before_line(void (*fn)(void *userdata), void *userdata);
 /* Re-reads JOURNAL_STREAM (called once by log_set_program). */
 void log_detect_journal(void);
 bool log_to_journal(void);

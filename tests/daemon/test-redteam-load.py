@@ -250,19 +250,28 @@ def case_starve(make, tmp):
                                 {"command": "trials", "study": "busy"}], True)
 
 
+# Each connection asks status: a held one is answered, a refused one is
+# told "too many connections" and closed (no timeout decides which: a
+# starved goodputd may be slow to say either).
 HOLDER = r"""
-import socket, sys
+import json, socket, sys
 path, n = sys.argv[1], int(sys.argv[2])
 held, refused = [], 0
 for _ in range(n):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
-    s.settimeout(0.3)
+    s.settimeout(60)
     try:
-        data = s.recv(4096)
-    except socket.timeout:
-        data = None
-    if data is None:
+        s.sendall(b'{"command": "status"}\n')
+    except OSError:
+        pass  # refused and closed before the request went: its answer is still there to read
+    data = b""
+    while b"\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    if json.loads(data.split(b"\n")[0]).get("ok"):
         held.append(s)
     else:
         refused += 1

@@ -5,6 +5,7 @@ against real goodputd and goodput tune processes and real goodput-sim
 servers on loopback, and the defended outcome checked. Usage:
 test-redteam-store.py GOODPUTD GOODPUT CASE."""
 
+import atexit
 import json
 import os
 import random
@@ -466,9 +467,10 @@ def case_disk_full(make, tmp):
     """The disk of the state directory full: the daemon looped resume→fail
     1,565 times in 11 s, and the study stayed failed once there was space
     again. Now it waits ('waiting: ... disk full' in status), backing off,
-    never fails the study for it, and finishes it once there is space. A
-    real file system fills: a 24 MiB tmpfs, in a mount namespace of the
-    test's own."""
+    never fails the study for it, and finishes it once there is space; so
+    does a `goodput tune` whose database is on the same disk ('waiting: disk
+    full' on stderr, then exit 0). A real file system fills: a 24 MiB tmpfs,
+    in a mount namespace of the test's own."""
     if os.environ.get("GOODPUT_TEST_UNSHARED") != "1":
         raise TestFailure("not in a mount namespace of its own")
     state = os.path.join(tmp, "full")
@@ -482,6 +484,15 @@ def case_disk_full(make, tmp):
     d.start()
     check(d.request({"command": "submit", "study": tiny_spec("df", trials=6)})["ok"], "submit")
     d.wait_phase(["probing"], min_trial=2, seconds=180)
+    tune_db = os.path.join(state, "tune.db")
+    tune_err = open(os.path.join(tmp, "tune.err"), "w+")
+    tune = subprocess.Popen([d.goodput, "tune", "--no-report", "--db", tune_db,
+                             write_spec(tmp, tiny_spec("dft", trials=4))], env=d.env, stdout=subprocess.DEVNULL,
+                            stderr=tune_err)
+    atexit.register(lambda: tune.poll() is None and tune.kill())  # a failed check leaves it running
+    wait_until("goodput tune's first trial", lambda: os.path.exists(tune_db) and db_rows(
+        tune_db, "select count(*) from trials where state = 'done'")[0][0] >= 1, 120)
+    check(tune.poll() is None, "goodput tune ended before the disk filled")
     filler = os.path.join(state, "filler")
     with open(filler, "wb") as f:
         try:
@@ -503,16 +514,26 @@ def case_disk_full(make, tmp):
     check("failed" not in states, "the study was failed for a full disk: %s" % states)
     attempts = d.log().count("study df: resuming")
     check(attempts <= 8, "%d attempts in 25 s of a full disk: a loop" % attempts)
+    tune_err.seek(0)
+    tune_waits = tune_err.read().count("waiting: disk full")
+    check(tune.poll() is None and 1 <= tune_waits <= 8,
+          "goodput tune on a full disk: exit %s, %d waits in 25 s" % (tune.poll(), tune_waits))
     os.unlink(filler)
     t_free = time.monotonic()
     d.wait_state("df", ["done"], 400)
+    check(tune.wait(400) == 0, "goodput tune after the disk had room again: exit %s" % tune.returncode)
+    rows = db_rows(tune_db, "select seq, kind, knobs, state from trials order by seq")
+    trials_ok([{"seq": s, "kind": k, "knobs": json.loads(kn), "state": st} for s, k, kn, st in rows])
+    check(len(rows) == 4 and db_rows(tune_db, "select state from studies") == [("done",)],
+          "goodput tune's study: %d trials, %s" % (len(rows), db_rows(tune_db, "select state from studies")))
     trials = d.request({"command": "trials", "study": "df"})["trials"]
     trials_ok(trials)
     check(not [t for t in trials if "disk" in (t.get("failure_message") or "")],
           "a trial failed for the disk: %s" % trials)
     print("disk-full: '%s' %.1f s after the disk filled; %d resume attempts in 25 s of a full disk, states seen %s; "
-          "done %.1f s after space returned, %d trials" % (st["status"], t_waiting, attempts, sorted(states),
-                                                           time.monotonic() - t_free, len(trials)))
+          "done %.1f s after space returned, %d trials; goodput tune waited %d times and finished its %d" %
+          (st["status"], t_waiting, attempts, sorted(states), time.monotonic() - t_free, len(trials), tune_waits,
+           len(rows)))
     d.stop()
     subprocess.run(["umount", "-l", state])
 

@@ -127,11 +127,24 @@ static void job_note(const struct runner_trial_status *t, enum runner_phase p, c
 		snprintf(buf, size, " (job %" PRIu64 ", %.1f s in the queue)", t->job_id, t->pending_seconds);
 }
 
+/* "; ETA 2h10m" after a measured trial: the time the budget has left, as
+ * the status line and goodput status estimate it, on the lines a log file
+ * keeps too ("" with no estimate yet, or when the budget is spent). */
+static const char *eta_note(const struct runner_status *st, char *buf, size_t size)
+{
+	char eta[32];
+
+	buf[0] = 0;
+	if (st->eta_usec != USEC_INFINITY && st->eta_usec > 0)
+		snprintf(buf, size, "; ETA %s", format_duration(eta, sizeof(eta), st->eta_usec));
+	return buf;
+}
+
 static void on_event(struct runner *r, const struct runner_event *ev, void *userdata)
 {
 	struct tune_ctx *c = userdata;
 	const struct runner_trial_status *t = ev->trial;
-	char line[512], deployed[48], tag[96];
+	char line[512], deployed[48], tag[96], eta[96];
 	enum runner_phase p;
 
 	switch (ev->kind) {
@@ -175,10 +188,11 @@ static void on_event(struct runner *r, const struct runner_event *ev, void *user
 				ev->failure_message ? ev->failure_message : "no rate met the SLA");
 		else if (ev->trial_state == STORE_TRIAL_DONE)
 			/* a note of a measured trial (measured at lower precision) follows */
-			fprintf(stderr, "%s%s%s: $%.4f/Mtok (%.0f tok/s%s)%s%s%s\n", tag, t->knobs[0] ? " " : "",
+			fprintf(stderr, "%s%s%s: $%.4f/Mtok (%.0f tok/s%s)%s%s%s%s\n", tag, t->knobs[0] ? " " : "",
 				t->knobs, ev->cost_per_mtok, ev->max_goodput, deployed,
 				ev->status->best_trial_id == ev->trial_id ? " *best*" : "",
-				ev->failure_message ? "; " : "", ev->failure_message ? ev->failure_message : "");
+				ev->failure_message ? "; " : "", ev->failure_message ? ev->failure_message : "",
+				eta_note(ev->status, eta, sizeof(eta)));
 		else
 			fprintf(stderr, "%s%s%s: %s (%s)%s%s\n", tag, t->knobs[0] ? " " : "", t->knobs,
 				store_trial_state_to_string(ev->trial_state), store_failure_to_string(ev->failure),

@@ -3,7 +3,9 @@
 one status line rewritten in place that names the trial of its budget
 ("trial 2/4") and an ETA, and every log line (the search's own words, the
 report's path) on a line of its own, never glued to the end of the status
-line. Runs a 4-trial dry run (virtual time) under a pseudo-terminal.
+line. Runs a 4-trial dry run (virtual time) under a pseudo-terminal; and
+again into a pipe, as a log file keeps it, where each measured trial's line
+ends with the ETA.
 
 usage: test-tune-tty.py GOODPUT STUDY.json
 """
@@ -13,6 +15,7 @@ import re
 import select
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +46,6 @@ if time.monotonic() >= deadline:
     os.kill(pid, signal.SIGKILL)
 _, status = os.waitpid(pid, 0)
 os.close(fd)
-shutil.rmtree(tmp, ignore_errors=True)
 text = out.decode("utf-8", "replace").replace("\r\n", "\n")
 failures = []
 if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
@@ -59,6 +61,15 @@ if not logs:
 status_lines = [seg for line in text.split("\n") for seg in line.split(CLEAR) if seg.startswith("trial ")]
 if not any(re.match(r"trial \d+/4 .*; ETA ", s) for s in status_lines):
     failures.append("no status line with the trial of its budget and an ETA: %r" % status_lines[:5])
+# into a pipe: no status line, the ETA on each measured trial's line
+p = subprocess.run([goodput, "tune", "--dry-run", "--db", os.path.join(tmp, "p.db"), "--no-report", "--max-trials",
+                    "4", study], capture_output=True, text=True, timeout=120, cwd=tmp)
+if p.returncode != 0 or CLEAR in p.stderr:
+    failures.append(f"piped: exit {p.returncode}, a status line cleared {CLEAR in p.stderr}: {p.stderr[-600:]}")
+measured = [line for line in p.stderr.splitlines() if re.match(r"trial \d+ .*: \$[\d.]+/Mtok", line)]
+if not measured or not all(re.search(r"; ETA \S+$", line) for line in measured[:-1]):
+    failures.append("piped: a measured trial's line without its ETA: %r" % measured)
+shutil.rmtree(tmp, ignore_errors=True)
 for f in failures:
     print("FAIL:", f, file=sys.stderr)
 print("tune-tty:", "ok" if not failures else f"{len(failures)} failures",

@@ -76,11 +76,15 @@ struct sim_replica {
 	uint32_t n_running_slots, n_running; /* slots may hold NULL holes until compaction */
 	uint32_t n_in_flight;                /* running requests in a micro-batch in flight */
 
-	/* KV blocks */
+	/* KV blocks. Blocks from next_fresh on have never been used: they are
+	 * the head of the free queue, in index order, ahead of free_head..free_tail,
+	 * and their memory is not touched until taken (a replica is made for every
+	 * simulation the search runs; most use a fraction of a large cache). */
 	struct block *blk;
 	uint32_t n_blk, n_free, n_used;
+	uint32_t next_fresh;
 	uint32_t free_head, free_tail;
-	uint32_t *cache_buckets;
+	uint32_t *cache_buckets; /* block + 1, 0 for none (zeroed memory is empty) */
 	uint32_t cache_mask;
 
 	/* the steps in flight, oldest first (a ring of pp micro-batches) */

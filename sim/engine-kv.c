@@ -47,9 +47,22 @@ void sim_kv_free_append(struct sim_replica *e, uint32_t b)
 	e->n_free++;
 }
 
+/* A bucket holds its first block + 1 (0: empty), a block its next as NIL or an index. */
+static uint32_t bucket_first(const struct sim_replica *e, uint64_t h)
+{
+	uint32_t v = e->cache_buckets[h & e->cache_mask];
+
+	return v == 0 ? NIL : v - 1;
+}
+
+static void bucket_set_first(struct sim_replica *e, uint64_t h, uint32_t b)
+{
+	e->cache_buckets[h & e->cache_mask] = b == NIL ? 0 : b + 1;
+}
+
 static uint32_t cache_lookup(const struct sim_replica *e, uint64_t h)
 {
-	for (uint32_t b = e->cache_buckets[h & e->cache_mask]; b != NIL; b = e->blk[b].hnext)
+	for (uint32_t b = bucket_first(e, h); b != NIL; b = e->blk[b].hnext)
 		if (e->blk[b].hash == h)
 			return b;
 	return NIL;
@@ -57,32 +70,43 @@ static uint32_t cache_lookup(const struct sim_replica *e, uint64_t h)
 
 static void cache_remove(struct sim_replica *e, uint32_t b)
 {
-	uint32_t *p = &e->cache_buckets[e->blk[b].hash & e->cache_mask];
+	uint64_t h = e->blk[b].hash;
+	uint32_t c = bucket_first(e, h);
 
-	for (; *p != NIL; p = &e->blk[*p].hnext)
-		if (*p == b) {
-			*p = e->blk[b].hnext;
-			break;
-		}
+	if (c == b)
+		bucket_set_first(e, h, e->blk[b].hnext);
+	else
+		for (; c != NIL; c = e->blk[c].hnext)
+			if (e->blk[c].hnext == b) {
+				e->blk[c].hnext = e->blk[b].hnext;
+				break;
+			}
 	e->blk[b].cached = false;
 	e->blk[b].hnext = NIL;
 }
 
 static void cache_insert(struct sim_replica *e, uint32_t b, uint64_t h)
 {
-	uint32_t *head = &e->cache_buckets[h & e->cache_mask];
-
 	e->blk[b].hash = h;
 	e->blk[b].cached = true;
-	e->blk[b].hnext = *head;
-	*head = b;
+	e->blk[b].hnext = bucket_first(e, h);
+	bucket_set_first(e, h, b);
 }
 
-/* Takes a block (ref 1) from the head of the free queue, evicting its cached content. */
+/* Takes a block (ref 1) from the head of the free queue, evicting its cached
+ * content: a fresh block while there are any (they are the queue's head). */
 static uint32_t block_take(struct sim_replica *e)
 {
-	uint32_t b = e->free_head;
+	uint32_t b;
 
+	if (e->next_fresh < e->n_blk) {
+		b = e->next_fresh++;
+		e->blk[b] = (struct block){ .ref = 1, .prev = NIL, .next = NIL, .hnext = NIL };
+		e->n_free--;
+		e->n_used++;
+		return b;
+	}
+	b = e->free_head;
 	free_unlink(e, b);
 	if (e->blk[b].cached)
 		cache_remove(e, b);

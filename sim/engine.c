@@ -225,7 +225,7 @@ int sim_replica_new(const struct sim_engine_config *c, const struct sim_perf *pe
 	e->blk = calloc(e->n_blk, sizeof(*e->blk));
 	while (cache_buckets < e->n_blk)
 		cache_buckets <<= 1;
-	e->cache_buckets = malloc(cache_buckets * sizeof(*e->cache_buckets));
+	e->cache_buckets = calloc(cache_buckets, sizeof(*e->cache_buckets));
 	e->n_buckets = 64;
 	e->buckets = calloc(e->n_buckets, sizeof(*e->buckets));
 	e->running = calloc(e->cfg.max_num_seqs, sizeof(*e->running));
@@ -244,12 +244,9 @@ int sim_replica_new(const struct sim_engine_config *c, const struct sim_perf *pe
 		}
 	}
 	e->cache_mask = cache_buckets - 1;
-	memset(e->cache_buckets, 0xff, cache_buckets * sizeof(*e->cache_buckets));
 	e->free_head = e->free_tail = NIL;
-	for (uint32_t b = 0; b < e->n_blk; b++) {
-		e->blk[b].hnext = NIL;
-		sim_kv_free_append(e, b);
-	}
+	e->next_fresh = 0;
+	e->n_free = e->n_blk; /* every block fresh */
 	/* Replica 0 draws what a single engine always drew; the others their own streams. */
 	seed = (e->cfg.seed ^ UINT64_C(0x51a0e7a1)) + (uint64_t)index * UINT64_C(0x9e3779b97f4a7c15);
 	for (int i = 0; i < 4; i++)

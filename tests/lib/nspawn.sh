@@ -23,13 +23,15 @@
 skip() { echo "SKIP: $*" >&2; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-nspawn_cleanup() {
-	rm -rf "$nspawn_dir"
-	# nspawn with --keep-unit leaves empty cgroup folders behind (PLATFORM.md)
+# nspawn with --keep-unit leaves empty cgroup folders behind (PLATFORM.md)
+nspawn_cgroups_rm() {
 	for d in /sys/fs/cgroup/systemd/payload /sys/fs/cgroup/systemd/supervisor \
 		/sys/fs/cgroup/unified/payload /sys/fs/cgroup/unified/supervisor; do
 		rmdir "$d" 2>/dev/null || true
 	done
+}
+nspawn_cleanup() {
+	rm -rf "$nspawn_dir"
 }
 
 nspawn_init() {
@@ -63,19 +65,32 @@ AllowIsolate=yes
 EOU
 }
 
+# One container at a time on this machine, whichever test or copy of the
+# suite boots it: with --keep-unit every container's payload and supervisor
+# cgroups are the same folders. The tests themselves run beside the others;
+# only the boot waits for this lock ($nspawn_lock_wait s at most), held on
+# descriptor 9 (the container itself does not inherit it).
+nspawn_lock=${GOODPUT_NSPAWN_LOCK:-/tmp/goodput-tests-nspawn.lock}
 nspawn_boot() {
 	_unit=$1
 	shift
+	exec 9>>"$nspawn_lock" || fail "cannot open the container lock $nspawn_lock"
+	_waited=$(date +%s)
+	flock -w "${nspawn_lock_wait:-600}" 9 ||
+		fail "another container held $nspawn_lock for ${nspawn_lock_wait:-600} s"
 	_start=$(date +%s)
+	[ $((_start - _waited)) -lt 2 ] || echo "waited $((_start - _waited)) s for another test's container"
 	timeout "${nspawn_timeout:-90}" systemd-nspawn -D / --volatile=yes --register=no --keep-unit --private-network \
 		--console=pipe --machine="$nspawn_machine" \
 		"$@" \
 		--bind-ro="$nspawn_dir/$_unit.service:/etc/systemd/system/$_unit.service" \
 		--bind-ro="$nspawn_dir/$_unit.target:/etc/systemd/system/$_unit.target" \
 		--bind="$nspawn_dir/results:/results" \
-		--boot -- systemd.unit="$_unit.target" >"$nspawn_dir/boot.log" 2>&1
+		--boot -- systemd.unit="$_unit.target" >"$nspawn_dir/boot.log" 2>&1 9>&-
 	nspawn_rc=$?
 	nspawn_seconds=$(($(date +%s) - _start))
+	nspawn_cgroups_rm
+	exec 9>&-
 }
 
 nspawn_require_finished() {

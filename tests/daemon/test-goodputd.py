@@ -37,7 +37,7 @@ def case_protocol(make, tmp):
     r = d.request({"command": "submit", "study": bad})
     check(not r["ok"] and "no-such-engine" in r["error"], r)
 
-    d.wait_state("p1", ["done"], 60)
+    d.wait_state("p1", ["done"], 180)
     r = d.request({"command": "best", "study": "p1"})
     check(r["ok"] and r["final"] and r["best"]["cost_per_mtok"] > 0 and "max_num_seqs" in r["best"]["knobs"], r)
     for suffix in (".json", ".env", ".cmd"):
@@ -89,7 +89,7 @@ def case_client(make, tmp):
         json.dump(tiny_spec("c1", trials=3), f)
     p = d.client("submit", spec_path, check_rc=0)
     check("submitted study c1" in p.stdout, p.stdout)
-    d.wait_state("c1", ["done"], 60)
+    d.wait_state("c1", ["done"], 180)
     p = d.client("list", check_rc=0)
     check("c1" in p.stdout and "done" in p.stdout and "NAME" in p.stdout, p.stdout)
     p = d.client("best", "c1", check_rc=0)
@@ -184,7 +184,7 @@ def case_robust(make, tmp):
         check(b"idle timeout" in data, data)
         c.close()
     check(d.request({"command": "status"})["ok"], "still serving")
-    st = d.wait_state("r1", ["done"], 60)
+    st = d.wait_state("r1", ["done"], 180)
     check(st["state"] == "done", st)
     trials_ok(d.request({"command": "trials", "study": "r1"})["trials"])
 
@@ -212,7 +212,7 @@ def case_permission(make, tmp):
     check(d.request({"command": "list"})["studies"] == [], "nothing was queued")
     # Unprivileged peers get the small line limit.
     p = d.client("submit", spec_path, user=member, check_rc=0)
-    d.wait_state("perm", ["done"], 60)
+    d.wait_state("perm", ["done"], 180)
     p = d.client("best", "perm", user=nobody, check_rc=0)
     p = d.client("report", "--markdown", "perm", user=nobody, check_rc=0)
     p = d.client("report", "perm", user=nobody, check_rc=1)
@@ -231,7 +231,7 @@ def case_notify(make, tmp):
     n.collect(0.6)
     check(sum(1 for m in n.snapshot() if m == "WATCHDOG=1") >= 2, "watchdog pings: %s" % n.snapshot())
     d.request({"command": "submit", "study": tiny_spec("n1", trials=3)})
-    d.wait_state("n1", ["done"], 60)
+    d.wait_state("n1", ["done"], 180)
     n.collect(0.3)
     statuses = [m for m in n.snapshot() if m.startswith("STATUS=")]
     check(any("trial" in m for m in statuses), statuses)
@@ -286,7 +286,7 @@ def case_activate(make, tmp):
     check(n.wait_for("READY=1", 20), "no READY=1 under socket activation: %s" % n.snapshot())
     check("listening on the socket systemd passed" in d.log(), d.log())
     d.request({"command": "submit", "study": tiny_spec("a1", trials=2)})
-    d.wait_state("a1", ["done"], 60)
+    d.wait_state("a1", ["done"], 180)
     p = d.client("best", "a1", check_rc=0)
     check(d.stop() == 0, "exit code")
     check(os.path.exists(act), "a passed socket is not unlinked by goodputd")
@@ -481,7 +481,7 @@ def case_report(make, tmp):
         if d.request({"command": "list"})["studies"][0]["state"] == "done":
             break
         time.sleep(0.05)
-    d.wait_state("rp1", ["done"], 60)
+    d.wait_state("rp1", ["done"], 180)
     check(seen_report, "status never named the live report " + live)
     # the report is rewritten at the study's end: final, without the live header
     end = time.monotonic() + 30

@@ -143,7 +143,7 @@ def main():
         d = Daemon(goodputd, goodput, tmp, args=["--dry-run"]).start()
         db = os.path.join(d.state, "goodput.db")
         d.request({"command": "submit", "study": tiny_spec("off1", trials=6)})
-        d.wait_state("off1", ["done"], 60)
+        d.wait_state("off1", ["done"], 180)
         compare_answers(d, db, "off1")
         check_exports(db, "off1")
         check(d.stop() == 0, "goodputd exit code")

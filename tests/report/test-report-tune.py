@@ -15,7 +15,7 @@ tmp = tempfile.mkdtemp(prefix="test-report-tune-")
 try:
     db = os.path.join(tmp, "t.db")
     subprocess.run([goodput, "tune", "--db", db, "--dry-run", "--max-trials", "6", spec], check=True,
-                   capture_output=True, timeout=240)
+                   capture_output=True, timeout=400)
     con = sqlite3.connect(db)
     name, = con.execute("select name from studies").fetchone()
     n_trials, = con.execute("select count(*) from trials").fetchone()

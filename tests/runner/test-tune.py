@@ -611,7 +611,7 @@ def case_twin():
     with open(spec, "w") as f:
         json.dump(demo, f)
     db = os.path.join(TMP, "twin.db")
-    p, dt = tune(spec, "--db", db, "--dry-run", timeout=120)
+    p, dt = tune(spec, "--db", db, "--dry-run", timeout=300)
     st, ts = check_store(db, "twin-dry.dry-run")
     pred = [t for t in ts if t["predicted_cost"] is not None]
     asked = [t for t in ts if "confirm" not in t["kind"]]
@@ -630,7 +630,7 @@ def case_twin():
     with open(spec, "w") as f:
         json.dump(demo, f)
     short_db = os.path.join(TMP, "twin-short.db")
-    p, dt = tune(spec, "--db", short_db, "--dry-run", timeout=120)
+    p, dt = tune(spec, "--db", short_db, "--dry-run", timeout=300)
     st, ts = check_store(short_db, "twin-short.dry-run")
     if "converged" in (st["message"] or "") or len(ts) != 3:
         fail("twin-short: expected its budget to end it: %s, %d trials" % (st["message"], len(ts)))
@@ -953,7 +953,7 @@ def case_budget():
     for n in (1, 2, 3, 5, 8):
         spec = demo_spec("budget-%d" % n)
         db = os.path.join(TMP, "budget-%d.db" % n)
-        p, _ = tune(spec, "--db", db, "--dry-run", "--max-trials", str(n), timeout=120)
+        p, _ = tune(spec, "--db", db, "--dry-run", "--max-trials", str(n), timeout=300)
         st, ts = check_store(db, "budget-%d.dry-run" % n)
         if len(ts) > n:
             fail("max_trials %d: %d trials deployed: %s" % (n, len(ts), [t["kind"] for t in ts]))
@@ -966,7 +966,7 @@ def case_budget():
     # --confirm 0: nothing measured twice
     spec = demo_spec("noconfirm")
     db = os.path.join(TMP, "noconfirm.db")
-    tune(spec, "--db", db, "--dry-run", "--confirm", "0", timeout=120)
+    tune(spec, "--db", db, "--dry-run", "--confirm", "0", timeout=300)
     st, ts = check_store(db, "noconfirm.dry-run")
     if any("confirm" in t["kind"] for t in ts):
         fail("--confirm 0 ran re-probes: %s" % [t["kind"] for t in ts])
@@ -1085,7 +1085,7 @@ def case_constraints():
     spec = study("constraints", search_space=space, constraints=rules, budget={"max_trials": 30},
                  gpu={"type": "L40S", "count": 2, "price_per_gpu_hour": 0.99})
     db = os.path.join(TMP, "constraints.db")
-    tune(spec, "--db", db, "--dry-run", timeout=120)
+    tune(spec, "--db", db, "--dry-run", timeout=300)
     st, ts = check_store(db, "constraints.dry-run")
     seen_fp8_kv = False
     for t in ts:
@@ -1105,7 +1105,7 @@ def case_constraints():
 def case_baseline():
     spec = demo_spec("baseline")
     db = os.path.join(TMP, "baseline.db")
-    p, dt = tune(spec, "--db", db, "--dry-run", "--json", timeout=120)
+    p, dt = tune(spec, "--db", db, "--dry-run", "--json", timeout=300)
     out = json.loads(p.stdout)
     b = out["best"]
     if not (b["baseline_cost_per_mtok"] and b["baseline_cost_per_mtok"] > b["cost_per_mtok"]):

@@ -121,6 +121,25 @@ static int add_failure_reasons(cJSON *obj, const struct probe_result *r)
 	return 0;
 }
 
+/* "attainment_by_sla_scale": [[0.5, 0.42], [0.6, 0.61], ... [2, 1]] */
+static int add_scaled_attainment(cJSON *o, const struct probe_result *r)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "attainment_by_sla_scale");
+
+	if (!arr)
+		return -ENOMEM;
+	for (size_t k = 0; k < PROBE_SLA_SCALES; k++) {
+		const double pair[2] = { probe_sla_scales[k], r->scaled_attainment[k] };
+		cJSON *p = cJSON_CreateDoubleArray(pair, 2);
+
+		if (!p || !cJSON_AddItemToArray(arr, p)) {
+			cJSON_Delete(p);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 {
 	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_CreateObject();
@@ -198,6 +217,8 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 	q |= json_add_number(o, "attainment_target", r->sla.attainment);
 	q |= json_add_number(o, "attainment", r->attainment);
 	q |= json_add_number(o, "good_output_throughput", r->good_output_throughput);
+	if (r->has_scaled_attainment && add_scaled_attainment(o, r) < 0)
+		return -ENOMEM;
 	q |= json_add_bool(o, "sla_met", r->sla_met);
 	if (r->verdict != PROBE_VERDICT_NONE) {
 		q |= json_add_string(o, "verdict", probe_verdict_name(r->verdict));
@@ -316,6 +337,32 @@ static int read_attainment_ci(const cJSON *v, const char *path, const struct jso
 	return 0;
 }
 
+static int read_scaled_attainment(const cJSON *v, const char *path, const struct json_field *f, void *base,
+				  struct error *err)
+{
+	struct probe_result *res = base;
+	const cJSON *p;
+	size_t k = 0;
+
+	(void)f;
+	if (cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != PROBE_SLA_SCALES)
+		return error_set(err, -EINVAL, "%s: expected %d [scale, attainment] pairs", path, PROBE_SLA_SCALES);
+	cJSON_ArrayForEach(p, v)
+	{
+		const cJSON *s = cJSON_GetArrayItem(p, 0), *a = cJSON_GetArrayItem(p, 1);
+
+		if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(s) || !cJSON_IsNumber(a) ||
+		    fabs(s->valuedouble - probe_sla_scales[k]) > 1e-9 || !(a->valuedouble >= 0 && a->valuedouble <= 1))
+			return error_set(err, -EINVAL, "%s[%zu]: expected [%g, attainment within [0, 1]]", path, k,
+					 probe_sla_scales[k]);
+		res->scaled_attainment[k++] = a->valuedouble;
+	}
+	res->has_scaled_attainment = true;
+	return 0;
+}
+
 static int read_verdict(const cJSON *v, const char *path, const struct json_field *f, void *base, struct error *err)
 {
 	struct probe_result *res = base;
@@ -427,6 +474,7 @@ static const struct json_field result_fields[] = {
 	{ "client_lag_p95_ms", JSON_DOUBLE, OFF(client_lag_p95_ms), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "attainment", JSON_DOUBLE, OFF(attainment), .flags = JSON_NULLABLE, ANY_NUMBER },
 	{ "good_output_throughput", JSON_DOUBLE, OFF(good_output_throughput), .flags = JSON_NULLABLE, ANY_NUMBER },
+	{ "attainment_by_sla_scale", JSON_ANY, .callback = read_scaled_attainment, .flags = JSON_NULLABLE },
 	{ "metric_percentiles", JSON_ARRAY, .callback = read_percentiles, .flags = JSON_NULLABLE },
 	METRIC_ROWS(PROBE_METRIC_TTFT, "ttft"),
 	METRIC_ROWS(PROBE_METRIC_TPOT, "tpot"),

@@ -411,6 +411,28 @@ int probe_verdict_from_name(const char *s)
 	return -EINVAL;
 }
 
+const double probe_sla_scales[PROBE_SLA_SCALES] = { 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2,
+						    1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0 };
+
+/* The attainment of the requests under sla with its per-request bounds scaled. */
+static void scaled_attainment(const struct probe_request_result *reqs, size_t n_reqs, const struct probe_sla *sla,
+			      struct probe_result *res)
+{
+	if (!probe_sla_has_request_bounds(sla) || n_reqs == 0)
+		return;
+	for (size_t k = 0; k < PROBE_SLA_SCALES; k++) {
+		struct probe_sla scaled = *sla;
+		size_t good = 0;
+
+		for (size_t b = 0; b < scaled.n_bounds; b++)
+			scaled.bounds[b].bound_ms *= probe_sla_scales[k];
+		for (size_t i = 0; i < n_reqs; i++)
+			good += probe_request_is_good(&reqs[i], &scaled);
+		res->scaled_attainment[k] = (double)good / (double)n_reqs;
+	}
+	res->has_scaled_attainment = true;
+}
+
 int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs, double duration_s, const double *pcts,
 			 size_t n_pcts, const struct probe_sla *sla, struct probe_result *ret, struct error *err)
 {
@@ -486,6 +508,7 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 	res.attainment = n_reqs ? (double)good / (double)n_reqs : 0;
 	res.request_goodput = good / duration_s;
 	res.good_output_throughput = (double)good_tokens / duration_s;
+	scaled_attainment(reqs, n_reqs, sla, &res);
 	r = percentile_bounds_hold(reqs, n_reqs, res.failed, sla, &pct_ok);
 	if (r < 0)
 		return error_set(err, r, "metrics: out of memory");

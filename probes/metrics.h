@@ -27,6 +27,10 @@
 #define PROBE_MAX_PERCENTILES        8
 #define PROBE_MAX_SLA_BOUNDS         8
 #define PROBE_SLA_DEFAULT_ATTAINMENT 0.9
+/* The SLA scales a load point's attainment is also counted at (DistServe's
+ * "SLO scale"): every per-request bound multiplied by 0.5, 0.6, ... 2.0. */
+#define PROBE_SLA_SCALES 16
+extern const double probe_sla_scales[PROBE_SLA_SCALES];
 
 /* What one request measured. Times are CLOCK_MONOTONIC µs (or virtual µs in
  * the sim); gaps and durations are µs. */
@@ -206,6 +210,12 @@ struct probe_result {
 	double attainment;             /* good / num_prompts (failed count as not good) */
 	double request_goodput;        /* good requests / s (vLLM's "request_goodput") */
 	double good_output_throughput; /* output tokens/s of good requests */
+	/* attainment with every per-request bound multiplied by
+	 * probe_sla_scales[i] (failed requests count as not good, as above),
+	 * from the same requests: how the load point fares under a tighter or
+	 * looser SLA. Only with per-request bounds (has_scaled_attainment). */
+	bool has_scaled_attainment;
+	double scaled_attainment[PROBE_SLA_SCALES];
 	bool sla_met;         /* attainment >= target (or the verdict "met") and every percentile bound holds */
 	bool percentiles_met; /* every percentile bound holds (not in JSON) */
 	/* the sequential verdict (NONE: a fixed count) */

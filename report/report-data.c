@@ -233,6 +233,9 @@ int report_load(struct store *s, const char *study, const struct report_options 
 	if (q < 0)
 		return q;
 	find_best(r, s);
+	/* not fatal: without it the report has no shape section */
+	if (report_shape_compare(s, r->study.id, r->best >= 0 ? &r->answer : NULL, &r->shape, NULL) < 0)
+		r->shape.present = false;
 	load_spec_and_profile(r);
 	report_production_load(r, s);
 	render_launch(r);

@@ -928,6 +928,8 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 		};
 		for (size_t i = 0; i < ELEMENTSOF(nav); i++)
 			fprintf(f, "<a href=\"#%s\">%s</a>", nav[i][0], nav[i][1]);
+		if (r->shape.present)
+			fputs("<a href=\"#shape\">Shape</a>", f);
 		if (r->production.hours)
 			fputs("<a href=\"#production\">Production</a>", f);
 		fputs("</nav>\n", f);
@@ -940,6 +942,7 @@ int report_doc_write(const struct report *r, const struct report_plots *plots, e
 	section_space(&d, r);
 	section_best(&d, r);
 	report_levers_section(&d, r);
+	report_shape_section(&d, r);
 	q = report_doc_findings(&d, r);
 	section_spread(&d, r);
 	section_trials(&d, r);

@@ -62,6 +62,7 @@ struct report {
 	struct report_options opts;
 	char *study_ref;
 	struct report_production production;
+	struct report_shape_compare shape; /* which serving shape won (present: the study searched both) */
 };
 
 struct report_doc;
@@ -70,6 +71,10 @@ struct report_doc;
 int report_levers_from_report(const struct report *r, struct report_levers *ret);
 /* The section "Speculation, prefix cache and replicas" (nothing when the study has none of them). */
 void report_levers_section(struct report_doc *d, const struct report *r);
+
+/* The section "Serving shape" with DistServe's figure (report-shape-plot.c;
+ * nothing when the study searched one shape). */
+void report_shape_section(struct report_doc *d, const struct report *r);
 
 /* Loads the study's production traffic into r->production (none: hours 0). */
 void report_production_load(struct report *r, struct store *s);
@@ -177,6 +182,7 @@ enum report_plot_kind {
 	REPORT_PLOT_SERVER,     /* KV-cache usage and running requests vs request rate, best config */
 	REPORT_PLOT_GANTT,      /* trials over wall time per GPU: deploying, probing, idle */
 	REPORT_PLOT_PRODUCTION, /* the tuned-for lengths and rate beside production's (goodputd's watch) */
+	REPORT_PLOT_SHAPES,     /* both serving shapes' attainment vs rate per GPU and vs a scaled SLA */
 	_REPORT_PLOT_MAX,
 };
 

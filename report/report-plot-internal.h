@@ -50,6 +50,9 @@ int report_plot_production(struct plot_ctx *c, const struct report *r, FILE *f, 
  * goodput against the request rate; the server's state at each point. */
 int report_plot_latency(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why);
 int report_plot_server(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why);
+/* Both serving shapes' best configurations (report-shape-plot.c): SLO
+ * attainment against the rate per GPU and against the SLA scaled. */
+int report_plot_shapes(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why);
 /* The Gantt plot (report-plot-gantt.c): trials over wall time, one row per GPU. */
 int report_plot_gantt(struct plot_ctx *c, const struct report *r, FILE *f, char **ret_why);
 

@@ -39,6 +39,7 @@ static const char *const plot_names[_REPORT_PLOT_MAX] = {
 	[REPORT_PLOT_LANDSCAPE] = "landscape", [REPORT_PLOT_PROGRESS] = "progress",
 	[REPORT_PLOT_PARETO] = "pareto",       [REPORT_PLOT_SERVER] = "server",
 	[REPORT_PLOT_GANTT] = "gantt",         [REPORT_PLOT_PRODUCTION] = "production",
+	[REPORT_PLOT_SHAPES] = "shapes",
 };
 
 static const char *const plot_titles[_REPORT_PLOT_MAX] = {
@@ -50,6 +51,7 @@ static const char *const plot_titles[_REPORT_PLOT_MAX] = {
 	[REPORT_PLOT_SERVER] = "Server KV-cache usage and running requests (best configuration)",
 	[REPORT_PLOT_GANTT] = "Trials over wall time per GPU: deploying, probing, idle",
 	[REPORT_PLOT_PRODUCTION] = "Production traffic beside the workload the study was tuned for",
+	[REPORT_PLOT_SHAPES] = "SLO attainment of both serving shapes against rate per GPU and SLA scale",
 };
 
 void plot_num(FILE *f, double v)

@@ -673,6 +673,8 @@ int report_plot_script(struct plot_ctx *c, const struct report *r, enum report_p
 		return report_plot_gantt(c, r, f, ret_why);
 	case REPORT_PLOT_PRODUCTION:
 		return report_plot_production(c, r, f, ret_why);
+	case REPORT_PLOT_SHAPES:
+		return report_plot_shapes(c, r, f, ret_why);
 	default:
 		return -EINVAL;
 	}

@@ -197,6 +197,18 @@ static void test_goodput(void)
 	CLOSE(res.request_goodput, 1.0);
 	CLOSE(res.good_output_throughput, 6.0);
 	CHECK(!res.sla_met); /* 0.667 < 0.9 */
+	/* the same requests under the SLA scaled: at 0.5 (ttft 125, tpot 75)
+	 * nobody is good, at 0.7 (175, 105) r0 is, at 1 what attainment says,
+	 * at 2 the failed request still is not */
+	CHECK(res.has_scaled_attainment);
+	CHECK(probe_sla_scales[0] == 0.5 && probe_sla_scales[2] == 0.7 && probe_sla_scales[5] == 1.0 &&
+	      probe_sla_scales[PROBE_SLA_SCALES - 1] == 2.0);
+	CLOSE(res.scaled_attainment[0], 0);
+	CLOSE(res.scaled_attainment[2], 1.0 / 3);
+	CLOSE(res.scaled_attainment[5], res.attainment);
+	CLOSE(res.scaled_attainment[PROBE_SLA_SCALES - 1], 2.0 / 3);
+	for (size_t k = 1; k < PROBE_SLA_SCALES; k++)
+		CHECK(res.scaled_attainment[k] >= res.scaled_attainment[k - 1]);
 	sla.attainment = 0.6;
 	CHECK_INT_EQ(probe_result_compute(r, 3, 2.0, NULL, 0, &sla, &res, &err), 0);
 	CHECK(res.sla_met);
@@ -217,6 +229,7 @@ static void test_goodput(void)
 	CHECK(sla.attainment == 0); /* no per-request bound, no attainment target */
 	CHECK_INT_EQ(probe_result_compute(r, 3, 2.0, NULL, 0, &sla, &res, &err), 0);
 	CHECK(res.sla_met);
+	CHECK(!res.has_scaled_attainment); /* nothing per request to scale */
 	sla = (struct probe_sla){ 0 };
 	CHECK_INT_EQ(probe_sla_parse("p50:ttft:149", &sla, &err), 0);
 	CHECK_INT_EQ(probe_result_compute(r, 3, 2.0, NULL, 0, &sla, &res, &err), 0);
@@ -329,6 +342,7 @@ static void test_json(void)
 	CHECK_STR_CONTAINS(text, "\"sla\":\"ttft:250,tpot:150,p50:e2el:5000\"");
 	CHECK_STR_CONTAINS(text, "\"sla_met\":true");
 	CHECK_STR_CONTAINS(text, "\"kv_cache_usage_peak\":0.5");
+	CHECK_STR_CONTAINS(text, "\"attainment_by_sla_scale\":[[0.5,0],");
 
 	CHECK_INT_EQ(probe_result_from_json(j, &back, &err), 0);
 	CHECK(isinf(back.request_rate));

@@ -269,6 +269,116 @@ def case_orphan_daemon_disagg(make, tmp):
     check(not holders_of(logs, [d.proc.pid]), "a server still runs after the study")
 
 
+def sglang_env(tmp):
+    """goodput-sim in SGLang's place: `python3 -m sglang.launch_server` and
+    `python3 -m sglang_router.launch_router` (the shipped profile's argv)
+    find it first on $PATH under the name python3."""
+    sim = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[1]))), "sim", "goodput-sim")
+    bin_ = os.path.join(tmp, "sglang-bin")
+    os.makedirs(bin_, exist_ok=True)
+    if not os.path.exists(os.path.join(bin_, "python3")):
+        os.symlink(sim, os.path.join(bin_, "python3"))
+    return os.path.realpath(sim), {"PATH": bin_ + os.pathsep + os.environ.get("PATH", "")}
+
+
+def sims_by_exe(prefix, sim, exclude=()):
+    """The servers writing under prefix, by their program (named python3 here)."""
+    found = []
+    for p in holders_of(prefix, exclude):
+        try:
+            if os.path.realpath("/proc/%d/exe" % p) == sim:
+                found.append(p)
+        except OSError:
+            pass
+    return found
+
+
+def kill9_with_every_sglang_role_up(proc, logs, db, sim):
+    """SIGKILL proc once a disaggregated trial's prefill, decode and router
+    (goodput-sim speaking SGLang) all run, each recorded by role; then every
+    one of them is gone within GONE_SECONDS."""
+    wait_until("an SGLang prefill, decode and router server running",
+               lambda: len(sims_by_exe(logs, sim, [proc.pid])) >= 3, 120, 0.01)
+    os.kill(proc.pid, signal.SIGSTOP)
+    sims = sims_by_exe(logs, sim, [proc.pid])
+    roles = {role for _, role, pgid, _ in role_servers(db) if pgid}
+    check({"prefill-0", "decode-0", "router"} <= roles, "roles recorded: %s" % roles)
+    recorded = {pgid for _, _, pgid, _ in role_servers(db) if pgid}
+    for p in sims:
+        try:
+            check(os.getpgid(p) in recorded, "a role server runs unrecorded: pid %d" % p)
+        except ProcessLookupError:
+            pass
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    wait_until("the prefill, decode and router servers of the killed %d gone (they ran: %s)" % (proc.pid, sims),
+               lambda: not holders_of(logs) and [1], GONE_SECONDS)
+
+
+def sglang_spec(name):
+    """Both shapes on 4 emulated GPUs through the shipped SGLang profile:
+    one server of TP 2, or a prefill and a decode worker (P=1 D=1, TP 1
+    each) behind SGLang's router, the decode side's batch searched."""
+    spec = disagg_spec(name, trials=3)
+    spec["engine"] = "sglang"
+    spec["search_space"]["decode_max_num_seqs"] = [16, 32]
+    spec["deploy"]["stop_timeout"] = 5
+    spec["baseline"] = False
+    return spec
+
+
+def case_disagg_sglang(make, tmp):
+    """issue 26's real-time study: goodput-sim playing SGLang's roles
+    (--disaggregation-mode prefill|decode and sglang_router
+    --pd-disaggregation) on loopback, 4 emulated GPUs, P=1 D=1 and
+    aggregated TP 2 in the space. Through `goodput tune`: killed -9 with
+    every role up, nothing left; --resume runs the study to its answer,
+    which names the winning shape and the other's best beside it. Through
+    goodputd: killed -9 with every role up, nothing left; restarted, it
+    finishes the study with both shapes measured; nothing runs after."""
+    sim, env = sglang_env(tmp)
+    d = make(name="sg", env=env)
+    path = write_spec(tmp, sglang_spec("sgt"))
+    db = os.path.join(tmp, "sgt.db")
+    logs = os.path.join(tmp, "goodput-logs")
+    p = subprocess.Popen([d.goodput, "tune", "-q", "--no-report", "--db", db, path], env=d.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        kill9_with_every_sglang_role_up(p, logs, db, sim)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    r = subprocess.run([d.goodput, "tune", "--json", "--no-report", "--db", db, "--resume", "sgt"], env=d.env,
+                       capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, "resume: %s" % r.stderr[-3000:])
+    shape = json.loads(r.stdout)["best"].get("shape") or {}
+    check(shape.get("winner") in ("aggregated", "disaggregated") and shape.get("other_best") and
+          shape.get("gain", 0) >= 1, "the answer does not compare the shapes: %s" % r.stdout[-2000:])
+    rows = db_rows(db, "select seq, kind, knobs, state from trials order by seq")
+    trials_ok([{"seq": s, "kind": k, "knobs": json.loads(kn), "state": st} for s, k, kn, st in rows])
+    launch = " ".join(x for x, in db_rows(db, "select launch from trials where launch is not null"))
+    for flag in ("--disaggregation-mode", "sglang_router.launch_router", "--pd-disaggregation"):
+        check(flag in launch, "no trial was launched with %s" % flag)
+    check(not role_servers(db) and not holders_of(logs), "a server outlives the study")
+
+    d.start()
+    dlogs = os.path.join(d.state, "logs")
+    ddb = os.path.join(d.state, "goodput.db")
+    check(d.request({"command": "submit", "study": sglang_spec("sgd")})["ok"], "submit")
+    kill9_with_every_sglang_role_up(d.proc, dlogs, ddb, sim)
+    d.start()
+    d.wait_state("sgd", ["done"], 300)
+    trials = d.request({"command": "trials", "study": "sgd"})["trials"]
+    trials_ok(trials)
+    check({t["knobs"].get("shape") for t in trials if t["state"] == "done"} == {"aggregated", "disaggregated"},
+          "both shapes not measured: %s" % trials)
+    best = d.request({"command": "best", "study": "sgd"})
+    check(best.get("ok") and best["best"]["knobs"].get("shape"), "best: %s" % best)
+    check(not role_servers(ddb), "role servers still recorded after the study: %s" % role_servers(ddb))
+    check(not holders_of(dlogs, [d.proc.pid]), "a server still runs after the study")
+
+
 DEPLOY_SH = """#!/bin/sh
 # starts the server outside its own process group, as docker run -d does
 set -eu
@@ -573,6 +683,7 @@ CASES = {
     "orphan-command": case_orphan_command,
     "orphan-tune-disagg": case_orphan_tune_disagg,
     "orphan-daemon-disagg": case_orphan_daemon_disagg,
+    "disagg-sglang": case_disagg_sglang,
     "pid-reuse": case_pid_reuse,
     "lock-links": case_lock_links,
     "wal-deleted": case_wal_deleted,

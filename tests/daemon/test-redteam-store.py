@@ -600,8 +600,13 @@ def case_disk_full(make, tmp):
                              write_spec(tmp, tiny_spec("dft", trials=4))], env=d.env, stdout=subprocess.DEVNULL,
                             stderr=tune_err)
     atexit.register(lambda: tune.poll() is None and tune.kill())  # a failed check leaves it running
-    wait_until("goodput tune's first trial", lambda: os.path.exists(tune_db) and db_rows(
-        tune_db, "select count(*) from trials where state = 'done'")[0][0] >= 1, 120)
+    def tune_done():
+        try:  # the file is there before its tables
+            return db_rows(tune_db, "select count(*) from trials where state = 'done'")[0][0] >= 1
+        except sqlite3.Error:
+            return False
+
+    wait_until("goodput tune's first trial", tune_done, 120)
     check(tune.poll() is None, "goodput tune ended before the disk filled")
     filler = os.path.join(state, "filler")
     with open(filler, "wb") as f:

@@ -636,12 +636,25 @@ def case_twin():
         fail("twin-short: expected its budget to end it: %s, %d trials" % (st["message"], len(ts)))
     if not db_rows(short_db, "SELECT * FROM twin_calibrations"):
         fail("twin-short: a study ended by its budget stored no calibration:\n%s" % p.stderr[-2000:])
+    # ... and the next study of the same key starts warm from it (virtual
+    # time: whatever the machine's noise, the same fit every run)
+    demo["name"] = "twin-short-2"
+    with open(spec, "w") as f:
+        json.dump(demo, f)
+    p, dt = tune(spec, "--db", short_db, "--dry-run", timeout=300)
+    if "warm start from the calibration stored for sim|dry-run|" not in p.stderr:
+        fail("twin-short-2 did not start warm from twin-short's calibration:\n%s" % p.stderr[-2000:])
 
     # a real study of a tiny space, then a second one with the same key
     light = {"dataset": "random", "input_len": 128, "output_len": 16, "range_ratio": 0.25,
              "num_prompts": 40, "ignore_eos": True, "seed": 7}
     space = {"max_num_seqs": [16, 64], "max_num_batched_tokens": [1024, 2048], "quantization": ["fp8"],
              "max_model_len": [4096]}
+    # On a starved machine the measurements can be too noisy for the twin
+    # (fit error past its 8 % limit): it then says "poor fit", stores
+    # nothing, and the next study starts cold; that is the right verdict,
+    # and what is checked then (the warm start itself is checked above, in
+    # virtual time).
     runs = []
     for name in ("twin-a", "twin-b"):
         spec = study(name, search={"seed": 1, "strategy": "twin"}, search_space=space, workload=light,
@@ -649,18 +662,25 @@ def case_twin():
         p, dt = tune(spec, "--db", db, timeout=300)
         st, ts = check_store(db, name)
         cal = db_rows(db, "SELECT * FROM twin_calibrations WHERE engine_version != 'dry-run'")
-        if not cal:
+        if not cal and "poor fit" not in p.stderr:
             fail("%s: no calibration stored:\n%s" % (name, p.stderr[-2000:]))
         runs.append((p, dt, ts, cal))
     (pa, dta, tsa, cal), (pb, dtb, tsb, _) = runs
     if "warm start from the calibration stored" in pa.stderr:
         fail("the first study started warm")
-    if "warm start from the calibration stored for %s" % cal[0]["key"] not in pb.stderr:
-        fail("the second study did not start warm:\n%s" % pb.stderr[-2000:])
-    if not cal[0]["key"].startswith("sim|") or "llama-3.1-8b" not in cal[0]["key"]:
-        fail("calibration key %s" % cal[0]["key"])
-    print("twin real: first study %d trials in %.1f s, warm second %d trials in %.1f s; calibration %s "
-          "fit error %.1f%%" % (len(tsa), dta, len(tsb), dtb, cal[0]["key"], cal[0]["fit_error"] * 100))
+    if not cal:
+        if "warm start from the calibration stored" in pb.stderr:
+            fail("the second study started warm from nothing stored:\n%s" % pb.stderr[-2000:])
+        poor = [line for line in pa.stderr.splitlines() if "poor fit" in line]
+        print("twin real: the measurements too noisy here for a fit (%s): nothing stored, both studies cold "
+              "(%d and %d trials)" % (poor[0].split("poor fit", 1)[1][:120] if poor else "?", len(tsa), len(tsb)))
+    else:
+        if "warm start from the calibration stored for %s" % cal[0]["key"] not in pb.stderr:
+            fail("the second study did not start warm:\n%s" % pb.stderr[-2000:])
+        if not cal[0]["key"].startswith("sim|") or "llama-3.1-8b" not in cal[0]["key"]:
+            fail("calibration key %s" % cal[0]["key"])
+        print("twin real: first study %d trials in %.1f s, warm second %d trials in %.1f s; calibration %s "
+              "fit error %.1f%%" % (len(tsa), dta, len(tsb), dtb, cal[0]["key"], cal[0]["fit_error"] * 100))
 
     # the report shows predicted vs measured
     r = subprocess.run([GOODPUT, "report", "--db", db, "--markdown", "--engines-dir", ENGINES, "twin-a"],

@@ -57,6 +57,7 @@ enum {
 	ARG_MAX_LOAD_POINTS,
 	ARG_VERDICT,
 	ARG_MAX_POINT_REQUESTS,
+	ARG_MAX_POINT_SECONDS,
 	ARG_CONFIDENCE,
 	ARG_REQUEST_TIMEOUT,
 	ARG_PROMPT_FORMAT,
@@ -96,6 +97,7 @@ static const struct option own_options[] = {
 	{ "max-load-points", required_argument, NULL, ARG_MAX_LOAD_POINTS },
 	{ "verdict", required_argument, NULL, ARG_VERDICT },
 	{ "max-point-requests", required_argument, NULL, ARG_MAX_POINT_REQUESTS },
+	{ "max-point-seconds", required_argument, NULL, ARG_MAX_POINT_SECONDS },
 	{ "confidence", required_argument, NULL, ARG_CONFIDENCE },
 	{ "request-timeout", required_argument, NULL, ARG_REQUEST_TIMEOUT },
 	{ "prompt-format", required_argument, NULL, ARG_PROMPT_FORMAT },
@@ -210,6 +212,10 @@ static void help(void)
 	       "                           attainment), at most --max-point-requests; fixed: each\n"
 	       "                           sends --num-prompts, judged afterwards\n"
 	       "  --max-point-requests N   cap of a sequential load point (default 4 x --num-prompts)\n"
+	       "  --max-point-seconds SEC  a load point (not the saturation run) sends for SEC at\n"
+	       "                           most; then requests that can no longer meet the SLA are\n"
+	       "                           cut (their connections closed: the server drops them)\n"
+	       "                           and the rest cut at SEC/4 (at least 10 s) past the cap\n"
 	       "  --confidence F           of each sequential verdict (default 0.95)\n"
 	       "The saturation run sends --num-prompts at once. The search's load points share\n"
 	       "one arrival sequence (--seed), scaled to each rate; each reports the rate asked\n"
@@ -406,6 +412,8 @@ static int output_option(struct probe_args *a, int opt, const char *arg, int arg
 			return error_set(err, -EINVAL, "--verdict: expected sequential or fixed, got \"%s\"", arg);
 		a->cfg.fixed_count = strcmp(arg, "fixed") == 0;
 		return 0;
+	case ARG_MAX_POINT_SECONDS:
+		return parse_double("--max-point-seconds", arg, 1, 86400, &a->cfg.max_point_seconds, err);
 	case ARG_MAX_POINT_REQUESTS:
 		return parse_u32("--max-point-requests", arg, 1, PROBE_MAX_REQUESTS, &a->cfg.max_point_requests, err);
 	case ARG_CONFIDENCE:

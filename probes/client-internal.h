@@ -42,6 +42,7 @@ struct req {
 	struct probe_stream st; /* SSE reading and token timing; st.error is the request's error */
 	struct probe_request_result res;
 	uint32_t spec_input_len;
+	uint32_t spec_output_len; /* max_tokens asked (for the cut at a load point's cap) */
 	long status;
 	char curl_err[CURL_ERROR_SIZE];
 };

@@ -305,6 +305,7 @@ int probe_client_send(struct probe_client *c, const struct probe_workload *w, co
 	q->resp_max = ERROR_BODY_MAX;
 	q->res.index = spec->index;
 	q->spec_input_len = spec->input_len;
+	q->spec_output_len = spec->output_len;
 	r = probe_client_build_body(c, q, w, spec);
 	/* A handle that ran a stream before keeps its options: only the body
 	 * changes, which saves a good part of a request's set-up. */
@@ -589,6 +590,48 @@ struct probe_client *probe_client_free(struct probe_client *c)
 	sd_event_unref(c->event);
 	free(c);
 	return NULL;
+}
+
+size_t probe_client_cut_streams(struct probe_client *c, void *userdata, uint64_t now_usec, uint64_t ttft_usec,
+				uint64_t tpot_usec)
+{
+	struct req *cut = NULL, *q, *next;
+	size_t n = 0;
+
+	for (q = c->active; q; q = next) {
+		uint64_t age, e2e;
+
+		next = q->next;
+		if (q->kind != REQ_STREAM || q->userdata != userdata)
+			continue;
+		age = now_usec > q->res.send_usec ? now_usec - q->res.send_usec : 0;
+		e2e = tpot_usec == UINT64_MAX || ttft_usec == UINT64_MAX
+			      ? UINT64_MAX
+			      : ttft_usec + tpot_usec * (uint64_t)(q->spec_output_len > 1 ? q->spec_output_len - 1 : 0);
+		if (!(q->st.chunks == 0 ? age > ttft_usec : age > e2e))
+			continue;
+		/* off the multi (curl closes a connection mid-transfer: the
+		 * server sees its client go away) and out of the active list */
+		if (q->queued)
+			start_unqueue(c, q);
+		else
+			(void)curl_multi_remove_handle(c->multi, q->easy);
+		req_unlink(c, q);
+		q->next = cut;
+		cut = q;
+		n++;
+	}
+	/* then their callbacks, which may send or cancel other requests */
+	while (cut) {
+		q = cut;
+		cut = q->next;
+		q->next = NULL;
+		req_set_error(q, "%s", q->st.chunks == 0 ? PROBE_CUT_NO_TOKEN : PROBE_CUT_UNFINISHED);
+		q->res.cut = true;
+		probe_client_finish_stream(c, q, CURLE_OK);
+		req_release(c, q);
+	}
+	return n;
 }
 
 size_t probe_client_in_flight(const struct probe_client *c)

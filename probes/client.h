@@ -109,6 +109,22 @@ int probe_client_post(struct probe_client *c, const char *path, const char *body
 /* Cancels every request sent with this userdata, without calling back. */
 void probe_client_cancel(struct probe_client *c, void *userdata);
 
+/* The errors of a stream cut at a load point's cap (the request can no
+ * longer meet the SLA: see probe_client_cut_streams). */
+#define PROBE_CUT_NO_TOKEN   "cut at the load point's cap: no first token within the TTFT bound"
+#define PROBE_CUT_UNFINISHED "cut at the load point's cap: not finished within the SLA's bounds"
+
+/* Ends the streams sent with this userdata that can no longer meet an SLA
+ * whose bounds per request are ttft_usec and tpot_usec (UINT64_MAX: none):
+ * no first token ttft_usec after the send, or unfinished ttft_usec +
+ * (max_tokens - 1) × tpot_usec after it (0, 0 cuts every one). Each is
+ * taken off its connection, which curl closes — a server drops a request
+ * whose client went away (llama-server cancels its task within a second,
+ * queued or running; vLLM aborts it) — and finishes through its callback,
+ * failed with PROBE_CUT_* as its error and res.cut set. Returns how many. */
+size_t probe_client_cut_streams(struct probe_client *c, void *userdata, uint64_t now_usec, uint64_t ttft_usec,
+				uint64_t tpot_usec);
+
 /* Requests in flight. */
 size_t probe_client_in_flight(const struct probe_client *c);
 

@@ -167,6 +167,8 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 	q |= json_add_number(o, "duration", r->duration_s);
 	q |= json_add_number(o, "completed", r->completed);
 	q |= json_add_number(o, "failed", r->failed);
+	if (r->cut)
+		q |= json_add_number(o, "cut_at_cap", r->cut);
 	q |= json_add_number(o, "total_input_tokens", (double)r->total_input_tokens);
 	q |= json_add_number(o, "total_output_tokens", (double)r->total_output_tokens);
 	q |= json_add_number(o, "request_throughput", r->request_throughput);
@@ -458,6 +460,7 @@ static const struct json_field result_fields[] = {
 	{ "num_prompts", JSON_U32, OFF(num_prompts), .flags = JSON_MANDATORY, .max = UINT32_MAX },
 	{ "completed", JSON_U32, OFF(completed), .flags = JSON_MANDATORY, .max = UINT32_MAX },
 	{ "failed", JSON_U32, OFF(failed), .flags = JSON_MANDATORY, .max = UINT32_MAX },
+	{ "cut_at_cap", JSON_U32, OFF(cut), .max = UINT32_MAX },
 	{ "total_input_tokens", JSON_U64, OFF(total_input_tokens), .flags = JSON_MANDATORY, .max = INTEGER_MAX },
 	{ "total_output_tokens", JSON_U64, OFF(total_output_tokens), .flags = JSON_MANDATORY, .max = INTEGER_MAX },
 	{ "duration", JSON_DOUBLE, OFF(duration_s), .flags = JSON_MANDATORY | JSON_NULLABLE, ANY_NUMBER },

@@ -469,7 +469,10 @@ int probe_result_compute(const struct probe_request_result *reqs, size_t n_reqs,
 
 		sum_e2e += q->e2e_usec;
 		if (!q->success) {
-			res.failed++;
+			if (q->cut)
+				res.cut++;
+			else
+				res.failed++;
 			continue;
 		}
 		res.completed++;

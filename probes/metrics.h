@@ -37,6 +37,8 @@ extern const double probe_sla_scales[PROBE_SLA_SCALES];
 struct probe_request_result {
 	uint32_t index;
 	bool success;           /* completed with HTTP 200 and at least one token */
+	bool cut;               /* not success: ended by the probe at the load point's cap, when it
+	                         * could no longer meet the SLA (an SLA miss, not a server failure) */
 	int http_status;        /* 0 when no response arrived */
 	char *error;            /* owned; NULL on success */
 	uint64_t send_usec;     /* request sent */
@@ -193,7 +195,9 @@ struct probe_result {
 	/* counts and totals */
 	uint32_t num_prompts; /* measured requests sent */
 	uint32_t completed;
-	uint32_t failed;
+	uint32_t failed; /* by the server or the connection */
+	uint32_t cut;    /* ended by the probe at the point's cap, past hope of meeting the SLA
+	                  * (probe_client_cut_streams): neither completed nor failed, not good */
 	uint64_t total_input_tokens, total_output_tokens;
 	double duration_s;
 	/* throughputs over duration_s */

@@ -41,9 +41,10 @@ struct probe {
 
 	struct probe_workload *workload; /* of the current point */
 	struct probe_run *run;
-	sd_event_source *progress_timer, *done_defer, *cap_timer;
-	uint64_t start_usec; /* the probe's start, for max_seconds */
-	bool cur_capped;     /* the current point's time cap came */
+	sd_event_source *progress_timer, *done_defer, *cap_timer, *cut_timer;
+	uint64_t start_usec;   /* the probe's start, for max_seconds */
+	bool cur_capped;       /* the current point's time cap came */
+	uint64_t cut_all_usec; /* after the cap: when what is still in flight is cut whatever it is (0: never) */
 	double cur_rate;
 	bool cur_saturation;
 	unsigned cur_redone;         /* times the current point was run again */
@@ -176,6 +177,7 @@ struct probe *probe_free(struct probe *p)
 	sd_event_source_disable_unref(p->progress_timer);
 	sd_event_source_disable_unref(p->done_defer);
 	sd_event_source_disable_unref(p->cap_timer);
+	sd_event_source_disable_unref(p->cut_timer);
 	for (size_t i = 0; i < p->n_points; i++) {
 		for (size_t k = 0; k < p->points[i].n_requests; k++)
 			probe_request_result_done(&p->points[i].requests[k]);
@@ -237,6 +239,8 @@ static void on_run_done(struct probe_run *run, void *userdata);
  * sequential test. A verdict stops the sending; when the last request in
  * flight is back and the verdict over everything sent no longer holds,
  * the sending goes on. */
+static void start_cutting(struct probe *p);
+
 static void on_request(struct probe_run *run, size_t pos, const struct probe_request_result *r, void *userdata)
 {
 	struct probe *p = userdata;
@@ -251,6 +255,7 @@ static void on_request(struct probe_run *run, size_t pos, const struct probe_req
 	if (v != PROBE_VERDICT_NONE && !p->seq_stopped) {
 		p->seq_stopped = true;
 		probe_run_stop_sending(run);
+		start_cutting(p);
 		return;
 	}
 	probe_run_get_progress(run, &pr);
@@ -278,8 +283,67 @@ static double point_cap_seconds(const struct probe *p)
 	return isfinite(cap) ? MAX(cap, 1.0) : 0;
 }
 
+/* The per-request bounds of the SLA, µs (UINT64_MAX: none): TTFT, and the
+ * gap per output token (the tighter of TPOT and ITL). Percentile bounds
+ * count too: a request over one can only add to the tail. */
+static void sla_request_bounds(const struct probe_sla *sla, uint64_t *ret_ttft, uint64_t *ret_tpot)
+{
+	*ret_ttft = *ret_tpot = UINT64_MAX;
+	for (size_t i = 0; i < sla->n_bounds; i++) {
+		const struct probe_sla_bound *b = &sla->bounds[i];
+		uint64_t usec = (uint64_t)(b->bound_ms * USEC_PER_MSEC);
+
+		if (!(b->bound_ms > 0))
+			continue;
+		if (b->metric == PROBE_METRIC_TTFT)
+			*ret_ttft = MIN(*ret_ttft, usec);
+		else if (b->metric == PROBE_METRIC_TPOT || b->metric == PROBE_METRIC_ITL)
+			*ret_tpot = MIN(*ret_tpot, usec);
+	}
+}
+
+/* Once a point stops sending (its cap came, or its verdict is sure), every
+ * CUT_TICK: requests in flight that can no longer meet the SLA are ended —
+ * one still queued in the server past the TTFT bound, or unfinished past
+ * TTFT + (max_tokens − 1) × TPOT after its send — closing their
+ * connections, so that the server drops them; they count as not good, as
+ * they would have. At CUT_GRACE past the cap (a fraction of the cap, at
+ * least CUT_GRACE_MIN) the rest is cut too: a point's wall time stays
+ * within cap + grace however deep the server's queue. */
+#define CUT_TICK_USEC      (250 * USEC_PER_MSEC)
+#define CUT_GRACE_FRACTION 0.25
+#define CUT_GRACE_MIN_USEC (10 * USEC_PER_SEC)
+
+static int on_cut_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct probe *p = userdata;
+	uint64_t ttft, tpot;
+
+	if (!p->run || probe_run_finished(p->run))
+		return 0;
+	sla_request_bounds(&p->cfg.sla, &ttft, &tpot);
+	if (p->cut_all_usec && mono_usec() >= p->cut_all_usec)
+		ttft = tpot = 0;
+	/* the cut's callbacks may end the run (its done callback is deferred) */
+	(void)probe_run_cut(p->run, ttft, tpot);
+	if (!probe_run_finished(p->run) && sd_event_source_set_time_relative(s, CUT_TICK_USEC) >= 0)
+		(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+/* The point stopped sending: the cut starts ticking (once). */
+static void start_cutting(struct probe *p)
+{
+	if (p->cut_timer || !p->run || probe_run_finished(p->run))
+		return;
+	if (sd_event_add_time_relative(p->event, &p->cut_timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC, on_cut_tick,
+				       p) >= 0)
+		(void)sd_event_source_set_description(p->cut_timer, "probe-point-cut");
+}
+
 /* The point's time is up: no more requests are sent; those in flight come
- * back, and the verdict is what they all say (at the cap). */
+ * back or are cut (above), and the verdict is what they all say (at the
+ * cap). */
 static int on_cap(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct probe *p = userdata;
@@ -288,6 +352,11 @@ static int on_cap(sd_event_source *s, uint64_t usec, void *userdata)
 	if (p->run && !probe_run_finished(p->run)) {
 		p->seq_stopped = true;
 		probe_run_stop_sending(p->run);
+		p->cut_all_usec =
+			mono_usec() +
+			MAX((uint64_t)(MAX(p->cfg.max_point_seconds, 1.0) * CUT_GRACE_FRACTION * USEC_PER_SEC),
+			    CUT_GRACE_MIN_USEC);
+		start_cutting(p);
 	}
 	return 0;
 }
@@ -333,11 +402,14 @@ static int start_point(struct probe *p, double rate, bool saturation)
 	p->cur_saturation = saturation;
 	p->cur_good = 0;
 	p->cur_capped = false;
+	p->cut_all_usec = 0;
 	p->cap_timer = sd_event_source_disable_unref(p->cap_timer);
+	p->cut_timer = sd_event_source_disable_unref(p->cut_timer);
 	r = probe_run_start(p->event, p->client, p->workload, &p->cfg.run, on_run_done, p, &p->run);
 	if (r < 0)
 		return error_set(&p->err, r, "could not start the load point: %s", strerror(-r));
-	if (p->cfg.find_max_rate && !saturation && point_cap_seconds(p) > 0) {
+	/* the cap bounds a point of the search, or a single load point */
+	if ((p->cfg.find_max_rate || p->cfg.n_sweep == 0) && !saturation && point_cap_seconds(p) > 0) {
 		r = sd_event_add_time_relative(p->event, &p->cap_timer, CLOCK_MONOTONIC,
 					       (uint64_t)(point_cap_seconds(p) * USEC_PER_SEC), 10 * USEC_PER_MSEC,
 					       on_cap, p);
@@ -558,6 +630,7 @@ static void on_run_done(struct probe_run *run, void *userdata)
 
 	emit_progress(p);
 	p->cap_timer = sd_event_source_disable_unref(p->cap_timer);
+	p->cut_timer = sd_event_source_disable_unref(p->cut_timer);
 	/* a lag distorts the arrivals when it is a fair part of their gaps: at
 	 * a CPU engine's 0.1 req/s (10 s apart) a lag of 100 ms is not a
 	 * starved client, and running the point again would spend the trial's

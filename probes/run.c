@@ -449,6 +449,13 @@ void probe_run_get_progress(const struct probe_run *run, struct probe_run_progre
 	};
 }
 
+size_t probe_run_cut(struct probe_run *run, uint64_t ttft_usec, uint64_t tpot_usec)
+{
+	if (run->finished || run->warmup)
+		return 0;
+	return probe_client_cut_streams(run->client, run, mono_usec(), ttft_usec, tpot_usec);
+}
+
 uint64_t probe_run_requests_sent(const struct probe_run *run)
 {
 	return run->handed;

@@ -17,6 +17,9 @@
  * (probe_run_stop_sending): the requests in flight then finish, and the
  * load point's results are the requests sent — unless the caller, having
  * heard them, takes the sending up again (probe_run_resume_sending).
+ * At a load point's cap the caller may also end requests still in flight
+ * that can no longer be good (probe_run_cut), so that a server's queue
+ * does not hold the point past its cap.
  *
  * Every measured request ends with a result, failed or not. The wall time
  * runs from the measured phase's start to the last completion. The run
@@ -82,6 +85,12 @@ void probe_run_stop_sending(struct probe_run *run);
  * moved by the pause. Only before the run ended, i.e. from the on_request
  * call of the last request in flight (or earlier); -ESTALE otherwise. */
 int probe_run_resume_sending(struct probe_run *run);
+
+/* Ends the measured requests in flight that can no longer meet per-request
+ * bounds ttft_usec and tpot_usec (probe_client_cut_streams; 0, 0: every
+ * one): each closes its connection and ends as a result with cut set.
+ * Returns how many. */
+size_t probe_run_cut(struct probe_run *run, uint64_t ttft_usec, uint64_t tpot_usec);
 
 bool probe_run_finished(const struct probe_run *run);
 void probe_run_get_progress(const struct probe_run *run, struct probe_run_progress *ret);

@@ -390,6 +390,9 @@ static int start_point(struct probe *p, double rate, bool saturation)
 				p->cfg.find_max_rate ? p->next_num_prompts : 0, &wc);
 	probe_workload_free(p->workload);
 	p->workload = NULL;
+	/* a capped point of the search sends the arrivals of its cap: at the rate asked */
+	if (p->cfg.find_max_rate && !saturation)
+		wc.arrival_window_s = point_cap_seconds(p);
 	r = probe_workload_generate(&wc, &p->workload, &p->err);
 	if (r < 0)
 		return r;

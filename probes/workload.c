@@ -388,6 +388,27 @@ static void fill_trace(const struct gen *g, struct probe_workload *w)
 
 /* Arrival offsets (µs) of the measured requests: first at 0, then the gaps;
  * with a rate profile, the gaps of a unit-rate process warped by it. */
+/* arrival_window_s (workload.h): the first k = rate × window arrivals
+ * (k − 1 gaps, as offered_rate counts them) scaled to span (k − 1) / rate. */
+static void normalize_window(const struct probe_workload_config *cfg, struct probe_workload *w)
+{
+	size_t n = w->n_requests - MIN((size_t)cfg->num_warmup, w->n_requests), k;
+	double span, want;
+
+	if (!(cfg->arrival_window_s > 0) || cfg->profile.n > 0 || !(cfg->request_rate > 0) ||
+	    (cfg->arrival != PROBE_ARRIVAL_POISSON && cfg->arrival != PROBE_ARRIVAL_GAMMA))
+		return;
+	k = (size_t)MIN(ceil(cfg->request_rate * cfg->arrival_window_s), (double)n);
+	if (k < 3)
+		return;
+	span = (double)w->requests[cfg->num_warmup + k - 1].arrival_usec;
+	want = (double)(k - 1) / cfg->request_rate * 1e6;
+	if (!(span > 0))
+		return;
+	for (size_t i = cfg->num_warmup; i < w->n_requests; i++)
+		w->requests[i].arrival_usec = (uint64_t)llround((double)w->requests[i].arrival_usec * want / span);
+}
+
 static void fill_arrivals(const struct gen *g, struct probe_workload *w)
 {
 	const struct probe_workload_config *cfg = g->cfg;
@@ -422,6 +443,7 @@ static void fill_arrivals(const struct gen *g, struct probe_workload *w)
 		}
 		tau = t;
 	}
+	normalize_window(cfg, w);
 }
 
 /* The seed of the token ids: the workload's, moved by the prompt variant. */

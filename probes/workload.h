@@ -130,6 +130,14 @@ struct probe_workload_config {
 	 * prefixes), or the dataset's entries further on — with the same
 	 * synthetic lengths and arrival times (a rate search's load points) */
 	uint32_t prompt_variant;
+	/* > 0 (Poisson or gamma arrivals at a constant rate): the load point
+	 * sends for this long at most (its cap), so only the arrivals of its
+	 * first rate × window s go out; the sequence is stretched or shrunk so
+	 * that those come at the rate asked on average. A fixed seed's first
+	 * dozen draws stray from their mean by a third (1/√k): unscaled, every
+	 * capped point of a search would send a fixed factor more (or less)
+	 * than it asks, and the answer's rate would be off by that factor. */
+	double arrival_window_s;
 	/* additions */
 	uint32_t dataset_output_len; /* sharegpt/custom: fixed output length; 0 = from the dataset */
 	bool lengths_only;           /* no prompts: dataset texts not kept (virtual time needs lengths only) */

@@ -353,7 +353,7 @@ def case_cluster(env, tmp, cluster):
     # a job scancel'ed while its trial probes
     victim = wait_rows("SELECT seq, job_id FROM trials WHERE state = 'probing' AND job_id IS NOT NULL", "probing job")[0]
     subprocess.run(["scancel", str(victim["job_id"])], env=cluster.env, check=True)
-    wait_rows("SELECT seq FROM trials WHERE seq = %d AND job_lost >= 1" % victim["seq"], "lost job counted", 30)
+    wait_rows("SELECT seq FROM trials WHERE seq = %d AND job_lost >= 1" % victim["seq"], "lost job counted", 120)
     log("cluster: job %d of trial %d scancel'ed mid-probe" % (victim["job_id"], victim["seq"]))
     # kill -9 while jobs run
     live = wait_rows("SELECT seq, job_id FROM trials WHERE state IN ('deploying', 'probing') AND job_id IS NOT NULL"

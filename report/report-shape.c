@@ -144,10 +144,10 @@ void report_shape_text(const struct report_shape_compare *c, char *buf, size_t s
 	}
 	snprintf(buf, size,
 		 "%s wins, %.2fx the goodput per GPU of the best %s measured (%u configuration%s): $%.4f/Mtok (%s, %u "
-		 "GPUs, %.1f tok/s per GPU) against $%.4f/Mtok (%s, %u GPUs, %.1f tok/s per GPU)",
+		 "GPU%s, %.1f tok/s per GPU) against $%.4f/Mtok (%s, %u GPU%s, %.1f tok/s per GPU)",
 		 c->winner, c->gain, c->other, c->other_measured, c->other_measured == 1 ? "" : "s", c->winner_cost,
-		 c->winner_knobs, c->winner_gpus, c->winner_goodput_per_gpu, c->other_cost, c->other_knobs,
-		 c->other_gpus, c->other_goodput_per_gpu);
+		 c->winner_knobs, c->winner_gpus, c->winner_gpus == 1 ? "" : "s", c->winner_goodput_per_gpu,
+		 c->other_cost, c->other_knobs, c->other_gpus, c->other_gpus == 1 ? "" : "s", c->other_goodput_per_gpu);
 }
 
 int report_shape_json(const struct report_shape_compare *c, cJSON *o)

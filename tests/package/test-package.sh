@@ -90,6 +90,12 @@ rm -f /usr/sbin/policy-rc.d
 dpkg -i /opt/pkg/goodput.deb || fail "dpkg -i"
 [ "$(command -v goodput)" = /usr/bin/goodput ] || fail "goodput is not /usr/bin/goodput: $(command -v goodput)"
 getent passwd goodput >/dev/null || fail "no goodput user after installation"
+# The daemon's configuration: a conffile, whose edits dpkg keeps across
+# upgrades (the service below runs with it: goodputd refuses a bad one).
+dpkg-query --control-show goodput conffiles | grep -q '^ */etc/goodput/goodputd.json' ||
+	fail "/etc/goodput/goodputd.json is not a conffile: $(dpkg-query --control-show goodput conffiles 2>&1)"
+grep -q '"socket_group": "goodput"' /etc/goodput/goodputd.json ||
+	fail "/etc/goodput/goodputd.json: $(cat /etc/goodput/goodputd.json)"
 echo "installed: $(dpkg-query -W -f='${Package} ${Version}' goodput), user $(getent passwd goodput | cut -d: -f1,3,6) ($(elapsed))"
 
 [ "$(prop goodputd.socket ActiveState)" = active ] || echo "note: the package did not start goodputd.socket"

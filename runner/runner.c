@@ -213,9 +213,15 @@ int runner_update_best(struct runner *r, struct error *err)
 	r->status.best_max_goodput = b.trial.max_goodput;
 	r->status.best_trial_id = b.trial.id;
 	if (!b.trial.canonical_key ||
-	    runner_describe_config(r, b.trial.canonical_key, r->status.best_knobs, sizeof(r->status.best_knobs)) < 0)
-		snprintf(r->status.best_knobs, sizeof(r->status.best_knobs), "%s",
-			 b.trial.knobs_json ? b.trial.knobs_json : "");
+	    runner_describe_config(r, b.trial.canonical_key, r->status.best_knobs, sizeof(r->status.best_knobs)) < 0 ||
+	    !r->status.best_knobs[0]) {
+		/* off the space's grid (the engine's defaults as the baseline),
+		 * or a space with no choice (nothing to tell apart): its knobs
+		 * as stored, in the same words */
+		_cleanup_(cJSON_Deletep) cJSON *kj = b.trial.knobs_json ? cJSON_Parse(b.trial.knobs_json) : NULL;
+
+		study_knobs_json_text(kj, r->status.best_knobs, sizeof(r->status.best_knobs));
+	}
 	store_study_best_done(&b);
 	return 0;
 }

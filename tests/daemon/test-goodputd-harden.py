@@ -31,6 +31,15 @@ def case_lock(make, tmp):
     a = make(name="a", args=["--dry-run"]).start()
     a.request({"command": "submit", "study": tiny_spec("l1", trials=2)})
     a.wait_state("l1", ["done"], 60)
+    # (the journal's line of a study's end names its best in words, also
+    # where the space leaves no choice: not "()", not the stored JSON)
+    one = tiny_spec("l0", trials=1)
+    one["search_space"] = {"max_num_seqs": [8], "max_num_batched_tokens": [512], "tensor_parallel": [1]}
+    one["quantizations"] = ["none"]
+    a.request({"command": "submit", "study": one})
+    a.wait_state("l0", ["done"], 60)
+    end = [line for line in a.log().splitlines() if "study l0: done, best $" in line]
+    check(end and "max_num_seqs=8 " in end[0] and "{" not in end[0], "the end of l0: %r" % end)
     b = make(name="b", args=["--dry-run"])
     b.state = a.state
     t0 = time.monotonic()

@@ -3,8 +3,8 @@
 saturation load point against goodput-sim (size 0: an idle goodputd, the
 machine's own share of the latency). For each workload size, RUNS times: a fresh goodputd, one study (128-token prompts, 16-token replies,
 the tiny test space), `status` asked every 50 ms for SECONDS once the
-probe runs; printed: status p50/p99/max, goodputd's peak RSS (VmHWM), the
-probe process's and the server's RSS at the end, then the spread over the
+probe runs; printed: status p50/p99/max, goodputd's and the probe
+process's peak RSS (VmHWM), the probe's and the server's RSS at the end, then the spread over the
 runs. Machine state: the load average before and after.
 
 Usage: bench-prompts.py GOODPUTD GOODPUT [--sizes 5000,50000,1000000]
@@ -79,10 +79,12 @@ def one_run(args, n):
             lat.append((time.monotonic() - t0) * 1e3)
             time.sleep(0.05)
         kids = {comm(k): kib(k, "VmRSS") for k in descendants(d.proc.pid)}
+        probe_hwm = max([kib(k, "VmHWM") for k in descendants(d.proc.pid) if comm(k) == "goodput-probe"] or [0])
         return {
             "p50": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat), "n": len(lat),
             "hwm_mb": kib(d.proc.pid, "VmHWM") / 1024.0,
             "probe_mb": kids.get("goodput-probe", 0) / 1024.0,
+            "probe_hwm_mb": probe_hwm / 1024.0,
             "server_mb": max([v for k, v in kids.items() if k != "goodput-probe"] or [0]) / 1024.0,
         }
     finally:
@@ -110,10 +112,11 @@ def main():
             r = one_run(args, n)
             runs.append(r)
             print("%9d prompts, run %d: status p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d asked over %.0f s); "
-                  "goodputd peak RSS %.1f MB; probe process %.1f MB, server %.1f MB" %
-                  (n, i + 1, r["p50"], r["p99"], r["max"], r["n"], args.seconds, r["hwm_mb"], r["probe_mb"],
-                   r["server_mb"]), flush=True)
-        for key, label in (("p99", "status p99 ms"), ("max", "status max ms"), ("hwm_mb", "goodputd peak MB")):
+                  "goodputd peak RSS %.1f MB; probe process peak RSS %.1f MB (%.1f MB at the end), server %.1f MB" %
+                  (n, i + 1, r["p50"], r["p99"], r["max"], r["n"], args.seconds, r["hwm_mb"], r["probe_hwm_mb"],
+                   r["probe_mb"], r["server_mb"]), flush=True)
+        for key, label in (("p99", "status p99 ms"), ("max", "status max ms"), ("hwm_mb", "goodputd peak MB"),
+                           ("probe_hwm_mb", "probe process peak MB")):
             v = [r[key] for r in runs]
             print("%9d prompts: %s median %.2f (min %.2f, max %.2f over %d runs)" %
                   (n, label, statistics.median(v), min(v), max(v), len(v)))

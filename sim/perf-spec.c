@@ -19,7 +19,9 @@
  * (memory-bound: its weights streamed k times) plus a pass over each
  * prompt chunk; an EAGLE or MTP head is one decoder layer that shares the
  * model's embeddings and lm_head (so each of its forwards streams one layer
- * and the lm_head); n-gram lookup is CPU work per sequence. A drafting
+ * and the lm_head); n-gram lookup is host work per sequence and step (the
+ * profile's ngram_seq_us: vLLM 0.6's per-sequence lookup and batch
+ * expansion, which is what slows n-gram at high load). A drafting
  * forward is a replayed CUDA graph: the engine's per-step scheduling
  * overhead is not paid again, only a launch cost. */
 #include <errno.h>
@@ -36,9 +38,6 @@
 /* Launch cost of one drafting forward (graph replay), s: assumed, of the
  * order of a CUDA graph launch plus the sampler; see PERFMODEL.md §8. */
 #define DRAFT_STEP_FIXED_S 0.2e-3
-/* CPU time of one n-gram lookup over a sequence's context, s (vLLM's
- * proposer is a compiled KMP search over the token ids). */
-#define NGRAM_SEQ_S 5e-6
 
 static const char *const method_names[_SIM_SPEC_MAX] = {
 	[SIM_SPEC_NONE] = "none",   [SIM_SPEC_NGRAM] = "ngram", [SIM_SPEC_DRAFT_MODEL] = "draft_model",
@@ -263,7 +262,7 @@ int sim_spec_init(struct sim_spec *s, struct sim_perf *p, enum sim_spec_method m
 		return error_set(err, -EINVAL, "num_speculative_tokens: expected 1 to %d, got %u", SIM_SPEC_MAX_TOKENS,
 				 k);
 	if (m == SIM_SPEC_NGRAM) {
-		n.ngram_seq_usec = NGRAM_SEQ_S * 1e6;
+		n.ngram_seq_usec = p->profile.ngram_seq_us;
 		*s = n;
 		return 0;
 	}

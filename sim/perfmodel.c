@@ -209,6 +209,7 @@ static const struct {
 	F(c_tok_us, false),
 	F(t_tp_ms, false),
 	F(engine_efficiency, true),
+	F(ngram_seq_us, false),
 	F(act_graphs_gib, false),
 	F(act_base_gib, false),
 	F(act_nccl_gib, false),

@@ -126,6 +126,7 @@ struct sim_profile {
 	double c_tok_us;          /* per scheduled token */
 	double t_tp_ms;           /* per extra TP rank */
 	double engine_efficiency; /* the whole step time is divided by this (1 = as modelled) */
+	double ngram_seq_us;      /* n-gram proposer's host time per proposing sequence per step */
 	/* memory (§4.3) */
 	double act_graphs_gib; /* CUDA graphs */
 	double act_base_gib;   /* non-torch memory */
@@ -300,7 +301,7 @@ struct sim_spec {
 	enum sim_spec_method method;
 	uint32_t k;              /* draft tokens per step (num_speculative_tokens) */
 	struct sim_perf draft;   /* draft_model / eagle / mtp: the drafter's own roofline */
-	double ngram_seq_usec;   /* ngram: CPU time of one lookup */
+	double ngram_seq_usec;   /* ngram: host time per proposing sequence per step */
 	double draft_step_fixed; /* s of launch overhead per drafting forward (graphs replayed) */
 };
 

@@ -284,6 +284,11 @@ static const struct sim_profile profile_vllm = {
 	.c_tok_us = 2,
 	.t_tp_ms = 1.0,
 	.engine_efficiency = 1.0,
+	/* vLLM 0.6's n-gram proposer, per sequence and step: the context copied to the GPU, 1-3
+	 * n-gram sizes of eager ops each ending in a device sync, and batch expansion's k + 1 copies
+	 * of the sequence for scoring (PERFMODEL.md §8; assumed from that code path, bracketed by
+	 * the vLLM blog's n-gram figure at 8 req/s). vLLM V1's compiled lookup: about 5. */
+	.ngram_seq_us = 450,
 	.act_graphs_gib = 0.5,
 	.act_base_gib = 0.2,
 	.act_nccl_gib = 1.0,
@@ -311,6 +316,7 @@ static const struct sim_profile profile_trtllm = {
 	.c_tok_us = 0,
 	.t_tp_ms = 0,
 	.engine_efficiency = 1.0,
+	.ngram_seq_us = 5,
 	.act_graphs_gib = 0.5,
 	.act_base_gib = 0.2,
 	.act_nccl_gib = 1.0,

@@ -150,9 +150,19 @@ int twin_calibration_from_json(const cJSON *j, const char *what, struct twin_cal
 	r = json_require_object(j, what, "profile", &prof, err);
 	if (r < 0)
 		return r;
-	/* Start from zeros so that a profile missing a key is an error, not a default. */
+	/* Start from zeros so that a profile missing a key is an error, not a default; but a twin
+	 * stored before the n-gram proposer's cost was a constant takes the vllm preset's. */
+	if (!cJSON_GetObjectItemCaseSensitive(prof, "ngram_seq_us")) {
+		struct sim_profile v;
+
+		r = sim_profile_preset("vllm", &v, err);
+		if (r < 0)
+			return r;
+		c.profile.ngram_seq_us = v.ngram_seq_us;
+	}
 	for (size_t i = 0; sim_profile_field_name(i); i++)
-		if (!cJSON_GetObjectItemCaseSensitive(prof, sim_profile_field_name(i)))
+		if (!cJSON_GetObjectItemCaseSensitive(prof, sim_profile_field_name(i)) &&
+		    strcmp(sim_profile_field_name(i), "ngram_seq_us") != 0)
 			return error_set(err, -EINVAL, "%s.profile.%s: missing", what, sim_profile_field_name(i));
 	snprintf(path, sizeof(path), "%s.profile", what);
 	r = sim_profile_apply_json(&c.profile, prof, path, err);

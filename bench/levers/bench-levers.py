@@ -11,6 +11,10 @@ no wall time to speak of, so a loaded machine changes none of the figures.
                 repetition 0.5), acceptance 0.7: TPOT at low and high load,
                 and $/Mtok at the highest rate meeting a tight TPOT SLA
                 (10 ms) and a throughput-bound one (60 ms)
+  spec-blog     the vLLM blog's n-gram figure (2024-10-17, figures 6-7):
+                70B on 4xH100, 1,000-token articles and 128-token summaries,
+                n-gram k=4, mean end-to-end latency at 1, 2, 4 and 8 req/s
+                with and without, beside the published seconds
   prefix        8B H100, a 2,000-token shared system prompt + 200 tokens of
                 question, 128 out; and the same questions without it
   dp-tp         8B H100 on 2 GPUs, short-prompt chat 256/128:
@@ -93,6 +97,33 @@ def bench_speculation(sim, seeds, results):
               f"{spread(row['tpot_p50_ms@16']):>20} {spread(row['usd_per_mtok_tight'], '{:.4f}'):>24} "
               f"{spread(row['max_rate_tight'], '{:.1f}'):>20} {spread(row['usd_per_mtok_loose'], '{:.4f}'):>24} "
               f"{spread(row['max_rate_loose'], '{:.1f}'):>20}")
+    print()
+
+
+# The vLLM blog of 2024-10-17, figures 6 and 7 (read off the bars): mean e2e latency, s.
+BLOG_NGRAM = {1: (0.98, 2.75), 2: (1.24, 2.95), 4: (1.82, 3.78), 8: (10.7, 5.75)}
+
+
+def bench_spec_blog(sim, seeds, results):
+    base = ["--model", "llama-3.1-70b", "--gpu", "H100", "--tensor-parallel-size", "4", "--max-num-seqs", "256",
+            "--random-input-len", "1000", "--random-output-len", "128", "--prompt-repetition", "0.9",
+            "--num-prompts", "1000"]
+    ngram = ["--spec-method", "ngram", "--spec-tokens", "4", "--spec-acceptance", "0.8"]
+    print("## the vLLM blog's n-gram figure: 70B 4xH100, 1000/128, n-gram k=4, acceptance 0.8, mean e2e s")
+    print(f"{'req/s':>6} {'n-gram':>20} {'without':>20} {'ratio':>20} {'published':>22}")
+    for rate, (pub_on, pub_off) in BLOG_NGRAM.items():
+        on = runs(sim, base + ngram + ["--request-rate", str(rate)], seeds, lambda d: d["mean_e2el_ms"] / 1e3)
+        off = runs(sim, base + ["--request-rate", str(rate)], seeds, lambda d: d["mean_e2el_ms"] / 1e3)
+        ratio = [a / b for a, b in zip(on, off)]
+        results["spec_blog"][str(rate)] = {"ngram_e2e_s": on, "off_e2e_s": off, "ratio": ratio,
+                                           "published": [pub_on, pub_off]}
+        print(f"{rate:>6} {spread(on):>20} {spread(off):>20} {spread(ratio):>20} "
+              f"{f'{pub_on} / {pub_off} = {pub_on / pub_off:.2f}':>22}")
+    sat = {}
+    for name, extra in (("n-gram", ngram), ("without", [])):
+        sat[name] = runs(sim, base + extra + ["--request-rate", "inf"], seeds, lambda d: d["request_throughput"])
+    results["spec_blog"]["saturated_req_s"] = sat
+    print(f"saturated: n-gram {spread(sat['n-gram'])} req/s, without {spread(sat['without'])}")
     print()
 
 
@@ -214,13 +245,15 @@ def main():
     ap.add_argument("--engines-dir")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--study-seeds", type=int, default=3)
-    ap.add_argument("--only", default="speculation,prefix,dp-tp,pp,study")
+    ap.add_argument("--only", default="speculation,spec-blog,prefix,dp-tp,pp,study")
     ap.add_argument("--json")
     a = ap.parse_args()
     only = a.only.split(",")
-    results = {"seeds": a.seeds, "speculation": {}, "prefix": {}, "dp_tp": {}, "pp": {}, "study": {}}
+    results = {"seeds": a.seeds, "speculation": {}, "spec_blog": {}, "prefix": {}, "dp_tp": {}, "pp": {}, "study": {}}
     if "speculation" in only:
         bench_speculation(a.sim, a.seeds, results)
+    if "spec-blog" in only:
+        bench_spec_blog(a.sim, a.seeds, results)
     if "prefix" in only:
         bench_prefix(a.sim, a.seeds, results)
     if "dp-tp" in only:

@@ -247,8 +247,8 @@ int report_levers_of(const struct study *s, const struct report_levers_trial *tr
 		snprintf(lv.speculation, sizeof(lv.speculation),
 			 "none won: the cheapest with speculation (%s%s) costs %+.0f %% ($%.4f/Mtok) at its own max "
 			 "rate — "
-			 "drafts lower TPOT at low load, but at this SLA's rates the verified drafts cost more than "
-			 "they save",
+			 "drafts lower TPOT at low load, but at this SLA's rates proposing and verifying them costs "
+			 "more than they save",
 			 other, lv.counterpart_same ? ", the other knobs the same" : "",
 			 (counter->t->cost_per_mtok / b->t->cost_per_mtok - 1) * 100, counter->t->cost_per_mtok);
 	} else

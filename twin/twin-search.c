@@ -42,7 +42,11 @@
  *    mean cost: σ / √n, at least 1 %) is below stop_probability (5 %), and
  *    at least STOP_MIN configurations are measured, the search is over: the answer is measured
  *    again (confirm_probes), the message says how many deployments of the
- *    budget that saved. With both serving shapes in the space (deploy.shape
+ *    budget that saved. Then the answer (the lowest mean measured) races
+ *    its closest rival by measured mean while the two overlap (the noise
+ *    at least the settings'): the one measured less is measured again, up
+ *    to RACE_MEASUREMENTS times each, since the lowest of several noisy
+ *    means is biased low. With both serving shapes in the space (deploy.shape
  *    "both") the answer also says by how much its shape won: when nothing
  *    of the other shape was tried, the other shape's best as the model
  *    predicts it is measured once before the search ends. A budget that ends first says what is left: that
@@ -99,6 +103,8 @@
 #define STOP_TAIL 0.1
 /* the search over, a rival that overlaps the answer is measured up to this often */
 #define RIVAL_MEASUREMENTS 2
+/* the search over, the answer and its closest rival race up to this many measurements each */
+#define RACE_MEASUREMENTS 3
 
 void twin_search_settings_init(struct twin_search_settings *s)
 {
@@ -644,6 +650,44 @@ static size_t rival(const struct search *x, const struct opt_gp *gp, size_t inc,
 	return pick;
 }
 
+/* The search over, the answer is the configuration with the lowest mean
+ * measured cost (opt_best), and that mean is the lowest of several noisy
+ * ones: on a landscape of near ties it is biased low (the winner's curse).
+ * The race: the answer a and its closest rival by measured mean, while
+ * the two overlap (within twice their joint spread), the one of them
+ * measured less (ties: the answer, whose mean is the biased one) is
+ * measured again, each at most RACE_MEASUREMENTS times. Returns the
+ * configuration to measure (SIZE_MAX: none). */
+static size_t race(const struct search *x, size_t a, const bool *busy)
+{
+	double ma, best = INFINITY;
+	/* a few repeats understate the noise: never below the settings' */
+	double floor_var = MAX(x->noise_var, x->s->noise * x->s->noise);
+	size_t b = SIZE_MAX, which;
+
+	if (a == SIZE_MAX || !x->obs[a].measured)
+		return SIZE_MAX;
+	ma = x->obs[a].sum / x->obs[a].n;
+	for (size_t i = 0; i < x->n_configs; i++) {
+		double mi, pair;
+
+		if (i == a || !x->obs[i].measured || busy[i])
+			continue;
+		mi = x->obs[i].sum / x->obs[i].n;
+		pair = sqrt(floor_var * (1.0 / x->obs[a].n + 1.0 / x->obs[i].n));
+		if (mi - ma < 2 * pair && mi < best) {
+			best = mi;
+			b = i;
+		}
+	}
+	if (b == SIZE_MAX)
+		return SIZE_MAX;
+	which = x->obs[b].n < x->obs[a].n ? b : a;
+	if (x->obs[which].n >= RACE_MEASUREMENTS || busy[which])
+		which = which == a ? b : a;
+	return x->obs[which].n < RACE_MEASUREMENTS && !busy[which] ? which : SIZE_MAX;
+}
+
 /* Whether configuration i was measured alone on the host (a confirmation
  * of the answer once the search was over). */
 static bool measured_alone(const struct twin *t, const struct twin_history *h, size_t i)
@@ -1150,6 +1194,15 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			c->opt.ask = OPT_ASK_CONFIRM;
 			c->opt.phase = OPT_PHASE_CONFIRM;
 			c->opt.config = c->opt.best.config;
+			c->opt.attempt = 1;
+			c->phase = TWIN_PHASE_CONFIRM;
+		} else if (!over && s->plain.confirm_probes > 0 && n_pending + got == 0 &&
+			   (!s->plain.max_trials || deployed < s->plain.max_trials) &&
+			   (second = race(&x, c->opt.best.valid ? (size_t)twin_index(t, &c->opt.best.config) : SIZE_MAX,
+					  busy)) != SIZE_MAX) {
+			c->opt.ask = OPT_ASK_CONFIRM;
+			c->opt.phase = OPT_PHASE_CONFIRM;
+			c->opt.config = t->configs[second];
 			c->opt.attempt = 1;
 			c->phase = TWIN_PHASE_CONFIRM;
 		} else if (!over && (second = rival(&x, &gp, inc, busy)) != SIZE_MAX && s->plain.confirm_probes > 0 &&

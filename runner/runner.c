@@ -532,6 +532,15 @@ static int make_planner(struct runner *r, struct error *err)
 		return k;
 	r->plain_search = r->planner->ops == runner_planner_search_ops();
 	runner_planner_describe(r->planner, r->status.twin, sizeof(r->status.twin));
+	if (!r->plain_search) {
+		/* the study's row named the NLopt algorithm when it was submitted;
+		 * the search that runs is the model's ("model" or "twin") */
+		struct error e = { 0 };
+
+		k = store_study_set_algorithm(r->store, r->study_id, r->status.twin, &e);
+		if (k < 0)
+			log_warning("study %s: %s", r->row.name, error_str(&e, k));
+	}
 	return 0;
 }
 

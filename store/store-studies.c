@@ -198,3 +198,8 @@ int store_study_set_phases(struct store *s, int64_t id, const char *json, struct
 {
 	return study_set_text(s, STMT_STUDY_SET_PHASES, id, json, "recording the search phases", err);
 }
+
+int store_study_set_algorithm(struct store *s, int64_t id, const char *algorithm, struct error *err)
+{
+	return study_set_text(s, STMT_STUDY_SET_ALGORITHM, id, algorithm, "recording the search", err);
+}

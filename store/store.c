@@ -367,6 +367,7 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 					 " ELSE NULL END WHERE id = ?1" },
 	[STMT_STUDY_SET_PREFLIGHT] = { NULL, "UPDATE studies SET preflight_json = ?2 WHERE id = ?1" },
 	[STMT_STUDY_SET_PHASES] = { NULL, "UPDATE studies SET phases_json = ?2 WHERE id = ?1" },
+	[STMT_STUDY_SET_ALGORITHM] = { NULL, "UPDATE studies SET algorithm = ?2 WHERE id = ?1" },
 	[STMT_STUDY_SET_BEST] = { NULL, "UPDATE studies SET best_trial_id = ?2 WHERE id = ?1"
 					" AND EXISTS (SELECT 1 FROM trials WHERE id = ?2 AND study_id = ?1)" },
 	[STMT_TRIAL_NEXT_SEQ] = { NULL, "SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE study_id = ?1" },

@@ -156,6 +156,8 @@ int store_study_list(struct store *s, struct store_study **ret, size_t *ret_n, s
  * text, NULL clears). */
 int store_study_set_preflight(struct store *s, int64_t id, const char *json, struct error *err);
 int store_study_set_phases(struct store *s, int64_t id, const char *json, struct error *err);
+/* The search the study runs ("model", "twin", or the NLopt algorithm), once chosen. */
+int store_study_set_algorithm(struct store *s, int64_t id, const char *algorithm, struct error *err);
 /* Moves a study to state; `running` sets started (first time only), a final
  * state sets finished. message may be NULL (clears it). */
 int store_study_set_state(struct store *s, int64_t id, enum store_study_state state, const char *message,

@@ -101,6 +101,10 @@ try:
     if len(re.findall(r"<tr[^>]*>\s*<td>", trials)) != n_trials:
         sys.exit("FAIL: not every trial is in the table")
     # how it ended, in words a user reads, not a warning box; nothing on stderr
+    # the search that ran: the demo is the model search's, not the NLopt
+    # algorithm its row was submitted with
+    if not re.search(r"<td>search</td>\s*<td>model, seed", html):
+        sys.exit("FAIL: the report does not name the model search as the study's search")
     if "Study message" in html or not re.search(r"<p>The study ended (when|once)", html):
         sys.exit("FAIL: the report does not say in words why the study ended")
     if p.stderr.strip():

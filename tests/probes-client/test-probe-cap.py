@@ -64,8 +64,11 @@ try:
                         "--random-output-len", "8", "--ignore-eos", "--num-prompts", "400", "--request-rate", "100",
                         "--sla", "ttft:1000,tpot:30", "--max-point-seconds", "2", "--no-progress", "--json"],
                        capture_output=True, text=True, timeout=120)
-    check(p.returncode == 0, "probe exited %d: %s" % (p.returncode, p.stderr[-2000:]))
-    j = json.loads(p.stdout)
+    j = json.loads(p.stdout) if p.stdout.strip() else {}
+    # every request cut (a sim the machine starves answers none in time) is a
+    # point where every request failed: exit 1, as the probe documents
+    check(p.returncode == 0 or (p.returncode == 1 and j.get("completed") == 0),
+          "probe exited %d: %s" % (p.returncode, p.stderr[-2000:]))
     prompts = prompts_processed()
     # a queue the server kept would go on being prefilled (a prompt per ~60 ms)
     time.sleep(2)
@@ -80,9 +83,10 @@ try:
     # the queue left at the cap holds ~10 s of the slot's work: the point ends well before it would drain
     check(j["duration"] < 2 + 6, "the point took %.2f s with a cap of 2 s" % j["duration"])
     # the server dropped the requests whose connections closed: nothing more is prefilled once the point
-    # ended (but the one in its slot), and not every request sent was (a client the machine starves cuts
-    # some late: those the slot had already taken are prefilled, so the bound is not the completed ones)
-    check(0 < prompts < sent and prompts_later <= prompts + 1,
+    # ended (but those its slot took before it saw the close: it looks once a second), and not every
+    # request sent was (a client the machine starves cuts some late: those the slot had already taken
+    # are prefilled, so the bound is not the completed ones)
+    check(0 < prompts < sent and prompts_later <= prompts + 3,
           "the server processed %.0f prompts for %d completed requests, %.0f two seconds later: the cut "
           "requests were not dropped" % (prompts, done, prompts_later))
     check(not j["sla_met"] and abs(j["attainment"] * sent - round(j["attainment"] * sent)) < 1e-6

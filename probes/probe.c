@@ -234,13 +234,12 @@ static int on_progress(sd_event_source *s, uint64_t usec, void *userdata)
 }
 
 static void on_run_done(struct probe_run *run, void *userdata);
-
-/* Each measured request as it ends: counted, and judged by the point's
- * sequential test. A verdict stops the sending; when the last request in
- * flight is back and the verdict over everything sent no longer holds,
- * the sending goes on. */
 static void start_cutting(struct probe *p);
 
+/* Each measured request as it ends: counted, and judged by the point's
+ * sequential test. A verdict stops the sending (and starts the cut of what
+ * can no longer meet the SLA); when the last request in flight is back and
+ * the verdict over everything sent no longer holds, the sending goes on. */
 static void on_request(struct probe_run *run, size_t pos, const struct probe_request_result *r, void *userdata)
 {
 	struct probe *p = userdata;

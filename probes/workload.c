@@ -386,8 +386,6 @@ static void fill_trace(const struct gen *g, struct probe_workload *w)
 	}
 }
 
-/* Arrival offsets (µs) of the measured requests: first at 0, then the gaps;
- * with a rate profile, the gaps of a unit-rate process warped by it. */
 /* arrival_window_s (workload.h): the first k = rate × window arrivals
  * (k − 1 gaps, as offered_rate counts them) scaled to span (k − 1) / rate. */
 static void normalize_window(const struct probe_workload_config *cfg, struct probe_workload *w)
@@ -409,6 +407,9 @@ static void normalize_window(const struct probe_workload_config *cfg, struct pro
 		w->requests[i].arrival_usec = (uint64_t)llround((double)w->requests[i].arrival_usec * want / span);
 }
 
+/* Arrival offsets (µs) of the measured requests: first at 0, then the gaps;
+ * with a rate profile, the gaps of a unit-rate process warped by it; a
+ * capped point's window scaled to its rate (normalize_window). */
 static void fill_arrivals(const struct gen *g, struct probe_workload *w)
 {
 	const struct probe_workload_config *cfg = g->cfg;

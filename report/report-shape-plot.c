@@ -168,6 +168,14 @@ static const char *shape_color(const struct shape_curve *c)
 	return strcmp(c->shape, "disaggregated") == 0 ? "#d62728" : "#1f77b4";
 }
 
+/* The end of a panel's plot command: the attainment target's line (none: NAN). */
+static void target_line(FILE *f, double target)
+{
+	if (isfinite(target))
+		fprintf(f, ", %.9g with lines dt 3 lc rgb '#555555' title 'attainment target'", target);
+	fputc('\n', f);
+}
+
 int report_plot_shapes(struct plot_ctx *pc, const struct report *r, FILE *f, char **ret_why)
 {
 	struct shape_curve c[_SHAPE_MAX];
@@ -265,9 +273,7 @@ int report_plot_shapes(struct plot_ctx *pc, const struct report *r, FILE *f, cha
 			s ? ", " : "", s, s ? 6 : 7, shape_color(&c[s]));
 		plot_quote(f, title);
 	}
-	if (isfinite(target))
-		fprintf(f, ", %.9g with lines dt 3 lc rgb '#555555' title 'attainment target'", target);
-	fputc('\n', f);
+	target_line(f, target);
 	plot_axes(f, "Attainment against rate", 0, isfinite(target) ? &target : NULL, isfinite(target), NULL, 0);
 	/* attainment against the SLA's scale, at each shape's max-goodput point */
 	if (scaled) {
@@ -290,9 +296,7 @@ int report_plot_shapes(struct plot_ctx *pc, const struct report *r, FILE *f, cha
 				n++ ? ", " : "", s, s ? 6 : 7, shape_color(&c[s]));
 			plot_quote(f, title);
 		}
-		if (isfinite(target))
-			fprintf(f, ", %.9g with lines dt 3 lc rgb '#555555' title 'attainment target'", target);
-		fputc('\n', f);
+		target_line(f, target);
 		plot_axes(f, "Attainment against SLA scale", 0, isfinite(target) ? &target : NULL, isfinite(target),
 			  NULL, 0);
 	}

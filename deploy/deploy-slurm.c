@@ -52,8 +52,9 @@ struct job_state {
 	struct slurm_op *submit, *cancel;
 	struct slurm_watch *watch;
 	char *job_file, *address_file, *script;
-	bool cancel_sent; /* scancel was run for the job */
-	bool ended;       /* the queue said it ended (or it never was submitted) */
+	bool cancel_sent;    /* scancel was run for the job */
+	bool ended;          /* the queue said it ended (or it never was submitted) */
+	uint64_t check_look; /* the look at the queue asked for by check_soon */
 };
 
 static struct job_state *J(struct deployment *d)
@@ -254,6 +255,14 @@ static void on_job(struct slurm_watch *w, const struct slurm_job *job, void *use
 	}
 }
 
+/* sbatch's words when it reached no controller, so that nothing was
+ * submitted (a timeout is not one: the job may have been taken). */
+static bool controller_unreachable(const char *message)
+{
+	return message && (strstr(message, "Unable to contact slurm controller") ||
+			   strstr(message, "Slurm temporarily unable to accept job"));
+}
+
 static void on_submitted(struct slurm_cluster *c, int r, uint64_t job_id, const char *message, void *userdata)
 {
 	struct deployment *d = userdata;
@@ -264,7 +273,10 @@ static void on_submitted(struct slurm_cluster *c, int r, uint64_t job_id, const 
 	if (r < 0) {
 		j->ended = true;
 		deploy_append_message(d, "sbatch failed");
-		if (d->state == DEPLOY_PENDING)
+		if (d->state == DEPLOY_PENDING && controller_unreachable(message))
+			deploy_abort(d, DEPLOY_FAILURE_UNREACHABLE,
+				     "the cluster's controller did not answer sbatch: %s", message);
+		else if (d->state == DEPLOY_PENDING)
 			deploy_abort(d, DEPLOY_FAILURE_SUBMIT, "the job was not submitted: %s", message);
 		return;
 	}
@@ -394,13 +406,26 @@ static uint64_t slurm_teardown_usec(const struct deployment *d)
 
 static void slurm_check_soon(struct deployment *d)
 {
-	slurm_cluster_poll_soon(d->cluster);
+	J(d)->check_look = slurm_cluster_poll_soon(d->cluster);
 }
 
 /* A look at the queue, and the next one when the job is still completing. */
 static uint64_t slurm_verdict_usec(const struct deployment *d)
 {
 	return 2 * slurm_cluster_poll_interval(d->cluster) + USEC_PER_SEC;
+}
+
+/* Until the look asked for has read the queue, and while the job is
+ * between running and its final state: a loaded controller answers
+ * squeue in tens of seconds, and a verdict before it would blame the
+ * configuration for a job the cluster ended. */
+static bool slurm_verdict_pending(const struct deployment *d)
+{
+	const struct job_state *j = d->impl;
+
+	if (j->ended || !d->job_id)
+		return false;
+	return !slurm_cluster_answered(d->cluster, j->check_look) || (j->watch && slurm_watch_settling(j->watch));
 }
 
 static void slurm_destroy(struct deployment *d)
@@ -426,7 +451,7 @@ const struct deploy_ops deploy_slurm_ops = {
 	.name = "slurm", .state_size = sizeof(struct job_state), .teardown_usec = slurm_teardown_usec,
 	.start = slurm_start, .terminate = slurm_terminate, .gone = slurm_gone, .destroy = slurm_destroy,
 	.find_address = slurm_find_address, .queued = true, .check_soon = slurm_check_soon,
-	.verdict_usec = slurm_verdict_usec,
+	.verdict_usec = slurm_verdict_usec, .verdict_pending = slurm_verdict_pending,
 	.no_address_text = "the job's launcher (goodput job-exec on the node) wrote no address file",
 };
 /* clang-format on */

@@ -26,7 +26,7 @@ static const char *const failure_names[] = {
 	[DEPLOY_FAILURE_CRASHED] = "crashed",     [DEPLOY_FAILURE_STARTUP_TIMEOUT] = "startup_timeout",
 	[DEPLOY_FAILURE_HOST_BUSY] = "host_busy", [DEPLOY_FAILURE_SETUP] = "setup",
 	[DEPLOY_FAILURE_LOST] = "lost",           [DEPLOY_FAILURE_TIME_LIMIT] = "time_limit",
-	[DEPLOY_FAILURE_SUBMIT] = "submit_error",
+	[DEPLOY_FAILURE_SUBMIT] = "submit_error", [DEPLOY_FAILURE_UNREACHABLE] = "scheduler_unreachable",
 };
 
 const char *deploy_state_to_string(enum deploy_state s)
@@ -434,4 +434,12 @@ void deploy_check_soon(struct deployment *d)
 uint64_t deploy_verdict_usec(const struct deployment *d)
 {
 	return d->ops->verdict_usec ? d->ops->verdict_usec(d) : 0;
+}
+
+bool deploy_verdict_pending(const struct deployment *d)
+{
+	/* reached, and told once the server is torn down (DEPLOY_FAILED) */
+	if (d->state == DEPLOY_STOPPING && d->failure != DEPLOY_FAILURE_NONE)
+		return true;
+	return d->ops->verdict_pending && d->ops->verdict_pending(d);
 }

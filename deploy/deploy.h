@@ -70,6 +70,9 @@ enum deploy_failure {
 	                                 * outside goodput): not the configuration's fault, redo it */
 	DEPLOY_FAILURE_TIME_LIMIT,      /* the job reached its time limit (deploy.time_limit) */
 	DEPLOY_FAILURE_SUBMIT,          /* the scheduler refused the job (sbatch failed) */
+	DEPLOY_FAILURE_UNREACHABLE,     /* the scheduler did not take the job because it could not be reached
+	                                 * (its controller down, restarting or overloaded): nothing was
+	                                 * submitted, not the configuration's fault, try again later */
 };
 
 const char *deploy_state_to_string(enum deploy_state s);
@@ -279,9 +282,12 @@ const char *deploy_get_gpus(const struct deployment *d);
 const char *deploy_get_pending_reason(const struct deployment *d);
 /* Looks at the job's state soon: a server that stopped answering may be a
  * job the cluster ended. Nothing for other methods. How long until a
- * verdict can be expected: deploy_verdict_usec. */
+ * verdict can be expected: deploy_verdict_usec; whether it is still to
+ * come after that (a loaded scheduler slow to answer, or a verdict told
+ * once the server is torn down): deploy_verdict_pending. */
 void deploy_check_soon(struct deployment *d);
 uint64_t deploy_verdict_usec(const struct deployment *d);
+bool deploy_verdict_pending(const struct deployment *d);
 
 /* The job's launcher on a node (`goodput job-exec FILE`): reads the argv,
  * environment and listen address the deployer wrote into FILE, picks a free

@@ -82,7 +82,7 @@ struct slurm_cluster {
 	struct slurm_watch *watches;
 	struct slurm_op *poll; /* the squeue in flight */
 	sd_event_source *poll_timer;
-	uint64_t poll_gen;
+	uint64_t poll_gen, answered_gen; /* the last look started, the last that read the queue */
 	unsigned poll_failures;
 };
 
@@ -505,6 +505,7 @@ static void poll_done(struct slurm_op *op, bool ok, const char *out, const char 
 		return;
 	}
 	c->poll_failures = 0;
+	c->answered_gen = MAX(c->answered_gen, op->poll_gen);
 	/* each watch in turn; a callback may free any watch, so restart after each call */
 	for (bool again = true; again;) {
 		again = false;
@@ -575,9 +576,21 @@ static void poll_schedule(struct slurm_cluster *c, uint64_t in_usec)
 	(void)sd_event_source_set_enabled(c->poll_timer, SD_EVENT_ONESHOT);
 }
 
-void slurm_cluster_poll_soon(struct slurm_cluster *c)
+uint64_t slurm_cluster_poll_soon(struct slurm_cluster *c)
 {
 	poll_schedule(c, POLL_SOON_USEC);
+	/* a squeue in flight asked before now: the next one answers */
+	return c->poll_gen + 1;
+}
+
+bool slurm_cluster_answered(const struct slurm_cluster *c, uint64_t look)
+{
+	return c->answered_gen >= look;
+}
+
+bool slurm_watch_settling(const struct slurm_watch *w)
+{
+	return !w->ended && (w->sacct || w->job.state == SLURM_STATE_COMPLETING);
 }
 
 uint64_t slurm_cluster_poll_interval(const struct slurm_cluster *c)

@@ -146,7 +146,13 @@ struct slurm_watch *slurm_watch_free(struct slurm_watch *w);
 /* The job as last seen (state UNKNOWN before the first poll saw it). */
 const struct slurm_job *slurm_watch_job(const struct slurm_watch *w);
 /* Reads the queue soon (within ~50 ms) instead of at the next interval: a
- * server stopped answering, a job was just submitted. */
-void slurm_cluster_poll_soon(struct slurm_cluster *c);
+ * server stopped answering, a job was just submitted. Returns the look
+ * that starts after now: slurm_cluster_answered(c, look) once it has read
+ * the queue (however long a loaded controller takes to answer). */
+uint64_t slurm_cluster_poll_soon(struct slurm_cluster *c);
+bool slurm_cluster_answered(const struct slurm_cluster *c, uint64_t look);
+/* Whether the watch's job ended but its final state is still to come:
+ * completing, or being looked up in accounting. */
+bool slurm_watch_settling(const struct slurm_watch *w);
 /* The poll interval. */
 uint64_t slurm_cluster_poll_interval(const struct slurm_cluster *c);

@@ -26,7 +26,11 @@
 #include "runner-quality.h"
 #include "time-util.h"
 
-#define SETTLE_USEC (1 * USEC_PER_SEC)
+#define SETTLE_USEC       (1 * USEC_PER_SEC)
+#define SETTLE_AGAIN_USEC (500 * USEC_PER_MSEC)
+/* the longest a verdict is waited for: a scheduler that has not answered
+ * by then leaves the failure to the configuration, as before */
+#define SETTLE_MAX_USEC (120 * USEC_PER_SEC)
 
 /* What one trial holds while it is measured. */
 struct deploy_trial {
@@ -35,9 +39,10 @@ struct deploy_trial {
 	struct runner_quality *quality;
 	struct runner_probe *probe; /* in a process of its own */
 	sd_event_source *settle_timer;
-	int probe_result;   /* the probe's result while waiting for the deployer's verdict */
-	int record_error;   /* the store refused the server's record: nothing ran, the study cannot go on */
-	bool points_failed; /* some load point had failed requests */
+	uint64_t settle_until; /* CLOCK_MONOTONIC */
+	int probe_result;      /* the probe's result while waiting for the deployer's verdict */
+	int record_error;      /* the store refused the server's record: nothing ran, the study cannot go on */
+	bool points_failed;    /* some load point had failed requests */
 };
 
 static struct deploy_trial *state_of(const struct runner_trial *t)
@@ -288,8 +293,13 @@ static int on_settle(sd_event_source *s, uint64_t usec, void *userdata)
 	if (runner_failing(t->runner))
 		return 0; /* runner_finish frees everything */
 
+	/* the deployer would have said FAILED by now if the server had died,
+	 * unless its scheduler has yet to answer the look asked for */
+	if (deploy_verdict_pending(d->deploy) && usec < d->settle_until &&
+	    sd_event_source_set_time_relative(s, SETTLE_AGAIN_USEC) >= 0 &&
+	    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0)
+		return 0;
 	d->settle_timer = sd_event_source_disable_unref(d->settle_timer);
-	/* the deployer would have said FAILED by now if the server had died */
 	classify_probe(t, d->probe_result);
 	return 0;
 }
@@ -307,6 +317,7 @@ static void on_probe_done(struct runner_probe *p, int result, void *userdata)
 		d->probe_result = result;
 		/* a job the cluster ended is seen by a look at its queue */
 		deploy_check_soon(d->deploy);
+		d->settle_until = mono_usec() + SETTLE_MAX_USEC;
 		k = sd_event_add_time_relative(t->runner->event, &d->settle_timer, CLOCK_MONOTONIC,
 					       MAX(SETTLE_USEC, deploy_verdict_usec(d->deploy)), 1000, on_settle, t);
 		if (k >= 0) {
@@ -555,6 +566,9 @@ static void on_deploy(struct deployment *dep, enum deploy_state state, void *use
 		else if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_HOST_BUSY)
 			/* another process holds a GPU: wait and try again, never an outcome */
 			runner_trial_host_busy(t, busy_line(deploy_get_message(dep)));
+		else if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_UNREACHABLE)
+			/* nothing was submitted: wait for the controller, never an outcome */
+			runner_trial_host_busy(t, deploy_get_message(dep));
 		else if (t->open && deploy_get_failure(dep) == DEPLOY_FAILURE_LOST)
 			/* the cluster took the job away: run it again, never an outcome */
 			runner_trial_lost(t, deploy_get_message(dep));

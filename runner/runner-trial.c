@@ -616,8 +616,9 @@ void runner_trial_host_busy(struct runner_trial *t, const char *why)
 			    t->seq, t->gpus_text, why, device, (double)wait / USEC_PER_SEC);
 	} else {
 		t->not_before_usec = now + wait;
-		log_warning("trial %u on GPU %s: the host is busy (%s): it is tried again in %.0f s", t->seq,
-			    t->gpus_text, why ? why : "a GPU is held by another process", (double)wait / USEC_PER_SEC);
+		log_warning("trial %u on GPU %s: the %s is busy (%s): it is tried again in %.0f s", t->seq,
+			    t->gpus_text, runner_on_cluster(r) ? "cluster" : "host",
+			    why ? why : "a GPU is held by another process", (double)wait / USEC_PER_SEC);
 	}
 	wait_again(t);
 }

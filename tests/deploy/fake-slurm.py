@@ -11,8 +11,9 @@ sbatch --parsable OPTIONS SCRIPT ARGS  records the job (PENDING) and starts a
     CUDA_VISIBLE_DEVICES: the N lowest GPUs of --gres=gpu:N no running job
     holds) and records how it ended
     (COMPLETED, FAILED with the wait status). $FAKE_SLURM_REFUSE makes it
-    fail with that message.
-squeue --json   every job, as {"jobs": [...]} (22.05's shapes).
+    fail with that message (sbatch: error: MESSAGE).
+squeue --json   every job, as {"jobs": [...]} (22.05's shapes), after
+    $FAKE_SLURM_SQUEUE_DELAY seconds (0).
 scancel IDS     CANCELLED: the job's process group gets SIGTERM.
 sinfo --json    one node, fakenode, gpu:8 in partition gpu.
 sacct --json    "Slurm accounting storage is disabled" (exit 1).
@@ -162,6 +163,8 @@ def end_job(jid, state):
 
 
 def squeue():
+    # a loaded controller: the answer takes this long
+    time.sleep(float(os.environ.get("FAKE_SLURM_SQUEUE_DELAY", "0")))
     jobs = []
     for name in sorted(os.listdir(DIR)):
         if name.startswith("job-") and name.endswith(".json"):

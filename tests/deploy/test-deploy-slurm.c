@@ -5,8 +5,9 @@
  * its launcher reported and stops with scancel; a server that exits is
  * classified from its log; a job the cluster ends (NODE_FAIL), one it
  * cancels and one the queue forgets are lost (not the configuration's
- * doing); a job stopped while pending never runs; sbatch's refusal is a
- * submit error; a deployment freed while its job runs cancels the job; a
+ * doing), also when squeue answers slowly; a job stopped while pending
+ * never runs; sbatch's refusal is a submit error, a controller it cannot
+ * reach a wait; a deployment freed while its job runs cancels the job; a
  * disaggregated configuration is a job per role, the router's last.
  *
  * Usage: test-deploy-slurm FAKE_SLURM GOODPUT GOODPUT_SIM */
@@ -247,6 +248,41 @@ static void test_lost(const char *how)
 	deploy_free(r.d);
 }
 
+/* A job cancelled while the controller is slow to answer squeue (longer
+ * than the usual verdict wait): the verdict stays pending until a look
+ * asked for after the server stopped answering has read the queue, and
+ * then it is the cluster's doing, never the configuration's. */
+static void test_slow_verdict(void)
+{
+	struct run r;
+	uint64_t id, asked, waited = 0;
+
+	setenv("FAKE_SLURM_PENDING", "0.1", 1);
+	start(&r, "slow", NULL);
+	wait_state(&r, DEPLOY_READY);
+	id = deploy_get_job_id(r.d);
+	setenv("FAKE_SLURM_SQUEUE_DELAY", "3", 1);
+	fake_do("end", id, "CANCELLED");
+	deploy_check_soon(r.d);
+	asked = mono_usec();
+	CHECK(deploy_verdict_pending(r.d));
+	while (deploy_get_state(r.d) != DEPLOY_FAILED) {
+		waited = mono_usec() - asked;
+		CHECK_MSG(waited < 60 * USEC_PER_SEC, "no verdict within 60 s");
+		CHECK_MSG(deploy_verdict_pending(r.d),
+			  "%.1f s after the look was asked for: no verdict (%s: %s), none pending",
+			  (double)waited / USEC_PER_SEC, deploy_state_to_string(deploy_get_state(r.d)),
+			  deploy_get_message(r.d));
+		CHECK(sd_event_run(event, 100 * USEC_PER_MSEC) >= 0);
+	}
+	unsetenv("FAKE_SLURM_SQUEUE_DELAY");
+	CHECK_MSG(waited > deploy_verdict_usec(r.d), "the verdict came within the usual wait: squeue was not slow");
+	CHECK_MSG(deploy_get_failure(r.d) == DEPLOY_FAILURE_LOST, "%s", deploy_get_message(r.d));
+	CHECK(!deploy_verdict_pending(r.d));
+	printf("slow verdict: after %.1f s: %s\n", (double)waited / USEC_PER_SEC, deploy_get_message(r.d));
+	deploy_free(r.d);
+}
+
 /* Stopped while it waits: cancelled, it never runs. */
 static void test_stop_pending(void)
 {
@@ -303,6 +339,18 @@ static void test_refused(void)
 	deploy_free(r.d);
 	unsetenv("FAKE_SLURM_REFUSE");
 	printf("refused: %s\n", "submit error");
+
+	/* no controller answered: nothing submitted, tried again later */
+	setenv("FAKE_SLURM_REFUSE", "Batch job submission failed: Unable to contact slurm controller (connect failure)",
+	       1);
+	start(&r, "unreachable", NULL);
+	wait_state(&r, DEPLOY_FAILED);
+	CHECK_MSG(deploy_get_failure(r.d) == DEPLOY_FAILURE_UNREACHABLE, "%s", deploy_get_message(r.d));
+	CHECK_STR_CONTAINS(deploy_get_message(r.d), "controller did not answer");
+	CHECK_INT_EQ(deploy_get_job_id(r.d), 0);
+	deploy_free(r.d);
+	unsetenv("FAKE_SLURM_REFUSE");
+	printf("unreachable: %s\n", "scheduler_unreachable");
 }
 
 static int rm(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -559,6 +607,7 @@ int main(int argc, char **argv)
 	test_lost("PREEMPTED");
 	test_lost("CANCELLED");
 	test_lost("forget");
+	test_slow_verdict();
 	test_stop_pending();
 	test_free_running();
 	test_refused();

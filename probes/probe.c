@@ -1,8 +1,10 @@
 /* probe.c — the probe driver: a sequence of load points on one client.
  *
- * Each load point generates its workload from the same config and seed
- * (the same lengths and arrival sequence, scaled to the rate the search
- * asks for; other prompt ids at each point), runs it with probe_run, and
+ * Each load point opens its workload from the same config and seed (the
+ * same lengths and arrival sequence, scaled to the rate the search asks
+ * for; other prompt ids at each point; each request made when it is sent,
+ * so a point of a million requests holds those in flight), runs it with
+ * probe_run, and
  * turns the results into a probe_result. A point of the search judges its
  * requests as they come back (sequential.h) and stops sending once its
  * verdict is sure. The search decides the next rate from the points so far.
@@ -392,7 +394,8 @@ static int start_point(struct probe *p, double rate, bool saturation)
 	/* a capped point of the search sends the arrivals of its cap: at the rate asked */
 	if (p->cfg.find_max_rate && !saturation)
 		wc.arrival_window_s = point_cap_seconds(p);
-	r = probe_workload_generate(&wc, &p->workload, &p->err);
+	/* opened, not generated: each request is made when it is sent */
+	r = probe_workload_open(&wc, &p->workload, &p->err);
 	if (r < 0)
 		return r;
 	r = start_verdict(p, saturation, wc.num_prompts);

@@ -10,12 +10,13 @@
  * a time, on the same client.
  *
  * Memory and loop time follow the requests in flight, not the load point's
- * size: a request is handed to the client (its body written, a curl handle
- * taken) only when it is due and the client has room to start it — a few
- * wait in the client's queue (PROBE_CLIENT_QUEUE_AHEAD), the rest are a
- * counter — at most PROBE_RUN_MAX_IN_FLIGHT are in flight, and the results
- * grow with the requests sent. A burst of a million requests costs what
- * its first few thousand do. */
+ * size: a request is made (an opened workload's spec, then its prompt) and
+ * handed to the client (its body written, a curl handle taken) only when
+ * it is due and the client has room to start it — a few wait in the
+ * client's queue (PROBE_CLIENT_QUEUE_AHEAD), the rest are a counter — at
+ * most PROBE_RUN_MAX_IN_FLIGHT are in flight, and the results grow with
+ * the requests sent. A burst of a million requests costs what its first
+ * few thousand do. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,14 +34,16 @@
 struct probe_run {
 	sd_event *event;
 	struct probe_client *client;
-	const struct probe_workload *w;
+	struct probe_workload *w; /* opened: read as it is sent */
 	struct probe_run_config cfg;
 	probe_run_done_fn done_fn;
 	void *userdata;
 
 	sd_event_source *arrival_timer, *metrics_timer, *done_defer;
 	bool warmup;                        /* phase */
-	size_t first, end;                  /* the phase's requests: w->requests[first, end) */
+	size_t first, end;                  /* the phase's requests: w's [first, end) */
+	size_t n_warm;                      /* w's warm-up requests, the first ones */
+	uint32_t index0;                    /* the first request's index: results are placed by index */
 	size_t arrived, sent, done, failed; /* counts within the phase */
 	uint64_t handed;                    /* requests the client took, both phases */
 	uint32_t in_flight;
@@ -131,7 +134,7 @@ static bool may_send(const struct probe_run *run)
 static void dispatch(struct probe_run *run)
 {
 	while (run->sent < run->arrived && may_send(run)) {
-		const struct probe_request_spec *spec = &run->w->requests[run->first + run->sent];
+		struct probe_request_spec spec;
 		int r;
 
 		/* a slot for its result (the measured phase's results grow with the requests sent) */
@@ -139,14 +142,20 @@ static void dispatch(struct probe_run *run)
 			probe_run_stop_sending(run);
 			return;
 		}
+		/* made now, when it is sent (an opened workload holds none ahead) */
+		r = probe_workload_request(run->w, run->first + run->sent, &spec);
+		if (r < 0) {
+			probe_run_stop_sending(run);
+			return;
+		}
 		run->sent++;
-		r = probe_client_send(run->client, run->w, spec, on_stream_done, run);
+		r = probe_client_send(run->client, run->w, &spec, on_stream_done, run);
 		if (r < 0) {
 			struct probe_request_result res = {
-				.index = spec->index,
+				.index = spec.index,
 				.send_usec = mono_usec(),
-				.input_tokens = spec->input_len,
-				.prompt_len = spec->input_len,
+				.input_tokens = spec.input_len,
+				.prompt_len = spec.input_len,
 			};
 
 			if (asprintf(&res.error, "could not send: %s", strerror(-r)) < 0)
@@ -184,8 +193,8 @@ static void on_stream_done(struct probe_client *c, struct probe_request_result *
 	size_t pos = run->first;
 
 	/* Results come back by index; requests are laid out in index order. */
-	if (r->index >= run->w->requests[0].index)
-		pos = r->index - run->w->requests[0].index;
+	if (r->index >= run->index0)
+		pos = r->index - run->index0;
 	run->in_flight--;
 	run->done++;
 	record(run, r, pos);
@@ -195,10 +204,13 @@ static void on_stream_done(struct probe_client *c, struct probe_request_result *
 		phase_complete(run);
 }
 
+/* When the phase's request i is due: its arrival, read ahead of the
+ * requests (i only grows, but for a step back when a stopped sending is
+ * taken up again). */
 static uint64_t due_usec(const struct probe_run *run, size_t i)
 {
 	return run->t0_usec + run->pause_usec +
-	       (run->w->requests[run->first + i].arrival_usec - run->base_arrival_usec);
+	       (probe_workload_arrival(run->w, run->first + i) - run->base_arrival_usec);
 }
 
 static int on_arrival(sd_event_source *s, uint64_t usec, void *userdata)
@@ -294,20 +306,17 @@ static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static int start_phase(struct probe_run *run, bool warmup)
 {
-	size_t n_warm = 0;
 	int r;
 
-	while (n_warm < run->w->n_requests && run->w->requests[n_warm].warmup)
-		n_warm++;
 	run->warmup = warmup;
-	run->first = warmup ? 0 : n_warm;
-	run->end = warmup ? n_warm : run->w->n_requests;
+	run->first = warmup ? 0 : run->n_warm;
+	run->end = warmup ? run->n_warm : run->w->n_requests;
 	run->arrived = run->sent = run->done = run->failed = 0;
 	run->pause_usec = run->stopped_usec = 0;
 	run->t0_usec = mono_usec();
 	if (run->end == run->first)
 		return -ENOENT; /* an empty phase: the caller moves on */
-	run->base_arrival_usec = run->w->requests[run->first].arrival_usec;
+	run->base_arrival_usec = probe_workload_arrival(run->w, run->first);
 	if (warmup)
 		run->arrived = run->end - run->first; /* all at once */
 	else if (run->cfg.metrics_path && run->cfg.metrics_interval_usec > 0) {
@@ -334,16 +343,23 @@ static int start_phase(struct probe_run *run, bool warmup)
 	return 0;
 }
 
-int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_workload *w,
-		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata, struct probe_run **ret)
+int probe_run_start(sd_event *e, struct probe_client *c, struct probe_workload *w, const struct probe_run_config *cfg,
+		    probe_run_done_fn done, void *userdata, struct probe_run **ret)
 {
 	struct probe_run *run;
 	size_t n_warm = 0;
 	int r;
 
-	for (size_t i = 0; i < w->n_requests; i++)
-		if (w->requests[i].index != w->requests[0].index + i)
-			return -EINVAL; /* results are placed by index */
+	/* results are placed by index: a laid-out workload's must follow on
+	 * (an opened one's do), and its warm-ups are those marked so */
+	if (w->requests) {
+		for (size_t i = 0; i < w->n_requests; i++)
+			if (w->requests[i].index != w->requests[0].index + i)
+				return -EINVAL;
+		while (n_warm < w->n_requests && w->requests[n_warm].warmup)
+			n_warm++;
+	} else
+		n_warm = MIN((size_t)w->config.num_warmup, w->n_requests);
 	run = calloc(1, sizeof(*run));
 	if (!run)
 		return -ENOMEM;
@@ -354,8 +370,8 @@ int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_work
 	run->done_fn = done;
 	run->userdata = userdata;
 	probe_prom_acc_init(&run->acc);
-	while (n_warm < w->n_requests && w->requests[n_warm].warmup)
-		n_warm++;
+	run->n_warm = n_warm;
+	run->index0 = w->requests && w->n_requests ? w->requests[0].index : 0;
 	run->n_results = w->n_requests - n_warm;
 	if (ARRAY_GROW(run->results, run->results_cap, 0) < 0) {
 		probe_run_free(run);

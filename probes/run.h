@@ -70,9 +70,11 @@ struct probe_run_progress {
 
 typedef void (*probe_run_done_fn)(struct probe_run *run, void *userdata);
 
-/* Starts sending w's requests through c on e. w must outlive the run. */
-int probe_run_start(sd_event *e, struct probe_client *c, const struct probe_workload *w,
-		    const struct probe_run_config *cfg, probe_run_done_fn done, void *userdata, struct probe_run **ret);
+/* Starts sending w's requests through c on e. w must outlive the run; an
+ * opened workload (probe_workload_open) is read by the run alone, each
+ * request made when it is sent. */
+int probe_run_start(sd_event *e, struct probe_client *c, struct probe_workload *w, const struct probe_run_config *cfg,
+		    probe_run_done_fn done, void *userdata, struct probe_run **ret);
 /* Cancels what is in flight (no callback) and frees everything. */
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free)

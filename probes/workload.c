@@ -9,11 +9,15 @@
  * change to one knob (say the rate) leaves the other draws alone. Datasets
  * (ShareGPT JSON, JSONL) are read in workload-dataset.c.
  *
- * A workload is compact: each request holds its lengths, its arrival and
- * (for a dataset) the entry it takes, about 32 bytes; a prompt is made when
- * it is sent — its ids drawn from a stream of its own (seed, prompt variant,
- * request index), a dataset's text borrowed from the entries kept once — so
- * a million-request load point costs tens of megabytes, not gigabytes. */
+ * A generated workload is compact: each request holds its lengths, its
+ * arrival and (for a dataset) the entry it takes, about 32 bytes; a prompt
+ * is made when it is sent — its ids drawn from a stream of its own (seed,
+ * prompt variant, request index), a dataset's text borrowed from the
+ * entries kept once. The probe's workload is opened instead: one generator
+ * makes each request in turn as it is sent (the lengths' stream and the
+ * arrivals' move along), a second runs the arrivals ahead for the load
+ * point's timer, so a million-request load point holds no request at all.
+ * probe_workload_generate is that generator read to the end. */
 #include "workload.h"
 
 #include <ctype.h>
@@ -279,8 +283,8 @@ static int check_config(const struct probe_workload_config *cfg, struct error *e
 	return check_arrival(cfg, err);
 }
 
-/* What one generation draws from: the samples file, when one is used, and
- * the histograms ready to draw. */
+/* What a workload's requests are drawn from: the samples file, when one is
+ * used, and the histograms ready to draw. */
 struct gen {
 	const struct probe_workload_config *cfg;
 	struct probe_samples *samples;
@@ -368,133 +372,179 @@ static uint32_t draw_length(const struct gen *g, bool input, size_t i, struct pr
 	}
 }
 
-/* Trace arrivals: the log's offsets scaled to the asked rate, the log
- * starting again one mean gap after its end. */
-static void fill_trace(const struct gen *g, struct probe_workload *w)
+/* ---- arrivals, one after another ----
+ *
+ * The measured requests' arrival offsets (µs): the first at 0, then the
+ * gaps; with a rate profile, the gaps of a unit-rate process warped by it;
+ * trace arrivals from the samples file. A capped point's window is scaled
+ * to its rate (arrival_window_s, workload.h): the first k = rate × window
+ * arrivals (k − 1 gaps, as offered_rate counts them) to span (k − 1) /
+ * rate, every arrival by the same factor, measured once when the workload
+ * is opened by running the sequence k arrivals ahead. */
+struct arrivals {
+	const struct gen *g;
+	size_t j; /* the measured request whose arrival comes next */
+	bool warp;
+	struct probe_profile_warp pw;
+	struct probe_rng rng;
+	double t, tau, rate;
+	/* trace */
+	double trace_scale, cycle;
+	/* the window: each arrival times want / span when span > 0 */
+	double want, span;
+};
+
+static void arrivals_init(struct arrivals *a, const struct gen *g, double want, double span)
 {
-	const struct probe_samples *sm = g->samples;
-	double rate = probe_samples_rate(sm), scale = 1, span = (double)sm->t_usec[sm->n - 1];
-	double cycle = span + (sm->n > 1 ? span / (double)(sm->n - 1) : 1e6);
+	const struct probe_workload_config *cfg = g->cfg;
 
-	if (isfinite(g->cfg->request_rate) && isfinite(rate) && fabs(rate / g->cfg->request_rate - 1) > 1e-12)
-		scale = rate / g->cfg->request_rate;
-	for (size_t i = g->cfg->num_warmup; i < w->n_requests; i++) {
-		size_t j = i - g->cfg->num_warmup, k = g->order[j % sm->n];
-		double t = (double)(j / sm->n) * cycle + (double)sm->t_usec[k];
+	*a = (struct arrivals){
+		.g = g,
+		.warp = cfg->profile.n > 0 && cfg->arrival != PROBE_ARRIVAL_INF,
+		.want = want,
+		.span = span,
+	};
+	a->rate = a->warp ? 1.0 : cfg->request_rate;
+	if (cfg->arrival == PROBE_ARRIVAL_TRACE) {
+		/* the log's offsets scaled to the asked rate, the log starting
+		 * again one mean gap after its end */
+		const struct probe_samples *sm = g->samples;
+		double rate = probe_samples_rate(sm), span_log = (double)sm->t_usec[sm->n - 1];
 
-		w->requests[i].arrival_usec = scale == 1 && j < sm->n ? sm->t_usec[k] : (uint64_t)llround(t * scale);
+		a->cycle = span_log + (sm->n > 1 ? span_log / (double)(sm->n - 1) : 1e6);
+		a->trace_scale = 1;
+		if (isfinite(cfg->request_rate) && isfinite(rate) && fabs(rate / cfg->request_rate - 1) > 1e-12)
+			a->trace_scale = rate / cfg->request_rate;
+		return;
 	}
+	if (a->warp)
+		probe_profile_warp_init(&cfg->profile, cfg->request_rate, &a->pw);
+	probe_rng_init(&a->rng, cfg->seed, STREAM_ARRIVALS);
 }
 
-/* arrival_window_s (workload.h): the first k = rate × window arrivals
- * (k − 1 gaps, as offered_rate counts them) scaled to span (k − 1) / rate. */
-static void normalize_window(const struct probe_workload_config *cfg, struct probe_workload *w)
+/* The next arrival before the window's scaling. */
+static uint64_t arrivals_next_raw(struct arrivals *a)
 {
-	size_t n = w->n_requests - MIN((size_t)cfg->num_warmup, w->n_requests), k;
-	double span, want;
+	const struct probe_workload_config *cfg = a->g->cfg;
+	size_t j = a->j++;
+	uint64_t v;
 
+	if (cfg->arrival == PROBE_ARRIVAL_TRACE) {
+		const struct probe_samples *sm = a->g->samples;
+		size_t k = a->g->order[j % sm->n];
+		double t = (double)(j / sm->n) * a->cycle + (double)sm->t_usec[k];
+
+		return a->trace_scale == 1 && j < sm->n ? sm->t_usec[k] : (uint64_t)llround(t * a->trace_scale);
+	}
+	v = sec_to_usec(a->warp ? probe_profile_warp(&a->pw, a->tau) : a->t);
+	switch (cfg->arrival) {
+	case PROBE_ARRIVAL_POISSON:
+		a->t += probe_rng_exp(&a->rng) / a->rate;
+		break;
+	case PROBE_ARRIVAL_GAMMA:
+		/* shape = burstiness, scale = 1/(rate·burstiness): mean gap 1/rate, CV 1/sqrt(burstiness) */
+		a->t += probe_rng_gamma(&a->rng, cfg->burstiness) / (a->rate * cfg->burstiness);
+		break;
+	case PROBE_ARRIVAL_CONSTANT:
+		a->t = (double)(j + 1) / a->rate;
+		break;
+	case PROBE_ARRIVAL_INF:
+	default:
+		break;
+	}
+	a->tau = a->t;
+	return v;
+}
+
+static uint64_t arrivals_next(struct arrivals *a)
+{
+	uint64_t v = arrivals_next_raw(a);
+
+	return a->span > 0 ? (uint64_t)llround((double)v * a->want / a->span) : v;
+}
+
+/* The window's scaling (see above): *want and *span, span 0 for none. */
+static void window_scale(const struct gen *g, size_t n_requests, double *want, double *span)
+{
+	const struct probe_workload_config *cfg = g->cfg;
+	size_t n = n_requests - MIN((size_t)cfg->num_warmup, n_requests), k;
+	struct arrivals a;
+	uint64_t last = 0;
+
+	*want = *span = 0;
 	if (!(cfg->arrival_window_s > 0) || cfg->profile.n > 0 || !(cfg->request_rate > 0) ||
 	    (cfg->arrival != PROBE_ARRIVAL_POISSON && cfg->arrival != PROBE_ARRIVAL_GAMMA))
 		return;
 	k = (size_t)MIN(ceil(cfg->request_rate * cfg->arrival_window_s), (double)n);
 	if (k < 3)
 		return;
-	span = (double)w->requests[cfg->num_warmup + k - 1].arrival_usec;
-	want = (double)(k - 1) / cfg->request_rate * 1e6;
-	if (!(span > 0))
+	arrivals_init(&a, g, 0, 0);
+	for (size_t j = 0; j < k; j++)
+		last = arrivals_next_raw(&a);
+	if (!((double)last > 0))
 		return;
-	for (size_t i = cfg->num_warmup; i < w->n_requests; i++)
-		w->requests[i].arrival_usec = (uint64_t)llround((double)w->requests[i].arrival_usec * want / span);
+	*want = (double)(k - 1) / cfg->request_rate * 1e6;
+	*span = (double)last;
 }
 
-/* Arrival offsets (µs) of the measured requests: first at 0, then the gaps;
- * with a rate profile, the gaps of a unit-rate process warped by it; a
- * capped point's window scaled to its rate (normalize_window). */
-static void fill_arrivals(const struct gen *g, struct probe_workload *w)
-{
-	const struct probe_workload_config *cfg = g->cfg;
-	bool warp = cfg->profile.n > 0 && cfg->arrival != PROBE_ARRIVAL_INF;
-	struct probe_profile_warp pw;
-	struct probe_rng rng;
-	double t = 0, tau = 0, rate = warp ? 1.0 : cfg->request_rate;
+/* ---- requests, one after another ---- */
 
-	if (cfg->arrival == PROBE_ARRIVAL_TRACE) {
-		fill_trace(g, w);
-		return;
-	}
-	if (warp)
-		probe_profile_warp_init(&cfg->profile, cfg->request_rate, &pw);
-	probe_rng_init(&rng, cfg->seed, STREAM_ARRIVALS);
-	for (size_t i = cfg->num_warmup; i < w->n_requests; i++) {
-		w->requests[i].arrival_usec = sec_to_usec(warp ? probe_profile_warp(&pw, tau) : t);
-		switch (cfg->arrival) {
-		case PROBE_ARRIVAL_POISSON:
-			t += probe_rng_exp(&rng) / rate;
-			break;
-		case PROBE_ARRIVAL_GAMMA:
-			/* shape = burstiness, scale = 1/(rate·burstiness): mean gap 1/rate, CV 1/sqrt(burstiness) */
-			t += probe_rng_gamma(&rng, cfg->burstiness) / (rate * cfg->burstiness);
-			break;
-		case PROBE_ARRIVAL_CONSTANT:
-			t = (double)(i + 1 - cfg->num_warmup) / rate;
-			break;
-		case PROBE_ARRIVAL_INF:
-		default:
-			break;
-		}
-		tau = t;
-	}
-	normalize_window(cfg, w);
-}
+/* The lengths of a conversation's turn, for the turns after it. */
+struct turn {
+	uint32_t input_len, output_len;
+};
 
-/* The seed of the token ids: the workload's, moved by the prompt variant. */
-static uint64_t prompt_seed(const struct probe_workload_config *cfg)
-{
-	return cfg->seed + cfg->prompt_variant * UINT64_C(0x9E3779B97F4A7C15);
-}
-
-/* Conversations in a workload of n requests (1 without turns). */
-static size_t conversations(const struct probe_workload_config *cfg, size_t n)
-{
-	return cfg->turns > 1 ? MAX((n + cfg->turns - 1) / cfg->turns, (size_t)1) : MAX(n, (size_t)1);
-}
-
-bool probe_workload_ids_matter(const struct probe_workload_config *cfg)
-{
-	return cfg->prefix_len > 0 || cfg->turns > 1 || cfg->prompt_repetition > 0;
-}
-
-static void fill_random(const struct gen *g, struct probe_workload *w)
-{
-	const struct probe_workload_config *cfg = g->cfg;
+struct probe_workload_stream {
+	struct gen g; /* g.cfg is the workload's config */
+	double want, span;
+	/* the requests: the next one made, its lengths' stream and arrivals */
+	size_t next;
 	struct probe_rng lengths;
-	uint32_t group_size = cfg->prefix_group_size ? cfg->prefix_group_size : UINT32_MAX;
-	size_t conv = conversations(cfg, w->n_requests);
+	struct arrivals arr;
+	/* the arrivals read ahead (probe_workload_arrival): the next one, its value cached */
+	struct arrivals ahead;
+	size_t ahead_j;
+	uint64_t ahead_usec;
+	/* dataset: the entries (w->dataset's, or these with lengths_only) in the order requests take them */
+	struct probe_dataset_entries *own_dataset;
+	const struct probe_dataset_entries *d;
+	size_t *perm;
+	/* conversations (turns > 1): every request's lengths as it is made */
+	struct turn *turns;
+};
 
-	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
-	for (size_t i = 0; i < w->n_requests; i++) {
-		struct probe_request_spec *r = &w->requests[i];
-		uint32_t body = draw_length(g, true, i, &lengths);
-		uint64_t len = (uint64_t)cfg->prefix_len + body;
-
-		r->output_len = draw_length(g, false, i, &lengths);
-		/* a later turn resends the conversation so far: the previous prompt and its answer */
-		if (cfg->turns > 1 && i >= conv)
-			len = (uint64_t)w->requests[i - conv].input_len + w->requests[i - conv].output_len + body;
-		r->input_len = (uint32_t)MIN(len, (uint64_t)PROBE_MAX_TOKENS_PER_REQUEST);
-		if (cfg->prefix_len > 0)
-			r->prefix_id = (uint32_t)((cfg->turns > 1 ? i % conv : i) / group_size) + 1;
-	}
+static void stream_free(struct probe_workload_stream *s)
+{
+	if (!s)
+		return;
+	gen_done(&s->g);
+	probe_dataset_free(s->own_dataset);
+	free(s->perm);
+	free(s->turns);
+	free(s);
 }
 
-/* Datasets: entries (already validated) are assigned to requests; the
- * workload keeps each entry once. */
-static int fill_dataset(const struct gen *g, struct probe_workload *w, struct error *err)
+/* Back to the first request (and the first arrival read ahead). */
+static void stream_rewind(struct probe_workload_stream *s)
 {
-	const struct probe_workload_config *cfg = g->cfg;
+	s->next = 0;
+	probe_rng_init(&s->lengths, s->g.cfg->seed, STREAM_LENGTHS);
+	arrivals_init(&s->arr, &s->g, s->want, s->span);
+}
+
+static void ahead_rewind(struct probe_workload_stream *s)
+{
+	arrivals_init(&s->ahead, &s->g, s->want, s->span);
+	s->ahead_j = SIZE_MAX; /* nothing cached */
+}
+
+/* Datasets: entries (already validated) go to requests in the seed's order
+ * (ShareGPT) or the file's (JSONL); the workload keeps each entry once. */
+static int open_dataset(struct probe_workload *w, struct probe_workload_stream *s, struct error *err)
+{
+	const struct probe_workload_config *cfg = &w->config;
 	_cleanup_(probe_dataset_freep) struct probe_dataset_entries *d = NULL;
-	struct probe_rng lengths, order;
-	_cleanup_(freep) size_t *perm = NULL;
+	struct probe_rng order;
 	int r;
 
 	if (cfg->dataset == PROBE_DATASET_SHAREGPT)
@@ -505,77 +555,185 @@ static int fill_dataset(const struct gen *g, struct probe_workload *w, struct er
 		return r;
 	if (d->n > UINT32_MAX)
 		return error_set(err, -E2BIG, "%s: more than %" PRIu32 " entries", cfg->dataset_path, UINT32_MAX);
-
-	perm = malloc(d->n * sizeof(size_t));
-	if (!perm)
+	s->perm = malloc(d->n * sizeof(size_t));
+	if (!s->perm)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n; i++)
-		perm[i] = i;
+		s->perm[i] = i;
 	if (cfg->dataset == PROBE_DATASET_SHAREGPT) {
 		probe_rng_init(&order, cfg->seed, STREAM_DATASET);
 		for (size_t i = d->n; i > 1; i--) { /* Fisher–Yates */
 			size_t j = (size_t)probe_rng_below(&order, i);
-			size_t t = perm[i - 1];
+			size_t t = s->perm[i - 1];
 
-			perm[i - 1] = perm[j];
-			perm[j] = t;
+			s->perm[i - 1] = s->perm[j];
+			s->perm[j] = t;
 		}
 	}
-	probe_rng_init(&lengths, cfg->seed, STREAM_LENGTHS);
-	for (size_t i = 0; i < w->n_requests; i++) {
-		struct probe_request_spec *q = &w->requests[i];
-		/* a prompt variant starts where the previous one's requests ended */
-		size_t at = (size_t)(((uint64_t)cfg->prompt_variant * w->n_requests + i) % d->n);
-		const struct probe_dataset_entry *e = &d->entries[perm[at]];
+	s->d = d;
+	if (cfg->lengths_only)
+		s->own_dataset = TAKE_PTR(d);
+	else
+		w->dataset = TAKE_PTR(d);
+	return 0;
+}
 
-		q->entry = (uint32_t)perm[at];
+/* Conversations in a workload of n requests (1 without turns). */
+static size_t conversations(const struct probe_workload_config *cfg, size_t n)
+{
+	return cfg->turns > 1 ? MAX((n + cfg->turns - 1) / cfg->turns, (size_t)1) : MAX(n, (size_t)1);
+}
+
+/* Request s->next, the lengths' stream moved past its draws. */
+static void stream_make(const struct probe_workload *w, struct probe_workload_stream *s, struct probe_request_spec *q)
+{
+	const struct probe_workload_config *cfg = &w->config;
+	size_t i = s->next++;
+
+	*q = (struct probe_request_spec){ .index = (uint32_t)i, .warmup = i < cfg->num_warmup };
+	if (cfg->dataset == PROBE_DATASET_RANDOM) {
+		uint32_t group_size = cfg->prefix_group_size ? cfg->prefix_group_size : UINT32_MAX;
+		size_t conv = conversations(cfg, w->n_requests);
+		uint32_t body = draw_length(&s->g, true, i, &s->lengths);
+		uint64_t len = (uint64_t)cfg->prefix_len + body;
+
+		q->output_len = draw_length(&s->g, false, i, &s->lengths);
+		/* a later turn resends the conversation so far: the previous prompt and its answer */
+		if (cfg->turns > 1 && i >= conv)
+			len = (uint64_t)s->turns[i - conv].input_len + s->turns[i - conv].output_len + body;
+		q->input_len = (uint32_t)MIN(len, (uint64_t)PROBE_MAX_TOKENS_PER_REQUEST);
+		if (cfg->prefix_len > 0)
+			q->prefix_id = (uint32_t)((cfg->turns > 1 ? i % conv : i) / group_size) + 1;
+		if (s->turns)
+			s->turns[i] = (struct turn){ q->input_len, q->output_len };
+	} else {
+		/* a prompt variant starts where the previous one's requests ended */
+		size_t at = (size_t)(((uint64_t)cfg->prompt_variant * w->n_requests + i) % s->d->n);
+		const struct probe_dataset_entry *e = &s->d->entries[s->perm[at]];
+
+		q->entry = (uint32_t)s->perm[at];
 		q->input_len = e->input_len;
 		if (cfg->dataset_output_len > 0)
 			q->output_len = cfg->dataset_output_len;
 		else if (e->output_len > 0)
 			q->output_len = e->output_len;
 		else
-			q->output_len = draw_length(g, false, i, &lengths);
+			q->output_len = draw_length(&s->g, false, i, &s->lengths);
 	}
-	if (!cfg->lengths_only)
-		w->dataset = TAKE_PTR(d);
-	return 0;
+	/* warm-ups come at 0: the caller runs them before the measured run */
+	q->arrival_usec = q->warmup ? 0 : arrivals_next(&s->arr);
 }
 
-int probe_workload_generate(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err)
+int probe_workload_open(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err)
 {
 	_cleanup_(probe_workload_freep) struct probe_workload *w = NULL;
-	_cleanup_(gen_done) struct gen g = { 0 };
+	struct probe_workload_stream *s;
 	int r;
 
 	r = check_config(cfg, err);
 	if (r < 0)
 		return r;
-	r = gen_init(cfg, &g, err);
-	if (r < 0)
-		return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
 	w = calloc(1, sizeof(*w));
 	if (!w)
-		return -ENOMEM;
+		return error_set(err, -ENOMEM, "workload: out of memory");
 	w->config = *cfg;
 	w->n_requests = (size_t)cfg->num_warmup + cfg->num_prompts;
-	w->requests = calloc(w->n_requests, sizeof(*w->requests));
-	if (!w->requests)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->n_requests; i++) {
-		w->requests[i].index = (uint32_t)i;
-		w->requests[i].warmup = i < cfg->num_warmup;
+	s = w->stream = calloc(1, sizeof(*s));
+	if (!s)
+		return error_set(err, -ENOMEM, "workload: out of memory");
+	r = gen_init(&w->config, &s->g, err);
+	if (r >= 0 && cfg->dataset != PROBE_DATASET_RANDOM)
+		r = open_dataset(w, s, err);
+	if (r >= 0 && cfg->dataset == PROBE_DATASET_RANDOM && cfg->turns > 1) {
+		/* calloc: pages come as the requests are made */
+		s->turns = calloc(w->n_requests, sizeof(*s->turns));
+		if (!s->turns)
+			r = -ENOMEM;
 	}
-	if (cfg->dataset == PROBE_DATASET_RANDOM)
-		fill_random(&g, w);
-	else {
-		r = fill_dataset(&g, w, err);
-		if (r < 0)
-			return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
-	}
-	fill_arrivals(&g, w);
+	if (r < 0)
+		return r == -ENOMEM ? error_set(err, r, "workload: out of memory") : r;
+	window_scale(&s->g, w->n_requests, &s->want, &s->span);
+	stream_rewind(s);
+	ahead_rewind(s);
 	*ret = TAKE_PTR(w);
 	return 0;
+}
+
+int probe_workload_request(struct probe_workload *w, size_t i, struct probe_request_spec *ret)
+{
+	struct probe_workload_stream *s = w->stream;
+
+	if (i >= w->n_requests)
+		return -ERANGE;
+	if (!s) {
+		*ret = w->requests[i];
+		return 0;
+	}
+	if (i < s->next)
+		stream_rewind(s);
+	while (s->next < i)
+		stream_make(w, s, ret);
+	stream_make(w, s, ret);
+	return 0;
+}
+
+uint64_t probe_workload_arrival(struct probe_workload *w, size_t i)
+{
+	struct probe_workload_stream *s = w->stream;
+	size_t j;
+
+	if (i >= w->n_requests)
+		return UINT64_MAX;
+	if (!s)
+		return w->requests[i].arrival_usec;
+	if (i < w->config.num_warmup)
+		return 0;
+	j = i - w->config.num_warmup;
+	if (j == s->ahead_j)
+		return s->ahead_usec;
+	if (s->ahead_j != SIZE_MAX && j < s->ahead_j) {
+		/* back (a stopped load point takes its sending up again at the
+		 * first request not sent): from the requests' own cursor when it
+		 * is not past j, else from the start */
+		if (s->arr.j <= j)
+			s->ahead = s->arr;
+		else
+			ahead_rewind(s);
+	}
+	while (s->ahead.j <= j)
+		s->ahead_usec = arrivals_next(&s->ahead);
+	s->ahead_j = j;
+	return s->ahead_usec;
+}
+
+int probe_workload_generate(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err)
+{
+	_cleanup_(probe_workload_freep) struct probe_workload *w = NULL;
+	int r;
+
+	r = probe_workload_open(cfg, &w, err);
+	if (r < 0)
+		return r;
+	w->requests = calloc(w->n_requests, sizeof(*w->requests));
+	if (!w->requests)
+		return error_set(err, -ENOMEM, "workload: out of memory");
+	for (size_t i = 0; i < w->n_requests; i++)
+		stream_make(w, w->stream, &w->requests[i]);
+	/* laid out: the generator is done with (the dataset's texts stay) */
+	stream_free(TAKE_PTR(w->stream));
+	*ret = TAKE_PTR(w);
+	return 0;
+}
+
+/* The seed of the token ids: the workload's, moved by the prompt variant. */
+static uint64_t prompt_seed(const struct probe_workload_config *cfg)
+{
+	return cfg->seed + cfg->prompt_variant * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+bool probe_workload_ids_matter(const struct probe_workload_config *cfg)
+{
+	return cfg->prefix_len > 0 || cfg->turns > 1 || cfg->prompt_repetition > 0;
 }
 
 bool probe_workload_arrivals_scale(const struct probe_workload_config *cfg)
@@ -616,6 +774,7 @@ struct probe_workload *probe_workload_free(struct probe_workload *w)
 {
 	if (!w)
 		return NULL;
+	stream_free(w->stream);
 	probe_dataset_free(w->dataset);
 	free(w->requests);
 	free(w);
@@ -669,11 +828,22 @@ static void fill_own(const struct probe_workload_config *cfg, uint32_t index, ui
 	}
 }
 
+/* The lengths of request i (r's conversation's turn i, at most r) */
+static struct turn turn_of(const struct probe_workload *w, const struct probe_request_spec *r, size_t i)
+{
+	if (i == r->index)
+		return (struct turn){ r->input_len, r->output_len };
+	if (w->requests)
+		return (struct turn){ w->requests[i].input_len, w->requests[i].output_len };
+	return w->stream->turns[i];
+}
+
 int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe_request_spec *r, uint32_t *ids)
 {
 	const struct probe_workload_config *cfg = &w->config;
 	size_t conv = conversations(cfg, w->n_requests), first = cfg->turns > 1 ? r->index % conv : r->index;
 	uint32_t prefix = r->prefix_id > 0 ? MIN(cfg->prefix_len, r->input_len) : 0, at;
+	struct turn t = turn_of(w, r, first);
 	struct probe_rng rng;
 
 	if (!probe_workload_has_ids(w))
@@ -684,17 +854,17 @@ int probe_workload_prompt_ids(const struct probe_workload *w, const struct probe
 			ids[k] = draw_id(&rng);
 	}
 	/* The conversation's first turn, then each later one up to r: answer, new message. */
-	at = MIN(w->requests[first].input_len, r->input_len);
-	fill_own(cfg, (uint32_t)first, w->requests[first].input_len, ids, prefix, at);
+	at = MIN(t.input_len, r->input_len);
+	fill_own(cfg, (uint32_t)first, t.input_len, ids, prefix, at);
 	for (size_t i = first + conv; cfg->turns > 1 && i <= r->index; i += conv) {
-		const struct probe_request_spec *prev = &w->requests[i - conv];
-		uint32_t answer_end = MIN(at + prev->output_len, r->input_len);
+		uint32_t answer_end = MIN(at + t.output_len, r->input_len);
 
-		probe_rng_init(&rng, prompt_seed(cfg), STREAM_ANSWER + prev->index);
+		probe_rng_init(&rng, prompt_seed(cfg), STREAM_ANSWER + (i - conv));
 		for (uint32_t k = at; k < answer_end; k++)
 			ids[k] = draw_id(&rng);
-		at = MIN(w->requests[i].input_len, r->input_len);
-		fill_own(cfg, w->requests[i].index, w->requests[i].input_len, ids, answer_end, at);
+		t = turn_of(w, r, i);
+		at = MIN(t.input_len, r->input_len);
+		fill_own(cfg, (uint32_t)i, t.input_len, ids, answer_end, at);
 	}
 	return 0;
 }

@@ -160,14 +160,17 @@ struct probe_request_spec {
 };
 
 struct probe_dataset_entries;
+struct probe_workload_stream;
 
 struct probe_workload {
 	struct probe_workload_config config; /* copy; dataset_path not owned */
+	/* generated: every request; opened (probe_workload_open): NULL */
 	struct probe_request_spec *requests;
 	size_t n_requests; /* num_warmup + num_prompts */
 	/* dataset prompts: each entry once, however many requests take it
 	 * (NULL for token-id prompts, and with lengths_only) */
 	struct probe_dataset_entries *dataset;
+	struct probe_workload_stream *stream; /* opened: the generator */
 };
 
 /* Whether the workload's token ids matter to a model of the server (a prefix
@@ -215,6 +218,30 @@ void probe_workload_config_init(struct probe_workload_config *cfg);
 /* Generates the requests. Deterministic in (cfg, seed). Dataset errors name
  * the file, the line (JSONL) or entry (ShareGPT) and the field. */
 int probe_workload_generate(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err);
+
+/* A workload made as it is read — the probe's, whose memory then follows
+ * the requests in flight, not the load point's size: probe_workload_open
+ * checks cfg and readies the generator (a dataset or samples file read, a
+ * capped point's window measured by running its arrivals ahead) but makes
+ * no request, and each request is made when it is read. It holds O(1) per
+ * request, but for conversations (turns > 1), which keep each request's two
+ * lengths (8 bytes) for the later turns that resend it. The requests are
+ * exactly those probe_workload_generate lays out: it reads them so.
+ *
+ * probe_workload_request: request i (0-based, warm-ups first) into *ret,
+ * and its prompt from probe_workload_prompt_ids/_text as for a generated
+ * workload's. Reading on from the last request is O(1); a gap makes the
+ * ones between and a step back starts again from the first (O(i)).
+ * -ERANGE past the end. A generated workload's request i is copied.
+ *
+ * probe_workload_arrival: request i's arrival_usec (0 for a warm-up,
+ * UINT64_MAX past the end), read ahead of the requests by a cursor of its
+ * own — a load point's timer needs the next arrival while the requests
+ * before it still wait for a slot — at the same costs. */
+int probe_workload_open(const struct probe_workload_config *cfg, struct probe_workload **ret, struct error *err);
+int probe_workload_request(struct probe_workload *w, size_t i, struct probe_request_spec *ret);
+uint64_t probe_workload_arrival(struct probe_workload *w, size_t i);
+
 struct probe_workload *probe_workload_free(struct probe_workload *w);
 static inline void probe_workload_freep(struct probe_workload **w)
 {

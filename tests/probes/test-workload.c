@@ -583,11 +583,149 @@ static void test_flags(void)
 	free(help);
 }
 
+/* Request i of a and b agree: lengths, arrival, prefix, entry, prompt. */
+static void check_same_request(struct probe_workload *a, const struct probe_request_spec *x, struct probe_workload *b,
+			       const struct probe_request_spec *y)
+{
+	static uint32_t ia[4096], ib[4096];
+
+	CHECK_INT_EQ(x->index, y->index);
+	CHECK(x->warmup == y->warmup);
+	CHECK_INT_EQ(x->arrival_usec, y->arrival_usec);
+	CHECK_INT_EQ(x->input_len, y->input_len);
+	CHECK_INT_EQ(x->output_len, y->output_len);
+	CHECK_INT_EQ(x->prefix_id, y->prefix_id);
+	CHECK_INT_EQ(x->entry, y->entry);
+	if (probe_workload_has_ids(a)) {
+		CHECK(x->input_len <= 4096);
+		CHECK_INT_EQ(probe_workload_prompt_ids(a, x, ia), 0);
+		CHECK_INT_EQ(probe_workload_prompt_ids(b, y, ib), 0);
+		CHECK_MSG(memcmp(ia, ib, x->input_len * sizeof(uint32_t)) == 0, "request %u: other prompt ids",
+			  x->index);
+	} else
+		CHECK_STR_EQ(probe_workload_prompt_text(a, x), probe_workload_prompt_text(b, y));
+}
+
+/* FNV-1a over a generated workload's requests and prompt ids: the
+ * sequence a seed makes, pinned (a study's seed must mean the same
+ * requests in every version). */
+static uint64_t workload_hash(struct probe_workload *w)
+{
+	static uint32_t ids[4096];
+	uint64_t h = UINT64_C(1469598103934665603);
+
+	for (size_t i = 0; i < w->n_requests; i++) {
+		const struct probe_request_spec *q = &w->requests[i];
+		uint64_t f[7] = { q->index,      q->warmup,    q->arrival_usec, q->input_len,
+				  q->output_len, q->prefix_id, q->entry };
+		const unsigned char *b = (const unsigned char *)f;
+
+		for (size_t k = 0; k < sizeof(f); k++)
+			h = (h ^ b[k]) * UINT64_C(1099511628211);
+		CHECK(q->input_len <= 4096);
+		CHECK_INT_EQ(probe_workload_prompt_ids(w, q, ids), 0);
+		b = (const unsigned char *)ids;
+		for (size_t k = 0; k < q->input_len * sizeof(uint32_t); k++)
+			h = (h ^ b[k]) * UINT64_C(1099511628211);
+	}
+	return h;
+}
+
+/* An opened workload (made as it is read, the probe's) gives exactly the
+ * generated one's requests, read in order, with the arrivals far ahead,
+ * with gaps, and stepping back. */
+static void test_opened(void)
+{
+	struct probe_workload_config cfg[4];
+	const char *custom;
+	struct error err = { 0 };
+
+	custom =
+		write_file("opened.jsonl", "{\"prompt\": \"alpha beta\", \"output_len\": 12}\n{\"prompt\": \"gamma\"}\n"
+					   "{\"prompt\": \"d e f g\"}\n");
+	for (size_t c = 0; c < ELEMENTSOF(cfg); c++) {
+		probe_workload_config_init(&cfg[c]);
+		cfg[c].num_prompts = 120;
+		cfg[c].num_warmup = 3;
+		cfg[c].seed = 42 + c;
+		cfg[c].input = (struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 60, .range_ratio = 0.5 };
+		cfg[c].output =
+			(struct probe_length_dist){ .kind = PROBE_DIST_UNIFORM, .mean = 20, .range_ratio = 0.5 };
+		cfg[c].arrival = PROBE_ARRIVAL_POISSON;
+		cfg[c].request_rate = 7;
+	}
+	/* a capped point's window, shared prefixes, another prompt variant */
+	cfg[0].prefix_len = 16;
+	cfg[0].prefix_group_size = 8;
+	cfg[0].prompt_variant = 2;
+	cfg[0].arrival_window_s = 10;
+	/* conversations resending their turns, repetition */
+	cfg[1].turns = 3;
+	cfg[1].prefix_len = 8;
+	cfg[1].prefix_group_size = 5;
+	cfg[1].prompt_repetition = 0.3;
+	/* a dataset's texts, outputs partly drawn */
+	cfg[2].dataset = PROBE_DATASET_CUSTOM;
+	cfg[2].dataset_path = custom;
+	cfg[2].prompt_variant = 1;
+	/* gamma arrivals warped by a rate profile */
+	cfg[3].arrival = PROBE_ARRIVAL_GAMMA;
+	cfg[3].burstiness = 0.5;
+	cfg[3].profile = (struct probe_rate_profile){
+		.n = 3, .second_of_day = { 0, 30000, 60000 }, .rate = { 1, 5, 2 }, .start = 25000, .speed = 1440
+	};
+
+	for (size_t c = 0; c < ELEMENTSOF(cfg); c++) {
+		_cleanup_(probe_workload_freep) struct probe_workload *g = gen(&cfg[c]), *o = NULL, *o2 = NULL;
+		struct probe_request_spec q;
+		size_t n = g->n_requests;
+
+		CHECK_MSG(probe_workload_open(&cfg[c], &o, &err) == 0, "%s", err.msg);
+		CHECK(!o->requests && o->n_requests == n);
+		/* every arrival first, as a load point's timer reads them ahead of the sending */
+		for (size_t i = 0; i < n; i++)
+			CHECK_INT_EQ(probe_workload_arrival(o, i), g->requests[i].arrival_usec);
+		CHECK_INT_EQ(probe_workload_arrival(o, n), UINT64_MAX);
+		for (size_t i = 0; i < n; i++) {
+			CHECK_INT_EQ(probe_workload_request(o, i, &q), 0);
+			check_same_request(o, &q, g, &g->requests[i]);
+		}
+		CHECK_INT_EQ(probe_workload_request(o, n, &q), -ERANGE);
+
+		/* gaps and steps back, each arrival asked before its request */
+		CHECK_MSG(probe_workload_open(&cfg[c], &o2, &err) == 0, "%s", err.msg);
+		for (size_t i = 0; i < n; i += 7) {
+			CHECK_INT_EQ(probe_workload_arrival(o2, MIN(i + 11, n - 1)),
+				     g->requests[MIN(i + 11, n - 1)].arrival_usec);
+			CHECK_INT_EQ(probe_workload_arrival(o2, i), g->requests[i].arrival_usec);
+			CHECK_INT_EQ(probe_workload_request(o2, i, &q), 0);
+			check_same_request(o2, &q, g, &g->requests[i]);
+		}
+		CHECK_INT_EQ(probe_workload_request(o2, 5, &q), 0);
+		check_same_request(o2, &q, g, &g->requests[5]);
+		CHECK_INT_EQ(probe_workload_arrival(o2, 4), g->requests[4].arrival_usec);
+		CHECK_INT_EQ(probe_workload_arrival(o2, n - 1), g->requests[n - 1].arrival_usec);
+		CHECK_INT_EQ(probe_workload_arrival(o2, 9), g->requests[9].arrival_usec);
+		CHECK_INT_EQ(probe_workload_request(o2, n - 1, &q), 0);
+		check_same_request(o2, &q, g, &g->requests[n - 1]);
+
+		/* the generated sequence itself, pinned for two seeds */
+		if (c == 0)
+			CHECK_INT_EQ(workload_hash(g), UINT64_C(0x59cbfc86a45d5767));
+		if (c == 1)
+			CHECK_INT_EQ(workload_hash(g), UINT64_C(0xbd9b2bf66dfff3d0));
+	}
+	/* a check's error comes from open as from generate */
+	cfg[0].num_prompts = 0;
+	CHECK(probe_workload_open(&cfg[0], &(struct probe_workload *){ NULL }, &err) == -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "num_prompts");
+}
+
 static void cleanup_dir(void)
 {
 	static const char *const names[] = { "share.json", "custom.jsonl", "bad1.jsonl", "bad2.jsonl",
 					     "bad3.jsonl", "empty.jsonl",  "bad4.json",  "bad5.json",
-					     "bad6.json",  "bad7.json",    "bad8.json" };
+					     "bad6.json",  "bad7.json",    "bad8.json",  "opened.jsonl" };
 	char path[256];
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
@@ -605,6 +743,7 @@ int main(void)
 	test_prefix_and_text();
 	test_turns_and_repetition();
 	test_datasets();
+	test_opened();
 	cleanup_dir();
 	test_flags();
 	return 0;

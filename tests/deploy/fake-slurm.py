@@ -19,10 +19,17 @@ sinfo --json    one node, fakenode, gpu:8 in partition gpu.
 sacct --json    "Slurm accounting storage is disabled" (exit 1).
 fake-slurm.py end ID STATE    the cluster ends a job (NODE_FAIL, PREEMPTED...).
 fake-slurm.py release ID      a held job may run.
-fake-slurm.py forget ID       the queue loses the job (its node went down with it)."""
+fake-slurm.py forget ID       the queue loses the job (its node went down with it).
+fake-slurm.py cleanup [DIR]   ends everything the fake started and removes DIR:
+    no job starts any more, and every process of a job's runner's session
+    (the runner, the job in a process group of its own, its server) is
+    killed, found by session id (the runner's PID) and $FAKE_SLURM_DIR in
+    its environment — for a test killed by its timeout, whose jobs run
+    outside its process group."""
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,10 +91,26 @@ def sbatch(args):
         fd = os.open("/dev/null", os.O_RDWR)
         for k in (0, 1, 2):
             os.dup2(fd, k)
-        run_job(jid)
+        if locked(lambda: note_runner(jid)):
+            run_job(jid)
         os._exit(0)
     print(jid)
     return 0
+
+
+def stopped():
+    return os.path.exists(os.path.join(DIR, "stopped"))
+
+
+def note_runner(jid):
+    """The runner's session (its PID) goes into the job's record before it
+    does anything, unless cleanup came first (both hold the lock)."""
+    if stopped():
+        return False
+    j = load(jid)
+    j["runner"] = os.getpid()
+    save(j)
+    return True
 
 
 def idx_text(ids):
@@ -107,7 +130,7 @@ def run_job(jid):
 
     def start():
         j = load(jid)
-        if j["job_state"] != "PENDING":
+        if j["job_state"] != "PENDING" or stopped():
             return None
         # the node's lowest GPUs no running job holds, as Slurm's gres plugin gives them
         held = set()
@@ -122,8 +145,9 @@ def run_job(jid):
         env.pop("CUDA_VISIBLE_DEVICES", None)
         if ids:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in ids)
+        # a process group of its own (scancel signals it), in the runner's session (cleanup finds it)
         p = subprocess.Popen([j["script"]] + j["args"], cwd=j["chdir"], stdin=subprocess.DEVNULL, stdout=out,
-                             stderr=out, env=env, start_new_session=True)
+                             stderr=out, env=env, process_group=0)
         os.close(out)
         j.update(job_state="RUNNING", state_reason="None", nodes="fakenode", start_time=int(time.time()),
                  pid=p.pid, gpu_ids=ids, gres_detail=["gpu:%d(IDX:%s)" % (j["gpus"], idx_text(ids))] if ids else [])
@@ -162,6 +186,55 @@ def end_job(jid, state):
     locked(do)
 
 
+def session_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def ours(pid, marker):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def cleanup(remove):
+    sessions = set()
+
+    def stop():
+        open(os.path.join(DIR, "stopped"), "w").close()
+        for name in os.listdir(DIR):
+            if name.startswith("job-") and name.endswith(".json"):
+                runner = load(int(name[4:-5])).get("runner", 0)
+                if runner > 1:
+                    sessions.add(runner)
+
+    if os.path.isdir(DIR):
+        locked(stop)
+    # a session id is not given to another session while a process of it
+    # lives; the environment tells ours from a new one under a reused PID
+    marker = ("FAKE_SLURM_DIR=" + DIR).encode()
+    deadline = time.monotonic() + 10
+    while sessions and time.monotonic() < deadline:
+        left = [p for p in (int(d) for d in os.listdir("/proc") if d.isdigit())
+                if session_of(p) in sessions and ours(p, marker)]
+        if not left:
+            break
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    if remove:
+        shutil.rmtree(remove, ignore_errors=True)
+    return 0
+
+
 def squeue():
     # a loaded controller: the answer takes this long
     time.sleep(float(os.environ.get("FAKE_SLURM_SQUEUE_DELAY", "0")))
@@ -178,6 +251,8 @@ def squeue():
 def main():
     cmd = os.path.basename(sys.argv[0])
     args = sys.argv[1:]
+    if args[:1] == ["cleanup"]:
+        return cleanup(args[1] if len(args) > 1 else None)
     os.makedirs(DIR, exist_ok=True)
     if cmd == "sbatch":
         return sbatch([a for a in args if a != "--parsable"])

@@ -15,10 +15,12 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -583,6 +585,60 @@ static void test_roles(bool decode_fails)
 		printf("roles: prefill, decode and router jobs READY at the router's address, all ended\n");
 }
 
+/* The fake's jobs run in sessions of their own, out of this process's
+ * group: when meson's timeout ends the test (SIGTERM to its group, SIGKILL
+ * 0.5 s later) they would be left running — a runner holding a job, a
+ * goodput-sim serving. `fake-slurm.py cleanup` ends them by their sessions
+ * and removes the test's folder; it runs in a session of its own, so the
+ * SIGKILL does not stop it halfway. */
+static char *cleanup_argv[4];
+static pid_t main_pid;
+
+static pid_t spawn_cleanup(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		(void)setsid();
+		execv(cleanup_argv[0], cleanup_argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* fork, setsid and execv are async-signal-safe; the argv is made before */
+static void on_term(int sig)
+{
+	(void)spawn_cleanup();
+	_exit(128 + sig);
+}
+
+/* exit(1) of a failed check (and the end of a run that passed) */
+static void cleanup_at_exit(void)
+{
+	pid_t pid;
+
+	if (getpid() != main_pid)
+		return; /* a forked copy's exit */
+	pid = spawn_cleanup();
+	if (pid > 0)
+		(void)waitpid(pid, NULL, 0);
+}
+
+static void clean_up_when_killed(void)
+{
+	struct sigaction sa = { .sa_handler = on_term };
+
+	main_pid = getpid();
+	cleanup_argv[0] = (char *)fake;
+	cleanup_argv[1] = (char *)"cleanup";
+	cleanup_argv[2] = dir;
+	CHECK(atexit(cleanup_at_exit) == 0);
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGINT, &sa, NULL) == 0 &&
+	      sigaction(SIGHUP, &sa, NULL) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	struct slurm_options o = { .poll_interval_usec = 200 * USEC_PER_MSEC };
@@ -597,6 +653,7 @@ int main(int argc, char **argv)
 	CHECK(fake && sim && goodput);
 	CHECK(mkdtemp(dir));
 	install_fake(goodput);
+	clean_up_when_killed();
 	CHECK(child_block_sigchld() >= 0);
 	CHECK(sd_event_default(&event) >= 0);
 	CHECK_MSG(slurm_cluster_new(event, &o, &cluster, &err) >= 0, "%s", err.msg);

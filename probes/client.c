@@ -38,6 +38,15 @@
 #define START_SLICE      8    /* streams handed to curl per wake-up: about 0.5 ms of curl */
 #define ERROR_BODY_MAX   2048 /* how much of a non-200 body goes into the error */
 #define ITL_PREALLOC_MAX 4096
+/* curl's receive buffer (its default: 16 KiB). Every transfer in flight
+ * holds one — curl allocates it when the transfer starts and frees it when
+ * it is done — and at the probe's 4,000 streams in flight the default was
+ * 64 MB, most of what a request in flight cost. A stream reads tokens of a
+ * few hundred bytes: 4 KiB still takes a dozen a read, and a larger
+ * backlog is read in more calls (its tokens were late anyway). One size
+ * for every transfer of a handle, GETs too, so that a buffer curl kept
+ * could never be read into at a larger size. */
+#define RECV_BUFFER_BYTES 4096L
 
 void probe_client_config_init(struct probe_client_config *cfg)
 {
@@ -159,6 +168,20 @@ static void req_release(struct probe_client *c, struct req *q)
 static int req_common_opts(struct probe_client *c, struct req *q, const char *url, uint64_t timeout_usec)
 {
 	CURLcode cc = CURLE_OK;
+
+	/* curl refuses a new size while the handle holds an earlier transfer's
+	 * buffer (never seen: it frees it when a transfer is done, or removed):
+	 * a fresh handle then, rather than a transfer on a mismatched one */
+	if (curl_easy_setopt(q->easy, CURLOPT_BUFFERSIZE, RECV_BUFFER_BYTES) != CURLE_OK) {
+		CURL *e = curl_easy_init();
+
+		if (!e)
+			return -ENOMEM;
+		curl_easy_cleanup(q->easy);
+		q->easy = e;
+		if (curl_easy_setopt(q->easy, CURLOPT_BUFFERSIZE, RECV_BUFFER_BYTES) != CURLE_OK)
+			return -EINVAL;
+	}
 
 #define SET(opt, val)                                                                                                  \
 	do {                                                                                                           \

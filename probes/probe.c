@@ -595,15 +595,15 @@ static void blame_failures(struct probe *p)
 }
 
 /* A sweep: the next rate, or the end — its best point the one of highest
- * goodput that met the SLA. A point where nothing completed ends it: the
- * server is broken, not slow. */
+ * goodput that met the SLA. A point where nothing completed, and nothing
+ * was cut at its cap, ends it: the server is broken, not slow. */
 static void sweep_next(struct probe *p)
 {
 	const struct probe_result *last = &p->points[p->n_points - 1].result;
 	int r;
 
 	p->outcome.search = PROBE_SEARCH_NONE;
-	if (last->completed == 0) {
+	if (last->completed == 0 && last->cut == 0) {
 		p->outcome.search = PROBE_SEARCH_SERVER_FAILED;
 		p->outcome.failed_point = p->n_points - 1;
 	} else if (p->n_points < p->cfg.n_sweep) {
@@ -686,8 +686,10 @@ static void on_run_done(struct probe_run *run, void *userdata)
 		finish(p, 0);
 		return;
 	}
-	if (p->points[p->n_points - 1].result.completed == 0) {
-		/* a server that completes nothing is broken, not slow: no rate will do */
+	if (p->points[p->n_points - 1].result.completed == 0 && p->points[p->n_points - 1].result.cut == 0) {
+		/* a server that completes nothing is broken, not slow: no rate will
+		 * do (one whose requests were all cut at the point's cap is slow
+		 * at this rate: the search goes lower) */
 		p->outcome.search = PROBE_SEARCH_SERVER_FAILED;
 		p->outcome.failed_point = p->n_points - 1;
 		p->outcome.max_rate = 0;

@@ -467,11 +467,16 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 		spread_add(&f.pair50, pct(o.itl_err_ms, o.n_itl_err, 50));
 		spread_add(&f.pair99, pct(o.itl_err_ms, o.n_itl_err, 99));
 		f.failed += o.failed;
-		/* the client's median gap is the server's: measured against the
-		 * server's own record of its steps, since a loaded machine moves
-		 * both from the nominal pace */
-		if (o.n_itl == 0 || !(fabs(itl50 - server_gap_pct(50)) <= pace_ms / 10))
+		/* the client's gaps are the server's: each against the server's
+		 * own record of the same step (a loaded machine moves both from
+		 * the nominal pace, and the two medians apart: 14.8 against
+		 * 13.3 ms with a second suite beside this one, while the gaps
+		 * paired were 0.8 ms apart at the median) */
+		if (o.n_itl == 0 || !(pct(o.itl_err_ms, o.n_itl_err, 50) <= pace_ms / 10)) {
+			fprintf(stderr, "burst: the client's gaps are %.3f ms from the server's steps at the median\n",
+				pct(o.itl_err_ms, o.n_itl_err, 50));
 			bad = true;
+		}
 		outcome_done(&o);
 	}
 	printf("burst %4zu streams x %5.2f ms, %u tokens, %u run%s (min..max):\n"

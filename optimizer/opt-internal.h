@@ -54,6 +54,7 @@ struct revealed {
 	unsigned n;        /* measurements (MEASURED) */
 	unsigned reprobes; /* re-probes consumed from the history */
 	double sum;
+	bool told; /* from the history (deployed), not ruled out by an estimate or dominance */
 };
 
 /* A revealed out-of-memory configuration and why it did not start. */
@@ -167,3 +168,7 @@ void opt_replay_prime(struct replay *r, const struct opt_history *h, size_t n);
 void opt_replay_search(struct replay *r);
 /* Every allowed configuration has been revealed or ruled out. */
 bool opt_replay_exhausted(const struct replay *r);
+/* Measures every value of each small ordinal knob once (opt.h, "Levels");
+ * combo_measured (NULL: not wanted) gets true for each combination a
+ * configuration measured there belongs to. */
+void opt_replay_cover(struct replay *r, bool *combo_measured);

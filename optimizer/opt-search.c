@@ -178,6 +178,102 @@ static int screen_point(const struct replay *r, size_t k, double level, struct o
 	return 0;
 }
 
+/* Whether some configuration deployed so far holds value v of knob d. */
+static bool level_covered(const struct replay *r, size_t d, unsigned v)
+{
+	for (size_t i = 0; i < r->n_seen; i++)
+		if (r->seen[i].told && r->seen[i].config.idx[d] == v)
+			return true;
+	return false;
+}
+
+/* The study's baseline, when it is a configuration of this space that may run. */
+static const struct opt_config *usable_baseline(const struct replay *r)
+{
+	const struct opt_config *b = r->set->baseline;
+
+	if (!b)
+		return NULL;
+	for (size_t i = 0; i < OPT_KNOBS_MAX; i++)
+		if (i < r->space->n_knobs ? b->idx[i] >= r->space->knobs[i].n_values : b->idx[i] != 0)
+			return NULL;
+	return opt_space_allowed(r->space, b) && !ruled_out(r, b) ? b : NULL;
+}
+
+/* Where value v of knob d is measured: the baseline when it holds v, else
+ * the allowed configuration with v that is not known to fail to start and
+ * lies nearest the centre (the best so far; before anything was measured,
+ * the screen level on every ordinal knob and the first revealed
+ * configuration's categorical values) — the other ordinal knobs by their
+ * normalised distance, each categorical value apart counting more than the
+ * whole ordinal range. -ENOENT when there is none. */
+static int cover_point(const struct replay *r, size_t d, unsigned v, struct opt_config *ret)
+{
+	const struct opt_space *s = r->space;
+	const struct opt_config *b = usable_baseline(r);
+	double centre[OPT_KNOBS_MAX] = { 0 }, best_d = INFINITY;
+	struct opt_config base = { 0 }, best = { 0 };
+
+	if (b && b->idx[d] == v) {
+		*ret = *b;
+		return 0;
+	}
+	if (isfinite(r->best))
+		base = r->best_cfg;
+	else if (r->n_seen > 0)
+		base = r->seen[0].config;
+	for (size_t i = 0; i < s->n_knobs; i++)
+		centre[i] = isfinite(r->best) || s->knobs[i].categorical ? opt_space_normalise(s, i, base.idx[i])
+									 : r->set->screen_level;
+	for (uint64_t o = 0; o < s->n_grid; o++) {
+		struct opt_config c;
+		double dist = 0;
+
+		opt_config_from_ordinal(s, o, &c);
+		if (c.idx[d] != v)
+			continue;
+		for (size_t i = 0; i < s->n_knobs; i++)
+			if (s->knobs[i].categorical)
+				dist += c.idx[i] != base.idx[i] ? (double)s->n_knobs : 0;
+			else if (i != d)
+				dist += pow(opt_space_normalise(s, i, c.idx[i]) - centre[i], 2);
+		if (dist < best_d && opt_space_allowed(s, &c) && !ruled_out(r, &c)) {
+			best_d = dist;
+			best = c;
+		}
+	}
+	if (!isfinite(best_d))
+		return -ENOENT;
+	*ret = best;
+	return 0;
+}
+
+void opt_replay_cover(struct replay *r, bool *combo_measured)
+{
+	const struct opt_space *s = r->space;
+
+	for (size_t i = 0; i < r->n_dim && !r->stopped; i++) {
+		size_t d = r->dim[i], n = s->knobs[d].n_values;
+		unsigned from;
+
+		if (n > OPT_COVER_LEVELS)
+			continue;
+		/* nearest the centre's value first, the lower of two as near */
+		from = isfinite(r->best) ? r->best_cfg.idx[d] : 0;
+		for (unsigned step = 0; step < 2 * n && !r->stopped; step++) {
+			int v = step % 2 == 0 ? (int)from - (int)(step / 2) : (int)from + (int)(step / 2) + 1;
+			struct opt_config c;
+			double cost;
+
+			if (v < 0 || v >= (int)n || level_covered(r, d, (unsigned)v) ||
+			    cover_point(r, d, (unsigned)v, &c) < 0)
+				continue;
+			if (opt_replay_evaluate(r, &c, &cost) == EVAL_MEASURED && combo_measured)
+				combo_measured[opt_replay_combo_of(r, &c)] = true;
+		}
+	}
+}
+
 /* Screening in passes: every combination at the screen level first; those
  * that did not run there at the smallest point (an out-of-memory result
  * there rules the whole combination out in one deployment, as when the
@@ -199,7 +295,24 @@ void opt_replay_screen(struct replay *r)
 		return;
 	}
 	r->phase = OPT_PHASE_SCREEN;
-	for (size_t l = 0; l < SCREEN_LEVELS && !r->stopped; l++)
+	for (size_t l = 0; l < SCREEN_LEVELS && !r->stopped; l++) {
+		if (l == 1) {
+			/* every value of the small knobs once (opt.h, "Levels"); a
+			 * combination measured there is screened */
+			bool *covered = calloc(r->n_combos, sizeof(bool));
+
+			if (!covered) {
+				opt_replay_stop_error(r, -ENOMEM);
+				break;
+			}
+			opt_replay_cover(r, covered);
+			for (size_t k = 0; k < r->n_combos; k++)
+				if (covered[k] && !isfinite(r->combo_screen[k])) {
+					r->combo_screen[k] = r->combo_best[k];
+					first[k] = true;
+				}
+			free(covered);
+		}
 		for (size_t j = 0; j < r->n_combos && !r->stopped; j++) {
 			size_t k = (j + rot) % r->n_combos;
 			struct opt_config c;
@@ -216,6 +329,7 @@ void opt_replay_screen(struct replay *r)
 				first[k] = l == 0;
 			}
 		}
+	}
 	free(first);
 }
 

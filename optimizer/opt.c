@@ -281,7 +281,8 @@ void opt_replay_combo_base(const struct replay *r, size_t k, struct opt_config *
 	*ret = c;
 }
 
-static int remember(struct replay *r, const struct opt_config *c, uint64_t o, enum eval_kind kind, double cost)
+static int remember(struct replay *r, const struct opt_config *c, uint64_t o, enum eval_kind kind, double cost,
+		    bool told)
 {
 	int q;
 
@@ -290,8 +291,9 @@ static int remember(struct replay *r, const struct opt_config *c, uint64_t o, en
 	q = imap_put(&r->seen_map, o, (int)r->n_seen);
 	if (q < 0)
 		return q;
-	r->seen[r->n_seen++] =
-		(struct revealed){ .kind = kind, .cost = cost, .config = *c, .n = kind == EVAL_MEASURED, .sum = cost };
+	r->seen[r->n_seen++] = (struct revealed){
+		.kind = kind, .cost = cost, .config = *c, .n = kind == EVAL_MEASURED, .sum = cost, .told = told
+	};
 	return 0;
 }
 
@@ -319,7 +321,7 @@ enum eval_kind opt_replay_evaluate(struct replay *r, const struct opt_config *c,
 		return r->seen[*slot].kind;
 	}
 	if (opt_replay_dominated(r, c)) {
-		q = remember(r, c, o, EVAL_INFEASIBLE, 0);
+		q = remember(r, c, o, EVAL_INFEASIBLE, 0, false);
 		if (q < 0) {
 			opt_replay_stop_error(r, q);
 			return EVAL_STOP;
@@ -331,7 +333,7 @@ enum eval_kind opt_replay_evaluate(struct replay *r, const struct opt_config *c,
 	e = slot ? &r->hist[*slot] : NULL;
 	if (!e && opt_replay_predicted_infeasible(r, c)) {
 		/* the pre-flight: never deployed */
-		q = remember(r, c, o, EVAL_INFEASIBLE, 0);
+		q = remember(r, c, o, EVAL_INFEASIBLE, 0, false);
 		if (q < 0) {
 			opt_replay_stop_error(r, q);
 			return EVAL_STOP;
@@ -359,7 +361,7 @@ enum eval_kind opt_replay_evaluate(struct replay *r, const struct opt_config *c,
 		kind = EVAL_SLA;
 	else
 		kind = EVAL_INFEASIBLE;
-	q = remember(r, c, o, kind, e->cost);
+	q = remember(r, c, o, kind, e->cost, true);
 	if (q >= 0 && kind == EVAL_INFEASIBLE && e->decided)
 		q = opt_replay_add_oom(r, c, e->cause, e->suggested_len);
 	if (kind != EVAL_FAILED)
@@ -594,9 +596,10 @@ int opt_next_pending(const struct opt_space *space, const struct opt_settings *s
 		return q;
 	q = replay_init(&r, space, settings, &all, err);
 	if (q >= 0) {
-		if (settings->phase_start > 0)
+		if (settings->phase_start > 0) {
 			opt_replay_prime(&r, &all, settings->phase_start);
-		else
+			opt_replay_cover(&r, NULL);
+		} else
 			opt_replay_screen(&r);
 		opt_replay_search(&r);
 		q = r.error;

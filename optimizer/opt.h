@@ -25,6 +25,16 @@
  *    SLA never met) are tried again at the smallest point (an out-of-memory
  *    result there rules the whole combination out), then at a quarter — in
  *    passes, so the first deployments cover every combination.
+ *    Levels: between the first pass and the others, every value of a small
+ *    ordinal knob (at most OPT_COVER_LEVELS of them, as a slot count
+ *    {1, 2, 4}) is measured once, at the best configuration so far (before
+ *    anything was measured: the allowed point nearest the screen level)
+ *    with that knob at the value: an expert deploys each slot count once
+ *    before refining one, and the search never calls itself converged
+ *    while a value of such a knob is untried and the budget has room. A
+ *    value the study's baseline holds (settings.baseline) is covered by
+ *    the baseline itself, revealed from the history. A combination
+ *    measured there needs no further screening pass.
  * 2. Search: the combination with the lowest cost so far is searched; then
  *    the next one within `promising` of the best screen, and so on. In a
  *    combination: its best point (or, on its first turn, the best batch
@@ -167,7 +177,16 @@ struct opt_settings {
 	 * bound first, along every other ordinal knob. opt_settings_init sets -1. */
 	int phase_knob;
 	bool phase_upper;
+	/* The study's baseline (the engine's defaults) when it lies on the grid
+	 * (NULL: none): the values of small knobs it holds are covered by it,
+	 * revealed from the history rather than deployed again. It must stay
+	 * the same for a study (the replay reads it on every ask). */
+	const struct opt_config *baseline;
 };
+
+/* Ordinal knobs of at most this many values have each value measured once
+ * before the search may converge (see "Levels" above). */
+#define OPT_COVER_LEVELS 3
 
 /* Defaults: seed 0, max_trials 0, confirm_probes 1, max_attempts 2,
  * promising 1.0, screen_level 0.5. Keep settings fixed for a study: a

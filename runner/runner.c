@@ -615,6 +615,9 @@ int runner_new(sd_event *e, struct store *store, int64_t study_id, const struct 
 	/* max_trials counts the baseline: off the grid, the search does not see it */
 	if (r->baseline.enabled && !r->baseline.on_grid && r->settings.max_trials > 1)
 		r->settings.max_trials--;
+	/* on the grid, it covers the values of the small knobs it holds */
+	if (r->baseline.enabled && r->baseline.on_grid)
+		r->settings.baseline = &r->baseline.config;
 	r->n_gpus = r->study->gpu.n_devices;
 	if (r->opts.startup_model < 0)
 		r->opts.startup_model = strcmp(r->profile->name, "sim") != 0;

@@ -632,6 +632,96 @@ static void test_budget_exhaustion_confirm(void)
 	opt_history_done(&h);
 }
 
+/* llama.cpp on a CPU host: more slots than one break the TPOT tail, and
+ * so does the smallest batch pair (-b 256 -ub 256); one slot's cost falls
+ * as the batch grows. */
+static void slots(const struct opt_space *s, const struct opt_config *c, const struct opt_history *h,
+		  struct opt_trial *t)
+{
+	double b = num(s, c, "max_num_batched_tokens");
+
+	*t = (struct opt_trial){ .config = *c, .outcome = OPT_OUTCOME_MEASURED };
+	if (num(s, c, "max_num_seqs") > 1 || b == 256)
+		t->outcome = OPT_OUTCOME_SLA_NEVER_MET;
+	else
+		t->cost = b == 2048 ? 1.67 : 1.84;
+	(void)h;
+}
+
+static size_t count_with(const struct opt_space *s, const struct opt_history *h, const char *knob, double v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->n; i++)
+		n += num(s, &h->trials[i].config, knob) == v;
+	return n;
+}
+
+/* A small knob (--parallel {1, 2, 4}) has every value measured once before
+ * the search refines one, and before it may say "converged" — even when
+ * the screen's points all break the SLA; the baseline covers the values it
+ * holds without a second deployment. */
+static void test_small_knob_levels(void)
+{
+	const char *js =
+		"{\"search_space\": {\"max_num_seqs\": [1, 2, 4], \"max_num_batched_tokens\": [256, 512, 2048],"
+		" \"ubatch_size\": [256, 512]}, \"constraints\": [{\"allowed\": ["
+		"{\"max_num_batched_tokens\": 2048, \"ubatch_size\": 512},"
+		"{\"max_num_batched_tokens\": 512, \"ubatch_size\": 512},"
+		"{\"max_num_batched_tokens\": 256, \"ubatch_size\": 256}]}]}";
+	const char *extra[] = { "ubatch_size", NULL };
+	struct opt_space_options o = { .extra_knobs = extra };
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	_cleanup_(opt_space_freep) struct opt_space *s = NULL;
+	struct error err = { 0 };
+
+	CHECK_MSG(json_parse_strict("test", js, strlen(js), &j, &err) == 0, "%s", err.msg);
+	CHECK_MSG(opt_space_from_json(cJSON_GetObjectItem(j, "search_space"), "search_space",
+				      cJSON_GetObjectItem(j, "constraints"), "constraints", &o, &s, &err) == 0,
+		  "%s", err.msg);
+	for (int with_baseline = 1; with_baseline >= 0; with_baseline--) {
+		struct opt_trial base = { .outcome = OPT_OUTCOME_MEASURED, .cost = 1.67 };
+		struct opt_settings set;
+		struct opt_candidate c;
+		struct opt_history h;
+		size_t four = SIZE_MAX;
+
+		/* the engine's defaults: one slot, -b 2048 -ub 512, measured first */
+		CHECK_INT_EQ(opt_config_from_key(s, "max_num_seqs=1,max_num_batched_tokens=2048,ubatch_size=512",
+						 &base.config, &err),
+			     0);
+		opt_settings_init(&set);
+		set.confirm_probes = 0;
+		set.max_trials = 12;
+		set.baseline = with_baseline ? &base.config : NULL;
+		opt_history_init(&h);
+		CHECK_INT_EQ(opt_history_add(&h, &base), 0);
+		c = study(s, &set, slots, &h, 100);
+		CHECK_INT_EQ(c.ask, OPT_ASK_DONE);
+		CHECK(c.reason == OPT_DONE_CONVERGED || c.reason == OPT_DONE_EXHAUSTED);
+		for (double v = 1; v <= 4; v *= 2)
+			CHECK_MSG(count_with(s, &h, "max_num_seqs", v) >= 1, "--parallel %g never deployed", v);
+		for (size_t i = 0; i < h.n && four == SIZE_MAX; i++)
+			if (num(s, &h.trials[i].config, "max_num_seqs") == 4)
+				four = i;
+		/* one deployment per slot count first: 4 comes with the screen,
+		 * not after a refinement of another slot count */
+		CHECK_MSG(four <= 3, "--parallel 4 first deployed as trial %zu", four);
+		CHECK(c.best.valid);
+		CHECK_INT_EQ(num(s, &c.best.config, "max_num_batched_tokens"), 2048);
+		if (with_baseline) {
+			/* the baseline is the trial of --parallel 1: never deployed again */
+			size_t again = 0;
+
+			for (size_t i = 1; i < h.n; i++)
+				again += memcmp(&h.trials[i].config, &base.config, sizeof(base.config)) == 0;
+			CHECK_INT_EQ(again, 0);
+			CHECK_INT_EQ(four, 2);
+		}
+		opt_history_done(&h);
+	}
+}
+
 static void test_names_and_validation(void)
 {
 	_cleanup_(opt_space_freep) struct opt_space *s = space_new("{\"max_num_seqs\": [32, 64]}", 0);
@@ -671,5 +761,6 @@ int main(void)
 	test_reprobe();
 	test_failures();
 	test_budget_exhaustion_confirm();
+	test_small_knob_levels();
 	return 0;
 }

@@ -394,6 +394,11 @@ static int start_point(struct probe *p, double rate, bool saturation)
 	/* a capped point of the search sends the arrivals of its cap: at the rate asked */
 	if (p->cfg.find_max_rate && !saturation)
 		wc.arrival_window_s = point_cap_seconds(p);
+	/* a rate measured again pools its requests with those before: fresh
+	 * arrival draws, not the same gaps once more */
+	for (size_t i = 0; p->cfg.find_max_rate && !saturation && i < p->n_points; i++)
+		wc.arrival_variant +=
+			!p->points[i].saturation && fabs(p->points[i].result.request_rate - rate) <= 1e-9 * rate;
 	/* opened, not generated: each request is made when it is sent */
 	r = probe_workload_open(&wc, &p->workload, &p->err);
 	if (r < 0)

@@ -81,6 +81,7 @@ struct group {
 	bool knee;                  /* ... with attainment near the target: the knee is at this rate */
 	double lw_sum;              /* Σ log(1/sla_ratio) over its points (informed steering) */
 	uint32_t n_w;
+	uint32_t n_points; /* load points pooled at this rate */
 };
 
 static bool same_rate(double a, double b)
@@ -101,6 +102,11 @@ static void judge(const struct probe_ratesearch_config *cfg, struct group *g)
 		g->v = g->last_met ? PASS : FAIL;
 		g->conclusive = true;
 		g->undecided = g->verdict == PROBE_VERDICT_UNDECIDED;
+		/* several points at one rate, the newest undecided too: judged
+		 * by all their requests' point estimate (the lowest rate
+		 * measured again while its interval held the target) */
+		if (g->undecided && g->n_points > 1 && cfg->target > 0)
+			g->v = (double)g->good >= cfg->target * (double)g->n - 1e-9 && !g->pct_fail ? PASS : FAIL;
 		/* undecided within the test's indifference zone (|p − t| at most
 		 * margin·(1 − t)), its 90 % interval within twice that: the knee
 		 * (150 of 160 good). One far from the target (13 of 13 good when
@@ -149,6 +155,7 @@ static void add_point(const struct probe_ratesearch_config *cfg, struct group *g
 		g->pct_fail = true;
 	g->last_met = p->sla_met;
 	g->last = idx;
+	g->n_points++;
 	g->verdict = p->verdict;
 	if (p->sla_ratio > 0) {
 		g->lw_sum -= log(p->sla_ratio);
@@ -517,6 +524,21 @@ static void answer_at(struct search *S, enum probe_ratesearch_action a, const st
 	}
 }
 
+/* Missed at the cap by its point estimate, with the attainment's 90 %
+ * interval over its requests (every point at its rate) still holding the
+ * target: 8 of 9 good (62-97 %) does not rule a rate out. A percentile
+ * bound that failed is no question of too few requests. */
+static bool in_doubt(const struct probe_ratesearch_config *cfg, const struct group *g)
+{
+	double lo, hi;
+
+	if (g->v != FAIL || !g->undecided || g->pct_fail || !(cfg->target > 0 && cfg->target < 1))
+		return false;
+	probe_wilson_interval((uint32_t)MIN(g->good, UINT32_MAX), (uint32_t)MIN(g->n, UINT32_MAX), PROBE_CAP_Z, &lo,
+			      &hi);
+	return hi >= cfg->target - 1e-9;
+}
+
 /* The answers the bracket gives, or a point that confirms its lower end:
  * true when the step is decided. */
 static bool decide_from_bracket(struct search *S)
@@ -525,9 +547,13 @@ static bool decide_from_bracket(struct search *S)
 	const struct group *lo = S->lo, *hi = S->hi;
 
 	if (!lo) {
-		if (hi && hi->rate <= S->min_rate * (1 + 1e-9)) {
+		/* a lowest rate whose interval still holds the target is no
+		 * proof: it is measured again (measure_in_doubt_at_floor) */
+		if (hi && hi->rate <= S->min_rate * (1 + 1e-9) && !in_doubt(cfg, hi)) {
 			answer(S->step, PROBE_RATESEARCH_NEVER, hi->rate, -1,
-			       "the SLA fails even at the lowest useful rate");
+			       hi->undecided ? "the SLA fails at the lowest useful rate: its 90 % interval lies below "
+					       "the target"
+					     : "the SLA fails even at the lowest useful rate");
 			return true;
 		}
 		return false;
@@ -594,6 +620,11 @@ static void decide_budget_spent(struct search *S, bool out_of_time)
 	}
 	if (best)
 		answer_at(S, PROBE_RATESEARCH_DONE, best, out_of_time ? "time spent" : "point budget spent");
+	else if (!S->lo && S->hi && in_doubt(S->cfg, S->hi))
+		answer(S->step, PROBE_RATESEARCH_NEVER, S->step->hi, -1,
+		       out_of_time ? "time spent with the lowest rate undecided: its 90 % interval holds the target"
+				   : "point budget spent with the lowest rate undecided: its 90 % interval holds the "
+				     "target");
 	else
 		answer(S->step, PROBE_RATESEARCH_NEVER, S->step->hi, -1,
 		       out_of_time ? "time spent without a passing rate" : "point budget spent without a passing rate");
@@ -617,6 +648,20 @@ static bool measure_below_undecided(struct search *S)
 	if (r < S->min_rate)
 		r = S->min_rate;
 	measure(S->step, r, point_requests(cfg), "the knee is just below a rate undecided at the cap");
+	return true;
+}
+
+/* Nothing passed, and the lowest useful rate missed at its cap with its
+ * interval still holding the target: that rate again, its requests pooled
+ * with those before, until the interval leaves the target (a pass, or a
+ * sure miss) or the points or the probe's time run out. True when it
+ * measures. */
+static bool measure_in_doubt_at_floor(struct search *S)
+{
+	if (S->lo || !S->hi || S->hi->rate > S->min_rate * (1 + 1e-9) || !in_doubt(S->cfg, S->hi))
+		return false;
+	measure(S->step, S->hi->rate, point_requests(S->cfg),
+		"the lowest rate is undecided: its 90 % interval holds the target; more requests there");
 	return true;
 }
 
@@ -740,7 +785,7 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 	if (r >= 0 && !decide_from_saturation(&S) && !decide_from_bracket(&S)) {
 		if (S.n_finite >= cfg->max_points || cfg->out_of_time)
 			decide_budget_spent(&S, cfg->out_of_time && S.n_finite < cfg->max_points);
-		else if (!measure_below_undecided(&S)) {
+		else if (!measure_in_doubt_at_floor(&S) && !measure_below_undecided(&S)) {
 			informed = true;
 			for (size_t i = 0; i < n; i++)
 				informed = informed && pts[i].sla_ratio > 0;

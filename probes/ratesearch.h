@@ -98,7 +98,15 @@
  * when nothing above it passed; one that missed puts the next point one
  * tolerance step below it, which closes the bracket when it passes. One
  * further from the target (every request good when a short time cap came)
- * only had too few requests, and steers as a sure point. */
+ * only had too few requests, and steers as a sure point. Nothing rules a
+ * configuration out on too few requests: when nothing passed and the lowest
+ * useful rate missed at its cap with the attainment's 90 % interval still
+ * holding the target (8 of 9 good: 62-97 %), that rate is measured again,
+ * the points at it pooled (judged by all their requests' point estimate),
+ * until the interval leaves the target — a pass, and the search goes on up
+ * from it; or NEVER, "its 90 % interval lies below the target" — or the
+ * points or the probe's time run out (NEVER, "... with the lowest rate
+ * undecided"). */
 #pragma once
 
 #include <stdbool.h>

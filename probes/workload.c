@@ -419,7 +419,7 @@ static void arrivals_init(struct arrivals *a, const struct gen *g, double want, 
 	}
 	if (a->warp)
 		probe_profile_warp_init(&cfg->profile, cfg->request_rate, &a->pw);
-	probe_rng_init(&a->rng, cfg->seed, STREAM_ARRIVALS);
+	probe_rng_init(&a->rng, cfg->seed + cfg->arrival_variant * UINT64_C(0xD1B54A32D192ED03), STREAM_ARRIVALS);
 }
 
 /* The next arrival before the window's scaling. */

@@ -130,6 +130,10 @@ struct probe_workload_config {
 	 * prefixes), or the dataset's entries further on — with the same
 	 * synthetic lengths and arrival times (a rate search's load points) */
 	uint32_t prompt_variant;
+	/* > 0: other arrival times for the same seed (Poisson or gamma), the
+	 * lengths kept: a rate measured again, whose requests are pooled with
+	 * those before it, adds draws of its own rather than the same gaps */
+	uint32_t arrival_variant;
 	/* > 0 (Poisson or gamma arrivals at a constant rate): the load point
 	 * sends for this long at most (its cap), so only the arrivals of its
 	 * first rate × window s go out; the sequence is stretched or shrunk so

@@ -21,6 +21,7 @@
 #include "cost.h"
 #include "deploy.h"
 #include "log.h"
+#include "ratesearch.h"
 #include "runner-internal.h"
 #include "runner-probe.h"
 #include "runner-quality.h"
@@ -183,15 +184,62 @@ static void server_failed(const struct probe_load_point *pt, struct trial_result
 			 why[0] ? why : "no reason given");
 }
 
+/* What ruled the configuration out at the lowest rate of the search: its
+ * requests there (every point at that rate) and the attainment's 90 %
+ * interval against the target — below it, or still holding it when the
+ * trial's share of the budget (or the search's points) ran out. Empty
+ * without a finite point or an attainment target. */
+static void lowest_rate_verdict(const struct study *s, const struct runner_probe_point *pts, size_t n,
+				const struct probe_outcome *o, char *buf, size_t size)
+{
+	double rate = INFINITY, target = s->sla.attainment, lo, hi;
+	uint32_t total = 0, good = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!pts[i].pt.saturation && pts[i].pt.result.request_rate < rate)
+			rate = pts[i].pt.result.request_rate;
+	if (!isfinite(rate) || !(target > 0 && target < 1))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct probe_result *r = &pts[i].pt.result;
+
+		if (pts[i].pt.saturation || fabs(r->request_rate - rate) > 1e-9 * rate)
+			continue;
+		total += r->num_prompts;
+		good += (uint32_t)lround(r->attainment * r->num_prompts);
+	}
+	if (total == 0)
+		return;
+	probe_wilson_interval(good, total, PROBE_CAP_Z, &lo, &hi);
+	if (hi < target)
+		snprintf(buf, size,
+			 "; ruled out at the lowest rate, %.4g req/s: %" PRIu32 " of %" PRIu32
+			 " good, %.0f %% CI %.0f–%.0f %%, below the %.0f %% target",
+			 rate, good, total, PROBE_CAP_CI_LEVEL * 100, lo * 100, hi * 100, target * 100);
+	else if (o->out_of_time || o->budget_spent)
+		snprintf(buf, size,
+			 "; undecided at the lowest rate, %.4g req/s: %" PRIu32 " of %" PRIu32
+			 " good, %.0f %% CI %.0f–%.0f %% holds the %.0f %% target when the %s ran out",
+			 rate, good, total, PROBE_CAP_CI_LEVEL * 100, lo * 100, hi * 100, target * 100,
+			 o->out_of_time ? "trial's share of the budget" : "search's load points");
+	else
+		snprintf(buf, size,
+			 "; missed at the lowest rate, %.4g req/s, at the test's confidence: %" PRIu32 " of %" PRIu32
+			 " good",
+			 rate, good, total);
+}
+
 /* No load met the SLA: the load point that came closest (the highest
  * attainment; ties: the lower rate; the saturation run only when it is all
  * there is), which bound failed there and by how much, and why requests
  * failed there if any did. */
-static void never_met(const struct study *s, const struct runner_probe_point *pts, size_t n, struct trial_result *res)
+static void never_met(const struct study *s, const struct runner_probe_point *pts, size_t n,
+		      const struct probe_outcome *o, struct trial_result *res)
 {
 	const struct probe_load_point *c = NULL;
 	const char *shortfall = "";
-	char sla[128], why[256] = "";
+	char sla[128], why[256] = "", lowest[256];
 	int k;
 
 	for (size_t i = 0; i < n; i++) {
@@ -212,12 +260,13 @@ static void never_met(const struct study *s, const struct runner_probe_point *pt
 		return;
 	}
 	probe_result_format_failures(&c->result, why, sizeof(why));
+	lowest_rate_verdict(s, pts, n, o, lowest, sizeof(lowest));
 	k = snprintf(res->message, sizeof(res->message),
-		     "no load met the SLA (%s) in %zu load points; closest %s%.4g req/s%s: %.1f%% good: %s%s%s", sla, n,
-		     c->saturation ? "with every request at once, " : "at ",
+		     "no load met the SLA (%s) in %zu load points; closest %s%.4g req/s%s: %.1f%% good: %s%s%s%s", sla,
+		     n, c->saturation ? "with every request at once, " : "at ",
 		     c->saturation ? c->result.request_throughput : c->result.request_rate,
 		     c->saturation ? " completed" : "", c->result.attainment * 100, shortfall,
-		     why[0] ? "; failed: " : "", why);
+		     why[0] ? "; failed: " : "", why, lowest);
 	if (k >= (int)sizeof(res->message))
 		log_debug("the closest attempt's message was cut at %zu bytes", sizeof(res->message) - 1);
 }
@@ -277,7 +326,7 @@ static void classify_probe(struct runner_trial *t, int result)
 	} else if (o.search == PROBE_SEARCH_SERVER_FAILED && o.failed_point < n)
 		server_failed(&points[o.failed_point].pt, &res);
 	else if (o.search == PROBE_SEARCH_NEVER_MET || !(o.max_rate > 0) || o.best_point >= n)
-		never_met(s, points, n, &res);
+		never_met(s, points, n, &o, &res);
 	else
 		outcome_from_point(t, &points[o.best_point].pt.result, o.max_rate, &res);
 	if (o.out_of_time)

@@ -637,6 +637,79 @@ static void test_at_the_cap(void)
 		  probe_ratesearch_action_name(st.action), st.why);
 }
 
+/* A real night's trial: nothing passed, and the lowest useful rate (0.05
+ * req/s) missed at its time cap with 8 of 9 good (90 % CI 62-97 %): too
+ * few requests to rule the configuration out. That rate is measured again,
+ * its requests pooled, until the interval leaves the target: above it the
+ * search goes on up, below it the configuration is out; with the probe's
+ * time spent first, it is out, said so. */
+static void test_undecided_at_the_floor(void)
+{
+	struct probe_ratesearch_config cfg;
+	struct probe_ratesearch_step st;
+	struct probe_rate_point pts[5] = {
+		{ .rate = INFINITY, .n = 40, .good = 1, .throughput = 0.28 },
+		{ .rate = 0.1,
+		  .n = 15,
+		  .good = 8,
+		  .sla_met = false,
+		  .throughput = 0.1,
+		  .verdict = PROBE_VERDICT_UNDECIDED },
+		{ .rate = 0.05,
+		  .n = 9,
+		  .good = 8,
+		  .sla_met = false,
+		  .throughput = 0.05,
+		  .verdict = PROBE_VERDICT_UNDECIDED },
+	};
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.sequential = true;
+	cfg.max_requests = 160;
+	cfg.min_rate_frac = 0.05 / 0.28; /* probe.min_rate 0.05 */
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 3, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && fabs(st.rate - 0.05) < 1e-9, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* 9 of 9 more: 17 of 18 (94 %) passes; the search goes up from it */
+	pts[3] = (struct probe_rate_point){
+		.rate = 0.05, .n = 9, .good = 9, .sla_met = true, .throughput = 0.05, .verdict = PROBE_VERDICT_UNDECIDED
+	};
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && st.rate > 0.05 * 1.04 && st.rate < 0.1, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	CHECK(st.lo == 0.05 && st.hi == 0.1);
+	/* 7 of 9 more: 15 of 18 (83 %, CI 65-93 %) still holds the target */
+	pts[3].good = 7;
+	pts[3].sla_met = false;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && fabs(st.rate - 0.05) < 1e-9, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	/* ... until the probe's time is spent: out, and the step says why */
+	cfg.out_of_time = true;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_NEVER && st.out_of_time && strstr(st.why, "undecided"), "%s (%s)",
+		  probe_ratesearch_action_name(st.action), st.why);
+	cfg.out_of_time = false;
+	/* 3 of 9 more: 11 of 18 (61 %, CI 42-77 %) lies below the target: out */
+	pts[3].good = 3;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_NEVER && !st.out_of_time && strstr(st.why, "below"), "%s (%s)",
+		  probe_ratesearch_action_name(st.action), st.why);
+	/* --parallel 2's TPOT tail: 7 of 9 (CI 50-92 %), then 7 of 9 again
+	 * (14 of 18, CI 59-90 %): two points rule it out */
+	pts[2].good = pts[3].good = 7;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 3, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_MEASURE && fabs(st.rate - 0.05) < 1e-9, "%s %g (%s)",
+		  probe_ratesearch_action_name(st.action), st.rate, st.why);
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 4, &st, NULL), 0);
+	CHECK_MSG(st.action == PROBE_RATESEARCH_NEVER, "%s %g (%s)", probe_ratesearch_action_name(st.action), st.rate,
+		  st.why);
+	/* a sure miss at the floor (decided while it ran) ends it at once */
+	pts[2].verdict = PROBE_VERDICT_MISSED;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 3, &st, NULL), 0);
+	CHECK_INT_EQ(st.action, PROBE_RATESEARCH_NEVER);
+}
+
 static void test_ratios(void)
 {
 	/* ten requests: TTFT 100..1000 ms, TPOT 10..100 ms (the reverse order),
@@ -898,6 +971,7 @@ int main(void)
 {
 	test_slow_engine();
 	test_at_the_cap();
+	test_undecided_at_the_floor();
 	test_wilson();
 	test_deterministic();
 	test_well_behaved_five();

@@ -86,7 +86,9 @@ try:
     # ended (but those its slot took before it saw the close: it looks once a second), and not every
     # request sent was (a client the machine starves cuts some late: those the slot had already taken
     # are prefilled, so the bound is not the completed ones)
-    check(0 < prompts < sent and prompts_later <= prompts + 3,
+    # (a second suite beside this one: +4 of 42 left in the queue; a server
+    # that kept its queue prefills a prompt per ~60 ms, ~30 in those 2 s)
+    check(0 < prompts < sent and prompts_later <= prompts + max(3, (sent - prompts) / 4),
           "the server processed %.0f prompts for %d completed requests, %.0f two seconds later: the cut "
           "requests were not dropped" % (prompts, done, prompts_later))
     check(not j["sla_met"] and abs(j["attainment"] * sent - round(j["attainment"] * sent)) < 1e-6

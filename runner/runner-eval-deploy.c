@@ -571,7 +571,7 @@ static int sync_job(struct runner_trial *t, struct deployment *dep)
 
 	if (id && id != t->job_id) {
 		t->job_id = id;
-		k = store_trial_set_job(r->store, t->id, (int64_t)id, &err);
+		k = store_trial_set_job(r->store, t->id, (int64_t)id, t->log_path, &err);
 		log_debug("trial %u: job %" PRIu64, t->seq, id);
 	}
 	if (k >= 0 && isfinite(pending) && isnan(t->pending_seconds)) {

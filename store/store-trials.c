@@ -224,11 +224,15 @@ int store_trial_set_launch(struct store *s, int64_t id, const char *launch_json,
 			 (struct store_value)STORE_TEXT(launch_json), err);
 }
 
-int store_trial_set_job(struct store *s, int64_t id, int64_t job_id, struct error *err)
+int store_trial_set_job(struct store *s, int64_t id, int64_t job_id, const char *log_path, struct error *err)
 {
-	return trial_set(s, STMT_TRIAL_SET_JOB, "recording a trial's job", id,
-			 job_id > 0 ? (struct store_value)STORE_INT(job_id) : (struct store_value)STORE_TEXT(NULL),
-			 err);
+	const struct store_value job =
+		job_id > 0 ? (struct store_value)STORE_INT(job_id) : (struct store_value)STORE_TEXT(NULL);
+
+	return trial_updated(s,
+			     store_exec(s, STMT_TRIAL_SET_JOB, "recording a trial's job",
+					STORE_VALUES(STORE_INT(id), job, STORE_TEXT(log_path)), err),
+			     id, err);
 }
 
 int store_trial_set_job_start(struct store *s, int64_t id, const char *node, const char *gpus, double pending_seconds,

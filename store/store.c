@@ -396,7 +396,8 @@ static const struct stmt_def stmt_defs[_STMT_MAX] = {
 	[STMT_TRIAL_SET_GPUS] = { NULL, "UPDATE trials SET gpus = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_LAUNCH] = { NULL, "UPDATE trials SET launch = ?2 WHERE id = ?1" },
 	[STMT_TRIAL_SET_TIMES] = { NULL, "UPDATE trials SET started_usec = ?2, finished_usec = ?3 WHERE id = ?1" },
-	[STMT_TRIAL_SET_JOB] = { NULL, "UPDATE trials SET job_id = ?2 WHERE id = ?1" },
+	[STMT_TRIAL_SET_JOB] = { NULL,
+				 "UPDATE trials SET job_id = ?2, log_path = COALESCE(?3, log_path) WHERE id = ?1" },
 	[STMT_TRIAL_SET_JOB_START] = { NULL, "UPDATE trials SET job_node = ?2, pending_seconds = ?3,"
 					     " gpus = COALESCE(?4, gpus) WHERE id = ?1" },
 	[STMT_TRIAL_JOB_LOST] = { NULL, "UPDATE trials SET job_lost = job_lost + 1 WHERE id = ?1" },

@@ -303,10 +303,12 @@ int store_trial_set_gpus(struct store *s, int64_t id, const char *gpus, struct e
 /* Records the exact command the trial's server was launched with (JSON, see
  * store_trial.launch_json). */
 int store_trial_set_launch(struct store *s, int64_t id, const char *launch_json, struct error *err);
-/* A trial's job: its id once submitted; where it ran, the GPUs it got there
- * and how long it waited once it ran (gpus NULL: kept); one more job the
- * cluster took away (preempted, its node failed). */
-int store_trial_set_job(struct store *s, int64_t id, int64_t job_id, struct error *err);
+/* A trial's job: its id once submitted, with the log its output goes to
+ * (NULL: kept), so that a goodput killed while the job ends still names
+ * it; where it ran, the GPUs it got there and how long it waited once it
+ * ran (gpus NULL: kept); one more job the cluster took away (preempted,
+ * its node failed). */
+int store_trial_set_job(struct store *s, int64_t id, int64_t job_id, const char *log_path, struct error *err);
 int store_trial_set_job_start(struct store *s, int64_t id, const char *node, const char *gpus, double pending_seconds,
 			      struct error *err);
 int store_trial_job_lost(struct store *s, int64_t id, struct error *err);

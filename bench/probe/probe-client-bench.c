@@ -470,9 +470,10 @@ static int bench_burst(size_t n, double pace_ms, uint32_t tokens, unsigned runs,
 		/* the client's gaps are the server's: each against the server's
 		 * own record of the same step (a loaded machine moves both from
 		 * the nominal pace, and the two medians apart: 14.8 against
-		 * 13.3 ms with a second suite beside this one, while the gaps
-		 * paired were 0.8 ms apart at the median) */
-		if (o.n_itl == 0 || !(pct(o.itl_err_ms, o.n_itl_err, 50) <= pace_ms / 10)) {
+		 * 13.3 ms with a second suite beside this one); absurd past half
+		 * the pace (paired: 0.1 ms at the median quiet, 0.8-2.6 ms at
+		 * load 40; the tight figure is the benchmark's) */
+		if (o.n_itl == 0 || !(pct(o.itl_err_ms, o.n_itl_err, 50) <= pace_ms / 2)) {
 			fprintf(stderr, "burst: the client's gaps are %.3f ms from the server's steps at the median\n",
 				pct(o.itl_err_ms, o.n_itl_err, 50));
 			bad = true;

@@ -201,7 +201,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct gpu_telemetry *t = userdata;
 
 	sample(t);
-	(void)sd_event_source_set_time(s, usec + t->interval_usec);
+	/* from now, not from when it was due: after a stall (a starved loop
+	 * under valgrind) the readings do not come in a burst to catch up */
+	(void)sd_event_source_set_time(s, MAX(usec, mono_usec()) + t->interval_usec);
 	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return 0;
 }

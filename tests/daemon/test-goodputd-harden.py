@@ -250,6 +250,12 @@ def sanitized(pid):
         return "libasan" in f.read()
 
 
+def answer_bound(pid):
+    """The slowest answer allowed while a study evaluates: 2 s, or 5 s
+    under ASan (3.1 s seen with a second suite beside this one)."""
+    return 5.0 if sanitized(pid) else 2.0
+
+
 def children_of(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
@@ -310,7 +316,7 @@ def case_dryrun(make, tmp):
     check(st["state"] == "done", st)
     trials = d.request({"command": "trials", "study": "heavy"})["trials"]
     check(trials and all(t["state"] in ("done", "infeasible") for t in trials), trials)
-    check(worst < 2.0, "an answer took %.2f s while a dry run evaluated" % worst)
+    check(worst < answer_bound(pid), "an answer took %.2f s while a dry run evaluated" % worst)
     check(kids > 0, "no evaluation was seen in a child process of goodputd")
     # the bound holds in the normal build; ASan's quarantine grew it to
     # 130 MB over the 837 answers of a long run (two suites at once)
@@ -326,8 +332,8 @@ def case_dryrun(make, tmp):
     # past the memory bound, or (where the address space cannot be bounded, as under ASan) past the
     # workload's cap on prompt tokens: either way the message names the key to change
     check(st["state"] == "failed" and "workload.num_prompts: 1000000 prompts" in (st.get("message") or ""), st)
-    check(worst < 2.0, "an answer took %.2f s while a dry run evaluated" % worst)
-    check(vm_kib(pid, "VmHWM") < base_kib + 100 * 1024, "goodputd's own memory grew")
+    check(worst < answer_bound(pid), "an answer took %.2f s while a dry run evaluated" % worst)
+    check(vm_kib(pid, "VmHWM") < base_kib + 100 * 1024 or sanitized(pid), "goodputd's own memory grew")
     # the study's final report is written by a child of its own, which ends by itself
     end = time.monotonic() + 30
     while children_of(pid):

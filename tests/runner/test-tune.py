@@ -420,9 +420,10 @@ def case_wall():
     # no trial started with less left than the trials before it took on
     # average (a trial may still run past the limit when the machine's load
     # rose after it started: then it is cut, as above)
-    t0 = ts[0]["started_usec"]
-    for t in ts[1:]:
-        before = [(u["finished_usec"] - u["started_usec"]) / 1e6 for u in ts
+    ran = [t for t in ts if t["started_usec"]]  # a trial never started has no times
+    t0 = min(t["started_usec"] for t in ran)
+    for t in ran[1:]:
+        before = [(u["finished_usec"] - u["started_usec"]) / 1e6 for u in ran
                   if u["finished_usec"] and u["finished_usec"] <= t["started_usec"]]
         left = 25 - (t["started_usec"] - t0) / 1e6
         if before and left < 0.9 * sum(before) / len(before):

@@ -203,7 +203,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	sample(t);
 	/* from now, not from when it was due: after a stall (a starved loop
 	 * under valgrind) the readings do not come in a burst to catch up */
-	(void)sd_event_source_set_time(s, MAX(usec, mono_usec()) + t->interval_usec);
+	(void)sd_event_source_set_time(s, mono_usec() + t->interval_usec);
 	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return 0;
 }

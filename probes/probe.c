@@ -599,16 +599,23 @@ static void blame_failures(struct probe *p)
 	}
 }
 
+/* A server that completed nothing at a point is broken, not slow: no rate
+ * will do. One whose requests were all cut at the point's cap is slow at
+ * that rate. */
+static bool server_broken(const struct probe_result *r)
+{
+	return r->completed == 0 && r->cut == 0;
+}
+
 /* A sweep: the next rate, or the end — its best point the one of highest
- * goodput that met the SLA. A point where nothing completed, and nothing
- * was cut at its cap, ends it: the server is broken, not slow. */
+ * goodput that met the SLA. A point where the server was broken ends it. */
 static void sweep_next(struct probe *p)
 {
 	const struct probe_result *last = &p->points[p->n_points - 1].result;
 	int r;
 
 	p->outcome.search = PROBE_SEARCH_NONE;
-	if (last->completed == 0 && last->cut == 0) {
+	if (server_broken(last)) {
 		p->outcome.search = PROBE_SEARCH_SERVER_FAILED;
 		p->outcome.failed_point = p->n_points - 1;
 	} else if (p->n_points < p->cfg.n_sweep) {
@@ -691,10 +698,7 @@ static void on_run_done(struct probe_run *run, void *userdata)
 		finish(p, 0);
 		return;
 	}
-	if (p->points[p->n_points - 1].result.completed == 0 && p->points[p->n_points - 1].result.cut == 0) {
-		/* a server that completes nothing is broken, not slow: no rate will
-		 * do (one whose requests were all cut at the point's cap is slow
-		 * at this rate: the search goes lower) */
+	if (server_broken(&p->points[p->n_points - 1].result)) {
 		p->outcome.search = PROBE_SEARCH_SERVER_FAILED;
 		p->outcome.failed_point = p->n_points - 1;
 		p->outcome.max_rate = 0;

@@ -227,10 +227,12 @@ int probe_result_to_json(const struct probe_result *r, cJSON **ret)
 		q |= json_add_number(o, "verdict_requests", r->verdict_requests);
 		q |= json_add_number(o, "verdict_confidence", r->verdict_confidence);
 	}
+	/* a point without a verdict (the saturation run) its time cap ended says so too */
+	if (r->verdict == PROBE_VERDICT_UNDECIDED || r->cap != PROBE_CAP_NONE)
+		q |= json_add_string(o, "cap", probe_cap_name(r->cap));
 	if (r->verdict == PROBE_VERDICT_UNDECIDED) {
 		cJSON *ci = cJSON_AddArrayToObject(o, "attainment_ci");
 
-		q |= json_add_string(o, "cap", probe_cap_name(r->cap));
 		q |= json_add_number(o, "attainment_ci_level", PROBE_CAP_CI_LEVEL);
 		if (!ci || !cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->attainment_lo)) ||
 		    !cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->attainment_hi)))

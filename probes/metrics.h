@@ -162,7 +162,8 @@ int probe_verdict_from_name(const char *s);
 
 /* What ended a load point of the search before its verdict was sure: its
  * cap of requests, or of time (probe.max_point_seconds, or what was left of
- * the probe's share of a wall-time budget). */
+ * the probe's share of a wall-time budget); for a point without a verdict
+ * (the saturation run), SECONDS when its time cap ended it. */
 enum probe_cap {
 	PROBE_CAP_NONE,
 	PROBE_CAP_REQUESTS,
@@ -228,7 +229,8 @@ struct probe_result {
 	double verdict_confidence; /* e.g. 0.95 */
 	/* UNDECIDED: which cap came first, and attainment's Wilson interval
 	 * at PROBE_CAP_CI_LEVEL over the requests measured (sla_met is the
-	 * point estimate against the target) */
+	 * point estimate against the target); without a verdict, SECONDS when
+	 * the time cap ended the point */
 	enum probe_cap cap;
 	double attainment_lo, attainment_hi;
 	/* why requests failed, most frequent first (at most PROBE_MAX_FAILURE_REASONS) */

@@ -566,6 +566,18 @@ static void test_verdict_at_cap(void)
 	probe_result_verdict_text(&res, buf, sizeof(buf));
 	CHECK_STR_EQ(buf, "met at 95 % confidence (first 55 requests)");
 	CHECK(res.sla_met && res.cap == PROBE_CAP_NONE);
+	/* a point without a verdict (the saturation run) that its time cap
+	 * ended says so in its record too, and nothing of a verdict */
+	{
+		struct probe_result sat = { .num_prompts = 40, .completed = 12, .cut = 28, .cap = PROBE_CAP_SECONDS };
+		_cleanup_(cJSON_Deletep) cJSON *js = NULL;
+
+		CHECK_INT_EQ(probe_result_to_json(&sat, &js), 0);
+		CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(js, "cap")), "seconds");
+		CHECK(!cJSON_GetObjectItem(js, "attainment_ci") && !cJSON_GetObjectItem(js, "verdict"));
+		CHECK_INT_EQ(probe_result_from_json(js, &back, NULL), 0);
+		CHECK(back.verdict == PROBE_VERDICT_NONE && back.cap == PROBE_CAP_SECONDS);
+	}
 }
 
 int main(void)

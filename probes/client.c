@@ -649,7 +649,10 @@ size_t probe_client_cut_streams(struct probe_client *c, void *userdata, uint64_t
 		q = cut;
 		cut = q->next;
 		q->next = NULL;
-		req_set_error(q, "%s", q->st.chunks == 0 ? PROBE_CUT_NO_TOKEN : PROBE_CUT_UNFINISHED);
+		req_set_error(q, "%s",
+			      ttft_usec == 0 && tpot_usec == 0 ? PROBE_CUT_TIME_UP
+			      : q->st.chunks == 0              ? PROBE_CUT_NO_TOKEN
+							       : PROBE_CUT_UNFINISHED);
 		q->res.cut = true;
 		probe_client_finish_stream(c, q, CURLE_OK);
 		req_release(c, q);

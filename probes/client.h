@@ -109,10 +109,12 @@ int probe_client_post(struct probe_client *c, const char *path, const char *body
 /* Cancels every request sent with this userdata, without calling back. */
 void probe_client_cancel(struct probe_client *c, void *userdata);
 
-/* The errors of a stream cut at a load point's cap (the request can no
- * longer meet the SLA: see probe_client_cut_streams). */
+/* The errors of a stream cut at a load point's cap: the request can no
+ * longer meet the SLA, or (bounds 0, 0) the point's time ran out (see
+ * probe_client_cut_streams). */
 #define PROBE_CUT_NO_TOKEN   "cut at the load point's cap: no first token within the TTFT bound"
 #define PROBE_CUT_UNFINISHED "cut at the load point's cap: not finished within the SLA's bounds"
+#define PROBE_CUT_TIME_UP    "cut at the load point's cap: still in flight when its time ran out"
 
 /* Ends the streams sent with this userdata that can no longer meet an SLA
  * whose bounds per request are ttft_usec and tpot_usec (UINT64_MAX: none):

@@ -212,10 +212,11 @@ static void help(void)
 	       "                           attainment), at most --max-point-requests; fixed: each\n"
 	       "                           sends --num-prompts, judged afterwards\n"
 	       "  --max-point-requests N   cap of a sequential load point (default 4 x --num-prompts)\n"
-	       "  --max-point-seconds SEC  a load point (not the saturation run) sends for SEC at\n"
-	       "                           most; then requests that can no longer meet the SLA are\n"
-	       "                           cut (their connections closed: the server drops them)\n"
-	       "                           and the rest cut at SEC/4 (at least 10 s) past the cap\n"
+	       "  --max-point-seconds SEC  a load point, the saturation run included, takes SEC at\n"
+	       "                           most: it sends until SEC less a grace (SEC/4, at least\n"
+	       "                           10 s, at most SEC/2), then requests that can no longer\n"
+	       "                           meet the SLA are cut (their connections closed: the\n"
+	       "                           server drops them), the rest at SEC\n"
 	       "  --confidence F           of each sequential verdict (default 0.95)\n"
 	       "The saturation run sends --num-prompts at once. The search's load points share\n"
 	       "one arrival sequence (--seed), scaled to each rate; each reports the rate asked\n"
@@ -700,7 +701,11 @@ static int outcome_status(const struct probe *p, const struct probe_config *cfg)
 	pts = probe_load_points(p, &n);
 	probe_get_outcome(p, &o);
 	if (top < n && pts[top].result.num_prompts > 0 && pts[top].result.completed == 0) {
-		log_error("every request failed:");
+		if (pts[top].result.cap == PROBE_CAP_SECONDS && pts[top].result.failed == 0)
+			log_error("no request completed within the load point's time cap (--max-point-seconds %g):",
+				  MAX(cfg->max_point_seconds, 1.0));
+		else
+			log_error("every request failed:");
 		cli_probe_print_failures(stderr, "  ", pts[top].requests, pts[top].n_requests);
 		return CLI_EXIT_FAILED;
 	}

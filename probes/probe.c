@@ -45,8 +45,9 @@ struct probe {
 	struct probe_run *run;
 	sd_event_source *progress_timer, *done_defer, *cap_timer, *cut_timer;
 	uint64_t start_usec;   /* the probe's start, for max_seconds */
-	bool cur_capped;       /* the current point's time cap came */
-	uint64_t cut_all_usec; /* after the cap: when what is still in flight is cut whatever it is (0: never) */
+	bool cur_capped;       /* the current point's time ran out: it sends no more */
+	double cur_cap_s;      /* the current point's time cap, s (0: none) */
+	uint64_t cut_all_usec; /* at the cap: when what is still in flight is cut whatever it is (0: never) */
 	double cur_rate;
 	bool cur_saturation;
 	unsigned cur_redone;         /* times the current point was run again */
@@ -60,6 +61,7 @@ struct probe {
 	struct probe_ratesearch_config search;
 	uint32_t next_num_prompts; /* what the search asked for */
 	struct probe_outcome outcome;
+	char why[128]; /* outcome.why when the probe words it itself */
 	int result;
 	struct error err;
 };
@@ -303,31 +305,50 @@ static void sla_request_bounds(const struct probe_sla *sla, uint64_t *ret_ttft, 
 	}
 }
 
-/* Once a point stops sending (its cap came, or its verdict is sure), every
- * CUT_TICK: requests in flight that can no longer meet the SLA are ended —
- * one still queued in the server past the TTFT bound, or unfinished past
- * TTFT + (max_tokens − 1) × TPOT after its send — closing their
- * connections, so that the server drops them; they count as not good, as
- * they would have. At CUT_GRACE past the cap (a fraction of the cap, at
- * least CUT_GRACE_MIN) the rest is cut too: a point's wall time stays
- * within cap + grace however deep the server's queue. */
+/* Once a point stops sending (its time to send is up, or its verdict is
+ * sure), every CUT_TICK: requests in flight that can no longer meet the
+ * SLA are ended — one still queued in the server past the TTFT bound, or
+ * unfinished past TTFT + (max_tokens − 1) × TPOT after its send — closing
+ * their connections, so that the server drops them; they count as not
+ * good, as they would have. At the cap the rest is cut too: the cap bounds
+ * a point's wall time however deep the server's queue.
+ *
+ * The grace between the end of the sending and the cap lets the requests
+ * sent last finish (one still out at the cap counts as not good): a
+ * quarter of the cap, at least CUT_GRACE_MIN (a CPU server takes seconds
+ * per request), but at most half of the cap, so that a short cap still
+ * sends for half its time. */
 #define CUT_TICK_USEC      (250 * USEC_PER_MSEC)
 #define CUT_GRACE_FRACTION 0.25
-#define CUT_GRACE_MIN_USEC (10 * USEC_PER_SEC)
+#define CUT_GRACE_MIN_S    10.0
+
+/* How long a point of the search capped at cap_s sends: the cap less its
+ * grace (above). */
+static double sending_seconds(double cap_s)
+{
+	return cap_s - MIN(MAX(cap_s * CUT_GRACE_FRACTION, CUT_GRACE_MIN_S), cap_s / 2);
+}
 
 static int on_cut_tick(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct probe *p = userdata;
-	uint64_t ttft, tpot;
+	uint64_t ttft, tpot, now = mono_usec();
 
 	if (!p->run || probe_run_finished(p->run))
 		return 0;
 	sla_request_bounds(&p->cfg.sla, &ttft, &tpot);
-	if (p->cut_all_usec && mono_usec() >= p->cut_all_usec)
+	/* the saturation run measures throughput: a request past the SLA's
+	 * bounds still counts there, and is cut only at the cap */
+	if (p->cur_saturation)
+		ttft = tpot = UINT64_MAX;
+	if (p->cut_all_usec && now >= p->cut_all_usec)
 		ttft = tpot = 0;
 	/* the cut's callbacks may end the run (its done callback is deferred) */
 	(void)probe_run_cut(p->run, ttft, tpot);
-	if (!probe_run_finished(p->run) && sd_event_source_set_time_relative(s, CUT_TICK_USEC) >= 0)
+	/* the next tick, the cap's at the latest */
+	if (!probe_run_finished(p->run) &&
+	    sd_event_source_set_time(s, p->cut_all_usec > now ? MIN(now + CUT_TICK_USEC, p->cut_all_usec)
+							      : now + CUT_TICK_USEC) >= 0)
 		(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return 0;
 }
@@ -342,8 +363,9 @@ static void start_cutting(struct probe *p)
 		(void)sd_event_source_set_description(p->cut_timer, "probe-point-cut");
 }
 
-/* The point's time is up: no more requests are sent; those in flight come
- * back or are cut (above), and the verdict is what they all say (at the
+/* The point's time to send is up (the saturation run's: its cap): no more
+ * requests are sent; those in flight come back or are cut (above), at the
+ * cap whatever they are, and the verdict is what they all say (at the
  * cap). */
 static int on_cap(sd_event_source *s, uint64_t usec, void *userdata)
 {
@@ -353,10 +375,6 @@ static int on_cap(sd_event_source *s, uint64_t usec, void *userdata)
 	if (p->run && !probe_run_finished(p->run)) {
 		p->seq_stopped = true;
 		probe_run_stop_sending(p->run);
-		p->cut_all_usec =
-			mono_usec() +
-			MAX((uint64_t)(MAX(p->cfg.max_point_seconds, 1.0) * CUT_GRACE_FRACTION * USEC_PER_SEC),
-			    CUT_GRACE_MIN_USEC);
 		start_cutting(p);
 	}
 	return 0;
@@ -384,6 +402,8 @@ static int start_verdict(struct probe *p, bool saturation, uint32_t max_requests
 static int start_point(struct probe *p, double rate, bool saturation)
 {
 	struct probe_workload_config wc;
+	uint64_t start_usec;
+	double send_s;
 	int r;
 
 	/* without a search, rate is the workload's own (INFINITY for INF) */
@@ -391,9 +411,15 @@ static int start_point(struct probe *p, double rate, bool saturation)
 				p->cfg.find_max_rate ? p->next_num_prompts : 0, &wc);
 	probe_workload_free(p->workload);
 	p->workload = NULL;
-	/* a capped point of the search sends the arrivals of its cap: at the rate asked */
-	if (p->cfg.find_max_rate && !saturation)
-		wc.arrival_window_s = point_cap_seconds(p);
+	/* the cap bounds a point of the search (the saturation run too), or a
+	 * single load point: sending stops a grace before it (none for the
+	 * saturation run, all at once), and what is still out is cut at it */
+	p->cur_cap_s = p->cfg.find_max_rate || p->cfg.n_sweep == 0 ? point_cap_seconds(p) : 0;
+	send_s = saturation ? p->cur_cap_s : sending_seconds(p->cur_cap_s);
+	/* a capped point of the search draws the arrivals of its time to send:
+	 * it sends at the rate asked */
+	if (p->cfg.find_max_rate && !saturation && p->cur_cap_s > 0)
+		wc.arrival_window_s = send_s;
 	/* a rate measured again pools its requests with those before: fresh
 	 * arrival draws, not the same gaps once more */
 	for (size_t i = 0; p->cfg.find_max_rate && !saturation && i < p->n_points; i++)
@@ -412,17 +438,16 @@ static int start_point(struct probe *p, double rate, bool saturation)
 	p->cur_saturation = saturation;
 	p->cur_good = 0;
 	p->cur_capped = false;
-	p->cut_all_usec = 0;
 	p->cap_timer = sd_event_source_disable_unref(p->cap_timer);
 	p->cut_timer = sd_event_source_disable_unref(p->cut_timer);
+	start_usec = mono_usec();
+	p->cut_all_usec = p->cur_cap_s > 0 ? start_usec + (uint64_t)(p->cur_cap_s * USEC_PER_SEC) : 0;
 	r = probe_run_start(p->event, p->client, p->workload, &p->cfg.run, on_run_done, p, &p->run);
 	if (r < 0)
 		return error_set(&p->err, r, "could not start the load point: %s", strerror(-r));
-	/* the cap bounds a point of the search, or a single load point */
-	if ((p->cfg.find_max_rate || p->cfg.n_sweep == 0) && !saturation && point_cap_seconds(p) > 0) {
-		r = sd_event_add_time_relative(p->event, &p->cap_timer, CLOCK_MONOTONIC,
-					       (uint64_t)(point_cap_seconds(p) * USEC_PER_SEC), 10 * USEC_PER_MSEC,
-					       on_cap, p);
+	if (p->cur_cap_s > 0) {
+		r = sd_event_add_time(p->event, &p->cap_timer, CLOCK_MONOTONIC,
+				      start_usec + (uint64_t)(send_s * USEC_PER_SEC), 10 * USEC_PER_MSEC, on_cap, p);
 		if (r < 0)
 			return error_set(&p->err, r, "could not arm the load point's time cap: %s", strerror(-r));
 		(void)sd_event_source_set_description(p->cap_timer, "probe-point-cap");
@@ -518,6 +543,13 @@ static int search_next(struct probe *p, double *ret_rate)
 	p->outcome.max_rate = step.action == PROBE_RATESEARCH_NEVER ? 0 : step.rate;
 	p->outcome.best_point = step.best >= 0 && (size_t)step.best < p->n_points ? (size_t)step.best : SIZE_MAX;
 	p->outcome.why = step.why;
+	/* a saturation run its cap ended before any request completed: the cap says why */
+	if (step.action == PROBE_RATESEARCH_NEVER && p->n_points > 0 && p->points[0].saturation &&
+	    p->points[0].result.completed == 0 && p->points[0].result.cap == PROBE_CAP_SECONDS) {
+		snprintf(p->why, sizeof(p->why), "the saturation run completed no request within its time cap (%.3g s)",
+			 p->cur_cap_s);
+		p->outcome.why = p->why;
+	}
 	p->outcome.budget_spent = step.budget_spent;
 	p->outcome.out_of_time = step.out_of_time;
 	p->outcome.bracket_lo = step.lo;
@@ -550,6 +582,8 @@ static int add_point(struct probe *p, struct probe_run *run)
 	if (p->seq_active)
 		probe_result_set_verdict(&pt.result, probe_sequential_finish(&p->seq), p->seq.judged,
 					 p->seq.cfg.confidence, p->cur_capped ? PROBE_CAP_SECONDS : PROBE_CAP_REQUESTS);
+	else if (p->cur_capped)
+		pt.result.cap = PROBE_CAP_SECONDS; /* a point without a verdict (the saturation run) says it too */
 	pt.result.burstiness = p->workload->config.burstiness > 0 ? p->workload->config.burstiness : 1.0;
 	pt.result.max_concurrency = p->workload->config.max_concurrency;
 	probe_run_server_metrics(run, &pt.result.server);

@@ -31,8 +31,9 @@
  * that never met the SLA is put down to failures when, at the lowest rate
  * tried, the requests that completed would have met it on their own.
  *
- * Bounded in time: a point of the search sends for max_point_seconds at
- * most, the probe runs for max_seconds at most (see probe_config). */
+ * Bounded in time: a point of the search, its saturation run included,
+ * takes max_point_seconds at most, the probe max_seconds at most (see
+ * probe_config). */
 #pragma once
 
 #include <stdbool.h>
@@ -73,12 +74,16 @@ struct probe_config {
 	bool fixed_count;
 	uint32_t max_point_requests;
 	double confidence;
-	/* Bounds in time (0: none). A load point of the search stops sending
-	 * after max_point_seconds; its verdict is then what was measured
-	 * (metrics.h: at the cap). The probe as a whole has max_seconds: each
-	 * point is capped to what is left, and once too little is left for a
-	 * point the search ends with its best sure pass, at the precision its
-	 * bracket has (outcome.out_of_time). */
+	/* Bounds in time (0: none). A load point of the search (or a single
+	 * one) ends by max_point_seconds, its cap: it stops sending a grace
+	 * before it (a quarter of the cap, at least 10 s, at most half the
+	 * cap), and what is still in flight at the cap is cut (counted not
+	 * good); its verdict is then what was measured (metrics.h: at the cap).
+	 * The saturation run sends everything at once and is cut at the cap:
+	 * its throughput is what completed by then. The probe as a whole has
+	 * max_seconds: each point is capped to what is left, and once too
+	 * little is left for a point the search ends with its best sure pass,
+	 * at the precision its bracket has (outcome.out_of_time). */
 	double max_point_seconds, max_seconds;
 	/* A sweep instead (find_max_rate false): a load point at each of these
 	 * rates in turn, num_prompts requests each; n_sweep 0: none. */
@@ -120,7 +125,7 @@ struct probe_outcome {
 	                           * requests sent over 20 ms late; at most twice each) */
 	uint64_t redone_requests;      /* the requests those discarded runs sent: the server got them,
 	                           * no load point counts them */
-	const char *why;               /* the search's last word, static ("bracket within tolerance"); NULL */
+	const char *why;               /* the search's last word ("bracket within tolerance"); NULL */
 	bool budget_spent;             /* the answer came because max_load_points ran out */
 	bool out_of_time;              /* ... or because max_seconds did: the search ended early */
 	double bracket_lo, bracket_hi; /* where the max rate lies by the search's points (0 / INFINITY: open) */

@@ -260,6 +260,14 @@ static void never_met(const struct study *s, const struct runner_probe_point *pt
 		return;
 	}
 	probe_result_format_failures(&c->result, why, sizeof(why));
+	if (c->saturation && c->result.completed == 0 && c->result.cap == PROBE_CAP_SECONDS) {
+		/* not one request in the time a point may take: the cap says why */
+		snprintf(res->message, sizeof(res->message),
+			 "no load met the SLA (%s): the saturation run completed no request within its time cap "
+			 "(%.0f s, probe.max_point_seconds): %s",
+			 sla, c->result.duration_s, why[0] ? why : "no reason given");
+		return;
+	}
 	lowest_rate_verdict(s, pts, n, o, lowest, sizeof(lowest));
 	k = snprintf(res->message, sizeof(res->message),
 		     "no load met the SLA (%s) in %zu load points; closest %s%.4g req/s%s: %.1f%% good: %s%s%s%s", sla,

@@ -198,9 +198,10 @@ def online_llamacpp(db):
             fail("trial %d: search load points without a sequential verdict" % t["seq"])
         multi += len(points) >= 2
         parallel = json.loads(t["knobs"])["max_num_seqs"]
-        # every point of the search stopped sending at its cap of 3 s (its last requests then came back)
+        # every point of the search ended by its cap of 3 s (what was still out then was cut); 2 s: the loop's
+        # timers on a loaded machine
         for p in points:
-            if p["duration"] > 3 + 3:
+            if p["duration"] > 3 + 2:
                 fail("trial %d: a load point ran %.1f s, past its cap of 3 s" % (t["seq"], p["duration"]))
             if p["verdict"] == "undecided" and (p.get("cap") not in ("seconds", "requests")
                                                 or len(p.get("attainment_ci") or []) != 2):

@@ -401,8 +401,11 @@ static const struct json_field probe_fields[] = {
 		 "half its miss rate missed, at most 1 − confidence of the time" },
 	{ "max_point_seconds", JSON_DURATION, OFF(probe.max_point_usec), .min = 1, .max = 86400,
 	  .def = "a sixth of a trial's share of max_wall_time, within 30 s and 10 min; 10 min without a budget",
-	  .doc = "how long a load point of the search sends at most: a point still undecided then is judged by what "
-		 "it measured (attainment against the target, with its 90 % interval stated: \"met at the cap\")" },
+	  .doc = "how long a load point of the search takes at most, its saturation run included: it sends until a "
+		 "grace before the cap (a quarter of it, at least 10 s, at most half) and what is still in flight at "
+		 "the cap is cut and counts as not good; a point still undecided then is judged by what it measured "
+		 "(attainment against the target, with its 90 % interval stated: \"met at the cap\"), the saturation "
+		 "run's throughput is what completed by then" },
 	{ 0 },
 };
 

@@ -195,7 +195,7 @@ static inline void study_freep(struct study **s)
 /* The spec as compact JSON (for the store). The caller frees with free(). */
 char *study_to_string(const struct study *s);
 
-/* How long a load point of the search may send, µs: probe.max_point_seconds,
+/* How long a load point of the search may take, µs: probe.max_point_seconds,
  * else a sixth of a trial's share of the wall-time budget (share_usec: the
  * budget ÷ budget.min_configurations; 0 without one) within [30 s, 10 min],
  * else 10 min. */

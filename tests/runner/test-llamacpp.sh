@@ -75,11 +75,43 @@ grep -rq -- '--parallel' "$dir/logs" || fail "no --parallel in the server logs"
 grep -rq -- '--threads 1' "$dir/logs" || fail "no engine_args (--threads 1) in the server logs"
 cat "$dir/out.json"
 
+# The SLA of the online study is set from this host's own speed: one slot
+# answering one request at a time (TTFT and TPOT medians of 4 requests). A
+# fixed SLA is loose on a quiet host (every point met at once, none reaches
+# its cap) and out of reach on a busy one.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$dir/bin/llama-server" --model "$GOODPUT_LLAMA_MODEL" --host 127.0.0.1 --port "$port" --parallel 1 \
+	--ctx-size 512 --threads 1 --metrics >"$dir/calibrate.log" 2>&1 &
+calib_pid=$!
+trap 'kill $calib_pid 2>/dev/null; rm -rf "$dir"' EXIT
+i=0
+until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+	"http://127.0.0.1:$port/health" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -lt 1200 ] || { cat "$dir/calibrate.log" >&2; fail "llama-server did not become healthy for the calibration"; }
+	kill -0 $calib_pid 2>/dev/null || { cat "$dir/calibrate.log" >&2; fail "llama-server exited"; }
+	sleep 0.5
+done
+"$goodput" probe --base-url "http://127.0.0.1:$port" --model "$GOODPUT_LLAMA_MODEL" --random-input-len 256 \
+	--random-output-len 16 --ignore-eos --num-prompts 4 --max-concurrency 1 --seed 2 --json >"$dir/calibrate.json" \
+	2>>"$dir/calibrate.log" || { cat "$dir/calibrate.log" >&2; fail "the calibration probe failed"; }
+kill $calib_pid
+wait $calib_pid 2>/dev/null || true
+# TTFT: a few service times of queueing; TPOT: twice one slot's decode, which
+# a slot holds alone but not beside another slot's 256-token prefill
+sla=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print("%.0f %.1f" % (max(4 * d["median_ttft_ms"], 50), max(2 * d["median_tpot_ms"], 2)))' "$dir/calibrate.json")
+ttft_ms=${sla% *}
+tpot_ms=${sla#* }
+echo "calibrated on this host: one request alone $(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print("TTFT %.0f ms, TPOT %.1f ms" % (d["median_ttft_ms"], d["median_tpot_ms"]))' "$dir/calibrate.json"); SLA TTFT $ttft_ms ms, TPOT $tpot_ms ms"
+
 # A newcomer's online study: the profile as shipped, two plain knobs, the
 # baseline of llama.cpp's defaults, one thread (two spin against each other
-# on a busy 2-core host), a TTFT bound a few service times wide and a TPOT
-# bound that a slot's decode holds alone but not beside another's prefill,
-# points capped at 20 s (the saturation runs too).
+# on a busy 2-core host), the SLA above, points capped at 10 s (the
+# saturation runs too): a few dozen requests a point, so points near the
+# knee stay undecided at their cap.
+cap=10
 cat >"$dir/online.json" <<EOS
 {
 	"name": "llamacpp-online",
@@ -90,9 +122,9 @@ cat >"$dir/online.json" <<EOS
 	"engine_args": ["--threads", "1"],
 	"search_space": { "max_num_seqs": [1, 2], "max_num_batched_tokens": [512, 2048] },
 	"workload": { "input_len": 256, "output_len": 16, "num_prompts": 16, "ignore_eos": true, "seed": 1 },
-	"sla": { "ttft_ms": 1500, "tpot_ms": 30, "attainment": 0.9 },
+	"sla": { "ttft_ms": $ttft_ms, "tpot_ms": $tpot_ms, "attainment": 0.9 },
 	"budget": { "max_trials": 3, "max_wall_time": "15m", "min_configurations": 3 },
-	"probe": { "max_steps": 4, "request_timeout": 120, "max_point_seconds": 20, "tolerance": 0.1 }
+	"probe": { "max_steps": 4, "request_timeout": 120, "max_point_seconds": $cap, "tolerance": 0.1 }
 }
 EOS
 status=0
@@ -103,10 +135,11 @@ cat "$dir/online-err.txt" >&2
 # the progress output says which points were judged at their cap, with the rate sent
 grep -Eq 'load point [0-9]+[^:]*: [0-9.]+ req/s.* good; (met|missed) at the cap: [0-9.]+ %, 90 % CI' "$dir/online-err.txt" ||
 	fail "the progress output does not say which points were judged at their cap"
-python3 - "$dir/goodput.db" "$dir/online-out.json" "$status" <<'EOP' || fail "online study"
+python3 - "$dir/goodput.db" "$dir/online-out.json" "$status" "$cap" <<'EOP' || fail "online study"
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 out = json.load(open(sys.argv[2]))
+cap = float(sys.argv[4])
 ts = db.execute("SELECT t.id, t.state, t.started_usec, t.finished_usec, t.kind, t.knobs, t.launch, t.host_json,"
                 " t.failure_message FROM trials t JOIN studies s ON s.id = t.study_id"
                 " WHERE s.name = 'llamacpp-online' ORDER BY t.seq").fetchall()
@@ -128,7 +161,7 @@ for t in ts:
     for p in ps:
         assert p.get("verdict") in ("met", "missed", "undecided"), "a load point without a verdict: %r" % p
         # the cap bounds a point's wall time (the saturation run's too); 2 s: the loop's timers on a busy host
-        assert p["duration"] <= 20 + 2, "a load point ran %.0f s, past its cap of 20 s" % p["duration"]
+        assert p["duration"] <= cap + 2, "a load point ran %.0f s, past its cap of %g s" % (p["duration"], cap)
         missed += not p["sla_met"]
         if p["verdict"] == "undecided":
             assert p.get("cap") in ("requests", "seconds") and len(p.get("attainment_ci") or []) == 2, \
@@ -137,7 +170,7 @@ for t in ts:
     points += ps
     for (r,) in db.execute("SELECT result FROM load_points WHERE trial_id = ? AND phase = 'saturation'", (t[0],)):
         p = json.loads(r)
-        assert p["duration"] <= 20 + 2, "a saturation run ran %.0f s, past its cap of 20 s" % p["duration"]
+        assert p["duration"] <= cap + 2, "a saturation run ran %.0f s, past its cap of %g s" % (p["duration"], cap)
 assert missed > 0, "no load point missed the SLA: the rate search was not exercised"
 assert multi > 0, "no trial measured more than one rate: the rate search did not run"
 assert capped, "no load point reached its cap: the verdict at the cap went untested"

@@ -654,6 +654,9 @@ size_t probe_client_cut_streams(struct probe_client *c, void *userdata, uint64_t
 			      : q->st.chunks == 0              ? PROBE_CUT_NO_TOKEN
 							       : PROBE_CUT_UNFINISHED);
 		q->res.cut = true;
+		/* its time in flight: what its wait for a token showed */
+		if (q->st.chunks == 0)
+			q->res.e2e_usec = now_usec > q->res.send_usec ? now_usec - q->res.send_usec : 0;
 		probe_client_finish_stream(c, q, CURLE_OK);
 		req_release(c, q);
 	}

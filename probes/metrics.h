@@ -43,7 +43,7 @@ struct probe_request_result {
 	char *error;            /* owned; NULL on success */
 	uint64_t send_usec;     /* request sent */
 	uint64_t ttft_usec;     /* send → first content chunk */
-	uint64_t e2e_usec;      /* send → last content chunk */
+	uint64_t e2e_usec;      /* send → last content chunk (cut with no chunk: send → the cut) */
 	uint32_t input_tokens;  /* usage.prompt_tokens, else the workload's length */
 	uint32_t output_tokens; /* usage.completion_tokens, else content chunks */
 	uint32_t prompt_len;    /* the workload's length of its prompt, whatever the server counted */

@@ -81,6 +81,7 @@ struct group {
 	bool knee;                  /* ... with attainment near the target: the knee is at this rate */
 	double lw_sum;              /* Σ log(1/sla_ratio) over its points (informed steering) */
 	uint32_t n_w;
+	bool tpot_over;    /* some point's TPOT/ITL part over its bounds at the aim quantile */
 	uint32_t n_points; /* load points pooled at this rate */
 };
 
@@ -161,6 +162,8 @@ static void add_point(const struct probe_ratesearch_config *cfg, struct group *g
 		g->lw_sum -= log(p->sla_ratio);
 		g->n_w++;
 	}
+	if (p->tpot_ratio > 1)
+		g->tpot_over = true;
 }
 
 /* 1/sla_ratio of a group: > 1 clearly passing, < 1 failing (see ratesearch.h). */
@@ -374,6 +377,49 @@ static double first_rate_informed(const struct probe_ratesearch_config *cfg, con
 	return x_sat * CLAMP(frac, 2 * cfg->min_rate_frac, 0.9);
 }
 
+/* The failing end's rate as the queue of the knee's estimate sees it, when
+ * the point failed on its wait (TTFT or E2E) and its TPOT part held: the
+ * service rate x at which a queue at hi's rate misses the share of requests
+ * hi missed, then that queue's knee. w ∝ 1/rate (the TPOT model's step) is
+ * no model of a wait: past the knee the aim quantile of the wait grows
+ * with the queue, and a point of 48 good of 61 (TTFT p90 16× its bound)
+ * stepped 16× down where the knee lay 6 % below. NAN when the saturation
+ * run gave no single-request latency or hi failed otherwise. */
+static double queue_fitted_rate(const struct probe_ratesearch_config *cfg, const struct group *hi,
+				const struct probe_rate_point *sat)
+{
+	double miss_aim, m, scv, best = NAN;
+	const double wait_s[2] = { sat->ttft_bound_s - sat->single_ttft_s, sat->e2e_bound_s - sat->single_e2e_s };
+	const bool known[2] = { sat->ttft_bound_s > 0 && sat->single_ttft_s > 0,
+				sat->e2e_bound_s > 0 && sat->single_e2e_s > 0 };
+
+	if (hi->n == 0 || hi->pct_fail || hi->tpot_over || !(cfg->target > 0 && cfg->target < 1))
+		return NAN;
+	scv = sat->service_scv > 0 ? MIN(sat->service_scv, 1.0) : 1;
+	m = CLAMP((double)(hi->n - hi->good) / (double)hi->n, 0.5 / (double)hi->n, 1.0);
+	miss_aim = 1 - aim_attainment(cfg, cfg->num_requests);
+	for (size_t b = 0; b < 2; b++) {
+		double lo = hi->rate, up = hi->rate * 1e3, r;
+
+		if (!known[b] || !(wait_s[b] > 0))
+			continue;
+		/* the miss share falls as the service rate rises: bisect in log x */
+		for (int k = 0; k < 60; k++) {
+			double x = sqrt(lo * up), rho = hi->rate / x,
+			       theta = scv * (1 - rho) + (1 - scv) * md1_decay(rho);
+
+			if (rho * exp(-theta * wait_s[b] * x) > m)
+				lo = x;
+			else
+				up = x;
+		}
+		r = lo * queue_knee(wait_s[b], lo, scv, miss_aim);
+		if (r > 0 && (isnan(best) || r < best))
+			best = r;
+	}
+	return best;
+}
+
 /* The next rate when every point carries sla_ratio (see ratesearch.h).
  * groups are sorted by rate; repeat is +1 (−1) when the last two points both
  * passed (failed), for the Illinois weighting. */
@@ -429,9 +475,11 @@ static double next_rate_informed(const struct probe_ratesearch_config *cfg, cons
 		g = MAX(g, xl + step);
 		return MIN(exp(g), cap);
 	}
-	/* all failing so far: the lower of the anchor line, the secant of the
-	 * two lowest points, and rate ∝ 1/sla_ratio; at most 16× down */
-	double wh = group_w(hi), xh = log(hi->rate);
+	/* all failing so far: where the wait failed the lowest point, the
+	 * queue fitted to its misses; else the lower of the anchor line, the
+	 * secant of the two lowest points, and rate ∝ 1/sla_ratio; at most 16×
+	 * down */
+	double wh = group_w(hi), xh = log(hi->rate), q = queue_fitted_rate(cfg, hi, sat);
 	const struct group *h2 = hi + 1 < groups + n_groups ? hi + 1 : NULL;
 	double cand[3] = { line_root(hi->rate, wh, x_sat, ANCHOR_W),
 			   h2 ? line_root(hi->rate, wh, h2->rate, group_w(h2)) : NAN, hi->rate * wh };
@@ -440,6 +488,8 @@ static double next_rate_informed(const struct probe_ratesearch_config *cfg, cons
 	for (size_t k = 0; k < 2; k++)
 		if (cand[k] > 0 && cand[k] < r)
 			r = cand[k];
+	if (q > 0)
+		r = q;
 	g = CLAMP(log(MAX(r, 1e-300)) - step / 2, xh - log(16), xh - step);
 	return exp(g) < min_rate * (1 + cfg->tolerance) ? min_rate : exp(g);
 }
@@ -807,6 +857,30 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
 
 /* One request's worst latency/bound over the per-request bounds (TPOT and
  * ITL only when tpot_only); 0 when none applies. */
+/* What a request the probe cut showed of metric m, ms: a lower bound of what
+ * it would have shown — a TTFT of at least its time in flight when no token
+ * came, an E2E of at least that time, the TPOT and ITL of the tokens that
+ * came (0 when too few came to tell: no evidence against the bound). */
+static double cut_value_ms(const struct probe_request_result *r, enum probe_metric m)
+{
+	double in_flight = (double)r->e2e_usec / 1000.0, ttft = (double)r->ttft_usec / 1000.0;
+
+	switch (m) {
+	case PROBE_METRIC_TTFT:
+		return r->ttft_usec > 0 ? ttft : in_flight;
+	case PROBE_METRIC_E2EL:
+		return in_flight;
+	case PROBE_METRIC_TPOT:
+		return r->ttft_usec > 0 && r->output_tokens > 1 && in_flight > ttft
+			       ? (in_flight - ttft) / (double)(r->output_tokens - 1)
+			       : 0;
+	default:
+		return probe_request_value_ms(
+			&(struct probe_request_result){ .success = true, .itl_usec = r->itl_usec, .n_itl = r->n_itl },
+			m);
+	}
+}
+
 static double request_ratio(const struct probe_request_result *r, const struct probe_sla *sla, bool tpot_only)
 {
 	double worst = 0;
@@ -819,12 +893,13 @@ static double request_ratio(const struct probe_request_result *r, const struct p
 			continue;
 		if (tpot_only && b->metric != PROBE_METRIC_TPOT && b->metric != PROBE_METRIC_ITL)
 			continue;
-		v = probe_request_value_ms(r, b->metric);
+		v = r->cut ? cut_value_ms(r, b->metric) : probe_request_value_ms(r, b->metric);
 		if (isinf(v))
 			return RATIO_FAILED;
 		worst = MAX(worst, v / b->bound_ms);
 	}
-	return worst;
+	/* a cut request missed the SLA, by the cut's own rule */
+	return r->cut && !tpot_only ? MAX(worst, 1.0) : worst;
 }
 
 /* The worst pX/bound over the percentile bounds (TPOT/ITL only when

@@ -67,7 +67,13 @@
  * point is the knee's estimate (below). With passing points only, the next rate is the
  * higher of the line to w = 0 at X_sat (where the queue grows without
  * bound) and the secant of the two highest points; with failing points only,
- * the lowest of that line, the secant, and rate × w (at most 16× down).
+ * the lowest of that line, the secant, and rate × w (at most 16× down) —
+ * unless the lowest failed on its wait (TTFT or E2E) with its TPOT part
+ * held: w is then no line (past the knee the aim quantile of a wait grows
+ * with the queue), and the next rate is the knee of the queue below (the
+ * first point's model) whose service rate makes the point's own rate miss
+ * the share of requests it missed. A request the probe cut counts by what
+ * it showed: a TTFT of at least its time in flight, no TPOT without tokens.
  * Points without sla_ratio (0) steer by logit(attainment) as before.
  *
  * The knee's estimate, the first point: the lower of two. Queueing

@@ -549,6 +549,88 @@ static void test_slow_engine(void)
 	}
 }
 
+/* A first point past the knee of a queue (llama.cpp on CPU, one slot: 0.6 s
+ * a request, TTFT <= 2.5 s): most of its requests still good, its TTFT p90
+ * many times the bound. The next point is fitted to the queue's misses, near
+ * the knee — not the rate scaled by bound/p90, which stepped 16× down. A
+ * point that failed on its TPOT still steps by its ratio. */
+static void test_past_the_knee(void)
+{
+	struct probe_ratesearch_config cfg;
+	struct slow_server s = { .prefill_s = 0.46, .decode_s = 0.13, .sigma = 0.1 };
+	struct probe_rate_point pts[3];
+	struct probe_ratesearch_step st;
+	double lo = 0.01, hi = 1 / 0.59, truth, x_sat;
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.num_requests = 40;
+	s.sla.attainment = 0.9;
+	s.sla.n_bounds = 2;
+	s.sla.bounds[0] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = 2500 };
+	s.sla.bounds[1] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TPOT, .bound_ms = 18 };
+	for (int k = 0; k < 30; k++) {
+		double mid = sqrt(lo * hi);
+
+		if (slow_run(&cfg, &s, mid, 400).sla_met)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	truth = lo;
+	pts[0] = slow_run(&cfg, &s, INFINITY, 40);
+	x_sat = pts[0].throughput;
+	pts[1] = slow_run(&cfg, &s, 0.98 * x_sat, 120);
+	CHECK(!pts[1].sla_met && pts[1].sla_ratio > 1);
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	fprintf(stderr,
+		"past the knee: truth %.3f req/s, X_sat %.3f, failed at %.3f (%u of %u good, ratio %.1f), next %.3f\n",
+		truth, x_sat, pts[1].rate, pts[1].good, pts[1].n, pts[1].sla_ratio, st.rate);
+	CHECK_INT_EQ(st.action, PROBE_RATESEARCH_MEASURE);
+	CHECK_MSG(st.rate >= truth / 2 && st.rate < pts[1].rate, "next %g after a miss at %g, truth %g", st.rate,
+		  pts[1].rate, truth);
+
+	/* the same point failing on its TPOT part: the step follows its ratio */
+	pts[1].tpot_ratio = pts[1].sla_ratio;
+	CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, 2, &st, NULL), 0);
+	CHECK_MSG(st.rate <= pts[1].rate / pts[1].sla_ratio * (1 + 1e-9), "a TPOT miss of ratio %g stepped to %g",
+		  pts[1].sla_ratio, st.rate);
+}
+
+/* Requests the probe cut at a point's cap count by what they showed: a
+ * TTFT of at least their time in flight, no TPOT where no token came —
+ * not as failed requests, whose ratio (1e6) took the point's aim quantile
+ * and stepped the search 16× down. */
+static void test_cut_requests_ratio(void)
+{
+	struct probe_ratesearch_config cfg;
+	struct probe_request_result reqs[61] = { 0 };
+	struct probe_rate_point pt = { .rate = 1.5, .n = 61 };
+	struct probe_sla sla = { .attainment = 0.9, .n_bounds = 2 };
+
+	probe_ratesearch_config_init(&cfg);
+	cfg.num_requests = 40;
+	sla.bounds[0] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = 2500 };
+	sla.bounds[1] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TPOT, .bound_ms = 18 };
+	for (size_t i = 0; i < ELEMENTSOF(reqs); i++) {
+		bool late = i >= 48, cut = i >= 56;
+
+		reqs[i] = (struct probe_request_result){ .index = (uint32_t)i,
+							 .success = !cut,
+							 .cut = cut,
+							 .http_status = 200,
+							 .output_tokens = cut ? 0 : 32 };
+		/* 8 late (TTFT 3-4 s), 5 cut while queued for 2.8-3.2 s */
+		reqs[i].ttft_usec = cut ? 0 : (uint64_t)((late ? 3.0 + 0.1 * (double)(i - 48) : 0.8) * 1e6);
+		reqs[i].e2e_usec =
+			cut ? (uint64_t)((2.8 + 0.1 * (double)(i - 56)) * 1e6) : reqs[i].ttft_usec + 31 * 5000;
+		pt.good += probe_request_is_good(&reqs[i], &sla);
+	}
+	CHECK_INT_EQ(probe_ratesearch_ratios(&cfg, &sla, reqs, ELEMENTSOF(reqs), &pt), 0);
+	CHECK_MSG(pt.sla_ratio > 1 && pt.sla_ratio < 2, "sla_ratio %g (TTFT 3-4 s and cuts at 3 s, bound 2.5 s)",
+		  pt.sla_ratio);
+	CHECK_MSG(pt.tpot_ratio > 0 && pt.tpot_ratio < 1, "tpot_ratio %g (5 ms a token, bound 18 ms)", pt.tpot_ratio);
+}
+
 /* A point undecided at its cap says where the knee is: met by its point
  * estimate, it is the answer; missed, the next point is one tolerance step
  * below it. With the probe's time up, the answer is the best sure pass. */
@@ -970,6 +1052,8 @@ static void test_errors(void)
 int main(void)
 {
 	test_slow_engine();
+	test_past_the_knee();
+	test_cut_requests_ratio();
 	test_at_the_cap();
 	test_undecided_at_the_floor();
 	test_wilson();

@@ -409,27 +409,39 @@ static int run_model(const struct bench_space *bs, double sigma, uint64_t seed, 
 		r = twin_search_ask(tw, &set, &h, NULL, 0, 1, &c, &n, err);
 		if (r < 0 || n == 0)
 			break;
-		if (c.opt.ask == OPT_ASK_DONE) {
+		/* the search over: done, or the answer's confirmation and the
+		 * races after it (converged or exhausted) — where the runner
+		 * widens a range (runner_on_answer's search_over), before
+		 * measuring the answer again in a range it is about to leave */
+		if (c.opt.ask == OPT_ASK_DONE ||
+		    (c.opt.phase == OPT_PHASE_CONFIRM &&
+		     (c.opt.reason == OPT_DONE_CONVERGED || c.opt.reason == OPT_DONE_EXHAUSTED))) {
+			bool done = c.opt.ask == OPT_ASK_DONE;
 			struct sim_profile base;
 			struct model_gate gate = { .twin = tw, .profile = &c.fit.profile, .history = &h };
-			struct twin_setup setup;
 
-			if (verbose)
+			if (verbose && done)
 				fprintf(stderr, "--- done: %s\n", c.message);
 			if (!c.calibrated) {
 				twin_base_profile(tw, &base);
 				gate.profile = &base;
 			}
-			if (c.opt.reason == OPT_DONE_BUDGET || !c.opt.best.valid || !bs->study->search.extend_edges)
-				break;
-			if (!space) {
-				r = rebuild_space(bs, ss, &space, err);
-				if (r < 0)
-					break;
+			r = 0;
+			if (c.opt.reason != OPT_DONE_BUDGET && c.opt.best.valid && bs->study->search.extend_edges) {
+				if (!space)
+					r = rebuild_space(bs, ss, &space, err);
+				if (r >= 0)
+					r = widen(bs, ss, &space, &c.opt.best, NULL, &set.plain, phases, &n_phases,
+						  &gate, err);
 			}
-			r = widen(bs, ss, &space, &c.opt.best, NULL, &set.plain, phases, &n_phases, &gate, err);
-			if (r <= 0)
+			if (r < 0 || (r == 0 && done))
 				break;
+		}
+		if (r > 0) {
+			struct twin_setup setup;
+
+			if (verbose && c.opt.ask != OPT_ASK_DONE)
+				fprintf(stderr, "--- search over (the answer's confirmation next): %s\n", c.message);
 			/* a twin of the widened space, as the runner's planner makes one */
 			r = runner_twin_setup(bs->study, "sim", &setup, err);
 			if (r >= 0) {

@@ -93,14 +93,15 @@ static int best_evidence(struct runner *r, struct opt_config *ret_config, struct
 	return k < 0 ? k : 1;
 }
 
-/* Whether the planner's model predicts a gain beyond the range (by more
- * than 1 %): 1 when it does, 0 (said in the log) when not. */
+/* Whether the planner's model predicts a gain beyond the range
+ * (study_edge_model_gain: its prediction beyond against its own at the
+ * bound): 1 when it does, 0 (said in the log) when not. */
 static int model_gain(struct runner *r, const struct opt_config *best, const struct study_edge *edge, double cost,
 		      double lo, double hi, struct error *err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *copy = cJSON_Duplicate(r->study->search_space, true);
 	int64_t min, max;
-	double beyond, predicted;
+	double beyond, predicted, here;
 	int k;
 
 	if (!copy)
@@ -112,16 +113,20 @@ static int model_gain(struct runner *r, const struct opt_config *best, const str
 		return error_set(err, k, "search_space.%s: cannot be widened", edge->knob);
 	beyond = (double)(edge->upper ? max : min);
 	k = r->planner->ops->beyond(r->planner, best, edge->knob, beyond, &predicted, err);
+	if (k >= 0)
+		k = r->planner->ops->beyond(r->planner, best, edge->knob, edge->value, &here, err);
 	if (k < 0)
 		return k;
-	if (!(predicted < cost * 0.99)) {
+	if (!study_edge_model_gain(predicted, here, cost)) {
 		log_info("study %s: %s=%g is the %s of its range, but the model predicts no gain at %g ($%.4g/Mtok "
-			 "against $%.4g): the range stays",
-			 r->row.name, edge->knob, edge->value, edge->upper ? "top" : "bottom", beyond, predicted, cost);
+			 "against $%.4g at %g; $%.4g measured): the range stays",
+			 r->row.name, edge->knob, edge->value, edge->upper ? "top" : "bottom", beyond, predicted, here,
+			 edge->value, cost);
 		return 0;
 	}
-	log_info("study %s: the model predicts $%.4g/Mtok at %s=%g, beyond the range ($%.4g/Mtok at %g)", r->row.name,
-		 predicted, edge->knob, beyond, cost, edge->value);
+	log_info("study %s: the model predicts $%.4g/Mtok at %s=%g, beyond the range, against $%.4g at %g ($%.4g/Mtok "
+		 "measured)",
+		 r->row.name, predicted, edge->knob, beyond, here, edge->value, cost);
 	return 1;
 }
 

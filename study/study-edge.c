@@ -19,6 +19,8 @@
 #define BINDING 0.8
 /* A widening paid off when the best got this much cheaper in its phase. */
 #define PHASE_GAIN 0.02
+/* The gain the engine model must predict beyond a bound to widen it. */
+#define MODEL_GAIN 0.01
 
 /* The latency of metric m at percentile pct in r (the smallest percentile
  * measured at or above pct, else the largest); NAN when none. */
@@ -158,6 +160,11 @@ bool study_edge_worth_widening(const struct study_edge *e, const struct study_ph
 		if (strcmp(phases[i].knob, e->knob) == 0 && phases[i].upper == e->upper)
 			return !(phases[i].best_cost > 0) || best_cost < phases[i].best_cost * (1 - PHASE_GAIN);
 	return true;
+}
+
+bool study_edge_model_gain(double predicted, double at_bound, double measured)
+{
+	return predicted < (isfinite(at_bound) ? at_bound : measured) * (1 - MODEL_GAIN);
 }
 
 void study_edge_format(const struct study_edge *e, char *buf, size_t size)

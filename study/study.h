@@ -269,6 +269,14 @@ void study_edge_decide(struct study_edge *e, double sla_ratio);
  * plateau keeps its best on the bound by chance). */
 bool study_edge_worth_widening(const struct study_edge *e, const struct study_phase *phases, size_t n,
 			       double best_cost);
+/* Whether the engine model predicts a gain from widening: its prediction
+ * beyond the bound (predicted) more than 1 % below its own prediction at
+ * the bound (at_bound), each the best along the other batch knob. Against
+ * the model's own figure, the model's bias and the noise of the best's
+ * measurements (a few percent a deployment, against a 1 % threshold)
+ * cancel: a best measured low by chance does not hide a gain. Without a
+ * prediction at the bound (not finite), against the measured cost. */
+bool study_edge_model_gain(double predicted, double at_bound, double measured);
 /* "max_num_seqs=128 is the top of its range (8–128); what limits goodput
  * there: ..." for people. */
 void study_edge_format(const struct study_edge *e, char *buf, size_t size);

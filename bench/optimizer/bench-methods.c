@@ -178,7 +178,8 @@ static int move_history(const struct opt_space *from, const struct opt_space *to
 /* Widens the range the best sits on, when the study asks for it and the
  * SLA does not hold the best there; 1 when it did. */
 /* The model search's gate (the runner's runner-edge.c does the same): the
- * calibrated model must predict a gain of more than 1 % at the new bound. */
+ * calibrated model must predict a gain at the new bound against its own
+ * prediction at the bound (study_edge_model_gain). */
 struct model_gate {
 	struct twin *twin;
 	const struct sim_profile *profile;
@@ -208,7 +209,7 @@ static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **spa
 		return 0;
 	if (gate) {
 		_cleanup_(cJSON_Deletep) cJSON *copy = cJSON_Duplicate(ss, true);
-		struct twin_prediction pr;
+		struct twin_prediction pr, here = { .cost = INFINITY };
 
 		if (!copy)
 			return -ENOMEM;
@@ -221,10 +222,14 @@ static int widen(const struct bench_space *bs, cJSON *ss, struct opt_space **spa
 
 			r = twin_predict_beyond_row(gate->twin, gate->profile, &best->config, edge.knob,
 						    (double)(edge.upper ? max : min), &where, &pr, err);
+			if (r >= 0)
+				r = twin_predict_beyond_row(gate->twin, gate->profile, &best->config, edge.knob,
+							    edge.value, &where, &here, err);
 		}
 		if (r < 0)
 			return r;
-		if (pr.outcome != OPT_OUTCOME_MEASURED || !(pr.cost < best->cost * 0.99))
+		if (pr.outcome != OPT_OUTCOME_MEASURED ||
+		    !study_edge_model_gain(pr.cost, here.outcome == OPT_OUTCOME_MEASURED ? here.cost : NAN, best->cost))
 			return 0;
 	}
 	r = opt_space_widen_json(ss, edge.knob, edge.upper, bs->space->knobs[k].min, bs->space->knobs[k].max, &min,

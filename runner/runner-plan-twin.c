@@ -780,6 +780,7 @@ int runner_planner_twin_new(const struct runner_planner_env *env, runner_answer_
 	t->settings.plain = *env->settings;
 	twin_search_settings_init(&t->search);
 	t->search.plain = *env->settings;
+	t->search.edges = env->study->search.extend_edges;
 	*ret = &t->base;
 	return 0;
 }

@@ -2,7 +2,7 @@
  *
  * Every ask is recomputed from the history (and the trials in flight), as
  * the replayed NLopt search and twin_next are, so a restarted runner asks
- * the same things. What an expert inference engineer does by hand, in four
+ * the same things. What an expert inference engineer does by hand, in five
  * pieces:
  *
  * 1. The prior. goodput-sim's engine model of the study's model and GPU
@@ -63,6 +63,13 @@
  *    are, after the answer's confirmation): each would delay the answer by
  *    a trial on a landscape of near ties, and one that moved the answer
  *    would need another measurement alone.
+ * 5. Ranges (search.extend_edges, settings.edges). One at a time, an answer
+ *    not confirmed yet on the top of a range the calibrated model predicts
+ *    a gain beyond (edge_gain) ends the search in that range at once: its
+ *    confirmation is asked for, where the caller widens the range instead.
+ *    The range's interior, which the model ranks below the next range, is
+ *    not walked first; should the caller not widen, the confirmation is
+ *    measured and the search goes on in the range.
  *
  * Knowledge as constraints (twin_search_rules, with the trial each one
  * read): a max_num_seqs at least twice the concurrency measured at the SLA
@@ -105,6 +112,8 @@
 #define RIVAL_MEASUREMENTS 2
 /* the search over, the answer and its closest rival race up to this many measurements each */
 #define RACE_MEASUREMENTS 3
+/* the gain the model must predict beyond a range's top to end the search in the range (study_edge_model_gain's) */
+#define EDGE_GAIN 0.01
 
 void twin_search_settings_init(struct twin_search_settings *s)
 {
@@ -888,6 +897,45 @@ static int shape_rival(struct search *x, const struct opt_gp *gp, size_t inc, st
 	return 0;
 }
 
+/* With search.extend_edges: whether configuration b sits on the top of a
+ * range the calibrated model predicts a gain beyond — its best along the
+ * other batch knob one widening above the bound (twice it on a log2
+ * scale, the range's span further on a linear one) more than 1 % below
+ * the same at the bound, the gate the caller widens by. Sets *ret_knob
+ * and *ret_gain (predicted beyond / at the bound − 1). */
+static int edge_gain(struct search *x, size_t b, int *ret_knob, double *ret_gain, struct error *err)
+{
+	const struct opt_space *s = x->t->space;
+	const struct opt_config *c = &x->t->configs[b];
+
+	*ret_knob = -1;
+	for (size_t k = 0; k < s->n_knobs; k++) {
+		const struct opt_knob *kn = &s->knobs[k];
+		struct twin_prediction beyond, here;
+		struct opt_config where;
+		double v, next;
+		int r;
+
+		if (kn->kind != OPT_KNOB_RANGE || kn->categorical || kn->n_values < 2 ||
+		    c->idx[k] + 1u != kn->n_values || !opt_knob_active(s, c, k))
+			continue;
+		v = kn->numbers[c->idx[k]];
+		next = kn->scale == OPT_SCALE_LOG2 ? 2 * v : v + (v - kn->numbers[0]);
+		r = twin_predict_beyond_row(x->t, &x->profile, c, kn->name, next, &where, &beyond, err);
+		if (r >= 0)
+			r = twin_predict_beyond_row(x->t, &x->profile, c, kn->name, v, &where, &here, err);
+		if (r < 0)
+			return r;
+		if (beyond.outcome == OPT_OUTCOME_MEASURED && here.outcome == OPT_OUTCOME_MEASURED &&
+		    beyond.cost < here.cost * (1 - EDGE_GAIN)) {
+			*ret_knob = (int)k;
+			*ret_gain = beyond.cost / here.cost - 1;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
 		    const struct twin_pending *pending, size_t n_pending, size_t k, struct twin_candidate *ret,
 		    size_t *ret_n, struct error *err)
@@ -1031,6 +1079,42 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 		c->tol = delta;
 		opt_best(t->space, &oh, &c->opt.best, &c->opt.runner_up);
 		c->opt.evaluated = x.measured_configs;
+		/* search.extend_edges, one at a time: the answer, not confirmed yet,
+		 * on the top of a range the model predicts a gain beyond — the
+		 * search is over in this range, with its confirmation asked for
+		 * (where the caller widens the range instead; should it not, the
+		 * confirmation is measured and the search goes on in the range).
+		 * Walking the range's interior first only spends deployments on
+		 * configurations the model already ranks below the next range. */
+		if (s->edges && !sbs && got == 0 && !budget && c->opt.best.valid && s->plain.confirm_probes > 0 &&
+		    c->opt.best.n < 1 + s->plain.confirm_probes) {
+			ssize_t b = twin_index(t, &c->opt.best.config);
+			double gain = 0;
+			int knob = -1;
+
+			if (b >= 0 && !isnan(x.prior[b])) {
+				r = edge_gain(&x, (size_t)b, &knob, &gain, err);
+				if (r < 0)
+					goto out;
+			}
+			if (knob >= 0) {
+				c->opt.ask = OPT_ASK_CONFIRM;
+				c->opt.phase = OPT_PHASE_CONFIRM;
+				c->opt.reason = OPT_DONE_CONVERGED;
+				c->opt.config = c->opt.best.config;
+				c->opt.attempt = 1;
+				c->phase = TWIN_PHASE_CONFIRM;
+				snprintf(
+					c->message, sizeof(c->message),
+					"the answer is the top of the range of %s (%g) and the model predicts %+.1f %% "
+					"beyond it: the search is over in this range after %zu deployment%s",
+					t->space->knobs[knob].name,
+					t->space->knobs[knob].numbers[c->opt.best.config.idx[knob]], 100 * gain,
+					deployed, deployed == 1 ? "" : "s");
+				got++;
+				break;
+			}
+		}
 		/* side by side, once the stop held: the answer measured alone, nothing new */
 		over = sbs && inc != SIZE_MAX && (latched || stop_told);
 		if (over) {

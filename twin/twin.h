@@ -364,6 +364,8 @@ struct twin_search_settings {
 	double noise;            /* prior measurement noise, log sd (0.03); refined from re-probes */
 	double stop_probability; /* stop once P(an untested configuration beats the answer by more than the
 	                          * noise) is below this (0.05) */
+	bool edges;              /* search.extend_edges: an unconfirmed answer on the top of a range the model
+	                          * predicts a gain beyond ends the search in this range (the caller widens it) */
 };
 void twin_search_settings_init(struct twin_search_settings *s);
 

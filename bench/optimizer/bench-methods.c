@@ -400,6 +400,7 @@ static int run_model(const struct bench_space *bs, double sigma, uint64_t seed, 
 	e.cap_deployments = MIN(e.cap_deployments, max_deployments);
 	twin_search_settings_init(&set);
 	set.plain.seed = seed;
+	set.edges = bs->study->search.extend_edges;
 	if (bs->preflight.usable)
 		set.plain.preflight = &bs->preflight.hook;
 	twin_history_init(&h);

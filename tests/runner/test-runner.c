@@ -644,6 +644,18 @@ int main(void)
 		CHECK_MSG(ra.phases_json && strstr(ra.phases_json, "\"knob\":\"max_num_seqs\""),
 			  "no widening recorded: %s", ra.phases_json ? ra.phases_json : "(none)");
 		fprintf(stderr, "edges: %u trials, phases %s\n", total, ra.phases_json);
+		/* the model's best, max_num_seqs 32, is the top of its range and the
+		 * model predicts a third less beyond it: the range is widened after
+		 * that first measurement, before the range's interior is walked */
+		{
+			struct study_phase ph[STUDY_PHASES_MAX];
+			size_t n_ph = 0;
+
+			CHECK_MSG(study_phases_parse(ra.phases_json, ph, ELEMENTSOF(ph), &n_ph, &err) >= 0, "%s",
+				  err.msg);
+			CHECK(n_ph >= 1);
+			CHECK_MSG(ph[0].trials <= 2, "the range was widened after %zu trials", ph[0].trials);
+		}
 		la = trial_list(s, a);
 		for (unsigned stop = 5; stop < total; stop += 7) {
 			char name[32];

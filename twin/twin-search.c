@@ -936,6 +936,17 @@ static int edge_gain(struct search *x, size_t b, int *ret_knob, double *ret_gain
 	return 0;
 }
 
+/* The search is over: the answer's confirmation is asked for. */
+static void confirm_answer(struct twin_candidate *c)
+{
+	c->opt.ask = OPT_ASK_CONFIRM;
+	c->opt.phase = OPT_PHASE_CONFIRM;
+	c->opt.reason = OPT_DONE_CONVERGED;
+	c->opt.config = c->opt.best.config;
+	c->opt.attempt = 1;
+	c->phase = TWIN_PHASE_CONFIRM;
+}
+
 int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const struct twin_history *h,
 		    const struct twin_pending *pending, size_t n_pending, size_t k, struct twin_candidate *ret,
 		    size_t *ret_n, struct error *err)
@@ -1098,12 +1109,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 					goto out;
 			}
 			if (knob >= 0) {
-				c->opt.ask = OPT_ASK_CONFIRM;
-				c->opt.phase = OPT_PHASE_CONFIRM;
-				c->opt.reason = OPT_DONE_CONVERGED;
-				c->opt.config = c->opt.best.config;
-				c->opt.attempt = 1;
-				c->phase = TWIN_PHASE_CONFIRM;
+				confirm_answer(c);
 				snprintf(
 					c->message, sizeof(c->message),
 					"the answer is the top of the range of %s (%g) and the model predicts %+.1f %% "
@@ -1125,12 +1131,7 @@ int twin_search_ask(struct twin *t, const struct twin_search_settings *s, const 
 			c->opt.inferred = inferred;
 			if (b >= 0 && !alone_done && !alone_pending && s->plain.confirm_probes > 0 && room &&
 			    got == 0 && (!latched || n_pending == 0)) {
-				c->opt.ask = OPT_ASK_CONFIRM;
-				c->opt.phase = OPT_PHASE_CONFIRM;
-				c->opt.reason = OPT_DONE_CONVERGED;
-				c->opt.config = c->opt.best.config;
-				c->opt.attempt = 1;
-				c->phase = TWIN_PHASE_CONFIRM;
+				confirm_answer(c);
 				c->tol = latched ? delta : delta_told;
 				if (latched)
 					snprintf(c->message, sizeof(c->message),

@@ -493,6 +493,32 @@ static struct probe_rate_point slow_run(const struct probe_ratesearch_config *cf
 	return pt;
 }
 
+/* A slow server's SLA: TTFT and TPOT bounds, 90 % of requests. */
+static void slow_sla(struct slow_server *s, double ttft_ms, double tpot_ms)
+{
+	s->sla.attainment = 0.9;
+	s->sla.n_bounds = 2;
+	s->sla.bounds[0] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = ttft_ms };
+	s->sla.bounds[1] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TPOT, .bound_ms = tpot_ms };
+}
+
+/* The largest rate a slow server meets its SLA at over 400 requests, by
+ * bisection below hi (a rate it cannot meet). */
+static double slow_truth(const struct probe_ratesearch_config *cfg, const struct slow_server *s, double hi)
+{
+	double lo = 0.001;
+
+	for (int k = 0; k < 30; k++) {
+		double mid = sqrt(lo * hi);
+
+		if (slow_run(cfg, s, mid, 400).sla_met)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The first point of the search after the saturation run lies within 2×
  * of the largest rate that meets the SLA (bisection over 4,000 requests),
  * and the search ends within its tolerance of it. */
@@ -507,23 +533,11 @@ static void test_slow_engine(void)
 		struct slow_server s = { .prefill_s = 0.85, .decode_s = 0.55, .sigma = 0.15 };
 		struct probe_rate_point pts[32];
 		struct probe_ratesearch_step st;
-		double lo = 0.001, hi = 1 / 1.4, truth, first = 0;
+		double truth, first = 0;
 		size_t n = 0;
 
-		s.sla.attainment = 0.9;
-		s.sla.n_bounds = 2;
-		s.sla.bounds[0] =
-			(struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = bounds_s[b] * 1000 };
-		s.sla.bounds[1] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TPOT, .bound_ms = 60 };
-		for (int k = 0; k < 30; k++) {
-			double mid = sqrt(lo * hi);
-
-			if (slow_run(&cfg, &s, mid, 400).sla_met)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		truth = lo;
+		slow_sla(&s, bounds_s[b] * 1000, 60);
+		truth = slow_truth(&cfg, &s, 1 / 1.4);
 		for (;;) {
 			CHECK_INT_EQ(probe_ratesearch_next(&cfg, pts, n, &st, NULL), 0);
 			if (st.action != PROBE_RATESEARCH_MEASURE)
@@ -560,23 +574,12 @@ static void test_past_the_knee(void)
 	struct slow_server s = { .prefill_s = 0.46, .decode_s = 0.13, .sigma = 0.1 };
 	struct probe_rate_point pts[3];
 	struct probe_ratesearch_step st;
-	double lo = 0.01, hi = 1 / 0.59, truth, x_sat;
+	double truth, x_sat;
 
 	probe_ratesearch_config_init(&cfg);
 	cfg.num_requests = 40;
-	s.sla.attainment = 0.9;
-	s.sla.n_bounds = 2;
-	s.sla.bounds[0] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TTFT, .bound_ms = 2500 };
-	s.sla.bounds[1] = (struct probe_sla_bound){ .metric = PROBE_METRIC_TPOT, .bound_ms = 18 };
-	for (int k = 0; k < 30; k++) {
-		double mid = sqrt(lo * hi);
-
-		if (slow_run(&cfg, &s, mid, 400).sla_met)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	truth = lo;
+	slow_sla(&s, 2500, 18);
+	truth = slow_truth(&cfg, &s, 1 / 0.59);
 	pts[0] = slow_run(&cfg, &s, INFINITY, 40);
 	x_sat = pts[0].throughput;
 	pts[1] = slow_run(&cfg, &s, 0.98 * x_sat, 120);

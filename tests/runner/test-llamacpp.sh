@@ -83,7 +83,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 "$dir/bin/llama-server" --model "$GOODPUT_LLAMA_MODEL" --host 127.0.0.1 --port "$port" --parallel 1 \
 	--ctx-size 512 --threads 1 --metrics >"$dir/calibrate.log" 2>&1 &
 calib_pid=$!
-trap 'kill $calib_pid 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill $calib_pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 i=0
 until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
 	"http://127.0.0.1:$port/health" 2>/dev/null; do

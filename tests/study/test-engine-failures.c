@@ -245,6 +245,13 @@ static void test_costly_patterns(void)
 	CHECK_INT_EQ(profile_with_pattern("([]+{]{300}){300}", &err), -EINVAL);
 	CHECK_INT_EQ(profile_with_pattern("[]+{]{300}(b{300})", &err), 0);
 	CHECK_INT_EQ(profile_with_pattern("[[:digit:]]+ [[:alpha:]]+", &err), 0);
+	/* a run of stars after one character took regcomp 1.9 s (100) */
+	CHECK_INT_EQ(profile_with_pattern("^g****************************************************************", &err),
+		     -EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "adjacent repetition operators");
+	CHECK_INT_EQ(profile_with_pattern("took ([0-9.]+)+? s", &err), -EINVAL);
+	CHECK_INT_EQ(profile_with_pattern("a{2}*", &err), -EINVAL);
+	CHECK_INT_EQ(profile_with_pattern("[*+?]+ \\*+ (a*)* a{2}b*", &err), 0);
 }
 
 int main(void)

@@ -859,26 +859,16 @@ int probe_ratesearch_next(const struct probe_ratesearch_config *cfg, const struc
  * ITL only when tpot_only); 0 when none applies. */
 /* What a request the probe cut showed of metric m, ms: a lower bound of what
  * it would have shown — a TTFT of at least its time in flight when no token
- * came, an E2E of at least that time, the TPOT and ITL of the tokens that
- * came (0 when too few came to tell: no evidence against the bound). */
+ * came (its e2e_usec), else the figures of the tokens that came (no TPOT or
+ * ITL when too few came to tell: no evidence against the bound). */
 static double cut_value_ms(const struct probe_request_result *r, enum probe_metric m)
 {
-	double in_flight = (double)r->e2e_usec / 1000.0, ttft = (double)r->ttft_usec / 1000.0;
+	struct probe_request_result shown = *r;
 
-	switch (m) {
-	case PROBE_METRIC_TTFT:
-		return r->ttft_usec > 0 ? ttft : in_flight;
-	case PROBE_METRIC_E2EL:
-		return in_flight;
-	case PROBE_METRIC_TPOT:
-		return r->ttft_usec > 0 && r->output_tokens > 1 && in_flight > ttft
-			       ? (in_flight - ttft) / (double)(r->output_tokens - 1)
-			       : 0;
-	default:
-		return probe_request_value_ms(
-			&(struct probe_request_result){ .success = true, .itl_usec = r->itl_usec, .n_itl = r->n_itl },
-			m);
-	}
+	if (m == PROBE_METRIC_TTFT && r->ttft_usec == 0)
+		return (double)r->e2e_usec / 1000.0;
+	shown.success = true;
+	return probe_request_value_ms(&shown, m);
 }
 
 static double request_ratio(const struct probe_request_result *r, const struct probe_sla *sla, bool tpot_only)

@@ -69,13 +69,17 @@ def prompts_processed():
     return float(m.group(1)) / 2048 if m else -1
 
 
+def probe(url, *args, model="llama-3.1-8b"):
+    """goodput probe against url with --json (and no progress): the process and its parsed result."""
+    p = subprocess.run([goodput, "probe", "--base-url", url, "--model", model, *args, "--no-progress", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    return p, json.loads(p.stdout) if p.stdout.strip() else {}
+
+
 server, url = start_llama_server()
 try:
-    p = subprocess.run([goodput, "probe", "--base-url", url, "--model", "llama-3.1-8b", "--random-input-len", "2048",
-                        "--random-output-len", "8", "--ignore-eos", "--num-prompts", "400", "--request-rate", "100",
-                        "--sla", "ttft:1000,tpot:30", "--max-point-seconds", "2", "--no-progress", "--json"],
-                       capture_output=True, text=True, timeout=120)
-    j = json.loads(p.stdout) if p.stdout.strip() else {}
+    p, j = probe(url, "--random-input-len", "2048", "--random-output-len", "8", "--ignore-eos", "--num-prompts", "400",
+                 "--request-rate", "100", "--sla", "ttft:1000,tpot:30", "--max-point-seconds", "2")
     # every request cut (a sim the machine starves answers none in time) is a
     # point where every request failed: exit 1, as the probe documents
     check(p.returncode == 0 or (p.returncode == 1 and j.get("completed") == 0),
@@ -117,11 +121,8 @@ finally:
 # is still out cut, not a grace period past it (the queue: ~15 s).
 server, url = start_llama_server()
 try:
-    p = subprocess.run([goodput, "probe", "--base-url", url, "--model", "llama-3.1-8b", "--random-input-len", "2048",
-                        "--random-output-len", "8", "--ignore-eos", "--num-prompts", "400", "--request-rate", "100",
-                        "--sla", "ttft:60000,tpot:5000", "--max-point-seconds", "3", "--no-progress", "--json"],
-                       capture_output=True, text=True, timeout=120)
-    j = json.loads(p.stdout) if p.stdout.strip() else {}
+    p, j = probe(url, "--random-input-len", "2048", "--random-output-len", "8", "--ignore-eos", "--num-prompts", "400",
+                 "--request-rate", "100", "--sla", "ttft:60000,tpot:5000", "--max-point-seconds", "3")
     check(p.returncode in (0, 1) and "duration" in j, "loose-SLA point exited %d: %s" % (p.returncode, p.stderr[-2000:]))
     print("loose SLA, 3 s cap: sent %d, %d completed, %d cut; the point took %.2f s"
           % (j.get("num_prompts", 0), j.get("completed", 0), j.get("cut_at_cap", 0), j.get("duration", -1)))
@@ -139,11 +140,8 @@ finally:
 # search goes on from that throughput, each of its points within its cap.
 server, url = start_llama_server()
 try:
-    p = subprocess.run([goodput, "probe", "--base-url", url, "--model", "llama-3.1-8b", "--random-input-len", "2048",
-                        "--random-output-len", "8", "--ignore-eos", "--num-prompts", "400", "--find-max-rate",
-                        "--max-load-points", "2", "--sla", "ttft:1000,tpot:30", "--max-point-seconds", "4",
-                        "--no-progress", "--json"], capture_output=True, text=True, timeout=120)
-    j = json.loads(p.stdout) if p.stdout.strip() else {}
+    p, j = probe(url, "--random-input-len", "2048", "--random-output-len", "8", "--ignore-eos", "--num-prompts", "400",
+                 "--find-max-rate", "--max-load-points", "2", "--sla", "ttft:1000,tpot:30", "--max-point-seconds", "4")
     pts = j.get("load_points", [])
     check(p.returncode in (0, 3) and pts, "search exited %d: %s" % (p.returncode, p.stderr[-2000:]))
     sat = pts[0] if pts else {}
@@ -180,11 +178,8 @@ with open(os.path.join(tmp, "sse-server.err"), "w") as err:  # its streams cance
                               stdout=subprocess.PIPE, stderr=err, text=True)
 try:
     url = "http://127.0.0.1:%d" % int(server.stdout.readline())
-    p = subprocess.run([goodput, "probe", "--base-url", url, "--model", "hang", "--random-input-len", "16",
-                        "--random-output-len", "8", "--num-prompts", "10", "--find-max-rate", "--sla",
-                        "ttft:1000,tpot:30", "--max-point-seconds", "2", "--request-timeout", "20", "--no-progress",
-                        "--json"], capture_output=True, text=True, timeout=120)
-    j = json.loads(p.stdout) if p.stdout.strip() else {}
+    p, j = probe(url, "--random-input-len", "16", "--random-output-len", "8", "--num-prompts", "10", "--find-max-rate",
+                 "--sla", "ttft:1000,tpot:30", "--max-point-seconds", "2", "--request-timeout", "20", model="hang")
     pts = j.get("load_points", [])
     sat = pts[0] if pts else {}
     print("hanging server: %d load point(s), the saturation run took %.2f s, %d cut; exit %d: %s"

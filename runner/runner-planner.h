@@ -145,6 +145,10 @@ int runner_planner_twin_new(const struct runner_planner_env *env, runner_answer_
  * prediction simulates the probe's own sample of requests, up to
  * RUNNER_TWIN_PROMPTS_MAX. */
 #define RUNNER_TWIN_PROMPTS_MAX 500
+/* The rate-search tolerance of the model search's predictions, at most:
+ * finer than the probe's default (5 %), so that a prediction is the model's
+ * max rate and not where its bisection happened to land. */
+#define RUNNER_TWIN_PREDICT_TOL 0.02
 struct twin_setup;
 int runner_twin_setup(const struct study *s, const char *engine, struct twin_setup *ret, struct error *err);
 

@@ -572,10 +572,12 @@ static int select_kernel(struct opt_gp *gp, const struct search *x, const struct
 	 * 5 % of prior spread, however small the residuals seen. */
 	static const double signals[] = { 0.02, 0.05, 0.1, 0.2, 0.4 };
 	size_t first = d->n < EVIDENCE_MIN ? 1 : 0;
-	/* The rate search brackets the max rate only to its tolerance (the
-	 * probe's, the twin's own prediction likewise): a cost error of that
-	 * order belongs to each configuration alone. */
-	double tol = x->t->setup.rel_tol > 0 ? x->t->setup.rel_tol : 0.03;
+	/* The probe's rate search brackets the max rate only to its
+	 * tolerance: a cost error of that order belongs to each
+	 * configuration's measurement alone. */
+	double tol = x->t->setup.probe_tol > 0   ? x->t->setup.probe_tol
+		     : x->t->setup.rel_tol > 0 ? x->t->setup.rel_tol
+					       : 0.03;
 	double nugget = MAX(0.01, 0.5 * tol);
 	static const double ords[] = { 0.15, 0.3, 0.6, 1.2 };
 	/* How far a residual carries to another quantization or TP: while no

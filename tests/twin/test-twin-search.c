@@ -139,7 +139,7 @@ static void measure(struct server *sv, const struct twin_candidate *c, struct tw
 
 /* A whole study: the deployments until done, and the true cost of the answer. */
 static unsigned study(struct server *sv, struct twin *tuner, struct twin_history *h, double *ret_answer, char *msg,
-		      size_t size)
+		      size_t size, unsigned *ret_stop)
 {
 	struct twin_search_settings s;
 	struct error err = { 0 };
@@ -163,6 +163,8 @@ static unsigned study(struct server *sv, struct twin *tuner, struct twin_history
 		if (n == 0)
 			CHECK_INT_EQ(c.phase, TWIN_PHASE_DESIGN);
 		CHECK(isfinite(c.predicted_cost) || c.opt.ask == OPT_ASK_CONFIRM);
+		if (ret_stop && *ret_stop == 0 && strncmp(c.message, "converged", 9) == 0)
+			*ret_stop = n;
 		measure(sv, &c, &tr);
 		CHECK(twin_history_add(h, &tr) >= 0);
 	}
@@ -179,16 +181,22 @@ static void test_converges(void)
 	struct error err = { 0 };
 	double answer;
 	char msg[256];
-	unsigned n;
+	unsigned n, stop = 0;
 
 	server_init(&sv, 0, 1.0);
 	make_setup(&setup, 0);
 	CHECK(twin_new(sv.space, &setup, &tuner, &err) >= 0);
 	twin_history_init(&h);
-	n = study(&sv, tuner, &h, &answer, msg, sizeof(msg));
-	fprintf(stderr, "converges: %u deployments, answer %.4f vs optimum %.4f: %s\n", n, answer, sv.optimum, msg);
+	n = study(&sv, tuner, &h, &answer, msg, sizeof(msg), &stop);
+	fprintf(stderr, "converges: the stop after %u deployments, done after %u, answer %.4f vs optimum %.4f: %s\n",
+		stop, n, answer, sv.optimum, msg);
 	CHECK_MSG(answer <= sv.optimum * 1.02, "answer %.4f, optimum %.4f", answer, sv.optimum);
-	CHECK(n <= 20); /* of 40 configurations */
+	/* of 40 configurations: the stop holds within a third of them; after
+	 * it the answer's confirmation and its race with the rivals within
+	 * the noise (this landscape has exact ties: max_num_seqs that cannot
+	 * bind) */
+	CHECK(stop > 0 && stop <= 13);
+	CHECK(n <= 22);
 	CHECK_STR_CONTAINS(msg, "converged: P(an untested configuration beats the answer");
 	CHECK_STR_CONTAINS(msg, "of the budget saved");
 
@@ -327,8 +335,8 @@ static void test_unmodelled(void)
 	CHECK(twin_new(bad.space, &setup, &t2, &err) >= 0);
 	twin_history_init(&h1);
 	twin_history_init(&h2);
-	n1 = study(&good, t1, &h1, &a1, msg, sizeof(msg));
-	n2 = study(&bad, t2, &h2, &a2, msg, sizeof(msg));
+	n1 = study(&good, t1, &h1, &a1, msg, sizeof(msg), NULL);
+	n2 = study(&bad, t2, &h2, &a2, msg, sizeof(msg), NULL);
 	fprintf(stderr, "unmodelled: %u deployments (the model's own server: %u), answer %.4f vs optimum %.4f: %s\n",
 		n2, n1, a2, bad.optimum, msg);
 	CHECK_MSG(a2 <= bad.optimum * 1.02, "answer %.4f, optimum %.4f", a2, bad.optimum);

@@ -185,6 +185,41 @@ static void start_waiting(struct runner *r)
 	}
 }
 
+/* Side by side, a trial that started with the last one measured (within
+ * BATCH_DUE of its duration) is due about now: the next ask waits for it
+ * — until it ends, or BATCH_DUE of that duration past when it is due —
+ * so that what is asked next knows the batch's results. Asked at the
+ * first of a batch's ends, the model search chose with one result of
+ * eight, and the next round started a trial the batch's other results
+ * made pointless (the stop held seconds later): the answer, which is
+ * measured alone, waited a whole trial for it. */
+#define BATCH_DUE 0.15
+
+static bool batch_due(struct runner *r)
+{
+	uint64_t d = r->last_measured_usec, slack = (uint64_t)(BATCH_DUE * (double)d), now, until = 0;
+
+	if (!runner_side_by_side(r) || d == 0)
+		return false;
+	now = r->opts.dry_run ? r->study_start_usec + r->vclock_usec : runner_clock(r);
+	for (size_t i = 0; i < r->n_trials; i++) {
+		const struct runner_trial *t = r->trials[i];
+		uint64_t s = t->started_usec, last = r->last_measured_start_usec;
+
+		if (!t->running || t->proposal.alone || t->proposal.sweep)
+			continue;
+		if ((s > last ? s - last : last - s) <= slack && now < s + d + slack)
+			until = MAX(until, s + d + slack);
+	}
+	if (until == 0)
+		return false;
+	log_debug("the next ask waits for the trials started with the last one measured (due within %.0f s)",
+		  (double)(until - now) / USEC_PER_SEC);
+	if (!r->opts.dry_run)
+		retry_at(r, until);
+	return true;
+}
+
 /* What to ask for: as many as could start on the free GPUs (outside a
  * block a waiting trial reserves). Nothing while more than that one waits. */
 static size_t ask_size(const struct runner *r)
@@ -389,7 +424,7 @@ void runner_plan(struct runner *r)
 		if (runner_failing(r) || r->request != RUNNER_REQUEST_NONE)
 			return;
 		if (!r->asking && !r->plan_waits_host && !r->planner_done && !alone_running(r) &&
-		    (n = ask_size(r)) > 0) {
+		    (n = ask_size(r)) > 0 && !batch_due(r)) {
 			if (!ask(r, n))
 				return;
 			start_waiting(r);

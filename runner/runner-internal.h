@@ -189,6 +189,10 @@ struct runner {
 	 * a trial that cannot finish in what is left of the budget is not started */
 	double trial_sum_s;
 	unsigned trial_n;
+	/* the last trial that ended with a measurement, start and duration
+	 * (runner clock; a dry run's virtual one): side by side, the trials
+	 * started with it are due about now (runner-fill.c, batch_due) */
+	uint64_t last_measured_start_usec, last_measured_usec;
 
 	/* a Slurm cluster (runner-cluster.c; NULL unless deploy.method is slurm
 	 * and the run is real): planning waits until the study's orphaned jobs

@@ -229,6 +229,15 @@ int runner_queue_load(struct runner *r, struct error *err)
 	int k;
 
 	k = store_trial_history(r->store, r->study_id, &rows, &n, err);
+	/* a resumed dry run holds its asks as the uninterrupted one did
+	 * (runner-fill.c, batch_due): its stored times are its virtual clock */
+	for (size_t i = 0; i < n && k >= 0 && r->opts.dry_run; i++)
+		if (rows[i].state == STORE_TRIAL_DONE && !runner_kind_is_sweep(rows[i].kind) &&
+		    rows[i].finished_usec > rows[i].started_usec && rows[i].started_usec > 0 &&
+		    rows[i].finished_usec >= r->last_measured_start_usec + r->last_measured_usec) {
+			r->last_measured_start_usec = rows[i].started_usec;
+			r->last_measured_usec = rows[i].finished_usec - rows[i].started_usec;
+		}
 	for (size_t i = 0; i < n && k >= 0; i++) {
 		struct runner_proposal p;
 		bool known = false;
@@ -462,6 +471,14 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 	if (!r->opts.dry_run && runner_clock(r) > t->started_usec) {
 		r->trial_sum_s += (double)(runner_clock(r) - t->started_usec) / USEC_PER_SEC;
 		r->trial_n++;
+	}
+	if (ot.outcome == OPT_OUTCOME_MEASURED && !t->proposal.sweep) {
+		uint64_t end = r->opts.dry_run ? t->finished_at_usec : runner_clock(r);
+
+		if (end > t->started_usec) {
+			r->last_measured_start_usec = t->started_usec;
+			r->last_measured_usec = end - t->started_usec;
+		}
 	}
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;

@@ -339,7 +339,9 @@ static bool dry_busy(const struct runner *r)
 	return false;
 }
 
-/* Nothing else to do: the clock moves to the earliest end, and that trial ends. */
+/* Nothing else to do: the clock moves to the earliest end, and that trial
+ * ends — or, when a hold for a batch's results (runner-fill.c) is over
+ * before it, to the hold's end, and the runner plans again. */
 static void dry_idle(struct runner *r)
 {
 	struct runner_trial *next = NULL;
@@ -360,6 +362,13 @@ static void dry_idle(struct runner *r)
 	}
 	if (!next)
 		return;
+	if (r->vwake_usec > r->vclock_usec && r->vwake_usec < nd->end_usec) {
+		/* a hold for a batch's results is over before the next end */
+		r->vclock_usec = r->vwake_usec;
+		r->vwake_usec = 0;
+		runner_schedule(r, RUNNER_ACTION_PLAN);
+		return;
+	}
 	r->vclock_usec = MAX(r->vclock_usec, nd->end_usec);
 	next->finished_at_usec = r->study_start_usec + nd->end_usec;
 	runner_trial_finish(next, &nd->res);

@@ -199,6 +199,7 @@ static bool batch_due(struct runner *r)
 {
 	uint64_t d = r->last_measured_usec, slack = (uint64_t)(BATCH_DUE * (double)d), now, until = 0;
 
+	r->vwake_usec = 0;
 	if (!runner_side_by_side(r) || d == 0)
 		return false;
 	now = r->opts.dry_run ? r->study_start_usec + r->vclock_usec : runner_clock(r);
@@ -206,7 +207,9 @@ static bool batch_due(struct runner *r)
 		const struct runner_trial *t = r->trials[i];
 		uint64_t s = t->started_usec, last = r->last_measured_start_usec;
 
-		if (!t->running || t->proposal.alone || t->proposal.sweep)
+		/* what the planner is told of: not a baseline off the grid */
+		if (!t->running || t->proposal.alone || t->proposal.sweep ||
+		    (t->proposal.baseline && !r->baseline.on_grid))
 			continue;
 		if ((s > last ? s - last : last - s) <= slack && now < s + d + slack)
 			until = MAX(until, s + d + slack);
@@ -215,7 +218,9 @@ static bool batch_due(struct runner *r)
 		return false;
 	log_debug("the next ask waits for the trials started with the last one measured (due within %.0f s)",
 		  (double)(until - now) / USEC_PER_SEC);
-	if (!r->opts.dry_run)
+	if (r->opts.dry_run)
+		r->vwake_usec = until - r->study_start_usec;
+	else
 		retry_at(r, until);
 	return true;
 }

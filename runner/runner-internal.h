@@ -193,6 +193,9 @@ struct runner {
 	 * (runner clock; a dry run's virtual one): side by side, the trials
 	 * started with it are due about now (runner-fill.c, batch_due) */
 	uint64_t last_measured_start_usec, last_measured_usec;
+	/* a dry run's hold (batch_due) ends on the virtual clock at this time
+	 * (vclock µs; 0: none): the evaluator's idle plans again then */
+	uint64_t vwake_usec;
 
 	/* a Slurm cluster (runner-cluster.c; NULL unless deploy.method is slurm
 	 * and the run is real): planning waits until the study's orphaned jobs

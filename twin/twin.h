@@ -57,14 +57,14 @@ struct twin_setup {
 	struct probe_workload_config workload; /* synthetic lengths; dataset_path is not read */
 	struct probe_sla sla;
 	double rel_tol;            /* rate search of a prediction (0 = 0.03) */
+	unsigned max_runs;         /* ... at most this many simulate runs (0 = 12) */
+	uint32_t rank_num_prompts; /* requests per prediction run (0 = the workload's num_prompts) */
 	/* The probe's rate-search tolerance: how coarsely a measured cost
 	 * brackets the max rate, an error each configuration's measurement
 	 * has alone (0 = rel_tol). A prediction brackets finer (runner:
 	 * at most RUNNER_TWIN_PREDICT_TOL), so that its own bracket's landing
 	 * does not reorder configurations the probe cannot tell apart. */
 	double probe_tol;
-	unsigned max_runs;         /* ... at most this many simulate runs (0 = 12) */
-	uint32_t rank_num_prompts; /* requests per prediction run (0 = the workload's num_prompts) */
 	/* Unmodelled costs for benchmarks and tests, where a twin plays the real
 	 * server (sim_engine_config's fault_step_usec / fault_step_per_seq_usec).
 	 * 0 for a twin. */

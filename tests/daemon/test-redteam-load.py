@@ -236,18 +236,27 @@ def case_starve(make, tmp):
     print("starve: %d trials" % n)
     # a finished study: its answers are kept while the store is unchanged
     flooded("finished study", [{"command": "report", "study": "big"}, {"command": "trials", "study": "big"}], False)
-    # a study that writes a trial every few milliseconds: kept answers go
-    # stale at once, so each uid's budget of the loop's time does the work
-    spec = tiny_spec("busy", trials=400)
-    spec["search_space"] = {"max_num_seqs": {"min": 8, "max": 512, "scale": "linear", "step": 8},
-                            "max_num_batched_tokens": {"min": 512, "max": 8192, "scale": "linear", "step": 512},
-                            "tensor_parallel": [1]}
-    spec["search"] = {"seed": 2, "strategy": "plain", "algorithm": "GN_DIRECT_L"}
-    spec["budget"]["max_wall_time"] = "10h"
-    check(d.request({"command": "submit", "study": spec})["ok"], "submit busy")
-    d.wait_state("busy", ["running"], 60)
-    flooded("a study running", [{"command": "report", "study": "big"}, {"command": "report", "study": "busy"},
-                                {"command": "trials", "study": "busy"}], True)
+    # studies that write a trial every few milliseconds: kept answers go
+    # stale at once, so each uid's budget of the loop's time does the work.
+    # One such study converges in under a second on a quiet machine (271
+    # trials), before the flood began; eight in the queue, 1000 requests a
+    # trial, keep the store changing for about 20 s there, longer where
+    # the machine is slower.
+    for i in range(8):
+        spec = tiny_spec("busy%d" % i, trials=400)
+        spec["search_space"] = {"max_num_seqs": {"min": 8, "max": 512, "scale": "linear", "step": 8},
+                                "max_num_batched_tokens": {"min": 512, "max": 8192, "scale": "linear", "step": 512},
+                                "tensor_parallel": [1]}
+        spec["workload"]["num_prompts"] = 1000
+        spec["search"] = {"seed": 2 + i, "strategy": "plain", "algorithm": "GN_DIRECT_L"}
+        spec["budget"]["max_wall_time"] = "10h"
+        check(d.request({"command": "submit", "study": spec})["ok"], "submit busy%d" % i)
+    d.wait_state("busy0", ["running"], 60)
+    flooded("a study running", [{"command": "report", "study": "big"}, {"command": "report", "study": "busy0"},
+                                {"command": "trials", "study": "busy0"}], True)
+    busy = [s["state"] for s in d.request({"command": "list"})["studies"] if s["name"].startswith("busy")]
+    check("running" in busy or "queued" in busy,
+          "the busy studies ended before the flood did (%s): the case needs them longer" % busy)
 
 
 # Each connection asks status: a held one is answered, a refused one is

@@ -187,20 +187,29 @@ static void test_merge(void)
 	CHECK(c.n_intervals == 1 && c.arrivals_from_gauges);
 }
 
-/* A window over two hours of the day: the rate per hour becomes the
- * workload's rate profile, and the block lists it under captured too. */
+/* A window over two hours of the day, a quarter of each observed: the rate
+ * per hour becomes the workload's rate profile, and the block lists it
+ * under captured too. A minute across the top of an hour is no profile. */
 static void test_hours(void)
 {
-	_cleanup_(probe_capture_acc_done) struct probe_capture_acc a = { 0 };
+	_cleanup_(probe_capture_acc_done) struct probe_capture_acc a = { 0 }, minute = { 0 };
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	struct probe_workload_config w;
 	struct probe_rate_profile listed;
 	struct error err = { 0 };
 
-	setenv("TZ", "UTC", 1); /* 22:13 and 23:13 */
+	setenv("TZ", "UTC", 1); /* from 22:13 and from 23:13 */
 	tzset();
-	add_interval(&a, 1, 4, true);
-	add_interval(&a, 3601, 8, true);
+	for (uint64_t s = 1; s <= 900; s++)
+		add_interval(&a, s, 4, true);
+	for (uint64_t s = 3601; s <= 4500; s++)
+		add_interval(&a, s, 8, true);
+	/* 19 s before 23:00, 41 from it (1700000000 is 22:13:20) */
+	for (uint64_t s = 2781; s <= 2840; s++)
+		add_interval(&minute, s, s <= 2800 ? 4 : 8, true);
+	probe_workload_config_init(&w);
+	CHECK_MSG(probe_capture_acc_workload(&minute, &w, &err) == 0, "%s", err.msg);
+	CHECK_INT_EQ(w.profile.n, 0);
 	probe_workload_config_init(&w);
 	CHECK_MSG(probe_capture_acc_workload(&a, &w, &err) == 0, "%s", err.msg);
 	CHECK(w.profile.n == 2 && w.profile.rate[0] == 4 && w.profile.rate[1] == 8);

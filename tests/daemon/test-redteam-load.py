@@ -239,15 +239,15 @@ def case_starve(make, tmp):
     # studies that write a trial every few milliseconds: kept answers go
     # stale at once, so each uid's budget of the loop's time does the work.
     # One such study converges in under a second on a quiet machine (271
-    # trials), before the flood began; eight in the queue, 1000 requests a
-    # trial, keep the store changing for about 20 s there, longer where
-    # the machine is slower.
-    for i in range(8):
+    # trials), before the flood began; 24 in the queue keep the store
+    # changing for about 20 s there, longer where the machine is slower.
+    # (Slower trials would not do: at 1000 requests a trial a loaded
+    # machine wrote too seldom for the flood's answers to go stale.)
+    for i in range(24):
         spec = tiny_spec("busy%d" % i, trials=400)
         spec["search_space"] = {"max_num_seqs": {"min": 8, "max": 512, "scale": "linear", "step": 8},
                                 "max_num_batched_tokens": {"min": 512, "max": 8192, "scale": "linear", "step": 512},
                                 "tensor_parallel": [1]}
-        spec["workload"]["num_prompts"] = 1000
         spec["search"] = {"seed": 2 + i, "strategy": "plain", "algorithm": "GN_DIRECT_L"}
         spec["budget"]["max_wall_time"] = "10h"
         check(d.request({"command": "submit", "study": spec})["ok"], "submit busy%d" % i)

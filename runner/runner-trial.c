@@ -222,6 +222,16 @@ int runner_queue_add(struct runner *r, const struct runner_proposal *p, struct e
 	return k;
 }
 
+/* The last trial that ended with a measurement, for batch_due: the one
+ * that ended last (start and end on the runner's clock). */
+static void note_measured(struct runner *r, uint64_t start, uint64_t end)
+{
+	if (end > start && end >= r->last_measured_start_usec + r->last_measured_usec) {
+		r->last_measured_start_usec = start;
+		r->last_measured_usec = end - start;
+	}
+}
+
 int runner_queue_load(struct runner *r, struct error *err)
 {
 	struct store_trial *rows = NULL;
@@ -233,11 +243,8 @@ int runner_queue_load(struct runner *r, struct error *err)
 	 * (runner-fill.c, batch_due): its stored times are its virtual clock */
 	for (size_t i = 0; i < n && k >= 0 && r->opts.dry_run; i++)
 		if (rows[i].state == STORE_TRIAL_DONE && !runner_kind_is_sweep(rows[i].kind) &&
-		    rows[i].finished_usec > rows[i].started_usec && rows[i].started_usec > 0 &&
-		    rows[i].finished_usec >= r->last_measured_start_usec + r->last_measured_usec) {
-			r->last_measured_start_usec = rows[i].started_usec;
-			r->last_measured_usec = rows[i].finished_usec - rows[i].started_usec;
-		}
+		    rows[i].started_usec > 0)
+			note_measured(r, rows[i].started_usec, rows[i].finished_usec);
 	for (size_t i = 0; i < n && k >= 0; i++) {
 		struct runner_proposal p;
 		bool known = false;
@@ -472,14 +479,8 @@ void runner_trial_finish(struct runner_trial *t, const struct trial_result *res)
 		r->trial_sum_s += (double)(runner_clock(r) - t->started_usec) / USEC_PER_SEC;
 		r->trial_n++;
 	}
-	if (ot.outcome == OPT_OUTCOME_MEASURED && !t->proposal.sweep) {
-		uint64_t end = r->opts.dry_run ? t->finished_at_usec : runner_clock(r);
-
-		if (end > t->started_usec) {
-			r->last_measured_start_usec = t->started_usec;
-			r->last_measured_usec = end - t->started_usec;
-		}
-	}
+	if (ot.outcome == OPT_OUTCOME_MEASURED && !t->proposal.sweep)
+		note_measured(r, t->started_usec, r->opts.dry_run ? t->finished_at_usec : runner_clock(r));
 	if (ot.outcome != OPT_OUTCOME_MEASURED)
 		ot.cost = 0;
 	/* a baseline off the grid is no configuration of the search; a sweep

@@ -580,12 +580,10 @@ static int select_kernel(struct opt_gp *gp, const struct search *x, const struct
 	 * it wide, the max rate anywhere in it: σ ≈ 0.23 × the tolerance,
 	 * the two brackets independent. (Half the probe's tolerance, as
 	 * before, kept every untested near tie open: at the default 5 % the
-	 * twelve landscapes of bench/optimizer walked their plateaus, 13–25
-	 * deployments a run where 5–17 reach the same answers.) */
-	double tol = x->t->setup.probe_tol > 0 ? x->t->setup.probe_tol
-		     : x->t->setup.rel_tol > 0 ? x->t->setup.rel_tol
-					       : 0.03;
+	 * twelve landscapes of bench/optimizer walked their plateaus: runs of
+	 * 5–25 deployments, 5–19 now, to the same answers.) */
 	double rel = x->t->setup.rel_tol > 0 ? x->t->setup.rel_tol : 0.03;
+	double tol = x->t->setup.probe_tol > 0 ? x->t->setup.probe_tol : rel;
 	double nugget = MAX(0.01, 0.23 * sqrt(tol * tol + rel * rel));
 	static const double ords[] = { 0.15, 0.3, 0.6, 1.2 };
 	/* How far a residual carries to another quantization or TP: while no
